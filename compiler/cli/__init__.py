@@ -1,0 +1,1 @@
+"""The ``vdla`` command line: one module per command group, each exposing ``register``."""

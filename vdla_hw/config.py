@@ -1,0 +1,342 @@
+"""The accelerator's hardware configuration: the single source of truth.
+
+A config is read from JSON (presets live in ``vdla_hw/configs/``), validated
+once, and then derives every constant the rest of the stack needs: tile shapes,
+element sizes, buffer depths, index widths.  The RTL parameter package, both
+simulators, the runtime and the compiler all read these derived values; none of
+them recomputes them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+CONFIG_DIR = Path(__file__).parent / "configs"
+
+
+class ConfigError(ValueError):
+    """An invalid hardware configuration; the message names the field and the allowed range."""
+
+
+@dataclass(frozen=True)
+class TimingConfig:
+    """Timing parameters of the microarchitecture, used by the cycle model.
+
+    All values are in accelerator clock cycles unless the name says otherwise.
+    The RTL issue calibrates these against the Verilated design.
+    """
+
+    dram_latency: int = 32
+    """Cycles from a DRAM read request to its first data beat."""
+    dram_burst_bytes: int = 256
+    """Largest AXI burst in bytes; longer rows are split into several bursts."""
+    fetch_cycles_per_insn: int = 2
+    """Cycles fetch needs to decode and dispatch one 128-bit instruction after its data arrives."""
+    gemm_pipeline_depth: int = 4
+    """Cycles to fill the GEMM pipeline before the first micro-op iteration retires."""
+    alu_pipeline_depth: int = 3
+    """Cycles to fill the ALU pipeline."""
+    alu_ii: int = 2
+    """Initiation interval of the ALU: cycles between consecutive micro-op iterations."""
+    sram_write_cycles: int = 1
+    """Cycles to write one element (tile) into an SRAM buffer, e.g. a zero-padding element."""
+    insn_overhead: int = 1
+    """Fixed cycles every module spends starting an instruction (queue pop, decode)."""
+
+
+@dataclass(frozen=True)
+class HwConfig:
+    """A validated VDLA hardware configuration.
+
+    Widths and sizes are given as log2 values, as in the published design; use
+    the derived properties (``batch``, ``inp_width``, ``inp_buff_depth`` ...)
+    rather than recomputing them.
+    """
+
+    name: str
+    log_inp_width: int = 3
+    log_wgt_width: int = 3
+    log_acc_width: int = 5
+    log_out_width: int = 3
+    log_batch: int = 0
+    log_block_in: int = 4
+    log_block_out: int = 4
+    log_uop_buff_size: int = 15
+    log_inp_buff_size: int = 15
+    log_wgt_buff_size: int = 18
+    log_acc_buff_size: int = 17
+    log_bus_width: int = 6
+    cmd_queue_depth: int = 512
+    dep_queue_depth: int = 512
+    clock_mhz: float = 100.0
+    timing: TimingConfig = field(default_factory=TimingConfig)
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    # ---- element shapes and widths -------------------------------------------------
+    @property
+    def batch(self) -> int:
+        return 1 << self.log_batch
+
+    @property
+    def block_in(self) -> int:
+        return 1 << self.log_block_in
+
+    @property
+    def block_out(self) -> int:
+        return 1 << self.log_block_out
+
+    @property
+    def inp_width(self) -> int:
+        return 1 << self.log_inp_width
+
+    @property
+    def wgt_width(self) -> int:
+        return 1 << self.log_wgt_width
+
+    @property
+    def acc_width(self) -> int:
+        return 1 << self.log_acc_width
+
+    @property
+    def out_width(self) -> int:
+        return 1 << self.log_out_width
+
+    @property
+    def bus_width(self) -> int:
+        return 1 << self.log_bus_width
+
+    @property
+    def bus_bytes(self) -> int:
+        return self.bus_width // 8
+
+    # ---- one SRAM element ("tile") of each buffer, in bytes -------------------------
+    @property
+    def uop_elem_bytes(self) -> int:
+        return 4
+
+    @property
+    def inp_elem_bytes(self) -> int:
+        return self.batch * self.block_in * self.inp_width // 8
+
+    @property
+    def wgt_elem_bytes(self) -> int:
+        return self.block_out * self.block_in * self.wgt_width // 8
+
+    @property
+    def acc_elem_bytes(self) -> int:
+        return self.batch * self.block_out * self.acc_width // 8
+
+    @property
+    def out_elem_bytes(self) -> int:
+        return self.batch * self.block_out * self.out_width // 8
+
+    # ---- buffer depths (number of elements) and index widths ------------------------
+    @property
+    def uop_buff_depth(self) -> int:
+        return (1 << self.log_uop_buff_size) // self.uop_elem_bytes
+
+    @property
+    def inp_buff_depth(self) -> int:
+        return (1 << self.log_inp_buff_size) // self.inp_elem_bytes
+
+    @property
+    def wgt_buff_depth(self) -> int:
+        return (1 << self.log_wgt_buff_size) // self.wgt_elem_bytes
+
+    @property
+    def acc_buff_depth(self) -> int:
+        return (1 << self.log_acc_buff_size) // self.acc_elem_bytes
+
+    @property
+    def out_buff_depth(self) -> int:
+        """The output buffer is the narrowed view of the accumulator buffer: same depth."""
+        return self.acc_buff_depth
+
+    @property
+    def log_uop_buff_depth(self) -> int:
+        return self.uop_buff_depth.bit_length() - 1
+
+    @property
+    def log_inp_buff_depth(self) -> int:
+        return self.inp_buff_depth.bit_length() - 1
+
+    @property
+    def log_wgt_buff_depth(self) -> int:
+        return self.wgt_buff_depth.bit_length() - 1
+
+    @property
+    def log_acc_buff_depth(self) -> int:
+        return self.acc_buff_depth.bit_length() - 1
+
+    @property
+    def macs_per_cycle(self) -> int:
+        """Peak multiply-accumulates per cycle of the GEMM core."""
+        return self.batch * self.block_in * self.block_out
+
+    @property
+    def peak_gops(self) -> float:
+        """Peak throughput in giga-operations per second (one MAC = two operations)."""
+        return 2 * self.macs_per_cycle * self.clock_mhz / 1000.0
+
+    @cached_property
+    def isa(self) -> "Isa":  # noqa: F821 - resolved lazily to avoid a cycle
+        """The instruction-set layout derived from this config."""
+        from vdla_hw.isa import Isa
+
+        return Isa(self)
+
+    # ---- (de)serialization ------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict that :func:`from_dict` turns back into an equal config."""
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def replace(self, **changes: Any) -> "HwConfig":
+        """A new validated config with some fields changed (``timing`` may be a dict)."""
+        data = self.to_dict()
+        if isinstance(changes.get("timing"), dict):
+            changes["timing"] = {**data["timing"], **changes["timing"]}
+        data.update(changes)
+        return from_dict(data)
+
+
+# Allowed inclusive ranges of the log2/plain integer fields.
+_RANGES: dict[str, tuple[int, int]] = {
+    "log_inp_width": (2, 4),
+    "log_wgt_width": (2, 4),
+    "log_acc_width": (4, 5),
+    "log_out_width": (2, 4),
+    "log_batch": (0, 3),
+    "log_block_in": (1, 6),
+    "log_block_out": (1, 6),
+    "log_uop_buff_size": (6, 20),
+    "log_inp_buff_size": (6, 22),
+    "log_wgt_buff_size": (6, 22),
+    "log_acc_buff_size": (6, 22),
+    "log_bus_width": (5, 9),
+    "cmd_queue_depth": (1, 1 << 16),
+    "dep_queue_depth": (1, 1 << 16),
+}
+_TIMING_RANGES: dict[str, tuple[int, int]] = {
+    "dram_latency": (0, 10_000),
+    "dram_burst_bytes": (8, 4096),
+    "fetch_cycles_per_insn": (1, 64),
+    "gemm_pipeline_depth": (1, 64),
+    "alu_pipeline_depth": (1, 64),
+    "alu_ii": (1, 16),
+    "sram_write_cycles": (1, 16),
+    "insn_overhead": (0, 64),
+}
+# Queue depths are sized in hardware as FIFOs: they must be powers of two.
+_POW2_FIELDS = ("cmd_queue_depth", "dep_queue_depth")
+
+
+def _check_int(owner: str, name: str, value: Any, lo: int, hi: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ConfigError(f"{owner}.{name} must be an integer in [{lo}, {hi}], got {value!r}")
+    if not lo <= value <= hi:
+        raise ConfigError(f"{owner}.{name} = {value} is out of range: allowed [{lo}, {hi}]")
+
+
+def _validate(cfg: HwConfig) -> None:
+    if not isinstance(cfg.name, str) or not cfg.name:
+        raise ConfigError(f"config.name must be a non-empty string, got {cfg.name!r}")
+    for name, (lo, hi) in _RANGES.items():
+        _check_int(cfg.name, name, getattr(cfg, name), lo, hi)
+    for name in _POW2_FIELDS:
+        value = getattr(cfg, name)
+        if value & (value - 1):
+            raise ConfigError(
+                f"{cfg.name}.{name} = {value} is not a power of two; use e.g. {1 << (value.bit_length() - 1)}"
+            )
+    if not isinstance(cfg.timing, TimingConfig):
+        raise ConfigError(f"{cfg.name}.timing must be a TimingConfig, got {type(cfg.timing).__name__}")
+    for name, (lo, hi) in _TIMING_RANGES.items():
+        _check_int(f"{cfg.name}.timing", name, getattr(cfg.timing, name), lo, hi)
+    burst = cfg.timing.dram_burst_bytes
+    if burst & (burst - 1) or burst < cfg.bus_bytes:
+        raise ConfigError(
+            f"{cfg.name}.timing.dram_burst_bytes = {burst} must be a power of two "
+            f">= the bus width in bytes ({cfg.bus_bytes})"
+        )
+    if not isinstance(cfg.clock_mhz, (int, float)) or not 1 <= cfg.clock_mhz <= 2000:
+        raise ConfigError(f"{cfg.name}.clock_mhz = {cfg.clock_mhz!r} is out of range: allowed [1, 2000] MHz")
+    if cfg.acc_width < cfg.inp_width + cfg.wgt_width:
+        raise ConfigError(
+            f"{cfg.name}.log_acc_width = {cfg.log_acc_width} gives {cfg.acc_width}-bit accumulators, narrower than "
+            f"the {cfg.inp_width}x{cfg.wgt_width}-bit product; raise log_acc_width or lower the input/weight widths"
+        )
+    if cfg.out_width > cfg.acc_width:
+        raise ConfigError(
+            f"{cfg.name}.log_out_width = {cfg.log_out_width} is wider than the accumulator "
+            f"(log_acc_width = {cfg.log_acc_width}); allowed [2, {cfg.log_acc_width}]"
+        )
+    # Every buffer must hold at least two elements: one tile is not enough to double-buffer,
+    # and a zero-bit index cannot be encoded.
+    for buf in ("uop", "inp", "wgt", "acc"):
+        elem = getattr(cfg, f"{buf}_elem_bytes")
+        size = 1 << getattr(cfg, f"log_{buf}_buff_size")
+        if size < 2 * elem:
+            min_log = (2 * elem).bit_length() - 1
+            raise ConfigError(
+                f"{cfg.name}.log_{buf}_buff_size = {size.bit_length() - 1} ({size} B) is smaller than two "
+                f"{elem}-byte {buf} tiles; allowed [{min_log}, {_RANGES[f'log_{buf}_buff_size'][1]}]"
+            )
+    # Field widths of the ISA are derived from the sizes above; building the layout checks
+    # that every field still fits its 128-bit instruction / 32-bit micro-op.
+    from vdla_hw.isa import Isa
+
+    Isa(cfg)
+
+
+def from_dict(data: dict[str, Any]) -> HwConfig:
+    """Build and validate a config from a JSON-like dict; unknown keys are errors."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"a hardware config must be a JSON object, got {type(data).__name__}")
+    known = {f.name for f in dataclasses.fields(HwConfig)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ConfigError(f"unknown config key(s) {unknown}; allowed keys: {sorted(known)}")
+    if "name" not in data:
+        raise ConfigError("config is missing the required key 'name'")
+    values = dict(data)
+    timing = values.pop("timing", {})
+    if not isinstance(timing, dict):
+        raise ConfigError(f"config.timing must be a JSON object, got {type(timing).__name__}")
+    tknown = {f.name for f in dataclasses.fields(TimingConfig)}
+    tunknown = sorted(set(timing) - tknown)
+    if tunknown:
+        raise ConfigError(f"unknown timing key(s) {tunknown}; allowed keys: {sorted(tknown)}")
+    return HwConfig(**values, timing=TimingConfig(**timing))
+
+
+def preset_names() -> list[str]:
+    """Names of the presets shipped in ``vdla_hw/configs/``."""
+    return sorted(p.stem for p in CONFIG_DIR.glob("*.json"))
+
+
+def load_config(name_or_path: str | Path | HwConfig = "default") -> HwConfig:
+    """Load a preset by name (``default``, ``tiny``, ``wide``) or a JSON file by path."""
+    if isinstance(name_or_path, HwConfig):
+        return name_or_path
+    path = Path(name_or_path)
+    if path.suffix != ".json":
+        path = CONFIG_DIR / f"{name_or_path}.json"
+        if not path.exists():
+            raise ConfigError(f"no hardware preset named {name_or_path!r}; presets: {preset_names()}, or pass a .json path")
+    elif not path.exists():
+        raise ConfigError(f"hardware config file {str(path)!r} does not exist")
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not valid JSON ({exc})") from exc
+    return from_dict(data)

@@ -1,0 +1,456 @@
+"""The VDLA instruction set: opcodes, instruction records and their bit layouts.
+
+Instructions are 128 bits, micro-ops 32 bits.  Field widths that depend on the
+hardware (SRAM index widths, micro-op index widths) are derived from a
+:class:`~vdla_hw.config.HwConfig`; everything else is fixed here.  Fields are
+packed from the least significant bit upwards in the order they are declared,
+which is also the order of the generated SystemVerilog packed structs (listed
+MSB first there).
+
+Every other layer (simulators, RTL package, runtime, compiler) encodes and
+decodes through :class:`Isa`; no field offset is written anywhere else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from enum import IntEnum
+from typing import TYPE_CHECKING, Iterable, Union
+
+import numpy as np
+
+from vdla_hw.config import ConfigError
+
+if TYPE_CHECKING:
+    from vdla_hw.config import HwConfig
+
+INSN_BITS = 128
+UOP_BITS = 32
+INSN_BYTES = INSN_BITS // 8
+UOP_BYTES = UOP_BITS // 8
+
+# Fixed field widths (not derived from the config).
+OPCODE_W = 3
+MEMTYPE_W = 3
+ALUOP_W = 3
+DRAM_ADDR_W = 32
+SIZE_W = 16
+STRIDE_W = 16
+PAD_W = 4
+LOOP_ITER_W = 14
+IMM_W = 16
+
+
+class IsaError(ValueError):
+    """A malformed instruction or micro-op: a field out of range or an undecodable word."""
+
+
+class Opcode(IntEnum):
+    LOAD = 0
+    STORE = 1
+    GEMM = 2
+    ALU = 3
+    FINISH = 4
+
+
+class MemType(IntEnum):
+    UOP = 0
+    WGT = 1
+    INP = 2
+    ACC = 3
+    OUT = 4
+
+
+class AluOp(IntEnum):
+    MIN = 0
+    MAX = 1
+    ADD = 2
+    SHR = 3
+    """Arithmetic shift right by the operand; a negative operand shifts left."""
+    MUL = 4
+
+
+class Module(IntEnum):
+    """The three execution modules fetch dispatches to."""
+
+    LOAD = 0
+    COMPUTE = 1
+    STORE = 2
+
+
+@dataclass(frozen=True)
+class DepFlags:
+    """Dependency-token flags of an instruction, relative to the module that executes it.
+
+    For the load module "next" is compute; for compute "prev" is load and "next" is
+    store; for store "prev" is compute.
+    """
+
+    pop_prev: bool = False
+    pop_next: bool = False
+    push_prev: bool = False
+    push_next: bool = False
+
+    def __str__(self) -> str:
+        names = [n for n in ("pop_prev", "pop_next", "push_prev", "push_next") if getattr(self, n)]
+        return ",".join(names)
+
+
+NO_DEPS = DepFlags()
+
+
+@dataclass(frozen=True)
+class MemInsn:
+    """LOAD (DRAM -> SRAM, with zero padding) or STORE (SRAM -> DRAM) of a 2D block.
+
+    ``dram_base``, ``x_size`` and ``x_stride`` count elements of ``mem_type`` (a
+    whole tile, e.g. BATCH x BLOCK_IN inputs), not bytes.  A load writes
+    ``(y_pad0 + y_size + y_pad1) x (x_pad0 + x_size + x_pad1)`` consecutive SRAM
+    elements starting at ``sram_base``; padding elements are zero.
+    """
+
+    opcode: Opcode
+    mem_type: MemType
+    sram_base: int
+    dram_base: int
+    y_size: int
+    x_size: int
+    x_stride: int
+    y_pad0: int = 0
+    y_pad1: int = 0
+    x_pad0: int = 0
+    x_pad1: int = 0
+    deps: DepFlags = NO_DEPS
+
+
+@dataclass(frozen=True)
+class GemmInsn:
+    """GEMM over micro-ops ``[uop_bgn, uop_end)`` inside a two-level affine loop.
+
+    For ``i0 < iter_out, i1 < iter_in`` and each micro-op ``u``:
+    ``acc[u.dst + i0*dst_factor_out + i1*dst_factor_in] += inp[u.src + ...] @ wgt[u.wgt + ...].T``
+    (or ``= 0`` when ``reset``).
+    """
+
+    reset: bool
+    uop_bgn: int
+    uop_end: int
+    iter_out: int
+    iter_in: int
+    dst_factor_out: int
+    dst_factor_in: int
+    src_factor_out: int
+    src_factor_in: int
+    wgt_factor_out: int
+    wgt_factor_in: int
+    deps: DepFlags = NO_DEPS
+
+
+@dataclass(frozen=True)
+class AluInsn:
+    """Vector ALU over micro-ops: ``acc[dst] = op(acc[dst], imm if use_imm else acc[src])``.
+
+    Indices follow the same two-level affine loop as :class:`GemmInsn`; both
+    operands index the accumulator buffer.  ``imm`` is a signed 16-bit value.
+    """
+
+    alu_op: AluOp
+    use_imm: bool
+    imm: int
+    uop_bgn: int
+    uop_end: int
+    iter_out: int
+    iter_in: int
+    dst_factor_out: int
+    dst_factor_in: int
+    src_factor_out: int
+    src_factor_in: int
+    deps: DepFlags = NO_DEPS
+
+
+@dataclass(frozen=True)
+class FinishInsn:
+    """Ends the program: compute raises ``done`` once everything before it retired."""
+
+    deps: DepFlags = NO_DEPS
+
+
+@dataclass(frozen=True)
+class Uop:
+    """A micro-op: one accumulator, one input (or second accumulator) and one weight index."""
+
+    dst: int
+    src: int
+    wgt: int
+
+
+Insn = Union[MemInsn, GemmInsn, AluInsn, FinishInsn]
+
+
+def opcode_of(insn: Insn) -> Opcode:
+    """The opcode of an instruction record."""
+    if isinstance(insn, MemInsn):
+        return insn.opcode
+    if isinstance(insn, GemmInsn):
+        return Opcode.GEMM
+    if isinstance(insn, AluInsn):
+        return Opcode.ALU
+    if isinstance(insn, FinishInsn):
+        return Opcode.FINISH
+    raise IsaError(f"not a VDLA instruction: {insn!r}")
+
+
+def module_of(insn: Insn) -> Module:
+    """The module that executes ``insn``: micro-op and accumulator loads run on compute."""
+    if isinstance(insn, MemInsn):
+        if insn.opcode == Opcode.STORE:
+            return Module.STORE
+        return Module.LOAD if insn.mem_type in (MemType.INP, MemType.WGT) else Module.COMPUTE
+    return Module.COMPUTE
+
+
+@dataclass(frozen=True)
+class Field:
+    """One bit field of a layout: ``width`` bits at ``offset`` (LSB = 0)."""
+
+    name: str
+    width: int
+    offset: int
+    signed: bool = False
+
+    @property
+    def mask(self) -> int:
+        return (1 << self.width) - 1
+
+    @property
+    def lo(self) -> int:
+        return -(1 << (self.width - 1)) if self.signed else 0
+
+    @property
+    def hi(self) -> int:
+        return (1 << (self.width - 1)) - 1 if self.signed else self.mask
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The packed bit layout of one instruction format (or of the micro-op)."""
+
+    name: str
+    fields: tuple[Field, ...]
+    total_bits: int
+
+    @property
+    def used_bits(self) -> int:
+        return sum(f.width for f in self.fields)
+
+    def field(self, name: str) -> Field:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+    def pack(self, values: dict[str, int]) -> int:
+        word = 0
+        for f in self.fields:
+            v = int(values[f.name])
+            if not f.lo <= v <= f.hi:
+                raise IsaError(
+                    f"{self.name}.{f.name} = {v} does not fit its {f.width}-bit field (allowed [{f.lo}, {f.hi}])"
+                )
+            word |= (v & f.mask) << f.offset
+        return word
+
+    def unpack(self, word: int) -> dict[str, int]:
+        if word >> self.used_bits:
+            raise IsaError(
+                f"malformed {self.name} word 0x{word:0{self.total_bits // 4}x}: bits above bit "
+                f"{self.used_bits - 1} are reserved and must be zero"
+            )
+        out: dict[str, int] = {}
+        for f in self.fields:
+            v = (word >> f.offset) & f.mask
+            if f.signed and v >> (f.width - 1):
+                v -= 1 << f.width
+            out[f.name] = v
+        return out
+
+
+def _layout(name: str, spec: Iterable[tuple[str, int] | tuple[str, int, bool]], total: int, cfg_name: str) -> Layout:
+    out: list[Field] = []
+    offset = 0
+    for item in spec:
+        fname, width = item[0], item[1]
+        signed = bool(item[2]) if len(item) > 2 else False
+        out.append(Field(fname, width, offset, signed))
+        offset += width
+    if offset > total:
+        detail = " + ".join(f"{f.name}({f.width})" for f in out)
+        raise ConfigError(
+            f"{cfg_name}: the {name} fields need {offset} bits but only {total} are available "
+            f"({detail}); reduce the buffer sizes (log_*_buff_size) that set the index widths"
+        )
+    return Layout(name, tuple(out), total)
+
+
+_COMMON = [("opcode", OPCODE_W), ("pop_prev", 1), ("pop_next", 1), ("push_prev", 1), ("push_next", 1)]
+_DEP_NAMES = ("pop_prev", "pop_next", "push_prev", "push_next")
+
+
+class Isa:
+    """Bit layouts of a config's instructions and micro-ops, with encode/decode."""
+
+    def __init__(self, cfg: "HwConfig") -> None:
+        self.cfg = cfg
+        uop_w = cfg.log_uop_buff_depth
+        acc_w = cfg.log_acc_buff_depth
+        inp_w = cfg.log_inp_buff_depth
+        wgt_w = cfg.log_wgt_buff_depth
+        self.sram_idx_w = max(uop_w, acc_w, inp_w, wgt_w)
+        self.uop_src_w = max(inp_w, acc_w)
+        loop = [("uop_bgn", uop_w), ("uop_end", uop_w + 1), ("iter_out", LOOP_ITER_W), ("iter_in", LOOP_ITER_W)]
+        self.mem = _layout(
+            "mem",
+            _COMMON
+            + [
+                ("mem_type", MEMTYPE_W),
+                ("sram_base", self.sram_idx_w),
+                ("dram_base", DRAM_ADDR_W),
+                ("y_size", SIZE_W),
+                ("x_size", SIZE_W),
+                ("x_stride", STRIDE_W),
+                ("y_pad0", PAD_W),
+                ("y_pad1", PAD_W),
+                ("x_pad0", PAD_W),
+                ("x_pad1", PAD_W),
+            ],
+            INSN_BITS,
+            cfg.name,
+        )
+        self.gemm = _layout(
+            "gemm",
+            _COMMON
+            + [("reset", 1)]
+            + loop
+            + [
+                ("dst_factor_out", acc_w),
+                ("dst_factor_in", acc_w),
+                ("src_factor_out", inp_w),
+                ("src_factor_in", inp_w),
+                ("wgt_factor_out", wgt_w),
+                ("wgt_factor_in", wgt_w),
+            ],
+            INSN_BITS,
+            cfg.name,
+        )
+        self.alu = _layout(
+            "alu",
+            _COMMON
+            + loop
+            + [
+                ("dst_factor_out", acc_w),
+                ("dst_factor_in", acc_w),
+                ("src_factor_out", acc_w),
+                ("src_factor_in", acc_w),
+                ("alu_op", ALUOP_W),
+                ("use_imm", 1),
+                ("imm", IMM_W, True),
+            ],
+            INSN_BITS,
+            cfg.name,
+        )
+        self.finish = _layout("finish", _COMMON, INSN_BITS, cfg.name)
+        self.uop = _layout("uop", [("dst", acc_w), ("src", self.uop_src_w), ("wgt", wgt_w)], UOP_BITS, cfg.name)
+
+    @property
+    def layouts(self) -> dict[str, Layout]:
+        return {"mem": self.mem, "gemm": self.gemm, "alu": self.alu, "finish": self.finish, "uop": self.uop}
+
+    # ---- instructions -----------------------------------------------------------------
+    def encode(self, insn: Insn) -> int:
+        """Pack an instruction into a 128-bit integer; raises :class:`IsaError` if a field overflows."""
+        op = opcode_of(insn)
+        values = {f.name: getattr(insn, f.name) for f in fields(insn) if f.name != "deps"}
+        values.update({n: int(getattr(insn.deps, n)) for n in _DEP_NAMES})
+        values["opcode"] = int(op)
+        layout = {Opcode.LOAD: self.mem, Opcode.STORE: self.mem, Opcode.GEMM: self.gemm}.get(op)
+        layout = layout or (self.alu if op == Opcode.ALU else self.finish)
+        return layout.pack(values)
+
+    def decode(self, word: int) -> Insn:
+        """Unpack a 128-bit integer; raises :class:`IsaError` on a malformed word."""
+        if not 0 <= word < (1 << INSN_BITS):
+            raise IsaError(f"instruction word {word:#x} is not a 128-bit unsigned value")
+        raw = word & ((1 << OPCODE_W) - 1)
+        try:
+            op = Opcode(raw)
+        except ValueError:
+            raise IsaError(f"malformed instruction 0x{word:032x}: opcode {raw} is not one of {[o.name for o in Opcode]}") from None
+        if op in (Opcode.LOAD, Opcode.STORE):
+            v = self.mem.unpack(word)
+            try:
+                mem_type = MemType(v["mem_type"])
+            except ValueError:
+                raise IsaError(
+                    f"malformed {op.name} 0x{word:032x}: memory type {v['mem_type']} is not one of {[m.name for m in MemType]}"
+                ) from None
+            rest = {k: v[k] for k in ("sram_base", "dram_base", "y_size", "x_size", "x_stride", "y_pad0", "y_pad1", "x_pad0", "x_pad1")}
+            return MemInsn(op, mem_type, **rest, deps=_deps(v))
+        if op == Opcode.GEMM:
+            v = self.gemm.unpack(word)
+            names = [f.name for f in fields(GemmInsn) if f.name != "deps"]
+            args = {n: v[n] for n in names}
+            args["reset"] = bool(args["reset"])
+            return GemmInsn(**args, deps=_deps(v))
+        if op == Opcode.ALU:
+            v = self.alu.unpack(word)
+            try:
+                alu_op = AluOp(v["alu_op"])
+            except ValueError:
+                raise IsaError(f"malformed ALU 0x{word:032x}: ALU op {v['alu_op']} is not one of {[a.name for a in AluOp]}") from None
+            names = [f.name for f in fields(AluInsn) if f.name not in ("deps", "alu_op", "use_imm")]
+            return AluInsn(alu_op=alu_op, use_imm=bool(v["use_imm"]), **{n: v[n] for n in names if n != "imm"}, imm=v["imm"], deps=_deps(v))
+        return FinishInsn(deps=_deps(self.finish.unpack(word)))
+
+    def encode_program(self, insns: Iterable[Insn]) -> np.ndarray:
+        """Instructions as little-endian bytes (16 per instruction), as they sit in DRAM."""
+        words = [self.encode(i) for i in insns]
+        buf = bytearray()
+        for w in words:
+            buf += w.to_bytes(INSN_BYTES, "little")
+        return np.frombuffer(bytes(buf), dtype=np.uint8).copy()
+
+    def decode_program(self, data: bytes | np.ndarray) -> list[Insn]:
+        """Decode a byte image of consecutive 16-byte instructions."""
+        raw = bytes(np.asarray(data, dtype=np.uint8).tobytes()) if not isinstance(data, bytes) else data
+        if len(raw) % INSN_BYTES:
+            raise IsaError(f"instruction image of {len(raw)} bytes is not a multiple of {INSN_BYTES}")
+        out = []
+        for k in range(0, len(raw), INSN_BYTES):
+            try:
+                out.append(self.decode(int.from_bytes(raw[k : k + INSN_BYTES], "little")))
+            except IsaError as exc:
+                raise IsaError(f"instruction {k // INSN_BYTES}: {exc}") from None
+        return out
+
+    # ---- micro-ops ----------------------------------------------------------------------
+    def encode_uop(self, uop: Uop) -> int:
+        return self.uop.pack({"dst": uop.dst, "src": uop.src, "wgt": uop.wgt})
+
+    def decode_uop(self, word: int) -> Uop:
+        if not 0 <= word < (1 << UOP_BITS):
+            raise IsaError(f"micro-op word {word:#x} is not a 32-bit unsigned value")
+        return Uop(**self.uop.unpack(word))
+
+    def encode_uops(self, uops: Iterable[Uop]) -> np.ndarray:
+        """Micro-ops as a little-endian uint32 array, as they sit in DRAM."""
+        return np.array([self.encode_uop(u) for u in uops], dtype="<u4")
+
+    def decode_uop_fields(self, words: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Vectorized decode of many micro-op words into (dst, src, wgt) index arrays."""
+        w = np.asarray(words, dtype=np.uint64)
+        d, s, g = self.uop.fields
+        return tuple(((w >> np.uint64(f.offset)) & np.uint64(f.mask)).astype(np.int64) for f in (d, s, g))  # type: ignore[return-value]
+
+
+def _deps(v: dict[str, int]) -> DepFlags:
+    return DepFlags(*(bool(v[n]) for n in _DEP_NAMES))
