@@ -59,22 +59,39 @@ class HwConfig:
     """
 
     name: str
+    """Name of the configuration (the preset's file name for presets)."""
     log_inp_width: int = 3
+    """log2 of the input element width in bits (3 = int8)."""
     log_wgt_width: int = 3
+    """log2 of the weight element width in bits (3 = int8)."""
     log_acc_width: int = 5
+    """log2 of the accumulator width in bits (5 = int32)."""
     log_out_width: int = 3
+    """log2 of the output width in bits; STORE keeps the low bits of each accumulator."""
     log_batch: int = 0
+    """log2 of BATCH, the rows of the GEMM core's input vector."""
     log_block_in: int = 4
+    """log2 of BLOCK_IN, the reduction width of the GEMM core."""
     log_block_out: int = 4
+    """log2 of BLOCK_OUT, the output channels of the GEMM core."""
     log_uop_buff_size: int = 15
+    """log2 of the micro-op buffer size in bytes."""
     log_inp_buff_size: int = 15
+    """log2 of the input buffer size in bytes."""
     log_wgt_buff_size: int = 18
+    """log2 of the weight buffer size in bytes."""
     log_acc_buff_size: int = 17
+    """log2 of the accumulator buffer size in bytes."""
     log_bus_width: int = 6
+    """log2 of the DRAM (AXI) data bus width in bits."""
     cmd_queue_depth: int = 512
+    """Entries of each of the three command queues fetch dispatches into."""
     dep_queue_depth: int = 512
+    """Tokens each of the four dependency queues holds."""
     clock_mhz: float = 100.0
+    """Accelerator clock frequency in MHz."""
     timing: TimingConfig = field(default_factory=TimingConfig)
+    """Timing parameters of the cycle model."""
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -203,14 +220,16 @@ class HwConfig:
     def replace(self, **changes: Any) -> "HwConfig":
         """A new validated config with some fields changed (``timing`` may be a dict)."""
         data = self.to_dict()
-        if isinstance(changes.get("timing"), dict):
+        if isinstance(changes.get("timing"), TimingConfig):
+            changes["timing"] = dataclasses.asdict(changes["timing"])
+        elif isinstance(changes.get("timing"), dict):
             changes["timing"] = {**data["timing"], **changes["timing"]}
         data.update(changes)
         return from_dict(data)
 
 
-# Allowed inclusive ranges of the log2/plain integer fields.
-_RANGES: dict[str, tuple[int, int]] = {
+# Allowed inclusive ranges of the log2/plain integer fields (public: the docs generator prints them).
+RANGES: dict[str, tuple[int, int]] = {
     "log_inp_width": (2, 4),
     "log_wgt_width": (2, 4),
     "log_acc_width": (4, 5),
@@ -226,7 +245,7 @@ _RANGES: dict[str, tuple[int, int]] = {
     "cmd_queue_depth": (1, 1 << 16),
     "dep_queue_depth": (1, 1 << 16),
 }
-_TIMING_RANGES: dict[str, tuple[int, int]] = {
+TIMING_RANGES: dict[str, tuple[int, int]] = {
     "dram_latency": (0, 10_000),
     "dram_burst_bytes": (8, 4096),
     "fetch_cycles_per_insn": (1, 64),
@@ -236,8 +255,9 @@ _TIMING_RANGES: dict[str, tuple[int, int]] = {
     "sram_write_cycles": (1, 16),
     "insn_overhead": (0, 64),
 }
+CLOCK_MHZ_RANGE: tuple[float, float] = (1, 2000)
 # Queue depths are sized in hardware as FIFOs: they must be powers of two.
-_POW2_FIELDS = ("cmd_queue_depth", "dep_queue_depth")
+POW2_FIELDS = ("cmd_queue_depth", "dep_queue_depth")
 
 
 def _check_int(owner: str, name: str, value: Any, lo: int, hi: int) -> None:
@@ -250,9 +270,9 @@ def _check_int(owner: str, name: str, value: Any, lo: int, hi: int) -> None:
 def _validate(cfg: HwConfig) -> None:
     if not isinstance(cfg.name, str) or not cfg.name:
         raise ConfigError(f"config.name must be a non-empty string, got {cfg.name!r}")
-    for name, (lo, hi) in _RANGES.items():
+    for name, (lo, hi) in RANGES.items():
         _check_int(cfg.name, name, getattr(cfg, name), lo, hi)
-    for name in _POW2_FIELDS:
+    for name in POW2_FIELDS:
         value = getattr(cfg, name)
         if value & (value - 1):
             raise ConfigError(
@@ -260,7 +280,7 @@ def _validate(cfg: HwConfig) -> None:
             )
     if not isinstance(cfg.timing, TimingConfig):
         raise ConfigError(f"{cfg.name}.timing must be a TimingConfig, got {type(cfg.timing).__name__}")
-    for name, (lo, hi) in _TIMING_RANGES.items():
+    for name, (lo, hi) in TIMING_RANGES.items():
         _check_int(f"{cfg.name}.timing", name, getattr(cfg.timing, name), lo, hi)
     burst = cfg.timing.dram_burst_bytes
     if burst & (burst - 1) or burst < cfg.bus_bytes:
@@ -268,8 +288,10 @@ def _validate(cfg: HwConfig) -> None:
             f"{cfg.name}.timing.dram_burst_bytes = {burst} must be a power of two "
             f">= the bus width in bytes ({cfg.bus_bytes})"
         )
-    if not isinstance(cfg.clock_mhz, (int, float)) or not 1 <= cfg.clock_mhz <= 2000:
-        raise ConfigError(f"{cfg.name}.clock_mhz = {cfg.clock_mhz!r} is out of range: allowed [1, 2000] MHz")
+    lo_mhz, hi_mhz = CLOCK_MHZ_RANGE
+    clock = cfg.clock_mhz
+    if isinstance(clock, bool) or not isinstance(clock, (int, float)) or not lo_mhz <= clock <= hi_mhz:
+        raise ConfigError(f"{cfg.name}.clock_mhz = {clock!r} is out of range: allowed [{lo_mhz}, {hi_mhz}] MHz")
     if cfg.acc_width < cfg.inp_width + cfg.wgt_width:
         raise ConfigError(
             f"{cfg.name}.log_acc_width = {cfg.log_acc_width} gives {cfg.acc_width}-bit accumulators, narrower than "
@@ -289,7 +311,7 @@ def _validate(cfg: HwConfig) -> None:
             min_log = (2 * elem).bit_length() - 1
             raise ConfigError(
                 f"{cfg.name}.log_{buf}_buff_size = {size.bit_length() - 1} ({size} B) is smaller than two "
-                f"{elem}-byte {buf} tiles; allowed [{min_log}, {_RANGES[f'log_{buf}_buff_size'][1]}]"
+                f"{elem}-byte {buf} tiles; allowed [{min_log}, {RANGES[f'log_{buf}_buff_size'][1]}]"
             )
     # Field widths of the ISA are derived from the sizes above; building the layout checks
     # that every field still fits its 128-bit instruction / 32-bit micro-op.

@@ -13,9 +13,11 @@ decodes through :class:`Isa`; no field offset is written anywhere else.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, fields
 from enum import IntEnum
-from typing import TYPE_CHECKING, Iterable, Union
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Iterable, Mapping, Union
 
 import numpy as np
 
@@ -78,6 +80,9 @@ class Module(IntEnum):
     STORE = 2
 
 
+DEP_FLAG_NAMES = ("pop_prev", "pop_next", "push_prev", "push_next")
+
+
 @dataclass(frozen=True)
 class DepFlags:
     """Dependency-token flags of an instruction, relative to the module that executes it.
@@ -92,11 +97,25 @@ class DepFlags:
     push_next: bool = False
 
     def __str__(self) -> str:
-        names = [n for n in ("pop_prev", "pop_next", "push_prev", "push_next") if getattr(self, n)]
+        names = [n for n in DEP_FLAG_NAMES if getattr(self, n)]
         return ",".join(names)
 
 
 NO_DEPS = DepFlags()
+
+# Which dependency queue each flag pops from / pushes to, per executing module. Queues are
+# named by direction: l2c = load->compute, c2l = compute->load, c2s = compute->store,
+# s2c = store->compute.  A flag missing for a module has no queue there (load has no
+# previous stage, store no next stage) and must be clear.
+DEP_QUEUES: Mapping[Module, Mapping[str, str]] = MappingProxyType(
+    {
+        Module.LOAD: MappingProxyType({"pop_next": "c2l", "push_next": "l2c"}),
+        Module.COMPUTE: MappingProxyType(
+            {"pop_prev": "l2c", "pop_next": "s2c", "push_prev": "c2l", "push_next": "c2s"}
+        ),
+        Module.STORE: MappingProxyType({"pop_prev": "c2s", "push_prev": "s2c"}),
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -252,7 +271,10 @@ class Layout:
     def pack(self, values: dict[str, int]) -> int:
         word = 0
         for f in self.fields:
-            v = int(values[f.name])
+            try:
+                v = operator.index(values[f.name])
+            except TypeError:
+                raise IsaError(f"{self.name}.{f.name} must be an integer, got {values[f.name]!r}") from None
             if not f.lo <= v <= f.hi:
                 raise IsaError(
                     f"{self.name}.{f.name} = {v} does not fit its {f.width}-bit field (allowed [{f.lo}, {f.hi}])"
@@ -275,25 +297,38 @@ class Layout:
         return out
 
 
-def _layout(name: str, spec: Iterable[tuple[str, int] | tuple[str, int, bool]], total: int, cfg_name: str) -> Layout:
+# One field of a layout spec: (name, width) or (name, width, signed), or, for a width derived
+# from the config, (name, width, signed, config key that sets it).
+_Spec = Union[tuple[str, int], tuple[str, int, bool], tuple[str, int, bool, str]]
+
+
+def _layout(name: str, spec: Iterable[_Spec], total: int, cfg: "HwConfig") -> Layout:
     out: list[Field] = []
+    origins: dict[str, str] = {}
     offset = 0
     for item in spec:
         fname, width = item[0], item[1]
         signed = bool(item[2]) if len(item) > 2 else False
+        if len(item) > 3:
+            origins[fname] = item[3]  # type: ignore[misc]
         out.append(Field(fname, width, offset, signed))
         offset += width
     if offset > total:
         detail = " + ".join(f"{f.name}({f.width})" for f in out)
+        culprits = [f"{key} = {getattr(cfg, key)}" for key in sorted(set(origins.values()))]
         raise ConfigError(
-            f"{cfg_name}: the {name} fields need {offset} bits but only {total} are available "
-            f"({detail}); reduce the buffer sizes (log_*_buff_size) that set the index widths"
+            f"{cfg.name}: the {name} fields need {offset} bits but only {total} are available "
+            f"({detail}); the index widths come from {', '.join(culprits)}: reduce those buffer sizes"
         )
     return Layout(name, tuple(out), total)
 
 
-_COMMON = [("opcode", OPCODE_W), ("pop_prev", 1), ("pop_next", 1), ("push_prev", 1), ("push_next", 1)]
-_DEP_NAMES = ("pop_prev", "pop_next", "push_prev", "push_next")
+def _index(name: str, width: int, buf: str) -> tuple[str, int, bool, str]:
+    """A field indexing buffer ``buf``, sized by that buffer's depth."""
+    return (name, width, False, f"log_{buf}_buff_size")
+
+
+_COMMON: list[_Spec] = [("opcode", OPCODE_W)] + [(n, 1) for n in DEP_FLAG_NAMES]
 
 
 class Isa:
@@ -307,13 +342,20 @@ class Isa:
         wgt_w = cfg.log_wgt_buff_depth
         self.sram_idx_w = max(uop_w, acc_w, inp_w, wgt_w)
         self.uop_src_w = max(inp_w, acc_w)
-        loop = [("uop_bgn", uop_w), ("uop_end", uop_w + 1), ("iter_out", LOOP_ITER_W), ("iter_in", LOOP_ITER_W)]
+        widest = max(("uop", uop_w), ("acc", acc_w), ("inp", inp_w), ("wgt", wgt_w), key=lambda b: b[1])[0]
+        src_buf = "inp" if inp_w >= acc_w else "acc"
+        loop: list[_Spec] = [
+            _index("uop_bgn", uop_w, "uop"),
+            _index("uop_end", uop_w + 1, "uop"),
+            ("iter_out", LOOP_ITER_W),
+            ("iter_in", LOOP_ITER_W),
+        ]
         self.mem = _layout(
             "mem",
             _COMMON
             + [
                 ("mem_type", MEMTYPE_W),
-                ("sram_base", self.sram_idx_w),
+                _index("sram_base", self.sram_idx_w, widest),
                 ("dram_base", DRAM_ADDR_W),
                 ("y_size", SIZE_W),
                 ("x_size", SIZE_W),
@@ -324,7 +366,7 @@ class Isa:
                 ("x_pad1", PAD_W),
             ],
             INSN_BITS,
-            cfg.name,
+            cfg,
         )
         self.gemm = _layout(
             "gemm",
@@ -332,34 +374,39 @@ class Isa:
             + [("reset", 1)]
             + loop
             + [
-                ("dst_factor_out", acc_w),
-                ("dst_factor_in", acc_w),
-                ("src_factor_out", inp_w),
-                ("src_factor_in", inp_w),
-                ("wgt_factor_out", wgt_w),
-                ("wgt_factor_in", wgt_w),
+                _index("dst_factor_out", acc_w, "acc"),
+                _index("dst_factor_in", acc_w, "acc"),
+                _index("src_factor_out", inp_w, "inp"),
+                _index("src_factor_in", inp_w, "inp"),
+                _index("wgt_factor_out", wgt_w, "wgt"),
+                _index("wgt_factor_in", wgt_w, "wgt"),
             ],
             INSN_BITS,
-            cfg.name,
+            cfg,
         )
         self.alu = _layout(
             "alu",
             _COMMON
             + loop
             + [
-                ("dst_factor_out", acc_w),
-                ("dst_factor_in", acc_w),
-                ("src_factor_out", acc_w),
-                ("src_factor_in", acc_w),
+                _index("dst_factor_out", acc_w, "acc"),
+                _index("dst_factor_in", acc_w, "acc"),
+                _index("src_factor_out", acc_w, "acc"),
+                _index("src_factor_in", acc_w, "acc"),
                 ("alu_op", ALUOP_W),
                 ("use_imm", 1),
                 ("imm", IMM_W, True),
             ],
             INSN_BITS,
-            cfg.name,
+            cfg,
         )
-        self.finish = _layout("finish", _COMMON, INSN_BITS, cfg.name)
-        self.uop = _layout("uop", [("dst", acc_w), ("src", self.uop_src_w), ("wgt", wgt_w)], UOP_BITS, cfg.name)
+        self.finish = _layout("finish", _COMMON, INSN_BITS, cfg)
+        self.uop = _layout(
+            "uop",
+            [_index("dst", acc_w, "acc"), _index("src", self.uop_src_w, src_buf), _index("wgt", wgt_w, "wgt")],
+            UOP_BITS,
+            cfg,
+        )
 
     @property
     def layouts(self) -> dict[str, Layout]:
@@ -369,8 +416,14 @@ class Isa:
     def encode(self, insn: Insn) -> int:
         """Pack an instruction into a 128-bit integer; raises :class:`IsaError` if a field overflows."""
         op = opcode_of(insn)
+        if isinstance(insn, MemInsn):
+            if op not in (Opcode.LOAD, Opcode.STORE):
+                raise IsaError(f"a MemInsn must have opcode LOAD or STORE, got {op!r}")
+            _check_enum("mem_type", insn.mem_type, MemType)
+        if isinstance(insn, AluInsn):
+            _check_enum("alu_op", insn.alu_op, AluOp)
         values = {f.name: getattr(insn, f.name) for f in fields(insn) if f.name != "deps"}
-        values.update({n: int(getattr(insn.deps, n)) for n in _DEP_NAMES})
+        values.update({n: int(getattr(insn.deps, n)) for n in DEP_FLAG_NAMES})
         values["opcode"] = int(op)
         layout = {Opcode.LOAD: self.mem, Opcode.STORE: self.mem, Opcode.GEMM: self.gemm}.get(op)
         layout = layout or (self.alu if op == Opcode.ALU else self.finish)
@@ -378,8 +431,8 @@ class Isa:
 
     def decode(self, word: int) -> Insn:
         """Unpack a 128-bit integer; raises :class:`IsaError` on a malformed word."""
-        if not 0 <= word < (1 << INSN_BITS):
-            raise IsaError(f"instruction word {word:#x} is not a 128-bit unsigned value")
+        if not isinstance(word, int) or not 0 <= word < (1 << INSN_BITS):
+            raise IsaError(f"instruction word {word!r} is not a 128-bit unsigned integer")
         raw = word & ((1 << OPCODE_W) - 1)
         try:
             op = Opcode(raw)
@@ -437,8 +490,8 @@ class Isa:
         return self.uop.pack({"dst": uop.dst, "src": uop.src, "wgt": uop.wgt})
 
     def decode_uop(self, word: int) -> Uop:
-        if not 0 <= word < (1 << UOP_BITS):
-            raise IsaError(f"micro-op word {word:#x} is not a 32-bit unsigned value")
+        if not isinstance(word, int) or not 0 <= word < (1 << UOP_BITS):
+            raise IsaError(f"micro-op word {word!r} is not a 32-bit unsigned integer")
         return Uop(**self.uop.unpack(word))
 
     def encode_uops(self, uops: Iterable[Uop]) -> np.ndarray:
@@ -452,5 +505,10 @@ class Isa:
         return tuple(((w >> np.uint64(f.offset)) & np.uint64(f.mask)).astype(np.int64) for f in (d, s, g))  # type: ignore[return-value]
 
 
+def _check_enum(name: str, value: object, enum: type[IntEnum]) -> None:
+    if value not in set(enum):
+        raise IsaError(f"{name} = {value!r} is not one of {[e.name for e in enum]}")
+
+
 def _deps(v: dict[str, int]) -> DepFlags:
-    return DepFlags(*(bool(v[n]) for n in _DEP_NAMES))
+    return DepFlags(*(bool(v[n]) for n in DEP_FLAG_NAMES))
