@@ -20,7 +20,8 @@ from vdla_hw import asm
 from vdla_hw.config import CLOCK_MHZ_RANGE, POW2_FIELDS, RANGES, TIMING_RANGES, HwConfig, TimingConfig, load_config, preset_names
 from vdla_hw.isa import (
     DEP_FLAG_NAMES,
-    DEP_QUEUES,
+    DEP_QUEUE_NAMES,
+    FLAG_QUEUES,
     IMM_W,
     INSN_BITS,
     UOP_BITS,
@@ -246,7 +247,7 @@ def _overview(common: Layout) -> str:
         bit = common.field(flag).offset
         cells = []
         for module in Module:
-            queue = DEP_QUEUES[module].get(flag)
+            queue = FLAG_QUEUES[module].get(flag)
             action = "pop" if flag.startswith("pop") else "push"
             cells.append(f"{action} `{queue}`" if queue else "— (must be 0)")
         flag_rows.append((f"`{flag}`", bit, *cells))

@@ -107,7 +107,8 @@ NO_DEPS = DepFlags()
 # named by direction: l2c = load->compute, c2l = compute->load, c2s = compute->store,
 # s2c = store->compute.  A flag missing for a module has no queue there (load has no
 # previous stage, store no next stage) and must be clear.
-DEP_QUEUES: Mapping[Module, Mapping[str, str]] = MappingProxyType(
+DEP_QUEUE_NAMES: tuple[str, ...] = ("l2c", "c2l", "c2s", "s2c")
+FLAG_QUEUES: Mapping[Module, Mapping[str, str]] = MappingProxyType(
     {
         Module.LOAD: MappingProxyType({"pop_next": "c2l", "push_next": "l2c"}),
         Module.COMPUTE: MappingProxyType(

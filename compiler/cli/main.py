@@ -13,6 +13,10 @@ import sys
 
 # Command-group modules, in the order they appear in ``vdla --help``.
 COMMAND_MODULES: tuple[str, ...] = (
+    "asm",
+    "hw",
+    "sim",
+    "demo",
 )
 
 
@@ -33,6 +37,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:
+        # The reader of our output went away (e.g. `vdla ... | head`): not an error of ours.
+        sys.stderr.close()
+        return 0
     except (ValueError, OSError, RuntimeError) as exc:
         # User-caused errors (bad config, malformed program, missing file, deadlock) are
         # reported as one line naming the cause; tracebacks are for bugs only.

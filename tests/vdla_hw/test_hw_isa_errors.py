@@ -7,7 +7,7 @@ import pytest
 from vdla_hw.config import load_config, preset_names
 from vdla_hw.isa import (
     DEP_FLAG_NAMES,
-    DEP_QUEUES,
+    FLAG_QUEUES,
     INSN_BITS,
     OPCODE_W,
     AluInsn,
@@ -121,7 +121,7 @@ def test_dependency_queues_pair_up():
     """Every queue has exactly one pushing and one popping (module, flag), on opposite ends."""
     pops: dict[str, Module] = {}
     pushes: dict[str, Module] = {}
-    for module, flags in DEP_QUEUES.items():
+    for module, flags in FLAG_QUEUES.items():
         for flag, queue in flags.items():
             assert flag in DEP_FLAG_NAMES
             side = pops if flag.startswith("pop") else pushes

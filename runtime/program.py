@@ -1,0 +1,231 @@
+"""Program bundles and the program builder.
+
+A :class:`Program` is everything a backend needs to run: the hardware config,
+the DRAM image (data buffers, micro-op lists and the encoded instruction
+stream at ``insn_addr``, exactly as fetch reads it) and the named buffers to
+read results back.
+
+File format (``Program.save``): one NumPy ``.npz`` archive with two arrays,
+``dram`` (uint8, the whole image) and ``meta`` (a 0-d string holding JSON:
+``{"format": "vdla-program", "version": 1, "config": {...HwConfig...},
+"insn_addr": bytes, "insn_count": n, "buffers": [{name, kind, offset, shape,
+dtype, nbytes, elem_bytes}, ...]}``).  Instructions are decoded from the image
+on load, so the file cannot disagree with what the hardware would fetch.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from vdla_hw.config import HwConfig, from_dict
+from vdla_hw.isa import (
+    INSN_BYTES,
+    AluInsn,
+    AluOp,
+    DepFlags,
+    FinishInsn,
+    GemmInsn,
+    Insn,
+    IsaError,
+    MemInsn,
+    MemType,
+    Opcode,
+    Uop,
+)
+
+from runtime.memory import BufferSpec, DramImage, read_buffer
+
+FORMAT = "vdla-program"
+VERSION = 1
+
+
+@dataclass(frozen=True)
+class Program:
+    """An immutable, runnable VDLA program (see the module docstring for the file format)."""
+
+    config: HwConfig
+    instructions: tuple[Insn, ...]
+    dram: np.ndarray
+    insn_addr: int
+    buffers: Mapping[str, BufferSpec] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        image = np.array(self.dram, dtype=np.uint8, copy=True).reshape(-1)
+        image.setflags(write=False)
+        object.__setattr__(self, "dram", image)
+        object.__setattr__(self, "instructions", tuple(self.instructions))
+        object.__setattr__(self, "buffers", MappingProxyType(dict(self.buffers)))
+        end = self.insn_addr + self.insn_count * INSN_BYTES
+        if self.insn_addr % INSN_BYTES or end > image.size:
+            raise ValueError(
+                f"instruction block [{self.insn_addr}, {end}) must be {INSN_BYTES}-byte aligned and inside the "
+                f"{image.size}-byte DRAM image"
+            )
+
+    @property
+    def insn_count(self) -> int:
+        return len(self.instructions)
+
+    def read(self, name: str, image: np.ndarray | None = None) -> np.ndarray:
+        """Named buffer ``name`` from ``image`` (default: this program's initial DRAM)."""
+        try:
+            spec = self.buffers[name]
+        except KeyError:
+            raise KeyError(f"program has no buffer named {name!r}; buffers: {sorted(self.buffers)}") from None
+        return read_buffer(self.config, spec, self.dram if image is None else image)
+
+    @classmethod
+    def from_image(cls, cfg: HwConfig, dram: np.ndarray, insn_addr: int, insn_count: int,
+                   buffers: Mapping[str, BufferSpec] | None = None) -> "Program":
+        """A program whose instructions are decoded from ``dram`` at ``insn_addr``, as fetch would."""
+        end = insn_addr + insn_count * INSN_BYTES
+        image = np.asarray(dram, dtype=np.uint8).reshape(-1)
+        if insn_addr < 0 or end > image.size:
+            raise ValueError(f"instruction block [{insn_addr}, {end}) lies outside the {image.size}-byte DRAM image")
+        insns = cfg.isa.decode_program(image[insn_addr:end])
+        return cls(cfg, tuple(insns), image, insn_addr, buffers or {})
+
+    def save(self, path: str | Path) -> Path:
+        """Write the program to one ``.npz`` file (any suffix; ``.vdlaprog`` by convention)."""
+        meta = {
+            "format": FORMAT, "version": VERSION, "config": self.config.to_dict(),
+            "insn_addr": self.insn_addr, "insn_count": self.insn_count,
+            "buffers": [spec.to_json() for spec in self.buffers.values()],
+        }
+        path = Path(path)
+        with path.open("wb") as f:  # a file object keeps np.savez from appending ".npz"
+            np.savez_compressed(f, dram=self.dram, meta=np.array(json.dumps(meta)))
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Program":
+        """Read a program written by :meth:`save`."""
+        path = Path(path)
+        try:
+            with np.load(path, allow_pickle=False) as archive:
+                dram = archive["dram"]
+                meta = json.loads(str(archive["meta"]))
+        except (OSError, ValueError, KeyError) as exc:
+            raise ValueError(f"{path}: not a VDLA program file ({exc})") from exc
+        if meta.get("format") != FORMAT or meta.get("version") != VERSION:
+            raise ValueError(f"{path}: format {meta.get('format')!r} v{meta.get('version')} is not {FORMAT} v{VERSION}")
+        buffers = {b["name"]: BufferSpec.from_json(b) for b in meta["buffers"]}
+        try:
+            return cls.from_image(from_dict(meta["config"]), dram, meta["insn_addr"], meta["insn_count"], buffers)
+        except IsaError as exc:
+            raise ValueError(f"{path}: {exc}") from exc
+
+
+def _deps(pop_prev: bool, pop_next: bool, push_prev: bool, push_next: bool) -> DepFlags:
+    return DepFlags(pop_prev, pop_next, push_prev, push_next)
+
+
+class ProgramBuilder:
+    """Builds a :class:`Program`: allocates DRAM buffers, places micro-ops, emits instructions.
+
+    Dependency flags are keyword arguments (``pop_prev``, ``pop_next``,
+    ``push_prev``, ``push_next``) relative to the module that runs the
+    instruction.  Pass an existing :class:`DramImage` (e.g. a device's memory)
+    to build over buffers that already exist.
+    """
+
+    def __init__(self, cfg: HwConfig, memory: DramImage | None = None) -> None:
+        self.cfg = cfg
+        self.memory = memory if memory is not None else DramImage(cfg)
+        self.instructions: list[Insn] = []
+        self._uop_lists = 0
+
+    # ---- data ---------------------------------------------------------------------------
+    def alloc(self, name: str, kind: str, shape: tuple[int, ...] | int, data: np.ndarray | None = None,
+              dtype: str | None = None) -> BufferSpec:
+        """A named DRAM buffer (``kind`` in inp/wgt/acc/out/raw), optionally initialised with ``data``."""
+        spec = self.memory.alloc(name, kind, shape, dtype)
+        if data is not None:
+            self.memory.write(spec, data)
+        return spec
+
+    def write(self, buf: str | BufferSpec, data: np.ndarray) -> None:
+        """Write host ``data`` into a buffer in its packed DRAM layout."""
+        self.memory.write(buf, data)
+
+    def uops(self, uops: Sequence[Uop], name: str | None = None) -> BufferSpec:
+        """Place a micro-op list in DRAM; ``.addr`` of the result is the element address for LOAD UOP."""
+        if not uops:
+            raise ValueError("a micro-op list needs at least one micro-op")
+        name = name or f"uops{self._uop_lists}"
+        self._uop_lists += 1
+        spec = self.memory.alloc(name, "uop", len(uops))
+        self.memory.write(spec, self.cfg.isa.encode_uops(uops))
+        return spec
+
+    # ---- instructions -----------------------------------------------------------------------
+    def emit(self, insn: Insn) -> int:
+        """Append an instruction; returns its index."""
+        self.instructions.append(insn)
+        return len(self.instructions) - 1
+
+    def load(self, mem_type: MemType, sram_base: int, dram_base: int, y_size: int, x_size: int, x_stride: int, *,
+             pad: tuple[int, int, int, int] = (0, 0, 0, 0), pop_prev: bool = False, pop_next: bool = False,
+             push_prev: bool = False, push_next: bool = False) -> int:
+        """LOAD ``y_size x x_size`` elements (row stride ``x_stride``) to SRAM; ``pad`` = (top, bottom, left, right)."""
+        y0, y1, x0, x1 = pad
+        return self.emit(MemInsn(Opcode.LOAD, MemType(mem_type), sram_base, dram_base, y_size, x_size, x_stride,
+                                 y0, y1, x0, x1, _deps(pop_prev, pop_next, push_prev, push_next)))
+
+    def load_uops(self, uops: BufferSpec, sram_base: int = 0, **deps: bool) -> int:
+        """LOAD UOP of a whole micro-op list placed with :meth:`uops`."""
+        n = uops.shape[0]
+        return self.load(MemType.UOP, sram_base, uops.addr, 1, n, n, **deps)
+
+    def store(self, sram_base: int, dram_base: int, y_size: int, x_size: int, x_stride: int, *,
+              pop_prev: bool = False, pop_next: bool = False, push_prev: bool = False, push_next: bool = False) -> int:
+        """STORE accumulators ``[sram_base, +y*x)`` narrowed to OUT at DRAM ``dram_base`` (row stride ``x_stride``)."""
+        return self.emit(MemInsn(Opcode.STORE, MemType.OUT, sram_base, dram_base, y_size, x_size, x_stride,
+                                 deps=_deps(pop_prev, pop_next, push_prev, push_next)))
+
+    def gemm(self, uop_bgn: int, uop_end: int, *, iter_out: int = 1, iter_in: int = 1,
+             dst_factor: tuple[int, int] = (0, 0), src_factor: tuple[int, int] = (0, 0),
+             wgt_factor: tuple[int, int] = (0, 0), reset: bool = False, pop_prev: bool = False,
+             pop_next: bool = False, push_prev: bool = False, push_next: bool = False) -> int:
+        """GEMM over micro-ops ``[uop_bgn, uop_end)``; factors are (outer, inner) loop index factors."""
+        return self.emit(GemmInsn(reset, uop_bgn, uop_end, iter_out, iter_in, dst_factor[0], dst_factor[1],
+                                  src_factor[0], src_factor[1], wgt_factor[0], wgt_factor[1],
+                                  _deps(pop_prev, pop_next, push_prev, push_next)))
+
+    def alu(self, op: AluOp, uop_bgn: int, uop_end: int, *, imm: int | None = None, iter_out: int = 1,
+            iter_in: int = 1, dst_factor: tuple[int, int] = (0, 0), src_factor: tuple[int, int] = (0, 0),
+            pop_prev: bool = False, pop_next: bool = False, push_prev: bool = False, push_next: bool = False) -> int:
+        """ALU ``op`` with immediate ``imm``, or with the accumulator operand ``src`` when ``imm`` is None."""
+        return self.emit(AluInsn(AluOp(op), imm is not None, imm or 0, uop_bgn, uop_end, iter_out, iter_in,
+                                 dst_factor[0], dst_factor[1], src_factor[0], src_factor[1],
+                                 _deps(pop_prev, pop_next, push_prev, push_next)))
+
+    def finish(self, *, pop_prev: bool = False, pop_next: bool = False, push_prev: bool = False,
+               push_next: bool = False) -> int:
+        return self.emit(FinishInsn(_deps(pop_prev, pop_next, push_prev, push_next)))
+
+    # ---- result -----------------------------------------------------------------------------
+    def build(self) -> Program:
+        """Encode the instructions into DRAM and return the :class:`Program`."""
+        isa = self.cfg.isa
+        words = bytearray()
+        for k, insn in enumerate(self.instructions):
+            try:
+                words += isa.encode(insn).to_bytes(INSN_BYTES, "little")
+            except IsaError as exc:
+                raise IsaError(f"instruction {k}: {exc}") from None
+        name = "insns"
+        n = 0
+        while name in self.memory.buffers:  # a device memory may already hold earlier programs
+            n += 1
+            name = f"insns{n}"
+        spec = self.memory.alloc(name, "raw", len(words), dtype="uint8")
+        self.memory.write(spec, np.frombuffer(bytes(words), dtype=np.uint8))
+        buffers = {k: v for k, v in self.memory.buffers.items()}
+        return Program(self.cfg, tuple(self.instructions), self.memory.data, spec.offset, buffers)

@@ -1,0 +1,79 @@
+"""Static checks of a whole program, shared by the functional and the cycle model.
+
+These are the rules that do not depend on memory contents: legal dependency
+flags per module, legal memory types and padding, ordered micro-op ranges and a
+single FINISH at the end.  Bounds of SRAM/DRAM accesses depend on micro-op
+contents and DRAM size and are checked when an instruction executes.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from vdla_hw.config import HwConfig
+from vdla_hw.isa import AluInsn, FinishInsn, GemmInsn, Insn, MemInsn, MemType, Opcode
+
+from simulator.errors import ProtocolError
+from simulator.tokens import TokenOps, describe, token_ops
+
+
+def check_insn(cfg: HwConfig, insn: Insn, index: int) -> TokenOps:
+    """Validate one instruction's static rules; returns its token operations."""
+    ops = token_ops(insn, index)
+    where = _Where(insn, index)
+    if isinstance(insn, MemInsn):
+        pads = (insn.y_pad0, insn.y_pad1, insn.x_pad0, insn.x_pad1)
+        if insn.opcode == Opcode.STORE:
+            if insn.mem_type != MemType.OUT:
+                raise ProtocolError(f"{where}: STORE of memory type {insn.mem_type.name}; only OUT can be stored")
+            if any(pads):
+                raise ProtocolError(f"{where}: STORE cannot pad; set all pads to 0")
+        elif insn.mem_type == MemType.OUT:
+            raise ProtocolError(f"{where}: LOAD of memory type OUT; load accumulators with mem_type ACC")
+        elif insn.mem_type == MemType.UOP and any(pads):
+            raise ProtocolError(f"{where}: micro-op loads cannot pad; set all pads to 0")
+    elif isinstance(insn, (GemmInsn, AluInsn)):
+        if insn.uop_end < insn.uop_bgn:
+            raise ProtocolError(f"{where}: uop_end {insn.uop_end} < uop_bgn {insn.uop_bgn}; the range is [bgn, end)")
+        if insn.uop_end > cfg.uop_buff_depth:
+            raise ProtocolError(
+                f"{where}: micro-op range ends at {insn.uop_end}, beyond the {cfg.uop_buff_depth}-entry micro-op buffer"
+            )
+    elif not isinstance(insn, FinishInsn):
+        raise ProtocolError(f"instruction {index}: {insn!r} is not a VDLA instruction")
+    return ops
+
+
+class _Where:
+    """Formats "instruction i (disassembly)" only when an error message needs it."""
+
+    def __init__(self, insn: Insn, index: int) -> None:
+        self.insn, self.index = insn, index
+
+    def __format__(self, spec: str) -> str:
+        return f"instruction {self.index} ({describe(self.insn)})"
+
+
+def check_program(cfg: HwConfig, insns: Sequence[Insn]) -> list[TokenOps]:
+    """Validate a program statically; returns the token operations of every instruction.
+
+    A program must end with its only FINISH: fetch stops there, and anything after it
+    would never run.
+    """
+    if not insns:
+        raise ProtocolError("empty program: a program needs at least a FINISH instruction")
+    ops = [check_insn(cfg, insn, i) for i, insn in enumerate(insns)]
+    finishes = [i for i, insn in enumerate(insns) if isinstance(insn, FinishInsn)]
+    last = len(insns) - 1
+    if not finishes:
+        raise ProtocolError(
+            f"program of {len(insns)} instructions has no FINISH; append a FINISH (usually with pop_next, so it "
+            f"waits for the last STORE's push_prev)"
+        )
+    if finishes != [last]:
+        early = [i for i in finishes if i != last] or finishes
+        raise ProtocolError(
+            f"FINISH at instruction {early[0]} is not the last instruction ({last}); a program has exactly one "
+            f"FINISH, at its end"
+        )
+    return ops

@@ -1,0 +1,47 @@
+"""Work counters of a simulated run, summed from per-instruction :class:`InsnEffect` records."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from vdla_hw.isa import MemType, Opcode
+
+from simulator.semantics import InsnEffect
+
+
+class Counters:
+    """Instructions by opcode, MACs, micro-op iterations and DRAM bytes per memory type.
+
+    Keys of :meth:`as_dict` are flat strings (``insn.GEMM``, ``dram_read_bytes.INP``, ...)
+    so every backend reports the same names and JSON output stays simple.
+    """
+
+    def __init__(self) -> None:
+        self._c: Counter[str] = Counter()
+
+    def add(self, effect: InsnEffect) -> None:
+        c = self._c
+        op = effect.opcode
+        c["instructions"] += 1
+        c[f"insn.{op.name}"] += 1
+        if op == Opcode.LOAD:
+            c[f"dram_read_bytes.{effect.mem_type.name}"] += effect.dram_bytes  # type: ignore[union-attr]
+            c["sram_elems_written"] += effect.sram_elems
+            c["pad_elems"] += effect.pad_elems
+        elif op == Opcode.STORE:
+            c["dram_write_bytes.OUT"] += effect.dram_bytes
+        elif op == Opcode.GEMM:
+            c["uop_iters.gemm"] += effect.uop_iters
+            c["macs"] += effect.macs
+        elif op == Opcode.ALU:
+            c["uop_iters.alu"] += effect.uop_iters
+
+    def as_dict(self) -> dict[str, int]:
+        """All counters, with every opcode and memory-type key present (zero if unused)."""
+        base = {"instructions": 0, "macs": 0, "uop_iters.gemm": 0, "uop_iters.alu": 0}
+        base.update({f"insn.{op.name}": 0 for op in Opcode})
+        base.update({f"dram_read_bytes.{m.name}": 0 for m in MemType if m != MemType.OUT})
+        base.update({"dram_write_bytes.OUT": 0, "sram_elems_written": 0, "pad_elems": 0})
+        base.update(self._c)
+        base["dram_bytes"] = sum(v for k, v in base.items() if k.startswith("dram_") and k != "dram_bytes")
+        return base

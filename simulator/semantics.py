@@ -1,0 +1,321 @@
+"""Bit-exact semantics of one VDLA instruction on the machine state.
+
+:func:`execute` applies the memory effects of a single LOAD, STORE, GEMM, ALU or
+FINISH to a :class:`MachineState` and returns an :class:`InsnEffect` with the
+work it did (MACs, bytes, rows, loop iterations); the functional simulator sums
+these into counters and the cycle model turns them into time.  Token handling is
+not done here (see :mod:`simulator.tokens`): a caller decides *when* an
+instruction runs, this module decides *what* it does.
+
+Everything is vectorized with NumPy: a GEMM over ``iter_out x iter_in x uops``
+is one gather, one batched product and one grouped sum; an ALU instruction is
+one gather/compute/scatter unless a micro-op reads an accumulator an earlier
+micro-op of the same instruction wrote, in which case it runs micro-op by
+micro-op to keep the sequential result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from vdla_hw.config import HwConfig
+from vdla_hw.isa import AluInsn, AluOp, FinishInsn, GemmInsn, Insn, MemInsn, MemType, Opcode
+
+from simulator import packing
+from simulator.errors import MemoryAccessError, ProtocolError
+from simulator.tokens import describe
+
+
+@dataclass(frozen=True)
+class InsnEffect:
+    """The work one instruction did; the cycle model derives its duration from these counts.
+
+    For LOAD/STORE, ``rows`` DRAM rows of ``row_bytes`` bytes each were moved and
+    ``sram_elems`` SRAM elements (tiles) were written or read, ``pad_elems`` of them
+    zero padding.  For GEMM/ALU, ``uop_iters`` = iter_out * iter_in * micro-ops.
+    """
+
+    opcode: Opcode
+    mem_type: MemType | None = None
+    rows: int = 0
+    row_bytes: int = 0
+    sram_elems: int = 0
+    pad_elems: int = 0
+    uop_iters: int = 0
+    macs: int = 0
+
+    @property
+    def dram_bytes(self) -> int:
+        """Bytes moved over the DRAM bus (read by LOAD, written by STORE)."""
+        return self.rows * self.row_bytes
+
+
+class MachineState:
+    """The accelerator's memories: a private copy of DRAM and the four SRAM buffers.
+
+    SRAM buffers are arrays of tiles: ``uop`` (depth,) uint32 words (with their
+    decoded fields in ``uop_dst``/``uop_src``/``uop_wgt``), ``inp`` (depth, BATCH,
+    BLOCK_IN), ``wgt`` (depth, BLOCK_OUT, BLOCK_IN) and ``acc`` (depth, BATCH,
+    BLOCK_OUT), each in the smallest signed NumPy type of its configured width.
+    """
+
+    def __init__(self, cfg: HwConfig, dram: np.ndarray) -> None:
+        self.cfg = cfg
+        self.isa = cfg.isa
+        self.dram: np.ndarray = np.array(dram, dtype=np.uint8, copy=True).reshape(-1)
+        self.uop = np.zeros(cfg.uop_buff_depth, dtype=np.uint32)
+        self.uop_dst = np.zeros(cfg.uop_buff_depth, dtype=np.int64)
+        self.uop_src = np.zeros(cfg.uop_buff_depth, dtype=np.int64)
+        self.uop_wgt = np.zeros(cfg.uop_buff_depth, dtype=np.int64)
+        self.inp = np.zeros((cfg.inp_buff_depth, cfg.batch, cfg.block_in), dtype=packing.dtype_for(cfg.inp_width))
+        self.wgt = np.zeros((cfg.wgt_buff_depth, cfg.block_out, cfg.block_in), dtype=packing.dtype_for(cfg.wgt_width))
+        self.acc = np.zeros((cfg.acc_buff_depth, cfg.batch, cfg.block_out), dtype=packing.dtype_for(cfg.acc_width))
+        self.elem_bytes = {
+            MemType.UOP: cfg.uop_elem_bytes,
+            MemType.INP: cfg.inp_elem_bytes,
+            MemType.WGT: cfg.wgt_elem_bytes,
+            MemType.ACC: cfg.acc_elem_bytes,
+            MemType.OUT: cfg.out_elem_bytes,
+        }
+        self.buffers: dict[MemType, np.ndarray] = {MemType.UOP: self.uop, MemType.INP: self.inp, MemType.WGT: self.wgt, MemType.ACC: self.acc}
+        self.widths: dict[MemType, int] = {MemType.INP: cfg.inp_width, MemType.WGT: cfg.wgt_width, MemType.ACC: cfg.acc_width}
+
+
+def execute(state: MachineState, insn: Insn, index: int) -> InsnEffect:
+    """Apply the memory effects of ``insn`` (the program's instruction ``index``) to ``state``.
+
+    Raises :class:`ProtocolError` for an instruction the ISA forbids and
+    :class:`MemoryAccessError` for any SRAM or DRAM access out of range.
+    """
+    if isinstance(insn, GemmInsn):
+        return _gemm(state, insn, index)
+    if isinstance(insn, AluInsn):
+        return _alu(state, insn, index)
+    if isinstance(insn, MemInsn):
+        return _load(state, insn, index) if insn.opcode == Opcode.LOAD else _store(state, insn, index)
+    if isinstance(insn, FinishInsn):
+        return InsnEffect(Opcode.FINISH)
+    raise ProtocolError(f"instruction {index}: {insn!r} is not a VDLA instruction")
+
+
+# ---- LOAD / STORE ----------------------------------------------------------------------
+
+
+def _dram_rows(state: MachineState, insn: MemInsn, index: int, eb: int) -> tuple[int, slice | np.ndarray]:
+    """Locate the ``y_size x x_size`` DRAM elements of ``insn``: a byte slice when contiguous,
+    otherwise an element-index array for a ``(-1, eb)`` view of DRAM."""
+    y, x = insn.y_size, insn.x_size
+    if y == 0 or x == 0:
+        return 0, slice(0, 0)
+    first = insn.dram_base
+    last = first + (y - 1) * insn.x_stride + (x - 1)
+    limit = state.dram.size // eb
+    if last >= limit:
+        raise MemoryAccessError(
+            f"instruction {index} ({describe(insn)}): DRAM {insn.mem_type.name} elements [{first}, {last}] "
+            f"(bytes [{first * eb}, {(last + 1) * eb})) are outside the {state.dram.size}-byte DRAM image "
+            f"(valid element addresses [0, {limit - 1}] of {eb} bytes); fix dram_base/x_stride/y_size or enlarge DRAM"
+        )
+    if insn.x_stride == x or y == 1:
+        return limit, slice(first * eb, (first + y * x) * eb)
+    return limit, first + np.arange(y)[:, None] * insn.x_stride + np.arange(x)[None, :]
+
+
+def _check_sram(insn: Insn, index: int, buffer: str, lo: int, hi: int, depth: int) -> None:
+    """Raise unless SRAM element indices ``[lo, hi]`` lie in ``[0, depth)``."""
+    if lo < 0 or hi >= depth:
+        raise MemoryAccessError(
+            f"instruction {index} ({describe(insn)}): {buffer} SRAM elements [{lo}, {hi}] are out of range; "
+            f"the {buffer} buffer holds elements [0, {depth - 1}]"
+        )
+
+
+def _load(state: MachineState, insn: MemInsn, index: int) -> InsnEffect:
+    mt = insn.mem_type
+    if mt == MemType.OUT:
+        raise ProtocolError(
+            f"instruction {index} ({describe(insn)}): LOAD of memory type OUT; the output buffer can only be "
+            f"stored, load accumulators with mem_type ACC"
+        )
+    pads = (insn.y_pad0, insn.y_pad1, insn.x_pad0, insn.x_pad1)
+    if mt == MemType.UOP and any(pads):
+        raise ProtocolError(f"instruction {index} ({describe(insn)}): micro-op loads cannot pad; set all pads to 0")
+    eb = state.elem_bytes[mt]
+    sram = state.buffers[mt]
+    rows_y = insn.y_pad0 + insn.y_size + insn.y_pad1
+    cols_x = insn.x_pad0 + insn.x_size + insn.x_pad1
+    n = rows_y * cols_x
+    if n:
+        _check_sram(insn, index, mt.name, insn.sram_base, insn.sram_base + n - 1, sram.shape[0])
+    limit, where = _dram_rows(state, insn, index, eb)
+    y, x = insn.y_size, insn.x_size
+    if isinstance(where, slice):
+        raw = state.dram[where].reshape(y, x, eb)
+    else:
+        raw = state.dram[: limit * eb].reshape(limit, eb)[where]
+    base = insn.sram_base
+    if mt == MemType.UOP:
+        words = raw.reshape(-1).view("<u4").astype(np.uint32)
+        _set_uops(state, insn, index, base, words)
+        return InsnEffect(Opcode.LOAD, mt, rows=y, row_bytes=x * eb, sram_elems=n)
+    values = packing.decode(raw, state.widths[mt]).reshape((y, x) + sram.shape[1:])
+    block = sram[base : base + n].reshape((rows_y, cols_x) + sram.shape[1:])
+    if any(pads):
+        block[:] = 0
+    block[insn.y_pad0 : insn.y_pad0 + y, insn.x_pad0 : insn.x_pad0 + x] = values
+    return InsnEffect(Opcode.LOAD, mt, rows=y, row_bytes=x * eb, sram_elems=n, pad_elems=n - y * x)
+
+
+def _set_uops(state: MachineState, insn: MemInsn, index: int, base: int, words: np.ndarray) -> None:
+    layout = state.isa.uop
+    bad = np.flatnonzero(words.astype(np.uint64) >> np.uint64(layout.used_bits))
+    if bad.size:
+        k = int(bad[0])
+        raise ProtocolError(
+            f"instruction {index} ({describe(insn)}): micro-op word {k} (0x{int(words[k]):08x}) sets reserved bits "
+            f"above bit {layout.used_bits - 1}; encode micro-ops with Isa.encode_uops"
+        )
+    n = words.size
+    state.uop[base : base + n] = words
+    dst, src, wgt = state.isa.decode_uop_fields(words)
+    state.uop_dst[base : base + n] = dst
+    state.uop_src[base : base + n] = src
+    state.uop_wgt[base : base + n] = wgt
+
+
+def _store(state: MachineState, insn: MemInsn, index: int) -> InsnEffect:
+    if insn.mem_type != MemType.OUT:
+        raise ProtocolError(
+            f"instruction {index} ({describe(insn)}): STORE of memory type {insn.mem_type.name}; only OUT can be "
+            f"stored (it narrows accumulators to the output width)"
+        )
+    if insn.y_pad0 or insn.y_pad1 or insn.x_pad0 or insn.x_pad1:
+        raise ProtocolError(f"instruction {index} ({describe(insn)}): STORE cannot pad; set all pads to 0")
+    cfg = state.cfg
+    y, x = insn.y_size, insn.x_size
+    n = y * x
+    eb = state.elem_bytes[MemType.OUT]
+    if n == 0:
+        return InsnEffect(Opcode.STORE, MemType.OUT)
+    _check_sram(insn, index, "ACC (stored as OUT)", insn.sram_base, insn.sram_base + n - 1, state.acc.shape[0])
+    limit, where = _dram_rows(state, insn, index, eb)
+    tiles = state.acc[insn.sram_base : insn.sram_base + n].reshape(y, x, cfg.batch * cfg.block_out)
+    data = packing.encode(tiles, cfg.out_width)
+    if isinstance(where, slice):
+        state.dram[where] = data.reshape(-1)
+    else:
+        state.dram[: limit * eb].reshape(limit, eb)[where] = data
+    return InsnEffect(Opcode.STORE, MemType.OUT, rows=y, row_bytes=x * eb, sram_elems=n)
+
+
+# ---- GEMM / ALU --------------------------------------------------------------------------
+
+
+def _loop_range(state: MachineState, insn: GemmInsn | AluInsn, index: int) -> tuple[int, int]:
+    bgn, end = insn.uop_bgn, insn.uop_end
+    if end < bgn:
+        raise ProtocolError(f"instruction {index} ({describe(insn)}): uop_end {end} < uop_bgn {bgn}; the range is [bgn, end)")
+    if end > state.uop.shape[0]:
+        _check_sram(insn, index, "UOP", bgn, end - 1, state.uop.shape[0])
+    return bgn, end
+
+
+def _indices(insn: GemmInsn | AluInsn, fields: np.ndarray, factor_out: int, factor_in: int) -> np.ndarray:
+    """Flattened element indices of every loop iteration in sequential (i0, i1, uop) order."""
+    outer = np.arange(insn.iter_out, dtype=np.int64)[:, None, None] * factor_out
+    inner = np.arange(insn.iter_in, dtype=np.int64)[None, :, None] * factor_in
+    return (fields[None, None, :] + outer + inner).reshape(-1)
+
+
+def _check_indices(insn: Insn, index: int, buffer: str, idx: np.ndarray, depth: int) -> None:
+    if idx.max() >= depth:
+        at = int(np.flatnonzero(idx >= depth)[0])
+        raise MemoryAccessError(
+            f"instruction {index} ({describe(insn)}): loop iteration {at} (of {idx.size}, in i0/i1/uop order) addresses "
+            f"{buffer} SRAM element {int(idx[at])} (largest {int(idx.max())}); the {buffer} buffer holds elements "
+            f"[0, {depth - 1}]; fix the micro-ops or the loop factors"
+        )
+
+
+def _gemm(state: MachineState, insn: GemmInsn, index: int) -> InsnEffect:
+    bgn, end = _loop_range(state, insn, index)
+    iters = insn.iter_out * insn.iter_in * (end - bgn)
+    if iters == 0:
+        return InsnEffect(Opcode.GEMM)
+    dst = _indices(insn, state.uop_dst[bgn:end], insn.dst_factor_out, insn.dst_factor_in)
+    _check_indices(insn, index, "ACC", dst, state.acc.shape[0])
+    if insn.reset:
+        state.acc[dst] = 0
+        return InsnEffect(Opcode.GEMM, uop_iters=iters)
+    src = _indices(insn, state.uop_src[bgn:end], insn.src_factor_out, insn.src_factor_in)
+    wgt = _indices(insn, state.uop_wgt[bgn:end], insn.wgt_factor_out, insn.wgt_factor_in)
+    _check_indices(insn, index, "INP", src, state.inp.shape[0])
+    _check_indices(insn, index, "WGT", wgt, state.wgt.shape[0])
+    acc_t = state.acc.dtype
+    # Products and sums in the accumulator's type wrap modulo 2**acc_width, exactly as the
+    # hardware's adders do; the order of a wrapping sum does not change its value.
+    prod = np.einsum("nbi,noi->nbo", state.inp[src].astype(acc_t), state.wgt[wgt].astype(acc_t))
+    order = np.argsort(dst, kind="stable")
+    sorted_dst = dst[order]
+    starts = np.flatnonzero(np.concatenate(([True], sorted_dst[1:] != sorted_dst[:-1])))
+    if starts.size == dst.size:
+        state.acc[dst] += prod
+    else:
+        state.acc[sorted_dst[starts]] += np.add.reduceat(prod[order], starts, axis=0)
+    return InsnEffect(Opcode.GEMM, uop_iters=iters, macs=iters * state.cfg.macs_per_cycle)
+
+
+def _alu_apply(op: AluOp, a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
+    """``op(a, b)`` wrapped to the accumulator type of ``a``."""
+    if op == AluOp.MIN:
+        return np.minimum(a, b)
+    if op == AluOp.MAX:
+        return np.maximum(a, b)
+    if op == AluOp.ADD:
+        return a + np.asarray(b, dtype=a.dtype)
+    if op == AluOp.MUL:
+        return a * np.asarray(b, dtype=a.dtype)
+    # SHR: arithmetic shift right by b, left by -b; amounts beyond the width saturate
+    # (right: sign fill, left: zero), computed in int64 and narrowed by a wrapping cast.
+    amount = np.asarray(b, dtype=np.int64)
+    wide = a.astype(np.int64)
+    shifted = (wide >> np.clip(amount, 0, 63)) << np.clip(-amount, 0, 63)
+    return shifted.astype(a.dtype)
+
+
+def _alu(state: MachineState, insn: AluInsn, index: int) -> InsnEffect:
+    bgn, end = _loop_range(state, insn, index)
+    iters = insn.iter_out * insn.iter_in * (end - bgn)
+    if iters == 0:
+        return InsnEffect(Opcode.ALU)
+    depth = state.acc.shape[0]
+    dst = _indices(insn, state.uop_dst[bgn:end], insn.dst_factor_out, insn.dst_factor_in)
+    _check_indices(insn, index, "ACC", dst, depth)
+    src = None
+    if not insn.use_imm:
+        src = _indices(insn, state.uop_src[bgn:end], insn.src_factor_out, insn.src_factor_in)
+        _check_indices(insn, index, "ACC", src, depth)
+    acc = state.acc
+    if _alu_hazard_free(dst, src, depth):
+        operand = insn.imm if src is None else acc[src]
+        acc[dst] = _alu_apply(insn.alu_op, acc[dst], operand)
+    else:
+        # A micro-op reads or rewrites an accumulator an earlier micro-op of this
+        # instruction wrote: keep the sequential order, one micro-op iteration at a time.
+        for k in range(dst.size):
+            operand = insn.imm if src is None else acc[src[k]]
+            acc[dst[k]] = _alu_apply(insn.alu_op, acc[dst[k]], operand)
+    return InsnEffect(Opcode.ALU, uop_iters=iters)
+
+
+def _alu_hazard_free(dst: np.ndarray, src: np.ndarray | None, depth: int) -> bool:
+    """True when one gather/compute/scatter equals sequential execution: every destination is
+    written once and no iteration reads a destination written by an earlier iteration."""
+    position = np.full(depth, dst.size, dtype=np.int64)
+    order = np.arange(dst.size, dtype=np.int64)
+    position[dst] = order
+    if not np.array_equal(position[dst], order):
+        return False
+    return src is None or not bool(np.any(position[src] < order))
