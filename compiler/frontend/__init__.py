@@ -1,0 +1,1 @@
+"""Model importers: ONNX (``compiler.frontend.onnx.from_onnx``)."""

@@ -1,0 +1,103 @@
+"""State shared by the ONNX converters: the graph being built and the ONNX-name environment."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from compiler.graph.builder import GraphBuilder
+from compiler.graph.errors import UnsupportedModelError
+from compiler.graph.ir import DTYPES, TensorType
+
+_NAME = re.compile(r"[^A-Za-z0-9_.]")
+
+
+def onnx_dtype(elem: int | np.dtype, what: str) -> str:
+    """The graph dtype of an ONNX element type (or NumPy dtype); rejects unsupported ones."""
+    if isinstance(elem, (int, np.integer)):
+        try:
+            np_dtype = helper.tensor_dtype_to_np_dtype(int(elem))
+            label = onnx.TensorProto.DataType.Name(int(elem))
+        except (KeyError, ValueError):
+            np_dtype, label = None, str(elem)
+    else:
+        np_dtype, label = np.dtype(elem), str(elem)
+    name = np.dtype(np_dtype).name if np_dtype is not None else ""
+    # ml_dtypes types (bfloat16, float8, int4) report names NumPy does not compute with.
+    if name not in DTYPES or name == "bool":
+        supported = sorted(DTYPES - {"bool"})
+        raise UnsupportedModelError(f"{what} has element type {label}, which is not supported; supported: {supported}")
+    return name
+
+
+@dataclass
+class ImportContext:
+    builder: GraphBuilder
+    opset: int
+    env: dict[str, str] = field(default_factory=dict)
+
+    def value_name(self, onnx_name: str) -> str:
+        """A graph value name derived from an ONNX name (made unique by the builder)."""
+        return self.builder.fresh(_NAME.sub("_", onnx_name) or "v")
+
+    def define(self, onnx_name: str, value: str) -> None:
+        self.env[onnx_name] = value
+
+    def lookup(self, onnx_name: str, what: str) -> str:
+        try:
+            return self.env[onnx_name]
+        except KeyError:
+            raise UnsupportedModelError(f"{what} {onnx_name!r} is never produced (the graph is not topologically sorted "
+                                        "or references a missing value)") from None
+
+    def inputs(self, node: onnx.NodeProto) -> list[str | None]:
+        """Graph values of the node's inputs; ``None`` for omitted optional inputs."""
+        return [self.lookup(i, f"input of node {node.name!r}") if i else None for i in node.input]
+
+    def input(self, node: onnx.NodeProto, i: int) -> str | None:
+        return self.lookup(node.input[i], f"input of node {node.name!r}") if i < len(node.input) and node.input[i] else None
+
+    def type_of(self, value: str) -> TensorType:
+        return self.builder.type_of(value)
+
+    def const(self, node: onnx.NodeProto, i: int, what: str) -> np.ndarray | None:
+        """The constant value of optional input ``i``; None when omitted; raises when computed at run time."""
+        value = self.input(node, i)
+        if value is None:
+            return None
+        arr = self.builder.const_value(value)
+        if arr is None:
+            raise UnsupportedModelError(
+                f"input {i} ({what}, {node.input[i]!r}) must be a constant (an initializer or a Constant node); "
+                f"if it is a graph input, bind it with from_onnx(..., bind={{{node.input[i]!r}: value}})"
+            )
+        return arr
+
+    def op(self, node: onnx.NodeProto, op: str, inputs: list[str], **attrs: Any) -> str:
+        """Add a graph node named after the ONNX node's first output."""
+        return self.builder.op(op, inputs, self.value_name(node.output[0] or op), **attrs)
+
+    def const_value(self, node: onnx.NodeProto, value: np.ndarray, suffix: str) -> str:
+        return self.builder.const(value, self.value_name(f"{node.output[0]}_{suffix}"))
+
+
+def attributes(node: onnx.NodeProto) -> dict[str, Any]:
+    """The node's attributes as Python values (strings decoded)."""
+    out: dict[str, Any] = {}
+    for a in node.attribute:
+        v = helper.get_attribute_value(a)
+        if isinstance(v, bytes):
+            v = v.decode()
+        out[a.name] = v
+    return out
+
+
+def reject_attrs(node: onnx.NodeProto, attrs: dict[str, Any], allowed: set[str]) -> None:
+    extra = sorted(set(attrs) - allowed)
+    if extra:
+        raise UnsupportedModelError(f"attribute(s) {extra} are not supported (supported: {sorted(allowed)})")

@@ -1,0 +1,16 @@
+"""The graph level: a typed immutable graph IR, the operator registry, the reference
+executor and the graph passes (see ``docs/graph.md``)."""
+
+from compiler.graph.builder import GraphBuilder, make_node, prune
+from compiler.graph.errors import (
+    GraphError, NotLoweredError, TypeInferenceError, UnknownOperatorError, UnsupportedModelError,
+)
+from compiler.graph.executor import run_all, run_graph
+from compiler.graph.ir import Attrs, ConstValue, Graph, Node, TensorType
+from compiler.graph.ops import OpPattern, get_lowering, get_op, lower, register_lowering, registered_ops
+
+__all__ = [
+    "Attrs", "ConstValue", "Graph", "GraphBuilder", "GraphError", "Node", "NotLoweredError", "OpPattern",
+    "TensorType", "TypeInferenceError", "UnknownOperatorError", "UnsupportedModelError", "get_lowering", "get_op",
+    "lower", "make_node", "prune", "register_lowering", "registered_ops", "run_all", "run_graph",
+]

@@ -1,0 +1,14 @@
+"""The operator registry and the definitions of every graph operator.
+
+Importing this package registers all operators; see :mod:`compiler.graph.ops.registry`.
+"""
+
+from compiler.graph.ops import elemwise, nn, pool, quant, structural, transform  # noqa: F401  (registration)
+from compiler.graph.ops.registry import (
+    REQUIRED, TARGETS, OpDef, OpPattern, get_lowering, get_op, lower, register_lowering, register_op, registered_ops,
+)
+
+__all__ = [
+    "REQUIRED", "TARGETS", "OpDef", "OpPattern", "get_lowering", "get_op", "lower", "register_lowering",
+    "register_op", "registered_ops",
+]

@@ -1,0 +1,41 @@
+"""Graph passes, each a pure function ``Graph -> Graph`` (plan_memory returns a MemoryPlan).
+
+The VDLA pipeline is :func:`optimize_for_vdla`: fold_batch_norm, fold_constant, quantize,
+alter_layout, fold_constant, fuse_ops, partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from vdla_hw.config import HwConfig
+
+from compiler.graph.ir import Graph
+from compiler.graph.passes.alter_layout import alter_layout
+from compiler.graph.passes.fold_batch_norm import fold_batch_norm
+from compiler.graph.passes.fold_constant import fold_constant
+from compiler.graph.passes.fuse_ops import fuse_ops, fusion_groups
+from compiler.graph.passes.partition import partition, placement
+from compiler.graph.passes.plan_memory import MemoryPlan, plan_memory, run_planned
+from compiler.graph.passes.quantize import calibrate, quantize
+
+
+def optimize_for_cpu(graph: Graph) -> Graph:
+    """The float pipeline for the llvm target: fold batch norms and constants, then fuse."""
+    return fuse_ops(fold_constant(fold_batch_norm(graph)))
+
+
+def optimize_for_vdla(graph: Graph, cfg: HwConfig, samples: Sequence[Mapping[str, np.ndarray]],
+                      *, skip_first_conv: bool = True) -> Graph:
+    """The int8 pipeline: quantize with ``samples``, pack for ``cfg``, fuse and partition."""
+    g = fold_constant(fold_batch_norm(graph))
+    g = quantize(g, samples, skip_first_conv=skip_first_conv)
+    g = fold_constant(alter_layout(g, cfg))
+    return partition(fuse_ops(g), cfg)
+
+
+__all__ = [
+    "MemoryPlan", "alter_layout", "calibrate", "fold_batch_norm", "fold_constant", "fuse_ops", "fusion_groups",
+    "optimize_for_cpu", "optimize_for_vdla", "partition", "placement", "plan_memory", "quantize", "run_planned",
+]

@@ -1,0 +1,85 @@
+"""CPU/VDLA partitioning of a fused graph.
+
+Each fused kernel anchored on a conv2d/dense that the VDLA can run in its packed layout
+splits into a VDLA kernel -- the GEMM plus the chain of ALU ops that directly follows it
+(relu, bias/constant add, shift, clip, the final narrowing cast) -- and, when the group
+went on past what the ALU can do, a CPU kernel for the rest.  Every other kernel runs on
+the CPU (``llvm``).  Layout transforms are injective CPU ops, so they sit in the CPU
+kernels at the borders; the VDLA kernels only see packed tensors.  Every ``fused`` node of
+the result carries its ``target``.
+"""
+
+from __future__ import annotations
+
+from vdla_hw.config import HwConfig
+
+from compiler.graph.errors import GraphError
+from compiler.graph.ir import Graph, Node
+from compiler.graph.passes.fuse_ops import group_body
+from compiler.graph.passes.rewrite import Rewriter
+from compiler.graph.vdla_rules import ALU_OPS, gemm_unsupported_reason, is_packed_for
+
+CPU, VDLA = "llvm", "vdla"
+
+
+def _alu_capable(body: Graph, node: Node, chain_end: str) -> bool:
+    """An ALU op reading the chain's last value, with any other operand a scalar constant."""
+    if node.op not in ALU_OPS or node.inputs[0] != chain_end or body.node(chain_end).type.dtype != "int32":
+        return False
+    if node.op == "cast" and node.type.dtype != "int8":
+        return False
+    others = [body.node(i) for i in node.inputs[1:]]
+    return all(o.op == "input" and o.type.size == 1 for o in others) and node.type.shape == body.node(chain_end).type.shape
+
+
+def _vdla_prefix(body: Graph, cfg: HwConfig) -> list[str] | None:
+    """Names of the VDLA part of a fused body (the GEMM and its ALU chain), or None."""
+    gemms = [n for n in body.nodes if n.op in ("conv2d", "dense")]
+    if len(gemms) != 1:
+        return None
+    g = gemms[0]
+    types = [body.node(i).type for i in g.inputs]
+    if gemm_unsupported_reason(g, types, cfg) is not None or not is_packed_for(g, cfg):
+        return None
+    chain = [g.name]
+    order = [n for n in body.nodes if n.op != "input"]
+    for n in order[order.index(g) + 1:]:
+        if body.consumers[chain[-1]] != (n.name,) or not _alu_capable(body, n, chain[-1]):
+            break
+        chain.append(n.name)
+    return chain
+
+
+def partition(graph: Graph, cfg: HwConfig) -> Graph:
+    """Assign every fused kernel to the VDLA or the CPU (see the module doc); run after fuse_ops."""
+    rw = Rewriter(graph)
+    for n in graph.nodes:
+        if n.op in ("input", "constant"):
+            rw.copy(n)
+            continue
+        if n.op != "fused":
+            raise GraphError(f"partition runs on a fused graph, but node {n.name!r} is a bare {n.op!r}; run fuse_ops first")
+        body: Graph = n.attrs["body"]
+        prefix = _vdla_prefix(body, cfg)
+        if prefix is None:
+            rw.copy(n, target=CPU)
+            continue
+        outer = dict(zip((p.name for p in body.input_nodes), (rw[i] for i in n.inputs)))
+        if prefix[-1] == body.outputs[0]:
+            rw.copy(n, target=VDLA)
+            continue
+        # Split: the VDLA part's result becomes an input of a CPU kernel holding the rest.
+        vdla_body, params = group_body(body, prefix)
+        vdla = rw.builder.op("fused", [outer[p] for p in params], f"{prefix[-1]}", body=vdla_body,
+                             pattern="COMPLEX_OUT_FUSABLE", target=VDLA)
+        outer[prefix[-1]] = vdla
+        rest = [m.name for m in body.nodes if m.op != "input" and m.name not in prefix]
+        rest_body, rest_params = group_body(body, rest)
+        pattern = "INJECTIVE" if n.attrs["pattern"] == "COMPLEX_OUT_FUSABLE" else n.attrs["pattern"]
+        rw.emit("fused", [outer[p] for p in rest_params], n.name, body=rest_body, pattern=pattern, target=CPU)
+    return rw.finish()
+
+
+def placement(graph: Graph) -> dict[str, str]:
+    """The target of every kernel of a partitioned graph."""
+    return {n.name: n.attrs["target"] for n in graph.nodes if n.op == "fused"}
