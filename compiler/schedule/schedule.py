@@ -171,6 +171,20 @@ class Schedule:
         buf = self._written_buffer(block)
         self._apply(f"double_buffer({buf})", lambda f: annotate.double_buffer(f, buf))
 
+    def decompose_reduction(self, block: BlockRef, loop: LoopRef) -> str:
+        """Move ``block``'s reduction init into a new block before ``loop``; returns its name."""
+        from .reduction import decompose_reduction
+        name, v = self.block_name(block), _var(loop)
+        return self._apply(f"decompose_reduction({name}, {v.name})",
+                           lambda f: decompose_reduction(f, name, v))
+
+    def compact_buffers(self) -> None:
+        """Shrink every intermediate buffer to the region it uses, allocated at the innermost
+        statement enclosing its uses (after compute_at; before tensorize, whose views keep
+        the layout they were made with). Needed when buffers must fit an on-chip memory."""
+        from ..tir.transform.compact_buffer import compact_buffer
+        self._apply("compact_buffers()", compact_buffer)
+
     def tensorize(self, loop: LoopRef, intrin: Any) -> None:
         """Replace the loop nest rooted at ``loop`` by ``intrin``'s implementation."""
         from .tensorize import tensorize

@@ -4,8 +4,10 @@ A :class:`TensorIntrin` pairs a TE description of what the hardware instruction 
 with a function producing the TIR that does it. Tensorizing a loop checks that the
 perfect loop nest below it computes exactly the description (same loop extents and
 iterator kinds, same expression tree, buffers read at the same indices up to a constant
-per-dimension offset fixed by the outer loops), then replaces the nest by the produced
-TIR, called with buffer views that start at those offsets.
+per-dimension offset fixed by the outer loops; a buffer of higher rank matches on its
+trailing dimensions), then replaces the nest by the produced TIR, called with buffer
+views that start at those offsets. The update block left by ``decompose_reduction``
+matches a reduction description without its init (no reset is emitted).
 """
 from __future__ import annotations
 
@@ -65,10 +67,14 @@ class _Matcher:
         if self.buffers.setdefault(d, t) is not t:
             raise self.fail(f"{d.name} of the description matches both "
                             f"{self.buffers[d].name} and {t.name}")
-        if d.dtype != t.dtype or len(d_idx) != len(t_idx):
+        if d.dtype != t.dtype or len(d_idx) > len(t_idx):
             raise self.fail(f"{t.name} ({t.dtype}, {len(t_idx)}-D) does not match {d.name} "
                             f"({d.dtype}, {len(d_idx)}-D)")
-        offs = [self.an.simplify(ti - di) for ti, di in zip(t_idx, d_idx)]
+        # A higher-rank buffer matches on its trailing dimensions; its leading indices are
+        # offsets fixed by the outer loops (e.g. the tile position in a packed layout).
+        lead = len(t_idx) - len(d_idx)
+        offs = [self.an.simplify(ti) for ti in t_idx[:lead]] + \
+            [self.an.simplify(ti - di) for ti, di in zip(t_idx[lead:], d_idx)]
         for off, ti in zip(offs, t_idx):
             if uses_var(off, self.desc_vars):
                 raise self.fail(f"index {ti} of {t.name} is not the description's index plus "
@@ -157,16 +163,18 @@ def tensorize(func: PrimFunc, var: Var, intrin: TensorIntrin) -> PrimFunc:
     m = _Matcher(intrin, set(dvars), an)
     target_body = substitute(r.block.body, vmap)
     m.match(dr.block.body, target_body)
-    if (dr.block.init is None) != (r.block.init is None):
-        raise _mismatch(intrin, "one of the block and the description is a reduction, the "
-                                "other is not")
-    if dr.block.init is not None:
+    if dr.block.init is None and r.block.init is not None:
+        raise _mismatch(intrin, "the block is a reduction, the description is not")
+    # A reduction block without init is the update left by decompose_reduction: it matches
+    # the description's body alone and gets no reset.
+    decomposed = dr.block.init is not None and r.block.init is None
+    if dr.block.init is not None and not decomposed:
         m.match(dr.block.init, substitute(r.block.init, vmap))
     views = {d: _view(d, t, m.offsets[d], intrin.name, an) for d, t in m.buffers.items()}
     ins = [views[p] for p in dfunc.params[:-1] if p in views]
     outs = [views[dfunc.params[-1]]]
     stmt = intrin.impl(ins, outs)
-    if dr.block.init is not None:
+    if dr.block.init is not None and not decomposed:
         if intrin.reset is None:
             raise TensorizeError(f"intrinsic {intrin.name!r} describes a reduction but has no "
                                  f"reset; declare TensorIntrin(..., reset=...)")
@@ -181,6 +189,6 @@ def tensorize(func: PrimFunc, var: Var, intrin: TensorIntrin) -> PrimFunc:
 
 
 def _view(d: Buffer, t: Buffer, offsets: list[PrimExpr], tag: str, an: Analyzer) -> Buffer:
-    """A view of ``t`` with ``d``'s shape starting at ``offsets``."""
-    return Buffer(t.data, f"{t.name}_{tag}", d.shape, t.dtype, t.effective_strides(),
+    """A view of ``t``'s trailing dimensions with ``d``'s shape, starting at ``offsets``."""
+    return Buffer(t.data, f"{t.name}_{tag}", d.shape, t.dtype, t.effective_strides()[t.ndim - d.ndim:],
                   an.simplify(t.flat_index(tuple(offsets))), t.scope)

@@ -1,0 +1,1 @@
+"""Code generators: TIR to native code (``llvm``)."""

@@ -1,0 +1,65 @@
+"""Compile an LLVM module in memory (MCJIT) or into a shared library (system linker)."""
+from __future__ import annotations
+
+import ctypes.util
+import functools
+import os
+import shutil
+import subprocess
+import tempfile
+
+import llvmlite.binding as llvm
+
+from runtime.cpu_module import CpuModule, check_target
+
+from .module import THREADS_SYMBOL, LLVMModule
+from .types import CodegenError
+
+
+@functools.cache
+def _load_libgomp() -> None:
+    # MCJIT resolves external symbols in the process: make libgomp's visible once.
+    name = ctypes.util.find_library("gomp") or "libgomp.so.1"
+    try:
+        llvm.load_library_permanently(name)
+    except RuntimeError as err:
+        raise CodegenError(f"parallel loops need libgomp (ships with gcc) and it could not "
+                           f"be loaded: {err}; install libgomp1 or remove parallel loops") \
+            from None
+
+
+def jit(mod: LLVMModule, opt: int = 3) -> CpuModule:
+    """JIT-compile ``mod`` for immediate use in this process."""
+    check_target(mod.meta(), "this module")
+    if mod.uses_openmp:
+        _load_libgomp()
+    optimized = mod.optimized(opt)
+    engine = llvm.create_mcjit_compiler(optimized, mod.target.target_machine(opt))
+    engine.finalize_object()
+    return CpuModule(mod.meta(), engine.get_function_address, engine,
+                     engine.get_global_value_address(THREADS_SYMBOL))
+
+
+def export_library(mod: LLVMModule, path: str | os.PathLike[str], opt: int = 3,
+                   cc: str = "gcc") -> str:
+    """Write ``mod`` as a shared library (object file + ``cc -shared``); returns the path.
+
+    The library records its target in ``vdla_module_meta``; ``runtime.cpu_module.
+    load_module`` loads it without the compiler.
+    """
+    if shutil.which(cc) is None:
+        raise CodegenError(f"exporting a shared library needs the C compiler driver {cc!r} "
+                           f"as linker, and it is not on PATH; install gcc")
+    path = os.fspath(path)
+    obj = mod.object_code(opt)
+    with tempfile.TemporaryDirectory(prefix="vdla_export_") as tmp:
+        obj_path = os.path.join(tmp, "module.o")
+        with open(obj_path, "wb") as f:
+            f.write(obj)
+        cmd = [cc, "-shared", "-o", path, obj_path, "-lm"]
+        if mod.uses_openmp:
+            cmd.append("-lgomp")
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        raise CodegenError(f"linking {path} failed ({' '.join(cmd)}):\n{proc.stderr.strip()}")
+    return path

@@ -1,0 +1,201 @@
+"""Lowered PrimFuncs to one optimized LLVM module.
+
+Every PrimFunc ``f`` becomes
+
+* ``f_kernel(ptr noalias A, ptr noalias B, ...)``, internal: the translated body, one
+  pointer per parameter (distinct buffers, hence ``noalias``);
+* ``int32_t f(void **args)``, exported: the stable entry point taking an array of buffer
+  pointers, which ctypes calls (and which releases the GIL while it runs).
+
+The module also exports ``int32_t vdla_num_threads`` (threads of parallel loops, 0 = the
+OpenMP default) and ``char vdla_module_meta[]``: JSON naming the target CPU and
+features and each function's parameter shapes and dtypes. The runtime reads it to check
+arguments and to refuse to run on a CPU lacking a feature.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import llvmlite.binding as llvm
+import llvmlite.ir as ir
+
+from ...tir import dtype as dt
+from ...tir.ir import IntImm, PrimFunc
+from .emitter import FunctionEmitter
+from .intrinsics import MathEmitter
+from .target import Target, init_llvm
+from .types import I8, I32, I64, PTR, VOID, CodegenError
+
+META_SYMBOL = "vdla_module_meta"
+THREADS_SYMBOL = "vdla_num_threads"
+META_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class ParamInfo:
+    """One buffer argument: name, constant shape and element dtype."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype}
+
+
+@dataclass(frozen=True)
+class FuncInfo:
+    name: str
+    params: tuple[ParamInfo, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "params": [p.to_json() for p in self.params]}
+
+
+def c_name(name: str) -> str:
+    """``name`` as a C identifier (exported symbols must be linkable)."""
+    out = re.sub(r"\W", "_", name)
+    return out if out and not out[0].isdigit() else f"f_{out}"
+
+
+class ModuleContext:
+    """Module-wide state shared by the function emitters: declarations and names."""
+
+    def __init__(self, name: str, target: Target):
+        self.module = ir.Module(name=name)
+        self.module.triple = target.triple
+        self.target = target
+        self.math = MathEmitter(self.module)
+        self.uses_openmp = False
+        self._names: set[str] = set()
+        threads = ir.GlobalVariable(self.module, I32, name=THREADS_SYMBOL)
+        threads.initializer = ir.Constant(I32, 0)
+        self._threads = threads
+
+    def fresh_name(self, prefix: str) -> str:
+        n = 0
+        while f"{prefix}{n}" in self._names:
+            n += 1
+        self._names.add(f"{prefix}{n}")
+        return f"{prefix}{n}"
+
+    def _declare(self, name: str, ty: ir.FunctionType) -> ir.Function:
+        fn = self.module.globals.get(name)
+        return fn if fn is not None else ir.Function(self.module, ty, name=name)
+
+    def libc(self, name: str) -> ir.Function:
+        types = {"malloc": ir.FunctionType(PTR, [I64]), "free": ir.FunctionType(VOID, [PTR])}
+        return self._declare(name, types[name])
+
+    def gomp(self, name: str) -> ir.Function:
+        self.uses_openmp = True
+        types = {"GOMP_parallel": ir.FunctionType(VOID, [PTR, PTR, I32, I32]),
+                 "omp_get_thread_num": ir.FunctionType(I32, []),
+                 "omp_get_num_threads": ir.FunctionType(I32, [])}
+        return self._declare(name, types[name])
+
+    def num_threads_global(self) -> ir.GlobalVariable:
+        return self._threads
+
+
+def _param_info(func: PrimFunc) -> tuple[ParamInfo, ...]:
+    out = []
+    for p in func.params:
+        if not all(isinstance(s, IntImm) for s in p.shape):
+            raise CodegenError(f"parameter {p.name} of {func.name} has the symbolic shape "
+                               f"{[str(s) for s in p.shape]}: the LLVM backend compiles "
+                               f"constant shapes; bind the shape variables first")
+        dt.to_numpy(p.dtype)
+        out.append(ParamInfo(p.name, tuple(int(s.value) for s in p.shape), p.dtype))
+    return tuple(out)
+
+
+def _emit_func(ctx: ModuleContext, func: PrimFunc) -> FuncInfo:
+    name = c_name(func.name)
+    if name in ctx.module.globals:
+        raise CodegenError(f"two functions are named {name!r}; give them distinct names")
+    info = FuncInfo(name, _param_info(func))
+    n = len(func.params)
+    kernel = ir.Function(ctx.module, ir.FunctionType(VOID, [PTR] * n), name=f"{name}_kernel")
+    kernel.linkage = "internal"
+    for arg, p in zip(kernel.args, func.params):
+        arg.name = c_name(p.name)
+        arg.add_attribute("noalias")
+    em = FunctionEmitter(ctx, kernel, {p.data: a for p, a in zip(func.params, kernel.args)})
+    em.stmt(func.body)
+    em.finish()
+
+    entry = ir.Function(ctx.module, ir.FunctionType(I32, [PTR]), name=name)
+    b = ir.IRBuilder(entry.append_basic_block("entry"))
+    ptrs = []
+    for i in range(n):
+        slot = b.gep(entry.args[0], [ir.Constant(I64, i)], inbounds=True, source_etype=PTR)
+        ptrs.append(b.load(slot, typ=PTR, align=8))
+    b.call(kernel, ptrs)
+    b.ret(ir.Constant(I32, 0))
+    return info
+
+
+def module_meta(target: Target, functions: Sequence[FuncInfo], uses_openmp: bool
+                ) -> dict[str, Any]:
+    return {"format": META_FORMAT, "target": target.to_json(),
+            "functions": [f.to_json() for f in functions],
+            "needs": ["libgomp"] if uses_openmp else []}
+
+
+@dataclass(frozen=True)
+class LLVMModule:
+    """Generated (unoptimized) LLVM IR with what is needed to compile and describe it."""
+
+    ir_text: str
+    target: Target
+    functions: tuple[FuncInfo, ...]
+    uses_openmp: bool
+
+    def meta(self) -> dict[str, Any]:
+        """The JSON stored in the module's ``vdla_module_meta`` symbol."""
+        return module_meta(self.target, self.functions, self.uses_openmp)
+
+    def optimized(self, opt: int = 3) -> llvm.ModuleRef:
+        """Parse, verify and optimize (``O<opt>`` for this module's target machine)."""
+        init_llvm()
+        try:
+            mod = llvm.parse_assembly(self.ir_text)
+            mod.verify()
+        except RuntimeError as err:
+            raise CodegenError(f"the generated LLVM IR is invalid (a code generator bug): "
+                               f"{err}") from None
+        tm = self.target.target_machine(opt)
+        mod.triple = self.target.triple
+        mod.data_layout = str(tm.target_data)
+        pto = llvm.create_pipeline_tuning_options(speed_level=opt)
+        pto.loop_vectorization = opt >= 2
+        pto.slp_vectorization = opt >= 2
+        pto.loop_unrolling = opt >= 2
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(mod, pb)
+        return mod
+
+    def assembly(self, opt: int = 3) -> str:
+        """The host assembly (look for ``vfmadd...ps zmm`` in hot loops)."""
+        return self.target.target_machine(opt).emit_assembly(self.optimized(opt))
+
+    def object_code(self, opt: int = 3) -> bytes:
+        return self.target.target_machine(opt).emit_object(self.optimized(opt))
+
+
+def codegen(funcs: Sequence[PrimFunc], target: Target, name: str = "vdla") -> LLVMModule:
+    """Translate lowered PrimFuncs (no blocks left) into one LLVM module for ``target``."""
+    if not funcs:
+        raise CodegenError("nothing to compile: pass at least one PrimFunc")
+    ctx = ModuleContext(name, target)
+    infos = tuple(_emit_func(ctx, f) for f in funcs)
+    meta = json.dumps(module_meta(target, infos, ctx.uses_openmp), sort_keys=True).encode() \
+        + b"\0"
+    g = ir.GlobalVariable(ctx.module, ir.ArrayType(I8, len(meta)), name=META_SYMBOL)
+    g.global_constant = True
+    g.initializer = ir.Constant(ir.ArrayType(I8, len(meta)), bytearray(meta))
+    return LLVMModule(str(ctx.module), target, infos, ctx.uses_openmp)

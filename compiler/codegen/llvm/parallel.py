@@ -1,0 +1,105 @@
+"""Parallel loops on libgomp's thread pool.
+
+A ``parallel`` loop is outlined into two functions:
+
+* a *body* function ``(captured values..., begin, end)`` running iterations
+  ``[begin, end)`` serially; its pointer parameters are ``noalias`` (distinct buffers, as
+  in the kernel itself), which keeps LLVM's alias analysis as precise as in serial code;
+* a *trampoline* ``(closure*)`` that libgomp runs on every thread of the team: it unpacks
+  the closure, takes this thread's contiguous share of the iteration space (static
+  schedule, shares differing by at most one iteration) and calls the body.
+
+The parent stores the captured values into a stack closure and calls
+``GOMP_parallel(trampoline, closure, vdla_num_threads, 0)``; a thread count of 0 means
+libgomp's default (``OMP_NUM_THREADS`` or the number of cores). Parallel loops nested
+inside a parallel region run serially.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import llvmlite.ir as ir
+
+from ...tir.functor import walk
+from ...tir.ir import Buffer, For, Node, Stmt, Var
+from .types import I32, I64, PTR, VOID, opaque_alloca
+
+if TYPE_CHECKING:
+    from .emitter import FunctionEmitter
+
+
+def used_vars(stmt: Stmt) -> set[Var]:
+    """Every variable ``stmt`` reads, including buffer data handles and the variables of
+    buffer shapes, strides and offsets."""
+    out: set[Var] = set()
+
+    def visit(n: Node) -> bool:
+        if isinstance(n, Var):
+            out.add(n)
+        elif isinstance(n, Buffer):
+            out.add(n.data)
+            for e in (n.elem_offset, *n.shape, *n.strides):
+                walk(e, visit)
+        return True
+
+    walk(stmt, visit)
+    return out
+
+
+def emit_parallel_for(em: FunctionEmitter, loop: For) -> None:
+    """Emit ``loop`` (kind parallel) as a libgomp parallel region."""
+    from .emitter import FunctionEmitter
+
+    ctx = em.ctx
+    used = used_vars(loop.body)
+    captured = [v for v in em.vars if v in used and v is not loop.loop_var]
+    values = [em.vars[v] for v in captured]
+    ity = em.expr(loop.min).type
+    name = ctx.fresh_name(f"{em.fn.name}_par")
+
+    # Body: (captured..., begin, end) -> runs [begin, end) serially.
+    body_ty = ir.FunctionType(VOID, [v.type for v in values] + [ity, ity])
+    body_fn = ir.Function(ctx.module, body_ty, name=f"{name}_body")
+    body_fn.linkage = "internal"
+    for arg, var in zip(body_fn.args, captured):
+        arg.name = var.name
+        if isinstance(arg.type, ir.PointerType):
+            arg.add_attribute("noalias")
+    inner = FunctionEmitter(ctx, body_fn, dict(zip(captured, body_fn.args[:len(captured)])),
+                            in_parallel=True)
+    inner.loop(loop.loop_var, body_fn.args[-2], body_fn.args[-1], loop.body)
+    inner.finish()
+
+    # Trampoline: unpack the closure, split the range by thread id, call the body.
+    closure_ty = ir.LiteralStructType([v.type for v in values] + [I64, I64])
+    tramp = ir.Function(ctx.module, ir.FunctionType(VOID, [PTR]), name=name)
+    tramp.linkage = "internal"
+    b = ir.IRBuilder(tramp.append_basic_block("entry"))
+    clo = tramp.args[0]
+
+    def field(i: int) -> ir.Value:
+        p = b.gep(clo, [ir.Constant(I32, 0), ir.Constant(I32, i)], inbounds=True,
+                  source_etype=closure_ty)
+        return b.load(p, typ=closure_ty.elements[i])
+
+    args = [field(i) for i in range(len(values))]
+    lo, ext = field(len(values)), field(len(values) + 1)
+    tid = b.sext(b.call(ctx.gomp("omp_get_thread_num"), []), I64)
+    nt = b.sext(b.call(ctx.gomp("omp_get_num_threads"), []), I64)
+    begin = b.add(lo, b.sdiv(b.mul(ext, tid), nt))
+    end = b.add(lo, b.sdiv(b.mul(ext, b.add(tid, ir.Constant(I64, 1))), nt))
+    if ity != I64:
+        begin, end = b.trunc(begin, ity), b.trunc(end, ity)
+    b.call(body_fn, args + [begin, end])
+    b.ret_void()
+
+    # Parent: fill the closure and run the team.
+    slot = opaque_alloca(em.allocas, closure_ty, f"{name}_closure")
+    fields = values + [em.to_i64(em.expr(loop.min), loop.min.dtype),
+                       em.to_i64(em.expr(loop.extent), loop.extent.dtype)]
+    for i, v in enumerate(fields):
+        p = em.b.gep(slot, [ir.Constant(I32, 0), ir.Constant(I32, i)], inbounds=True,
+                     source_etype=closure_ty)
+        em.b.store(v, p)
+    nthreads = em.b.load(ctx.num_threads_global(), typ=I32)
+    em.b.call(ctx.gomp("GOMP_parallel"), [tramp, slot, nthreads, ir.Constant(I32, 0)])

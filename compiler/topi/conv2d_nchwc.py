@@ -1,0 +1,158 @@
+"""2-D convolution in the blocked NCHW[x]c layout, the fast CPU path.
+
+Data is ``[N, C/cb, H, W, cb]`` and weights ``[OC/ob, C/cb, KH, KW, cb, ob]``, so the
+``ob`` output channels of one position are one contiguous vector (``ob`` = 16 fills a
+zmm register with fp32). The x86 schedule is a register-blocked micro-kernel: for one
+output row it keeps ``ow_block x ob`` accumulators in registers, and for every input
+channel, ``kh`` and ``kw`` does one weight-vector load and ``ow_block`` FMAs of that
+vector with a broadcast input value. Layout transforms (``layout.py``) run outside.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .. import te
+from ..codegen.llvm import Target
+from ..schedule import Schedule, create_schedule
+from ..te import ComputeOp, Tensor
+from .utils import TopiError, const_shape, largest_divisor, vector_lanes
+
+#: Spare vector registers (32 zmm with AVX-512) after accumulators and weights.
+_MAX_ACCUMULATORS = 28
+_REDUCE_ORDERS = ("ic_kh_kw", "kh_kw_ic")
+_OUTER_ORDERS = ("oc_y", "y_oc")
+
+
+def _pair(v: int | tuple[int, int], what: str) -> tuple[int, int]:
+    p = (v, v) if isinstance(v, int) else tuple(v)
+    if len(p) != 2 or any(not isinstance(x, int) or x < 0 for x in p):
+        raise TopiError(f"{what} must be a non-negative int or a pair of them, got {v!r}")
+    return p  # type: ignore[return-value]
+
+
+def conv_out_size(size: int, k: int, stride: int, pad: int) -> int:
+    out = (size + 2 * pad - k) // stride + 1
+    if out < 1:
+        raise TopiError(f"kernel {k} with padding {pad} does not fit the input size {size}")
+    return out
+
+
+def pad_nchwc(data: Tensor, ph: int, pw: int, name: str = "pad") -> Tensor:
+    """Zero-pad the two spatial axes of a ``[N, C, H, W, c]`` tensor."""
+    n, c, h, w, cb = const_shape(data)
+    if ph == 0 and pw == 0:
+        return data
+
+    def f(i, j, y, x, k):  # noqa: ANN001, ANN202 - te index callbacks
+        inside = (y >= ph) & (y < h + ph) & (x >= pw) & (x < w + pw)
+        return te.if_then_else(inside, data[i, j, y - ph, x - pw, k], te.const(0.0, data.dtype))
+
+    return te.compute((n, c, h + 2 * ph, w + 2 * pw, cb), f, name=name)
+
+
+def conv2d_nchwc(data: Tensor, kernel: Tensor, stride: int | tuple[int, int] = 1,
+                 padding: int | tuple[int, int] = 0, name: str = "conv2d_nchwc") -> Tensor:
+    """``out[n, oc, y, x, o] = sum(pad(data)[n, ic, y*sh+ky, x*sw+kx, i] *
+    kernel[oc, ic, ky, kx, i, o])`` over ``ic, ky, kx, i``."""
+    sh, sw = _pair(stride, "stride")
+    ph, pw = _pair(padding, "padding")
+    if sh == 0 or sw == 0:
+        raise TopiError("stride must be positive")
+    n, ico, h, w, icb = const_shape(data)
+    oco, kico, kh, kw, kicb, ocb = const_shape(kernel)
+    if (kico, kicb) != (ico, icb):
+        raise TopiError(f"kernel {kernel.name} has input channels {kico}x{kicb} but data "
+                        f"{data.name} has {ico}x{icb}: pack both with the same block")
+    oh, ow = conv_out_size(h, kh, sh, ph), conv_out_size(w, kw, sw, pw)
+    padded = pad_nchwc(data, ph, pw, name=f"{name}_pad")
+    rc = te.reduce_axis(ico, "rc")
+    ry = te.reduce_axis(kh, "ry")
+    rx = te.reduce_axis(kw, "rx")
+    ri = te.reduce_axis(icb, "ri")
+    return te.compute(
+        (n, oco, oh, ow, ocb),
+        lambda b, oc, y, x, o: te.sum(padded[b, rc, y * sh + ry, x * sw + rx, ri] *
+                                      kernel[oc, rc, ry, rx, ri, o], axis=[rc, ry, rx, ri]),
+        name=name)
+
+
+@dataclass(frozen=True)
+class Conv2dNCHWcKnobs:
+    """Tunable choices of the NCHWc schedule.
+
+    ``ow_block``: output columns per register tile (must divide the output width);
+    ``unroll_kw``: unroll the kernel-width loop; ``reduce_order``: ``"ic_kh_kw"`` (input
+    channel blocks outermost) or ``"kh_kw_ic"``; ``outer_order``: ``"oc_y"`` (channel
+    blocks outside rows: a weight block stays in cache over all rows) or ``"y_oc"`` (an
+    input row stays in cache over all channel blocks); ``parallel``: run the fused outer
+    loop on all threads.
+    """
+
+    ow_block: int
+    unroll_kw: bool = True
+    reduce_order: str = "ic_kh_kw"
+    outer_order: str = "oc_y"
+    parallel: bool = True
+
+    def validate(self, out_width: int) -> None:
+        if self.ow_block < 1 or out_width % self.ow_block:
+            raise TopiError(f"ow_block {self.ow_block} must divide the output width {out_width}")
+        if self.reduce_order not in _REDUCE_ORDERS:
+            raise TopiError(f"reduce_order {self.reduce_order!r} is not one of {_REDUCE_ORDERS}")
+        if self.outer_order not in _OUTER_ORDERS:
+            raise TopiError(f"outer_order {self.outer_order!r} is not one of {_OUTER_ORDERS}")
+
+
+def default_nchwc_blocks(in_channels: int, out_channels: int,
+                         target: Target | None = None) -> tuple[int, int]:
+    """``(input block, output block)``: one vector register of fp32 where it divides."""
+    lanes = vector_lanes(target)
+    return largest_divisor(in_channels, lanes), largest_divisor(out_channels, lanes)
+
+
+def default_conv2d_nchwc_knobs(out: Tensor, target: Target | None = None) -> Conv2dNCHWcKnobs:
+    """The widest register tile that fits the vector register file."""
+    _, _, _, ow, ocb = const_shape(out)
+    data, kernel = out.op.input_tensors()
+    vectors_per_column = max(1, -(-ocb // vector_lanes(target)))
+    # Keep the smaller operand in cache while sweeping the bigger one once.
+    kernel_smaller = math.prod(const_shape(kernel)) < math.prod(const_shape(data))
+    # Unrolling a wide kernel row multiplies the loop body past the micro-op cache.
+    kw = const_shape(kernel)[3]
+    return Conv2dNCHWcKnobs(ow_block=largest_divisor(ow, _MAX_ACCUMULATORS // vectors_per_column),
+                            unroll_kw=kw <= 3,
+                            outer_order="y_oc" if kernel_smaller else "oc_y")
+
+
+def schedule_conv2d_nchwc(out: Tensor, knobs: Conv2dNCHWcKnobs | None = None,
+                          s: Schedule | None = None, target: Target | None = None) -> Schedule:
+    """The x86 schedule of ``conv2d_nchwc``'s output (a fresh schedule unless ``s``)."""
+    if s is None:
+        s = create_schedule(out)
+    knobs = knobs or default_conv2d_nchwc_knobs(out, target)
+    knobs.validate(const_shape(out)[3])
+    pad = out.op.input_tensors()[0]
+    if isinstance(pad.op, ComputeOp):
+        _schedule_pad(s, pad, knobs.parallel)
+    b, oc, y, x, o, rc, ry, rx, ri = s.get_loops(out)
+    xo, xi = s.split(x, factor=knobs.ow_block)
+    reduce = (rc, ry, rx, ri) if knobs.reduce_order == "ic_kh_kw" else (ry, rx, rc, ri)
+    outer = (b, oc, y) if knobs.outer_order == "oc_y" else (b, y, oc)
+    s.reorder(*outer, xo, *reduce, xi, o)
+    s.unroll(xi)
+    s.vectorize(o)
+    if knobs.unroll_kw:
+        s.unroll(rx)
+    fused = s.fuse(*outer)
+    if knobs.parallel:
+        s.parallel(fused)
+    return s
+
+
+def _schedule_pad(s: Schedule, pad: Tensor, parallel: bool) -> None:
+    b, c, y, x, i = s.get_loops(pad)
+    s.vectorize(i)
+    fused = s.fuse(b, c, y)
+    if parallel:
+        s.parallel(fused)

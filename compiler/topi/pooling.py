@@ -1,0 +1,143 @@
+"""Max / average pooling and global pooling, in NCHW or NCHWc layout.
+
+In NCHWc the vectorized axis is the channel block (always contiguous, whatever the
+stride); in NCHW it is the output columns. Padding is a separate stage (``-inf`` for max,
+0 for average); average pooling divides by the window size (``count_include_pad``, the
+PyTorch default) or by the number of in-bounds elements.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import te
+from ..codegen.llvm import Target
+from ..schedule import Schedule, create_schedule
+from ..te import ComputeOp, Tensor
+from ..tir import op as tir_op
+from .conv2d_nchwc import _pair, conv_out_size
+from .utils import TopiError, const_shape, schedule_elementwise, vector_lanes
+
+_LAYOUTS = ("NCHW", "NCHWc")
+
+
+def _spatial(layout: str, rank: int) -> int:
+    if layout not in _LAYOUTS:
+        raise TopiError(f"layout {layout!r} is not one of {_LAYOUTS}")
+    want = 4 if layout == "NCHW" else 5
+    if rank != want:
+        raise TopiError(f"a {layout} tensor has {want} axes, got {rank}")
+    return 2
+
+
+def _pad(data: Tensor, ph: int, pw: int, value: float, name: str) -> Tensor:
+    shape = const_shape(data)
+    h, w = shape[2], shape[3]
+    if ph == 0 and pw == 0:
+        return data
+    out_shape = shape[:2] + (h + 2 * ph, w + 2 * pw) + shape[4:]
+
+    def f(*i):  # noqa: ANN002, ANN202
+        y, x = i[2], i[3]
+        inside = (y >= ph) & (y < h + ph) & (x >= pw) & (x < w + pw)
+        src = i[:2] + (y - ph, x - pw) + i[4:]
+        return te.if_then_else(inside, data[src], te.const(value, data.dtype))
+
+    return te.compute(out_shape, f, name=name)
+
+
+def pool2d(data: Tensor, kernel: int | tuple[int, int], stride: int | tuple[int, int] = 1,
+           padding: int | tuple[int, int] = 0, pool_type: str = "max", layout: str = "NCHW",
+           count_include_pad: bool = True, name: str | None = None) -> Tensor:
+    """Pool the spatial axes (2 and 3) of an NCHW or NCHWc tensor."""
+    _spatial(layout, len(data.shape))
+    if pool_type not in ("max", "avg"):
+        raise TopiError(f"pool_type must be 'max' or 'avg', got {pool_type!r}")
+    kh, kw = _pair(kernel, "kernel")
+    sh, sw = _pair(stride, "stride")
+    ph, pw = _pair(padding, "padding")
+    if min(kh, kw, sh, sw) < 1 or ph >= kh or pw >= kw:
+        raise TopiError("pool kernel and stride must be positive and padding smaller than "
+                        "the kernel")
+    shape = const_shape(data)
+    h, w = shape[2], shape[3]
+    oh, ow = conv_out_size(h, kh, sh, ph), conv_out_size(w, kw, sw, pw)
+    name = name or f"{pool_type}_pool2d"
+    fill = float("-inf") if pool_type == "max" else 0.0
+    padded = _pad(data, ph, pw, fill, f"{name}_pad")
+    ry, rx = te.reduce_axis(kh, "ry"), te.reduce_axis(kw, "rx")
+    out_shape = shape[:2] + (oh, ow) + shape[4:]
+    reducer = te.max if pool_type == "max" else te.sum
+
+    def window(*i):  # noqa: ANN002, ANN202
+        src = i[:2] + (i[2] * sh + ry, i[3] * sw + rx) + i[4:]
+        return reducer(padded[src], axis=[ry, rx])
+
+    pooled = te.compute(out_shape, window, name=name if pool_type == "max" else f"{name}_sum")
+    if pool_type == "max":
+        return pooled
+
+    def average(*i):  # noqa: ANN002, ANN202
+        if count_include_pad:
+            return pooled[i] / te.const(float(kh * kw), data.dtype)
+        y0, x0 = i[2] * sh - ph, i[3] * sw - pw
+        rows = tir_op.min(y0 + kh, h) - tir_op.max(y0, 0)
+        cols = tir_op.min(x0 + kw, w) - tir_op.max(x0, 0)
+        return pooled[i] / (rows * cols).astype(data.dtype)
+
+    return te.compute(out_shape, average, name=name)
+
+
+def global_pool(data: Tensor, pool_type: str = "avg", layout: str = "NCHW",
+                name: str | None = None) -> Tensor:
+    """Pool over the whole spatial extent: ``[N, C, 1, 1(, c)]``."""
+    _spatial(layout, len(data.shape))
+    shape = const_shape(data)
+    h, w = shape[2], shape[3]
+    return pool2d(data, (h, w), 1, 0, pool_type, layout, name=name or f"global_{pool_type}_pool")
+
+
+@dataclass(frozen=True)
+class PoolKnobs:
+    """``vector``: lanes of the vectorized axis (channel block in NCHWc, output columns in
+    NCHW); ``parallel``: run the outer loops on all threads."""
+
+    vector: int
+    parallel: bool = True
+
+
+def schedule_pool(out: Tensor, knobs: PoolKnobs | None = None, s: Schedule | None = None,
+                  target: Target | None = None) -> Schedule:
+    """Schedule ``pool2d`` / ``global_pool`` (both pooling stages and the padding)."""
+    s = s or create_schedule(out)
+    knobs = knobs or PoolKnobs(vector=vector_lanes(target))
+    stages = [out]
+    if out.op.input_tensors() and not getattr(out.op, "reduce_axis", ()):
+        stages.insert(0, out.op.input_tensors()[0])  # the sum stage of an average
+    pad = stages[0].op.input_tensors()[0]
+    if isinstance(pad.op, ComputeOp):
+        schedule_elementwise(s, pad, knobs.vector, knobs.parallel)
+    for t in stages:
+        if getattr(t.op, "reduce_axis", ()):
+            _schedule_window(s, t, knobs)
+        else:
+            schedule_elementwise(s, t, knobs.vector, knobs.parallel)
+    return s
+
+
+def _schedule_window(s: Schedule, t: Tensor, knobs: PoolKnobs) -> None:
+    loops = s.get_loops(t)
+    nchwc = len(t.shape) == 5
+    if nchwc:
+        b, c, y, x, i, ry, rx = loops
+        s.reorder(b, c, y, x, ry, rx, i)
+        s.vectorize(i)
+        outer = [b, c, y]
+    else:
+        b, c, y, x, ry, rx = loops
+        xo, xi = s.split(x, factor=min(knobs.vector, const_shape(t)[3]))
+        s.reorder(b, c, y, xo, ry, rx, xi)
+        s.vectorize(xi)
+        outer = [b, c, y]
+    fused = s.fuse(*outer)
+    if knobs.parallel and const_shape(t)[1] * const_shape(t)[2] > 8:
+        s.parallel(fused)
