@@ -222,3 +222,22 @@ def test_inline_vector_exp_accuracy_and_edges() -> None:
     np.testing.assert_array_equal(y[:6], [np.nan, np.inf, 0.0, np.inf, 0.0, 1.0])
     # Within 2 ulp of the exact value over the normal range.
     np.testing.assert_allclose(y[6:], expect[6:], rtol=1.2e-7, atol=0)
+
+
+def test_int32_data_arithmetic_wraps_like_numpy() -> None:
+    """Data arithmetic carries no ``nsw``: an overflowing int32 multiply-add wraps exactly as
+    NumPy (and the accelerator's accumulators) do, instead of being undefined."""
+    from compiler import te
+    from compiler.build import build
+    from compiler.schedule import create_schedule
+
+    a_t = te.placeholder((64,), dtype="int32", name="A")
+    b_t = te.placeholder((64,), dtype="int32", name="B")
+    c_t = te.compute((64,), lambda i: a_t[i] * b_t[i] + a_t[i], name="C")
+    s = create_schedule(c_t)
+    f = build(s, [a_t, b_t, c_t])
+    a = np.full(64, 2**30 + 7, np.int32)
+    b = np.arange(64, dtype=np.int32) * 3 + 5
+    c = np.zeros(64, np.int32)
+    f(a, b, c)
+    assert np.array_equal(c, a * b + a)

@@ -3,8 +3,9 @@ code) into the body of an LLVM function.
 
 Design choices that decide the speed of the generated code:
 
-* integer ``+ - *`` carry ``nsw`` (TIR index arithmetic does not wrap), so LLVM can widen
-  int32 loop variables and fold address arithmetic;
+* integer ``+ - *`` in buffer indices and loop bounds carry ``nsw`` (index arithmetic
+  never wraps), so LLVM can widen int32 loop variables and fold address arithmetic;
+  integer arithmetic on data wraps, as the NumPy references and the accelerator do;
 * float ``+ - *`` carry ``contract``, so the backend fuses ``a + b * c`` into FMA;
 * a vector access whose index is ``base + lane`` is one vector load/store, a broadcast
   index is one scalar load and a splat; only other indices become per-lane accesses;
@@ -48,6 +49,10 @@ def _const(dtype: str, value: float | int) -> ir.Constant:
     return c if dt.lanes(dtype) == 1 else ir.Constant(ty, [c] * dt.lanes(dtype))
 
 
+# Loop bounds and induction variables never wrap.
+NSW = ("nsw",)
+
+
 class FunctionEmitter:
     """Emits statements into ``fn``; ``var_map`` binds TIR variables to LLVM values."""
 
@@ -62,6 +67,7 @@ class FunctionEmitter:
         self.body_start = fn.append_basic_block("body")
         self.b = ir.IRBuilder(self.body_start)
         self.heap: list[ir.Value] = []
+        self.index_depth = 0  # > 0 while emitting a buffer index or a loop bound
 
     def finish(self, ret: ir.Value | None = None) -> None:
         """Close the function: jump from the alloca block to the body and return."""
@@ -95,9 +101,17 @@ class FunctionEmitter:
         mask = ir.Constant(ir.VectorType(I32, lanes), [0] * lanes)
         return self.b.shuffle_vector(one, ir.Constant(vec_ty, ir.Undefined), mask)
 
+    def index_expr(self, e: PrimExpr) -> ir.Value:
+        """Emit an index or loop-bound expression, whose arithmetic may be marked ``nsw``."""
+        self.index_depth += 1
+        try:
+            return self.expr(e)
+        finally:
+            self.index_depth -= 1
+
     def address(self, buf: Buffer, flat: PrimExpr) -> ir.Value:
         base = self.lookup(buf.data)
-        idx = self.to_i64(self.expr(flat), flat.dtype)
+        idx = self.to_i64(self.index_expr(flat), flat.dtype)
         return self.b.gep(base, [idx], inbounds=True, source_etype=memory_type(buf.dtype))
 
     # ------------------------------------------------------------------ expressions
@@ -122,9 +136,9 @@ class FunctionEmitter:
         raise CodegenError(f"string {e.value!r} outside a packed call")
 
     def _int_flags(self, dtype: str) -> tuple[str, ...]:
-        # Signed 32/64-bit TIR arithmetic does not wrap (the interpreter's semantics);
-        # narrower and unsigned integers wrap, so they get no flag.
-        return ("nsw",) if dt.is_int(dtype) and dt.bits(dtype) >= 32 else ()
+        # Index arithmetic cannot overflow, and saying so lets LLVM widen and fold it;
+        # data arithmetic must wrap like NumPy's, so it gets no flag.
+        return ("nsw",) if self.index_depth and dt.is_int(dtype) and dt.bits(dtype) >= 32 else ()
 
     def e_Add(self, e: Add) -> ir.Value:
         a, b = self.expr(e.a), self.expr(e.b)
@@ -271,7 +285,7 @@ class FunctionEmitter:
             scalar = self.b.load(self.address(buf, lin[0]), typ=mem, align=align)
             return self.from_memory(self.splat(scalar, n), e.dtype)
         # A gather: one scalar load per lane.
-        idx = self.expr(flat)
+        idx = self.index_expr(flat)
         base = self.lookup(buf.data)
         out: ir.Value = ir.Constant(ir.VectorType(mem, n), ir.Undefined)
         for i in range(n):
@@ -365,7 +379,7 @@ class FunctionEmitter:
         if n == 1 or (lin is not None and lin[1] == 1):
             self.b.store(value, self.address(buf, flat if n == 1 else lin[0]), align=align)
             return
-        idx = self.expr(flat)
+        idx = self.index_expr(flat)
         base = self.lookup(buf.data)
         for i in range(n):
             lane = ir.Constant(I32, i)
@@ -413,15 +427,14 @@ class FunctionEmitter:
             return
         if s.kind == ForKind.UNROLLED and isinstance(s.extent, IntImm) \
                 and s.extent.value <= MAX_UNROLL:
-            lo = self.expr(s.min)
+            lo = self.index_expr(s.min)
             for k in range(s.extent.value):
-                self.vars[s.loop_var] = lo if k == 0 else \
-                    self.b.add(lo, ir.Constant(lo.type, k), flags=self._int_flags(s.min.dtype))
+                self.vars[s.loop_var] = lo if k == 0 else self.b.add(lo, ir.Constant(lo.type, k), flags=NSW)
                 self.stmt(s.body)
             del self.vars[s.loop_var]
             return
-        lo = self.expr(s.min)
-        hi = self.b.add(lo, self.expr(s.extent), flags=self._int_flags(s.min.dtype))
+        lo = self.index_expr(s.min)
+        hi = self.b.add(lo, self.index_expr(s.extent), flags=NSW)
         self.loop(s.loop_var, lo, hi, s.body)
 
     def loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Stmt) -> None:
@@ -440,7 +453,7 @@ class FunctionEmitter:
         self.b.position_at_end(body_bb)
         self.vars[var] = i
         self.stmt(body)
-        nxt = self.b.add(i, ir.Constant(lo.type, 1), flags=("nsw",) if signed else ())
+        nxt = self.b.add(i, ir.Constant(lo.type, 1), flags=NSW if signed else ())
         i.add_incoming(nxt, self.b.block)
         self.b.branch(head)
         self.b.position_at_end(done)
