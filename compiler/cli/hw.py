@@ -75,3 +75,78 @@ def _show_config(args: argparse.Namespace) -> int:
     for row in table:
         print("  " + "  ".join(f"{str(cell):>{w}}" for cell, w in zip(row, widths)))
     return 0
+
+
+@subcommand
+def _gen_pkg_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("gen-pkg", help="generate the SystemVerilog parameter package vdla_pkg for a config")
+    p.add_argument("--config", default=None, help="preset name or config .json path (default: every preset)")
+    p.add_argument("-o", "--output-dir", default=None, help="output folder (default: vdla_hw/rtl/generated)")
+    p.set_defaults(func=_gen_pkg)
+
+
+def _gen_pkg(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from vdla_hw.config import preset_names
+    from vdla_hw.gen_sv import GENERATED_DIR, write_package
+
+    out_dir = Path(args.output_dir) if args.output_dir else GENERATED_DIR
+    configs = [args.config] if args.config else preset_names()
+    for name in configs:
+        print(f"wrote {write_package(load_config(name), out_dir)}")
+    return 0
+
+
+@subcommand
+def _synth_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("synth", help="synthesize the RTL with yosys (xc7) and report LUT/FF/DSP/BRAM vs. a Zynq-7020")
+    p.add_argument("--config", action="append", help="preset name or config .json path; repeatable (default: default)")
+    p.add_argument("--all", action="store_true", help="every preset")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument("--no-cache", action="store_true", help="run yosys even when a cached result exists")
+    p.set_defaults(func=_synth)
+
+
+def _synth(args: argparse.Namespace) -> int:
+    import json
+
+    from vdla_hw.config import preset_names
+    from vdla_hw.synth import format_table, synthesize
+
+    names = preset_names() if args.all else (args.config or ["default"])
+    results = [synthesize(name, use_cache=not args.no_cache) for name in names]
+    if args.json:
+        print(json.dumps([r.to_dict() for r in results], indent=2))
+    else:
+        print(format_table(results))
+    return 0
+
+
+@subcommand
+def _test_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("test", help="run the RTL regression (cocotb on Verilator) through pytest")
+    p.add_argument("--config", default=None, help="only the tests of this preset (includes its slow tests)")
+    p.add_argument("--all", action="store_true", help="the full regression, slow tests included")
+    p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments (after --)")
+    p.set_defaults(func=_test)
+
+
+def _test(args: argparse.Namespace) -> int:
+    import subprocess
+    from pathlib import Path
+
+    import vdla_hw
+
+    tests = Path(vdla_hw.__file__).resolve().parent.parent / "tests" / "rtl"
+    if not tests.is_dir():
+        raise OSError(f"the RTL tests are not at {tests}; run `vdla hw test` from a clone of the repository")
+    cmd = [sys.executable, "-m", "pytest", str(tests), "-q"]
+    if args.all or args.config:
+        cmd += ["-m", "slow or not slow"]
+    if args.config:
+        # Every RTL test id names its config (test_x[tiny], test_x_tiny ...).
+        cmd += ["-k", load_config(args.config).name]
+    cmd += [a for a in args.pytest_args if a != "--"]
+    print(" ".join(cmd))
+    return subprocess.call(cmd, cwd=tests.parent.parent)

@@ -1,0 +1,24 @@
+"""STORE with narrowing, against fsim, on tiny (default) and the other presets (slow)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+MODULES = ["vdla_fifo", "vdla_sram", "vdla_dep_gate", "vdla_dma_wr", "vdla_store"]
+
+
+def _run(rtl_module, config, **env) -> None:
+    rtl_module(config, "tb_store", HERE, modules=MODULES, extra_sources=[HERE / "tb_store.sv"], env=env)
+
+
+def test_store_tiny(rtl_module):
+    _run(rtl_module, "tiny")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config", ["default", "wide"])
+def test_store_presets(rtl_module, config):
+    _run(rtl_module, config, N_INSNS=6)

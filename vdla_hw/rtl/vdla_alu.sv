@@ -1,0 +1,156 @@
+// The vector ALU: acc[dst] = op(acc[dst], imm or acc[src]) lane by lane over an
+// accumulator tile (BATCH x BLOCK_OUT lanes of ACC_WIDTH bits), for MIN, MAX, ADD,
+// SHR (arithmetic right shift; a negative amount shifts left; amounts of ACC_WIDTH or
+// more give the sign fill / zero) and MUL (low ACC_WIDTH bits), all wrapping.
+//
+// A micro-op iteration starts every ALU_II cycles. Stages (j = cycles after the loop
+// emits the iteration, D = ALU_PIPELINE_DEPTH >= 3):
+//   j = 0      read the micro-op
+//   j = 1      add the loop offsets; read acc[src]
+//   j = 2      read acc[dst]
+//   j = 3      compute; written back at j = D (extra stages are registers)
+// The accumulator SRAM has one read port, so ALU_II >= 2; an iteration's first read
+// must not come before the previous iteration's write (the SRAM's write-through bypass
+// covers a read in the very cycle of that write), so ALU_II >= D - 1.
+`default_nettype none
+/* verilator lint_off IMPORTSTAR */  // yosys 0.70 reads package imports only at file scope
+import vdla_pkg::*;
+/* verilator lint_on IMPORTSTAR */
+
+module vdla_alu (
+  input  wire logic                          clk,
+  input  wire logic                          rst_n,
+  input  wire logic                          clear,
+  input  wire logic                          start,
+  /* verilator lint_off UNUSEDSIGNAL */  // the opcode and dependency flags are the gate's
+  input  wire vdla_pkg::alu_insn_t           insn,
+  /* verilator lint_on UNUSEDSIGNAL */
+  output logic                               done,
+  output logic                               uop_rd_en,
+  output logic [LOG_UOP_BUFF_DEPTH-1:0]      uop_rd_addr,
+  input  wire logic [UOP_BITS-1:0]           uop_rd_data,
+  output logic                               acc_rd_en,
+  output logic [LOG_ACC_BUFF_DEPTH-1:0]      acc_rd_addr,
+  input  wire logic [ACC_ELEM_BITS-1:0]      acc_rd_data,
+  output logic                               acc_wr_en,
+  output logic [LOG_ACC_BUFF_DEPTH-1:0]      acc_wr_addr,
+  output logic [ACC_ELEM_BITS-1:0]           acc_wr_data
+);
+  localparam int D = ALU_PIPELINE_DEPTH;
+  localparam int AIW = LOG_ACC_BUFF_DEPTH;
+  localparam int LANES = BATCH * BLOCK_OUT;
+  localparam int SHW = $clog2(ACC_WIDTH);
+
+  if (D < 3) begin : g_bad_depth
+    $fatal(1, "vdla_alu: timing.alu_pipeline_depth = %0d; the ALU pipeline needs at least 3 stages", D);
+  end
+  if (ALU_II < 2 || ALU_II < D - 1) begin : g_bad_ii
+    $fatal(1, "vdla_alu: timing.alu_ii = %0d must be >= 2 (one accumulator read port, two operands) and >= alu_pipeline_depth - 1 = %0d (no forwarding beyond the SRAM bypass)",
+           ALU_II, D - 1);
+  end
+
+  // ---- the micro-op loop -------------------------------------------------------------------
+  logic           it_valid, loop_busy;
+  logic [AIW-1:0] dst_off, src_off;
+  /* verilator lint_off PINCONNECTEMPTY */  // outputs this module does not need are left open
+  vdla_uop_loop #(.II(ALU_II), .DST_W(AIW), .SRC_W(AIW), .WGT_W(1)) u_loop (
+    .clk, .rst_n, .clear, .start,
+    .uop_bgn(insn.uop_bgn), .uop_end(insn.uop_end), .iter_out(insn.iter_out), .iter_in(insn.iter_in),
+    .dst_factor_out(insn.dst_factor_out), .dst_factor_in(insn.dst_factor_in),
+    .src_factor_out(insn.src_factor_out), .src_factor_in(insn.src_factor_in),
+    .wgt_factor_out(1'b0), .wgt_factor_in(1'b0),
+    .it_valid, .uop_idx(uop_rd_addr), .dst_off, .src_off, .wgt_off(), .busy(loop_busy)
+  );
+  assign uop_rd_en = it_valid;
+
+  // One lane: op(a, b) on ACC_WIDTH-bit two's-complement values.
+  function automatic logic [ACC_WIDTH-1:0] alu_lane(input logic [ALUOP_W-1:0] op,
+                                                    input logic [ACC_WIDTH-1:0] a,
+                                                    input logic [ACC_WIDTH-1:0] b);
+    logic signed [ACC_WIDTH-1:0] sa, sb;
+    logic [ACC_WIDTH-1:0]        nb;
+    sa = a;
+    sb = b;
+    nb = -b;
+    unique case (op)
+      ALU_MIN: alu_lane = sa < sb ? a : b;
+      ALU_MAX: alu_lane = sa > sb ? a : b;
+      ALU_ADD: alu_lane = a + b;
+      ALU_MUL: alu_lane = a * b;
+      ALU_SHR:
+        if (!b[ACC_WIDTH-1]) alu_lane = b >= ACC_WIDTH'(ACC_WIDTH) ? {ACC_WIDTH{a[ACC_WIDTH-1]}} : ACC_WIDTH'(sa >>> b[SHW-1:0]);
+        else alu_lane = nb >= ACC_WIDTH'(ACC_WIDTH) ? '0 : a << nb[SHW-1:0];
+      default: alu_lane = a;  // not an ALU op: the ISA decoder rejects it; leave acc unchanged
+    endcase
+  endfunction
+
+  function automatic logic [ACC_ELEM_BITS-1:0] alu_tile(input logic [ALUOP_W-1:0] op,
+                                                        input logic [ACC_ELEM_BITS-1:0] a,
+                                                        input logic [ACC_ELEM_BITS-1:0] b);
+    for (int l = 0; l < LANES; l++)
+      alu_tile[l * ACC_WIDTH +: ACC_WIDTH] = alu_lane(op, a[l * ACC_WIDTH +: ACC_WIDTH], b[l * ACC_WIDTH +: ACC_WIDTH]);
+  endfunction
+
+  // ---- pipeline ---------------------------------------------------------------------------
+  logic [D:1]                    v;
+  logic [D:2][AIW-1:0]           dst;
+  logic [AIW-1:0]                dst1_off, src1_off;
+  logic [ACC_ELEM_BITS-1:0]      operand;   // acc[src] (or the immediate in every lane), from j = 3
+  logic [ACC_ELEM_BITS-1:0]      result;
+  logic signed [ACC_WIDTH-1:0]   imm;
+  /* verilator lint_off UNUSEDSIGNAL */  // the ALU has no weight operand
+  vdla_pkg::uop_t                uop;
+  /* verilator lint_on UNUSEDSIGNAL */
+
+  assign uop = vdla_pkg::uop_t'(uop_rd_data);
+  assign imm = ACC_WIDTH'($signed(insn.imm));  // sign-extended
+
+  // j = 1 reads acc[src], j = 2 reads acc[dst]; ALU_II >= 2 keeps them from colliding.
+  assign acc_rd_en   = v[1] || v[2];
+  assign acc_rd_addr = v[1] ? AIW'(uop.src) + src1_off : dst[2];
+
+  always_ff @(posedge clk) begin
+    if (!rst_n || clear) v <= '0;
+    else v <= {v[D-1:1], it_valid};
+  end
+
+  always_ff @(posedge clk) begin
+    dst1_off <= dst_off;
+    src1_off <= src_off;
+    dst[2]   <= uop.dst + dst1_off;
+    for (int k = 3; k <= D; k++) dst[k] <= dst[k-1];
+    if (v[2]) begin
+      if (insn.use_imm) begin
+        for (int l = 0; l < LANES; l++) operand[l * ACC_WIDTH +: ACC_WIDTH] <= imm;
+      end else begin
+        operand <= acc_rd_data;
+      end
+    end
+  end
+
+  if (D == 3) begin : g_direct
+    assign result = alu_tile(insn.alu_op, acc_rd_data, operand);
+  end else begin : g_delayed
+    logic [D:4][ACC_ELEM_BITS-1:0] res;  // res[k]: the result at stage k
+    always_ff @(posedge clk) begin
+      res[4] <= alu_tile(insn.alu_op, acc_rd_data, operand);
+      for (int k = 5; k <= D; k++) res[k] <= res[k-1];
+    end
+    assign result = res[D];
+  end
+  assign acc_wr_en   = v[D];
+  assign acc_wr_addr = dst[D];
+  assign acc_wr_data = result;
+
+  // ---- completion --------------------------------------------------------------------------
+  logic running;
+  assign done = running && !loop_busy && v == '0;
+  always_ff @(posedge clk) begin
+    if (!rst_n || clear) running <= 1'b0;
+    else if (start) running <= 1'b1;
+    else if (done) running <= 1'b0;
+  end
+  /* verilator lint_on PINCONNECTEMPTY */
+endmodule
+
+`default_nettype wire

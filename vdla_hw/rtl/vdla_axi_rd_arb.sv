@@ -1,0 +1,98 @@
+// Shares the AXI4 read channels among N DRAM read clients.
+//
+// Read-address requests are granted round-robin into a registered AR slice; every
+// granted burst records its client in a route FIFO, and the read data (which an AXI
+// slave returns in request order for a single ID) goes to the client at the head of
+// that FIFO until the beat with rlast. MAX_BURSTS bounds the bursts in flight.
+`default_nettype none
+/* verilator lint_off IMPORTSTAR */  // yosys 0.70 reads package imports only at file scope
+import vdla_pkg::*;
+/* verilator lint_on IMPORTSTAR */
+
+module vdla_axi_rd_arb #(
+  parameter int N = 2,
+  parameter int MAX_BURSTS = 8
+) (
+  input  wire logic                           clk,
+  input  wire logic                           rst_n,
+  input  wire logic                           clear,
+  // clients
+  input  wire logic [N-1:0]                   ar_valid,
+  output logic      [N-1:0]                   ar_ready,
+  input  wire logic [N-1:0][AXI_ADDR_WIDTH-1:0] ar_addr,
+  input  wire logic [N-1:0][7:0]              ar_len,
+  output logic      [N-1:0]                   r_valid,
+  input  wire logic [N-1:0]                   r_ready,
+  // the AXI4 master read channels
+  output logic                                m_arvalid,
+  input  wire logic                           m_arready,
+  output logic      [AXI_ADDR_WIDTH-1:0]      m_araddr,
+  output logic      [7:0]                     m_arlen,
+  input  wire logic                           m_rvalid,
+  output logic                                m_rready,
+  input  wire logic                           m_rlast
+);
+  localparam int IW = N > 1 ? $clog2(N) : 1;
+
+  if (N < 1) begin : g_bad_n
+    $fatal(1, "vdla_axi_rd_arb: N = %0d must be at least 1", N);
+  end
+
+  logic          route_in_ready, route_valid;
+  logic [IW-1:0] route_head, last_grant, pick;
+  logic          found, grant;
+
+  // Round-robin: the first requesting client after the last one granted.
+  always_comb begin
+    found = 1'b0;
+    pick  = last_grant;
+    for (int k = 1; k <= N; k++) begin
+      int idx;
+      idx = int'(last_grant) + k;
+      if (idx >= N) idx = idx - N;
+      if (!found && ar_valid[idx]) begin
+        found = 1'b1;
+        pick  = IW'(idx);
+      end
+    end
+  end
+
+  assign grant = found && (!m_arvalid || m_arready) && route_in_ready;
+  always_comb begin
+    ar_ready = '0;
+    if (grant) ar_ready[pick] = 1'b1;
+  end
+
+  always_ff @(posedge clk) begin
+    if (!rst_n || clear) begin
+      m_arvalid  <= 1'b0;
+      last_grant <= IW'(N - 1);
+      m_araddr   <= '0;
+      m_arlen    <= '0;
+    end else if (grant) begin
+      m_arvalid  <= 1'b1;
+      m_araddr   <= ar_addr[pick];
+      m_arlen    <= ar_len[pick];
+      last_grant <= pick;
+    end else if (m_arready) begin
+      m_arvalid  <= 1'b0;
+    end
+  end
+
+  /* verilator lint_off PINCONNECTEMPTY */  // outputs this module does not need are left open
+  vdla_fifo #(.WIDTH(IW), .DEPTH(MAX_BURSTS)) u_route (
+    .clk, .rst_n, .clear,
+    .in_valid(grant), .in_ready(route_in_ready), .in_data(pick),
+    .out_valid(route_valid), .out_ready(m_rvalid && m_rready && m_rlast), .out_data(route_head),
+    .count()
+  );
+
+  always_comb begin
+    r_valid = '0;
+    if (route_valid) r_valid[route_head] = m_rvalid;
+  end
+  assign m_rready = route_valid && r_ready[route_head];
+  /* verilator lint_on PINCONNECTEMPTY */
+endmodule
+
+`default_nettype wire

@@ -1,0 +1,127 @@
+// The AXI-lite control slave: the register map of vdla_hw/regmap.py.
+//
+// Writing CONTROL.start while idle clears the datapath (queues, token FIFOs, module
+// state) for one cycle and starts fetch in the next; STATUS.busy is set from then until
+// compute retires FINISH, when STATUS.done (and irq) rise. CYCLES counts the clock
+// cycles from the one in which fetch starts to the one in which FINISH retires, both
+// included.
+// Writes and reads of unmapped or read-only registers answer SLVERR.
+`default_nettype none
+/* verilator lint_off IMPORTSTAR */  // yosys 0.70 reads package imports only at file scope
+import vdla_pkg::*;
+/* verilator lint_on IMPORTSTAR */
+
+module vdla_ctrl (
+  input  wire logic                       clk,
+  input  wire logic                       rst_n,
+  input  wire logic [AXIL_ADDR_WIDTH-1:0] s_axil_awaddr,
+  input  wire logic                       s_axil_awvalid,
+  output logic                            s_axil_awready,
+  input  wire logic [AXIL_DATA_WIDTH-1:0] s_axil_wdata,
+  input  wire logic [AXIL_DATA_WIDTH/8-1:0] s_axil_wstrb,
+  input  wire logic                       s_axil_wvalid,
+  output logic                            s_axil_wready,
+  output logic [1:0]                      s_axil_bresp,
+  output logic                            s_axil_bvalid,
+  input  wire logic                       s_axil_bready,
+  input  wire logic [AXIL_ADDR_WIDTH-1:0] s_axil_araddr,
+  input  wire logic                       s_axil_arvalid,
+  output logic                            s_axil_arready,
+  output logic [AXIL_DATA_WIDTH-1:0]      s_axil_rdata,
+  output logic [1:0]                      s_axil_rresp,
+  output logic                            s_axil_rvalid,
+  input  wire logic                       s_axil_rready,
+  // to the datapath
+  output logic                            clear,       // one cycle, before start
+  output logic                            start,       // one cycle
+  output logic [AXIL_DATA_WIDTH-1:0]      insn_count,
+  output logic [AXI_ADDR_WIDTH-1:0]       insn_addr,
+  input  wire logic                       finish,      // compute retired FINISH
+  output logic                            done
+);
+  logic busy;
+  localparam logic [1:0] RESP_OKAY = 2'b00;
+  localparam logic [1:0] RESP_SLVERR = 2'b10;
+
+  logic [63:0] cycles;
+  logic        wr, rd;
+
+  function automatic logic [AXIL_DATA_WIDTH-1:0] merge(input logic [AXIL_DATA_WIDTH-1:0] old,
+                                                       input logic [AXIL_DATA_WIDTH-1:0] data,
+                                                       input logic [AXIL_DATA_WIDTH/8-1:0] strb);
+    for (int i = 0; i < AXIL_DATA_WIDTH / 8; i++) old[8*i +: 8] = strb[i] ? data[8*i +: 8] : old[8*i +: 8];
+    merge = old;
+  endfunction
+
+  // A write needs its address and data together; one response at a time.
+  assign wr = s_axil_awvalid && s_axil_wvalid && !s_axil_bvalid;
+  assign s_axil_awready = wr;
+  assign s_axil_wready  = wr;
+  assign rd = s_axil_arvalid && !s_axil_rvalid;
+  assign s_axil_arready = rd;
+
+  always_ff @(posedge clk) begin
+    if (!rst_n) begin
+      s_axil_bvalid <= 1'b0;
+      s_axil_bresp  <= RESP_OKAY;
+      s_axil_rvalid <= 1'b0;
+      s_axil_rresp  <= RESP_OKAY;
+      s_axil_rdata  <= '0;
+      insn_count    <= '0;
+      insn_addr     <= '0;
+      clear         <= 1'b0;
+      start         <= 1'b0;
+      busy          <= 1'b0;
+      done          <= 1'b0;
+      cycles        <= '0;
+    end else begin
+      clear <= 1'b0;
+      start <= clear;
+      if (busy && !clear) cycles <= cycles + 1'b1;
+      if (finish && busy) begin
+        busy <= 1'b0;
+        done <= 1'b1;
+      end
+
+      if (s_axil_bvalid && s_axil_bready) s_axil_bvalid <= 1'b0;
+      if (wr) begin
+        s_axil_bvalid <= 1'b1;
+        s_axil_bresp  <= RESP_OKAY;
+        case (s_axil_awaddr)
+          REG_CONTROL: if (s_axil_wstrb[0] && s_axil_wdata[CONTROL_START_BIT] && !busy && !clear && !start) begin
+            clear  <= 1'b1;
+            busy   <= 1'b1;
+            done   <= 1'b0;
+            cycles <= '0;
+          end
+          REG_INSN_COUNT: insn_count <= merge(insn_count, s_axil_wdata, s_axil_wstrb);
+          REG_INSN_ADDR:  insn_addr  <= AXI_ADDR_WIDTH'(merge(AXIL_DATA_WIDTH'(insn_addr), s_axil_wdata, s_axil_wstrb));
+          default:        s_axil_bresp <= RESP_SLVERR;
+        endcase
+      end
+
+      if (s_axil_rvalid && s_axil_rready) s_axil_rvalid <= 1'b0;
+      if (rd) begin
+        s_axil_rvalid <= 1'b1;
+        s_axil_rresp  <= RESP_OKAY;
+        case (s_axil_araddr)
+          REG_STATUS: begin
+            s_axil_rdata <= '0;
+            s_axil_rdata[STATUS_DONE_BIT] <= done;
+            s_axil_rdata[STATUS_BUSY_BIT] <= busy;
+          end
+          REG_INSN_COUNT: s_axil_rdata <= insn_count;
+          REG_INSN_ADDR:  s_axil_rdata <= AXIL_DATA_WIDTH'(insn_addr);
+          REG_CYCLES_LO:  s_axil_rdata <= cycles[31:0];
+          REG_CYCLES_HI:  s_axil_rdata <= cycles[63:32];
+          default: begin
+            s_axil_rdata <= '0;
+            s_axil_rresp <= RESP_SLVERR;
+          end
+        endcase
+      end
+    end
+  end
+endmodule
+
+`default_nettype wire

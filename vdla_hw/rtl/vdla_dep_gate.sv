@@ -1,0 +1,103 @@
+// The dependency-token handshake around one module's instruction stream.
+//
+// Takes the next instruction from the module's command queue, pops the tokens its
+// pop_prev / pop_next flags ask for (each as soon as it is there), starts the
+// executor, waits for it to complete, then pushes the tokens of push_prev / push_next
+// (each as soon as its queue has room). A flag whose queue does not exist for this
+// module (HAS_PREV / HAS_NEXT = 0: load has no previous stage, store no next) is
+// ignored; the ISA requires such flags to be clear.
+//
+// Timing: an instruction whose tokens are ready takes 3 cycles besides its executor's
+// latency E (exec_done E >= 1 cycles after exec_start): accept, pop + start, push.
+`default_nettype none
+/* verilator lint_off IMPORTSTAR */  // yosys 0.70 reads package imports only at file scope
+import vdla_pkg::*;
+/* verilator lint_on IMPORTSTAR */
+
+module vdla_dep_gate #(
+  parameter bit HAS_PREV = 1'b1,
+  parameter bit HAS_NEXT = 1'b1
+) (
+  input  wire logic                 clk,
+  input  wire logic                 rst_n,
+  input  wire logic                 clear,
+  // the module's command queue
+  input  wire logic                 cmd_valid,
+  output logic                      cmd_ready,
+  input  wire logic [INSN_BITS-1:0] cmd_insn,
+  // the executor
+  output logic                      exec_start,   // one-cycle pulse; insn is stable until exec_done
+  output logic [INSN_BITS-1:0]      insn,
+  input  wire logic                 exec_done,    // one-cycle pulse
+  // token queues: pop from prev/next, push to prev/next
+  input  wire logic                 pop_prev_valid,
+  output logic                      pop_prev_ready,
+  input  wire logic                 pop_next_valid,
+  output logic                      pop_next_ready,
+  output logic                      push_prev_valid,
+  input  wire logic                 push_prev_ready,
+  output logic                      push_next_valid,
+  input  wire logic                 push_next_ready,
+  output logic                      busy           // an instruction is in progress
+);
+  typedef enum logic [1:0] {S_IDLE, S_POP, S_EXEC, S_PUSH} state_e;
+  state_e state;
+  logic need_pop_prev, need_pop_next, need_push_prev, need_push_next;
+  // The dependency flags sit at the same bits in every instruction format.
+  /* verilator lint_off UNUSEDSIGNAL */  // the gate reads only the four flags
+  vdla_pkg::finish_insn_t flags, cmd_flags;
+  /* verilator lint_on UNUSEDSIGNAL */
+
+  assign flags     = vdla_pkg::finish_insn_t'(insn);
+  assign cmd_flags = vdla_pkg::finish_insn_t'(cmd_insn);
+  assign cmd_ready = state == S_IDLE;
+  assign busy      = state != S_IDLE;
+
+  assign pop_prev_ready  = state == S_POP && need_pop_prev;
+  assign pop_next_ready  = state == S_POP && need_pop_next;
+  assign push_prev_valid = state == S_PUSH && need_push_prev;
+  assign push_next_valid = state == S_PUSH && need_push_next;
+
+  logic pops_left, pushes_left;
+  assign pops_left   = (need_pop_prev && !pop_prev_valid) || (need_pop_next && !pop_next_valid);
+  assign pushes_left = (need_push_prev && !push_prev_ready) || (need_push_next && !push_next_ready);
+  assign exec_start  = state == S_POP && !pops_left;
+
+  always_ff @(posedge clk) begin
+    if (!rst_n || clear) begin
+      state          <= S_IDLE;
+      insn           <= '0;
+      need_pop_prev  <= 1'b0;
+      need_pop_next  <= 1'b0;
+      need_push_prev <= 1'b0;
+      need_push_next <= 1'b0;
+    end else begin
+      unique case (state)
+        S_IDLE: if (cmd_valid) begin
+          insn          <= cmd_insn;
+          need_pop_prev <= HAS_PREV && cmd_flags.pop_prev;
+          need_pop_next <= HAS_NEXT && cmd_flags.pop_next;
+          state         <= S_POP;
+        end
+        S_POP: begin
+          if (pop_prev_valid) need_pop_prev <= 1'b0;
+          if (pop_next_valid) need_pop_next <= 1'b0;
+          if (!pops_left) state <= S_EXEC;
+        end
+        S_EXEC: if (exec_done) begin
+          need_push_prev <= HAS_PREV && flags.push_prev;
+          need_push_next <= HAS_NEXT && flags.push_next;
+          state          <= S_PUSH;
+        end
+        S_PUSH: begin
+          if (push_prev_ready) need_push_prev <= 1'b0;
+          if (push_next_ready) need_push_next <= 1'b0;
+          if (!pushes_left) state <= S_IDLE;
+        end
+        default: state <= S_IDLE;
+      endcase
+    end
+  end
+endmodule
+
+`default_nettype wire

@@ -1,0 +1,74 @@
+// A valid/ready FIFO on one simple-dual-port memory with a registered output.
+//
+// Used for the three command queues and the four dependency-token queues (WIDTH 1),
+// and inside the DMA engines. The memory is read synchronously into the output
+// register, so it infers block RAM (or LUT RAM when small). An entry pushed in cycle t
+// is visible at the output in cycle t+2. `count` counts every entry held, including
+// the one in the output register; the FIFO accepts while count < DEPTH, so it holds
+// exactly DEPTH entries as the queue depths of the config say.
+`default_nettype none
+
+module vdla_fifo #(
+  parameter int WIDTH = 8,
+  parameter int DEPTH = 4
+) (
+  input  wire logic                       clk,
+  input  wire logic                       rst_n,
+  input  wire logic                       clear,      // drop every entry (synchronous)
+  input  wire logic                       in_valid,
+  output logic                            in_ready,
+  input  wire logic [WIDTH-1:0]           in_data,
+  output logic                            out_valid,
+  input  wire logic                       out_ready,
+  output logic [WIDTH-1:0]                out_data,
+  output logic [$clog2(DEPTH+1)-1:0]      count
+);
+  localparam int CNT_W = $clog2(DEPTH + 1);
+  localparam int PTR_W = DEPTH > 1 ? $clog2(DEPTH) : 1;
+
+  if (WIDTH < 1) begin : g_bad_width
+    $fatal(1, "vdla_fifo: WIDTH = %0d must be at least 1", WIDTH);
+  end
+  if (DEPTH < 1) begin : g_bad_depth
+    $fatal(1, "vdla_fifo: DEPTH = %0d must be at least 1", DEPTH);
+  end
+
+  logic [WIDTH-1:0] mem [DEPTH];
+  logic [PTR_W-1:0] wptr, rptr;
+  logic [CNT_W-1:0] stored;  // entries in the memory, not yet in the output register
+  logic push, load;
+
+  function automatic logic [PTR_W-1:0] next_ptr(input logic [PTR_W-1:0] p);
+    next_ptr = (p == PTR_W'(DEPTH - 1)) ? '0 : p + 1'b1;
+  endfunction
+
+  assign count    = stored + CNT_W'(out_valid);
+  assign in_ready = count < CNT_W'(DEPTH);
+  assign push     = in_valid && in_ready;
+  // Refill the output register whenever it is empty or being emptied.
+  assign load     = stored != '0 && (!out_valid || out_ready);
+
+  // The memory is never read and written at the same address in one cycle: when
+  // wptr == rptr it is either empty (no load) or holds DEPTH entries (no push).
+  always_ff @(posedge clk) begin
+    if (push) mem[wptr] <= in_data;
+    if (load) out_data <= mem[rptr];
+  end
+
+  always_ff @(posedge clk) begin
+    if (!rst_n || clear) begin
+      wptr      <= '0;
+      rptr      <= '0;
+      stored    <= '0;
+      out_valid <= 1'b0;
+    end else begin
+      if (push) wptr <= next_ptr(wptr);
+      if (load) rptr <= next_ptr(rptr);
+      stored <= stored + CNT_W'(push) - CNT_W'(load);
+      if (load) out_valid <= 1'b1;
+      else if (out_ready) out_valid <= 1'b0;
+    end
+  end
+endmodule
+
+`default_nettype wire

@@ -1,0 +1,151 @@
+// The GEMM core: a pipelined BATCH x BLOCK_IN x BLOCK_OUT array of multiply-accumulates.
+//
+// One micro-op iteration enters per cycle. Stage by stage (j = cycles after the loop
+// emits the iteration, D = GEMM_PIPELINE_DEPTH >= 3):
+//   j = 0      read the micro-op
+//   j = 1      add the loop offsets; read the input and weight tiles
+//   j = 2      BATCH x BLOCK_OUT dot products of BLOCK_IN int products (registered)
+//   j = 3..D-1 extra register stages (retiming room for large arrays)
+//   j = D-1    read the accumulator tile
+//   j = D      acc[dst] = acc[dst] + dot (or 0 for a reset GEMM), written back
+// A micro-op that reads the accumulator the previous one writes does so in the cycle of
+// that write; the accumulator SRAM's write-through bypass hands it the new value, so
+// back-to-back micro-ops on one accumulator give the sequential result without a stall.
+// All arithmetic wraps modulo 2^ACC_WIDTH.
+`default_nettype none
+/* verilator lint_off IMPORTSTAR */  // yosys 0.70 reads package imports only at file scope
+import vdla_pkg::*;
+/* verilator lint_on IMPORTSTAR */
+
+module vdla_gemm (
+  input  wire logic                          clk,
+  input  wire logic                          rst_n,
+  input  wire logic                          clear,
+  input  wire logic                          start,
+  /* verilator lint_off UNUSEDSIGNAL */  // the opcode and dependency flags are the gate's
+  input  wire vdla_pkg::gemm_insn_t          insn,
+  /* verilator lint_on UNUSEDSIGNAL */
+  output logic                               done,
+  output logic                               uop_rd_en,
+  output logic [LOG_UOP_BUFF_DEPTH-1:0]      uop_rd_addr,
+  input  wire logic [UOP_BITS-1:0]           uop_rd_data,
+  output logic                               inp_rd_en,
+  output logic [LOG_INP_BUFF_DEPTH-1:0]      inp_rd_addr,
+  input  wire logic [INP_ELEM_BITS-1:0]      inp_rd_data,
+  output logic                               wgt_rd_en,
+  output logic [LOG_WGT_BUFF_DEPTH-1:0]      wgt_rd_addr,
+  input  wire logic [WGT_ELEM_BITS-1:0]      wgt_rd_data,
+  output logic                               acc_rd_en,
+  output logic [LOG_ACC_BUFF_DEPTH-1:0]      acc_rd_addr,
+  input  wire logic [ACC_ELEM_BITS-1:0]      acc_rd_data,
+  output logic                               acc_wr_en,
+  output logic [LOG_ACC_BUFF_DEPTH-1:0]      acc_wr_addr,
+  output logic [ACC_ELEM_BITS-1:0]           acc_wr_data
+);
+  localparam int D = GEMM_PIPELINE_DEPTH;
+  localparam int AIW = LOG_ACC_BUFF_DEPTH;
+  localparam int IIW = LOG_INP_BUFF_DEPTH;
+  localparam int WIW = LOG_WGT_BUFF_DEPTH;
+  localparam int PW = INP_WIDTH + WGT_WIDTH;
+
+  if (D < 3) begin : g_bad_depth
+    $fatal(1, "vdla_gemm: timing.gemm_pipeline_depth = %0d; the GEMM pipeline needs at least 3 stages", D);
+  end
+  if (ACC_WIDTH < PW) begin : g_bad_width
+    $fatal(1, "vdla_gemm: ACC_WIDTH = %0d is narrower than an input x weight product (%0d bits)", ACC_WIDTH, PW);
+  end
+
+  // ---- the micro-op loop -----------------------------------------------------------------
+  logic             it_valid, loop_busy;
+  logic [AIW-1:0]   dst_off;
+  logic [IIW-1:0]   src_off;
+  logic [WIW-1:0]   wgt_off;
+  vdla_uop_loop #(.II(1), .DST_W(AIW), .SRC_W(IIW), .WGT_W(WIW)) u_loop (
+    .clk, .rst_n, .clear, .start,
+    .uop_bgn(insn.uop_bgn), .uop_end(insn.uop_end), .iter_out(insn.iter_out), .iter_in(insn.iter_in),
+    .dst_factor_out(insn.dst_factor_out), .dst_factor_in(insn.dst_factor_in),
+    .src_factor_out(insn.src_factor_out), .src_factor_in(insn.src_factor_in),
+    .wgt_factor_out(insn.wgt_factor_out), .wgt_factor_in(insn.wgt_factor_in),
+    .it_valid, .uop_idx(uop_rd_addr), .dst_off, .src_off, .wgt_off, .busy(loop_busy)
+  );
+  assign uop_rd_en = it_valid;
+
+  // ---- pipeline registers: stage k holds the iteration emitted k cycles ago ---------------
+  logic [D:1]                    v;
+  logic [D:2][AIW-1:0]           dst;
+  logic [D:3][ACC_ELEM_BITS-1:0] dot;
+  logic [AIW-1:0]                dst1_off;
+  logic [IIW-1:0]                src1_off;
+  logic [WIW-1:0]                wgt1_off;
+  /* verilator lint_off UNUSEDSIGNAL */  // src is as wide as the wider of the inp/acc indices
+  vdla_pkg::uop_t                uop;
+  /* verilator lint_on UNUSEDSIGNAL */
+
+  assign uop         = vdla_pkg::uop_t'(uop_rd_data);
+  assign inp_rd_en   = v[1];
+  assign inp_rd_addr = IIW'(uop.src) + src1_off;
+  assign wgt_rd_en   = v[1];
+  assign wgt_rd_addr = uop.wgt + wgt1_off;
+
+  // Signed dot products of one input tile and one weight tile: out[b][o] = sum_i inp[b][i] * wgt[o][i].
+  function automatic logic [ACC_ELEM_BITS-1:0] dot_tile(input logic [INP_ELEM_BITS-1:0] a,
+                                                        input logic [WGT_ELEM_BITS-1:0] w);
+    logic signed [INP_WIDTH-1:0] x;
+    logic signed [WGT_WIDTH-1:0] y;
+    logic signed [PW-1:0]        p;
+    logic signed [ACC_WIDTH-1:0] pe;
+    logic [ACC_WIDTH-1:0]        s;
+    for (int b = 0; b < BATCH; b++) begin
+      for (int o = 0; o < BLOCK_OUT; o++) begin
+        s = '0;
+        for (int i = 0; i < BLOCK_IN; i++) begin
+          x  = a[(b * BLOCK_IN + i) * INP_WIDTH +: INP_WIDTH];
+          y  = w[(o * BLOCK_IN + i) * WGT_WIDTH +: WGT_WIDTH];
+          p  = x * y;
+          pe = ACC_WIDTH'(p);
+          s  = s + pe;
+        end
+        dot_tile[(b * BLOCK_OUT + o) * ACC_WIDTH +: ACC_WIDTH] = s;
+      end
+    end
+  endfunction
+
+  // Lane-wise wrapping sum of two accumulator tiles.
+  function automatic logic [ACC_ELEM_BITS-1:0] add_tile(input logic [ACC_ELEM_BITS-1:0] a,
+                                                        input logic [ACC_ELEM_BITS-1:0] b);
+    for (int l = 0; l < BATCH * BLOCK_OUT; l++)
+      add_tile[l * ACC_WIDTH +: ACC_WIDTH] = a[l * ACC_WIDTH +: ACC_WIDTH] + b[l * ACC_WIDTH +: ACC_WIDTH];
+  endfunction
+
+  always_ff @(posedge clk) begin
+    if (!rst_n || clear) v <= '0;
+    else v <= {v[D-1:1], it_valid};
+  end
+
+  always_ff @(posedge clk) begin
+    dst1_off <= dst_off;
+    src1_off <= src_off;
+    wgt1_off <= wgt_off;
+    dst[2]   <= uop.dst + dst1_off;
+    dot[3]   <= dot_tile(inp_rd_data, wgt_rd_data);
+    for (int k = 3; k <= D; k++) dst[k] <= dst[k-1];
+    for (int k = 4; k <= D; k++) dot[k] <= dot[k-1];
+  end
+
+  assign acc_rd_en   = v[D-1];
+  assign acc_rd_addr = dst[D-1];
+  assign acc_wr_en   = v[D];
+  assign acc_wr_addr = dst[D];
+  assign acc_wr_data = insn.reset ? '0 : add_tile(acc_rd_data, dot[D]);
+
+  // ---- completion --------------------------------------------------------------------------
+  logic running;
+  assign done = running && !loop_busy && v == '0;
+  always_ff @(posedge clk) begin
+    if (!rst_n || clear) running <= 1'b0;
+    else if (start) running <= 1'b1;
+    else if (done) running <= 1'b0;
+  end
+endmodule
+
+`default_nettype wire

@@ -1,0 +1,147 @@
+// The store module: runs STORE from its command queue, writing y_size rows of x_size
+// output tiles to DRAM (row r at element dram_base + r*x_stride) from consecutive
+// accumulator elements starting at sram_base.
+//
+// It keeps the output buffer: a copy of the accumulator buffer narrowed to OUT_WIDTH
+// (each lane keeps its low bits, two's-complement wrap), written whenever compute writes
+// an accumulator. Store reads this copy, so it never competes with compute for the
+// accumulator SRAM's one read port. Tokens: pop_prev pops compute->store (c2s),
+// push_prev pushes store->compute (s2c). A STORE completes when DRAM has acknowledged
+// every write burst.
+`default_nettype none
+/* verilator lint_off IMPORTSTAR */  // yosys 0.70 reads package imports only at file scope
+import vdla_pkg::*;
+/* verilator lint_on IMPORTSTAR */
+
+module vdla_store (
+  input  wire logic                      clk,
+  input  wire logic                      rst_n,
+  input  wire logic                      clear,
+  input  wire logic                      cmd_valid,
+  output logic                           cmd_ready,
+  input  wire logic [INSN_BITS-1:0]      cmd_insn,
+  input  wire logic                      c2s_valid,
+  output logic                           c2s_ready,
+  output logic                           s2c_valid,
+  input  wire logic                      s2c_ready,
+  output logic                           busy,
+  // accumulator writes of compute
+  input  wire logic                      acc_wr_en,
+  input  wire logic [LOG_ACC_BUFF_DEPTH-1:0] acc_wr_addr,
+  input  wire logic [ACC_ELEM_BITS-1:0]  acc_wr_data,
+  // DRAM write engine
+  output logic                           dma_valid,
+  input  wire logic                      dma_ready,
+  output logic [AXI_ADDR_WIDTH-1:0]      dma_addr,
+  output logic [SIZE_W-1:0]              dma_count,
+  output logic                           el_valid,
+  input  wire logic                      el_ready,
+  output logic [OUT_ELEM_BITS-1:0]       el_data,
+  input  wire logic                      dma_idle
+);
+  localparam int AIW = LOG_ACC_BUFF_DEPTH;
+  localparam int LANES = BATCH * BLOCK_OUT;
+  localparam int RW = DRAM_ADDR_W + LOG_OUT_ELEM_BYTES;
+  localparam int NW = 2 * SIZE_W;  // y_size * x_size
+  localparam int ELEM_FIFO = 4;
+
+  logic                 exec_start, exec_done, gate_busy;
+  logic [INSN_BITS-1:0] insn_bits;
+  /* verilator lint_off UNUSEDSIGNAL */  // a store has no padding; opcode and flags are the gate's
+  vdla_pkg::mem_insn_t  insn;
+  /* verilator lint_on UNUSEDSIGNAL */
+
+  /* verilator lint_off PINCONNECTEMPTY */  // outputs this module does not need are left open
+  vdla_dep_gate #(.HAS_PREV(1'b1), .HAS_NEXT(1'b0)) u_gate (
+    .clk, .rst_n, .clear,
+    .cmd_valid, .cmd_ready, .cmd_insn,
+    .exec_start, .insn(insn_bits), .exec_done,
+    .pop_prev_valid(c2s_valid), .pop_prev_ready(c2s_ready),
+    .pop_next_valid(1'b0), .pop_next_ready(),
+    .push_prev_valid(s2c_valid), .push_prev_ready(s2c_ready),
+    .push_next_valid(), .push_next_ready(1'b0),
+    .busy(gate_busy)
+  );
+  assign insn = vdla_pkg::mem_insn_t'(insn_bits);
+
+  // ---- the output buffer: narrowed accumulators ---------------------------------------------
+  function automatic logic [OUT_ELEM_BITS-1:0] narrow(input logic [ACC_ELEM_BITS-1:0] a);
+    for (int l = 0; l < LANES; l++) narrow[l * OUT_WIDTH +: OUT_WIDTH] = a[l * ACC_WIDTH +: OUT_WIDTH];
+  endfunction
+
+  logic                     rd_en;
+  logic [AIW-1:0]           rd_addr;
+  logic [OUT_ELEM_BITS-1:0] rd_data;
+  vdla_sram #(.WIDTH(OUT_ELEM_BITS), .DEPTH(OUT_BUFF_DEPTH)) u_out_sram (
+    .clk, .rd_en, .rd_addr, .rd_data,
+    .wr_en(acc_wr_en), .wr_addr(acc_wr_addr), .wr_data(narrow(acc_wr_data))
+  );
+
+  // ---- row commands ----------------------------------------------------------------------
+  logic              issuing;
+  logic [SIZE_W-1:0] rows_left;
+  logic [RW-1:0]     row_elem;
+  assign dma_valid = issuing;
+  assign dma_addr  = AXI_ADDR_WIDTH'(row_elem << LOG_OUT_ELEM_BYTES);
+  assign dma_count = insn.x_size;
+
+  always_ff @(posedge clk) begin
+    if (!rst_n || clear) begin
+      issuing   <= 1'b0;
+      rows_left <= '0;
+      row_elem  <= '0;
+    end else if (exec_start) begin
+      issuing   <= insn.y_size != '0 && insn.x_size != '0;
+      rows_left <= insn.y_size;
+      row_elem  <= RW'(insn.dram_base);
+    end else if (dma_valid && dma_ready) begin
+      row_elem  <= row_elem + RW'(insn.x_stride);
+      rows_left <= rows_left - 1'b1;
+      if (rows_left == SIZE_W'(1)) issuing <= 1'b0;
+    end
+  end
+
+  // ---- element reads: sram_base + k for k < y_size * x_size, through a small FIFO --------
+  logic [NW-1:0]                     reads_left;
+  logic                              rd_pending;  // a read whose data arrives this cycle
+  logic [$clog2(ELEM_FIFO+1)-1:0]    queued;
+  logic                              running;
+
+  assign rd_en = reads_left != '0 && 32'(queued) + 32'(rd_pending) < 32'(ELEM_FIFO);
+
+  always_ff @(posedge clk) begin
+    if (!rst_n || clear) begin
+      reads_left <= '0;
+      rd_pending <= 1'b0;
+      rd_addr    <= '0;
+      running    <= 1'b0;
+    end else begin
+      rd_pending <= rd_en;
+      if (exec_start) begin
+        reads_left <= NW'(insn.y_size) * NW'(insn.x_size);
+        rd_addr    <= AIW'(insn.sram_base);
+        running    <= 1'b1;
+      end else if (rd_en) begin
+        reads_left <= reads_left - 1'b1;
+        rd_addr    <= rd_addr + 1'b1;
+      end
+      if (exec_done) running <= 1'b0;
+    end
+  end
+
+  vdla_fifo #(.WIDTH(OUT_ELEM_BITS), .DEPTH(ELEM_FIFO)) u_elems (
+    .clk, .rst_n, .clear,
+    .in_valid(rd_pending), .in_ready(), .in_data(rd_data),  // rd_en leaves room
+    .out_valid(el_valid), .out_ready(el_ready), .out_data(el_data),
+    .count(queued)
+  );
+
+  // Done once every element is read and handed on, every row issued, and DRAM has
+  // acknowledged every burst. exec_start's own cycle never counts: the counters load then.
+  assign exec_done = running && !exec_start && reads_left == '0 && !rd_pending && queued == '0
+                  && !issuing && dma_idle;
+  assign busy      = gate_busy || running;
+  /* verilator lint_on PINCONNECTEMPTY */
+endmodule
+
+`default_nettype wire

@@ -1,0 +1,118 @@
+// Executes one LOAD of a single memory type: a 2D strided DRAM block into consecutive
+// SRAM elements, with zero padding around it.
+//
+// Two processes run side by side. The row issuer hands one DMA command per DRAM row
+// (y_size rows of x_size elements, row r at element dram_base + r*x_stride). The
+// writer walks the padded block, (y_pad0 + y_size + y_pad1) x (x_pad0 + x_size +
+// x_pad1) elements in row-major order from sram_base, and writes one SRAM element per
+// cycle: a zero in the padding, otherwise the next element of the DMA stream (waiting
+// for it when it has not arrived yet). `done` pulses after the last write.
+`default_nettype none
+/* verilator lint_off IMPORTSTAR */  // yosys 0.70 reads package imports only at file scope
+import vdla_pkg::*;
+/* verilator lint_on IMPORTSTAR */
+
+module vdla_tile_loader #(
+  parameter int ELEM_BITS = 64,
+  parameter int DEPTH = 16
+) (
+  input  wire logic                      clk,
+  input  wire logic                      rst_n,
+  input  wire logic                      clear,
+  input  wire logic                      start,     // one-cycle pulse; insn stable until done
+  /* verilator lint_off UNUSEDSIGNAL */  // opcode, flags and memory type are decoded upstream
+  input  wire vdla_pkg::mem_insn_t       insn,
+  /* verilator lint_on UNUSEDSIGNAL */
+  output logic                           done,      // one-cycle pulse
+  output logic                           busy,
+  // row commands to the DMA read engine
+  output logic                           dma_valid,
+  input  wire logic                      dma_ready,
+  output logic [AXI_ADDR_WIDTH-1:0]      dma_addr,
+  output logic [SIZE_W-1:0]              dma_count,
+  input  wire logic                      el_valid,
+  output logic                           el_ready,
+  input  wire logic [ELEM_BITS-1:0]      el_data,
+  // SRAM write port
+  output logic                           wr_en,
+  output logic [$clog2(DEPTH)-1:0]       wr_addr,
+  output logic [ELEM_BITS-1:0]           wr_data
+);
+  localparam int AW = $clog2(DEPTH);
+  localparam int LOG_EB = $clog2(ELEM_BITS / 8);
+  localparam int YW = SIZE_W + 1;  // padded extents: size + two 4-bit pads
+  localparam int RW = DRAM_ADDR_W + LOG_EB;
+
+  // ---- row issuer ---------------------------------------------------------------------
+  logic              issuing;
+  logic [SIZE_W-1:0] rows_left;
+  logic [RW-1:0]     row_elem;  // element address of the next row
+
+  assign dma_valid = issuing;
+  assign dma_addr  = AXI_ADDR_WIDTH'(row_elem << LOG_EB);
+  assign dma_count = insn.x_size;
+
+  always_ff @(posedge clk) begin
+    if (!rst_n || clear) begin
+      issuing   <= 1'b0;
+      rows_left <= '0;
+      row_elem  <= '0;
+    end else if (start) begin
+      issuing   <= insn.y_size != '0 && insn.x_size != '0;
+      rows_left <= insn.y_size;
+      row_elem  <= RW'(insn.dram_base);
+    end else if (dma_valid && dma_ready) begin
+      row_elem  <= row_elem + RW'(insn.x_stride);
+      rows_left <= rows_left - 1'b1;
+      if (rows_left == SIZE_W'(1)) issuing <= 1'b0;
+    end
+  end
+
+  // ---- writer ----------------------------------------------------------------------
+  logic [YW-1:0] y, x, y_end, x_end;  // position in the padded block, and its extents
+  logic          writing, in_data, last;
+
+  assign y_end   = YW'(insn.y_pad0) + YW'(insn.y_size) + YW'(insn.y_pad1);
+  assign x_end   = YW'(insn.x_pad0) + YW'(insn.x_size) + YW'(insn.x_pad1);
+  assign in_data = y >= YW'(insn.y_pad0) && y < YW'(insn.y_pad0) + YW'(insn.y_size)
+                && x >= YW'(insn.x_pad0) && x < YW'(insn.x_pad0) + YW'(insn.x_size);
+  assign last    = y == y_end - 1'b1 && x == x_end - 1'b1;
+
+  assign el_ready = writing && in_data;
+  assign wr_en    = writing && (!in_data || el_valid);
+  assign wr_data  = in_data ? el_data : '0;
+  assign busy     = writing || issuing;
+
+  always_ff @(posedge clk) begin
+    if (!rst_n || clear) begin
+      writing <= 1'b0;
+      done    <= 1'b0;
+      x       <= '0;
+      y       <= '0;
+      wr_addr <= '0;
+    end else begin
+      done <= 1'b0;
+      if (start) begin
+        x       <= '0;
+        y       <= '0;
+        wr_addr <= AW'(insn.sram_base);
+        // An empty block writes nothing and is done at once.
+        writing <= y_end != '0 && x_end != '0;
+        done    <= y_end == '0 || x_end == '0;
+      end else if (wr_en) begin
+        wr_addr <= wr_addr + 1'b1;
+        if (last) begin
+          writing <= 1'b0;
+          done    <= 1'b1;
+        end else if (x == x_end - 1'b1) begin
+          x <= '0;
+          y <= y + 1'b1;
+        end else begin
+          x <= x + 1'b1;
+        end
+      end
+    end
+  end
+endmodule
+
+`default_nettype wire

@@ -1,0 +1,293 @@
+// VDLA top level: the AXI-lite control slave, fetch, the three command queues, the four
+// dependency-token queues, load / compute / store, the input and weight SRAMs, and one
+// AXI4 master to DRAM shared by the DRAM clients.
+//
+// DRAM is a flat byte space from address 0. Five read clients (instructions, input,
+// weight, micro-op and accumulator tiles) share the read channels through a
+// round-robin arbiter; store is the only writer. Every burst uses ID 0, INCR, full bus
+// width, and stays within one DRAM_BURST_BYTES-aligned block (hence within a 4 KiB
+// page). `done` / `irq` follow STATUS.done.
+`default_nettype none
+/* verilator lint_off IMPORTSTAR */  // yosys 0.70 reads package imports only at file scope
+import vdla_pkg::*;
+/* verilator lint_on IMPORTSTAR */
+
+module vdla_top (
+  input  wire logic                         clk,
+  input  wire logic                         rst_n,
+  // AXI-lite control slave
+  input  wire logic [AXIL_ADDR_WIDTH-1:0]   s_axil_awaddr,
+  input  wire logic                         s_axil_awvalid,
+  output logic                              s_axil_awready,
+  input  wire logic [AXIL_DATA_WIDTH-1:0]   s_axil_wdata,
+  input  wire logic [AXIL_DATA_WIDTH/8-1:0] s_axil_wstrb,
+  input  wire logic                         s_axil_wvalid,
+  output logic                              s_axil_wready,
+  output logic [1:0]                        s_axil_bresp,
+  output logic                              s_axil_bvalid,
+  input  wire logic                         s_axil_bready,
+  input  wire logic [AXIL_ADDR_WIDTH-1:0]   s_axil_araddr,
+  input  wire logic                         s_axil_arvalid,
+  output logic                              s_axil_arready,
+  output logic [AXIL_DATA_WIDTH-1:0]        s_axil_rdata,
+  output logic [1:0]                        s_axil_rresp,
+  output logic                              s_axil_rvalid,
+  input  wire logic                         s_axil_rready,
+  // AXI4 master to DRAM
+  output logic [AXI_ID_WIDTH-1:0]           m_axi_awid,
+  output logic [AXI_ADDR_WIDTH-1:0]         m_axi_awaddr,
+  output logic [7:0]                        m_axi_awlen,
+  output logic [2:0]                        m_axi_awsize,
+  output logic [1:0]                        m_axi_awburst,
+  output logic                              m_axi_awvalid,
+  input  wire logic                         m_axi_awready,
+  output logic [AXI_DATA_WIDTH-1:0]         m_axi_wdata,
+  output logic [AXI_DATA_WIDTH/8-1:0]       m_axi_wstrb,
+  output logic                              m_axi_wlast,
+  output logic                              m_axi_wvalid,
+  input  wire logic                         m_axi_wready,
+  /* verilator lint_off UNUSEDSIGNAL */  // IDs are all 0 and the DRAM is trusted: responses are not checked
+  input  wire logic [AXI_ID_WIDTH-1:0]      m_axi_bid,
+  input  wire logic [1:0]                   m_axi_bresp,
+  /* verilator lint_on UNUSEDSIGNAL */
+  input  wire logic                         m_axi_bvalid,
+  output logic                              m_axi_bready,
+  output logic [AXI_ID_WIDTH-1:0]           m_axi_arid,
+  output logic [AXI_ADDR_WIDTH-1:0]         m_axi_araddr,
+  output logic [7:0]                        m_axi_arlen,
+  output logic [2:0]                        m_axi_arsize,
+  output logic [1:0]                        m_axi_arburst,
+  output logic                              m_axi_arvalid,
+  input  wire logic                         m_axi_arready,
+  /* verilator lint_off UNUSEDSIGNAL */  // as above
+  input  wire logic [AXI_ID_WIDTH-1:0]      m_axi_rid,
+  input  wire logic [1:0]                   m_axi_rresp,
+  /* verilator lint_on UNUSEDSIGNAL */
+  input  wire logic [AXI_DATA_WIDTH-1:0]    m_axi_rdata,
+  input  wire logic                         m_axi_rlast,
+  input  wire logic                         m_axi_rvalid,
+  output logic                              m_axi_rready,
+  output logic                              done,
+  output logic                              irq
+);
+  localparam logic [1:0] BURST_INCR = 2'b01;
+  // Read clients of the arbiter.
+  localparam int RD_FETCH = 0;
+  localparam int RD_INP = 1;
+  localparam int RD_WGT = 2;
+  localparam int RD_UOP = 3;
+  localparam int RD_ACC = 4;
+  localparam int N_RD = 5;
+
+  if (!STRUCT_WIDTHS_OK) begin : g_bad_pkg
+    $fatal(1, "vdla_top: an instruction struct of vdla_pkg is not INSN_BITS / UOP_BITS wide; regenerate the package with `vdla hw gen-pkg`");
+  end
+  if (AXI_DATA_WIDTH != BUS_WIDTH || BUS_WIDTH < 32 || BUS_WIDTH > 1024) begin : g_bad_bus
+    $fatal(1, "vdla_top: the AXI data width (%0d) must equal the config's bus width and lie in 32..1024", AXI_DATA_WIDTH);
+  end
+
+  // ---- control --------------------------------------------------------------------------
+  logic                            clear, start, finish;
+  logic [AXIL_DATA_WIDTH-1:0]      insn_count;
+  logic [AXI_ADDR_WIDTH-1:0]       insn_addr;
+
+  vdla_ctrl u_ctrl (
+    .clk, .rst_n,
+    .s_axil_awaddr, .s_axil_awvalid, .s_axil_awready, .s_axil_wdata, .s_axil_wstrb, .s_axil_wvalid,
+    .s_axil_wready, .s_axil_bresp, .s_axil_bvalid, .s_axil_bready, .s_axil_araddr, .s_axil_arvalid,
+    .s_axil_arready, .s_axil_rdata, .s_axil_rresp, .s_axil_rvalid, .s_axil_rready,
+    .clear, .start, .insn_count, .insn_addr, .finish, .done
+  );
+  assign irq = done;
+
+  // ---- DRAM read clients and the arbiter ----------------------------------------------------
+  logic [N_RD-1:0]                     ar_valid, ar_ready, r_valid, r_ready;
+  logic [N_RD-1:0][AXI_ADDR_WIDTH-1:0] ar_addr;
+  logic [N_RD-1:0][7:0]                ar_len;
+  logic [N_RD-1:0]                     cmd_valid, cmd_ready;
+  logic [N_RD-1:0][AXI_ADDR_WIDTH-1:0] cmd_addr;
+  logic [N_RD-1:0][SIZE_W-1:0]         cmd_count;
+
+  vdla_axi_rd_arb #(.N(N_RD)) u_rd_arb (
+    .clk, .rst_n, .clear,
+    .ar_valid, .ar_ready, .ar_addr, .ar_len, .r_valid, .r_ready,
+    .m_arvalid(m_axi_arvalid), .m_arready(m_axi_arready), .m_araddr(m_axi_araddr), .m_arlen(m_axi_arlen),
+    .m_rvalid(m_axi_rvalid), .m_rready(m_axi_rready), .m_rlast(m_axi_rlast)
+  );
+  assign m_axi_arid    = '0;
+  assign m_axi_arsize  = 3'(LOG_BUS_BYTES);
+  assign m_axi_arburst = BURST_INCR;
+
+  logic                     insn_el_valid, insn_el_ready, inp_el_valid, inp_el_ready, wgt_el_valid, wgt_el_ready;
+  logic                     uop_el_valid, uop_el_ready, acc_el_valid, acc_el_ready;
+  logic [INSN_BITS-1:0]     insn_el_data;
+  logic [INP_ELEM_BITS-1:0] inp_el_data;
+  logic [WGT_ELEM_BITS-1:0] wgt_el_data;
+  logic [UOP_ELEM_BITS-1:0] uop_el_data;
+  logic [ACC_ELEM_BITS-1:0] acc_el_data;
+
+  vdla_dma_rd #(.ELEM_BITS(INSN_BITS)) u_rd_fetch (
+    .clk, .rst_n, .clear,
+    .cmd_valid(cmd_valid[RD_FETCH]), .cmd_ready(cmd_ready[RD_FETCH]), .cmd_addr(cmd_addr[RD_FETCH]), .cmd_count(cmd_count[RD_FETCH]),
+    .ar_valid(ar_valid[RD_FETCH]), .ar_ready(ar_ready[RD_FETCH]), .ar_addr(ar_addr[RD_FETCH]), .ar_len(ar_len[RD_FETCH]),
+    .r_valid(r_valid[RD_FETCH]), .r_ready(r_ready[RD_FETCH]), .r_data(m_axi_rdata),
+    .el_valid(insn_el_valid), .el_ready(insn_el_ready), .el_data(insn_el_data)
+  );
+  vdla_dma_rd #(.ELEM_BITS(INP_ELEM_BITS)) u_rd_inp (
+    .clk, .rst_n, .clear,
+    .cmd_valid(cmd_valid[RD_INP]), .cmd_ready(cmd_ready[RD_INP]), .cmd_addr(cmd_addr[RD_INP]), .cmd_count(cmd_count[RD_INP]),
+    .ar_valid(ar_valid[RD_INP]), .ar_ready(ar_ready[RD_INP]), .ar_addr(ar_addr[RD_INP]), .ar_len(ar_len[RD_INP]),
+    .r_valid(r_valid[RD_INP]), .r_ready(r_ready[RD_INP]), .r_data(m_axi_rdata),
+    .el_valid(inp_el_valid), .el_ready(inp_el_ready), .el_data(inp_el_data)
+  );
+  vdla_dma_rd #(.ELEM_BITS(WGT_ELEM_BITS)) u_rd_wgt (
+    .clk, .rst_n, .clear,
+    .cmd_valid(cmd_valid[RD_WGT]), .cmd_ready(cmd_ready[RD_WGT]), .cmd_addr(cmd_addr[RD_WGT]), .cmd_count(cmd_count[RD_WGT]),
+    .ar_valid(ar_valid[RD_WGT]), .ar_ready(ar_ready[RD_WGT]), .ar_addr(ar_addr[RD_WGT]), .ar_len(ar_len[RD_WGT]),
+    .r_valid(r_valid[RD_WGT]), .r_ready(r_ready[RD_WGT]), .r_data(m_axi_rdata),
+    .el_valid(wgt_el_valid), .el_ready(wgt_el_ready), .el_data(wgt_el_data)
+  );
+  vdla_dma_rd #(.ELEM_BITS(UOP_ELEM_BITS)) u_rd_uop (
+    .clk, .rst_n, .clear,
+    .cmd_valid(cmd_valid[RD_UOP]), .cmd_ready(cmd_ready[RD_UOP]), .cmd_addr(cmd_addr[RD_UOP]), .cmd_count(cmd_count[RD_UOP]),
+    .ar_valid(ar_valid[RD_UOP]), .ar_ready(ar_ready[RD_UOP]), .ar_addr(ar_addr[RD_UOP]), .ar_len(ar_len[RD_UOP]),
+    .r_valid(r_valid[RD_UOP]), .r_ready(r_ready[RD_UOP]), .r_data(m_axi_rdata),
+    .el_valid(uop_el_valid), .el_ready(uop_el_ready), .el_data(uop_el_data)
+  );
+  vdla_dma_rd #(.ELEM_BITS(ACC_ELEM_BITS)) u_rd_acc (
+    .clk, .rst_n, .clear,
+    .cmd_valid(cmd_valid[RD_ACC]), .cmd_ready(cmd_ready[RD_ACC]), .cmd_addr(cmd_addr[RD_ACC]), .cmd_count(cmd_count[RD_ACC]),
+    .ar_valid(ar_valid[RD_ACC]), .ar_ready(ar_ready[RD_ACC]), .ar_addr(ar_addr[RD_ACC]), .ar_len(ar_len[RD_ACC]),
+    .r_valid(r_valid[RD_ACC]), .r_ready(r_ready[RD_ACC]), .r_data(m_axi_rdata),
+    .el_valid(acc_el_valid), .el_ready(acc_el_ready), .el_data(acc_el_data)
+  );
+
+  // ---- fetch and the command queues ------------------------------------------------------
+  logic [INSN_BITS-1:0] fetch_insn, load_insn, compute_insn, store_insn;
+  logic                 fl_valid, fl_ready, fc_valid, fc_ready, fs_valid, fs_ready;
+  logic                 lq_valid, lq_ready, cq_valid, cq_ready, sq_valid, sq_ready;
+  logic [$clog2(CMD_QUEUE_DEPTH+1)-1:0] lq_count, sq_count;
+
+  vdla_fetch u_fetch (
+    .clk, .rst_n, .clear, .start, .insn_addr, .insn_count,
+    .dma_valid(cmd_valid[RD_FETCH]), .dma_ready(cmd_ready[RD_FETCH]), .dma_addr(cmd_addr[RD_FETCH]), .dma_count(cmd_count[RD_FETCH]),
+    .el_valid(insn_el_valid), .el_ready(insn_el_ready), .el_data(insn_el_data),
+    .load_valid(fl_valid), .load_ready(fl_ready), .compute_valid(fc_valid), .compute_ready(fc_ready),
+    .store_valid(fs_valid), .store_ready(fs_ready), .insn(fetch_insn)
+  );
+
+  vdla_fifo #(.WIDTH(INSN_BITS), .DEPTH(CMD_QUEUE_DEPTH)) u_load_queue (
+    .clk, .rst_n, .clear, .in_valid(fl_valid), .in_ready(fl_ready), .in_data(fetch_insn),
+    .out_valid(lq_valid), .out_ready(lq_ready), .out_data(load_insn), .count(lq_count)
+  );
+  /* verilator lint_off PINCONNECTEMPTY */  // outputs this module does not need are left open
+  vdla_fifo #(.WIDTH(INSN_BITS), .DEPTH(CMD_QUEUE_DEPTH)) u_compute_queue (
+    .clk, .rst_n, .clear, .in_valid(fc_valid), .in_ready(fc_ready), .in_data(fetch_insn),
+    .out_valid(cq_valid), .out_ready(cq_ready), .out_data(compute_insn), .count()
+  );
+  vdla_fifo #(.WIDTH(INSN_BITS), .DEPTH(CMD_QUEUE_DEPTH)) u_store_queue (
+    .clk, .rst_n, .clear, .in_valid(fs_valid), .in_ready(fs_ready), .in_data(fetch_insn),
+    .out_valid(sq_valid), .out_ready(sq_ready), .out_data(store_insn), .count(sq_count)
+  );
+
+  // ---- dependency-token queues (a token carries no data) ------------------------------------
+  logic l2c_push, l2c_push_ready, l2c_pop_valid, l2c_pop;
+  logic c2l_push, c2l_push_ready, c2l_pop_valid, c2l_pop;
+  logic c2s_push, c2s_push_ready, c2s_pop_valid, c2s_pop;
+  logic s2c_push, s2c_push_ready, s2c_pop_valid, s2c_pop;
+
+  vdla_fifo #(.WIDTH(1), .DEPTH(DEP_QUEUE_DEPTH)) u_l2c (
+    .clk, .rst_n, .clear, .in_valid(l2c_push), .in_ready(l2c_push_ready), .in_data(1'b1),
+    .out_valid(l2c_pop_valid), .out_ready(l2c_pop), .out_data(), .count()
+  );
+  vdla_fifo #(.WIDTH(1), .DEPTH(DEP_QUEUE_DEPTH)) u_c2l (
+    .clk, .rst_n, .clear, .in_valid(c2l_push), .in_ready(c2l_push_ready), .in_data(1'b1),
+    .out_valid(c2l_pop_valid), .out_ready(c2l_pop), .out_data(), .count()
+  );
+  vdla_fifo #(.WIDTH(1), .DEPTH(DEP_QUEUE_DEPTH)) u_c2s (
+    .clk, .rst_n, .clear, .in_valid(c2s_push), .in_ready(c2s_push_ready), .in_data(1'b1),
+    .out_valid(c2s_pop_valid), .out_ready(c2s_pop), .out_data(), .count()
+  );
+  vdla_fifo #(.WIDTH(1), .DEPTH(DEP_QUEUE_DEPTH)) u_s2c (
+    .clk, .rst_n, .clear, .in_valid(s2c_push), .in_ready(s2c_push_ready), .in_data(1'b1),
+    .out_valid(s2c_pop_valid), .out_ready(s2c_pop), .out_data(), .count()
+  );
+
+  // ---- the input and weight SRAMs (written by load, read by compute) ------------------------
+  logic                          inp_wr_en, wgt_wr_en, inp_rd_en, wgt_rd_en;
+  logic [LOG_INP_BUFF_DEPTH-1:0] inp_wr_addr, inp_rd_addr;
+  logic [LOG_WGT_BUFF_DEPTH-1:0] wgt_wr_addr, wgt_rd_addr;
+  logic [INP_ELEM_BITS-1:0]      inp_wr_data, inp_rd_data;
+  logic [WGT_ELEM_BITS-1:0]      wgt_wr_data, wgt_rd_data;
+
+  vdla_sram #(.WIDTH(INP_ELEM_BITS), .DEPTH(INP_BUFF_DEPTH)) u_inp_sram (
+    .clk, .rd_en(inp_rd_en), .rd_addr(inp_rd_addr), .rd_data(inp_rd_data),
+    .wr_en(inp_wr_en), .wr_addr(inp_wr_addr), .wr_data(inp_wr_data)
+  );
+  vdla_sram #(.WIDTH(WGT_ELEM_BITS), .DEPTH(WGT_BUFF_DEPTH)) u_wgt_sram (
+    .clk, .rd_en(wgt_rd_en), .rd_addr(wgt_rd_addr), .rd_data(wgt_rd_data),
+    .wr_en(wgt_wr_en), .wr_addr(wgt_wr_addr), .wr_data(wgt_wr_data)
+  );
+
+  // ---- load / compute / store ----------------------------------------------------------------
+  logic load_busy, store_busy, drained;
+  logic                          acc_wr_en;
+  logic [LOG_ACC_BUFF_DEPTH-1:0] acc_wr_addr;
+  logic [ACC_ELEM_BITS-1:0]      acc_wr_data;
+
+  vdla_load u_load (
+    .clk, .rst_n, .clear,
+    .cmd_valid(lq_valid), .cmd_ready(lq_ready), .cmd_insn(load_insn),
+    .c2l_valid(c2l_pop_valid), .c2l_ready(c2l_pop), .l2c_valid(l2c_push), .l2c_ready(l2c_push_ready),
+    .busy(load_busy),
+    .dma_valid(cmd_valid[RD_WGT:RD_INP]), .dma_ready(cmd_ready[RD_WGT:RD_INP]),
+    .dma_addr(cmd_addr[RD_WGT:RD_INP]), .dma_count(cmd_count[RD_WGT:RD_INP]),
+    .inp_el_valid, .inp_el_ready, .inp_el_data, .wgt_el_valid, .wgt_el_ready, .wgt_el_data,
+    .inp_wr_en, .inp_wr_addr, .inp_wr_data, .wgt_wr_en, .wgt_wr_addr, .wgt_wr_data
+  );
+
+  // FINISH may retire once load and store have run everything fetch gave them.
+  assign drained = !load_busy && !lq_valid && lq_count == '0 && !store_busy && !sq_valid && sq_count == '0;
+
+  vdla_compute u_compute (
+    .clk, .rst_n, .clear,
+    .cmd_valid(cq_valid), .cmd_ready(cq_ready), .cmd_insn(compute_insn),
+    .l2c_valid(l2c_pop_valid), .l2c_ready(l2c_pop), .s2c_valid(s2c_pop_valid), .s2c_ready(s2c_pop),
+    .c2l_valid(c2l_push), .c2l_ready(c2l_push_ready), .c2s_valid(c2s_push), .c2s_ready(c2s_push_ready),
+    .drained, .finish,
+    .dma_valid(cmd_valid[RD_ACC:RD_UOP]), .dma_ready(cmd_ready[RD_ACC:RD_UOP]),
+    .dma_addr(cmd_addr[RD_ACC:RD_UOP]), .dma_count(cmd_count[RD_ACC:RD_UOP]),
+    .uop_el_valid, .uop_el_ready, .uop_el_data, .acc_el_valid, .acc_el_ready, .acc_el_data,
+    .inp_rd_en, .inp_rd_addr, .inp_rd_data, .wgt_rd_en, .wgt_rd_addr, .wgt_rd_data,
+    .acc_wr_en, .acc_wr_addr, .acc_wr_data
+  );
+
+  logic                     st_cmd_valid, st_cmd_ready, st_el_valid, st_el_ready, st_idle;
+  logic [AXI_ADDR_WIDTH-1:0] st_cmd_addr;
+  logic [SIZE_W-1:0]        st_cmd_count;
+  logic [OUT_ELEM_BITS-1:0] st_el_data;
+
+  vdla_store u_store (
+    .clk, .rst_n, .clear,
+    .cmd_valid(sq_valid), .cmd_ready(sq_ready), .cmd_insn(store_insn),
+    .c2s_valid(c2s_pop_valid), .c2s_ready(c2s_pop), .s2c_valid(s2c_push), .s2c_ready(s2c_push_ready),
+    .busy(store_busy), .acc_wr_en, .acc_wr_addr, .acc_wr_data,
+    .dma_valid(st_cmd_valid), .dma_ready(st_cmd_ready), .dma_addr(st_cmd_addr), .dma_count(st_cmd_count),
+    .el_valid(st_el_valid), .el_ready(st_el_ready), .el_data(st_el_data), .dma_idle(st_idle)
+  );
+
+  vdla_dma_wr #(.ELEM_BITS(OUT_ELEM_BITS)) u_wr_store (
+    .clk, .rst_n, .clear,
+    .cmd_valid(st_cmd_valid), .cmd_ready(st_cmd_ready), .cmd_addr(st_cmd_addr), .cmd_count(st_cmd_count),
+    .el_valid(st_el_valid), .el_ready(st_el_ready), .el_data(st_el_data),
+    .aw_valid(m_axi_awvalid), .aw_ready(m_axi_awready), .aw_addr(m_axi_awaddr), .aw_len(m_axi_awlen),
+    .w_valid(m_axi_wvalid), .w_ready(m_axi_wready), .w_data(m_axi_wdata), .w_strb(m_axi_wstrb), .w_last(m_axi_wlast),
+    .b_valid(m_axi_bvalid), .b_ready(m_axi_bready), .idle(st_idle)
+  );
+  assign m_axi_awid    = '0;
+  assign m_axi_awsize  = 3'(LOG_BUS_BYTES);
+  assign m_axi_awburst = BURST_INCR;
+  /* verilator lint_on PINCONNECTEMPTY */
+endmodule
+
+`default_nettype wire
