@@ -76,6 +76,11 @@ def cmd_sim(args: argparse.Namespace) -> int:
     cycles = "" if result.cycles is None else f", {result.cycles:,} cycles"
     print(f"{args.file}: {program.insn_count} instructions on config {program.config.name!r}, backend {result.backend}{cycles}")
     print(format_counters(dict(result.counters)))
-    for key, value in result.extra.items():
-        print(f"  {key}: {value}")
+    # A backend may render its own extra outputs (the cycle model's stall table, ...).
+    describe = getattr(backend, "describe_extra", None)
+    if describe is not None:
+        print(describe(result))
+    else:
+        for key, value in result.extra.items():
+            print(f"  {key}: {value}")
     return 0

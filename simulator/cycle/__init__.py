@@ -1,0 +1,23 @@
+"""The cycle-level model of VDLA on SimPy: timing, utilization, stalls and timelines.
+
+One module per hardware unit (``fetch``, ``load``, ``compute``, ``store``) plus
+the shared ``dram`` channel and the ``queues``; :func:`run_cycle` assembles and
+runs them.  Memory effects come from :mod:`simulator.semantics`, so the result
+is always the same as the functional simulator's.
+"""
+
+from simulator.cycle.machine import CycleResult, Watchdog, run_cycle
+from simulator.cycle.stats import CycleStats, UnitStats, format_stats
+from simulator.cycle.trace import Timeline, chrome_trace, write_chrome_trace
+
+__all__ = [
+    "CycleResult",
+    "CycleStats",
+    "Timeline",
+    "UnitStats",
+    "Watchdog",
+    "chrome_trace",
+    "format_stats",
+    "run_cycle",
+    "write_chrome_trace",
+]
