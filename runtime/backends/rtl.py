@@ -1,0 +1,152 @@
+"""The ``rtl`` backend: the Verilated RTL of ``vdla_top`` with a C++ DRAM model.
+
+The design and its testbench are compiled once per config into a shared library
+(:mod:`vdla_hw.harness`, cached on disk) and driven through ctypes: the program's
+DRAM image is loaded, the control registers are written over AXI-lite exactly as a
+board driver would, and the clock loop runs in C++ until the design raises done.
+The result carries the final DRAM (bit-identical to fsim for a correct design), the
+design's own cycle counter and the simulation speed.
+
+A watchdog bounds every run: when the cycle or wall-clock limit is reached, or the
+design stops moving (every module waits for tokens and nothing changes), the error
+names the instruction each module was working on, read from the design's debug
+outputs.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, ClassVar
+
+from vdla_hw.harness import DramLatency, RtlSim, RunStatus
+from vdla_hw.harness.hang import describe_machine, describe_modules
+from vdla_hw.isa import opcode_of
+
+from runtime.backends import BackendOption
+from runtime.program import Program
+from runtime.result import RunResult
+from simulator.checks import check_program
+from simulator.errors import DeadlockError, SimTimeoutError
+
+DEFAULT_MAX_CYCLES = 1 << 32
+DEFAULT_MAX_SECONDS = 3600.0
+CHUNK_CYCLES = 1 << 18
+"""Cycles run in C++ between two watchdog checks (~0.1 s at full speed)."""
+STALL_CHUNKS = 4
+"""Chunks without any change of the debug outputs or DRAM traffic, while no module
+executes, after which the design is declared deadlocked."""
+_EXECUTING = 2
+
+
+class RtlTimeoutError(SimTimeoutError):
+    """The RTL did not finish within the watchdog's cycle or wall-clock limit."""
+
+
+class RtlBackend:
+    """Runs a program on the Verilated RTL (see the module docstring)."""
+
+    name: ClassVar[str] = "rtl"
+    OPTIONS: ClassVar[tuple[BackendOption, ...]] = (
+        BackendOption("--fst", "fst", "write an FST waveform of the RTL run (open with GTKWave/Surfer)", "str", None, "OUT.fst"),
+        BackendOption("--max-cycles", "max_cycles", "watchdog: most simulated cycles", "int", DEFAULT_MAX_CYCLES, "N"),
+        BackendOption("--max-seconds", "max_seconds", "watchdog: most wall-clock seconds", "float", DEFAULT_MAX_SECONDS, "S"),
+        BackendOption("--dram-latency", "dram_latency", "cycles of the DRAM model from request to first beat "
+                      "(default: the config's timing.dram_latency)", "int", None, "N"),
+    )
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        """Why the RTL cannot be built here (a missing tool), or None."""
+        from vdla_hw.rtl_build import RtlBuildError, verilator_bin
+
+        try:
+            verilator_bin()
+        except RtlBuildError as exc:
+            return str(exc)
+        missing = [tool for tool in ("make", "g++") if shutil.which(tool) is None]
+        if missing:
+            return f"building the Verilated model needs {' and '.join(missing)} on PATH (apt-get install build-essential)"
+        return None
+
+    def run(
+        self,
+        program: Program,
+        *,
+        fst: str | Path | None = None,
+        max_cycles: int = DEFAULT_MAX_CYCLES,
+        max_seconds: float = DEFAULT_MAX_SECONDS,
+        dram_latency: int | None = None,
+    ) -> RunResult:
+        if max_cycles < 1 or not max_seconds > 0:
+            raise ValueError(f"watchdog limits must be positive, got max_cycles={max_cycles}, max_seconds={max_seconds}")
+        cfg = program.config
+        # A program the ISA forbids is rejected here, with the simulators' message, rather
+        # than after a hang on the RTL.
+        check_program(cfg, program.instructions)
+        latency = None if dram_latency is None else DramLatency(max(1, dram_latency), max(1, dram_latency))
+        with RtlSim(cfg, fst=fst, latency=latency) as sim:
+            sim.load_dram(program.dram)
+            sim.start(program.insn_addr, program.insn_count)
+            first = sim.cycle
+            t0, c0 = time.perf_counter(), time.process_time()
+            self._clock(sim, program, max_cycles, t0 + max_seconds)
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            simulated = sim.cycle - first
+            cycles = sim.rtl_cycles()
+            dram = sim.read_dram(0, program.dram.size)
+            axi_read, axi_written = sim.axi_bytes
+        counters = _static_counters(program)
+        counters.update({"axi_read_bytes": axi_read, "axi_write_bytes": axi_written})
+        extra: dict[str, Any] = {
+            "wall_seconds": wall,
+            "simulated_cycles": simulated,
+            "cycles_per_second": simulated / wall if wall > 0 else float("inf"),
+            # CPU time is what a busy shared machine does not distort.
+            "cpu_seconds": cpu,
+            "cycles_per_cpu_second": simulated / cpu if cpu > 0 else float("inf"),
+            "dram_latency": sim.latency.read,
+        }
+        if fst is not None:
+            extra["fst"] = str(Path(fst).resolve())
+        return RunResult(self.name, program, dram, counters, cycles, extra)
+
+    def _clock(self, sim: RtlSim, program: Program, max_cycles: int, deadline: float) -> None:
+        """Run in chunks until done; raise on the cycle/time limit or a stalled design."""
+        cfg = program.config
+        left = max_cycles
+        still = 0
+        last: tuple[dict[str, int], tuple[int, int]] | None = None
+        while True:
+            chunk = min(left, CHUNK_CYCLES)
+            if sim.run(chunk) == RunStatus.DONE:
+                return
+            left -= chunk
+            debug = sim.debug()
+            now = (debug, sim.axi_bytes)
+            executing = any(v == _EXECUTING for k, v in debug.items() if k.endswith("_state"))
+            still = still + 1 if debug and now == last and not executing else 0
+            last = now
+            report = describe_machine(program.instructions, debug, cfg.cmd_queue_depth, cfg.dep_queue_depth)
+            if still >= STALL_CHUNKS:
+                raise DeadlockError(
+                    f"the RTL stopped moving: for {STALL_CHUNKS * CHUNK_CYCLES:,} cycles no module executed, no "
+                    f"token or command moved and DRAM was idle, and FINISH has not retired\n{report}",
+                    describe_modules(program.instructions, debug), debug,
+                )
+            if left <= 0:
+                raise RtlTimeoutError(f"watchdog: {max_cycles:,} cycles without FINISH retiring on the RTL; raise "
+                                      f"max_cycles if the program is that long\n{report}")
+            if time.perf_counter() > deadline:
+                raise RtlTimeoutError(f"watchdog: wall-clock limit reached after {max_cycles - left:,} cycles without "
+                                      f"FINISH retiring on the RTL; raise max_seconds if the program is that long\n{report}")
+
+
+def _static_counters(program: Program) -> dict[str, int]:
+    """Instruction counts by opcode (every instruction runs exactly once)."""
+    ops = Counter(opcode_of(i).name for i in program.instructions)
+    out = {"instructions": program.insn_count}
+    out.update({f"insn.{name}": n for name, n in sorted(ops.items())})
+    return out

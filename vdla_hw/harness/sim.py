@@ -1,0 +1,226 @@
+"""Python side of the Verilator harness: load DRAM, start, run in C++, read back.
+
+:class:`RtlSim` wraps one harness instance (one Verilated ``vdla_top`` with its DRAM
+model).  The clock loop runs in C++ (:meth:`RtlSim.run`); Python only crosses the
+ctypes boundary a handful of times per program.  Pin-level access (:meth:`peek`,
+:meth:`poke`, :meth:`eval_clock`) exists for the per-cycle Python baseline of
+``bench/rtl_speed.py`` and for debugging.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from enum import IntEnum
+from pathlib import Path
+
+import numpy as np
+
+from vdla_hw import regmap
+from vdla_hw.config import HwConfig, load_config
+from vdla_hw.harness.build import harness_library
+
+_LIBS: dict[Path, ctypes.CDLL] = {}
+
+DEBUG_PREFIX = "dbg_"
+"""Outputs of ``vdla_top`` whose name starts with this are reported by :meth:`RtlSim.debug`."""
+
+
+class RunStatus(IntEnum):
+    """What :meth:`RtlSim.run` stopped on."""
+
+    DONE = 0
+    CYCLE_LIMIT = 1
+    ERROR = 2
+
+
+class HarnessError(RuntimeError):
+    """The harness reported a problem: a DRAM access outside the image, an AXI protocol
+    violation, or a control register that did not answer."""
+
+
+@dataclass(frozen=True)
+class DramLatency:
+    """Cycles of the harness's DRAM model: AR handshake -> first read beat, last write beat -> B."""
+
+    read: int
+    write: int
+
+    @staticmethod
+    def of(cfg: HwConfig) -> "DramLatency":
+        """The cycle model's ``timing.dram_latency`` for both directions (at least one cycle)."""
+        lat = max(1, cfg.timing.dram_latency)
+        return DramLatency(lat, lat)
+
+
+def _load(path: Path) -> ctypes.CDLL:
+    lib = _LIBS.get(path)
+    if lib is not None:
+        return lib
+    lib = ctypes.CDLL(str(path))
+    vp, u8p = ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint8)
+    u32, u64, i32 = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_int
+    sigs = {
+        "vh_create": ([u32, u32, u32, ctypes.c_char_p], vp),
+        "vh_destroy": ([vp], None),
+        "vh_dram_load": ([vp, u8p, u64, u64], None),
+        "vh_dram_read": ([vp, u8p, u64, u64], i32),
+        "vh_reg_write": ([vp, u32, u32], i32),
+        "vh_reg_read": ([vp, u32], ctypes.c_int64),
+        "vh_run": ([vp, u64], i32),
+        "vh_cycle": ([vp], u64),
+        "vh_error": ([vp], ctypes.c_char_p),
+        "vh_dram_bytes": ([vp, i32], u64),
+        "vh_port_count": ([vp], i32),
+        "vh_port_name": ([vp, i32], ctypes.c_char_p),
+        "vh_peek": ([vp, i32], u64),
+        "vh_poke": ([vp, i32, u64], None),
+        "vh_poke_bytes": ([vp, i32, u8p, u32], None),
+        "vh_peek_bytes": ([vp, i32, u8p, u32], None),
+        "vh_eval_clock": ([vp, ctypes.c_uint8], None),
+    }
+    for name, (args, res) in sigs.items():
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = args, res
+    _LIBS[path] = lib
+    return lib
+
+
+def _u8ptr(a: np.ndarray) -> "ctypes._Pointer[ctypes.c_uint8]":
+    return a.ctypes.data_as(ctypes.POINTER(ctypes.c_uint8))
+
+
+class RtlSim:
+    """One Verilated ``vdla_top`` with its DRAM model, built for ``cfg`` (cached).
+
+    ``fst`` writes a waveform of the whole session to that path (the traced variant
+    of the harness is built on first use).  ``latency`` defaults to the config's
+    ``timing.dram_latency``.
+    """
+
+    def __init__(self, cfg: HwConfig | str, *, fst: str | Path | None = None, latency: DramLatency | None = None) -> None:
+        self._h = None
+        self.cfg = load_config(cfg)
+        self.latency = latency or DramLatency.of(self.cfg)
+        self._lib = _load(harness_library(self.cfg, trace=fst is not None))
+        path = str(Path(fst).resolve()).encode() if fst is not None else None
+        if fst is not None:
+            Path(fst).resolve().parent.mkdir(parents=True, exist_ok=True)
+        self._h = self._lib.vh_create(self.cfg.bus_bytes, self.latency.read, self.latency.write, path)
+        self._check()
+        self.ports = {self._lib.vh_port_name(self._h, k).decode(): k for k in range(self._lib.vh_port_count(self._h))}
+        self.dram_size = 0
+
+    # ---- lifetime -----------------------------------------------------------------------
+    def close(self) -> None:
+        """Free the model (and close the waveform, if any)."""
+        if getattr(self, "_h", None):
+            self._lib.vh_destroy(self._h)
+            self._h = None
+
+    def __enter__(self) -> "RtlSim":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+    # ---- DRAM ---------------------------------------------------------------------------
+    def load_dram(self, image: np.ndarray, size: int | None = None) -> None:
+        """Replace DRAM with ``image`` zero-extended to ``size`` bytes (default: a whole
+        number of bus beats, so the last row's final beat is inside DRAM)."""
+        data = np.ascontiguousarray(image, dtype=np.uint8).reshape(-1)
+        beat = self.cfg.bus_bytes
+        size = size if size is not None else -(-data.size // beat) * beat
+        if size < data.size:
+            raise ValueError(f"DRAM size {size} is smaller than the {data.size}-byte image")
+        self._lib.vh_dram_load(self._h, _u8ptr(data), data.size, size)
+        self.dram_size = size
+
+    def read_dram(self, offset: int = 0, nbytes: int | None = None) -> np.ndarray:
+        """A copy of ``nbytes`` DRAM bytes from ``offset`` (default: to the end)."""
+        n = self.dram_size - offset if nbytes is None else nbytes
+        out = np.empty(n, dtype=np.uint8)
+        if self._lib.vh_dram_read(self._h, _u8ptr(out), offset, n):
+            raise ValueError(f"DRAM bytes [{offset}, {offset + n}) lie outside the {self.dram_size}-byte DRAM")
+        return out
+
+    @property
+    def axi_bytes(self) -> tuple[int, int]:
+        """Bytes the DRAM model has served on the bus: (read, written)."""
+        return self._lib.vh_dram_bytes(self._h, 0), self._lib.vh_dram_bytes(self._h, 1)
+
+    # ---- control registers --------------------------------------------------------------
+    def write_reg(self, name: str, value: int) -> None:
+        if self._lib.vh_reg_write(self._h, regmap.offset(name), value):
+            self._check()
+
+    def read_reg(self, name: str) -> int:
+        value = self._lib.vh_reg_read(self._h, regmap.offset(name))
+        if value < 0:
+            self._check()
+        return int(value)
+
+    def start(self, insn_addr: int, insn_count: int) -> None:
+        """Write the instruction address and count, then the start bit."""
+        self.write_reg("INSN_ADDR", insn_addr)
+        self.write_reg("INSN_COUNT", insn_count)
+        self.write_reg("CONTROL", regmap.CONTROL_START)
+
+    def rtl_cycles(self) -> int:
+        """The design's cycle counter (start to done), read over AXI-lite."""
+        lo = self.read_reg("CYCLES_LO")
+        return (self.read_reg("CYCLES_HI") << 32) | lo
+
+    # ---- running ------------------------------------------------------------------------
+    def run(self, max_cycles: int) -> RunStatus:
+        """Clock the design in C++ until done, ``max_cycles`` cycles, or a DRAM/AXI error."""
+        status = RunStatus(self._lib.vh_run(self._h, max_cycles))
+        if status == RunStatus.ERROR:
+            self._check()
+        return status
+
+    @property
+    def cycle(self) -> int:
+        """Cycles clocked since the harness was created (reset and register accesses included)."""
+        return int(self._lib.vh_cycle(self._h))
+
+    def debug(self) -> dict[str, int]:
+        """Current values of the design's ``dbg_*`` outputs (up to 64 bits each)."""
+        return {name[len(DEBUG_PREFIX):]: int(self._lib.vh_peek(self._h, k))
+                for name, k in self.ports.items() if name.startswith(DEBUG_PREFIX)}
+
+    # ---- pin-level access (per-cycle Python path) -----------------------------------------
+    def port(self, name: str) -> int:
+        try:
+            return self.ports[name]
+        except KeyError:
+            raise KeyError(f"vdla_top has no port {name!r}; ports: {sorted(self.ports)}") from None
+
+    def peek(self, port: int) -> int:
+        return self._lib.vh_peek(self._h, port)
+
+    def poke(self, port: int, value: int) -> None:
+        self._lib.vh_poke(self._h, port, value)
+
+    def poke_bytes(self, port: int, data: bytes) -> None:
+        buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        self._lib.vh_poke_bytes(self._h, port, buf, len(data))
+
+    def peek_bytes(self, port: int, nbytes: int) -> bytes:
+        buf = (ctypes.c_uint8 * nbytes)()
+        self._lib.vh_peek_bytes(self._h, port, buf, nbytes)
+        return bytes(buf)
+
+    def eval_clock(self, clk: int) -> None:
+        """Set the clock and evaluate the model (no DRAM model involved)."""
+        self._lib.vh_eval_clock(self._h, clk)
+
+    def _check(self) -> None:
+        if not self._h:
+            raise HarnessError("the harness could not be created")
+        msg = self._lib.vh_error(self._h).decode()
+        if msg:
+            raise HarnessError(msg)
