@@ -1,0 +1,14 @@
+"""The VDLA lowering passes, one per module (ordered in ``compiler.vdla.pipeline``)."""
+
+from .allocate_sram import allocate_sram
+from .common import VdlaLoweringError
+from .fold_uop_loop import fold_uop_loop
+from .inject_alu_op import inject_alu_op
+from .inject_dma_copy import inject_dma_copy
+from .inject_uop_scope import inject_uop_scope
+from .inject_virtual_thread import inject_virtual_thread
+from .insert_dep_token import insert_dep_token
+from .unroll_stream import unroll_stream
+
+__all__ = ["VdlaLoweringError", "allocate_sram", "fold_uop_loop", "inject_alu_op", "inject_dma_copy",
+           "inject_uop_scope", "inject_virtual_thread", "insert_dep_token", "unroll_stream"]

@@ -1,0 +1,105 @@
+"""inject_virtual_thread: interleave the iterations of a virtual-thread loop.
+
+``for t in range(n) virtual_thread: body`` becomes ``n`` copies of ``body`` (``t``
+replaced by its value, every buffer allocated inside renamed per thread, so each thread
+gets its own SRAM region) merged statement by statement: loops with the same bounds are
+fused and their bodies merged recursively, sequences are merged position by position, and
+what cannot be merged further (an instruction) is emitted once per thread, thread 0
+first; a run of consecutive LOADs of one thread counts as one statement, so each thread's
+loads for a step stay together.  The result issues thread 1's loads before thread 0's GEMMs, so once dependency
+tokens order them the load of one thread overlaps the compute of the other -- the
+latency hiding of the decoupled pipeline.  Legal because virtual threads are
+independent: they write disjoint outputs and private on-chip buffers.
+"""
+
+from __future__ import annotations
+
+from compiler.tir import Allocate, Buffer, For, ForKind, IntImm, Mutator, PrimExpr, PrimFunc, SeqStmt, Stmt, Var, seq
+
+from ..stmt import LOAD, packed_call
+from .common import const_extent
+
+
+class _ThreadCopy(Mutator):
+    """``body`` for thread ``value`` of ``var``, with private copies of the buffers it allocates."""
+
+    def __init__(self, var: Var, value: int):
+        self.var, self.value = var, value
+        self.renamed: dict[Buffer, Buffer] = {}
+
+    def visit_Var(self, v: Var) -> PrimExpr:
+        return IntImm(self.value, v.dtype) if v is self.var else v
+
+    def visit_buffer(self, buffer: Buffer) -> Buffer:
+        return self.renamed.get(buffer, buffer)
+
+    def visit_Allocate(self, node: Allocate) -> Stmt:
+        b = node.buffer
+        name = f"{b.name}.vt{self.value}"
+        self.renamed[b] = Buffer(Var(name, "handle"), name, b.shape, b.dtype, b.strides, b.elem_offset, b.scope)
+        return Allocate(self.renamed[b], self.visit(node.body))
+
+
+def _same_bounds(loops: list[For]) -> bool:
+    first = loops[0]
+    return all(lp.loop_var is first.loop_var and lp.min == first.min and lp.extent == first.extent
+               and lp.kind == first.kind and lp.annotations == first.annotations for lp in loops)
+
+
+def _merge(copies: list[Stmt]) -> Stmt:
+    first = copies[0]
+    if all(isinstance(c, For) for c in copies) and _same_bounds(copies):  # type: ignore[arg-type]
+        return For(first.loop_var, first.min, first.extent, first.kind,  # type: ignore[union-attr]
+                   _merge([c.body for c in copies]), first.annotations)  # type: ignore[union-attr]
+    if all(isinstance(c, SeqStmt) for c in copies):
+        runs = [_load_runs(c.stmts) for c in copies]  # type: ignore[union-attr]
+        if all(len(r) == len(runs[0]) for r in runs):
+            return seq(*(seq(*col) if _is_load(col[0]) else _merge(list(col)) for col in zip(*runs)))
+    if all(isinstance(c, Allocate) for c in copies):
+        body = _merge([c.body for c in copies])  # type: ignore[union-attr]
+        for c in reversed(copies):
+            body = Allocate(c.buffer, body)  # type: ignore[union-attr]
+        return body
+    return seq(*copies)
+
+
+def _is_load(stmt: Stmt) -> bool:
+    """A LOAD, or loops / sequences of nothing but LOADs."""
+    if isinstance(stmt, For):
+        return _is_load(stmt.body)
+    if isinstance(stmt, SeqStmt):
+        return all(_is_load(s) for s in stmt.stmts)
+    call = packed_call(stmt)
+    return call is not None and call[0] == LOAD
+
+
+def _load_runs(stmts: tuple[Stmt, ...]) -> list[Stmt]:
+    """``stmts`` with each run of consecutive LOADs made one sequence: a thread's loads for
+    its next step stay together, so its compute can start once they are done instead of
+    after the other threads' loads too."""
+    out: list[Stmt] = []
+    run: list[Stmt] = []
+    for s in stmts:
+        if _is_load(s):
+            run.append(s)
+            continue
+        if run:
+            out.append(SeqStmt(tuple(run)) if len(run) > 1 else run[0])
+            run = []
+        out.append(s)
+    if run:
+        out.append(SeqStmt(tuple(run)) if len(run) > 1 else run[0])
+    return out
+
+
+class _Inject(Mutator):
+    def visit_For(self, loop: For) -> Stmt:
+        if loop.kind != ForKind.VIRTUAL_THREAD:
+            return self.generic(loop)
+        body = self.visit(loop.body)  # inner virtual threads first
+        return _merge([_ThreadCopy(loop.loop_var, t).visit(body) for t in range(const_extent(loop))])
+
+
+def inject_virtual_thread(func: PrimFunc) -> PrimFunc:
+    """Interleave every virtual-thread loop of ``func`` (see the module docstring)."""
+    return func.with_body(_Inject().visit(func.body))

@@ -1,0 +1,91 @@
+"""The ``vdla`` compilation target: on-chip memory scopes derived from a hardware config.
+
+Each SRAM buffer of the accelerator is a TIR memory *scope*.  A buffer allocated in a
+scope holds whole tiles (the SRAM elements of that buffer, e.g. BATCH x BLOCK_IN int8
+for ``vdla.inp``); its capacity is the buffer depth of the config.  Everything here is
+derived from :class:`~vdla_hw.config.HwConfig`, so a changed config changes the scopes,
+the intrinsics (``intrin.py``) and the generated code together.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from types import MappingProxyType
+from typing import Mapping
+
+from vdla_hw.config import HwConfig, load_config
+from vdla_hw.isa import MemType
+
+SCOPE_INP = "vdla.inp"
+SCOPE_WGT = "vdla.wgt"
+SCOPE_ACC = "vdla.acc"
+SCOPE_UOP = "vdla.uop"
+SCOPES = (SCOPE_INP, SCOPE_WGT, SCOPE_ACC, SCOPE_UOP)
+
+
+class CapacityError(ValueError):
+    """A schedule needs more of an on-chip buffer than the config provides."""
+
+
+@dataclass(frozen=True)
+class MemScope:
+    """One on-chip buffer: ``depth`` elements (tiles) of ``tile`` values of ``dtype``."""
+
+    name: str
+    mem_type: MemType
+    depth: int
+    elem_bytes: int
+    tile: tuple[int, ...]
+    dtype: str
+
+    @property
+    def tile_elems(self) -> int:
+        n = 1
+        for d in self.tile:
+            n *= d
+        return n
+
+    def check_fits(self, tiles: int, what: str) -> None:
+        """Raise :class:`CapacityError` naming this buffer and the overflow when ``tiles`` do not fit."""
+        if tiles > self.depth:
+            over = tiles - self.depth
+            raise CapacityError(
+                f"{what} needs {tiles} {self.name} tiles but the buffer holds {self.depth} "
+                f"({self.depth * self.elem_bytes} B): {over} tiles ({over * self.elem_bytes} B) too many; "
+                f"use smaller tiles or fewer virtual threads"
+            )
+
+
+@dataclass(frozen=True)
+class VdlaTarget:
+    """The accelerator as a compilation target."""
+
+    config: HwConfig
+
+    @staticmethod
+    def from_config(config: str | HwConfig = "default") -> "VdlaTarget":
+        return VdlaTarget(load_config(config))
+
+    @cached_property
+    def scopes(self) -> Mapping[str, MemScope]:
+        c = self.config
+        return MappingProxyType({
+            SCOPE_INP: MemScope(SCOPE_INP, MemType.INP, c.inp_buff_depth, c.inp_elem_bytes,
+                                (c.batch, c.block_in), f"int{c.inp_width}"),
+            SCOPE_WGT: MemScope(SCOPE_WGT, MemType.WGT, c.wgt_buff_depth, c.wgt_elem_bytes,
+                                (c.block_out, c.block_in), f"int{c.wgt_width}"),
+            SCOPE_ACC: MemScope(SCOPE_ACC, MemType.ACC, c.acc_buff_depth, c.acc_elem_bytes,
+                                (c.batch, c.block_out), f"int{c.acc_width}"),
+            SCOPE_UOP: MemScope(SCOPE_UOP, MemType.UOP, c.uop_buff_depth, c.uop_elem_bytes, (1,), "uint32"),
+        })
+
+    def scope(self, name: str) -> MemScope:
+        try:
+            return self.scopes[name]
+        except KeyError:
+            raise ValueError(f"{name!r} is not a VDLA memory scope; scopes: {', '.join(SCOPES)}") from None
+
+    @property
+    def out_dtype(self) -> str:
+        return f"int{self.config.out_width}"

@@ -1,0 +1,209 @@
+"""VDLA conv2d: packed int8 conv2d + bias + ReLU + requantize as a tensor expression, and
+its schedule for the accelerator built with the generic schedule primitives.
+
+:func:`conv2d_compute` declares the operator in the packed layout (``reference.py``):
+optional zero padding (or, for a strided 1x1 kernel, the row subsampling), the int32
+reduction over input-channel blocks, kernel taps and BLOCK_IN lanes, then the epilogue
+stages (bias add, ReLU, shift right, clip) and the narrowing cast.
+
+:func:`conv2d_schedule` schedules it the way VTA does, step by step on the explicit loop
+program (``Schedule.trace`` lists the steps; ``vdla compile-op --dump`` writes the
+program after each): ``cache_read`` of the input, weights and bias into the ``vdla.inp``
+/ ``vdla.wgt`` / ``vdla.acc`` scopes (the padding stage inlined into the input copy),
+``cache_write`` of the reduction into ``vdla.acc`` with the epilogue stages inlined into
+the result store, tiling of the output by the knobs and a ``bind`` of one tile axis to
+virtual threads, ``compute_at`` of the reduction into the output tile and of the copies
+into the input-channel chunk loop (or further out, where they do not depend on it),
+``decompose_reduction`` of the accumulator reset, ``compact_buffers`` so every on-chip
+buffer holds one tile, and ``tensorize`` of the inner (BATCH, BLOCK_OUT, BLOCK_IN) block
+with the GEMM intrinsic (and the reset with its reset form).  The VDLA passes
+(``pipeline.py``) take it from there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from compiler import te
+from compiler.schedule import Schedule, create_schedule
+from compiler.tir import IntImm, PrimFunc, all_of
+from compiler.tir.ir import max_, min_
+
+from ..intrin import GemmIntrin
+from ..target import SCOPE_ACC, SCOPE_INP, SCOPE_WGT, VdlaTarget
+from .tiling import Conv2dKnobs, Conv2dWorkload, check_knobs, geometry
+
+Dump = Callable[[str, PrimFunc], None]
+
+
+@dataclass(frozen=True)
+class Requantize:
+    """The epilogue after the accumulation: ``clip((acc + bias) [ReLU] >> shift)`` to the output type."""
+
+    shift: int = 0
+    relu: bool = True
+    bias: bool = True
+
+
+@dataclass(frozen=True)
+class Conv2dTensors:
+    """The tensors of :func:`conv2d_compute`: parameters, the stages to schedule, the result."""
+
+    data: te.Tensor
+    kernel: te.Tensor
+    bias: te.Tensor | None
+    out: te.Tensor
+    source: te.Tensor
+    """What the reduction reads: ``data`` or its padded / row-subsampled stage."""
+    conv: te.Tensor
+    epilogue: tuple[te.Tensor, ...]
+
+    @property
+    def params(self) -> list[te.Tensor]:
+        return [self.data, self.kernel] + ([self.bias] if self.bias is not None else []) + [self.out]
+
+
+def conv2d_compute(wl: Conv2dWorkload, target: VdlaTarget, epilogue: Requantize = Requantize()) -> Conv2dTensors:
+    """The packed conv2d + epilogue of ``wl`` as tensor expressions."""
+    cfg = target.config
+    wl.check(cfg)
+    b_, bi, bo = cfg.batch, cfg.block_in, cfg.block_out
+    nb, icb, ocb = wl.n // b_, wl.ic // bi, wl.oc // bo
+    inp_t, wgt_t = target.scope(SCOPE_INP).dtype, target.scope(SCOPE_WGT).dtype
+    acc_t, out_t = target.scope(SCOPE_ACC).dtype, target.out_dtype
+    s, p = wl.stride, wl.pad
+    data = te.placeholder((nb, icb, wl.h, wl.w, b_, bi), inp_t, "data")
+    kernel = te.placeholder((ocb, icb, wl.kh, wl.kw, bo, bi), wgt_t, "kernel")
+    row_step = s
+    if p:
+        source = te.compute((nb, icb, wl.h + 2 * p, wl.w + 2 * p, b_, bi),
+                            lambda n, c, y, x, b, k: te.if_then_else(
+                                all_of(y >= p, y < wl.h + p, x >= p, x < wl.w + p),
+                                data[n, c, y - p, x - p, b, k], IntImm(0, inp_t)), "data_pad")
+    elif wl.kh == 1 and s > 1:
+        # Only every s-th row is used: a stage of those rows lets the input copy fetch them
+        # with a DRAM row stride instead of reading the rows in between.
+        source = te.compute((nb, icb, wl.oh, wl.w, b_, bi),
+                            lambda n, c, y, x, b, k: data[n, c, y * s, x, b, k], "data_rows")
+        row_step = 1
+    else:
+        source = data
+    ic = te.reduce_axis(icb, "ic")
+    ky = te.reduce_axis(wl.kh, "ky")
+    kx = te.reduce_axis(wl.kw, "kx")
+    k = te.reduce_axis(bi, "k")
+    conv = te.compute((nb, ocb, wl.oh, wl.ow, b_, bo), lambda n, o, y, x, b, j: te.sum(
+        source[n, ic, y * row_step + ky, x * s + kx, b, k].astype(acc_t) * kernel[o, ic, ky, kx, j, k].astype(acc_t),
+        axis=[ic, ky, kx, k]), "conv")
+    shape = conv.shape
+    stages: list[te.Tensor] = []
+    x = conv
+    bias = None
+    if epilogue.bias:
+        bias = te.placeholder((ocb, b_, bo), acc_t, "bias")
+        x = _stage(shape, lambda v, o, b, j: v + bias[o, b, j], x, "bias_add")  # type: ignore[index]
+        stages.append(x)
+    hi = (1 << (cfg.out_width - 1)) - 1
+    if epilogue.relu:
+        x = _stage(shape, lambda v, *_: max_(v, IntImm(0, acc_t)), x, "relu")
+        stages.append(x)
+    if epilogue.shift:
+        x = _stage(shape, lambda v, *_: v // IntImm(1 << epilogue.shift, acc_t), x, "shr")
+        stages.append(x)
+    if not epilogue.relu:  # after ReLU and an arithmetic shift the value is >= 0: no lower clip
+        x = _stage(shape, lambda v, *_: max_(v, IntImm(-hi - 1, acc_t)), x, "clip_lo")
+        stages.append(x)
+    x = _stage(shape, lambda v, *_: min_(v, IntImm(hi, acc_t)), x, "clip_hi")
+    stages.append(x)
+    out = te.compute(shape, lambda n, o, y, x_, b, j: x[n, o, y, x_, b, j].astype(out_t), "out")
+    return Conv2dTensors(data, kernel, bias, out, source, conv, tuple(stages))
+
+
+def _stage(shape, fn, prev: te.Tensor, name: str) -> te.Tensor:  # type: ignore[no-untyped-def]
+    """One element-wise epilogue stage: ``fn(prev[idx], o, b, j)``."""
+    return te.compute(shape, lambda n, o, y, x, b, j: fn(prev[n, o, y, x, b, j], o, b, j), name)
+
+
+def conv2d_schedule(wl: Conv2dWorkload, knobs: Conv2dKnobs, target: VdlaTarget, epilogue: Requantize = Requantize(),
+                    name: str = "conv2d", dump: Dump | None = None) -> Schedule:
+    """The schedule of one packed conv2d layer (parameters: data, kernel, [bias,] out).
+
+    ``dump(step, func)``, when given, sees the program after every primitive.
+    """
+    check_knobs(wl, knobs, target)
+    g = geometry(wl, knobs, target.config)
+    t = conv2d_compute(wl, target, epilogue)
+    s = create_schedule(t.out, t.params, name)
+    if dump is not None:
+        s = _Traced(s, dump)
+    gemm = GemmIntrin(target)
+
+    # On-chip copies; the padding / row stage becomes the input copy's body.
+    inp = s.cache_read(t.source, SCOPE_INP, [t.conv])
+    if t.source is not t.data:
+        s.compute_inline(t.source)
+    wgt = s.cache_read(t.kernel, SCOPE_WGT)
+    if t.bias is not None:
+        s.cache_read(t.bias, SCOPE_ACC)  # the whole bias stays resident: loaded once, up front
+    acc = s.cache_write(t.conv, SCOPE_ACC)
+    s.compute_inline(t.conv)
+    for stage in t.epilogue:
+        s.compute_inline(stage)
+
+    # Output tiles; the outer tile axis first (loop_order), one axis split across virtual threads.
+    n, o, y, x, b, j = s.get_loops(t.out)
+    o_o, o_i = s.split(o, factor=knobs.oc_tile)
+    y_o, y_i = s.split(y, factor=knobs.oh_tile)
+    axes = {"oc": [o_o], "oh": [y_o]}
+    if knobs.virtual_threads > 1:
+        outer, v = s.split(axes[knobs.vt_axis][0], factor=knobs.virtual_threads)
+        axes[knobs.vt_axis] = [outer, v]
+    first, second = ("oc", "oh") if knobs.loop_order == "oc_oh" else ("oh", "oc")
+    tile_loops = [n] + axes[first] + axes[second]
+    s.reorder(*tile_loops, o_i, y_i, x, b, j)
+    s.compute_at(acc, tile_loops[-1])
+
+    # The reduction: input-channel chunks outside, the GEMM block (b, j, k) innermost.
+    an, ao, ay, ax, ab, aj, aic, aky, akx, ak = s.get_loops(acc)[-10:]
+    ic_o, ic_i = s.split(aic, factor=knobs.ic_tile)
+    s.reorder(ic_o, an, ao, ay, ax, ic_i, aky, akx, ab, aj, ak)
+    init = s.decompose_reduction(acc, ic_o)
+
+    # Copies: per chunk, or -- with one chunk -- at the innermost loop of the tile axis they depend on.
+    at = {"wgt": ic_o, "inp": ic_o}
+    if g.ic_chunks == 1:
+        at = {"wgt": axes["oc"][-1], "inp": axes["oh"][-1]}
+    s.compute_at(wgt, at["wgt"])
+    s.compute_at(inp, at["inp"])
+
+    s.compact_buffers()
+    if knobs.virtual_threads > 1:
+        s.bind(axes[knobs.vt_axis][1], "vthread")
+    s.tensorize(s.get_loops(acc)[-3], gemm.update)
+    s.tensorize(s.get_loops(init)[-2], gemm.reset)
+    return s
+
+
+class _Traced(Schedule):
+    """A schedule that hands the program to ``dump`` after every primitive."""
+
+    def __init__(self, s: Schedule, dump: Dump):
+        super().__init__(s.func, s._blocks)
+        self._dump = dump
+        dump("te", s.func)
+
+    def _apply(self, text, fn):  # type: ignore[no-untyped-def]
+        out = super()._apply(text, fn)
+        self._dump(text, self.func)
+        return out
+
+
+def conv2d_func(wl: Conv2dWorkload, knobs: Conv2dKnobs, target: VdlaTarget, epilogue: Requantize = Requantize(),
+                name: str = "conv2d", dump: Dump | None = None) -> PrimFunc:
+    """The scheduled program of :func:`conv2d_schedule`, with the workload and knobs as attributes."""
+    func = conv2d_schedule(wl, knobs, target, epilogue, name, dump).func
+    attrs = (("target", "vdla"), ("config", target.config.name), ("workload", wl), ("knobs", knobs))
+    return PrimFunc(func.name, func.params, func.body, attrs)
+
+

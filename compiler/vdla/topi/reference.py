@@ -1,0 +1,71 @@
+"""NumPy references of the VDLA operators and the packed layouts they use.
+
+Layouts (B = BATCH, BI = BLOCK_IN, BO = BLOCK_OUT of the config):
+
+- data   NCHW{B}n{BI}c: ``(N/B, C/BI, H, W, B, BI)``
+- kernel OIHW{BO}o{BI}i: ``(O/BO, I/BI, KH, KW, BO, BI)`` -- one BO x BI weight tile per (o, i, kh, kw)
+- bias   ``(O/BO, B, BO)`` int32, each batch row holding the same values
+- output NCHW{B}n{BO}c: ``(N/B, O/BO, OH, OW, B, BO)``
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vdla_hw.config import HwConfig
+
+
+def conv2d_reference(data: np.ndarray, kernel: np.ndarray, bias: np.ndarray | None, stride: int, pad: int,
+                     shift: int, relu: bool, out_width: int = 8, acc_width: int = 32) -> np.ndarray:
+    """int8 NCHW conv2d + bias, then ReLU (optional), arithmetic shift right and clip, as int8 NCHW."""
+    n, c, h, w = data.shape
+    o, c2, kh, kw = kernel.shape
+    if c != c2:
+        raise ValueError(f"data has {c} channels but the kernel expects {c2}")
+    oh, ow = (h + 2 * pad - kh) // stride + 1, (w + 2 * pad - kw) // stride + 1
+    x = np.pad(data.astype(np.int64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    acc = np.zeros((n, o, oh, ow), np.int64)
+    k = kernel.astype(np.int64)
+    for i in range(kh):
+        for j in range(kw):
+            patch = x[:, :, i: i + stride * oh: stride, j: j + stride * ow: stride]
+            acc += np.einsum("nchw,oc->nohw", patch, k[:, :, i, j], optimize=True)
+    if bias is not None:
+        acc += bias.astype(np.int64)[None, :, None, None]
+    half = 1 << (acc_width - 1)
+    acc = ((acc + half) & ((1 << acc_width) - 1)) - half
+    if relu:
+        acc = np.maximum(acc, 0)
+    lo, hi = -(1 << (out_width - 1)), (1 << (out_width - 1)) - 1
+    return np.clip(acc >> shift, lo, hi).astype(np.int8 if out_width <= 8 else np.int32)
+
+
+def dense_reference(data: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, shift: int, relu: bool,
+                    out_width: int = 8, acc_width: int = 32) -> np.ndarray:
+    """int8 ``data (M, K) @ weight (N, K).T`` + bias, ReLU, shift, clip."""
+    out = conv2d_reference(data[:, :, None, None], weight[:, :, None, None], bias, 1, 0, shift, relu,
+                           out_width, acc_width)
+    return out[:, :, 0, 0]
+
+
+def pack_data(cfg: HwConfig, data: np.ndarray) -> np.ndarray:
+    n, c, h, w = data.shape
+    b, bi = cfg.batch, cfg.block_in
+    return np.ascontiguousarray(data.reshape(n // b, b, c // bi, bi, h, w).transpose(0, 2, 4, 5, 1, 3))
+
+
+def pack_kernel(cfg: HwConfig, kernel: np.ndarray) -> np.ndarray:
+    o, i, kh, kw = kernel.shape
+    bo, bi = cfg.block_out, cfg.block_in
+    return np.ascontiguousarray(kernel.reshape(o // bo, bo, i // bi, bi, kh, kw).transpose(0, 2, 4, 5, 1, 3))
+
+
+def pack_bias(cfg: HwConfig, bias: np.ndarray) -> np.ndarray:
+    blocks = bias.astype(np.int32).reshape(-1, 1, cfg.block_out)
+    return np.ascontiguousarray(np.broadcast_to(blocks, (blocks.shape[0], cfg.batch, cfg.block_out)))
+
+
+def unpack_output(out: np.ndarray) -> np.ndarray:
+    """``(N/B, O/BO, OH, OW, B, BO)`` -> NCHW."""
+    nb, ob, oh, ow, b, bo = out.shape
+    return np.ascontiguousarray(out.transpose(0, 4, 1, 5, 2, 3).reshape(nb * b, ob * bo, oh, ow))

@@ -1,0 +1,125 @@
+"""The conv2d schedule and each VDLA pass, checked by running the program before and after it on
+the TIR interpreter, and the final stream on fsim and cycle, bit-exact vs NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from compiler.tir import Allocate, BufferLoad, Evaluate, For, IntImm, SeqStmt, run as interpret
+from compiler.tir.functor import collect, replace_node
+from compiler.vdla import VdlaTarget, build, passes
+from compiler.vdla.passes import VdlaLoweringError, inject_alu_op
+from compiler.vdla.decode import as_dma, as_uop_insn, split_deps
+from compiler.vdla.stmt import DEPS, UOP_LOOP
+from compiler.vdla.topi import Conv2dKnobs, Conv2dWorkload, Requantize, conv2d_func, conv2d_schedule
+from compiler.vdla.topi import reference as ref
+from compiler.vdla.topi.ops import random_conv_data
+
+TARGET = VdlaTarget.from_config("default")
+WL = Conv2dWorkload(1, 32, 6, 6, 32, 3, 3, 1, 1)
+KNOBS = Conv2dKnobs(oc_tile=1, oh_tile=3, ic_tile=1, virtual_threads=2, vt_axis="oc", loop_order="oc_oh")
+EPI = Requantize(shift=9)
+
+
+def _run(func, data, kernel, bias):  # type: ignore[no-untyped-def]
+    cfg = TARGET.config
+    out = np.zeros((1, WL.oc // 16, WL.oh, WL.ow, 1, 16), np.int8)
+    interpret(func, ref.pack_data(cfg, data), ref.pack_kernel(cfg, kernel), ref.pack_bias(cfg, bias), out)
+    return ref.unpack_output(out)
+
+
+def _stages():  # type: ignore[no-untyped-def]
+    func = conv2d_func(WL, KNOBS, TARGET, EPI)
+    out = [("scheduled", func)]
+    for name, fn in passes(TARGET):
+        func = fn(func)
+        out.append((name, func))
+    return out
+
+
+@pytest.fixture(scope="module")
+def stages():  # type: ignore[no-untyped-def]
+    return _stages()
+
+
+def test_every_stage_runs_bit_exact_on_the_interpreter(stages) -> None:  # type: ignore[no-untyped-def]
+    data, kernel, bias = random_conv_data(WL, seed=1)
+    want = ref.conv2d_reference(data, kernel, bias, 1, 1, EPI.shift, EPI.relu)
+    for name, func in stages:
+        assert np.array_equal(_run(func, data, kernel, bias), want), f"after {name}"
+
+
+def test_pass_outputs_have_the_expected_form(stages) -> None:  # type: ignore[no-untyped-def]
+    text = {name: str(func) for name, func in stages}
+    assert "block " in text["scheduled"] and "block " not in text["lower_blocks"]
+    assert "vdla.gemm_uop" in text["scheduled"] and "vdla.gemm_reset_uop" in text["scheduled"]
+    # the scope is lifted above the loops around the tensorized micro-op
+    assert text["lower_blocks"].count("vdla.uop_scope") == text["inject_uop_scope"].count("vdla.uop_scope")
+    lifted = text["inject_uop_scope"].split("vdla.uop_scope = 'gemm'")[2]
+    assert lifted.lstrip().startswith("for ")
+    assert "vdla.alu_uop" not in text["inject_uop_scope"] and "vdla.alu_uop" in text["inject_alu_op"]
+    assert "vdla.load" not in text["inject_alu_op"] and "vdla.load" in text["inject_dma_copy"]
+    assert "vdla.store" in text["inject_dma_copy"]
+    assert UOP_LOOP in text["fold_uop_loop"]
+    assert "virtual_thread" in text["fold_uop_loop"] and "virtual_thread" not in text["inject_virtual_thread"]
+    assert ".vt1" in text["inject_virtual_thread"]
+    assert "alloc vdla_inp" in text["allocate_sram"]
+    assert " for " not in text["unroll_stream"].split("vdla.uop_scope")[0]
+    assert DEPS in text["insert_dep_token"]
+
+
+def test_schedule_uses_the_generic_primitives() -> None:
+    s = conv2d_schedule(WL, KNOBS, TARGET, EPI)
+    steps = " ".join(s.trace)
+    for primitive in ("cache_read(data_pad, 'vdla.inp')", "cache_read(kernel, 'vdla.wgt')",
+                      "cache_write(conv, 'vdla.acc')", "compute_at(", "decompose_reduction(", "compact_buffers()",
+                      "'vthread')", "tensorize(b_c, vdla.gemm_1x16x16)", "vdla.gemm_1x16x16_reset)"):
+        assert primitive in steps
+    # every on-chip buffer was compacted to one tile's region
+    text = str(s.func)
+    assert "data_pad_vdla.inp: int8[1, 1, 5, 8, 1, 16]" in text and "conv_vdla.acc: int32[1, 1, 3, 6, 1, 16]" in text
+
+
+def test_epilogue_becomes_in_place_alu_ops_in_order(stages) -> None:  # type: ignore[no-untyped-def]
+    func = dict(stages)["unroll_stream"]
+    ops = [as_uop_insn(s).alu_op.name for s in func.body.body.body.body.stmts  # type: ignore[union-attr]
+           if as_uop_insn(s) is not None and as_uop_insn(s).kind == "alu"]
+    assert ops[:8:2] == ops[1:8:2] == ["ADD", "MAX", "SHR", "MIN"]  # the two virtual threads interleave  # bias, ReLU, requantize shift, clip (no lower clip after ReLU)
+
+
+def test_in_place_epilogue_refuses_a_later_reader() -> None:
+    func = dict(_stages())["inject_uop_scope"]
+    body = func.body
+    acc = next(n.buffer for n in collect(body, lambda n: isinstance(n, Allocate)) if n.buffer.name == "conv_vdla.acc")
+    tile = next(n for n in collect(body, lambda n: isinstance(n, SeqStmt)) if any(
+        isinstance(x, For) and x.loop_var.name == "o_i" for x in n.stmts))
+    reread = Evaluate(BufferLoad(acc, tuple(IntImm(0) for _ in acc.shape)))
+    broken = func.with_body(replace_node(body, tile, SeqStmt(tile.stmts + (reread,))))
+    with pytest.raises(VdlaLoweringError, match="later statement reads it"):
+        inject_alu_op(broken, TARGET)
+
+
+def test_virtual_threads_get_disjoint_sram_regions(stages) -> None:  # type: ignore[no-untyped-def]
+    func = dict(stages)["unroll_stream"]
+    gemm_inputs = set()
+    for s in func.body.body.body.body.stmts:  # three arena allocations around the stream
+        insn = as_uop_insn(split_deps(s)[1])
+        if insn is not None and insn.kind == "gemm" and not insn.reset:
+            gemm_inputs.add(min(u.src for u in insn.uops))
+    assert len(gemm_inputs) == 2
+
+
+def test_dma_padding_is_inferred_from_the_condition(stages) -> None:  # type: ignore[no-untyped-def]
+    func = dict(stages)["unroll_stream"]
+    pads = {as_dma(s).pad for s in func.body.body.body.body.stmts if as_dma(s) is not None and as_dma(s).load}  # type: ignore[union-attr]
+    assert (1, 0, 1, 1) in pads and (0, 1, 1, 1) in pads  # top and bottom row tiles pad differently
+
+
+@pytest.mark.parametrize("backend", ["fsim", "cycle"])
+def test_compiled_program_is_bit_exact(backend: str) -> None:
+    module = build(conv2d_func(WL, KNOBS, TARGET, EPI), TARGET)
+    data, kernel, bias = random_conv_data(WL, seed=2)
+    cfg = TARGET.config
+    got = module(ref.pack_data(cfg, data), ref.pack_kernel(cfg, kernel), ref.pack_bias(cfg, bias), backend=backend)
+    assert np.array_equal(ref.unpack_output(got), ref.conv2d_reference(data, kernel, bias, 1, 1, EPI.shift, EPI.relu))
