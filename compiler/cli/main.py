@@ -17,6 +17,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hw",
     "sim",
     "demo",
+    "compile_op",
+    "model",
 )
 
 

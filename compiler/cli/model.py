@@ -1,0 +1,134 @@
+"""``vdla compile`` and ``vdla run``: whole models, from an ONNX file to a deployable module and back.
+
+    vdla compile model.onnx --target vdla --config default --calibrate data.npz -o model.vdla
+    vdla run model.vdla --input x.npy --backend cycle --profile --trace vdla.json --output y.npy
+
+``run`` needs only the runtime: it never imports the compiler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("compile", help="compile an ONNX model into a deployable module (.vdla)",
+                              description="Compile an ONNX model for the CPU (llvm) or the VDLA (int8) into one file.")
+    p.add_argument("model", help="the ONNX file")
+    p.add_argument("--target", choices=("llvm", "vdla"), default="llvm", help="llvm (CPU, fp32) or vdla (int8)")
+    p.add_argument("--config", default="default", help="hardware preset name or .json path (vdla; default: default)")
+    p.add_argument("--calibrate", metavar="DATA.npz",
+                   help="calibration inputs for int8 quantization (vdla): arrays named like the model's inputs, "
+                        "their first axis the sample index (a .npy file for a one-input model)")
+    p.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,...",
+                   help="fix a symbolic input shape, e.g. x=1,3,224,224 (repeatable)")
+    p.add_argument("--quantize-first-conv", action="store_true", help="quantize the first conv too (default: float)")
+    p.add_argument("--cpu-target", default="llvm", help="LLVM target of the CPU kernels (default: this host)")
+    p.add_argument("-o", "--output", required=True, help="the module file to write (.vdla)")
+    p.set_defaults(func=cmd_compile)
+
+    p = subparsers.add_parser("run", help="run a compiled module (.vdla) on an input",
+                              description="Run a module written by `vdla compile`; the VDLA part on any backend.")
+    p.add_argument("module", help="the .vdla file")
+    p.add_argument("--input", action="append", required=True, metavar="[NAME=]X.npy",
+                   help="an input array (.npy); NAME= is needed when the model has several inputs")
+    p.add_argument("--backend", default="fsim", help="backend of the VDLA nodes: fsim, cycle, rtl (default: fsim)")
+    p.add_argument("--profile", action="store_true", help="print per-node times (CPU) and cycles/utilization (VDLA)")
+    p.add_argument("--trace", metavar="OUT.json", help="with --backend cycle: a Chrome timeline of the VDLA nodes")
+    p.add_argument("--threads", type=int, default=1, help="threads of the CPU kernels (0 = all; default: 1)")
+    p.add_argument("--output", metavar="Y.npy", help="write the (first) output here")
+    p.add_argument("--json", metavar="OUT.json", help="write the profile as JSON")
+    p.set_defaults(func=cmd_run)
+
+
+def _shapes(items: list[str]) -> dict[str, tuple[int, ...]]:
+    out = {}
+    for item in items:
+        name, _, dims = item.partition("=")
+        try:
+            out[name] = tuple(int(d) for d in dims.split(","))
+        except ValueError:
+            raise ValueError(f"bad --shape {item!r}: use NAME=D0,D1,..., e.g. x=1,3,224,224") from None
+    return out
+
+
+def _calibration(path: str, input_names: list[str]) -> list[dict[str, np.ndarray]]:
+    data = np.load(path, allow_pickle=False)
+    if isinstance(data, np.ndarray):
+        if len(input_names) != 1:
+            raise ValueError(f"{path}: the model has inputs {input_names}; use an .npz with one array per input")
+        arrays = {input_names[0]: data}
+    else:
+        with data:
+            arrays = {k: data[k] for k in data.files}
+    missing = sorted(set(input_names) - set(arrays))
+    if missing:
+        raise ValueError(f"{path} has arrays {sorted(arrays)} but the model's inputs {missing} are missing")
+    count = len(arrays[input_names[0]])
+    return [{k: arrays[k][i] for k in input_names} for i in range(count)]
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    from compiler.frontend.onnx import from_onnx
+    from compiler.graph.build import build_model
+
+    graph = from_onnx(args.model, shapes=_shapes(args.shape) or None)
+    samples = None
+    if args.target == "vdla":
+        if not args.calibrate:
+            raise ValueError("--target vdla quantizes to int8: pass --calibrate data.npz with sample inputs")
+        names = [n.name for n in graph.input_nodes]
+        samples = _calibration(args.calibrate, names)
+        for s in samples:
+            for n in graph.input_nodes:
+                s[n.name] = np.asarray(s[n.name], n.type.dtype).reshape(n.type.shape)
+    compiled = build_model(graph, target=args.target, config=args.config, calibrate=samples,
+                           skip_first_conv=not args.quantize_first_conv, cpu_target=args.cpu_target,
+                           name=Path(args.model).stem)
+    path = compiled.export(args.output)
+    where = ", ".join(f"{k} {v}" for k, v in sorted(compiled.placement().items()))
+    print(f"compiled {args.model} for {args.target} in {compiled.compile_seconds:.2f} s: {where} nodes -> {path}")
+    for name, reason in compiled.fallbacks.items():
+        print(f"  {name}: on the CPU, {reason}")
+    return 0
+
+
+def _inputs(items: list[str], names: list[str]) -> dict[str, np.ndarray]:
+    out = {}
+    for item in items:
+        name, sep, file = item.rpartition("=")
+        if not sep:
+            if len(names) != 1:
+                raise ValueError(f"the model has inputs {names}: name each one, --input NAME=X.npy")
+            name = names[0]
+        out[name] = np.load(file, allow_pickle=False)
+    return out
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from runtime.graph_executor import load
+
+    module = load(args.module)
+    module.set_num_threads(args.threads)
+    inputs = _inputs(args.input, module.input_names)
+    if args.profile or args.trace:
+        outputs, profile = module.profile(inputs, backend=args.backend, trace=args.trace)
+        print(profile.table())
+        if profile.trace:
+            print(f"timeline of the VDLA nodes: {profile.trace} (open it in ui.perfetto.dev)")
+        if args.json:
+            Path(args.json).write_text(json.dumps(profile.to_json(), indent=1))
+    else:
+        outputs = module.run(inputs, backend=args.backend)
+    for name, y in zip(module.output_names, outputs):
+        flat = y.reshape(-1)
+        head = np.array2string(flat[:8], precision=4, separator=", ")
+        print(f"{name}: {y.dtype}{list(y.shape)} {head}{' ...' if flat.size > 8 else ''}"
+              + (f" argmax {int(flat.argmax())}" if flat.size > 1 else ""))
+    if args.output:
+        np.save(args.output, outputs[0])
+    return 0

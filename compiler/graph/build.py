@@ -1,0 +1,168 @@
+"""``build_model``: a graph to a deployable module for the CPU (``llvm``) or the VDLA.
+
+>>> mod = build_model(from_onnx("resnet18.onnx"), target="llvm")
+>>> y, = mod.run({"x": x})                       # runs in this process
+>>> mod.export("resnet18.vdla")                  # one file; runtime.graph_executor.load reads it
+
+``llvm``: fold batch norms and constants, fuse, and compile every kernel with the LLVM
+backend into one shared library.  ``vdla``: quantize to int8 with the calibration
+samples, pack for the hardware config, fuse and partition; each VDLA kernel becomes a
+program (:mod:`compiler.graph.lower_vdla`), everything else CPU kernels
+(:mod:`compiler.graph.lower_llvm`).  A VDLA kernel whose chain the accelerator cannot run
+exactly falls back to the CPU, and the module lists it with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from vdla_hw.config import HwConfig, load_config
+
+from compiler.codegen.llvm import LLVMModule, codegen, export_library, jit, parse_target
+from compiler.graph.errors import GraphError, NotLoweredError
+from compiler.graph.ir import Graph, Node
+from compiler.graph.lower_llvm import CpuKernel, build_kernel
+from compiler.graph.lower_vdla import VdlaKernel, compile_kernel
+from compiler.graph.passes import optimize_for_cpu, optimize_for_vdla, plan_memory
+from runtime.graph_executor import GraphModule
+from runtime.module_format import FORMAT, VERSION
+
+TARGETS = ("llvm", "vdla")
+
+Samples = Sequence[Mapping[str, np.ndarray]]
+
+
+@dataclass
+class CompiledModule:
+    """A compiled model: a runnable :class:`~runtime.graph_executor.GraphModule` plus build facts."""
+
+    module: GraphModule
+    graph: Graph
+    """The optimized (fused, and for vdla partitioned) graph the module runs."""
+    llvm_module: LLVMModule | None
+    compile_seconds: float
+    fallbacks: dict[str, str] = field(default_factory=dict)
+    """VDLA kernels that run on the CPU instead, with the reason."""
+
+    def run(self, inputs: Mapping[str, np.ndarray] | np.ndarray, backend: str = "fsim", **options: Any) -> list[np.ndarray]:
+        return self.module.run(inputs, backend=backend, **options)
+
+    def export(self, path: str | os.PathLike[str]) -> Path:
+        """Write one model file (graph, parameters, kernel library, VDLA programs)."""
+        with tempfile.TemporaryDirectory(prefix="vdla_build_") as tmp:
+            library = None
+            if self.llvm_module is not None:
+                library = export_library(self.llvm_module, Path(tmp) / "kernels.so")
+            return self.module.export(path, library)
+
+    def placement(self) -> dict[str, int]:
+        """How many nodes run on each device."""
+        out: dict[str, int] = {}
+        for n in self.module.graph["nodes"]:
+            out[n["device"]] = out.get(n["device"], 0) + 1
+        return out
+
+
+def _samples(calibrate: Samples | Mapping[str, np.ndarray] | np.ndarray | None, graph: Graph) -> list[dict[str, np.ndarray]]:
+    if calibrate is None:
+        raise GraphError("target 'vdla' quantizes to int8 and needs calibration samples: pass calibrate=[{input: array}] "
+                         "(or `vdla compile --calibrate data.npz`)")
+    names = [n.name for n in graph.input_nodes]
+    if isinstance(calibrate, np.ndarray):
+        if len(names) != 1:
+            raise GraphError(f"the graph has inputs {names}: pass the calibration samples as dicts")
+        shape = graph.input_nodes[0].type.shape
+        batch = calibrate.reshape((-1,) + shape)
+        return [{names[0]: batch[i]} for i in range(len(batch))]
+    if isinstance(calibrate, Mapping):
+        return [dict(calibrate)]
+    return [dict(s) for s in calibrate]
+
+
+def _value_ref(graph: Graph, name: str, params: dict[str, np.ndarray], keys: dict[int, str]) -> dict[str, str]:
+    node = graph.node(name)
+    if node.op == "constant":
+        return {"param": _param_key(node.value, params, keys)}
+    return {"value": name}
+
+
+def _param_key(array: np.ndarray, params: dict[str, np.ndarray], keys: dict[int, str]) -> str:
+    key = keys.get(id(array))
+    if key is None:
+        key = keys[id(array)] = f"param{len(params)}"
+        params[key] = np.array(array, order="C")
+    return key
+
+
+def _kernel_name(k: int, node: Node) -> str:
+    return f"k{k}_{node.name}"
+
+
+def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "default",
+                calibrate: Samples | Mapping[str, np.ndarray] | np.ndarray | None = None, *,
+                skip_first_conv: bool = True, cpu_target: str = "llvm", virtual_threads: int = 2,
+                name: str = "model") -> CompiledModule:
+    """Compile ``graph`` for ``target`` (``"llvm"`` or ``"vdla"``); see the module doc."""
+    if target not in TARGETS:
+        raise GraphError(f"unknown target {target!r}; use one of {TARGETS}")
+    t0 = time.perf_counter()
+    cfg = load_config(config) if isinstance(config, str) else config
+    if target == "vdla":
+        g = optimize_for_vdla(graph, cfg, _samples(calibrate, graph), skip_first_conv=skip_first_conv)
+    else:
+        g = optimize_for_cpu(graph)
+    cpu_kernels: list[CpuKernel] = []
+    vdla_kernels: dict[str, VdlaKernel] = {}
+    fallbacks: dict[str, str] = {}
+    params: dict[str, np.ndarray] = {}
+    keys: dict[int, str] = {}
+    nodes: list[dict[str, Any]] = []
+    for n in g.nodes:
+        if n.op in ("input", "constant"):
+            continue
+        if n.op != "fused":
+            raise GraphError(f"node {n.name!r} ({n.op}) is not part of a fused kernel; the pipeline must fuse every node")
+        ops = [b.op for b in n.attrs["body"].nodes if b.op != "input"]
+        if n.attrs.get("target") == "vdla":
+            try:
+                kernel = compile_kernel(n, g, cfg, virtual_threads)
+            except NotLoweredError as exc:
+                fallbacks[n.name] = str(exc)
+            else:
+                vdla_kernels[n.name] = kernel
+                nodes.append({"name": n.name, "device": "vdla", "ops": ops, "program": f"vdla/{len(vdla_kernels)}.vdlaprog",
+                              **kernel.describe()})
+                continue
+        ck = build_kernel(n, g, _kernel_name(len(cpu_kernels), n))
+        cpu_kernels.append(ck)
+        args = [{"value": a} if isinstance(a, str) and g.node(a).op != "constant" else
+                {"param": _param_key(g.node(a).value if isinstance(a, str) else a, params, keys)} for a in ck.args]
+        nodes.append({"name": n.name, "device": "cpu", "ops": ops, "function": ck.name, "args": args})
+    llvm_module = library = None
+    if cpu_kernels:
+        llvm_module = codegen([k.func for k in cpu_kernels], parse_target(cpu_target), name=name)
+        library = jit(llvm_module)
+    plan = plan_memory(g)
+    description = {
+        "format": FORMAT, "version": VERSION, "name": name, "target": target,
+        "config": cfg.to_dict() if target == "vdla" else None,
+        "inputs": [{"name": i.name, "shape": list(i.type.shape), "dtype": i.type.dtype} for i in g.input_nodes],
+        "outputs": [dict(_value_ref(g, o, params, keys), name=o) for o in g.outputs],
+        "values": {n.name: {"shape": list(n.type.shape), "dtype": n.type.dtype}
+                   for n in g.nodes if n.op not in ("input", "constant")},
+        "arena": {"bytes": plan.arena_bytes, "offsets": dict(plan.offsets)},
+        "nodes": nodes,
+    }
+    programs = {nd["program"]: vdla_kernels[nd["name"]].program for nd in nodes if nd["device"] == "vdla"}
+    module = GraphModule(description, params, library, programs)
+    return CompiledModule(module, g, llvm_module, time.perf_counter() - t0, fallbacks)
+
+
+__all__ = ["CompiledModule", "TARGETS", "build_model"]

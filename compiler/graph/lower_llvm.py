@@ -1,0 +1,421 @@
+"""The ``llvm`` lowerings of the graph operators, and fused kernels built from them.
+
+Every graph operator registers ``fn(node, inputs) -> te.Tensor`` for the ``llvm`` target
+(:func:`~compiler.graph.ops.register_lowering`); ``inputs`` are :class:`Operand` s: a
+tensor plus its value when it is a compile-time constant, so a lowering can re-layout
+weights once at compile time instead of in every call.  This file holds the element-wise,
+quantization and data-movement lowerings; :mod:`compiler.graph.lower_llvm_nn` the
+compute-heavy ones, which use ``compiler.topi``'s scheduled operators where they fit and
+record their schedules here.  Every lowering keeps the reference's exact semantics
+(integer wrap, truncating division, round-half-even quantization).
+
+:func:`build_kernel` turns one ``fused`` node into one PrimFunc: it lowers the body
+node by node, applies the recorded topi schedules, inlines the element-wise stages into
+their consumers (so conv + bias + relu is one loop nest writing the output once) and
+vectorizes the remaining stages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from compiler import te, topi
+from compiler.graph.errors import NotLoweredError
+from compiler.graph.ir import Graph, Node
+from compiler.graph.layout import parse_layout
+from compiler.graph.ops import lower, register_lowering
+from compiler.schedule import Schedule, create_schedule
+from compiler.te import ComputeOp, PlaceholderOp, Tensor
+from compiler.tir import op as tir
+from compiler.tir.ir import PrimExpr, PrimFunc, const
+from compiler.tir.pipeline import lower as lower_tir
+from compiler.topi.utils import schedule_elementwise, vector_lanes
+
+
+@dataclass
+class KernelBuilder:
+    """State of one kernel being lowered: its parameters and the schedules to apply."""
+
+    name: str
+    params: list[tuple[Tensor, str | np.ndarray]] = field(default_factory=list)
+    """(placeholder, source): a graph value's name, or a constant computed at compile time."""
+    schedules: list[Callable[[Schedule], None]] = field(default_factory=list)
+    anchors: set[int] = field(default_factory=set)
+
+    def constant(self, array: np.ndarray, hint: str) -> Tensor:
+        """A kernel parameter holding ``array`` (e.g. weights re-laid out for a topi operator)."""
+        t = te.placeholder(array.shape, array.dtype.name, name=f"{hint}_{len(self.params)}")
+        self.params.append((t, np.array(array, order="C")))
+        return t
+
+    def scheduled(self, out: Tensor, fn: Callable[[Schedule], None], inputs: Sequence[Tensor]) -> Tensor:
+        """Mark ``out`` as scheduled by ``fn`` (a topi schedule of ``out`` computed from ``inputs``):
+        it and the stages topi made on the way are left to ``fn``, never inlined or re-scheduled."""
+        self.schedules.append(fn)
+        outside = {id(op) for op in te.topo_ops(list(inputs))}
+        self.anchors.update(id(op) for op in te.topo_ops([out]) if id(op) not in outside)
+        return out
+
+
+@dataclass(frozen=True)
+class Operand:
+    """An operator input: its tensor, its value when constant, and the kernel it belongs to."""
+
+    tensor: Tensor
+    value: np.ndarray | None
+    kernel: KernelBuilder
+
+
+# ---- helpers -------------------------------------------------------------------------------------
+def _shape(t: Tensor) -> tuple[int, ...]:
+    return tuple(int(s.value) for s in t.shape)  # type: ignore[attr-defined]
+
+
+def _c(value: float | int, dtype: str) -> PrimExpr:
+    return const(value, dtype)
+
+
+def _bcast(t: Tensor, idx: Sequence[PrimExpr]) -> PrimExpr:
+    """``t`` read at output index ``idx`` with NumPy broadcasting."""
+    shape = _shape(t)
+    tail = idx[len(idx) - len(shape):] if shape else ()
+    return t[tuple(0 if s == 1 else i for s, i in zip(shape, tail))]
+
+
+def _out_shape(node: Node) -> tuple[int, ...]:
+    return node.type.shape
+
+
+def _elementwise(node: Node, fn: Callable[..., PrimExpr], *xs: Tensor) -> Tensor:
+    return te.compute(_out_shape(node), lambda *i: fn(*(_bcast(x, i) for x in xs)), name=node.name)
+
+
+def _layout_index(idx: Sequence[PrimExpr], src: str, dst: str) -> tuple[PrimExpr, ...]:
+    """Index into a ``src``-layout tensor of the element at ``idx`` of its ``dst``-layout copy."""
+    d, s = parse_layout(dst), parse_layout(src)
+    primal = {}
+    for a in d.primal:
+        outer = idx[d.axes.index(a)]
+        primal[a] = outer * d.factor(a) + idx[d.axes.index(a.lower())] if a.lower() in d.axes else outer
+    out = []
+    for a in s.axes:
+        f = s.factor(a)
+        if a.isupper():
+            out.append(primal[a] // f if f > 1 else primal[a])
+        else:
+            out.append(primal[a.upper()] % f if f > 1 else primal[a.upper()] * 0)
+    return tuple(out)
+
+
+def _relayout(x: Tensor, src: str, dst: str, shape: tuple[int, ...], name: str) -> Tensor:
+    if src == dst:
+        return x
+    return te.compute(shape, lambda *i: x[_layout_index(i, src, dst)], name=name)
+
+
+def _round_half_even(x: PrimExpr) -> PrimExpr:
+    """NumPy's ``rint`` on a float: floor, then resolve exact halves to the even neighbour."""
+    f = tir.floor(x)
+    d = x - f
+    half = _c(0.5, x.dtype)
+    odd = (f - _c(2.0, x.dtype) * tir.floor(f * half)) != _c(0.0, x.dtype)
+    up = (d > half) | ((d == half) & odd)
+    return tir.if_then_else(up, f + _c(1.0, x.dtype), f)
+
+
+# ---- element-wise ----------------------------------------------------------------------------------
+@register_lowering("relu", "llvm")
+def _relu(node: Node, xs: Sequence[Operand]) -> Tensor:
+    return _elementwise(node, lambda v: tir.max(v, _c(0, v.dtype)), xs[0].tensor)
+
+
+@register_lowering("sigmoid", "llvm")
+def _sigmoid(node: Node, xs: Sequence[Operand]) -> Tensor:
+    return _elementwise(node, te.sigmoid, xs[0].tensor)
+
+
+@register_lowering("tanh", "llvm")
+def _tanh(node: Node, xs: Sequence[Operand]) -> Tensor:
+    return _elementwise(node, te.tanh, xs[0].tensor)
+
+
+@register_lowering("clip", "llvm")
+def _clip(node: Node, xs: Sequence[Operand]) -> Tensor:
+    lo, hi = node.attrs.get("a_min"), node.attrs.get("a_max")
+    dtype = node.type.dtype
+
+    def bound(v: float | int) -> PrimExpr:
+        return _c(np.asarray(v).astype(dtype).item(), dtype)  # the reference casts the bounds first
+
+    def fn(v: PrimExpr) -> PrimExpr:
+        if lo is not None:
+            v = tir.max(v, bound(lo))
+        return tir.min(v, bound(hi)) if hi is not None else v
+
+    return _elementwise(node, fn, xs[0].tensor)
+
+
+@register_lowering("cast", "llvm")
+def _cast(node: Node, xs: Sequence[Operand]) -> Tensor:
+    return _elementwise(node, lambda v: v.astype(node.attrs["dtype"]), xs[0].tensor)
+
+
+@register_lowering("right_shift", "llvm")
+def _right_shift(node: Node, xs: Sequence[Operand]) -> Tensor:
+    s, dtype = node.attrs["shift"], node.type.dtype
+    # Floor division by 2**s is the arithmetic shift; a negative amount multiplies (wrapping).
+    if s >= 0:
+        return _elementwise(node, lambda v: v // _c(1 << s, dtype) if s else v, xs[0].tensor)
+    return _elementwise(node, lambda v: v * _c(1 << -s, dtype), xs[0].tensor)
+
+
+_BINARY: dict[str, Callable[[PrimExpr, PrimExpr], PrimExpr]] = {
+    "add": lambda a, b: a + b, "subtract": lambda a, b: a - b, "multiply": lambda a, b: a * b,
+    "divide": lambda a, b: a / b, "maximum": tir.max, "minimum": tir.min,
+}
+
+
+def _register_binary(name: str, fn: Callable[[PrimExpr, PrimExpr], PrimExpr]) -> None:
+    @register_lowering(name, "llvm")
+    def _lower(node: Node, xs: Sequence[Operand]) -> Tensor:
+        return _elementwise(node, fn, xs[0].tensor, xs[1].tensor)
+
+
+for _name, _fn in _BINARY.items():
+    _register_binary(_name, _fn)
+
+
+@register_lowering("batch_norm", "llvm")
+def _batch_norm(node: Node, xs: Sequence[Operand]) -> Tensor:
+    x, scale, bias, mean, var = (o.tensor for o in xs)
+    eps = _c(node.attrs["epsilon"], node.type.dtype)
+
+    def fn(*i: PrimExpr) -> PrimExpr:
+        c = i[1]
+        return (x[i] - mean[c]) / te.sqrt(var[c] + eps) * scale[c] + bias[c]
+
+    return te.compute(_out_shape(node), fn, name=node.name)
+
+
+# ---- quantization -------------------------------------------------------------------------------
+def _per_axis(t: Tensor, idx: Sequence[PrimExpr], axis: int) -> PrimExpr:
+    shape = _shape(t)
+    if len(shape) == 0:
+        return t[()]
+    return t[(0,) if shape[0] == 1 else (idx[axis % len(idx)],)]
+
+
+@register_lowering("quantize_linear", "llvm")
+def _quantize_linear(node: Node, xs: Sequence[Operand]) -> Tensor:
+    x, scale = xs[0].tensor, xs[1].tensor
+    zp = xs[2].tensor if len(xs) == 3 else None
+    axis, dtype = node.attrs["axis"], node.type.dtype
+    info = np.iinfo(dtype)
+    ft = x.dtype if x.dtype != "int32" else "float32"
+
+    def fn(*i: PrimExpr) -> PrimExpr:
+        q = _round_half_even(x[i].astype(ft) / _per_axis(scale, i, axis).astype(ft)).astype("float64")
+        if zp is not None:
+            q = q + _per_axis(zp, i, axis).astype("float64")
+        q = tir.min(tir.max(q, _c(float(info.min), "float64")), _c(float(info.max), "float64"))
+        return q.astype(dtype)
+
+    return te.compute(_out_shape(node), fn, name=node.name)
+
+
+@register_lowering("dequantize_linear", "llvm")
+def _dequantize_linear(node: Node, xs: Sequence[Operand]) -> Tensor:
+    x, scale = xs[0].tensor, xs[1].tensor
+    zp = xs[2].tensor if len(xs) == 3 else None
+    axis, dtype = node.attrs["axis"], node.type.dtype
+
+    def fn(*i: PrimExpr) -> PrimExpr:
+        v = x[i].astype("int64")
+        if zp is not None:
+            v = v - _per_axis(zp, i, axis).astype("int64")
+        return v.astype(dtype) * _per_axis(scale, i, axis)
+
+    return te.compute(_out_shape(node), fn, name=node.name)
+
+
+# ---- data movement --------------------------------------------------------------------------------
+@register_lowering("reshape", "llvm")
+def _reshape(node: Node, xs: Sequence[Operand]) -> Tensor:
+    x = xs[0].tensor
+    src = _shape(x)
+    out = _out_shape(node)
+    if tuple(d for d in src if d != 1) == tuple(d for d in out if d != 1):
+        # Only unit axes change: a pure re-indexing, no division.
+        keep = [i for i, d in enumerate(out) if d != 1]
+        src_keep = [i for i, d in enumerate(src) if d != 1]
+
+        def squeeze(*i: PrimExpr) -> PrimExpr:
+            idx: list[PrimExpr | int] = [0] * len(src)
+            for so, oo in zip(src_keep, keep):
+                idx[so] = i[oo]
+            return x[tuple(idx)]
+
+        return te.compute(out, squeeze, name=node.name)
+
+    def fn(*i: PrimExpr) -> PrimExpr:
+        flat: PrimExpr | int = 0
+        for k, d in zip(i, out):
+            flat = flat * d + k
+        idx = []
+        for d in reversed(src):
+            idx.append(flat % d)
+            flat = flat // d
+        return x[tuple(reversed(idx))]
+
+    return te.compute(out, fn, name=node.name)
+
+
+@register_lowering("transpose", "llvm")
+def _transpose(node: Node, xs: Sequence[Operand]) -> Tensor:
+    return topi.transpose(xs[0].tensor, node.attrs["axes"], name=node.name)
+
+
+@register_lowering("concatenate", "llvm")
+def _concatenate(node: Node, xs: Sequence[Operand]) -> Tensor:
+    out = _out_shape(node)
+    axis = node.attrs["axis"] % len(out)
+    starts = np.cumsum([0] + [_shape(o.tensor)[axis] for o in xs]).tolist()
+
+    def fn(*i: PrimExpr) -> PrimExpr:
+        value: PrimExpr | None = None
+        for k in reversed(range(len(xs))):
+            idx = list(i)
+            idx[axis] = i[axis] - starts[k]
+            v = xs[k].tensor[tuple(idx)]
+            value = v if value is None else tir.if_then_else(i[axis] < starts[k + 1], v, value)
+        assert value is not None
+        return value
+
+    return te.compute(out, fn, name=node.name)
+
+
+def _pad_index(i: PrimExpr, lo: int, size: int, mode: str) -> PrimExpr:
+    """Source index of output index ``i`` along one axis (before the crop) for the non-constant modes."""
+    j = i - lo
+    if mode == "edge":
+        return tir.min(tir.max(j, 0), size - 1)
+    if mode == "wrap":
+        return j % size
+    period = 2 * (size - 1)
+    m = j % period if size > 1 else j * 0
+    return tir.if_then_else(m < size, m, period - m)
+
+
+@register_lowering("pad", "llvm")
+def _pad(node: Node, xs: Sequence[Operand]) -> Tensor:
+    x = xs[0].tensor
+    shape, mode, dtype = _shape(x), node.attrs["mode"], node.type.dtype
+    widths = node.attrs["pad_width"]
+    fill = _c(np.asarray(node.attrs["value"]).astype(dtype).item(), dtype)
+
+    def fn(*i: PrimExpr) -> PrimExpr:
+        # Output index i is index i + crop of the grown array; grown index g reads source g - grow.
+        idx, inside = [], []
+        for k, (lo, _) in enumerate(widths):
+            g = i[k] + max(-lo, 0)
+            grow = max(lo, 0)
+            if mode == "constant":
+                idx.append(g - grow)
+                if grow or widths[k][1] > 0:
+                    inside += [g >= grow, g < grow + shape[k]]
+            else:
+                idx.append(_pad_index(g, grow, shape[k], mode))
+        if not inside:
+            return x[tuple(idx)]
+        safe = tuple(tir.min(tir.max(j, 0), s - 1) for j, s in zip(idx, shape))
+        cond = inside[0]
+        for c in inside[1:]:
+            cond = cond & c
+        return tir.if_then_else(cond, x[safe], fill)
+
+    return te.compute(_out_shape(node), fn, name=node.name)
+
+
+@register_lowering("layout_transform", "llvm")
+def _layout_transform(node: Node, xs: Sequence[Operand]) -> Tensor:
+    return _relayout(xs[0].tensor, node.attrs["src_layout"], node.attrs["dst_layout"], _out_shape(node), node.name)
+
+
+# ---- kernels ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CpuKernel:
+    """One compiled CPU kernel: its lowered function and where each parameter comes from."""
+
+    name: str
+    func: PrimFunc
+    args: tuple[str | np.ndarray, ...]
+    """Per input parameter, in order: a graph value name or a compile-time constant."""
+
+
+def _inline_elementwise(s: Schedule, out: Tensor, kb: KernelBuilder) -> None:
+    """Inline every element-wise stage whose consumers are all element-wise (never into a reduction)."""
+    ops = te.topo_ops([out])
+    consumers: dict[int, list[ComputeOp]] = {}
+    for op in ops:
+        for t in op.input_tensors():
+            consumers.setdefault(id(t.op), []).append(op)  # type: ignore[arg-type]
+    for op in reversed(ops):
+        if op is out.op or not isinstance(op, ComputeOp) or op.reduce_axis or id(op) in kb.anchors:
+            continue
+        users = consumers.get(id(op), [])
+        if users and all(isinstance(u, ComputeOp) and not u.reduce_axis and id(u) not in kb.anchors for u in users):
+            s.compute_inline(op.outputs[0])
+        else:
+            schedule_elementwise(s, op.outputs[0], vector_lanes(None))
+
+
+def build_kernel(node: Node, graph: Graph, name: str) -> CpuKernel:
+    """Lower one ``fused`` node of ``graph`` into a scheduled, lowered PrimFunc named ``name``."""
+    body: Graph = node.attrs["body"]
+    kb = KernelBuilder(name)
+    env: dict[str, Operand] = {}
+    for p, outer in zip(body.input_nodes, node.inputs):
+        src = graph.node(outer)
+        value = src.value if src.op == "constant" else None
+        t = te.placeholder(p.type.shape, p.type.dtype, name=f"p{len(kb.params)}")
+        kb.params.append((t, outer))
+        env[p.name] = Operand(t, value, kb)
+    for n in body.nodes:
+        if n.op == "input":
+            continue
+        if n.op == "constant":
+            env[n.name] = Operand(kb.constant(n.value, "c"), n.value, kb)
+            continue
+        out_t = lower(n, "llvm", [env[i] for i in n.inputs])
+        env[n.name] = Operand(out_t, None, kb)
+    out = env[body.outputs[0]].tensor
+    if isinstance(out.op, PlaceholderOp):
+        src = out  # the kernel returns one of its inputs: copy it
+        out = te.compute(_shape(src), lambda *i: src[i], name=f"{name}_out")
+    s = create_schedule(out)
+    for fn in kb.schedules:
+        fn(s)
+    _inline_elementwise(s, out, kb)
+    if id(out.op) not in kb.anchors:
+        ro = out.op.reduce_axis if isinstance(out.op, ComputeOp) else ()
+        if not ro:
+            schedule_elementwise(s, out, vector_lanes(None))
+    used = {id(op) for op in te.topo_ops([out])}
+    params = [(t, src) for t, src in kb.params if id(t.op) in used]
+    func = lower_tir(s, "llvm")
+    order = [t.buffer for t, _ in params] + [out.buffer]
+    by_id = {id(b): b for b in func.params}
+    missing = [b.name for b in order if id(b) not in by_id]
+    if missing:
+        raise NotLoweredError(f"kernel {name}: parameters {missing} did not survive lowering")
+    func = PrimFunc(name, tuple(order), func.body, func.attrs)
+    return CpuKernel(name, func, tuple(src for _, src in params))
+
+
+__all__ = ["CpuKernel", "KernelBuilder", "Operand", "build_kernel"]
+
+# The compute-heavy operators' lowerings use the helpers above; importing them registers them.
+from compiler.graph import lower_llvm_nn  # noqa: E402,F401

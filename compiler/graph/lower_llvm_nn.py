@@ -1,0 +1,293 @@
+"""The ``llvm`` lowerings of the compute-heavy graph operators: conv2d, dense, matmul, softmax,
+pooling and means (the element-wise and data-movement ones live in :mod:`compiler.graph.lower_llvm`).
+
+Float conv2d with constant weights runs topi's blocked NCHWc micro-kernel (weights blocked at
+compile time, the data blocked and the result unblocked inside the same kernel); float dense
+with constant weights runs topi's ``dense_pack``; pooling, softmax over the last axis use
+topi's schedules.  Every other case (integer operands, packed layouts, groups, dilation,
+ceil mode, ...) is a plain reduction with the reference's exact semantics.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from compiler import te, topi
+from compiler.graph.ir import Node
+from compiler.graph.layout import parse_layout, unpack
+from compiler.graph.lower_llvm import KernelBuilder, Operand, _c, _out_shape, _relayout, _shape
+from compiler.graph.ops import register_lowering
+from compiler.te import Tensor
+from compiler.tir import op as tir
+from compiler.tir.ir import PrimExpr
+from compiler.topi.utils import vector_lanes
+
+#: Widest channel block of the blocked conv2d (one AVX-512 register of fp32).
+_CONV_BLOCK = 16
+
+
+def _acc_dtype(node: Node) -> str:
+    return node.type.dtype
+
+
+def _conv2d_generic(node: Node, x: Tensor, w: Tensor, name: str) -> Tensor:
+    """NCHW x OIHW convolution with any padding, stride, dilation, groups and dtype."""
+    a = node.attrs
+    n, c, h, wd = _shape(x)
+    o, ci, kh, kw = _shape(w)
+    pt, pl, _, _ = a["padding"]
+    (sh, sw), (dh, dw) = a["strides"], a["dilation"]
+    og = o // a["groups"]
+    acc = _acc_dtype(node)
+    _, _, oh, ow = parse_layout("NCHW").shape(
+        parse_layout(a.get("out_layout") or a["data_layout"]).primal_shape(node.type.shape))
+    rc, ry, rx = te.reduce_axis(ci, "rc"), te.reduce_axis(kh, "ry"), te.reduce_axis(kw, "rx")
+
+    def fn(b: PrimExpr, k: PrimExpr, y: PrimExpr, xx: PrimExpr) -> PrimExpr:
+        iy, ix = y * sh + ry * dh - pt, xx * sw + rx * dw - pl
+        cin = (k // og) * ci + rc if a["groups"] > 1 else rc
+        inside = (iy >= 0) & (iy < h) & (ix >= 0) & (ix < wd)
+        v = x[b, cin, tir.min(tir.max(iy, 0), h - 1), tir.min(tir.max(ix, 0), wd - 1)].astype(acc)
+        v = tir.if_then_else(inside, v, _c(0, acc)) if (pt or pl or a["padding"][2] or a["padding"][3]) else v
+        return te.sum(v * w[k, rc, ry, rx].astype(acc), axis=[rc, ry, rx])
+
+    return te.compute((n, o, oh, ow), fn, name=name)
+
+
+def _fast_conv2d(node: Node, x: Tensor, weight: np.ndarray, kb: KernelBuilder) -> Tensor:
+    """Float NCHW conv2d through topi's blocked NCHWc micro-kernel; weights blocked at compile time."""
+    a = node.attrs
+    n, c, h, w = _shape(x)
+    o = weight.shape[0]
+    ib, ob = math.gcd(c, _CONV_BLOCK), math.gcd(o, _CONV_BLOCK)
+    pt, pl, pb, pr = a["padding"]
+    src = x
+    if (pt, pl) != (pb, pr):
+        # topi pads symmetrically: pad the extra rows/columns here, then let topi pad the rest.
+        ph, pw = min(pt, pb), min(pl, pr)
+        et, eb, el, er = pt - ph, pb - ph, pl - pw, pr - pw
+
+        def padded(b: PrimExpr, k: PrimExpr, y: PrimExpr, xx: PrimExpr) -> PrimExpr:
+            inside = (y >= et) & (y < h + et) & (xx >= el) & (xx < w + el)
+            v = x[b, k, tir.min(tir.max(y - et, 0), h - 1), tir.min(tir.max(xx - el, 0), w - 1)]
+            return tir.if_then_else(inside, v, _c(0.0, x.dtype))
+
+        h, w = h + et + eb, w + el + er
+        src = te.compute((n, c, h, w), padded, name=f"{node.name}_pad")
+        pt, pl = ph, pw
+    data = te.compute((n, c // ib, h, w, ib), lambda b, k, y, xx, i: src[b, k * ib + i, y, xx],
+                      name=f"{node.name}_pack")
+    blocked = weight.reshape(o // ob, ob, c // ib, ib, *weight.shape[2:]).transpose(0, 2, 4, 5, 3, 1)
+    wt = kb.constant(blocked, f"{node.name}_w")
+    conv = topi.conv2d_nchwc(data, wt, stride=tuple(a["strides"]), padding=(pt, pl), name=f"{node.name}_nchwc")
+    kb.scheduled(conv, lambda s: topi.schedule_conv2d_nchwc(conv, s=s), [data, wt])
+    return te.compute(node.type.shape, lambda b, k, y, xx: conv[b, k // ob, y, xx, k % ob], name=node.name)
+
+
+@register_lowering("conv2d", "llvm")
+def _conv2d(node: Node, xs: Sequence[Operand]) -> Tensor:
+    a, kb = node.attrs, xs[0].kernel
+    x, w = xs[0].tensor, xs[1].tensor
+    dl, kl = a["data_layout"], a["kernel_layout"]
+    ol = a.get("out_layout") or dl
+    primal_out = parse_layout(ol).primal_shape(node.type.shape)
+    xd = _relayout(x, dl, "NCHW", parse_layout(dl).primal_shape(_shape(x)), f"{node.name}_data")
+    weight = xs[1].value
+    fast = (node.type.dtype == "float32" and a["groups"] == 1 and tuple(a["dilation"]) == (1, 1)
+            and weight is not None and ol == "NCHW" and dl == "NCHW")
+    if fast:
+        out = _fast_conv2d(node, xd, unpack(weight, kl), kb)
+    else:
+        wk = (kb.constant(unpack(weight, kl), f"{node.name}_w") if weight is not None
+              else _relayout(w, kl, "OIHW", parse_layout(kl).primal_shape(_shape(w)), f"{node.name}_wt"))
+        out = _conv2d_generic(node, xd, wk, f"{node.name}_nchw")
+    if len(xs) == 3:
+        bias, conv = xs[2].tensor, out
+        out = te.compute(primal_out, lambda b, k, y, xx: conv[b, k, y, xx] + bias[k], name=f"{node.name}_bias")
+    return _relayout(out, "NCHW", ol, node.type.shape, node.name)
+
+
+@register_lowering("dense", "llvm")
+def _dense(node: Node, xs: Sequence[Operand]) -> Tensor:
+    a, kb = node.attrs, xs[0].kernel
+    x, w, weight = xs[0].tensor, xs[1].tensor, xs[1].value
+    dl, kl = a["data_layout"], a["kernel_layout"]
+    ol = a.get("out_layout") or dl
+    m, n = parse_layout(ol).primal_shape(node.type.shape)
+    xd = _relayout(x, dl, "NC", parse_layout(dl).primal_shape(_shape(x)), f"{node.name}_data")
+    acc = node.type.dtype
+    if acc == "float32" and weight is not None:
+        lanes = vector_lanes(None)
+        wt = unpack(weight, kl)
+        nb = -(-n // lanes)
+        packed = np.zeros((nb * lanes, wt.shape[1]), wt.dtype)
+        packed[:n] = wt
+        pw = kb.constant(np.ascontiguousarray(packed.reshape(nb, lanes, -1).transpose(0, 2, 1)), f"{node.name}_w")
+        mm = topi.dense_pack(xd, pw, n, name=f"{node.name}_dense")
+        out = kb.scheduled(mm, lambda s: topi.schedule_dense(mm, s=s), [xd, pw])
+    else:
+        wk = (kb.constant(unpack(weight, kl), f"{node.name}_w") if weight is not None
+              else _relayout(w, kl, "OI", parse_layout(kl).primal_shape(_shape(w)), f"{node.name}_wt"))
+        r = te.reduce_axis(_shape(wk)[1], "rk")
+        out = te.compute((m, n), lambda i, j: te.sum(xd[i, r].astype(acc) * wk[j, r].astype(acc), axis=r),
+                         name=f"{node.name}_dense")
+    if len(xs) == 3:
+        bias, mm = xs[2].tensor, out
+        out = te.compute((m, n), lambda i, j: mm[i, j] + bias[j], name=f"{node.name}_bias")
+    return _relayout(out, "NC", ol, node.type.shape, node.name)
+
+
+@register_lowering("matmul", "llvm")
+def _matmul(node: Node, xs: Sequence[Operand]) -> Tensor:
+    a, b = xs[0].tensor, xs[1].tensor
+    sa, sb = _shape(a), _shape(b)
+    out = _out_shape(node)
+    k = sa[-1]
+    r = te.reduce_axis(k, "rk")
+
+    def fn(*i: PrimExpr) -> PrimExpr:
+        # NumPy matmul: a 1-D operand gains (then loses) a unit axis; leading axes broadcast.
+        lead = i[: len(out) - (len(sa) > 1) - (len(sb) > 1)]
+        ia = (r,) if len(sa) == 1 else tuple(_bcast_lead(sa[:-2], lead)) + (i[len(lead)], r)
+        jb = i[-1] if len(sb) > 1 else None
+        ib = (r,) if len(sb) == 1 else tuple(_bcast_lead(sb[:-2], lead)) + (r, jb)
+        return te.sum(a[ia] * b[ib], axis=r)
+
+    return te.compute(out, fn, name=node.name)
+
+
+def _bcast_lead(shape: Sequence[int], lead: Sequence[PrimExpr]) -> list[PrimExpr | int]:
+    tail = lead[len(lead) - len(shape):] if shape else ()
+    return [0 if s == 1 else i for s, i in zip(shape, tail)]
+
+
+@register_lowering("softmax", "llvm")
+def _softmax(node: Node, xs: Sequence[Operand]) -> Tensor:
+    x, kb = xs[0].tensor, xs[0].kernel
+    shape = _shape(x)
+    axis = node.attrs["axis"] % len(shape)
+    if axis == len(shape) - 1 and len(shape) > 1 and x.dtype == "float32":
+        out = topi.softmax(x, name=node.name)
+        return kb.scheduled(out, lambda s: topi.schedule_softmax(out, s=s), [x])
+    rows = shape[:axis] + shape[axis + 1:]
+    k1, k2 = te.reduce_axis(shape[axis], "k1"), te.reduce_axis(shape[axis], "k2")
+
+    def at(r: Sequence[PrimExpr], k: PrimExpr) -> tuple[PrimExpr, ...]:
+        return tuple(r[:axis]) + (k,) + tuple(r[axis:])
+
+    mx = te.compute(rows, lambda *r: te.max(x[at(r, k1)], axis=k1), name=f"{node.name}_max")
+    ex = te.compute(shape, lambda *i: te.exp(x[i] - mx[i[:axis] + i[axis + 1:]]), name=f"{node.name}_exp")
+    sm = te.compute(rows, lambda *r: te.sum(ex[at(r, k2)], axis=k2), name=f"{node.name}_sum")
+    return te.compute(shape, lambda *i: ex[i] / sm[i[:axis] + i[axis + 1:]], name=node.name)
+
+
+# ---- pooling ----------------------------------------------------------------------------------------------
+def _topi_pool_ok(node: Node, x: Tensor) -> bool:
+    a = node.attrs
+    pt, pl, pb, pr = a["padding"]
+    return (a["layout"] == "NCHW" and x.dtype == "float32" and (pt, pl) == (pb, pr) and not a["ceil_mode"]
+            and tuple(a["dilation"]) == (1, 1))
+
+
+def _pool(node: Node, xs: Sequence[Operand], kind: str) -> Tensor:
+    x, kb, a = xs[0].tensor, xs[0].kernel, node.attrs
+    if _topi_pool_ok(node, x):
+        pt, pl, _, _ = a["padding"]
+        out = topi.pool2d(x, tuple(a["pool_size"]), tuple(a["strides"]), (pt, pl), kind,
+                          count_include_pad=bool(a.get("count_include_pad", False)), name=node.name)
+        return kb.scheduled(out, lambda s: topi.schedule_pool(out, s=s), [x])
+    lay = parse_layout(a["layout"])
+    ah, aw = lay.axes.index("H"), lay.axes.index("W")
+    shape = _shape(x)
+    h, w = shape[ah], shape[aw]
+    (kh, kw), (sh, sw), (dh, dw) = a["pool_size"], a["strides"], a["dilation"]
+    pt, pl, pb, pr = a["padding"]
+    ry, rx = te.reduce_axis(kh, "ry"), te.reduce_axis(kw, "rx")
+    dtype = x.dtype
+    is_float = dtype.startswith("float")
+
+    def window(i: Sequence[PrimExpr]) -> tuple[PrimExpr, PrimExpr, PrimExpr, tuple[PrimExpr, ...]]:
+        iy, ix = i[ah] * sh + ry * dh - pt, i[aw] * sw + rx * dw - pl
+        idx = list(i)
+        idx[ah], idx[aw] = tir.min(tir.max(iy, 0), h - 1), tir.min(tir.max(ix, 0), w - 1)
+        inside = (iy >= 0) & (iy < h) & (ix >= 0) & (ix < w)
+        return iy, ix, inside, tuple(idx)
+
+    if kind == "max":
+        low = _c(float("-inf") if is_float else int(np.iinfo(dtype).min), dtype)
+
+        def mx(*i: PrimExpr) -> PrimExpr:
+            _, _, inside, idx = window(i)
+            return te.max(tir.if_then_else(inside, x[idx], low), axis=[ry, rx])
+
+        return te.compute(node.type.shape, mx, name=node.name)
+
+    def total(*i: PrimExpr) -> PrimExpr:
+        _, _, inside, idx = window(i)
+        return te.sum(tir.if_then_else(inside, x[idx].astype("float64"), _c(0.0, "float64")), axis=[ry, rx])
+
+    sums = te.compute(node.type.shape, total, name=f"{node.name}_sum")
+    # The divisor counts window positions inside the input (or its explicit padding): a per-position constant.
+    counts = _avg_counts(node, h, w)
+    cnt = kb.constant(counts, f"{node.name}_count")
+    return te.compute(node.type.shape, lambda *i: (sums[i] / cnt[i[ah], i[aw]]).astype(dtype), name=node.name)
+
+
+def _avg_counts(node: Node, h: int, w: int) -> np.ndarray:
+    a = node.attrs
+    lay = parse_layout(a["layout"])
+    oh, ow = node.type.shape[lay.axes.index("H")], node.type.shape[lay.axes.index("W")]
+    (kh, kw), (sh, sw), (dh, dw) = a["pool_size"], a["strides"], a["dilation"]
+    pt, pl, pb, pr = a["padding"]
+    lo_y, hi_y, lo_x, hi_x = (-pt, h + pb, -pl, w + pr) if a["count_include_pad"] else (0, h, 0, w)
+    ys = np.arange(oh)[:, None] * sh - pt + np.arange(kh)[None, :] * dh
+    xs = np.arange(ow)[:, None] * sw - pl + np.arange(kw)[None, :] * dw
+    cy = ((ys >= lo_y) & (ys < hi_y)).sum(1)
+    cx = ((xs >= lo_x) & (xs < hi_x)).sum(1)
+    return (cy[:, None] * cx[None, :]).astype(np.float64)
+
+
+@register_lowering("max_pool2d", "llvm")
+def _max_pool2d(node: Node, xs: Sequence[Operand]) -> Tensor:
+    return _pool(node, xs, "max")
+
+
+@register_lowering("avg_pool2d", "llvm")
+def _avg_pool2d(node: Node, xs: Sequence[Operand]) -> Tensor:
+    return _pool(node, xs, "avg")
+
+
+def _mean(node: Node, x: Tensor, axes: Sequence[int], keepdims: bool) -> Tensor:
+    shape = _shape(x)
+    rs = [te.reduce_axis(shape[a], f"r{a}") for a in axes]
+    count = float(np.prod([shape[a] for a in axes]))
+
+    def full(i: Sequence[PrimExpr]) -> tuple[PrimExpr, ...]:
+        it = iter(i)
+        out = []
+        for d in range(len(shape)):
+            if d in axes:
+                out.append(rs[axes.index(d)])
+                if keepdims:
+                    next(it)
+            else:
+                out.append(next(it))
+        return tuple(out)
+
+    out_shape = node.type.shape
+    sums = te.compute(out_shape, lambda *i: te.sum(x[full(i)].astype("float64"), axis=rs), name=f"{node.name}_sum")
+    return te.compute(out_shape, lambda *i: (sums[i] / _c(count, "float64")).astype(x.dtype), name=node.name)
+
+
+@register_lowering("global_avg_pool2d", "llvm")
+def _global_avg_pool2d(node: Node, xs: Sequence[Operand]) -> Tensor:
+    lay = parse_layout(node.attrs["layout"])
+    return _mean(node, xs[0].tensor, [lay.axes.index("H"), lay.axes.index("W")], True)
+
+
+@register_lowering("mean", "llvm")
+def _mean_lowering(node: Node, xs: Sequence[Operand]) -> Tensor:
+    return _mean(node, xs[0].tensor, sorted(node.attrs["axes"]), bool(node.attrs["keepdims"]))

@@ -1,0 +1,220 @@
+"""The ``vdla`` lowerings: a partitioned VDLA kernel (packed int8 conv2d/dense and its ALU chain)
+becomes one VDLA program.
+
+The GEMM's lowering starts a :class:`VdlaGemm` description; each ALU op after it
+(``relu``, ``right_shift``, ``clip``, the narrowing ``cast``) folds into it, checking
+that the chain is one the accelerator's epilogue runs exactly: ``(acc + bias) >> shift``,
+clamped to ``[0 | -128, 127]`` and narrowed by the STORE.  A chain outside that form raises
+:class:`~compiler.graph.NotLoweredError` naming the reason, and ``build_model`` runs the
+kernel on the CPU instead.  :func:`compile_kernel` compiles the description with
+``compiler.vdla.topi.compile_conv2d`` and binds the weights and bias into the program's
+DRAM image once, so the runtime only re-binds the input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+from vdla_hw.config import HwConfig
+
+from compiler.graph.errors import NotLoweredError
+from compiler.graph.ir import Graph, Node, TensorType
+from compiler.graph.ops import lower, register_lowering
+from compiler.graph.vdla_rules import gemm_unsupported_reason, is_packed_for
+from compiler.vdla.target import VdlaTarget
+from compiler.vdla.topi import CompiledConv, Conv2dWorkload, Requantize, compile_conv2d, dense_workload
+from compiler.vdla.topi.reference import pack_bias
+from runtime.program import Program
+
+
+@dataclass(frozen=True)
+class VdlaOperand:
+    """An input of a VDLA kernel's body: its type, its value when constant, the target config."""
+
+    type: TensorType
+    value: np.ndarray | None
+    cfg: HwConfig
+
+
+@dataclass(frozen=True)
+class VdlaGemm:
+    """A VDLA GEMM and the part of its epilogue folded so far."""
+
+    op: str
+    workload: Conv2dWorkload
+    kernel: np.ndarray
+    """Weights in the program's layout (O/BO, I/BI, KH, KW, BO, BI)."""
+    bias: np.ndarray | None
+    out_type: TensorType
+    cfg: HwConfig
+    relu: bool = False
+    shift: int | None = None
+    clip: tuple[int, int] | None = None
+    narrowed: bool = False
+
+    def requantize(self) -> Requantize:
+        """The epilogue this chain computes; raises NotLoweredError when it is not one."""
+        hi = (1 << (self.cfg.out_width - 1)) - 1
+        if not self.narrowed or self.clip is None:
+            raise NotLoweredError("the VDLA epilogue always clamps and narrows to int8: the chain needs a clip "
+                                  "and a cast to int8 after the GEMM")
+        lo = max(self.clip[0], 0) if self.relu else self.clip[0]
+        if self.clip[1] != hi or lo not in (0, -hi - 1):
+            raise NotLoweredError(f"clip bounds {self.clip} are not the int8 range (or [0, {hi}] after relu)")
+        return Requantize(shift=self.shift or 0, relu=lo == 0, bias=self.bias is not None)
+
+
+def _gemm_checks(node: Node, xs: Sequence[VdlaOperand]) -> HwConfig:
+    cfg = xs[0].cfg
+    reason = gemm_unsupported_reason(node, [x.type for x in xs], cfg)
+    if reason is None and not is_packed_for(node, cfg):
+        reason = f"its layouts are not the packed layouts of config {cfg.name!r} (run alter_layout)"
+    if reason is None and xs[0].value is not None:
+        reason = "its data operand is a constant (fold it instead)"
+    if reason is None and xs[1].value is None:
+        reason = "its weights are not constants"
+    if reason is not None:
+        raise NotLoweredError(f"{node.op} {node.name!r} cannot run on the VDLA: {reason}")
+    return cfg
+
+
+@register_lowering("conv2d", "vdla")
+def _conv2d(node: Node, xs: Sequence[VdlaOperand]) -> VdlaGemm:
+    cfg = _gemm_checks(node, xs)
+    a = node.attrs
+    n, c6, h, w, b, bi = xs[0].type.shape
+    oc = xs[1].type.shape[0] * xs[1].type.shape[4]
+    kh, kw = xs[1].type.shape[2:4]
+    (sh, sw), pads = a["strides"], tuple(a["padding"])
+    if sh != sw or len(set(pads)) != 1:
+        raise NotLoweredError(f"conv2d {node.name!r}: the VDLA schedule takes one stride and one padding for both "
+                              f"axes, got strides {(sh, sw)} and padding {pads}")
+    wl = Conv2dWorkload(n * b, c6 * bi, h, w, oc, kh, kw, sh, pads[0])
+    try:
+        wl.check(cfg)
+    except ValueError as exc:
+        raise NotLoweredError(f"conv2d {node.name!r}: {exc}") from None
+    bias = xs[2].value if len(xs) == 3 else None
+    if len(xs) == 3 and bias is None:
+        raise NotLoweredError(f"conv2d {node.name!r}: the bias must be a constant")
+    return VdlaGemm("conv2d", wl, xs[1].value, bias, node.type, cfg)  # type: ignore[arg-type]
+
+
+@register_lowering("dense", "vdla")
+def _dense(node: Node, xs: Sequence[VdlaOperand]) -> VdlaGemm:
+    cfg = _gemm_checks(node, xs)
+    if cfg.batch != 1:
+        raise NotLoweredError(f"dense {node.name!r}: the VDLA dense schedule maps rows onto BATCH=1, "
+                              f"config {cfg.name!r} has BATCH={cfg.batch}")
+    m, kb, _, bi = xs[0].type.shape
+    nb, _, bo, _ = xs[1].type.shape
+    wl = dense_workload(m, kb * bi, nb * bo)
+    bias = xs[2].value if len(xs) == 3 else None
+    if len(xs) == 3 and bias is None:
+        raise NotLoweredError(f"dense {node.name!r}: the bias must be a constant")
+    kernel = xs[1].value.reshape(nb, kb, 1, 1, bo, bi)  # type: ignore[union-attr]
+    return VdlaGemm("dense", wl, kernel, bias, node.type, cfg)
+
+
+def _gemm(node: Node, xs: Sequence[object]) -> VdlaGemm:
+    g = xs[0]
+    if not isinstance(g, VdlaGemm) or g.narrowed:
+        raise NotLoweredError(f"{node.op} {node.name!r} does not follow a VDLA GEMM's accumulator")
+    return g
+
+
+@register_lowering("relu", "vdla")
+def _relu(node: Node, xs: Sequence[object]) -> VdlaGemm:
+    return replace(_gemm(node, xs), relu=True, out_type=node.type)
+
+
+@register_lowering("right_shift", "vdla")
+def _right_shift(node: Node, xs: Sequence[object]) -> VdlaGemm:
+    g, s = _gemm(node, xs), node.attrs["shift"]
+    if g.shift is not None or g.clip is not None or not 0 <= s < g.cfg.acc_width:
+        raise NotLoweredError(f"right_shift {node.name!r}: the VDLA epilogue shifts once, right, before clamping "
+                              f"(shift {s})")
+    return replace(g, shift=s, out_type=node.type)
+
+
+@register_lowering("clip", "vdla")
+def _clip(node: Node, xs: Sequence[object]) -> VdlaGemm:
+    g = _gemm(node, xs)
+    lo, hi = node.attrs.get("a_min"), node.attrs.get("a_max")
+    if lo is None or hi is None or g.clip is not None:
+        raise NotLoweredError(f"clip {node.name!r}: the VDLA epilogue clamps once to both bounds")
+    return replace(g, clip=(int(lo), int(hi)), out_type=node.type)
+
+
+@register_lowering("cast", "vdla")
+def _cast(node: Node, xs: Sequence[object]) -> VdlaGemm:
+    g = _gemm(node, xs)
+    if node.type.dtype != f"int{g.cfg.out_width}":
+        raise NotLoweredError(f"cast {node.name!r} to {node.type.dtype}: the STORE narrows to int{g.cfg.out_width}")
+    return replace(g, narrowed=True, out_type=node.type)
+
+
+@dataclass(frozen=True)
+class VdlaKernel:
+    """One compiled VDLA node: its program (weights bound) and how its input and output map to buffers."""
+
+    name: str
+    program: Program
+    input_value: str
+    input_perm: tuple[int, ...] | None
+    output_shape: tuple[int, ...]
+    output_perm: tuple[int, ...] | None
+    workload: Conv2dWorkload
+    epilogue: Requantize
+
+    def describe(self) -> dict[str, object]:
+        """The node's entry in the graph description (without its ``program`` member name)."""
+        return {"input": {"value": self.input_value, "buffer": "data",
+                          "perm": list(self.input_perm) if self.input_perm else None},
+                "output": {"buffer": "out", "shape": list(self.output_shape),
+                           "perm": list(self.output_perm) if self.output_perm else None},
+                "macs": self.workload.macs}
+
+
+def _compile(wl: Conv2dWorkload, target: VdlaTarget, epilogue: Requantize, virtual_threads: int,
+             name: str) -> CompiledConv:
+    """Compile with ``virtual_threads``, or with fewer when the layer has too few tiles to split."""
+    errors = []
+    for vt in range(virtual_threads, 0, -1):
+        try:
+            return compile_conv2d(wl, target, epilogue=epilogue, virtual_threads=vt)
+        except ValueError as exc:  # CapacityError included: the schedule does not fit this config
+            errors.append(f"{vt} virtual thread(s): {exc}")
+    raise NotLoweredError(f"kernel {name!r}: no VDLA schedule of {wl} fits: " + "; ".join(errors))
+
+
+def compile_kernel(node: Node, graph: Graph, cfg: HwConfig, virtual_threads: int = 2) -> VdlaKernel:
+    """Compile a ``fused`` node placed on the VDLA; raises NotLoweredError when its body does not fit."""
+    body: Graph = node.attrs["body"]
+    env: dict[str, object] = {}
+    data_value = None
+    for p, outer in zip(body.input_nodes, node.inputs):
+        src = graph.node(outer)
+        env[p.name] = VdlaOperand(p.type, src.value if src.op == "constant" else None, cfg)
+        if src.op != "constant":
+            data_value = outer
+    for n in body.nodes:
+        if n.op != "input":
+            env[n.name] = lower(n, "vdla", [env[i] for i in n.inputs])
+    g = env[body.outputs[0]]
+    if not isinstance(g, VdlaGemm) or data_value is None:
+        raise NotLoweredError(f"kernel {node.name!r} does not compute a VDLA GEMM")
+    epilogue = g.requantize()
+    compiled = _compile(g.workload, VdlaTarget(cfg), epilogue, virtual_threads, node.name)
+    wl = g.workload
+    data = np.zeros((wl.n // cfg.batch, wl.ic // cfg.block_in, wl.h, wl.w, cfg.batch, cfg.block_in), np.int8)
+    args = [data, g.kernel] + ([pack_bias(cfg, g.bias)] if g.bias is not None else [])
+    program = compiled.module.bind(*args)
+    perm = (1, 0, 2, 3) if g.op == "dense" else None
+    out_shape = tuple(np.empty(node.type.shape, np.bool_).transpose(perm).shape) if perm else node.type.shape
+    return VdlaKernel(node.name, program, data_value, perm, out_shape, perm, wl, epilogue)
+
+
+__all__ = ["VdlaGemm", "VdlaKernel", "VdlaOperand", "compile_kernel"]

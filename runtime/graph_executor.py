@@ -1,0 +1,327 @@
+"""The graph executor: runs a compiled model with only the runtime installed.
+
+A :class:`GraphModule` holds the graph description (see :mod:`runtime.module_format`),
+the parameters, the CPU kernels (a :class:`~runtime.cpu_module.CpuModule`) and one VDLA
+program per VDLA node.  ``run`` executes the nodes in order: CPU nodes call their kernel
+on views of one statically planned arena (argument pointers are packed once, so a call
+costs one ctypes call), VDLA nodes copy their input into the program's DRAM image and
+run it on the chosen backend (fsim, cycle, rtl, fpga) -- bit-identical on all of them.
+
+``profile`` runs once more and reports each node: wall time for CPU nodes; cycles, GEMM
+utilization and simulated time at the config clock for VDLA nodes on a timed backend;
+and it can merge the VDLA nodes' timelines into one Chrome trace.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from vdla_hw.config import HwConfig, from_dict
+
+from runtime.backends import run as run_program
+from runtime.cpu_module import CpuModule, Function, load_module
+from runtime.memory import to_bytes
+from runtime.module_format import ModuleParts, read_module, scratch_dir, write_module
+from runtime.program import Program
+
+
+class GraphExecutorError(ValueError):
+    """Bad inputs for a model, or a model whose description is inconsistent."""
+
+
+@dataclass(frozen=True)
+class NodeProfile:
+    """One node of a profiled run."""
+
+    name: str
+    device: str
+    ops: str
+    seconds: float
+    """Wall-clock time on this host (for VDLA nodes: the simulation's)."""
+    cycles: int | None = None
+    gemm_utilization: float | None = None
+    macs: int = 0
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Per-node figures of one run, with totals."""
+
+    nodes: tuple[NodeProfile, ...]
+    clock_mhz: float | None
+    trace: str | None = None
+
+    @property
+    def cpu_seconds(self) -> float:
+        return sum(n.seconds for n in self.nodes if n.device == "cpu")
+
+    @property
+    def vdla_cycles(self) -> int | None:
+        cycles = [n.cycles for n in self.nodes if n.device == "vdla"]
+        return None if not cycles or None in cycles else sum(cycles)  # type: ignore[arg-type]
+
+    @property
+    def vdla_seconds(self) -> float | None:
+        """Simulated accelerator time at the config clock."""
+        c = self.vdla_cycles
+        return None if c is None or not self.clock_mhz else c / (self.clock_mhz * 1e6)
+
+    def table(self) -> str:
+        """A fixed-width per-node table with a total line."""
+        rows = [f"{'node':<28} {'device':<6} {'ms':>9} {'cycles':>11} {'util':>6}  ops"]
+        for n in self.nodes:
+            cyc = f"{n.cycles:,}" if n.cycles is not None else "-"
+            util = f"{n.gemm_utilization:.1%}" if n.gemm_utilization is not None else "-"
+            rows.append(f"{n.name[:28]:<28} {n.device:<6} {1e3 * n.seconds:>9.3f} {cyc:>11} {util:>6}  {n.ops}")
+        total = f"total: CPU {1e3 * self.cpu_seconds:.3f} ms over {sum(n.device == 'cpu' for n in self.nodes)} nodes"
+        if self.vdla_cycles is not None:
+            total += (f"; VDLA {self.vdla_cycles:,} cycles = {1e3 * (self.vdla_seconds or 0):.3f} ms at "
+                      f"{self.clock_mhz:g} MHz over {sum(n.device == 'vdla' for n in self.nodes)} nodes")
+        return "\n".join(rows + [total])
+
+    def to_json(self) -> dict[str, Any]:
+        return {"clock_mhz": self.clock_mhz, "cpu_seconds": self.cpu_seconds, "vdla_cycles": self.vdla_cycles,
+                "vdla_seconds": self.vdla_seconds, "trace": self.trace,
+                "nodes": [n.__dict__ for n in self.nodes]}
+
+
+def _inverse(perm: Sequence[int]) -> list[int]:
+    return [list(perm).index(i) for i in range(len(perm))]
+
+
+class GraphModule:
+    """A runnable model: build one with ``compiler.graph.build_model`` or :meth:`load` a file."""
+
+    def __init__(self, graph: Mapping[str, Any], params: Mapping[str, np.ndarray], library: CpuModule | None,
+                 programs: Mapping[str, Program], library_path: str | Path | None = None,
+                 program_paths: Mapping[str, Path] | None = None, keep_alive: Any = None) -> None:
+        self.graph = dict(graph)
+        # Private, writable copies: kernels take every argument as a writable buffer.
+        self.params = {k: np.array(v, copy=True, order="C") for k, v in params.items()}
+        self.library = library
+        self.programs = dict(programs)
+        self.config: HwConfig | None = from_dict(graph["config"]) if graph.get("config") else None
+        self._library_path = Path(library_path) if library_path else None
+        self._program_paths = dict(program_paths or {})
+        self._keep_alive = keep_alive
+        self._values = {k: (tuple(v["shape"]), np.dtype(v["dtype"])) for k, v in graph["values"].items()}
+        self._inputs = {i["name"]: (tuple(i["shape"]), np.dtype(i["dtype"])) for i in graph["inputs"]}
+        self._arena = np.zeros(max(1, int(graph["arena"]["bytes"])), np.uint8)
+        self._slots = {name: self._slot(name, off) for name, off in graph["arena"]["offsets"].items()}
+        self._input_bufs = {k: np.zeros(s, d) for k, (s, d) in self._inputs.items()}
+        self._calls = [self._prepare(n) if n["device"] == "cpu" else None for n in graph["nodes"]]
+
+    # ---- construction ------------------------------------------------------------------------------
+    @classmethod
+    def load(cls, path: str | Path) -> GraphModule:
+        """Load a model file written by ``export``; refuses a CPU lacking the kernels' features."""
+        tmp = scratch_dir()
+        parts: ModuleParts = read_module(path, tmp.name)
+        library = load_module(parts.library) if parts.library is not None else None
+        programs = {m: Program.load(p) for m, p in parts.programs.items()}
+        return cls(parts.graph, parts.params, library, programs, parts.library, parts.programs, keep_alive=tmp)
+
+    def export(self, path: str | Path, library: str | Path | None = None) -> Path:
+        """Write this model as one file that :meth:`load` reads on a runtime-only machine.
+
+        ``library`` is the kernel library to include (default: the one this module was loaded from).
+        """
+        with tempfile.TemporaryDirectory(prefix="vdla_export_") as tmp:
+            files = {}
+            for member, program in self.programs.items():
+                src = self._program_paths.get(member)
+                if src is None:
+                    src = program.save(Path(tmp) / f"{len(files)}.vdlaprog")
+                files[member] = src
+            return write_module(path, self.graph, self.params, library or self._library_path, files)
+
+    def _slot(self, name: str, offset: int) -> np.ndarray:
+        shape, dtype = self._values[name]
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        return self._arena[offset: offset + nbytes].view(dtype).reshape(shape)
+
+    def _array(self, ref: Mapping[str, str]) -> np.ndarray:
+        if "param" in ref:
+            return self.params[ref["param"]]
+        name = ref["value"]
+        if name in self._input_bufs:
+            return self._input_bufs[name]
+        return self._slots[name]
+
+    def _prepare(self, node: Mapping[str, Any]) -> tuple[Function, Any]:
+        if self.library is None:
+            raise GraphExecutorError(f"node {node['name']!r} runs on the CPU but the model has no kernel library")
+        fn = self.library[node["function"]]
+        arrays = tuple(self._array(a) for a in node["args"]) + (self._slots[node["name"]],)
+        fn.check(arrays)
+        return fn, fn.pack(arrays)
+
+    # ---- running -------------------------------------------------------------------------------------
+    @property
+    def input_names(self) -> list[str]:
+        return list(self._inputs)
+
+    @property
+    def output_names(self) -> list[str]:
+        return [ref.get("value") or ref["name"] for ref in self.graph["outputs"]]
+
+    def set_num_threads(self, n: int) -> None:
+        """Threads of the CPU kernels' parallel loops (0 = OpenMP's default)."""
+        if self.library is not None:
+            self.library.set_num_threads(n)
+
+    def _bind(self, inputs: Mapping[str, np.ndarray] | np.ndarray) -> None:
+        if isinstance(inputs, np.ndarray):
+            if len(self._inputs) != 1:
+                raise GraphExecutorError(f"the model has inputs {self.input_names}; pass a dict of arrays")
+            inputs = {self.input_names[0]: inputs}
+        unknown, missing = sorted(set(inputs) - set(self._inputs)), sorted(set(self._inputs) - set(inputs))
+        if unknown or missing:
+            raise GraphExecutorError(f"the model's inputs are {self.input_names}; missing {missing}, unknown {unknown}")
+        for name, (shape, dtype) in self._inputs.items():
+            x = np.asarray(inputs[name])
+            if x.shape != shape or x.dtype != dtype:
+                raise GraphExecutorError(f"input {name!r} must be {dtype}{list(shape)}, got {x.dtype}{list(x.shape)}"
+                                         f"; convert it with .astype(np.{dtype}) / reshape it")
+            self._input_bufs[name][...] = x
+
+    def _run_vdla(self, node: Mapping[str, Any], x: np.ndarray, backend: str,
+                  options: Mapping[str, Any]) -> tuple[np.ndarray, Any]:
+        """Run a VDLA node on input ``x``: its output value and the backend's run result."""
+        program = self.programs[node["program"]]
+        inp, out = node["input"], node["output"]
+        if inp["perm"] is not None:
+            x = x.transpose(inp["perm"])
+        spec = program.buffers[inp["buffer"]]
+        dram = program.dram.copy()
+        dram[spec.offset: spec.offset + spec.nbytes] = to_bytes(program.config, spec, x.reshape(spec.shape))
+        bound = Program(program.config, program.instructions, dram, program.insn_addr, program.buffers)
+        result = run_program(bound, backend=backend, **options)
+        y = result.read(out["buffer"]).reshape(out["shape"])
+        if out["perm"] is not None:
+            y = y.transpose(_inverse(out["perm"]))
+        return y, result
+
+    def _vdla_step(self, node: Mapping[str, Any], backend: str, options: Mapping[str, Any]) -> Any:
+        y, result = self._run_vdla(node, self._array(node["input"]), backend, options)
+        self._slots[node["name"]][...] = y
+        return result
+
+    def _outputs(self) -> list[np.ndarray]:
+        return [self._array(ref).copy() for ref in self.graph["outputs"]]
+
+    def run(self, inputs: Mapping[str, np.ndarray] | np.ndarray, backend: str = "fsim",
+            **options: Any) -> list[np.ndarray]:
+        """The model's outputs for ``inputs`` (a dict by input name, or one array), VDLA nodes on ``backend``."""
+        self._bind(inputs)
+        for node, call in zip(self.graph["nodes"], self._calls):
+            if call is not None:
+                call[0].call_unchecked(call[1])
+            else:
+                self._vdla_step(node, backend, options)
+        return self._outputs()
+
+    def profile(self, inputs: Mapping[str, np.ndarray] | np.ndarray, backend: str = "fsim",
+                trace: str | Path | None = None, warmup: int = 1, repeat: int = 1,
+                **options: Any) -> tuple[list[np.ndarray], Profile]:
+        """Run once, timing every node; on ``cycle`` with ``trace`` also merge the VDLA timelines.
+
+        ``warmup`` runs of the CPU nodes come first, so first-call costs (thread pool start,
+        page faults of the arena) are not charged to a node; a CPU node's time is the best of
+        ``repeat`` calls (a shared machine preempts single calls).
+        """
+        if trace is not None and backend != "cycle":
+            raise GraphExecutorError(f"a timeline needs the cycle backend, not {backend!r}; pass backend='cycle'")
+        self._bind(inputs)
+        for _ in range(warmup):
+            for call in self._calls:
+                if call is not None:
+                    call[0].call_unchecked(call[1])
+        rows, traces = [], []
+        with tempfile.TemporaryDirectory(prefix="vdla_trace_") as tmp:
+            for k, (node, call) in enumerate(zip(self.graph["nodes"], self._calls)):
+                ops = "+".join(node["ops"])
+                if call is not None:
+                    best = float("inf")
+                    for _ in range(max(1, repeat)):
+                        t0 = time.perf_counter()
+                        call[0].call_unchecked(call[1])
+                        best = min(best, time.perf_counter() - t0)
+                    rows.append(NodeProfile(node["name"], "cpu", ops, best))
+                    continue
+                t0 = time.perf_counter()
+                opts = dict(options)
+                if trace is not None:
+                    opts["trace"] = os.path.join(tmp, f"{k}.json")
+                result = self._vdla_step(node, backend, opts)
+                stats = result.extra.get("stats") or {}
+                rows.append(NodeProfile(node["name"], "vdla", ops, time.perf_counter() - t0, result.cycles,
+                                        stats.get("gemm_utilization"), int(node.get("macs", 0))))
+                if trace is not None:
+                    traces.append((node["name"], json.loads(Path(opts["trace"]).read_text())))
+        clock = self.config.clock_mhz if self.config is not None else None
+        written = None
+        if trace is not None:
+            written = str(write_merged_trace(trace, traces, [r for r in rows if r.device == "vdla"]))
+        return self._outputs(), Profile(tuple(rows), clock, written)
+
+    def run_all(self, inputs: Mapping[str, np.ndarray] | np.ndarray, backend: str = "fsim",
+                **options: Any) -> dict[str, np.ndarray]:
+        """Every node's value after a run, by name (a debugging aid: slower, no arena reuse)."""
+        self._bind(inputs)
+        values = {k: v.copy() for k, v in self._input_bufs.items()}
+        for node, call in zip(self.graph["nodes"], self._calls):
+            if call is not None:
+                fn = call[0]
+                args = [values[a["value"]] if "value" in a else self.params[a["param"]] for a in node["args"]]
+                shape, dtype = self._values[node["name"]]
+                out = np.zeros(shape, dtype)
+                fn(*args, out)
+                values[node["name"]] = out
+            else:
+                y, _ = self._run_vdla(node, values[node["input"]["value"]], backend, options)
+                values[node["name"]] = np.array(y, order="C")
+        for ref in self.graph["outputs"]:
+            if "param" in ref:
+                values[ref["name"]] = self.params[ref["param"]].copy()
+        return values
+
+
+def write_merged_trace(path: str | Path, traces: Sequence[tuple[str, dict[str, Any]]],
+                       rows: Sequence[NodeProfile]) -> Path:
+    """One Chrome trace of the VDLA nodes back to back: their unit tracks plus a track of layers."""
+    events: list[dict[str, Any]] = [
+        {"ph": "M", "pid": 1, "tid": 0, "name": "process_name", "args": {"name": "VDLA nodes (cycle model)"}},
+        {"ph": "M", "pid": 1, "tid": 0, "name": "thread_name", "args": {"name": "layer"}},
+    ]
+    offset = 0.0
+    for (name, trace), row in zip(traces, rows):
+        end = offset
+        for ev in trace.get("traceEvents", []):
+            if ev.get("ph") == "M":
+                if offset == 0.0:
+                    events.append({**ev, "pid": 1})
+                continue
+            shifted = {**ev, "pid": 1, "ts": ev["ts"] + offset}
+            events.append(shifted)
+            end = max(end, shifted["ts"] + ev.get("dur", 0.0))
+        events.append({"ph": "X", "pid": 1, "tid": 0, "name": name, "cat": "layer", "ts": offset, "dur": end - offset,
+                       "args": {"cycles": row.cycles, "gemm_utilization": row.gemm_utilization, "ops": row.ops}})
+        offset = end
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ns"}))
+    return path
+
+
+def load(path: str | Path) -> GraphModule:
+    """Load a model file (see :meth:`GraphModule.load`)."""
+    return GraphModule.load(path)

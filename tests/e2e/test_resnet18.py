@@ -1,0 +1,61 @@
+"""ResNet-18 end to end: llvm against onnxruntime, vdla (int8) on fsim against the NumPy int8 reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from conftest import rand_input, resnet18_onnx
+
+from compiler.frontend.onnx import from_onnx
+from compiler.graph import run_all, run_graph
+from compiler.graph.build import build_model
+from compiler.graph.passes import quantize
+
+
+def _llvm_matches_onnxruntime(resolution: int) -> None:
+    model = resnet18_onnx(resolution)
+    x = rand_input((1, 3, resolution, resolution))
+    compiled = build_model(from_onnx(model), target="llvm")
+    compiled.module.set_num_threads(1)
+    got = compiled.run({"x": x})[0]
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert compiled.placement() == {"cpu": len(compiled.module.graph["nodes"])}
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+def test_resnet18_llvm_matches_onnxruntime_at_64() -> None:
+    _llvm_matches_onnxruntime(64)
+
+
+@pytest.mark.slow
+def test_resnet18_llvm_matches_onnxruntime_at_224() -> None:
+    _llvm_matches_onnxruntime(224)
+
+
+def _vdla_is_bit_exact(resolution: int, skip_first_conv: bool) -> None:
+    graph = from_onnx(resnet18_onnx(resolution))
+    samples = [{"x": rand_input((1, 3, resolution, resolution), seed=0)}]
+    feed = {"x": rand_input((1, 3, resolution, resolution), seed=1)}
+    compiled = build_model(graph, target="vdla", config="default", calibrate=samples, skip_first_conv=skip_first_conv)
+    assert compiled.fallbacks == {}
+    assert compiled.placement()["vdla"] == 19  # every conv but the 3-channel first one
+    got = compiled.module.run_all(feed, backend="fsim")
+    want = run_all(compiled.graph, feed)
+    integer = [n for n, v in want.items() if v.dtype.kind in "iu" and n in got]
+    assert len(integer) >= 30  # every kernel output from the input quantization to the last requantization
+    for name in integer:  # the whole integer path, node by node, bit-exactly
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+    final = run_graph(quantize(graph, samples, skip_first_conv=skip_first_conv), feed)[0]
+    np.testing.assert_allclose(compiled.run(feed)[0], final, rtol=1e-5, atol=1e-5 * float(np.abs(final).max()))
+
+
+def test_resnet18_vdla_int8_is_bit_exact_on_fsim_at_64() -> None:
+    # All convs in int8: the first (3-channel) one runs as an int8 CPU kernel, so no float
+    # rounding precedes the integer path and every int8/int32 value must match exactly.
+    _vdla_is_bit_exact(64, skip_first_conv=False)
+
+
+@pytest.mark.slow
+def test_resnet18_vdla_int8_is_bit_exact_on_fsim_at_224() -> None:
+    _vdla_is_bit_exact(224, skip_first_conv=False)
