@@ -11,7 +11,8 @@ What is timed:
 * ``onnxruntime``: the same ONNX file, ``intra_op_num_threads=1``, all graph optimizations.
 
 Calls are interleaved (one call of each contender per round) so a burst of load from the other
-processes on this shared machine hits all of them alike; the table gives the best and the median.
+processes on this shared machine hits all of them alike; the table gives the best and the median,
+and the load average before and after is printed and recorded.
 Compile time is ``build_model`` from the imported graph (optimization, lowering, LLVM O3, JIT).
 
 Hygiene (TOOLCHAIN.md): the script re-executes itself with glibc's malloc thresholds raised and
@@ -107,6 +108,7 @@ def bench_llvm(resolution: int, rounds: int) -> dict[str, Any]:
                           "onnxruntime": lambda: sess.run(None, {"x": x})}, rounds)
     _, profile = compiled.module.profile({"x": x}, repeat=5)
     return {"resolution": resolution, "compile_seconds": compiled.compile_seconds, "max_rel_err_vs_ort": max_err,
+            "kernels": len(compiled.module.graph["nodes"]), "functions": len(compiled.llvm_module.functions),
             "ms": {k: {"best": 1e3 * min(v), "median": 1e3 * statistics.median(v)} for k, v in times.items()},
             "per_node_ms": {n.name: 1e3 * n.seconds for n in profile.nodes},
             "torch": torch.__version__, "onnxruntime": ort.__version__}
@@ -136,7 +138,8 @@ def bench_vdla(resolution: int, config: str) -> dict[str, Any]:
 
 def _print_llvm(r: dict[str, Any]) -> None:
     print(f"\nResNet-18 fp32, batch 1, {r['resolution']}x{r['resolution']}, one thread "
-          f"(compile {r['compile_seconds']:.2f} s; max |ours - ort| / max|ort| = {r['max_rel_err_vs_ort']:.1e})")
+          f"(compile {r['compile_seconds']:.2f} s, {r['kernels']} kernels, {r['functions']} distinct functions; "
+          f"max |ours - ort| / max|ort| = {r['max_rel_err_vs_ort']:.1e})")
     torch_best = r["ms"]["torch eager"]["best"]
     print(f"{'contender':<14} {'best ms':>9} {'median ms':>10} {'vs torch':>9}")
     for name, t in r["ms"].items():
@@ -170,9 +173,13 @@ def main() -> None:
     ap.add_argument("--keep-openblas-coretype", action="store_true")
     args = ap.parse_args()
     out: dict[str, Any] = {"machine": platform.processor() or platform.machine(),
-                           "openblas_coretype": os.environ.get(_CHILD_FLAG), "malloc_env": _MALLOC_ENV}
+                           "openblas_coretype": os.environ.get(_CHILD_FLAG), "malloc_env": _MALLOC_ENV,
+                           "load_average_before": os.getloadavg()}
     out["llvm"] = bench_llvm(args.resolution, args.rounds)
+    out["load_average_after_llvm"] = os.getloadavg()
     _print_llvm(out["llvm"])
+    print("load average (1, 5, 15 min) before / after: "
+          + " / ".join(", ".join(f"{v:.2f}" for v in out[k]) for k in ("load_average_before", "load_average_after_llvm")))
     if not args.skip_vdla:
         out["vdla"] = bench_vdla(args.vdla_resolution, args.config)
         _print_vdla(out["vdla"])

@@ -27,8 +27,8 @@ from vdla_hw.config import HwConfig, load_config
 
 from compiler.codegen.llvm import LLVMModule, codegen, export_library, jit, parse_target
 from compiler.graph.errors import GraphError, NotLoweredError
-from compiler.graph.ir import Graph, Node
-from compiler.graph.lower_llvm import CpuKernel, build_kernel
+from compiler.graph.ir import Attrs, ConstValue, Graph, Node
+from compiler.graph.lower_llvm import CpuKernel, compile_draft, draft_kernel
 from compiler.graph.lower_vdla import VdlaKernel, compile_kernel
 from compiler.graph.passes import optimize_for_cpu, optimize_for_vdla, plan_memory
 from runtime.graph_executor import GraphModule
@@ -105,6 +105,49 @@ def _kernel_name(k: int, node: Node) -> str:
     return f"k{k}_{node.name}"
 
 
+def _const_key(c: ConstValue) -> tuple[Any, ...]:
+    # Lowerings pass constants to kernels as parameters, so only their type shapes the code; scalars
+    # are keyed by value too, in case a lowering folds one into the code.
+    return (c.type, c if c.array.size == 1 else None)
+
+
+def _attrs_key(attrs: Attrs) -> tuple[Any, ...]:
+    return tuple((k, _const_key(v) if isinstance(v, ConstValue) else v) for k, v in attrs.items())
+
+
+def kernel_key(node: Node, graph: Graph) -> tuple[Any, ...]:
+    """What the code of a ``fused`` node's kernel depends on: its body's structure, attributes and types,
+    and its inputs' types and constness, but not value names nor large constants' values.
+
+    Kernels with equal keys compile to the same function (called with their own arguments); ResNet-18
+    has 24 kernels and 19 keys.
+    """
+    body: Graph = node.attrs["body"]
+    index = {n.name: k for k, n in enumerate(body.nodes)}
+    outer = []
+    for name in node.inputs:
+        src = graph.node(name)
+        outer.append((src.type, _const_key(src.attrs["value"]) if src.op == "constant" else None))
+    nodes = tuple((n.op, tuple(index[i] for i in n.inputs), _attrs_key(n.attrs), n.type) for n in body.nodes)
+    return tuple(outer), nodes, tuple(index[o] for o in body.outputs)
+
+
+def _cpu_kernel(node: Node, graph: Graph, name: str, compiled: dict[tuple[Any, ...], CpuKernel]) -> CpuKernel:
+    """The CPU kernel of ``node``: a function compiled before for an identical kernel, or a new one."""
+    draft = draft_kernel(node, graph, name)
+    key = kernel_key(node, graph)
+    same = compiled.get(key)
+    if same is not None and _signature(same) == draft.signature():
+        return CpuKernel(same.name, same.func, draft.args)
+    kernel = CpuKernel(name, compile_draft(draft), draft.args)
+    compiled.setdefault(key, kernel)
+    return kernel
+
+
+def _signature(kernel: CpuKernel) -> tuple[tuple[tuple[int, ...], str], ...]:
+    return tuple((tuple(int(d.value) for d in b.shape), b.dtype) for b in kernel.func.params)  # type: ignore[attr-defined]
+
+
 def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "default",
                 calibrate: Samples | Mapping[str, np.ndarray] | np.ndarray | None = None, *,
                 skip_first_conv: bool = True, cpu_target: str = "llvm", virtual_threads: int = 2,
@@ -119,6 +162,7 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
     else:
         g = optimize_for_cpu(graph)
     cpu_kernels: list[CpuKernel] = []
+    compiled: dict[tuple[Any, ...], CpuKernel] = {}
     vdla_kernels: dict[str, VdlaKernel] = {}
     fallbacks: dict[str, str] = {}
     params: dict[str, np.ndarray] = {}
@@ -140,14 +184,15 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
                 nodes.append({"name": n.name, "device": "vdla", "ops": ops, "program": f"vdla/{len(vdla_kernels)}.vdlaprog",
                               **kernel.describe()})
                 continue
-        ck = build_kernel(n, g, _kernel_name(len(cpu_kernels), n))
+        ck = _cpu_kernel(n, g, _kernel_name(len(cpu_kernels), n), compiled)
         cpu_kernels.append(ck)
         args = [{"value": a} if isinstance(a, str) and g.node(a).op != "constant" else
                 {"param": _param_key(g.node(a).value if isinstance(a, str) else a, params, keys)} for a in ck.args]
         nodes.append({"name": n.name, "device": "cpu", "ops": ops, "function": ck.name, "args": args})
     llvm_module = library = None
     if cpu_kernels:
-        llvm_module = codegen([k.func for k in cpu_kernels], parse_target(cpu_target), name=name)
+        unique = {id(k.func): k.func for k in cpu_kernels}
+        llvm_module = codegen(list(unique.values()), parse_target(cpu_target), name=name)
         library = jit(llvm_module)
     plan = plan_memory(g)
     description = {

@@ -9,10 +9,15 @@ compute-heavy ones, which use ``compiler.topi``'s scheduled operators where they
 record their schedules here.  Every lowering keeps the reference's exact semantics
 (integer wrap, truncating division, round-half-even quantization).
 
-:func:`build_kernel` turns one ``fused`` node into one PrimFunc: it lowers the body
-node by node, applies the recorded topi schedules, inlines the element-wise stages into
-their consumers (so conv + bias + relu is one loop nest writing the output once) and
-vectorizes the remaining stages.
+:func:`build_kernel` turns one ``fused`` node into one PrimFunc in two steps:
+:func:`draft_kernel` lowers the body node by node into tensor expressions (cheap), and
+:func:`compile_draft` applies the recorded topi schedules, inlines the element-wise stages
+into their consumers (so conv + bias + relu is one loop nest writing the output once),
+vectorizes the remaining stages and lowers to TIR (expensive).  Lowerings never bake a
+constant's value into code (constants reach kernels as parameters through
+:meth:`KernelBuilder.constant`), so two structurally identical kernels share one compiled
+function: :func:`compiler.graph.build.build_model` drafts every kernel but compiles each
+distinct one once.
 """
 
 from __future__ import annotations
@@ -372,8 +377,27 @@ def _inline_elementwise(s: Schedule, out: Tensor, kb: KernelBuilder) -> None:
             schedule_elementwise(s, op.outputs[0], vector_lanes(None))
 
 
-def build_kernel(node: Node, graph: Graph, name: str) -> CpuKernel:
-    """Lower one ``fused`` node of ``graph`` into a scheduled, lowered PrimFunc named ``name``."""
+@dataclass(frozen=True)
+class KernelDraft:
+    """A fused node lowered to tensor expressions, not yet scheduled: its output and parameters."""
+
+    name: str
+    kb: KernelBuilder
+    out: Tensor
+    params: tuple[tuple[Tensor, str | np.ndarray], ...]
+    """The parameters the output depends on, in order, with their sources."""
+
+    @property
+    def args(self) -> tuple[str | np.ndarray, ...]:
+        return tuple(src for _, src in self.params)
+
+    def signature(self) -> tuple[tuple[tuple[int, ...], str], ...]:
+        """Shapes and dtypes of the parameters then the output: what a compiled function is called with."""
+        return tuple((_shape(t), t.dtype) for t, _ in self.params) + ((_shape(self.out), self.out.dtype),)
+
+
+def draft_kernel(node: Node, graph: Graph, name: str) -> KernelDraft:
+    """Lower the body of one ``fused`` node of ``graph`` into tensor expressions (cheap; no schedule)."""
     body: Graph = node.attrs["body"]
     kb = KernelBuilder(name)
     env: dict[str, Operand] = {}
@@ -395,6 +419,13 @@ def build_kernel(node: Node, graph: Graph, name: str) -> CpuKernel:
     if isinstance(out.op, PlaceholderOp):
         src = out  # the kernel returns one of its inputs: copy it
         out = te.compute(_shape(src), lambda *i: src[i], name=f"{name}_out")
+    used = {id(op) for op in te.topo_ops([out])}
+    return KernelDraft(name, kb, out, tuple((t, src) for t, src in kb.params if id(t.op) in used))
+
+
+def compile_draft(draft: KernelDraft) -> PrimFunc:
+    """Schedule and lower a draft into the PrimFunc ``draft.name(params..., out)``."""
+    kb, out = draft.kb, draft.out
     s = create_schedule(out)
     for fn in kb.schedules:
         fn(s)
@@ -403,19 +434,22 @@ def build_kernel(node: Node, graph: Graph, name: str) -> CpuKernel:
         ro = out.op.reduce_axis if isinstance(out.op, ComputeOp) else ()
         if not ro:
             schedule_elementwise(s, out, vector_lanes(None))
-    used = {id(op) for op in te.topo_ops([out])}
-    params = [(t, src) for t, src in kb.params if id(t.op) in used]
     func = lower_tir(s, "llvm")
-    order = [t.buffer for t, _ in params] + [out.buffer]
+    order = [t.buffer for t, _ in draft.params] + [out.buffer]
     by_id = {id(b): b for b in func.params}
     missing = [b.name for b in order if id(b) not in by_id]
     if missing:
-        raise NotLoweredError(f"kernel {name}: parameters {missing} did not survive lowering")
-    func = PrimFunc(name, tuple(order), func.body, func.attrs)
-    return CpuKernel(name, func, tuple(src for _, src in params))
+        raise NotLoweredError(f"kernel {draft.name}: parameters {missing} did not survive lowering")
+    return PrimFunc(draft.name, tuple(order), func.body, func.attrs)
 
 
-__all__ = ["CpuKernel", "KernelBuilder", "Operand", "build_kernel"]
+def build_kernel(node: Node, graph: Graph, name: str) -> CpuKernel:
+    """Lower one ``fused`` node of ``graph`` into a scheduled, lowered PrimFunc named ``name``."""
+    draft = draft_kernel(node, graph, name)
+    return CpuKernel(name, compile_draft(draft), draft.args)
+
+
+__all__ = ["CpuKernel", "KernelBuilder", "KernelDraft", "Operand", "build_kernel", "compile_draft", "draft_kernel"]
 
 # The compute-heavy operators' lowerings use the helpers above; importing them registers them.
 from compiler.graph import lower_llvm_nn  # noqa: E402,F401

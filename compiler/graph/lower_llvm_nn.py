@@ -2,9 +2,10 @@
 pooling and means (the element-wise and data-movement ones live in :mod:`compiler.graph.lower_llvm`).
 
 Float conv2d with constant weights runs topi's blocked NCHWc micro-kernel (weights blocked at
-compile time, the data blocked and the result unblocked inside the same kernel); float dense
-with constant weights runs topi's ``dense_pack``; pooling, softmax over the last axis use
-topi's schedules.  Every other case (integer operands, packed layouts, groups, dilation,
+compile time); data and output in ``NCHW{c}c`` (what the ``cpu_layout`` pass gives eligible
+convs) are used as they are, plain NCHW ones are blocked / unblocked inside the same kernel.
+Float dense with constant weights runs topi's ``dense_pack``; pooling (NCHW or NCHWc) and
+softmax over the last axis use topi's schedules.  Every other case (integer operands, packed layouts, groups, dilation,
 ceil mode, ...) is a plain reduction with the reference's exact semantics.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -23,10 +25,14 @@ from compiler.graph.ops import register_lowering
 from compiler.te import Tensor
 from compiler.tir import op as tir
 from compiler.tir.ir import PrimExpr
-from compiler.topi.utils import vector_lanes
+from compiler.topi.utils import largest_divisor, vector_lanes
 
 #: Widest channel block of the blocked conv2d (one AVX-512 register of fp32).
 _CONV_BLOCK = 16
+#: Output columns per register tile of the conv micro-kernel.  topi's default fills 28 of the 32
+#: registers; 14 ran as fast on ResNet-18's layers here (the FMA latency is hidden either way) and
+#: halves the unrolled code LLVM has to compile.
+_OW_BLOCK = 14
 
 
 def _acc_dtype(node: Node) -> str:
@@ -57,34 +63,69 @@ def _conv2d_generic(node: Node, x: Tensor, w: Tensor, name: str) -> Tensor:
     return te.compute((n, o, oh, ow), fn, name=name)
 
 
-def _fast_conv2d(node: Node, x: Tensor, weight: np.ndarray, kb: KernelBuilder) -> Tensor:
-    """Float NCHW conv2d through topi's blocked NCHWc micro-kernel; weights blocked at compile time."""
+def _channel_block(layout: str) -> int | None:
+    """The channel block of ``NCHW`` (1) or ``NCHW{c}c``; None for any other layout."""
+    lay = parse_layout(layout)
+    if lay.primal != "NCHW" or lay.axes[:4] != ("N", "C", "H", "W") or lay.axes[4:] not in ((), ("c",)):
+        return None
+    return lay.factor("C")
+
+
+def _pad_spatial(x: Tensor, top: int, bottom: int, left: int, right: int, name: str) -> Tensor:
+    """Zero rows/columns around axes 2 and 3 of an NCHW or NCHWc tensor."""
+    shape = _shape(x)
+    h, w = shape[2], shape[3]
+
+    def padded(*i: PrimExpr) -> PrimExpr:
+        y, xx = i[2], i[3]
+        inside = (y >= top) & (y < h + top) & (xx >= left) & (xx < w + left)
+        src = i[:2] + (tir.min(tir.max(y - top, 0), h - 1), tir.min(tir.max(xx - left, 0), w - 1)) + i[4:]
+        return tir.if_then_else(inside, x[src], _c(0.0, x.dtype))
+
+    return te.compute(shape[:2] + (h + top + bottom, w + left + right) + shape[4:], padded, name=name)
+
+
+def _fast_conv2d(node: Node, x: Tensor, weight: np.ndarray, bias: Tensor | None, kb: KernelBuilder,
+                 in_block: int, out_block: int) -> Tensor:
+    """Float conv2d (+ bias) through topi's blocked NCHWc micro-kernel; weights blocked at compile time.
+
+    ``in_block``/``out_block`` are the channel blocks of the data and output layouts (1 = NCHW): a
+    blocked operand is used as it is, a plain one is blocked (data) or unblocked (output) in the kernel.
+    """
     a = node.attrs
-    n, c, h, w = _shape(x)
+    shape = _shape(x)
+    n, h, w = shape[0], shape[2], shape[3]
+    c = shape[1] * in_block
     o = weight.shape[0]
-    ib, ob = math.gcd(c, _CONV_BLOCK), math.gcd(o, _CONV_BLOCK)
+    ib = in_block if in_block > 1 else math.gcd(c, _CONV_BLOCK)
+    ob = out_block if out_block > 1 else math.gcd(o, _CONV_BLOCK)
     pt, pl, pb, pr = a["padding"]
     src = x
     if (pt, pl) != (pb, pr):
         # topi pads symmetrically: pad the extra rows/columns here, then let topi pad the rest.
         ph, pw = min(pt, pb), min(pl, pr)
-        et, eb, el, er = pt - ph, pb - ph, pl - pw, pr - pw
-
-        def padded(b: PrimExpr, k: PrimExpr, y: PrimExpr, xx: PrimExpr) -> PrimExpr:
-            inside = (y >= et) & (y < h + et) & (xx >= el) & (xx < w + el)
-            v = x[b, k, tir.min(tir.max(y - et, 0), h - 1), tir.min(tir.max(xx - el, 0), w - 1)]
-            return tir.if_then_else(inside, v, _c(0.0, x.dtype))
-
-        h, w = h + et + eb, w + el + er
-        src = te.compute((n, c, h, w), padded, name=f"{node.name}_pad")
+        src = _pad_spatial(x, pt - ph, pb - ph, pl - pw, pr - pw, f"{node.name}_pad")
+        h, w = _shape(src)[2], _shape(src)[3]
         pt, pl = ph, pw
-    data = te.compute((n, c // ib, h, w, ib), lambda b, k, y, xx, i: src[b, k * ib + i, y, xx],
-                      name=f"{node.name}_pack")
+    if in_block > 1:
+        data = src
+    else:
+        data = te.compute((n, c // ib, h, w, ib), lambda b, k, y, xx, i: src[b, k * ib + i, y, xx],
+                          name=f"{node.name}_pack")
     blocked = weight.reshape(o // ob, ob, c // ib, ib, *weight.shape[2:]).transpose(0, 2, 4, 5, 3, 1)
     wt = kb.constant(blocked, f"{node.name}_w")
     conv = topi.conv2d_nchwc(data, wt, stride=tuple(a["strides"]), padding=(pt, pl), name=f"{node.name}_nchwc")
-    kb.scheduled(conv, lambda s: topi.schedule_conv2d_nchwc(conv, s=s), [data, wt])
-    return te.compute(node.type.shape, lambda b, k, y, xx: conv[b, k // ob, y, xx, k % ob], name=node.name)
+    knobs = topi.default_conv2d_nchwc_knobs(conv)
+    knobs = replace(knobs, ow_block=largest_divisor(_shape(conv)[3], min(knobs.ow_block, _OW_BLOCK)))
+    kb.scheduled(conv, lambda s: topi.schedule_conv2d_nchwc(conv, knobs, s=s), [data, wt])
+    if out_block > 1:
+        if bias is None:
+            return conv
+        return te.compute(_shape(conv), lambda b, k, y, xx, i: conv[b, k, y, xx, i] + bias[k * ob + i],
+                          name=node.name)
+    if bias is None:
+        return te.compute(node.type.shape, lambda b, k, y, xx: conv[b, k // ob, y, xx, k % ob], name=node.name)
+    return te.compute(node.type.shape, lambda b, k, y, xx: conv[b, k // ob, y, xx, k % ob] + bias[k], name=node.name)
 
 
 @register_lowering("conv2d", "llvm")
@@ -93,19 +134,19 @@ def _conv2d(node: Node, xs: Sequence[Operand]) -> Tensor:
     x, w = xs[0].tensor, xs[1].tensor
     dl, kl = a["data_layout"], a["kernel_layout"]
     ol = a.get("out_layout") or dl
+    weight = xs[1].value
+    bias = xs[2].tensor if len(xs) == 3 else None
+    in_block, out_block = _channel_block(dl), _channel_block(ol)
+    if (node.type.dtype == "float32" and a["groups"] == 1 and tuple(a["dilation"]) == (1, 1)
+            and weight is not None and in_block is not None and out_block is not None):
+        return _fast_conv2d(node, x, unpack(weight, kl), bias, kb, in_block, out_block)
     primal_out = parse_layout(ol).primal_shape(node.type.shape)
     xd = _relayout(x, dl, "NCHW", parse_layout(dl).primal_shape(_shape(x)), f"{node.name}_data")
-    weight = xs[1].value
-    fast = (node.type.dtype == "float32" and a["groups"] == 1 and tuple(a["dilation"]) == (1, 1)
-            and weight is not None and ol == "NCHW" and dl == "NCHW")
-    if fast:
-        out = _fast_conv2d(node, xd, unpack(weight, kl), kb)
-    else:
-        wk = (kb.constant(unpack(weight, kl), f"{node.name}_w") if weight is not None
-              else _relayout(w, kl, "OIHW", parse_layout(kl).primal_shape(_shape(w)), f"{node.name}_wt"))
-        out = _conv2d_generic(node, xd, wk, f"{node.name}_nchw")
-    if len(xs) == 3:
-        bias, conv = xs[2].tensor, out
+    wk = (kb.constant(unpack(weight, kl), f"{node.name}_w") if weight is not None
+          else _relayout(w, kl, "OIHW", parse_layout(kl).primal_shape(_shape(w)), f"{node.name}_wt"))
+    out = _conv2d_generic(node, xd, wk, f"{node.name}_nchw")
+    if bias is not None:
+        conv = out
         out = te.compute(primal_out, lambda b, k, y, xx: conv[b, k, y, xx] + bias[k], name=f"{node.name}_bias")
     return _relayout(out, "NCHW", ol, node.type.shape, node.name)
 
@@ -188,15 +229,16 @@ def _softmax(node: Node, xs: Sequence[Operand]) -> Tensor:
 def _topi_pool_ok(node: Node, x: Tensor) -> bool:
     a = node.attrs
     pt, pl, pb, pr = a["padding"]
-    return (a["layout"] == "NCHW" and x.dtype == "float32" and (pt, pl) == (pb, pr) and not a["ceil_mode"]
-            and tuple(a["dilation"]) == (1, 1))
+    return (_channel_block(a["layout"]) is not None and x.dtype == "float32" and (pt, pl) == (pb, pr)
+            and not a["ceil_mode"] and tuple(a["dilation"]) == (1, 1))
 
 
 def _pool(node: Node, xs: Sequence[Operand], kind: str) -> Tensor:
     x, kb, a = xs[0].tensor, xs[0].kernel, node.attrs
     if _topi_pool_ok(node, x):
         pt, pl, _, _ = a["padding"]
-        out = topi.pool2d(x, tuple(a["pool_size"]), tuple(a["strides"]), (pt, pl), kind,
+        layout = "NCHW" if parse_layout(a["layout"]).is_primal else "NCHWc"
+        out = topi.pool2d(x, tuple(a["pool_size"]), tuple(a["strides"]), (pt, pl), kind, layout,
                           count_include_pad=bool(a.get("count_include_pad", False)), name=node.name)
         return kb.scheduled(out, lambda s: topi.schedule_pool(out, s=s), [x])
     lay = parse_layout(a["layout"])

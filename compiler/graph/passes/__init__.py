@@ -1,7 +1,8 @@
 """Graph passes, each a pure function ``Graph -> Graph`` (plan_memory returns a MemoryPlan).
 
-The VDLA pipeline is :func:`optimize_for_vdla`: fold_batch_norm, fold_constant, quantize,
-alter_layout, fold_constant, fuse_ops, partition.
+The CPU pipeline is :func:`optimize_for_cpu`: fold_batch_norm, fold_constant, cpu_layout,
+fuse_ops.  The VDLA pipeline is :func:`optimize_for_vdla`: fold_batch_norm, fold_constant,
+quantize, alter_layout, fold_constant, fuse_ops, partition.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import numpy as np
 from vdla_hw.config import HwConfig
 
 from compiler.graph.ir import Graph
-from compiler.graph.passes.alter_layout import alter_layout
+from compiler.graph.passes.alter_layout import LayoutRewriter, alter_layout
+from compiler.graph.passes.cpu_layout import cpu_layout
 from compiler.graph.passes.fold_batch_norm import fold_batch_norm
 from compiler.graph.passes.fold_constant import fold_constant
 from compiler.graph.passes.fuse_ops import fuse_ops, fusion_groups
@@ -21,9 +23,10 @@ from compiler.graph.passes.plan_memory import MemoryPlan, plan_memory, run_plann
 from compiler.graph.passes.quantize import calibrate, quantize
 
 
-def optimize_for_cpu(graph: Graph) -> Graph:
-    """The float pipeline for the llvm target: fold batch norms and constants, then fuse."""
-    return fuse_ops(fold_constant(fold_batch_norm(graph)))
+def optimize_for_cpu(graph: Graph, block: int = 16) -> Graph:
+    """The float pipeline for the llvm target: fold batch norms and constants, keep activations
+    between convs blocked by ``block`` channels (one vector register of fp32), then fuse."""
+    return fuse_ops(cpu_layout(fold_constant(fold_batch_norm(graph)), block))
 
 
 def optimize_for_vdla(graph: Graph, cfg: HwConfig, samples: Sequence[Mapping[str, np.ndarray]],
@@ -36,6 +39,6 @@ def optimize_for_vdla(graph: Graph, cfg: HwConfig, samples: Sequence[Mapping[str
 
 
 __all__ = [
-    "MemoryPlan", "alter_layout", "calibrate", "fold_batch_norm", "fold_constant", "fuse_ops", "fusion_groups",
+    "LayoutRewriter", "MemoryPlan", "alter_layout", "cpu_layout", "calibrate", "fold_batch_norm", "fold_constant", "fuse_ops", "fusion_groups",
     "optimize_for_cpu", "optimize_for_vdla", "partition", "placement", "plan_memory", "quantize", "run_planned",
 ]

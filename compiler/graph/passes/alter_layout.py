@@ -1,21 +1,27 @@
-"""Layout transformation to the packed VDLA layouts, with transforms only where needed.
+"""Layout transformation to packed layouts, with transforms only where needed.
 
-Every conv2d/dense the VDLA can run (see :mod:`compiler.graph.vdla_rules`) switches to the
-packed layouts of the config: data ``NCHW{b}n{bi}c``, weights ``OIHW{bo}o{bi}i``, output
-``NCHW{b}n{bo}c``.  Packed values then flow through the operators that do not care about
-layout (elementwise ops, quantize/dequantize with scalar scales, pooling over H and W,
-binary ops whose other operand is packed too or is a constant); a ``layout_transform`` is
-inserted only where a producer's layout differs from what its consumer needs, and graph
-outputs return to their primal layout.  Constant operands are packed at compile time
-instead of through a transform node.
+:class:`LayoutRewriter` is the machinery, parameterized by a :data:`LayoutPolicy` that picks
+the layouts of each conv2d/dense (or leaves it alone).  Packed values then flow through the
+operators that do not care about layout (elementwise ops, quantize/dequantize with scalar
+scales, pooling over H and W, binary ops whose other operand is packed too or is a
+constant); a ``layout_transform`` is inserted only where a producer's layout differs from
+what its consumer needs, and graph outputs return to their primal layout.  Constant
+operands are packed at compile time instead of through a transform node.
+
+:func:`alter_layout` is the VDLA policy: every conv2d/dense the VDLA can run (see
+:mod:`compiler.graph.vdla_rules`) switches to the packed layouts of the config: data
+``NCHW{b}n{bi}c``, weights ``OIHW{bo}o{bi}i``, output ``NCHW{b}n{bo}c``.  The CPU policy
+is :func:`compiler.graph.passes.cpu_layout.cpu_layout`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import numpy as np
 from vdla_hw.config import HwConfig
 
-from compiler.graph.ir import Graph, Node
+from compiler.graph.ir import Graph, Node, TensorType
 from compiler.graph.layout import parse_layout, transform
 from compiler.graph.passes.rewrite import Rewriter
 from compiler.graph.vdla_rules import gemm_unsupported_reason, packed_layouts
@@ -25,16 +31,25 @@ _POOLS = frozenset({"max_pool2d", "avg_pool2d", "global_avg_pool2d"})
 _BINARY = frozenset({"add", "subtract", "multiply", "divide", "maximum", "minimum"})
 
 
-class _LayoutRewriter:
-    def __init__(self, graph: Graph, cfg: HwConfig) -> None:
-        self.graph, self.cfg = graph, cfg
+#: ``policy(node, input_types, graph)``: the conv2d/dense attributes ``data_layout``, ``kernel_layout``
+#: and ``out_layout`` to give ``node`` (a primal layout means "as is"), or None to leave it unchanged.
+LayoutPolicy = Callable[[Node, Sequence[TensorType], Graph], "dict[str, str] | None"]
+
+
+class LayoutRewriter:
+    """Rewrites a graph so the conv2d/dense a policy picks run in its layouts (see the module doc)."""
+
+    def __init__(self, graph: Graph, policy: LayoutPolicy) -> None:
+        self.graph, self.policy = graph, policy
         self.rw = Rewriter(graph)
         self.b = self.rw.builder
         self.layout: dict[str, str] = {}  # new value -> its packed layout (absent: primal)
         self.converted: dict[tuple[str, str | None], str] = {}
 
     def convert(self, value: str, dst: str | None) -> str:
-        """``value`` in layout ``dst`` (None = primal), through a cached transform when they differ."""
+        """``value`` in layout ``dst`` (None or a primal layout = primal), through a cached transform when they differ."""
+        if dst is not None and parse_layout(dst).is_primal:
+            dst = None
         src = self.layout.get(value)
         if src == dst:
             return value
@@ -56,12 +71,12 @@ class _LayoutRewriter:
     def packed_input(self, n: Node) -> str | None:
         return next((self.layout[self.rw[i]] for i in n.inputs if self.rw[i] in self.layout), None)
 
-    def gemm(self, n: Node) -> None:
-        lays = packed_layouts(n.op, self.cfg)
+    def gemm(self, n: Node, lays: dict[str, str]) -> None:
         x = self.convert(self.rw[n.inputs[0]], lays["data_layout"])
         w = self.convert(self.rw[n.inputs[1]], lays["kernel_layout"])
         out = self.rw.copy(n, [x, w] + [self.rw[i] for i in n.inputs[2:]], **lays)
-        self.layout[out] = lays["out_layout"]
+        if not parse_layout(lays["out_layout"]).is_primal:
+            self.layout[out] = lays["out_layout"]
 
     def scalar_params(self, n: Node) -> bool:
         return all(self.graph.node(i).type.size == 1 for i in n.inputs[1:])
@@ -98,8 +113,9 @@ class _LayoutRewriter:
         for n in self.graph.nodes:
             lay = self.packed_input(n) if n.inputs else None
             types = [self.graph.node(i).type for i in n.inputs]
-            if n.op in ("conv2d", "dense") and gemm_unsupported_reason(n, types, self.cfg) is None:
-                self.gemm(n)
+            lays = self.policy(n, types, self.graph) if n.op in ("conv2d", "dense") else None
+            if lays is not None:
+                self.gemm(n, lays)
             elif lay and n.op in _UNARY and self.layout.get(self.rw[n.inputs[0]]) and self.scalar_params(n):
                 self.layout[self.rw.copy(n)] = lay
             elif lay and n.op in _POOLS and parse_layout(lay).primal == "NCHW":
@@ -115,4 +131,8 @@ class _LayoutRewriter:
 
 def alter_layout(graph: Graph, cfg: HwConfig) -> Graph:
     """Pack the VDLA-capable conv2d/dense of ``graph`` into ``cfg``'s layouts (see the module doc)."""
-    return _LayoutRewriter(graph, cfg).run()
+
+    def vdla(n: Node, types: Sequence[TensorType], _: Graph) -> dict[str, str] | None:
+        return packed_layouts(n.op, cfg) if gemm_unsupported_reason(n, types, cfg) is None else None
+
+    return LayoutRewriter(graph, vdla).run()

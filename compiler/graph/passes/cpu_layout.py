@@ -1,0 +1,53 @@
+"""Layout transformation for the CPU: keep float activations channel-blocked (``NCHW16c``) between convs.
+
+The LLVM conv2d micro-kernel (``compiler.topi.conv2d_nchwc``) reads ``[N, C/16, H, W, 16]`` and
+writes ``[N, O/16, H', W', 16]``, one output position's 16 channels being one vector register.
+Re-blocking the input and un-blocking the output inside every conv costs per-lane gathers on
+every layer; this pass instead gives each eligible conv2d the blocked data and output layouts,
+so the blocked values flow through bias adds, ReLUs, residual adds and pooling
+(:class:`~compiler.graph.passes.alter_layout.LayoutRewriter`), and a ``layout_transform`` is
+left only where a consumer needs the plain layout (e.g. a flatten before the classifier).
+
+A conv2d is eligible when it is float32 with constant weights, no groups or dilation, and its
+output channels are a multiple of the block.  Its data stays ``NCHW`` when the input channels
+are not (the 3-channel first conv reads the image as is); weights stay ``OIHW`` in the graph,
+since the lowering re-blocks constants at compile time anyway.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from compiler.graph.errors import GraphError
+from compiler.graph.ir import Graph, Node, TensorType
+from compiler.graph.passes.alter_layout import LayoutRewriter
+
+
+def blocked_layout(block: int) -> str:
+    """The channel-blocked activation layout ``NCHW{block}c``."""
+    return f"NCHW{block}c"
+
+
+def cpu_conv_layouts(node: Node, types: Sequence[TensorType], graph: Graph, block: int) -> dict[str, str] | None:
+    """The layouts the CPU runs ``node`` in, or None to leave it as it is (see the module doc)."""
+    if node.op != "conv2d" or node.attrs["data_layout"] != "NCHW" or node.attrs["kernel_layout"] != "OIHW":
+        return None
+    if (node.attrs.get("out_layout") or "NCHW") != "NCHW":
+        return None
+    data, weight = types[0], types[1]
+    if (data.dtype, weight.dtype, node.type.dtype) != ("float32",) * 3 or graph.node(node.inputs[1]).op != "constant":
+        return None
+    if node.attrs["groups"] != 1 or tuple(node.attrs["dilation"]) != (1, 1):
+        return None
+    channels, out_channels = data.shape[1], weight.shape[0]
+    if out_channels % block:
+        return None
+    lay = blocked_layout(block)
+    return {"data_layout": lay if channels % block == 0 else "NCHW", "kernel_layout": "OIHW", "out_layout": lay}
+
+
+def cpu_layout(graph: Graph, block: int = 16) -> Graph:
+    """Keep the activations between eligible float conv2d's in ``NCHW{block}c`` (see the module doc)."""
+    if block < 1:
+        raise GraphError(f"cpu_layout: the channel block must be positive, got {block}")
+    return LayoutRewriter(graph, lambda n, types, g: cpu_conv_layouts(n, types, g, block)).run()

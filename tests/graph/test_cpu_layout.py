@@ -1,0 +1,85 @@
+"""The CPU layout pass: blocked activations between convs, transforms only at the borders, same results."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from compiler.graph import GraphBuilder, GraphError, run_graph
+from compiler.graph.passes import cpu_layout, fold_batch_norm, fold_constant, optimize_for_cpu
+from helpers import conv_net, rand
+
+
+def _layouts(graph, op: str, attr: str) -> list[str]:
+    return [n.attrs.get(attr) for n in graph.nodes if n.op == op]
+
+
+def _transforms(graph) -> list[tuple[str, str]]:
+    return [(n.attrs["src_layout"], n.attrs["dst_layout"]) for n in graph.nodes if n.op == "layout_transform"]
+
+
+def test_blocked_values_flow_between_convs_and_leave_once_before_the_flatten() -> None:
+    rng = np.random.default_rng(0)
+    graph = fold_constant(fold_batch_norm(conv_net(rng, batch_norm=True)))
+    blocked = cpu_layout(graph)
+    assert _layouts(blocked, "conv2d", "data_layout") == ["NCHW16c"] * 3
+    assert _layouts(blocked, "conv2d", "out_layout") == ["NCHW16c"] * 3
+    assert _layouts(blocked, "max_pool2d", "layout") == _layouts(blocked, "global_avg_pool2d", "layout") == ["NCHW16c"]
+    # x is blocked once for both convs that read it; the pooled features are unblocked once for the flatten.
+    assert sorted(_transforms(blocked)) == [("NCHW", "NCHW16c"), ("NCHW16c", "NCHW")]
+    feed = {"x": rand(rng, (1, 16, 8, 8))}
+    np.testing.assert_allclose(run_graph(blocked, feed)[0], run_graph(graph, feed)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_a_few_channel_first_conv_reads_the_plain_input_and_writes_blocked() -> None:
+    rng = np.random.default_rng(1)
+    b = GraphBuilder()
+    x = b.input("x", (1, 3, 9, 9), "float32")
+    y = b.op("conv2d", [x, b.const(rand(rng, (16, 3, 3, 3)))], "conv1", strides=(2, 2), padding=(1, 1, 1, 1))
+    y = b.op("relu", [b.op("add", [y, b.const(rand(rng, (16, 1, 1)))], "bias")], "relu")
+    y = b.op("avg_pool2d", [y], "pool", pool_size=(3, 3), strides=(1, 1), padding=(1, 1, 1, 1))
+    graph = b.build([y])
+    blocked = cpu_layout(graph)
+    (conv,) = [n for n in blocked.nodes if n.op == "conv2d"]
+    assert (conv.attrs["data_layout"], conv.attrs["out_layout"]) == ("NCHW", "NCHW16c")
+    # The (16, 1, 1) bias was blocked at compile time, not through a transform; the output goes back to NCHW.
+    assert _transforms(blocked) == [("NCHW16c", "NCHW")]
+    assert blocked.output_types == graph.output_types
+    feed = {"x": rand(rng, (1, 3, 9, 9))}
+    np.testing.assert_allclose(run_graph(blocked, feed)[0], run_graph(graph, feed)[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", ["channels", "groups", "runtime_weights", "int8"])
+def test_convs_the_micro_kernel_cannot_take_are_left_alone(case: str) -> None:
+    rng = np.random.default_rng(2)
+    b = GraphBuilder()
+    dtype = "int8" if case == "int8" else "float32"
+    x = b.input("x", (1, 16, 6, 6), dtype)
+    out = 24 if case == "channels" else 16
+    w_shape = (out, 8 if case == "groups" else 16, 3, 3)
+    if case == "runtime_weights":
+        w = b.input("w", w_shape, "float32")
+    elif case == "int8":
+        w = b.const(rng.integers(-8, 8, w_shape).astype(np.int8))
+    else:
+        w = b.const(rand(rng, w_shape))
+    attrs = {"groups": 2} if case == "groups" else {"out_dtype": "int32"} if case == "int8" else {}
+    graph = b.build([b.op("relu", [b.op("conv2d", [x, w], "conv", **attrs)])])
+    assert cpu_layout(graph) == graph
+
+
+def test_optimize_for_cpu_fuses_the_blocked_graph() -> None:
+    rng = np.random.default_rng(3)
+    graph = conv_net(rng, batch_norm=True)
+    opt = optimize_for_cpu(graph)
+    assert set(opt.op_counts()) <= {"input", "constant", "fused"}
+    bodies = [n.attrs["body"] for n in opt.nodes if n.op == "fused"]
+    assert sum(body.op_counts().get("layout_transform", 0) for body in bodies) == 2
+    feed = {"x": rand(rng, (1, 16, 8, 8))}
+    np.testing.assert_allclose(run_graph(opt, feed)[0], run_graph(graph, feed)[0], rtol=1e-4, atol=1e-5)
+
+
+def test_a_bad_block_is_rejected() -> None:
+    graph = conv_net(np.random.default_rng(4))
+    with pytest.raises(GraphError, match="block must be positive"):
+        cpu_layout(graph, block=0)
