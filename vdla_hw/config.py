@@ -28,15 +28,19 @@ class TimingConfig:
     """Timing parameters of the microarchitecture, used by the cycle model.
 
     All values are in accelerator clock cycles unless the name says otherwise.
-    The RTL issue calibrates these against the Verilated design.
+    Presets carry the RTL's values: the fields that are RTL parameters reach the
+    RTL through the generated package, the others are measured properties of the
+    RTL (``docs/rtl.md`` says which is which and how each was measured).
     """
 
     dram_latency: int = 32
-    """Cycles from a DRAM read request to its first data beat."""
+    """Cycles from a DRAM read request to its first data beat, and from a write burst's last beat
+    to its write response."""
     dram_burst_bytes: int = 256
     """Largest AXI burst in bytes; longer rows are split into several bursts."""
     fetch_cycles_per_insn: int = 2
-    """Cycles fetch needs to decode and dispatch one 128-bit instruction after its data arrives."""
+    """Cycles between two 128-bit instructions coming out of fetch's DRAM stream
+    (``max(1, 16 / bus bytes)`` in the RTL: one element per beat group, or one per cycle)."""
     gemm_pipeline_depth: int = 4
     """Cycles to fill the GEMM pipeline before the first micro-op iteration retires."""
     alu_pipeline_depth: int = 3
@@ -45,8 +49,23 @@ class TimingConfig:
     """Initiation interval of the ALU: cycles between consecutive micro-op iterations."""
     sram_write_cycles: int = 1
     """Cycles to write one element (tile) into an SRAM buffer, e.g. a zero-padding element."""
-    insn_overhead: int = 1
-    """Fixed cycles every module spends starting an instruction (queue pop, decode)."""
+    insn_overhead: int = 3
+    """Cycles the dependency-token gate adds to every instruction besides its executor: one from
+    taking the instruction to starting the executor (popping its tokens), the rest after the
+    executor is done (pushing its tokens in the first of them)."""
+    queue_latency: int = 2
+    """Cycles from a push into a command, token or element queue to the earliest pop of that entry
+    (the RTL's FIFOs have a registered output)."""
+    dma_start_cycles: int = 3
+    """Cycles from an executor's start (or fetch's) to its first DRAM read request on the AXI bus:
+    the row command, the engine's burst request, the read arbiter's register.  A write request
+    does not pass the arbiter: one cycle less."""
+    dma_max_bursts: int = 8
+    """Read bursts in flight (requested, last beat not yet returned) and write bursts awaiting their
+    response, per DMA direction."""
+    dma_narrow_rows: int = 4
+    """Row commands a DMA engine keeps in flight when its elements are narrower than the bus
+    (the queue of lane offsets and counts it unpacks or packs beats with)."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +109,10 @@ class HwConfig:
     """Tokens each of the four dependency queues holds."""
     clock_mhz: float = 100.0
     """Accelerator clock frequency in MHz."""
+    gemm_lut_macs: int = 0
+    """How many of the GEMM core's ``macs_per_cycle`` int multipliers are built from LUTs instead of
+    DSP slices (the last output lanes of the tile); same results, fewer DSPs, more LUTs.  Set it so
+    the design fits the target device (``vdla hw synth``)."""
     timing: TimingConfig = field(default_factory=TimingConfig)
     """Timing parameters of the cycle model."""
 
@@ -244,6 +267,7 @@ RANGES: dict[str, tuple[int, int]] = {
     "log_bus_width": (5, 9),
     "cmd_queue_depth": (1, 1 << 16),
     "dep_queue_depth": (1, 1 << 16),
+    "gemm_lut_macs": (0, 1 << 15),
 }
 TIMING_RANGES: dict[str, tuple[int, int]] = {
     "dram_latency": (0, 10_000),
@@ -253,7 +277,11 @@ TIMING_RANGES: dict[str, tuple[int, int]] = {
     "alu_pipeline_depth": (1, 64),
     "alu_ii": (1, 16),
     "sram_write_cycles": (1, 16),
-    "insn_overhead": (0, 64),
+    "insn_overhead": (2, 64),
+    "queue_latency": (1, 16),
+    "dma_start_cycles": (2, 16),
+    "dma_max_bursts": (1, 64),
+    "dma_narrow_rows": (1, 64),
 }
 CLOCK_MHZ_RANGE: tuple[float, float] = (1, 2000)
 # Queue depths are sized in hardware as FIFOs: they must be powers of two.
@@ -301,6 +329,11 @@ def _validate(cfg: HwConfig) -> None:
         raise ConfigError(
             f"{cfg.name}.log_out_width = {cfg.log_out_width} is wider than the accumulator "
             f"(log_acc_width = {cfg.log_acc_width}); allowed [2, {cfg.log_acc_width}]"
+        )
+    if cfg.gemm_lut_macs > cfg.macs_per_cycle:
+        raise ConfigError(
+            f"{cfg.name}.gemm_lut_macs = {cfg.gemm_lut_macs} exceeds the GEMM core's {cfg.macs_per_cycle} "
+            f"multipliers (macs_per_cycle); allowed [0, {cfg.macs_per_cycle}]"
         )
     # Every buffer must hold at least two elements: one tile is not enough to double-buffer,
     # and a zero-bit index cannot be encoded.

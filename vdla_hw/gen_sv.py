@@ -74,6 +74,9 @@ def _config_params(cfg: HwConfig) -> list[str]:
     lines.append(_param("CMD_QUEUE_DEPTH", cfg.cmd_queue_depth, "each of the three command queues"))
     lines.append(_param("DEP_QUEUE_DEPTH", cfg.dep_queue_depth, "each of the four dependency-token queues"))
     lines.append("")
+    lines.append("  // ---- resource mapping (same results either way) ----")
+    lines.append(_param("GEMM_LUT_MACS", cfg.gemm_lut_macs, "GEMM multipliers built from LUTs, not DSP slices"))
+    lines.append("")
     lines.append("  // ---- timing parameters implemented by the RTL (see docs/rtl.md) ----")
     for key in RTL_TIMING_FIELDS:
         lines.append(_param(key.upper(), getattr(cfg.timing, key)))

@@ -42,6 +42,7 @@ RTL_MODULES: tuple[str, ...] = (
     "vdla_fetch",
     "vdla_load",
     "vdla_uop_loop",
+    "vdla_lut_mul",
     "vdla_gemm",
     "vdla_alu",
     "vdla_compute",

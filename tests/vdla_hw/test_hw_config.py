@@ -191,3 +191,10 @@ def test_random_configs_validate_or_raise_config_error(values):
     for buf in ("uop", "inp", "wgt", "acc"):
         assert getattr(cfg, f"{buf}_buff_depth") >= 2
     assert from_dict(cfg.to_dict()) == cfg
+
+
+def test_gemm_lut_macs_cannot_exceed_the_core():
+    base = load_config("default")
+    assert base.replace(gemm_lut_macs=base.macs_per_cycle).gemm_lut_macs == 256
+    with pytest.raises(ConfigError, match=r"default\.gemm_lut_macs = 257 exceeds the GEMM core's 256"):
+        base.replace(gemm_lut_macs=257)

@@ -12,6 +12,12 @@
 // The accumulator SRAM has one read port, so ALU_II >= 2; an iteration's first read
 // must not come before the previous iteration's write (the SRAM's write-through bypass
 // covers a read in the very cycle of that write), so ALU_II >= D - 1.
+//
+// MUL needs only the low ACC_WIDTH bits, and the operands arrive in the cycle the result is
+// due (j = 3 with D = 3), so the multiplier cannot be shared over the II cycles without
+// lengthening the pipeline. Instead each lane splits a 32-bit product into the terms that
+// reach the low 32 bits: two that fit one DSP48E1 each (25x18) and an 8x8 one that stays
+// in LUTs, 2 DSP slices per lane instead of the 3 yosys spends on a plain 32x32 `*`.
 `default_nettype none
 /* verilator lint_off IMPORTSTAR */  // yosys 0.70 reads package imports only at file scope
 import vdla_pkg::*;
@@ -63,10 +69,11 @@ module vdla_alu (
   );
   assign uop_rd_en = it_valid;
 
-  // One lane: op(a, b) on ACC_WIDTH-bit two's-complement values.
+  // One lane: op(a, b) on ACC_WIDTH-bit two's-complement values; p = a * b (low bits).
   function automatic logic [ACC_WIDTH-1:0] alu_lane(input logic [ALUOP_W-1:0] op,
                                                     input logic [ACC_WIDTH-1:0] a,
-                                                    input logic [ACC_WIDTH-1:0] b);
+                                                    input logic [ACC_WIDTH-1:0] b,
+                                                    input logic [ACC_WIDTH-1:0] p);
     logic signed [ACC_WIDTH-1:0] sa, sb;
     logic [ACC_WIDTH-1:0]        nb;
     sa = a;
@@ -76,7 +83,7 @@ module vdla_alu (
       ALU_MIN: alu_lane = sa < sb ? a : b;
       ALU_MAX: alu_lane = sa > sb ? a : b;
       ALU_ADD: alu_lane = a + b;
-      ALU_MUL: alu_lane = a * b;
+      ALU_MUL: alu_lane = p;
       ALU_SHR:
         if (!b[ACC_WIDTH-1]) alu_lane = b >= ACC_WIDTH'(ACC_WIDTH) ? {ACC_WIDTH{a[ACC_WIDTH-1]}} : ACC_WIDTH'(sa >>> b[SHW-1:0]);
         else alu_lane = nb >= ACC_WIDTH'(ACC_WIDTH) ? '0 : a << nb[SHW-1:0];
@@ -86,9 +93,11 @@ module vdla_alu (
 
   function automatic logic [ACC_ELEM_BITS-1:0] alu_tile(input logic [ALUOP_W-1:0] op,
                                                         input logic [ACC_ELEM_BITS-1:0] a,
-                                                        input logic [ACC_ELEM_BITS-1:0] b);
+                                                        input logic [ACC_ELEM_BITS-1:0] b,
+                                                        input logic [ACC_ELEM_BITS-1:0] p);
     for (int l = 0; l < LANES; l++)
-      alu_tile[l * ACC_WIDTH +: ACC_WIDTH] = alu_lane(op, a[l * ACC_WIDTH +: ACC_WIDTH], b[l * ACC_WIDTH +: ACC_WIDTH]);
+      alu_tile[l * ACC_WIDTH +: ACC_WIDTH] = alu_lane(op, a[l * ACC_WIDTH +: ACC_WIDTH], b[l * ACC_WIDTH +: ACC_WIDTH],
+                                                      p[l * ACC_WIDTH +: ACC_WIDTH]);
   endfunction
 
   // ---- pipeline ---------------------------------------------------------------------------
@@ -128,12 +137,36 @@ module vdla_alu (
     end
   end
 
+  // Lane products acc[dst] * operand, low ACC_WIDTH bits. With a = ah 2^MUL_AL + al and
+  // b = bh 2^MUL_BL + bl (al, bl unsigned), a b = al bl + (al bh) 2^MUL_BL + (ah bl) 2^MUL_AL
+  // + (ah bh) 2^(MUL_AL+MUL_BL); the last term is above the kept bits, and of the middle two
+  // only their low ACC_WIDTH - MUL_BL and ACC_WIDTH - MUL_AL bits count.
+  localparam int MUL_AL = 24;  // a DSP48E1 multiplies 25 x 18 bits signed: 24 x 17 unsigned
+  localparam int MUL_BL = 17;
+  logic [ACC_ELEM_BITS-1:0] product;
+  for (genvar l = 0; l < LANES; l++) begin : g_mul
+    localparam int W = ACC_WIDTH;
+    wire logic [W-1:0] a = acc_rd_data[l * W +: W];
+    wire logic [W-1:0] b = operand[l * W +: W];
+    if (W > MUL_AL && W <= MUL_AL + MUL_BL) begin : g_split
+      logic [W-1:0]        lo_lo;
+      logic [W-MUL_BL-1:0] lo_hi;  // (al bh), the bits that land at MUL_BL and above
+      logic [W-MUL_AL-1:0] hi_lo;  // (ah bl): 8 bits for int32, narrow enough for LUTs
+      assign lo_lo = W'(a[MUL_AL-1:0]) * W'(b[MUL_BL-1:0]);
+      assign lo_hi = a[W-MUL_BL-1:0] * b[W-1:MUL_BL];
+      assign hi_lo = a[W-1:MUL_AL] * b[W-MUL_AL-1:0];
+      assign product[l * W +: W] = lo_lo + {lo_hi, MUL_BL'(0)} + {hi_lo, MUL_AL'(0)};
+    end else begin : g_plain  // fits one DSP (or no split helps): let synthesis map it
+      assign product[l * W +: W] = a * b;
+    end
+  end
+
   if (D == 3) begin : g_direct
-    assign result = alu_tile(insn.alu_op, acc_rd_data, operand);
+    assign result = alu_tile(insn.alu_op, acc_rd_data, operand, product);
   end else begin : g_delayed
     logic [D:4][ACC_ELEM_BITS-1:0] res;  // res[k]: the result at stage k
     always_ff @(posedge clk) begin
-      res[4] <= alu_tile(insn.alu_op, acc_rd_data, operand);
+      res[4] <= alu_tile(insn.alu_op, acc_rd_data, operand, product);
       for (int k = 5; k <= D; k++) res[k] <= res[k-1];
     end
     assign result = res[D];

@@ -12,6 +12,12 @@
 // that write; the accumulator SRAM's write-through bypass hands it the new value, so
 // back-to-back micro-ops on one accumulator give the sequential result without a stall.
 // All arithmetic wraps modulo 2^ACC_WIDTH.
+//
+// Multipliers: the products of the last GEMM_LUT_MACS (b, o, i) positions of the tile (the
+// last output lanes) are vdla_lut_mul instances, built from LUTs in synthesis; the others
+// are plain `*`, which synthesis puts on DSP slices. Same results; the split lets a core fit
+// a device's DSP count (the Zynq-7020's 220 cannot hold the 256 int8 products of 1x16x16
+// besides the ALU's multipliers).
 `default_nettype none
 /* verilator lint_off IMPORTSTAR */  // yosys 0.70 reads package imports only at file scope
 import vdla_pkg::*;
@@ -54,6 +60,10 @@ module vdla_gemm (
   if (ACC_WIDTH < PW) begin : g_bad_width
     $fatal(1, "vdla_gemm: ACC_WIDTH = %0d is narrower than an input x weight product (%0d bits)", ACC_WIDTH, PW);
   end
+  if (GEMM_LUT_MACS < 0 || GEMM_LUT_MACS > BATCH * BLOCK_IN * BLOCK_OUT) begin : g_bad_lut_macs
+    $fatal(1, "vdla_gemm: GEMM_LUT_MACS = %0d must be in [0, %0d] (the core's multipliers)",
+           GEMM_LUT_MACS, BATCH * BLOCK_IN * BLOCK_OUT);
+  end
 
   // ---- the micro-op loop -----------------------------------------------------------------
   logic             it_valid, loop_busy;
@@ -87,25 +97,60 @@ module vdla_gemm (
   assign wgt_rd_en   = v[1];
   assign wgt_rd_addr = uop.wgt + wgt1_off;
 
+  // The products of the last GEMM_LUT_MACS (b, o, i) positions come from vdla_lut_mul
+  // instances (LUTs in synthesis, see there); lut_p[k] is the product at position
+  // FIRST_LUT + k, with position (b * BLOCK_OUT + o) * BLOCK_IN + i.
+  localparam int NMAC = BATCH * BLOCK_OUT * BLOCK_IN;
+  localparam int FIRST_LUT = NMAC - GEMM_LUT_MACS;
+  localparam int NLUT = GEMM_LUT_MACS > 0 ? GEMM_LUT_MACS : 1;  // keeps the vector legal when there are none
+  localparam int SLW = PW + LOG_BLOCK_IN;  // holds a sum of BLOCK_IN products exactly
+  logic [NLUT*PW-1:0] lut_p;
+  if (GEMM_LUT_MACS == 0) begin : g_no_lut_mul
+    assign lut_p = '0;
+  end
+  for (genvar k = 0; k < GEMM_LUT_MACS; k++) begin : g_lut_mul
+    localparam int POS = FIRST_LUT + k;
+    localparam int B = POS / (BLOCK_OUT * BLOCK_IN);
+    localparam int O = POS / BLOCK_IN % BLOCK_OUT;
+    localparam int I = POS % BLOCK_IN;
+    vdla_lut_mul #(.XW(INP_WIDTH), .YW(WGT_WIDTH)) u_mul (
+      .x(inp_rd_data[(B * BLOCK_IN + I) * INP_WIDTH +: INP_WIDTH]),
+      .y(wgt_rd_data[(O * BLOCK_IN + I) * WGT_WIDTH +: WGT_WIDTH]),
+      .p(lut_p[k * PW +: PW])
+    );
+  end
+
   // Signed dot products of one input tile and one weight tile: out[b][o] = sum_i inp[b][i] * wgt[o][i].
+  // The products at positions >= FIRST_LUT are taken from lp (lut_p) instead of `*`.
   function automatic logic [ACC_ELEM_BITS-1:0] dot_tile(input logic [INP_ELEM_BITS-1:0] a,
-                                                        input logic [WGT_ELEM_BITS-1:0] w);
+                                                        input logic [WGT_ELEM_BITS-1:0] w,
+                                                        input logic [NLUT*PW-1:0]      lp);
     logic signed [INP_WIDTH-1:0] x;
     logic signed [WGT_WIDTH-1:0] y;
     logic signed [PW-1:0]        p;
     logic signed [ACC_WIDTH-1:0] pe;
     logic [ACC_WIDTH-1:0]        s;
+    logic signed [SLW-1:0]       sl;  // LUT products are summed at their exact width: fewer adder LUTs
+    int                          pos;
     for (int b = 0; b < BATCH; b++) begin
       for (int o = 0; o < BLOCK_OUT; o++) begin
-        s = '0;
+        s  = '0;
+        sl = '0;
         for (int i = 0; i < BLOCK_IN; i++) begin
-          x  = a[(b * BLOCK_IN + i) * INP_WIDTH +: INP_WIDTH];
-          y  = w[(o * BLOCK_IN + i) * WGT_WIDTH +: WGT_WIDTH];
-          p  = x * y;
-          pe = ACC_WIDTH'(p);
-          s  = s + pe;
+          pos = (b * BLOCK_OUT + o) * BLOCK_IN + i;
+          if (pos >= FIRST_LUT) begin
+            p  = lp[(pos - FIRST_LUT) * PW +: PW];
+            sl = sl + SLW'(p);
+          end else begin
+            x  = a[(b * BLOCK_IN + i) * INP_WIDTH +: INP_WIDTH];
+            y  = w[(o * BLOCK_IN + i) * WGT_WIDTH +: WGT_WIDTH];
+            p  = x * y;
+            pe = ACC_WIDTH'(p);
+            s  = s + pe;
+          end
         end
-        dot_tile[(b * BLOCK_OUT + o) * ACC_WIDTH +: ACC_WIDTH] = s;
+        pe = ACC_WIDTH'(sl);
+        dot_tile[(b * BLOCK_OUT + o) * ACC_WIDTH +: ACC_WIDTH] = s + pe;
       end
     end
   endfunction
@@ -127,7 +172,7 @@ module vdla_gemm (
     src1_off <= src_off;
     wgt1_off <= wgt_off;
     dst[2]   <= uop.dst + dst1_off;
-    dot[3]   <= dot_tile(inp_rd_data, wgt_rd_data);
+    dot[3]   <= dot_tile(inp_rd_data, wgt_rd_data, lut_p);
     for (int k = 3; k <= D; k++) dst[k] <= dst[k-1];
     for (int k = 4; k <= D; k++) dot[k] <= dot[k-1];
   end

@@ -61,6 +61,9 @@ package vdla_pkg;
   localparam int CMD_QUEUE_DEPTH = 512;  // each of the three command queues
   localparam int DEP_QUEUE_DEPTH = 512;  // each of the four dependency-token queues
 
+  // ---- resource mapping (same results either way) ----
+  localparam int GEMM_LUT_MACS = 0;  // GEMM multipliers built from LUTs, not DSP slices
+
   // ---- timing parameters implemented by the RTL (see docs/rtl.md) ----
   localparam int DRAM_BURST_BYTES = 512;
   localparam int GEMM_PIPELINE_DEPTH = 5;

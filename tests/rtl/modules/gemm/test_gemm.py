@@ -9,7 +9,7 @@ import pytest
 from vdla_hw.config import load_config
 
 HERE = Path(__file__).parent
-MODULES = ["vdla_sram", "vdla_uop_loop", "vdla_gemm"]
+MODULES = ["vdla_sram", "vdla_uop_loop", "vdla_lut_mul", "vdla_gemm"]
 
 
 def _run(rtl_module, config, **env) -> None:
