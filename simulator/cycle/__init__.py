@@ -1,8 +1,9 @@
 """The cycle-level model of VDLA on SimPy: timing, utilization, stalls and timelines.
 
 One module per hardware unit (``fetch``, ``load``, ``compute``, ``store``) plus
-the shared ``dram`` channel and the ``queues``; :func:`run_cycle` assembles and
-runs them.  Memory effects come from :mod:`simulator.semantics`, so the result
+the ``dma`` engines, the shared ``dram`` channels and the ``queues``; :func:`run_cycle`
+assembles and runs them.  The timing mirrors the RTL's structure (``docs/rtl.md``,
+"Instruction timing" and "Calibration").  Memory effects come from :mod:`simulator.semantics`, so the result
 is always the same as the functional simulator's.
 """
 

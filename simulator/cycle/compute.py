@@ -1,25 +1,28 @@
 """The compute unit: GEMM core, vector ALU, micro-op and accumulator loads, FINISH.
 
-Timing (``n`` = iter_out x iter_in x micro-ops, the instruction's loop iterations):
+Executor cycles, from its start to its done pulse (``n`` = iter_out x iter_in x
+micro-ops, the instruction's loop iterations), as the RTL's ``vdla_gemm`` /
+``vdla_alu``:
 
-* GEMM: ``insn_overhead + gemm_pipeline_depth + n`` -- one micro-op iteration
-  enters the core per cycle, the last result is written a pipeline depth later.
-* ALU: ``insn_overhead + alu_pipeline_depth + (n - 1) * alu_ii + 1`` -- a new
-  iteration every ``alu_ii`` cycles (the GEMM formula is this one with II = 1).
-* An instruction with ``n = 0`` costs ``insn_overhead`` only.
-
-With ``insn_overhead`` = 4 these are the RTL's per-instruction totals
-(``docs/rtl.md``: GEMM n + D + 4, ALU (n - 1) II + D + 5).
+* GEMM: ``n + gemm_pipeline_depth + 1`` -- one micro-op iteration enters the core
+  per cycle, the last result is written a pipeline depth later, done a cycle after.
+* ALU: ``(n - 1) * alu_ii + alu_pipeline_depth + 2`` -- a new iteration every
+  ``alu_ii`` cycles.
+* An instruction with ``n = 0`` is done the cycle after it starts.
 * LOAD UOP / LOAD ACC: as a LOAD on the load unit (see :mod:`simulator.cycle.load`),
-  sharing the DRAM channel.
-* FINISH: ``insn_overhead``; the program ends when it retires.  Its tokens must
-  order every load and store before it (checked as in fsim), so nothing is in
-  flight then: the machine is drained.
+  sharing the DRAM read channel.
+* FINISH: done the cycle after it starts; the program ends then.  Its tokens must
+  order every load and store before it (checked as in fsim), so load and store
+  have drained by then, which is what the RTL's FINISH waits for.
+
+The token gate adds ``insn_overhead`` cycles to each (:mod:`simulator.cycle.unit`):
+with 3, a GEMM takes n + D + 4 cycles and an ALU (n - 1) II + D + 5, as in ``docs/rtl.md``.
 """
 
 from __future__ import annotations
 
-from simulator.cycle.load import load_cycles
+from simulator.cycle.dma import ReadRows
+from simulator.cycle.load import start_load
 from simulator.cycle.unit import Context, Unit
 from simulator.errors import ProtocolError
 from simulator.tokens import describe
@@ -33,15 +36,15 @@ def loop_iterations(insn: GemmInsn | AluInsn) -> int:
 
 
 def gemm_cycles(timing: TimingConfig, insn: GemmInsn) -> int:
-    """Cycles of one GEMM instruction on the core."""
+    """Executor cycles of one GEMM instruction on the core."""
     n = loop_iterations(insn)
-    return timing.insn_overhead + (timing.gemm_pipeline_depth + n if n else 0)
+    return n + timing.gemm_pipeline_depth + 1 if n else 1
 
 
 def alu_cycles(timing: TimingConfig, insn: AluInsn) -> int:
-    """Cycles of one ALU instruction: a new micro-op iteration every ``alu_ii`` cycles."""
+    """Executor cycles of one ALU instruction: a new micro-op iteration every ``alu_ii`` cycles."""
     n = loop_iterations(insn)
-    return timing.insn_overhead + (timing.alu_pipeline_depth + (n - 1) * timing.alu_ii + 1 if n else 0)
+    return (n - 1) * timing.alu_ii + timing.alu_pipeline_depth + 2 if n else 1
 
 
 class ComputeUnit(Unit):
@@ -55,17 +58,17 @@ class ComputeUnit(Unit):
         modules = [o.module for o in ctx.ops]
         self.program_of = {m: [i for i, mm in enumerate(modules) if mm == m] for m in (Module.LOAD, Module.STORE)}
 
-    def execute(self, index: int, insn: Insn) -> int:
+    def execute(self, index: int, insn: Insn, start: int) -> tuple[int, int, ReadRows | None]:
         timing = self.ctx.cfg.timing
         if isinstance(insn, GemmInsn):
-            return gemm_cycles(timing, insn)
+            return gemm_cycles(timing, insn), 0, None
         if isinstance(insn, AluInsn):
-            return alu_cycles(timing, insn)
+            return alu_cycles(timing, insn), 0, None
         if isinstance(insn, MemInsn):
-            return load_cycles(self, insn)
+            return start_load(self, insn, start)
         assert isinstance(insn, FinishInsn)
         self._check_finish_ordering(index)
-        return timing.insn_overhead
+        return 1, 0, None
 
     def _check_finish_ordering(self, index: int) -> None:
         """Raise unless every load and store is ordered before FINISH by a chain of tokens.

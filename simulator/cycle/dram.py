@@ -1,26 +1,25 @@
-"""The DRAM channel shared by fetch, load, compute and store.
+"""The DRAM: one AXI4 port with a read data channel shared by every reader and a write
+channel used by store alone.
 
-Units move DRAM data in instructions of one or more contiguous rows; a row is
-split into AXI bursts at ``dram_burst_bytes`` boundaries.  A unit's DMA issues
-all bursts of an instruction back to back with several in flight (as the RTL's
-``vdla_dma_rd``/``vdla_dma_wr`` do), so an instruction pays the DRAM latency
-once: read data can start ``dram_latency`` cycles after the instruction's DRAM
-phase begins; write data goes out at once and the instruction completes
-``dram_latency`` cycles after its last beat (the write response).  Each beat is
-one aligned bus word, one cycle on the shared data bus.
+Read data: a burst requested in cycle t delivers its first beat ``dram_latency``
+cycles later at the earliest and then holds the shared read data channel for its
+beats (or longer, see :class:`simulator.cycle.dma.RowGeometry`).  As in the RTL
+(one AXI ID, the DRAM answers in request order), bursts are served in the order
+of their request cycles: a burst's data starts at the later of its request +
+latency and the end of the burst requested before it.
 
-Arbitration is a reservation calendar: when a unit starts an instruction it
-books every burst of it, in order, each in the earliest idle stretch of the bus
-long enough for it.  Bookings are first-come first-served at instruction
-granularity, and a later request fills idle cycles an earlier one left (e.g.
-its latency), at burst granularity, the way interleaved AXI masters share a
-channel.  A booking costs no SimPy event: the unit waits one computed timeout
-for the whole instruction, and an uncontended booking is O(1).
+DMA engines book whole instructions when they start, so a long load books bursts
+it will request far in the future.  A burst booked later but requested earlier
+(another engine's, between them) is inserted in request order and delays the
+bursts behind it; their owners (:class:`Owner`) are flagged and re-time their
+instruction before completing it.  That is how the RTL's round-robin arbiter lets
+another engine's request in between a long load's requests.  Appending a burst,
+the common case, is O(1) and costs no SimPy event.
 
-Reads and writes share the one data bus, as they share a DRAM's bandwidth (the
-roofline counts both).  AXI itself has separate read and write channels, so a
-fabric that overlaps them (e.g. an AXI RAM model) can run store-heavy phases
-faster than this model.
+Writes go out on their own channel (AXI has separate read and write channels, and
+the RTL's DRAM model serves them independently); store is the only writer, so its
+DMA engine (:mod:`simulator.cycle.dma`) times them without arbitration and this
+module only counts them.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
+from heapq import heapify, heappop, heappush
 
 import simpy
 
@@ -57,106 +57,175 @@ class PortCounters:
     bytes_read: int = 0
     bytes_written: int = 0
     beats: int = 0
-    wait_cycles: int = 0
-    """Cycles between bursts' requests and their first data beats (latency + arbitration)."""
 
 
-@dataclass(frozen=True)
-class Booking:
-    """One booked instruction: the cycle it completes and how much of the time since its
-    first request was waiting (latency + arbitration) rather than moving data beats."""
+class Owner:
+    """What a booked burst belongs to: ``dirty`` is set when one of its bursts was delayed."""
 
-    end: int
-    wait: int
+    __slots__ = ("dirty",)
 
-
-def row_beats(byte_addr: int, nbytes: int, bus_bytes: int) -> int:
-    """Bus words a row touches (bursts split at bus-aligned boundaries, so they share no beat)."""
-    return (byte_addr + nbytes - 1) // bus_bytes - byte_addr // bus_bytes + 1
+    def __init__(self) -> None:
+        self.dirty = False
 
 
-def block_beats(addr: int, row_bytes: int, rows: int, stride: int, bus_bytes: int) -> int:
-    """Bus words touched by all rows of a 2D block (rows of ``row_bytes`` every ``stride`` bytes)."""
-    if stride % bus_bytes == 0:  # every row has the same alignment
-        return rows * row_beats(addr, row_bytes, bus_bytes)
-    return sum(row_beats(addr + r * stride, row_bytes, bus_bytes) for r in range(rows))
+# A booked read burst is a list record (cheaper than an object: a program books one per burst):
+# [REQUEST, START, END, HOLD, OWNER, AFTER, GAP, WINDOW].  ``AFTER`` is the engine's previous burst
+# (this one is requested at least ``GAP`` cycles after it), ``WINDOW`` the engine's burst
+# ``dma_max_bursts`` earlier (this one is requested only the cycle after that one's data is over);
+# both keep holding when another engine's burst delays those.  A *segment* -- a whole block
+# booked at once whose bursts stream back to back -- has a ninth field, SEGMENT, a function of
+# the cycle its data may start that returns its bursts; its REQUEST is that of its last burst.
+REQUEST, START, END, HOLD, OWNER, AFTER, GAP, WINDOW, SEGMENT = range(9)
+Burst = list
+
+
+def earliest_request(burst: Burst) -> int:
+    """The burst's request cycle as its engine's constraints allow now."""
+    request = burst[REQUEST]
+    after, window = burst[AFTER], burst[WINDOW]
+    if after is not None and after[REQUEST] + burst[GAP] > request:
+        request = after[REQUEST] + burst[GAP]
+    if window is not None and window[END] + 1 > request:
+        request = window[END] + 1
+    return request
 
 
 class Dram:
-    """Latency, bandwidth and arbitration of the single DRAM channel."""
+    """Latency, bandwidth and request order of the read channel; traffic counters of both."""
 
     def __init__(self, env: simpy.Environment, cfg: HwConfig, requesters: Iterable[str]) -> None:
         self.env = env
-        self.bus_bytes = cfg.bus_bytes
-        self.burst_bytes = cfg.timing.dram_burst_bytes
         self.latency = cfg.timing.dram_latency
+        self.window = cfg.timing.dma_max_bursts
         self.ports = {name: PortCounters() for name in requesters}
-        self.busy_cycles = 0
-        # Booked bus intervals [start, end), disjoint and sorted; ends are sorted too.
-        self._starts: list[int] = []
-        self._ends: list[int] = []
+        self.read_beats = 0
+        self.write_beats = 0
+        # Bursts not yet over, in request order (their data is then in order too).
+        self.queue: list[Burst] = []
+        self.requests: list[int] = []
+        self._done_end = 0  # end of the last burst dropped from the queue
 
-    def book(
-        self, requester: str, first_request: int, addr: int, row_bytes: int, rows: int, stride: int, write: bool
-    ) -> Booking:
-        """Book ``rows`` rows of ``row_bytes`` bytes at byte ``addr + r * stride``, all requested at
-        ``first_request``; returns when the last one completes."""
-        self._forget_before(self.env.now)
-        port = self.ports[requester]
-        beats = block_beats(addr, row_bytes, rows, stride, self.bus_bytes)
-        earliest = first_request if write else first_request + self.latency
-        if not self._ends or self._ends[-1] <= earliest:
-            # Nothing booked from ``earliest`` on: the whole instruction streams uninterrupted.
-            t = earliest + beats
-            if self._ends and self._ends[-1] == earliest:
-                self._ends[-1] = t
+    def tail_end(self) -> int:
+        """The first cycle after the data of every burst booked so far."""
+        return self.queue[-1][END] if self.queue else self._done_end
+
+    def read_burst(
+        self, request: int, hold: int, owner: Owner | None, after: Burst | None = None, window: Burst | None = None
+    ) -> Burst:
+        """Book a burst requested in cycle ``request`` that holds the channel ``hold`` cycles.
+
+        ``after`` and ``window`` are the engine's bursts that bound its request (see ``Burst``).
+        """
+        queue, requests = self.queue, self.requests
+        if queue and queue[0][END] <= self.env.now:
+            self.drop_done()
+        gap = request - after[REQUEST] if after is not None else 0
+        if not queue or requests[-1] <= request:
+            start = max(request + self.latency, self.tail_end())
+            burst = [request, start, start + hold, hold, owner, after, gap, window]
+            queue.append(burst)
+            requests.append(request)
+            return burst
+        # Requested before bursts already booked: serve it first and re-place those behind it.
+        burst = [request, 0, 0, hold, owner, after, gap, window]
+        at = bisect_right(requests, request)
+        behind = queue[at:]
+        del queue[at:], requests[at:]
+        if any(len(b) > SEGMENT for b in behind):
+            behind = self._expand(behind, self.tail_end())
+            # A segment's bursts requested no later than this one keep their place.
+            keep = 0
+            while keep < len(behind) and behind[keep][REQUEST] <= request:
+                keep += 1
+            queue.extend(behind[:keep])
+            requests.extend(b[REQUEST] for b in behind[:keep])
+            behind = behind[keep:]
+        end = self.tail_end()
+        if all(b[OWNER] is behind[0][OWNER] for b in behind):
+            self._replace_in_order(burst, behind, end)
+            return burst
+        # Among equal requests the bursts booked before go first (as appending would order them).
+        pending = [(request, len(behind), burst)] + [(b[REQUEST], k, b) for k, b in enumerate(behind)]
+        heapify(pending)
+        while pending:
+            key, k, b = heappop(pending)
+            request = earliest_request(b)
+            if request > key:
+                heappush(pending, (request, k, b))
+                continue
+            b[REQUEST] = request
+            start = max(request + self.latency, end)
+            if start != b[START] and b is not burst and b[OWNER] is not None:
+                b[OWNER].dirty = True
+            b[START] = start
+            b[END] = end = start + b[HOLD]
+            queue.append(b)
+            requests.append(request)
+        return burst
+
+    def _replace_in_order(self, burst: Burst, behind: list[Burst], end: int) -> None:
+        """Book ``burst`` from ``end`` on, then re-place ``behind`` -- one engine's bursts, whose
+        order cannot change -- after it."""
+        queue, requests, latency = self.queue, self.requests, self.latency
+        start = burst[REQUEST] + latency
+        burst[START] = start = start if start > end else end
+        burst[END] = end = start + burst[HOLD]
+        queue.append(burst)
+        requests.append(burst[REQUEST])
+        unchanged = 0
+        for k, b in enumerate(behind):
+            if unchanged >= self.window:
+                # Nothing the rest depends on moved (their window bursts are among these).
+                queue.extend(behind[k:])
+                requests.extend(b[REQUEST] for b in behind[k:])
+                return
+            request = earliest_request(b)
+            start = request + latency
+            if end > start:
+                start = end
+            if start != b[START] or request != b[REQUEST]:
+                unchanged = 0
+                b[REQUEST], b[START] = request, start
+                if b[OWNER] is not None:
+                    b[OWNER].dirty = True
             else:
-                self._starts.append(earliest)
-                self._ends.append(t)
-        else:
-            t = earliest
-            for r in range(rows):
-                for burst in burst_beats(addr + r * stride, row_bytes, self.bus_bytes, self.burst_bytes):
-                    t = self._reserve(t, burst) + burst
-        end = t + self.latency if write else t
-        wait = end - first_request - beats
-        port.beats += beats
-        port.wait_cycles += wait
-        self.busy_cycles += beats
-        if write:
-            port.bytes_written += rows * row_bytes
-        else:
-            port.bytes_read += rows * row_bytes
-        return Booking(end, wait)
+                unchanged += 1
+            b[END] = end = start + b[HOLD]
+            queue.append(b)
+            requests.append(request)
 
-    def _reserve(self, earliest: int, beats: int) -> int:
-        """Book ``beats`` cycles in the first idle stretch starting at or after ``earliest``."""
-        starts, ends = self._starts, self._ends
-        start = earliest
-        i = bisect_right(ends, start)
-        while i < len(starts) and starts[i] < start + beats:
-            start = ends[i]
-            i += 1
-        end = start + beats
-        # Merge with touching neighbours so the calendar stays short.
-        if i > 0 and ends[i - 1] == start:
-            if i < len(starts) and starts[i] == end:
-                ends[i - 1] = ends[i]
-                del starts[i], ends[i]
+    @staticmethod
+    def _expand(records: list[Burst], tail: int) -> list[Burst]:
+        """Replace the segments among ``records`` (data from ``tail`` on) by their bursts."""
+        out: list[Burst] = []
+        for record in records:
+            if len(record) > SEGMENT:
+                out.extend(record[SEGMENT](tail))
             else:
-                ends[i - 1] = end
-        elif i < len(starts) and starts[i] == end:
-            starts[i] = start
-        else:
-            starts.insert(i, start)
-            ends.insert(i, end)
-        return start
+                out.append(record)
+            tail = record[END]
+        return out
 
-    def _forget_before(self, now: int) -> None:
-        # Nothing can be booked in the past: drop intervals that ended already.
-        k = bisect_right(self._ends, now)
+    def drop_done(self) -> None:
+        """Forget the bursts whose data is over (nothing can be requested in the past)."""
+        queue, now = self.queue, self.env.now
+        k = 0
+        while k < len(queue) and queue[k][END] <= now:
+            k += 1
         if k:
-            del self._starts[:k], self._ends[:k]
+            self._done_end = max(self._done_end, queue[k - 1][END])
+            del queue[:k], self.requests[:k]
+
+    def count(self, requester: str, nbytes: int, beats: int, write: bool) -> None:
+        """Account one instruction's traffic to ``requester``."""
+        port = self.ports[requester]
+        port.beats += beats
+        if write:
+            port.bytes_written += nbytes
+            self.write_beats += beats
+        else:
+            port.bytes_read += nbytes
+            self.read_beats += beats
 
     @property
     def bytes_read(self) -> int:

@@ -1,25 +1,24 @@
 """The fetch unit: instructions DRAM -> the three command queues, in program order.
 
-Fetch reads the instruction stream in chunks of one burst (``dram_burst_bytes /
-16`` instructions, fewer at an unaligned start or at the end; one instruction,
-in several bursts, when bursts are shorter) into a two-chunk buffer, as the
-RTL's ``vdla_fetch`` does: when a chunk has arrived, the next one is requested
-while this one is decoded and dispatched, one instruction every
-``fetch_cycles_per_insn`` cycles, into the command queue of the module that runs
-it -- blocking while that queue is full, which stops everything behind it.
+Timed as the RTL's ``vdla_fetch``: fetch starts in cycle 0 and reads the program in
+chunks of ``dram_burst_bytes / 16`` instructions (at least one) through its own DMA
+engine (:func:`simulator.cycle.dma.read_rows`) into a buffer of two chunks.  A
+chunk is requested once the buffer has room for all of it -- at once for the first
+two, then the cycle after the dispatch that frees the room -- so fetch streams two
+chunks ahead of dispatch.  Instructions come out of the DMA stream one every
+``fetch_cycles_per_insn`` cycles as their beats arrive, enter the buffer (visible
+``queue_latency`` later) and are dispatched in program order, one per cycle, into
+the command queue of the module that runs them -- blocking while that queue is
+full, which stops everything behind it.
 
-When every queue has room for its share of a chunk, no dispatch of that chunk
-can block, so fetch enqueues them all at once, each tagged with the cycle its
-decode finishes; a unit that takes an entry early waits until that cycle (see
-``Unit.run``).  Only a chunk that may meet a full queue is dispatched
-instruction by instruction.  The timing is identical; the event count is not.
+The process computes dispatch cycles ahead of the simulation clock; it waits (as a
+SimPy event) only when a command queue's slot has not been freed by its unit yet.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-
-from simulator.cycle.queues import CMD_QUEUE_NAMES
+from simulator.cycle.dma import geometry
+from simulator.cycle.dram import END, START
 from simulator.cycle.stats import UnitCounters
 from simulator.cycle.unit import Blocked, Context, Process
 from simulator.tokens import describe
@@ -41,66 +40,99 @@ class FetchUnit:
         self.blocked: tuple[Blocked, int | None, str | None] = (Blocked.EMPTY, None, None)
         self.blocked_at = 0
         """The cycle the unit last blocked (for the deadlock report)."""
+        self.arrivals: list[int] = []
+        """The cycle each instruction comes out of the DMA stream into fetch's buffer."""
+        self.engine_free = 0
+        """The first cycle fetch's DMA engine can take the next chunk."""
 
     def run(self) -> Process:
         env, ctx, c = self.ctx.env, self.ctx, self.counters
         timing = ctx.cfg.timing
-        burst = timing.dram_burst_bytes
-        decode = timing.fetch_cycles_per_insn
+        latency = timing.queue_latency
+        chunk = max(1, timing.dram_burst_bytes // INSN_BYTES)
         timeline = ctx.timeline
         cmd = ctx.queues.cmd
         modules = self.modules
         n = len(ctx.insns)
-
-        def request(first: int) -> tuple[int, int]:
-            """Book the chunk starting at instruction ``first``: (instructions, arrival cycle)."""
-            addr = self.insn_addr + first * INSN_BYTES
-            # Up to the next burst boundary; at least one instruction (a burst may be shorter).
-            count = min(n - first, max(1, ((addr // burst + 1) * burst - addr) // INSN_BYTES))
-            return count, ctx.dram.book(self.name, env.now, addr, count * INSN_BYTES, 1, 0, write=False).end
-
-        i = 0
-        count, arrival = request(0)
-        while True:
-            if arrival > env.now:
-                t = env.now
-                yield env.timeout(arrival - t)
-                c.wait_dram += env.now - t
-                if timeline is not None:
-                    timeline.add(self.name, "wait dram", t, env.now, "wait", {"first": i})
-            nxt = i + count
-            upcoming = request(nxt) if nxt < n else None  # the second chunk of the buffer
-            start = env.now
-            chunk = modules[i:nxt]
-            share = Counter(chunk)
-            if all(len(cmd[m]) + k <= cmd[m].capacity for m, k in share.items()):
-                for k, module in enumerate(chunk, start=1):
-                    cmd[module].try_put((i + k - 1, start + k * decode))
-                c.busy += count * decode
-                yield env.timeout(count * decode)
+        firsts = range(0, n, chunk)
+        # Chunk m is requested once instruction ``freed`` is dispatched: then the buffer has room.
+        at_once: list[int] = []
+        after: dict[int, list[int]] = {}
+        for m, first in enumerate(firsts):
+            freed = first + min(chunk, n - first) - 2 * chunk - 1
+            if freed < 0:
+                at_once.append(m)
             else:
-                for j, module in enumerate(chunk, start=i):
-                    yield env.timeout(decode)
-                    c.busy += decode
-                    if not cmd[module].try_put((j, env.now)):
-                        self.blocked_at = env.now
-                        self.blocked = (Blocked.PUSH, j, CMD_QUEUE_NAMES[module])
-                        t = env.now
-                        yield cmd[module].put((j, env.now))
-                        c.wait_queue_full += env.now - t
-                        if timeline is not None:
-                            args = {"insn": j}
-                            timeline.add(self.name, f"full {CMD_QUEUE_NAMES[module]}", t, env.now, "wait", args)
-            c.instructions += count
+                after.setdefault(freed, []).append(m)
+        self.arrivals = [0] * n
+        self.engine_free = timing.dma_start_cycles - 2  # the cycle fetch's DMA engine can take a chunk
+        for m in at_once:
+            yield from self._request(firsts[m], min(chunk, n - firsts[m]), self.engine_free)
+        last = -1  # the previous dispatch cycle
+        arrivals = self.arrivals
+        queues = [cmd[m] for m in modules]
+        for first in firsts:
+            stop = min(first + chunk, n)
+            for i in range(first, stop):
+                want = arrivals[i] + latency
+                if want <= last:
+                    want = last + 1
+                else:
+                    c.wait_dram += want - (last + 1)
+                queue = queues[i]
+                when = queue.try_put(i, want)
+                if when is None:
+                    self.blocked_at = want
+                    self.blocked = (Blocked.PUSH, i, queue.name)
+                    when = yield queue.put(i, want)
+                if when > want:
+                    c.wait_queue_full += when - want
+                    if timeline is not None:
+                        timeline.add(self.name, f"full {queue.name}", want, when, "wait", {"insn": i})
+                if i == first:
+                    span_start = when
+                last = when
+                if i in after:
+                    for m in after[i]:
+                        yield from self._request(firsts[m], min(chunk, n - firsts[m]), max(self.engine_free, when + 1))
+            c.busy += stop - first
+            c.instructions += stop - first
             if timeline is not None:
-                args = {"first": i, "count": count}
-                timeline.add(self.name, f"dispatch {i}..{nxt - 1}", start, env.now, "fetch", args)
-            if upcoming is None:
-                break
-            i = nxt
-            count, arrival = upcoming
-        self.blocked_at = env.now
+                timeline.add(self.name, f"dispatch {first}..{stop - 1}", span_start, last + 1, "fetch",
+                             {"first": first, "count": stop - first})
+        self.blocked_at = last
         self.blocked = (Blocked.DONE, None, None)
+
+    def _request(self, first: int, count: int, request: int) -> Process:
+        """Request the chunk of ``count`` instructions from ``first`` in cycle ``request``; note when
+        each instruction comes out of the DMA stream (``self.arrivals``)."""
+        env, ctx = self.ctx.env, self.ctx
+        cfg = ctx.cfg
+        timing = cfg.timing
+        if request > env.now:
+            # Book the read channel in the order of the requests (see dram.py).
+            yield env.timeout(request - env.now)
+        request = env.now
+        narrow = INSN_BYTES < cfg.bus_bytes
+        geo = geometry(cfg, self.insn_addr + first * INSN_BYTES, count * INSN_BYTES, 1, 0, INSN_BYTES)
+        ctx.dram.count(self.name, count * INSN_BYTES, geo.beats, write=False)
+        # The engine takes the chunk in cycle ``request`` and requests its bursts one per cycle from
+        # the next; they are on the bus a cycle later (the arbiter's register), as in ``dma._engine``.
+        burst = None
+        for k, hold in enumerate(geo.holds[0]):
+            burst = ctx.dram.read_burst(request + 2 + k, hold, None, burst)
+            if k == 0:
+                head = burst
+        self.engine_free = request + len(geo.holds[0]) + 1
+        # The k-th instruction of the chunk leaves the DMA stream with its last beat (one per cycle
+        # out of a wider beat); none before the chunk's data allows.
+        extra = 1 if narrow else 0
+        per_insn = timing.fetch_cycles_per_insn
+        arrive = head[START] + extra + per_insn - 1
+        for i in range(first, first + count):
+            self.arrivals[i] = arrive
+            arrive += per_insn
+        self.arrivals[first + count - 1] = max(self.arrivals[first + count - 1], burst[END] - 1 + extra)
 
     def describe_blocked(self) -> str:
         kind, index, queue = self.blocked

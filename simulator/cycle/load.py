@@ -1,48 +1,88 @@
 """The load unit: input and weight tiles DRAM -> SRAM, with zero padding.
 
 Timing of one LOAD (also used by compute for micro-op and accumulator loads), as
-in the RTL's tile loader: after ``insn_overhead`` cycles the DRAM rows are
-requested (all at once, see :mod:`simulator.cycle.dram`) while the SRAM writer
-walks the padded block in order, one element per ``sram_write_cycles``.  Padding
-elements never wait, data elements wait for their beats.  So a LOAD ends at the
-latest of:
+the RTL's tile loader: from the executor's start in cycle ``s`` the row issuer
+hands the DMA engine one command per data row (:func:`simulator.cycle.dma.read_rows`)
+while the writer walks the padded block in order, one SRAM element per
+``sram_write_cycles`` from cycle ``s + 1``.  Padding elements never wait; a data
+element waits for its data:
 
-* every element written at the SRAM rate: ``t0 + padded_elements * w``;
-* the data at the SRAM rate after the DRAM latency: ``t0 + dram_latency + data_elements * w``
-  (this bound dominates for elements narrower than the bus);
-* the last data beat (bandwidth and arbitration),
+* an element at least as wide as the bus is written in the cycle of its last beat;
+* narrower elements come out of a beat register one per cycle from the cycle after
+  the beat (the engine holds the read channel meanwhile, see
+  :class:`simulator.cycle.dma.RowGeometry`), and a row's first beat is taken only
+  once the previous row's last element is out.
 
-the last two followed by the padding after the last data element (bottom rows and the last
-row's right pad), ``t0 = start + insn_overhead``, ``w = sram_write_cycles``.
+The executor is done the cycle after the last write.
 """
 
 from __future__ import annotations
 
+from functools import partial
+
+from simulator.cycle.dma import ReadRows, geometry, read_rows
 from simulator.cycle.unit import Unit
+from vdla_hw.config import HwConfig
 from vdla_hw.isa import Insn, MemInsn, Module
 
 
-def trailing_padding(insn: MemInsn) -> int:
-    """Padding elements a LOAD writes after its last data element."""
-    if not (insn.y_size and insn.x_size):
-        return 0
-    cols = insn.x_pad0 + insn.x_size + insn.x_pad1
-    return insn.y_pad1 * cols + insn.x_pad1
+def start_load(unit: Unit, insn: MemInsn, start: int) -> tuple[int, int, ReadRows | None]:
+    """Start a LOAD on ``unit`` in cycle ``start``, booking its DRAM reads.
+
+    Returns (executor cycles, of which waiting for DRAM, the booked rows or None).
+    """
+    ctx = unit.ctx
+    cfg = ctx.cfg
+    x, y = insn.x_size, insn.y_size
+    if not (y and x):
+        padded = (insn.y_pad0 + y + insn.y_pad1) * (insn.x_pad0 + x + insn.x_pad1)
+        return padded * cfg.timing.sram_write_cycles + 1, 0, None
+    eb = ctx.state.elem_bytes[insn.mem_type]
+    # Only the offsets within a burst-aligned block matter (see geometry): few keys per program.
+    burst = cfg.timing.dram_burst_bytes
+    key = (eb, insn.dram_base * eb % burst, x, y, insn.x_stride * eb % burst)
+    geo = unit.shapes.get(key)
+    if geo is None:
+        geo = unit.shapes[key] = geometry(cfg, key[1], x * eb, y, key[4], eb)
+    rows = read_rows(cfg, ctx.dram, start, geo)
+    ctx.dram.count(unit.name, y * x * eb, geo.beats, write=False)
+    rows.timing = partial(load_timing, cfg, insn, start, rows, eb)
+    return (*rows.timing(), rows)
 
 
-def load_cycles(unit: Unit, insn: MemInsn) -> int:
-    """Start a LOAD on ``unit`` (booking its DRAM rows) and return its duration."""
-    timing = unit.ctx.cfg.timing
-    w = timing.sram_write_cycles
-    now = unit.env.now
-    t0 = now + timing.insn_overhead
-    data = insn.y_size * insn.x_size
-    padded = (insn.y_pad0 + insn.y_size + insn.y_pad1) * (insn.x_pad0 + insn.x_size + insn.x_pad1)
-    end = t0 + padded * w
-    if data:
-        streamed = max(unit.book_rows(insn, t0, write=False), t0 + timing.dram_latency + data * w)
-        end = max(end, streamed + trailing_padding(insn) * w)
-    return end - now
+def load_timing(cfg: HwConfig, insn: MemInsn, start: int, rows: ReadRows, elem_bytes: int) -> tuple[int, int]:
+    """(executor cycles, of which waiting for DRAM) of a LOAD whose rows' data arrives as ``rows`` say."""
+    w = cfg.timing.sram_write_cycles
+    x, xp0, xp1 = insn.x_size, insn.x_pad0, insn.x_pad1
+    cols = xp0 + x + xp1
+    padded = (insn.y_pad0 + insn.y_size + insn.y_pad1) * cols
+    plan = rows.plan
+    if plan is not None and not (xp0 or xp1 or insn.y_pad0 or insn.y_pad1) and not rows.geo.narrow \
+            and plan.min_row_hold >= x * w:
+        # Streaming, unpadded, and no row's data arrives faster than the writer writes it: the
+        # writer ends with the data or, if the data came early, at its own pace.
+        t = max(start + padded * w, rows.base + plan.hold - 1)
+        cycles = t + 1 - start
+        return cycles, cycles - (padded * w + 1)
+    t = start + insn.y_pad0 * cols * w  # the writer's last write so far
+    base, firsts, ends = rows.spans()
+    if elem_bytes < cfg.bus_bytes:
+        taken = 0  # the cycle the previous row's last element came out of the beat register
+        for first, end in zip(firsts, ends):
+            t += xp0 * w
+            ready = max(max(base + first, taken) + x, base + end)
+            taken = t = max(t + x * w, ready)
+            t += xp1 * w
+    else:
+        data = (xp0 + x) * w
+        for end in ends:
+            t += data
+            if base + end - 1 > t:
+                t = base + end - 1
+            t += xp1 * w
+    t += insn.y_pad1 * cols * w
+    cycles = t + 1 - start
+    return cycles, cycles - (padded * w + 1)
 
 
 class LoadUnit(Unit):
@@ -51,6 +91,6 @@ class LoadUnit(Unit):
     name = "load"
     module = Module.LOAD
 
-    def execute(self, index: int, insn: Insn) -> int:
+    def execute(self, index: int, insn: Insn, start: int) -> tuple[int, int, ReadRows | None]:
         assert isinstance(insn, MemInsn)  # fetch dispatches only LOAD INP/WGT here (module_of)
-        return load_cycles(self, insn)
+        return start_load(self, insn, start)

@@ -46,7 +46,8 @@ class Watchdog:
     """Limits that bound any run; exceeding one raises :class:`SimTimeoutError`."""
 
     max_cycles: int = 1 << 40
-    """Simulated accelerator cycles (checked every ``_CHUNK_CYCLES``, so a run may pass it by less)."""
+    """Simulated accelerator cycles (a run that finishes later, or is still running a
+    ``_CHUNK_CYCLES`` check after passing it, raises)."""
     max_seconds: float = 3600.0
     """Wall-clock seconds."""
 
@@ -141,7 +142,12 @@ class _Machine:
             raise (cause if isinstance(cause, SimulationError) else exc) from None
         if not finished.triggered:
             raise halted.value
-        return self._result(int(finished.value))
+        cycles = int(finished.value)
+        if cycles > watchdog.max_cycles:
+            # Units compute ahead of the simulation clock, so a run can finish past the limit
+            # before the clock reaches it.
+            raise self._timeout(f"{watchdog.max_cycles:,} simulated cycles", "max_cycles")
+        return self._result(cycles)
 
     def _watch(self, watchdog: Watchdog, halted: simpy.Event) -> Process:
         """Every ``_CHUNK_CYCLES`` simulated cycles: stop a deadlocked or overlong run.
@@ -175,7 +181,7 @@ class _Machine:
             dram_bytes_read=self.dram.bytes_read,
             dram_bytes_written=self.dram.bytes_written,
             dram_bytes_by_unit={name: p.bytes_read + p.bytes_written for name, p in ports.items()},
-            dram_busy_cycles=self.dram.busy_cycles,
+            dram_busy_cycles=max(self.dram.read_beats, self.dram.write_beats),
         )
         tokens_left = {q: len(self.queues.dep[q].items) for q in DEP_QUEUES}
         return CycleResult(self.ctx.state.dram, counters, tokens_left, stats, self.ctx.timeline)

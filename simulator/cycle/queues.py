@@ -5,11 +5,18 @@ them (``cmd_queue_depth`` entries each); a dependency token names the
 instruction that pushed it (``dep_queue_depth`` per FIFO), so a deadlock report
 can say who produced what is still queued.
 
-:class:`Fifo` is a bounded FIFO on SimPy events rather than a ``simpy.Store``:
-a get from a non-empty FIFO or a put into a non-full one completes on the spot
-(:meth:`Fifo.try_get` / :meth:`Fifo.try_put`) and only a blocked side waits on
-an event.  A Store spends a scheduled event on every transfer, which would be
-most of the model's events; the blocking behaviour is the same.
+Timing, as the RTL's ``vdla_fifo`` (a memory with a registered output): an entry
+pushed in cycle t can be popped from cycle ``t + queue_latency`` on, and a pop in
+cycle q frees its slot for a push from cycle ``q + 1``.  Units compute the cycles
+of their pushes and pops ahead of the simulation clock (an instruction's pops
+happen when its tokens are there, which may be later than the moment its process
+takes them), so an entry carries the cycle it becomes visible, and a consumer
+reports the cycle its pop frees the slot (:meth:`Fifo.release`).  Put number m
+needs the slot of take number ``m - capacity``: it happens at the later of the
+asked cycle and that slot's release, and waits (as a SimPy event) only while that
+take has not happened at all.
+
+A transfer that does not block costs no SimPy event: only a blocked side waits on one.
 """
 
 from __future__ import annotations
@@ -27,61 +34,92 @@ CMD_QUEUE_NAMES: dict[Module, str] = {m: f"cmd_{m.name.lower()}" for m in Module
 
 
 class Fifo:
-    """A FIFO of at most ``capacity`` items; blocked getters and putters are served in order."""
+    """A FIFO of at most ``capacity`` entries ``(payload, visible_cycle)``, one consumer."""
 
-    __slots__ = ("env", "name", "capacity", "items", "_getters", "_putters")
+    __slots__ = ("env", "name", "capacity", "latency", "items", "_getters", "_putters", "_puts", "_released")
 
-    def __init__(self, env: simpy.Environment, name: str, capacity: int) -> None:
+    def __init__(self, env: simpy.Environment, name: str, capacity: int, latency: int) -> None:
         self.env = env
         self.name = name
         self.capacity = capacity
-        self.items: deque[Any] = deque()
+        self.latency = latency
+        self.items: deque[tuple[Any, int]] = deque()
         self._getters: deque[simpy.Event] = deque()
-        self._putters: deque[tuple[simpy.Event, Any]] = deque()
+        self._putters: deque[tuple[simpy.Event, Any, int]] = deque()
+        self._puts = 0
+        # Release cycles of takes whose slot no put has reused yet, oldest first.
+        self._released: deque[int] = deque()
 
     def __len__(self) -> int:
         return len(self.items)
 
-    def try_get(self) -> tuple[bool, Any]:
-        """Take the oldest item now if there is one: ``(True, item)``, else ``(False, None)``."""
-        if not self.items:
-            return False, None
-        item = self.items.popleft()
-        if self._putters:
-            event, waiting = self._putters.popleft()
-            self.items.append(waiting)
-            event.succeed()
-        return True, item
+    # ---- consumer side -------------------------------------------------------------------
+    def try_get(self) -> tuple[Any, int] | None:
+        """Take the oldest entry ``(payload, visible_cycle)`` if there is one.
+
+        The caller must then call :meth:`release` with the cycle its pop frees the slot.
+        """
+        return self.items.popleft() if self.items else None
 
     def get(self) -> simpy.Event:
-        """An event that succeeds with the next item (use after :meth:`try_get` failed)."""
+        """An event that succeeds with the next entry (use after :meth:`try_get` found none)."""
         event = self.env.event()
         self._getters.append(event)
         return event
 
-    def try_put(self, item: Any) -> bool:
-        """Add ``item`` now if there is room (handing it straight to a waiting getter)."""
-        if len(self.items) >= self.capacity:
-            return False
-        if self._getters:
-            self._getters.popleft().succeed(item)
+    def release(self, cycle: int) -> None:
+        """The last entry taken was popped in cycle ``cycle - 1``: its slot is free from ``cycle``."""
+        if self._putters:
+            event, payload, asked = self._putters.popleft()
+            event.succeed(self._insert(payload, max(asked, cycle)))
         else:
-            self.items.append(item)
-        return True
+            self._released.append(cycle)
 
-    def put(self, item: Any) -> simpy.Event:
-        """An event that succeeds once ``item`` is in the FIFO (use after :meth:`try_put` failed)."""
+    # ---- producer side -------------------------------------------------------------------
+    def try_put(self, payload: Any, cycle: int) -> int | None:
+        """Push ``payload`` in cycle ``cycle`` or as soon after as its slot is free.
+
+        Returns the cycle of the push, or None when the slot's entry has not even been
+        taken yet (then wait on :meth:`put`).
+        """
+        if self._puts >= self.capacity:
+            if not self._released:
+                return None
+            free = self._released.popleft()
+            if free > cycle:
+                cycle = free
+        self._puts += 1
+        if self._getters:
+            self._getters.popleft().succeed((payload, cycle + self.latency))
+        else:
+            self.items.append((payload, cycle + self.latency))
+        return cycle
+
+    def put(self, payload: Any, cycle: int) -> simpy.Event:
+        """An event that succeeds with the push cycle once a slot is free (after :meth:`try_put` failed)."""
         event = self.env.event()
-        self._putters.append((event, item))
+        self._putters.append((event, payload, cycle))
         return event
+
+    def _insert(self, payload: Any, cycle: int) -> int:
+        self._puts += 1
+        entry = (payload, cycle + self.latency)
+        if self._getters:
+            self._getters.popleft().succeed(entry)
+        else:
+            self.items.append(entry)
+        return cycle
 
 
 class Queues:
     """All queues of one machine: ``cmd[Module]`` and ``dep["l2c" | "c2l" | "c2s" | "s2c"]``."""
 
     def __init__(self, env: simpy.Environment, cfg: HwConfig) -> None:
-        self.cmd: dict[Module, Fifo] = {m: Fifo(env, CMD_QUEUE_NAMES[m], cfg.cmd_queue_depth) for m in Module}
-        self.dep: dict[str, Fifo] = {q: Fifo(env, q, cfg.dep_queue_depth) for q in DEP_QUEUES}
+        latency = cfg.timing.queue_latency
+        self.cmd: dict[Module, Fifo] = {
+            m: Fifo(env, CMD_QUEUE_NAMES[m], cfg.cmd_queue_depth, latency) for m in Module
+        }
+        self.dep: dict[str, Fifo] = {q: Fifo(env, q, cfg.dep_queue_depth, latency) for q in DEP_QUEUES}
 
     def occupancy(self) -> dict[str, int]:
         """Entries currently held by every queue."""
@@ -91,12 +129,7 @@ class Queues:
         """Every queue's contents for an error report: instruction indices, oldest first."""
         out: dict[str, Any] = {}
         for f in self.cmd.values():
-            out[f.name] = {"depth": f.capacity, "instructions": [_index(item) for item in f.items]}
+            out[f.name] = {"depth": f.capacity, "instructions": [index for index, _ in f.items]}
         for f in self.dep.values():
-            out[f.name] = {"depth": f.capacity, "tokens_from": [token.insn for token in f.items]}
+            out[f.name] = {"depth": f.capacity, "tokens_from": [token.insn for token, _ in f.items]}
         return out
-
-
-def _index(item: Any) -> int:
-    # Command-queue entries are (instruction index, cycle it is dispatched).
-    return item[0] if isinstance(item, tuple) else item

@@ -66,11 +66,12 @@ class CycleStats:
     dram_bytes_per_cycle: float
     dram_gbytes_per_s: float
     dram_bus_utilization: float
-    """Fraction of cycles the DRAM data bus carried a beat."""
+    """Fraction of cycles the busier DRAM data channel (read or write) carried a beat."""
     compute_bound_cycles: int
     """Cycles the compute core needs at its peak rate: GEMM iterations + ALU iterations x II."""
     memory_bound_cycles: int
-    """DRAM bytes the program moves / bus bytes per cycle, rounded up."""
+    """Bus-width cycles of the busier direction (bytes read or bytes written / bus bytes per cycle,
+    rounded up): AXI reads and writes have separate data channels."""
     roofline_cycles: int
     """max(compute_bound_cycles, memory_bound_cycles): no schedule of this program is faster."""
     roofline_fraction: float
@@ -112,7 +113,7 @@ def summarize(
     dram_bytes = dram_bytes_read + dram_bytes_written
     macs = work["macs"]
     compute_bound = work["uop_iters.gemm"] + work["uop_iters.alu"] * cfg.timing.alu_ii
-    memory_bound = -(-dram_bytes // cfg.bus_bytes)
+    memory_bound = -(-max(dram_bytes_read, dram_bytes_written) // cfg.bus_bytes)
     roofline = max(compute_bound, memory_bound)
     seconds = cycles / (cfg.clock_mhz * 1e6)
     return CycleStats(

@@ -1,17 +1,19 @@
 """The store unit: accumulator tiles SRAM -> DRAM, narrowed to the output width.
 
-Timing of one STORE, as in the RTL: after ``insn_overhead`` cycles (``t0``) the rows'
-write bursts are booked on the DRAM channel while the output buffer is read one
-element per ``sram_write_cycles``; write data goes out as it is read, and the
-instruction completes when the last burst is acknowledged, ``dram_latency``
-after its last beat.  So a STORE ends at the later of the last acknowledged beat
-(bandwidth and arbitration) and ``t0 + elements * sram_write_cycles + dram_latency``
-(the bound for output elements narrower than the bus).  The tokens it pushes
-mean "the data is in DRAM".
+Timing of one STORE, as the RTL's store module: from the executor's start in cycle
+``s`` it reads the output buffer (the narrowed copy of the accumulators) one element
+per cycle into a small element queue -- the counters load in cycle ``s + 1``, the
+SRAM answers a cycle later, and the queue adds ``queue_latency`` -- so the write
+engine sees element k in cycle ``s + 2 + queue_latency + k`` at the earliest.  The
+row issuer hands the engine one command per row, and the engine packs the elements
+into bursts (:func:`simulator.cycle.dma.write_rows`).  The STORE is done once the
+last burst's write response has arrived, so the tokens it pushes mean "the data is
+in DRAM".  An empty STORE is done the cycle after it starts.
 """
 
 from __future__ import annotations
 
+from simulator.cycle.dma import geometry, write_rows
 from simulator.cycle.unit import Unit
 from vdla_hw.isa import Insn, MemInsn, Module
 
@@ -22,13 +24,16 @@ class StoreUnit(Unit):
     name = "store"
     module = Module.STORE
 
-    def execute(self, index: int, insn: Insn) -> int:
+    def execute(self, index: int, insn: Insn, start: int) -> tuple[int, int, None]:
         assert isinstance(insn, MemInsn)  # fetch dispatches only STOREs here (module_of)
-        timing = self.ctx.cfg.timing
-        now = self.env.now
-        t0 = now + timing.insn_overhead
-        data = insn.y_size * insn.x_size
-        if not data:
-            return t0 - now
-        acked = self.book_rows(insn, t0, write=True)
-        return max(acked, t0 + data * timing.sram_write_cycles + timing.dram_latency) - now
+        cfg = self.ctx.cfg
+        x, y = insn.x_size, insn.y_size
+        if not (x and y):
+            return 1, 0, None
+        eb = cfg.out_elem_bytes
+        geo = geometry(cfg, insn.dram_base * eb, x * eb, y, insn.x_stride * eb, eb)
+        first_element = start + 2 + cfg.timing.queue_latency
+        done = write_rows(cfg, start, first_element, geo, x, eb)
+        self.ctx.dram.count(self.name, x * y * eb, geo.beats, write=True)
+        cycles = done - start
+        return cycles, min(cycles, cfg.timing.dram_latency), None

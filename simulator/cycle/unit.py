@@ -1,14 +1,30 @@
 """What load, compute and store have in common: the decoupled instruction loop.
 
-Each of the three modules runs the same SimPy process: take the next
-instruction from its command queue, pop the dependency tokens it asks for, run
-the instruction (its duration computed by the subclass, its memory effects
-applied through ``simulator.semantics.execute`` when it completes), then push
-its tokens.  Every wait is booked to the counter that names its cause and, when
-a timeline is recorded, drawn as a ``wait`` slice.  Tokens carry vector clocks
-so FINISH can check, as fsim does, that the program orders every load and store
-before it.  Queue transfers that do not
-block cost no SimPy event, so a typical instruction costs one timeout.
+Each of the three modules runs the same SimPy process, timed as the RTL's
+dependency-token gate (``vdla_dep_gate``) around the module's executor:
+
+* cycle ``a``: take the instruction from the command queue (the earliest cycle
+  the entry is visible and the gate is free);
+* cycle ``a + 1``: pop the tokens the flags ask for, each as soon as it is visible;
+  the executor starts (cycle ``s``) when all are popped;
+* cycle ``s + E``: the executor is done (``E`` from the subclass's :meth:`Unit.execute`);
+  its memory effects are applied through ``simulator.semantics.execute``;
+* cycle ``s + E + 1``: push the tokens the flags ask for, each as soon as its queue
+  has room; the gate takes the next instruction ``insn_overhead - 2`` cycles after
+  its last push (the cycle after, with the RTL's 3).
+
+Every wait is booked to the counter that names its cause and, when a timeline is
+recorded, drawn as a ``wait`` slice.  Tokens carry vector clocks so FINISH can
+check, as fsim does, that the program orders every load and store before it.
+
+The process computes these cycles ahead of the simulation clock: queue entries
+carry the cycle they become visible and report the cycle their slot frees (see
+queues.py), so a unit runs on through its instructions and waits (as a SimPy
+event) only for an entry or a slot that does not exist yet -- and, after booking
+DRAM reads, until the instruction's push cycle, because until then another
+engine's request can still delay them.  Memory effects are applied in each
+unit's program order and after the tokens that order them, which is all a
+program whose tokens order every conflicting access can observe.
 """
 
 from __future__ import annotations
@@ -22,6 +38,7 @@ from typing import Any, NamedTuple
 import simpy
 
 from simulator.counters import Counters
+from simulator.cycle.dma import ReadRows, RowGeometry
 from simulator.cycle.dram import Dram
 from simulator.cycle.queues import Queues
 from simulator.cycle.stats import UnitCounters
@@ -110,6 +127,8 @@ class Unit(ABC):
         """The cycle the unit last blocked (for the deadlock report)."""
         self.clock = [0, 0, 0]
         """Vector clock: instructions of each module known to have retired (own count, or via tokens)."""
+        self.shapes: dict[tuple[int, ...], RowGeometry] = {}
+        """DMA block geometries by (element bytes, offsets in a burst, sizes): a per-run cache."""
 
     def run(self) -> Process:
         """The unit's SimPy process; it returns after FINISH (compute) or runs until the simulation stops."""
@@ -119,82 +138,93 @@ class Unit(ABC):
         cmd = self.cmd
         clock, module = self.clock, self.module
         finish = len(ctx.insns) - 1
+        after_push = ctx.cfg.timing.insn_overhead - 2
+        insns, all_ops, state, work = ctx.insns, ctx.ops, ctx.state, ctx.counters
+        run_executor = self.execute
+        free = 0  # the first cycle the gate can take an instruction
         while True:
-            ok, item = cmd.try_get()
-            if not ok:
-                self.blocked_at = env.now
+            entry = cmd.try_get()
+            if entry is None:
+                self.blocked_at = free
                 self.blocked = (Blocked.EMPTY, None, None)
-                t = env.now
-                item = yield cmd.get()
-                c.wait_queue_empty += env.now - t
-            index, dispatched = item
-            if dispatched > env.now:
-                # Fetch queued it ahead of its decode (see fetch.py): it becomes visible then.
-                t = env.now
-                yield env.timeout(dispatched - t)
-                c.wait_queue_empty += env.now - t
-            insn = ctx.insns[index]
-            ops = ctx.ops[index]
+                entry = yield cmd.get()
+            index, visible = entry
+            accept = visible if visible > free else free
+            cmd.release(accept + 1)
+            c.wait_queue_empty += accept - free
+            insn = insns[index]
+            ops = all_ops[index]
+            start = accept + 1
             for queue in ops.pops:
-                ok, token = dep[queue].try_get()
-                if not ok:
-                    self.blocked_at = env.now
+                fifo = dep[queue]
+                entry = fifo.try_get()
+                if entry is None:
+                    self.blocked_at = accept + 1
                     self.blocked = (Blocked.POP, index, queue)
-                    t = env.now
-                    token = yield dep[queue].get()
-                    c.wait_token += env.now - t
+                    entry = yield fifo.get()
+                token, visible = entry
+                popped = visible if visible > accept + 1 else accept + 1
+                fifo.release(popped + 1)
+                if popped > start:
                     if timeline is not None:
-                        timeline.add(self.name, f"wait {queue}", t, env.now, "wait", {"queue": queue, "insn": index})
-                for m, count in enumerate(token.clock):
-                    if count > clock[m]:
-                        clock[m] = count
-            start = env.now
-            waits_before = c.wait_dram
-            duration = self.execute(index, insn)
-            if duration:
-                yield env.timeout(duration)
-            ctx.counters.add(execute(ctx.state, insn, index))
-            c.busy += env.now - start - (c.wait_dram - waits_before)
+                        timeline.add(self.name, f"wait {queue}", start, popped, "wait", {"queue": queue, "insn": index})
+                    start = popped
+                clock[:] = map(max, clock, token.clock)
+            c.wait_token += start - accept - 1
+            cycles, dram_wait, rows = run_executor(index, insn, start)
+            push = start + cycles + 1
+            while rows is not None:
+                # Until its push cycle another engine may still request a burst that DRAM serves
+                # before some of these (see dram.py); then time the instruction again.
+                if push > env.now:
+                    yield env.timeout(push - env.now)
+                if not rows.dirty:
+                    break
+                rows.dirty = False
+                cycles, dram_wait = rows.timing()
+                push = start + cycles + 1
+            done = push - 1
+            work.add(execute(state, insn, index))
+            c.busy += 2 + cycles - dram_wait
+            c.wait_dram += dram_wait
             if timeline is not None:
-                timeline.add(self.name, slice_name(insn, index), start, env.now, "insn", insn_args(insn))
+                timeline.add(self.name, slice_name(insn, index), start, done + 1, "insn", insn_args(insn))
             clock[module] += 1
+            last_push = push
             if ops.pushes:
                 token = Token(index, tuple(clock))
-            for queue in ops.pushes:
-                if not dep[queue].try_put(token):
-                    self.blocked_at = env.now
-                    self.blocked = (Blocked.PUSH, index, queue)
-                    t = env.now
-                    yield dep[queue].put(token)
-                    c.wait_queue_full += env.now - t
-                    if timeline is not None:
-                        timeline.add(self.name, f"full {queue}", t, env.now, "wait", {"queue": queue, "insn": index})
+                for queue in ops.pushes:
+                    fifo = dep[queue]
+                    pushed = fifo.try_put(token, push)
+                    if pushed is None:
+                        self.blocked_at = push
+                        self.blocked = (Blocked.PUSH, index, queue)
+                        pushed = yield fifo.put(token, push)
+                    if pushed > push:
+                        c.wait_queue_full += pushed - max(push, last_push)
+                        if timeline is not None:
+                            timeline.add(self.name, f"full {queue}", push, pushed, "wait", {"queue": queue, "insn": index})
+                    last_push = max(last_push, pushed)
             c.instructions += 1
             if index == finish:
-                # FINISH is the program's last instruction (checked statically): the run ends here.
+                # FINISH is the program's last instruction (checked statically): the run ends in the
+                # cycle it is done; the cycle count includes that cycle.
                 self.blocked = (Blocked.DONE, None, None)
-                ctx.finished.succeed(env.now)
+                ctx.finished.succeed(done + 1)
                 return
+            c.busy += after_push
+            free = last_push + after_push
 
     @abstractmethod
-    def execute(self, index: int, insn: Insn) -> int:
-        """Start the instruction: return its duration in cycles (from now until it completes).
+    def execute(self, index: int, insn: Insn, start: int) -> tuple[int, int, ReadRows | None]:
+        """Start the instruction's executor in cycle ``start`` (booking any DRAM traffic).
 
-        The loop applies its memory effects (``simulator.semantics.execute``) when that
-        duration has passed, i.e. at the simulated cycle the instruction completes.
+        Returns ``(E, dram_wait, rows)``: the executor is done in cycle ``start + E``,
+        ``dram_wait`` of those cycles are spent waiting for DRAM, and ``rows`` are the
+        reads it booked (None if none), whose ``timing()`` gives the first two again
+        if the DRAM moves them.  The loop applies the memory effects (``simulator.semantics.execute``)
+        the cycle after the executor is done.
         """
-
-    def book_rows(self, insn: MemInsn, first_request: int, write: bool) -> int:
-        """Book the DRAM rows of a LOAD/STORE from cycle ``first_request``; the cycle they complete.
-
-        Latency and arbitration delays are counted as this unit waiting on DRAM.
-        """
-        eb = self.ctx.state.elem_bytes[insn.mem_type]
-        booking = self.ctx.dram.book(
-            self.name, first_request, insn.dram_base * eb, insn.x_size * eb, insn.y_size, insn.x_stride * eb, write
-        )
-        self.counters.wait_dram += booking.wait
-        return booking.end
 
     def describe_blocked(self) -> str:
         """One line saying what this unit waits for, naming its instruction."""

@@ -1,13 +1,14 @@
-"""The shared DRAM channel: beats, latency, and arbitration by reservation."""
+"""The DRAM read channel and the DMA engines: beats, latency, request order, re-timing."""
 
 from __future__ import annotations
 
 import simpy
 
-from simulator.cycle.dram import Dram, burst_beats, row_beats
+from simulator.cycle.dma import geometry, read_rows
+from simulator.cycle.dram import END, REQUEST, START, Dram, Owner, burst_beats
 from vdla_hw.config import load_config
 
-# 8-byte bus, 64-byte bursts, 10 cycles of latency.
+# 8-byte bus, 64-byte bursts, 10 cycles of latency, engines as in the RTL.
 CFG = load_config("default").replace(timing={"dram_latency": 10, "dram_burst_bytes": 64})
 
 
@@ -15,40 +16,74 @@ def _dram() -> Dram:
     return Dram(simpy.Environment(), CFG, ("a", "b"))
 
 
+def _span(burst: list) -> tuple[int, int]:
+    return burst[START], burst[END]
+
+
 def test_beats_and_bursts_follow_alignment():
-    assert row_beats(0, 64, 8) == 8
-    assert row_beats(4, 8, 8) == 2  # an unaligned word touches two bus words
+    assert burst_beats(0, 64, 8, 64) == [8]
+    assert burst_beats(4, 8, 8, 64) == [2]  # an unaligned word touches two bus words
     assert burst_beats(96, 64, 8, 64) == [4, 4]  # split at the 128-byte burst boundary
     assert burst_beats(0, 200, 8, 64) == [8, 8, 8, 1]
-    assert sum(burst_beats(4, 300, 8, 64)) == row_beats(4, 300, 8)
+    assert burst_beats(60, 8, 8, 64) == [1, 1]  # bursts share no beat: a word on each side
 
 
-def test_uncontended_read_and_write():
-    """A read: latency, then one beat per cycle.  A write: beats at once, done a latency later."""
+def test_narrow_elements_hold_the_channel_one_cycle_each():
+    """4-byte elements on an 8-byte bus: 3 elements from byte 4 are 2 beats, but the engine
+    hands out one element per cycle, so the burst holds the channel 3 cycles; lane 1 first."""
+    tiny = load_config("tiny")
+    geo = geometry(tiny, 4, 12, 1, 0, 4)
+    assert geo.narrow and geo.bursts == ((2,),) and geo.holds == ((3,),) and geo.lanes == (1,)
+    wide = geometry(CFG, 0, 64, 2, 640, 16)
+    assert not wide.narrow and wide.holds == wide.bursts == ((8,), (8,)) and wide.beats == 16
+
+
+def test_uncontended_bursts_stream_after_the_latency():
+    """Data starts 10 cycles after the request, then one beat per cycle, in request order."""
     dram = _dram()
-    read = dram.book("a", 0, 0, 64, 2, 128, write=False)
-    assert (read.end, read.wait) == (10 + 16, 10)
-    write = dram.book("b", 100, 512, 16, 1, 16, write=True)
-    assert (write.end, write.wait) == (100 + 2 + 10, 10)
-    assert dram.ports["a"].bytes_read == 128 and dram.ports["b"].bytes_written == 16
-    assert dram.busy_cycles == 18
+    a = dram.read_burst(0, 8, None)
+    b = dram.read_burst(1, 8, None)  # its data could start in 11 but a's runs until 18
+    c = dram.read_burst(40, 2, None)  # the channel is idle again: 50
+    assert (_span(a), _span(b), _span(c)) == ((10, 18), (18, 26), (50, 52))
 
 
-def test_first_come_first_served_with_gap_filling():
-    """b asks right after a: its data waits until a's stream ends.  A request whose data
-    fits in an idle stretch before a's stream is booked there (filling the latency gap)."""
+def test_an_earlier_request_booked_later_is_served_first():
+    """A's bursts are requested in 0 and 2; B's, requested in 1, is booked after both: it goes
+    between them, and A's second burst moves back by B's 4 beats (A is told to re-time)."""
     dram = _dram()
-    a = dram.book("a", 0, 0, 256, 1, 256, write=False)  # beats 10..42
-    b = dram.book("b", 1, 1024, 64, 1, 64, write=False)  # earliest 11, bus busy until 42
-    assert a.end == 42
-    assert (b.end, b.wait) == (42 + 8, 50 - 1 - 8)
-    # A write of 2 beats asked at 0 fits before a's data (cycles 0..2), done at 2 + 10.
-    w = dram.book("b", 0, 2048, 16, 1, 16, write=True)
-    assert (w.end, w.wait) == (12, 10)
-    # Two 8-beat bursts asked at 0 find no 8-cycle gap before b's stream ends: 50..58, 58..66.
-    c = dram.book("a", 0, 4096, 128, 1, 128, write=False)
-    assert (c.end, c.wait) == (66, 66 - 16)
-    # A one-beat read asked at 0 cannot use the idle cycles 2..10 (its data comes 10 cycles
-    # after the request at the earliest) and the bus is booked from 10 to 66: it gets 66.
-    d = dram.book("b", 0, 8192, 8, 1, 8, write=False)
-    assert d.end == 67
+    owner = Owner()
+    a1 = dram.read_burst(0, 8, owner)
+    a2 = dram.read_burst(2, 8, owner, a1)
+    assert _span(a2) == (18, 26) and not owner.dirty
+    b = dram.read_burst(1, 4, None)
+    assert (_span(a1), _span(b), _span(a2)) == ((10, 18), (18, 22), (22, 30))
+    assert owner.dirty
+    assert dram.queue == [a1, b, a2] and dram.requests == [0, 1, 2]
+
+
+def test_a_delayed_window_burst_delays_the_request_it_gates():
+    """A's second burst may be requested only the cycle after its first one's data (the
+    in-flight limit): requested in 29 once the first ends in 28.  B's earlier request
+    delays A's first burst to 21..29, so the second one is requested in 30, data in 40."""
+    dram = _dram()
+    owner = Owner()
+    a1 = dram.read_burst(10, 8, owner)
+    a2 = dram.read_burst(a1[END] + 1, 8, owner, a1, a1)
+    assert (_span(a1), _span(a2), a2[REQUEST]) == ((20, 28), (39, 47), 29)
+    b = dram.read_burst(5, 6, None)
+    assert (_span(b), _span(a1), _span(a2), a2[REQUEST]) == ((15, 21), (21, 29), (40, 48), 30)
+
+
+def test_a_streaming_block_is_one_segment_until_a_request_lands_inside():
+    """Four 64-byte INP rows started in cycle 0: the engine requests them in 3, 5, 7, 9, and
+    their 8 beats each stream back to back from 13 -- booked as one segment.  A burst requested
+    in 6 comes back after row 1 (request 5) and before row 2 (request 7): 29..33, and rows 2 and
+    3 move back by 4 cycles (the rows are told to re-time)."""
+    dram = _dram()
+    rows = read_rows(CFG, dram, 0, geometry(CFG, 0, 64, 4, 128, 16))
+    assert len(dram.queue) == 1 and dram.requests == [9]
+    assert [(rows.first(r), rows.last(r)) for r in range(4)] == [(13, 20), (21, 28), (29, 36), (37, 44)]
+    b = dram.read_burst(6, 4, None)
+    assert _span(b) == (29, 33) and rows.dirty
+    assert [(rows.first(r), rows.last(r)) for r in range(4)] == [(13, 20), (21, 28), (33, 40), (41, 48)]
+    assert dram.requests == [3, 5, 6, 7, 9]

@@ -1,14 +1,32 @@
 """Exact cycle counts of small programs, worked out by hand.
 
 Every test pins the timing parameters (``TIMING`` below) so the arithmetic in
-the docstrings stays valid when the presets are re-calibrated against the RTL.
-With the default 64-bit bus a beat moves 8 bytes.  A DRAM read issued at cycle
-t (all bursts of an instruction in flight at once) delivers its first beat at
-t + 10 at the earliest, then one beat per cycle on the shared bus; a write puts
-its beats on the bus at once and completes 10 cycles after its last beat.
-Instructions are fetched from DRAM byte 0, 16 bytes each, in 64-byte chunks
-(four instructions); when a chunk arrives the next one is requested, and the
-arrived one is dispatched one instruction every two cycles.
+the docstrings stays valid when the presets change.  The rules (docs/rtl.md,
+"Instruction timing"), with these parameters:
+
+* 64-bit bus (a beat is 8 bytes), 64-byte bursts, DRAM latency 10: a burst
+  requested in cycle t has its first beat in t + 10 at the earliest, then one
+  beat per cycle; read data comes back in request order.
+* Queues: an entry pushed in cycle t can be popped from t + 2 (queue_latency).
+* Fetch starts in cycle 0; its engine takes chunk 0 (four instructions, one
+  64-byte burst) in cycle 1 and requests it in cycle 3, so the beats arrive in
+  13..20; chunk 1 is taken in 3 and requested in 5.  An instruction (two beats)
+  leaves the stream with its second beat -- 14, 16, 18, 20 for chunk 0 --,
+  enters fetch's buffer and is dispatched 2 cycles later (16, 18, 20, 22), one
+  per cycle at most, and is visible in its command queue 2 cycles after that.
+* A unit takes an instruction (cycle a) when it is visible and the unit is free,
+  starts it in a + 1 (or when its tokens are visible), is done E cycles after the
+  start, pushes its tokens the cycle after, and is free the cycle after that.
+  A timeline slice runs from the start to the cycle after done; the cycle count is
+  FINISH's done cycle + 1.
+* GEMM: E = n + 4 + 1.  LOAD: the engine takes row 0 in s + 1 and requests its
+  first burst in s + 3 (the next row's burst two cycles after the previous row's
+  last one); an element at least as wide as the bus is written in the cycle of its
+  last beat, a narrower one the cycle after its beat (one per cycle); E = last write
+  + 1 - s.  STORE (16-byte elements): element k reaches the write engine in
+  s + 4 + k, its two beats go out the next two cycles (the burst was requested in
+  s + 2), the write response comes 10 cycles after the last beat and the STORE is
+  done the cycle after: E = 5 + 2 x tiles + 10 for one row.
 """
 
 from __future__ import annotations
@@ -31,7 +49,11 @@ TIMING = {
     "alu_pipeline_depth": 3,
     "alu_ii": 2,
     "sram_write_cycles": 1,
-    "insn_overhead": 1,
+    "insn_overhead": 3,
+    "queue_latency": 2,
+    "dma_start_cycles": 3,
+    "dma_max_bursts": 8,
+    "dma_narrow_rows": 4,
 }
 CFG = load_config("default").replace(timing=TIMING)
 
@@ -60,32 +82,34 @@ def _run(insns, dram, cfg=CFG):
 def test_one_load():
     """LOAD INP 2x4 tiles (row stride 6, one zero column on the left) push l2c; FINISH pop l2c.
 
-    fetch: 2 insns = 32 B: request 0, beats 10..14; LOAD dispatched at 16, FINISH at 18.
-    load: t0 = 16 + 1 (overhead) = 17; both rows requested at 17: row 0 = bytes [0, 64),
-      row 1 = element 6 = bytes [96, 160), two bursts across the 128 boundary; 16 beats
-      stream 27..43.  The SRAM writer needs 10 elements (2 of them padding) from 17: done
-      by 27; the 8 data elements need 17 + 10 + 8 = 35 at least; the beats end later, at 43,
-      and no padding follows the last data element.  Push l2c at 43.
-    compute: FINISH pops the token at 43, 1 cycle: total 44.
+    fetch: 2 insns = 32 B, beats 13..16: LOAD dispatched 16 (visible 18), FINISH 18 (visible 20).
+    load: takes the LOAD in 18, starts in 19.  Row 0 = bytes [0, 64): one burst requested in 22,
+      beats 32..39.  Row 1 = element 6 = bytes [96, 160): bursts [96, 128) and [128, 160) requested
+      in 24 and 25, beats 40..43 and 44..47 (behind row 0).  16-byte tiles are two beats each, so
+      row 0's tiles are written in 33, 35, 37, 39 (the padding column in 20), row 1's in 41..47:
+      the last write in 47, E = 47 + 1 - 19 = 29, done in 48, push l2c in 49 (visible 51).
+      Busy 1 + 11 writes + 1 + 1 = 14; waiting for DRAM 29 - 11 = 18; waiting for work 18.
+    compute: takes FINISH in 20, pops the token in 51, done in 52: 53 cycles; token wait 51 - 21.
     """
     push, pop = DepFlags(push_next=True), DepFlags(pop_prev=True)
     load = MemInsn(Opcode.LOAD, MemType.INP, 0, 0, 2, 4, 6, x_pad0=1, deps=push)
     r = _run([load, FinishInsn(pop)], _dram())
     s = r.stats
-    assert s.cycles == 44
-    assert [(x.name, x.start, x.end) for x in r.timeline.of_unit("load", "insn")] == [("LOAD.INP#0", 16, 43)]
+    assert s.cycles == 53
+    assert [(x.name, x.start, x.end) for x in r.timeline.of_unit("load", "insn")] == [("LOAD.INP#0", 19, 49)]
     load_u = s.units["load"]
-    assert (load_u.busy, load_u.wait_dram, load_u.wait_queue_empty) == (1 + 16, 10, 16)
-    assert s.units["compute"].wait_token == 43 - 18
+    assert (load_u.busy, load_u.wait_dram, load_u.wait_queue_empty) == (14, 18, 18)
+    assert s.units["compute"].wait_token == 51 - 21
     assert s.dram_bytes_read == 32 + 2 * 64 and s.dram_bytes_written == 0
 
 
 def test_padding_and_narrow_elements_cost_sram_writes():
-    """On ``tiny`` (4-byte INP tiles on an 8-byte bus) the SRAM writer, not DRAM, sets the pace.
+    """On ``tiny`` (4-byte INP tiles on an 8-byte bus) the engine unpacks a beat one element per cycle.
 
-    LOAD INP 1x8 tiles with 2 padding rows below (3 x 8 = 24 elements), dispatched at 16:
-    t0 = 17; 32 B = 4 beats at 27..31, but 8 data elements need 17 + 10 + 8 = 35, then the
-    16 trailing padding elements: 51.  (Without the padding rows: 35.)
+    LOAD INP 1x8 tiles with 2 padding rows below (3 x 8 = 24 elements), started in 19 (as above):
+    32 B = 4 beats requested in 22, from 32 on; each beat's two elements come out in the two
+    cycles after it is taken, so the 8 data elements are written in 33..40, then the 16 padding
+    elements in 41..56: done in 57, the slice ends in 58.  Without the padding rows: done in 41.
     """
     cfg = load_config("tiny").replace(timing=TIMING)
     push, pop = DepFlags(push_next=True), DepFlags(pop_prev=True)
@@ -94,45 +118,48 @@ def test_padding_and_narrow_elements_cost_sram_writes():
         load = MemInsn(Opcode.LOAD, MemType.INP, 0, 0, 1, 8, 8, y_pad1=pad_below, deps=push)
         r = _run([load, FinishInsn(pop)], _dram(cfg), cfg)
         spans.append([(x.start, x.end) for x in r.timeline.of_unit("load", "insn")])
-    assert spans == [[(16, 51)], [(16, 35)]]
+    assert spans == [[(19, 58)], [(19, 42)]]
 
 
 def test_one_gemm():
     """LOAD UOP (2 micro-ops), GEMM uop[0,2) over a 3x2 loop, FINISH -- all on compute.
 
-    fetch: 3 insns = 48 B, one burst: request 0, data 10..16; dispatch at 18, 20, 22.
-    LOAD UOP: starts 18, overhead -> 19; 8 B at byte 0 = 1 beat at 29..30, but two micro-ops
-      take two SRAM writes after the latency: 19 + 10 + 2 = 31.
-    GEMM: starts 31; 1 + 4 (pipeline fill) + 3*2*2 = 12 iterations -> 17 cycles -> 48.
-    FINISH: 48 + 1 = 49.  Total 49, GEMM utilization 12/49.
+    fetch: 3 insns = 48 B, beats 13..18; visible in 18, 20, 22.
+    LOAD UOP: takes it in 18, starts 19; 8 B = one beat requested in 22, taken in 32; its two
+      4-byte micro-ops are written in 33 and 34: done 35, push cycle 36, free in 37.
+    GEMM: takes it in 37, starts 38; 3 x 2 x 2 = 12 iterations: E = 12 + 4 + 1 = 17, done 55,
+      free in 57.  FINISH: takes it in 57, starts 58, done 59: 60 cycles, GEMM utilization 12/60.
     """
     uops = [Uop(0, 0, 0), Uop(1, 1, 1)]
     insns = [MemInsn(Opcode.LOAD, MemType.UOP, 0, 0, 1, 2, 2), _gemm(2, 3, 2), FinishInsn()]
     r = _run(insns, _dram(uops=uops))
     s = r.stats
-    assert s.cycles == 49
+    assert s.cycles == 60
     assert [(x.name, x.start, x.end) for x in r.timeline.of_unit("compute", "insn")] == [
-        ("LOAD.UOP#0", 18, 31),
-        ("GEMM#1", 31, 48),
-        ("FINISH#2", 48, 49),
+        ("LOAD.UOP#0", 19, 36),
+        ("GEMM#1", 38, 56),
+        ("FINISH#2", 58, 60),
     ]
     assert s.macs == 12 * CFG.macs_per_cycle
-    assert s.gemm_utilization == pytest.approx(12 / 49)
+    assert s.gemm_utilization == pytest.approx(12 / 60)
     assert s.compute_bound_cycles == 12
 
 
 def test_load_gemm_store_chain():
     """LOAD UOP; LOAD INP; LOAD WGT push l2c; GEMM pop l2c push c2s; STORE pop c2s push s2c;
-    FINISH pop s2c.  Data: INP tile at byte 64, WGT tile at byte 256 (32 beats), OUT at 512.
+    FINISH pop s2c.  Data: INP tile at byte 64, WGT tile (256 B, 4 bursts) at 256, OUT at 512.
 
-    fetch: chunk 1 = insns 0..3: beats 10..18; chunk 2 (insns 4..5) requested at 18: beats
-      28..32; dispatch 20 (C), 22 (L), 24 (L), 26 (C), then 34 (S), 36 (C).
-    compute LOAD UOP: 20 -> 21, its beat could come at 31 but fetch holds the bus until 32:
-      beat 32..33.
-    load LOAD INP: 22 -> 23, 2 beats at 33..35.  LOAD WGT: 35 -> 36, 32 beats at 46..78; push.
-    compute GEMM: pops l2c at 78 (waited 78 - 33); 1 + 4 (fill) + 1 iteration -> 84; push c2s.
-    store: pops c2s at 84 (dispatched at 34), 1 -> 85; 2 write beats 85..87, response at 97; push.
-    compute FINISH: pops s2c at 97, 1 -> 98.
+    fetch: chunk 0 = insns 0..3, visible in 18 (C), 20 (L), 22 (L), 24 (C); chunk 1 (insns 4..5,
+      4 beats) requested in 5, its data behind chunk 0's in 21..24: visible in 26 (S), 28 (C).
+    compute LOAD UOP: starts 19, one beat requested in 22, taken in 32, written 33: done 34.
+    load LOAD INP: starts 21, 2 beats requested in 24, in 34..35: done 36, free in 38.
+      LOAD WGT: takes it in 38, starts 39, 4 bursts requested from 42, 32 beats in 52..83: done 84,
+      push l2c in 85 (visible 87).  DRAM waits 13 + 43.
+    compute GEMM: takes it in 36, pops the token in 87 (waited 87 - 37): E = 6, done 93, push c2s
+      in 94 (visible 96).
+    store: takes the STORE in 26, pops in 96 (waited 96 - 27); 2 write beats in 101..102, the
+      response in 112: done 113, push s2c in 114 (visible 116).
+    compute FINISH: takes it in 95, pops in 116 (waited 116 - 96), done 117: 118 cycles.
     """
     uops = [Uop(0, 0, 0)]
     insns = [
@@ -145,20 +172,20 @@ def test_load_gemm_store_chain():
     ]
     r = _run(insns, _dram(uops=uops))
     s = r.stats
-    assert s.cycles == 98
+    assert s.cycles == 118
     spans = {x.name: (x.start, x.end) for x in r.timeline.slices if x.category == "insn"}
     assert spans == {
-        "LOAD.UOP#0": (20, 33),
-        "LOAD.INP#1": (22, 35),
-        "LOAD.WGT#2": (35, 78),
-        "GEMM#3": (78, 84),
-        "STORE.OUT#4": (84, 97),
-        "FINISH#5": (97, 98),
+        "LOAD.UOP#0": (19, 35),
+        "LOAD.INP#1": (21, 37),
+        "LOAD.WGT#2": (39, 85),
+        "GEMM#3": (87, 94),
+        "STORE.OUT#4": (96, 114),
+        "FINISH#5": (116, 118),
     }
-    assert s.units["compute"].wait_token == (78 - 33) + (97 - 84)
-    assert s.units["compute"].wait_dram == 33 - 21 - 1
-    assert s.units["store"].wait_token == 84 - 34
-    assert s.units["load"].wait_dram == 10 + 10
+    assert s.units["compute"].wait_token == (87 - 37) + (116 - 96)
+    assert s.units["compute"].wait_dram == 15 - 2
+    assert s.units["store"].wait_token == 96 - 27
+    assert s.units["load"].wait_dram == 13 + 43
     assert s.units["store"].wait_dram == 10
     assert r.tokens_left == {"l2c": 0, "c2l": 0, "c2s": 0, "s2c": 0}
     assert s.dram_bytes_written == 16
@@ -183,42 +210,52 @@ def _backpressure_program(gemm_iters: int):
 def test_backpressure_dep_queue_depth_one():
     """Load pushes two l2c tokens while compute is busy with a 40-iteration GEMM.
 
-    fetch: chunk 1 = insns 0..3, beats 10..18, dispatch 20 (C), 22 (C), 24 (L), 26 (L);
-      chunk 2 = insns 4..6 (48 B) requested at 18: beats 28..34, dispatch 36, 38, 40.
-    compute: LOAD UOP 20 -> 21, its beat waits for fetch's chunk: 34..35; GEMM with 40
-      iterations: 35 + 1 + 4 + 40 = 80.
-    load: LOAD INP#2 starts 24 -> 25, 2 beats 35..37, push l2c (empty).
-      LOAD INP#3 37 -> 38, 2 beats 48..50, push l2c: with depth 1 the FIFO still holds
-      #2's token, so load stalls 50 -> 80 until compute pops it.
-    compute: GEMM#4 pops at 80 -> 86; GEMM#5 pops #3's token -> 92; FINISH 92 -> 93.
-    With depth 2 the push at 50 succeeds and the total is the same 93: only load's stall differs.
+    fetch: chunk 0 = insns 0..3 visible in 18 (C), 20 (C), 22 (L), 24 (L); chunk 1 = insns 4..6
+      (6 beats in 21..26) visible in 26, 28, 30.
+    compute: LOAD UOP done 34 (as in test_one_gemm), free 36; GEMM with 40 iterations starts 37,
+      E = 45, done 82, free 84.
+    load: LOAD INP#2 starts 23, 2 beats requested in 26, in 36..37: done 38, push l2c in 39
+      (visible 41), free 40.  LOAD INP#3 starts 41, beats 54..55, done 56, push in 57: with depth 1
+      the FIFO still holds #2's token until compute pops it in 85 (its slot is free from 86), so
+      load stalls 57 -> 86.
+    compute: GEMM#4 takes it in 84, pops in 85, done 91, free 93; GEMM#5 pops #3's token in 94,
+      done 100, free 102; FINISH done 104: 105 cycles.  With depth 2 the push in 57 succeeds and
+      the total is the same 105: only load's stall differs.
     """
     insns, dram = _backpressure_program(40)
     shallow = _run(insns, dram, CFG.replace(dep_queue_depth=1))
     deep = _run(insns, dram, CFG.replace(dep_queue_depth=2))
-    assert shallow.stats.cycles == deep.stats.cycles == 93
-    assert shallow.stats.units["load"].wait_queue_full == 80 - 50
+    assert shallow.stats.cycles == deep.stats.cycles == 105
+    assert shallow.stats.units["load"].wait_queue_full == 86 - 57
     assert deep.stats.units["load"].wait_queue_full == 0
     fulls = [(x.name, x.start, x.end) for x in shallow.timeline.of_unit("load", "wait")]
-    assert fulls == [("full l2c", 50, 80)]
+    assert fulls == [("full l2c", 57, 86)]
 
 
 def test_backpressure_command_queue_depth_one():
     """The same program with one-entry command queues: fetch stalls behind compute.
 
-    A unit takes the head command when it starts it, so a one-entry queue holds the next one.
-    fetch: dispatch #0 at 20 (compute takes it), #1 at 22 (waits in cmd_compute), #2 at 24
-      (load takes it), #3 at 26 (waits in cmd_load); chunk 2 arrives at 34 as before;
-      #4 at 36 fits (compute took #1 at 35); #5 at 38 finds cmd_compute full until compute
-      takes #4 at 80; #6 decoded at 82 waits until compute takes #5 at 86: 42 + 4 stalled.
-    load and compute run exactly as with deep queues; FINISH 92 -> 93.
+    A unit takes the head entry when it takes the instruction (cycle a); the slot is free for
+    fetch's next push from a + 1.
+    fetch: #0 dispatched 16 (compute takes it in 18); #1 wants 18, its slot is free from 19
+      (visible 21); #2 dispatched 20 (load takes it in 22); #3 wants 22, slot free from 23; #4
+      wants 24 but compute takes #1 only when it is free again, in 36: dispatched 37; #5 wants 38,
+      compute takes #4 in 84: dispatched 85; #6 wants 86, compute takes #5 in 93: dispatched 94
+      (visible 96).  Stalled 1 + 1 + 13 + 47 + 8 = 70 cycles.
+    load and compute run exactly as with deep queues; FINISH done 104: 105 cycles.
     """
     insns, dram = _backpressure_program(40)
     r = _run(insns, dram, CFG.replace(cmd_queue_depth=1))
-    assert r.stats.cycles == 93
-    assert r.stats.units["fetch"].wait_queue_full == (80 - 38) + (86 - 82)
+    assert r.stats.cycles == 105
+    assert r.stats.units["fetch"].wait_queue_full == 1 + 1 + 13 + 47 + 8
     fulls = [(x.name, x.start, x.end) for x in r.timeline.of_unit("fetch", "wait") if x.name.startswith("full")]
-    assert fulls == [("full cmd_compute", 38, 80), ("full cmd_compute", 82, 86)]
+    assert fulls == [
+        ("full cmd_compute", 18, 19),
+        ("full cmd_load", 22, 23),
+        ("full cmd_compute", 24, 37),
+        ("full cmd_compute", 38, 85),
+        ("full cmd_compute", 86, 94),
+    ]
 
 
 def test_deadlock_names_blocked_instruction_and_queues():

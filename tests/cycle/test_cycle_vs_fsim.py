@@ -29,7 +29,11 @@ def timings(draw: st.DrawFn, bus_bytes: int) -> dict[str, int]:
         "alu_pipeline_depth": draw(st.integers(1, 8)),
         "alu_ii": draw(st.integers(1, 4)),
         "sram_write_cycles": draw(st.integers(1, 2)),
-        "insn_overhead": draw(st.integers(0, 3)),
+        "insn_overhead": draw(st.integers(2, 4)),
+        "queue_latency": draw(st.integers(1, 3)),
+        "dma_start_cycles": draw(st.integers(2, 4)),
+        "dma_max_bursts": draw(st.integers(1, 8)),
+        "dma_narrow_rows": draw(st.integers(1, 4)),
     }
 
 

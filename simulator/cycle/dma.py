@@ -1,0 +1,346 @@
+"""The DMA engines: one 2D block of DRAM rows as AXI bursts, timed as the RTL's
+``vdla_dma_rd`` / ``vdla_dma_wr`` and the row issuers in front of them.
+
+A block is ``rows`` rows of ``row_bytes`` bytes, row r at byte ``addr + r * stride``.
+The row issuer hands the engine one command per row; the engine accepts a command
+``dma_start_cycles - 2`` cycles after the executor starts (then as soon as it has
+requested every burst of the previous row), requests one burst per cycle from the
+next cycle on, and is free again the cycle after its row's last request.  A read
+request passes the read arbiter's register (one more cycle) before it is on the
+bus, a write request does not.  Two limits hold requests back: at most
+``dma_max_bursts`` read bursts in flight (requested, last beat not yet returned),
+or write bursts awaiting their response; and, for elements narrower than the bus,
+at most ``dma_narrow_rows`` row commands between the engine's command and the row's
+first beat (reads) or first element (writes).
+
+Read data comes from the shared read channel (:meth:`simulator.cycle.dram.Dram.read_burst`);
+the engine reports when each row's first and last beats arrive.  Writes are paced
+by the elements the store module feeds the engine (see :func:`write_rows`); a burst's
+response comes ``dram_latency`` cycles after its last beat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from simulator.cycle.dram import END, REQUEST, START, Burst, Dram, Owner, burst_beats
+from vdla_hw.config import HwConfig
+
+
+@dataclass(frozen=True)
+class StreamPlan:
+    """Where each row's data lies in a block whose bursts stream back to back."""
+
+    hold: int
+    """Read-channel cycles of the whole block."""
+    row_first: tuple[int, ...]
+    """Offset of each row's first cycle from the block's first."""
+    row_end: tuple[int, ...]
+    """Offset of the cycle after each row's data from the block's first cycle."""
+    last_request: tuple[int, int]
+    """(a, b): the last burst is requested in cycle max(first request + a, first data cycle + b)."""
+    min_row_hold: int
+    """The fewest read-channel cycles of a row."""
+
+
+@dataclass(frozen=True)
+class RowGeometry:
+    """How a block's rows split into bursts, and how long each burst holds the read channel."""
+
+    bursts: tuple[tuple[int, ...], ...]
+    """Beats of each burst, per row."""
+    lanes: tuple[int, ...]
+    """Element lane of each row's first element in its first beat (0 for elements >= the bus)."""
+    holds: tuple[tuple[int, ...], ...]
+    """Read-channel cycles of each burst, per row: its beats, or for elements narrower than the
+    bus its elements -- the engine takes a beat only when the previous one's elements are all
+    out, one per cycle, and read data returns in request order, so meanwhile nobody's data moves."""
+    beats: int
+    """Bus beats of the whole block."""
+    narrow: bool
+    """Its elements are narrower than the bus."""
+    plan: StreamPlan | None
+    """How a read of the block streams once its first burst is served, if it never waits for a
+    request then (see :func:`_stream_plan`); None otherwise."""
+
+
+def geometry(cfg: HwConfig, addr: int, row_bytes: int, rows: int, stride: int, elem_bytes: int) -> RowGeometry:
+    """Bursts, first lanes, channel holding times and read plan of the rows of a block."""
+    t = cfg.timing
+    burst = t.dram_burst_bytes
+    # Only the offsets within a burst-aligned block matter, so programs reuse few shapes.
+    return _geometry(cfg.bus_bytes, burst, t.dram_latency, t.dma_max_bursts, t.dma_narrow_rows,
+                     addr % burst, row_bytes, rows, stride % burst, elem_bytes)
+
+
+@lru_cache(maxsize=4096)
+def _geometry(bus: int, burst: int, latency: int, max_bursts: int, max_rows: int,
+              addr: int, row_bytes: int, rows: int, stride: int, elem_bytes: int) -> RowGeometry:
+    narrow = elem_bytes < bus
+    per_beat = bus // elem_bytes if narrow else 1
+
+    def row(a: int) -> tuple[tuple[int, ...], int, tuple[int, ...]]:
+        beats = tuple(burst_beats(a, row_bytes, bus, burst))
+        if not narrow:
+            return beats, 0, beats
+        lane = (a % bus) // elem_bytes
+        left, first, holds = row_bytes // elem_bytes, lane, []
+        for b in beats:
+            elems = min(left, b * per_beat - first)
+            holds.append(elems)
+            left -= elems
+            first = 0
+        return beats, lane, tuple(holds)
+
+    shapes = [row(addr)] * rows if stride == 0 else [row(addr + r * stride) for r in range(rows)]
+    holds = tuple(s[2] for s in shapes)
+    return RowGeometry(
+        tuple(s[0] for s in shapes), tuple(s[1] for s in shapes), holds, sum(sum(s[0]) for s in shapes),
+        narrow, _stream_plan(holds, narrow, latency, max_bursts, max_rows),
+    )
+
+
+def _stream_plan(
+    row_holds: tuple[tuple[int, ...], ...], narrow: bool, latency: int, max_bursts: int, max_rows: int
+) -> StreamPlan | None:
+    """The plan of a block whose data, once its first burst is served, never waits for a request.
+
+    That holds when every burst holds the channel at least as long as the engine takes to
+    request the next one (one cycle, two at a row's start), when ``dma_max_bursts - 1``
+    consecutive bursts hold it longer than ``dram_latency`` (so the in-flight limit never
+    starves it), and, for narrow elements, likewise for ``dma_narrow_rows`` rows.  None otherwise.
+    """
+    holds = [h for row in row_holds for h in row]
+    prefix = [0]
+    for h in holds:
+        prefix.append(prefix[-1] + h)
+    row_first, row_end, k = [], [], 0
+    for row in row_holds:
+        row_first.append(prefix[k])
+        if k and holds[k - 1] < 2:
+            return None
+        if any(h < 1 for h in row[:-1]):
+            return None
+        k += len(row)
+        row_end.append(prefix[k])
+    if any(prefix[k] - prefix[k - max_bursts + 1] < latency + 1 for k in range(max_bursts, len(holds))):
+        return None
+    if narrow and any(row_first[r] - row_first[r - max_rows] < latency + 3 for r in range(max_rows, len(row_first))):
+        return None
+    # The requests as the engine paces them (a, from the first request) or as the in-flight
+    # limits push them (b, from the first data cycle), as in ``_engine``.
+    a, b, k = -2, -(1 << 60), 0
+    for r, row in enumerate(row_holds):
+        a, b = a + 2, b + 2
+        if narrow and r >= max_rows:
+            b = max(b, row_first[r - max_rows] + 3)
+        for j in range(len(row)):
+            if j:
+                a, b = a + 1, b + 1
+            if k >= max_bursts:
+                b = max(b, prefix[k - max_bursts + 1] + 1)
+            k += 1
+    min_row = min(end - first for first, end in zip(row_first, row_end))
+    return StreamPlan(prefix[-1], tuple(row_first), tuple(row_end), (a, b), min_row)
+
+
+class ReadRows(Owner):
+    """The booked data of a block, per row.
+
+    Booked as one streaming segment (``base`` + the plan's offsets) or as bursts (``heads`` /
+    ``tails``, each row's first and last); a segment becomes bursts when another engine's
+    request lands inside it.  Cycles move when another engine's earlier request is served
+    in front of them (then ``dirty`` is set, see :mod:`simulator.cycle.dram`).
+    """
+
+    __slots__ = ("heads", "tails", "timing", "base", "plan", "cfg", "start", "geo")
+
+    def __init__(self, cfg: HwConfig, start: int, geo: RowGeometry) -> None:
+        super().__init__()
+        self.cfg, self.start, self.geo = cfg, start, geo
+        self.heads: list[Burst] = []
+        self.tails: list[Burst] = []
+        self.timing: Callable[[], tuple[int, int]] | None = None
+        """The executor's (cycles, DRAM wait) as the rows' current cycles give them (set by its user)."""
+        self.base = 0
+        self.plan: StreamPlan | None = None
+
+    def expand(self, tail: int) -> list[Burst]:
+        """The segment's bursts, exactly as :func:`_bursts` would have booked them with data
+        from ``tail`` on; the rows are read from them from now on."""
+        self.plan = None
+        return _bursts(self.cfg, self.start, self.geo, self, tail, self.cfg.timing.dram_latency)
+
+    def spans(self) -> tuple[int, Sequence[int], Sequence[int]]:
+        """(base, firsts, ends): row r's data holds the channel from ``base + firsts[r]`` to
+        ``base + ends[r] - 1``."""
+        if self.plan is not None:
+            return self.base, self.plan.row_first, self.plan.row_end
+        return 0, [b[START] for b in self.heads], [b[END] for b in self.tails]
+
+    def first(self, row: int) -> int:
+        """Cycle of the row's first beat."""
+        if self.plan is not None:
+            return self.base + self.plan.row_first[row]
+        return self.heads[row][START]
+
+    def last(self, row: int) -> int:
+        """Last cycle the row holds the read channel: its last beat, or for narrow elements the
+        cycle its last element comes out of the engine's beat register."""
+        if self.plan is not None:
+            return self.base + self.plan.row_end[row] - 1
+        return self.tails[row][END] - 1
+
+
+def read_rows(cfg: HwConfig, dram: Dram, start: int, geo: RowGeometry) -> ReadRows:
+    """Request the rows of ``geo`` from an engine whose executor started in cycle ``start``.
+
+    A block requested after every burst booked so far -- nearly every one -- is appended
+    without a call per burst, and as one segment when its geometry has a plan.
+    """
+    out = ReadRows(cfg, start, geo)
+    queue, requests = dram.queue, dram.requests
+    if len(queue) > _KEEP:
+        dram.drop_done()
+    first_request = start + cfg.timing.dma_start_cycles
+    if requests and requests[-1] > first_request:
+        _engine(cfg, start, geo, out, lambda request, hold, after, window: dram.read_burst(
+            request, hold, out, after, window))
+        return out
+    tail = dram.tail_end()
+    plan = geo.plan
+    if plan is None:
+        bursts = _bursts(cfg, start, geo, out, tail, dram.latency)
+        queue.extend(bursts)
+        requests.extend(b[REQUEST] for b in bursts)
+        return out
+    first = first_request + dram.latency
+    if tail > first:
+        first = tail
+    a, b = plan.last_request
+    key = first_request + a if first_request + a > first + b else first + b  # the segment's last request
+    queue.append([key, first, first + plan.hold, plan.hold, out, None, 0, None, out.expand])
+    requests.append(key)
+    out.base, out.plan = first, plan
+    return out
+
+
+_KEEP = 64
+"""Booked bursts kept before forgetting those whose data is over (they only cost searching)."""
+
+
+def _bursts(cfg: HwConfig, start: int, geo: RowGeometry, out: ReadRows, tail: int, latency: int) -> list[Burst]:
+    """The bursts of a block booked behind everything else (data from ``tail`` on), in order:
+    :func:`_engine`'s pacing with the booking inlined (this runs for every such block)."""
+    t = cfg.timing
+    max_bursts, max_rows, narrow = t.dma_max_bursts, t.dma_narrow_rows, geo.narrow
+    heads, tails = out.heads, out.tails
+    command = start + t.dma_start_cycles - 2
+    bursts: list[Burst] = []
+    after = window = None
+    for r, holds in enumerate(geo.holds):
+        if narrow and r >= max_rows and heads[r - max_rows][START] + 1 > command:
+            command = heads[r - max_rows][START] + 1
+        grant = command
+        for hold in holds:
+            grant += 1
+            n = len(bursts)
+            if n >= max_bursts:
+                window = bursts[n - max_bursts]
+                if window[END] > grant:
+                    grant = window[END]
+            request = grant + 1
+            first = request + latency if request + latency > tail else tail
+            tail = first + hold
+            after = [request, first, tail, hold, out, after, request - after[REQUEST] if after else 0, window]
+            bursts.append(after)
+            if len(heads) == r:
+                heads.append(after)
+        tails.append(after)
+        command = grant + 1
+    return bursts
+
+
+def _engine(
+    cfg: HwConfig, start: int, geo: RowGeometry, out: ReadRows,
+    book: Callable[[int, int, Burst | None, Burst | None], Burst],
+) -> None:
+    """The engine's requests: ``book(request, hold, previous burst, window burst)`` each burst.
+
+    A row's command is taken ``dma_start_cycles - 2`` after the start, then the cycle after
+    the previous row's last request (and, for narrow elements, the cycle after row
+    ``r - dma_narrow_rows``'s first beat); bursts are granted one per cycle from the next,
+    and a grant also waits for the data of the burst ``dma_max_bursts`` earlier to end.
+    """
+    t = cfg.timing
+    max_bursts, max_rows, narrow = t.dma_max_bursts, t.dma_narrow_rows, geo.narrow
+    heads, tails = out.heads, out.tails
+    command = start + t.dma_start_cycles - 2
+    grant = command  # the arbiter's grant of the engine's last request (on the bus a cycle later)
+    bursts: list[Burst] = []
+    after = window = None
+    for r, holds in enumerate(geo.holds):
+        if narrow and r >= max_rows and heads[r - max_rows][START] + 1 > command:
+            command = heads[r - max_rows][START] + 1
+        grant = command
+        for hold in holds:
+            grant += 1
+            n = len(bursts)
+            if n >= max_bursts:
+                window = bursts[n - max_bursts]
+                if window[END] > grant:
+                    grant = window[END]
+            after = book(grant + 1, hold, after, window)
+            bursts.append(after)
+            if len(heads) == r:
+                heads.append(after)
+        tails.append(after)
+        command = grant + 1
+
+
+def write_rows(cfg: HwConfig, start: int, first_element: int, geo: RowGeometry, row_elems: int, elem_bytes: int) -> int:
+    """The cycle after the last write response of a block arrives (the engine is idle then).
+
+    Elements reach the engine one per cycle from ``first_element`` on.  Elements at
+    least as wide as the bus go out as consecutive beats.  Narrower ones are packed:
+    the engine takes one element per cycle and sends a beat the cycle after its last
+    element, taking no element meanwhile, so a beat of m elements costs m + 1 cycles.
+    A burst's first beat also waits until the burst's length, queued when it was
+    requested, is visible (``queue_latency``).
+    """
+    t = cfg.timing
+    latency, max_bursts, max_rows, ql = t.dram_latency, t.dma_max_bursts, t.dma_narrow_rows, t.queue_latency
+    narrow = elem_bytes < cfg.bus_bytes
+    per_beat = cfg.bus_bytes // elem_bytes if narrow else 1
+    command = start + t.dma_start_cycles - 2
+    responses: list[int] = []
+    row_first_element: list[int] = []
+    ready = first_element  # narrow: the next element's cycle; wide: the last beat's (or first_element)
+    for r, bursts in enumerate(geo.bursts):
+        if narrow and r >= max_rows and row_first_element[r - max_rows] + 1 > command:
+            command = row_first_element[r - max_rows] + 1
+        row_first_element.append(ready)
+        request = command
+        lane, left = geo.lanes[r], row_elems
+        for beats in bursts:
+            request += 1
+            n = len(responses)
+            if n >= max_bursts and responses[n - max_bursts] + 1 > request:
+                request = responses[n - max_bursts] + 1
+            length_known = request + ql
+            if narrow:
+                elems = min(left, beats * per_beat - lane)
+                in_first = min(elems, per_beat - lane)
+                first_out = max(ready + in_first, length_known)
+                last_out = first_out + (elems - in_first) + (beats - 1)
+                ready = last_out + 1
+                left -= elems
+                lane = 0
+            else:
+                first_out = max(ready + 1, length_known)
+                last_out = ready = first_out + beats - 1
+            responses.append(last_out + latency)
+        command = request + 1
+    return responses[-1] + 1 if responses else start + 1
