@@ -62,7 +62,15 @@ def check_program(cfg: HwConfig, insns: Sequence[Insn]) -> list[TokenOps]:
     """
     if not insns:
         raise ProtocolError("empty program: a program needs at least a FINISH instruction")
-    ops = [check_insn(cfg, insn, i) for i, insn in enumerate(insns)]
+    # Equal instructions (frozen, so equal in every field) pass the same checks with the same
+    # token operations; tiled programs repeat few distinct ones, so each is checked once.
+    checked: dict[Insn, TokenOps] = {}
+    ops: list[TokenOps] = []
+    for i, insn in enumerate(insns):
+        insn_ops = checked.get(insn)
+        if insn_ops is None:
+            insn_ops = checked[insn] = check_insn(cfg, insn, i)
+        ops.append(insn_ops)
     finishes = [i for i, insn in enumerate(insns) if isinstance(insn, FinishInsn)]
     last = len(insns) - 1
     if not finishes:

@@ -185,3 +185,30 @@ def test_random_programs_match_sequential_reference(preset: str, data: st.DataOb
     for i, insn in enumerate(prog.instructions):
         execute(state, insn, i)
     np.testing.assert_array_equal(state.acc.astype(np.int64), ref.acc_array(cfg.acc_buff_depth))
+
+
+@pytest.mark.parametrize("preset", ["tiny", "default"])
+def test_repeated_loop_instructions_follow_reloaded_micro_ops(preset: str) -> None:
+    # execute caches each GEMM/ALU instruction's loop indices; the same instruction run over
+    # different micro-ops (reloaded at the same SRAM address) must use the new ones.
+    cfg = load_config(preset)
+    rng = np.random.default_rng(5)
+    pb = ProgramBuilder(cfg)
+    inp_shape, wgt_shape = (4 * cfg.batch, cfg.block_in), (4 * cfg.block_out, cfg.block_in)
+    inp = pb.alloc("inp", "inp", inp_shape, rng.integers(-128, 128, inp_shape))
+    wgt = pb.alloc("wgt", "wgt", wgt_shape, rng.integers(-128, 128, wgt_shape))
+    first = pb.uops([Uop(0, 0, 0), Uop(1, 1, 1), Uop(0, 2, 3)])  # acc 0 twice: a grouped sum
+    second = pb.uops([Uop(2, 3, 2), Uop(3, 1, 0), Uop(3, 0, 1)])
+    pb.load(MemType.INP, 0, inp.addr, 1, 4, 4)
+    pb.load(MemType.WGT, 0, wgt.addr, 1, 4, 4)
+    for uops in (first, second, first):
+        pb.load_uops(uops)
+        pb.gemm(0, 3, iter_in=2, dst_factor=(0, 4))
+        pb.alu(AluOp.ADD, 0, 3, src_factor=(0, 0), iter_in=2, dst_factor=(0, 4))
+    prog = pb.build()
+    insns = list(prog.instructions)
+    state = MachineState(cfg, prog.dram)
+    for i, insn in enumerate(insns):
+        execute(state, insn, i)
+    ref = run_reference(cfg, insns, prog.dram)
+    np.testing.assert_array_equal(state.acc.astype(np.int64), ref.acc_array(cfg.acc_buff_depth))
