@@ -3,15 +3,15 @@
 // Read-address requests are granted round-robin into a registered AR slice; every
 // granted burst records its client in a route FIFO, and the read data (which an AXI
 // slave returns in request order for a single ID) goes to the client at the head of
-// that FIFO until the beat with rlast. MAX_BURSTS bounds the bursts in flight.
+// that FIFO until the beat with rlast. DMA_MAX_BURSTS (timing.dma_max_bursts) bounds the
+// bursts in flight.
 `default_nettype none
 /* verilator lint_off IMPORTSTAR */  // yosys 0.70 reads package imports only at file scope
 import vdla_pkg::*;
 /* verilator lint_on IMPORTSTAR */
 
 module vdla_axi_rd_arb #(
-  parameter int N = 2,
-  parameter int MAX_BURSTS = 8
+  parameter int N = 2
 ) (
   input  wire logic                           clk,
   input  wire logic                           rst_n,
@@ -36,6 +36,9 @@ module vdla_axi_rd_arb #(
 
   if (N < 1) begin : g_bad_n
     $fatal(1, "vdla_axi_rd_arb: N = %0d must be at least 1", N);
+  end
+  if (DMA_MAX_BURSTS < 1) begin : g_bad_bursts
+    $fatal(1, "vdla_axi_rd_arb: DMA_MAX_BURSTS = %0d must be at least 1 (raise timing.dma_max_bursts)", DMA_MAX_BURSTS);
   end
 
   logic          route_in_ready, route_valid;
@@ -80,7 +83,7 @@ module vdla_axi_rd_arb #(
   end
 
   /* verilator lint_off PINCONNECTEMPTY */  // outputs this module does not need are left open
-  vdla_fifo #(.WIDTH(IW), .DEPTH(MAX_BURSTS)) u_route (
+  vdla_fifo #(.WIDTH(IW), .DEPTH(DMA_MAX_BURSTS)) u_route (
     .clk, .rst_n, .clear,
     .in_valid(grant), .in_ready(route_in_ready), .in_data(pick),
     .out_valid(route_valid), .out_ready(m_rvalid && m_rready && m_rlast), .out_data(route_head),

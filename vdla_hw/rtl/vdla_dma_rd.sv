@@ -50,6 +50,9 @@ module vdla_dma_rd #(
     $fatal(1, "vdla_dma_rd: DRAM_BURST_BYTES = %0d gives %0d beats per burst; AXI4 allows 1..256 (raise the bus width or lower timing.dram_burst_bytes)",
            DRAM_BURST_BYTES, BURST_BEATS);
   end
+  if (DMA_NARROW_ROWS < 1) begin : g_bad_rows
+    $fatal(1, "vdla_dma_rd: DMA_NARROW_ROWS = %0d must be at least 1 (raise timing.dma_narrow_rows)", DMA_NARROW_ROWS);
+  end
 
   // ---- address side: split the command into bursts ----------------------------------
   logic                      ar_busy;
@@ -130,7 +133,7 @@ module vdla_dma_rd #(
     logic [CNT_W-1:0]     left_after;
 
     /* verilator lint_off PINCONNECTEMPTY */  // outputs this module does not need are left open
-    vdla_fifo #(.WIDTH(LOG_K + CNT_W), .DEPTH(4)) u_info (
+    vdla_fifo #(.WIDTH(LOG_K + CNT_W), .DEPTH(DMA_NARROW_ROWS)) u_info (
       .clk, .rst_n, .clear,
       .in_valid(cmd_valid && cmd_ready), .in_ready(info_ready),
       .in_data({cmd_addr[LOG_BUS_BYTES-1:LOG_EB], cmd_count}),

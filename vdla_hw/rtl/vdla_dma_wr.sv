@@ -13,8 +13,7 @@ import vdla_pkg::*;
 
 module vdla_dma_wr #(
   parameter int ELEM_BITS = 64,
-  parameter int CNT_W = SIZE_W,
-  parameter int MAX_BURSTS = 8   // bursts issued ahead of their write data
+  parameter int CNT_W = SIZE_W
 ) (
   input  wire logic                      clk,
   input  wire logic                      rst_n,
@@ -44,13 +43,19 @@ module vdla_dma_wr #(
   localparam int BURST_BEATS = DRAM_BURST_BYTES / BUS_BYTES;
   localparam int BW = AXI_ADDR_WIDTH - LOG_BUS_BYTES + 1;
   localparam int AW1 = AXI_ADDR_WIDTH + 1;
-  localparam int OW = $clog2(MAX_BURSTS + 1) + 1;
+  localparam int OW = $clog2(DMA_MAX_BURSTS + 1) + 1;
 
   if (ELEM_BITS < 8 || (ELEM_BITS & (ELEM_BITS - 1)) != 0) begin : g_bad_elem
     $fatal(1, "vdla_dma_wr: ELEM_BITS = %0d must be a power of two >= 8", ELEM_BITS);
   end
   if (BURST_BEATS < 1 || BURST_BEATS > 256) begin : g_bad_burst
     $fatal(1, "vdla_dma_wr: DRAM_BURST_BYTES = %0d gives %0d beats per burst; AXI4 allows 1..256", DRAM_BURST_BYTES, BURST_BEATS);
+  end
+  if (DMA_MAX_BURSTS < 1) begin : g_bad_bursts
+    $fatal(1, "vdla_dma_wr: DMA_MAX_BURSTS = %0d must be at least 1 (raise timing.dma_max_bursts)", DMA_MAX_BURSTS);
+  end
+  if (DMA_NARROW_ROWS < 1) begin : g_bad_rows
+    $fatal(1, "vdla_dma_wr: DMA_NARROW_ROWS = %0d must be at least 1 (raise timing.dma_narrow_rows)", DMA_NARROW_ROWS);
   end
 
   // ---- address side ------------------------------------------------------------------
@@ -59,14 +64,14 @@ module vdla_dma_wr #(
   logic [BW-1:0]             beats_left, to_bound, burst;
   logic [AW1-1:0]            span;
   logic                      len_ready, info_ready;
-  logic [OW-1:0]             outstanding;  // bursts issued whose write response is pending
+  logic [OW-1:0]             outstanding;  // bursts issued whose write response is pending (<= DMA_MAX_BURSTS)
 
   assign span     = AW1'(cmd_addr[LOG_BUS_BYTES-1:0]) + (AW1'(cmd_count) << LOG_EB);
   assign to_bound = BW'(BURST_BEATS) - BW'(cur[LOG_DRAM_BURST_BYTES-1:0] >> LOG_BUS_BYTES);
   assign burst    = beats_left < to_bound ? beats_left : to_bound;
 
   assign cmd_ready = !aw_busy && info_ready;
-  assign aw_valid  = aw_busy && len_ready && outstanding < OW'(MAX_BURSTS);
+  assign aw_valid  = aw_busy && len_ready && outstanding < OW'(DMA_MAX_BURSTS);
   assign aw_addr   = cur;
   assign aw_len    = 8'(burst - 1'b1);
   assign b_ready   = 1'b1;
@@ -97,7 +102,7 @@ module vdla_dma_wr #(
   logic [8:0] beats_now;
   logic       w_fire;
   /* verilator lint_off PINCONNECTEMPTY */  // outputs this module does not need are left open
-  vdla_fifo #(.WIDTH(9), .DEPTH(MAX_BURSTS)) u_len (
+  vdla_fifo #(.WIDTH(9), .DEPTH(DMA_MAX_BURSTS)) u_len (
     .clk, .rst_n, .clear,
     .in_valid(aw_valid && aw_ready), .in_ready(len_ready), .in_data(9'(burst)),
     .out_valid(len_valid), .out_ready(len_pop), .out_data(len_head), .count()
@@ -154,7 +159,7 @@ module vdla_dma_wr #(
     logic [BUS_BYTES-1:0] strb;
     logic                 el_fire, starting, closes;
 
-    vdla_fifo #(.WIDTH(LOG_K + CNT_W), .DEPTH(4)) u_info (
+    vdla_fifo #(.WIDTH(LOG_K + CNT_W), .DEPTH(DMA_NARROW_ROWS)) u_info (
       .clk, .rst_n, .clear,
       .in_valid(cmd_valid && cmd_ready), .in_ready(info_ready),
       .in_data({cmd_addr[LOG_BUS_BYTES-1:LOG_EB], cmd_count}),

@@ -57,6 +57,16 @@ def test_illegal_timing_stops_elaboration():
     assert result.returncode != 0 and "alu_ii = 1 must be >= 2" in result.stderr
 
 
+def test_dma_depths_come_from_the_config():
+    """Odd DMA window and narrow-row depths reach the RTL through the package and lint clean."""
+    cfg = load_config("tiny").replace(timing={"dma_max_bursts": 3, "dma_narrow_rows": 1})
+    result = subprocess.run(lint_command(cfg), capture_output=True, text=True, env=tool_env(), timeout=300)
+    assert result.returncode == 0, result.stderr
+    package = next(p for p in lint_command(cfg) if p.endswith(".sv") and "vdla_pkg" in p)
+    text = open(package).read()
+    assert "DMA_MAX_BURSTS = 3" in text and "DMA_NARROW_ROWS = 1" in text
+
+
 @pytest.mark.slow
 def test_synth_tiny_fits_zynq():
     from vdla_hw.synth import synthesize

@@ -69,6 +69,8 @@ package vdla_pkg;
   localparam int GEMM_PIPELINE_DEPTH = 4;
   localparam int ALU_PIPELINE_DEPTH = 3;
   localparam int ALU_II = 2;
+  localparam int DMA_MAX_BURSTS = 8;
+  localparam int DMA_NARROW_ROWS = 4;
   localparam int LOG_DRAM_BURST_BYTES = 8;
 
   // ---- ISA ----
