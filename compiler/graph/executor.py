@@ -11,7 +11,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from compiler.graph.errors import GraphError
-from compiler.graph.ir import Graph
+from compiler.graph.ir import Graph, Node
 from compiler.graph.ops import get_op
 
 
@@ -35,19 +35,22 @@ def run_all(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndar
     """Every node's value, by name (used by calibration and by pass tests)."""
     values: dict[str, np.ndarray] = dict(check_inputs(graph, inputs))
     for n in graph.nodes:
-        if n.op == "input":
-            continue
-        if n.op == "constant":
-            values[n.name] = n.value
-            continue
-        out = get_op(n.op).reference([values[i] for i in n.inputs], n.attrs)
-        if out.shape != n.type.shape or out.dtype.name != n.type.dtype:
-            raise GraphError(
-                f"node {n.name!r} ({n.op}) produced {out.dtype.name}{list(out.shape)} but its type is {n.type}; "
-                "the operator's reference and relation disagree"
-            )
-        values[n.name] = out
+        if n.op != "input":
+            values[n.name] = _evaluate(n, values)
     return values
+
+
+def _evaluate(n: Node, values: Mapping[str, np.ndarray]) -> np.ndarray:
+    """The value of one non-input node from its inputs' values, checked against its type."""
+    if n.op == "constant":
+        return n.value
+    out = get_op(n.op).reference([values[i] for i in n.inputs], n.attrs)
+    if out.shape != n.type.shape or out.dtype.name != n.type.dtype:
+        raise GraphError(
+            f"node {n.name!r} ({n.op}) produced {out.dtype.name}{list(out.shape)} but its type is {n.type}; "
+            "the operator's reference and relation disagree"
+        )
+    return out
 
 
 def run_graph(graph: Graph, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
@@ -58,10 +61,7 @@ def run_graph(graph: Graph, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray
     for n in graph.nodes:
         if n.op == "input":
             continue
-        if n.op == "constant":
-            values[n.name] = n.value
-            continue
-        values[n.name] = get_op(n.op).reference([values[i] for i in n.inputs], n.attrs)
+        values[n.name] = _evaluate(n, values)
         # Free values whose last reader ran, so large graphs run in bounded memory.
         for i in dict.fromkeys(n.inputs):
             remaining[i] -= 1
