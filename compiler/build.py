@@ -14,13 +14,14 @@ import numpy as np
 
 from runtime.cpu_module import CpuModule, Function
 
+from vdla_hw.errors import UsageError
 from .codegen.llvm import LLVMModule, Target, codegen, export_library, jit, parse_target
 from .te.tensor import Tensor
 from .tir.ir import Buffer, PrimFunc
 from .tir.pipeline import lower
 
 
-class BuildError(ValueError):
+class BuildError(UsageError):
     """The arguments of ``build`` do not describe a compilable function."""
 
 

@@ -16,13 +16,14 @@ from functools import cache
 from typing import Any, Callable
 
 import numpy as np
+from vdla_hw.errors import BadFileError
 
 META_SYMBOL = "vdla_module_meta"
 THREADS_SYMBOL = "vdla_num_threads"
 META_FORMAT = 1
 
 
-class CpuModuleError(ValueError):
+class CpuModuleError(BadFileError):
     """A module cannot be loaded, or a function was called with bad arguments."""
 
 

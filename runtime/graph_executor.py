@@ -31,9 +31,10 @@ from runtime.cpu_module import CpuModule, Function, load_module
 from runtime.memory import to_bytes
 from runtime.module_format import ModuleParts, read_module, scratch_dir, write_module
 from runtime.program import Program
+from vdla_hw.errors import UsageError
 
 
-class GraphExecutorError(ValueError):
+class GraphExecutorError(UsageError):
     """Bad inputs for a model, or a model whose description is inconsistent."""
 
 

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from vdla_hw.errors import BadFileError
 
 FORMAT = "vdla-model"
 VERSION = 1
@@ -48,7 +49,7 @@ PARAMS_MEMBER = "params.npz"
 KERNELS_MEMBER = "kernels.so"
 
 
-class ModuleFormatError(ValueError):
+class ModuleFormatError(BadFileError):
     """A model file is missing, malformed, or written by an incompatible version."""
 
 

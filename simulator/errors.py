@@ -9,9 +9,10 @@ alone.  All of them derive from :class:`SimulationError`, itself a
 from __future__ import annotations
 
 from typing import Any, Mapping
+from vdla_hw.errors import ProgramFaultError
 
 
-class SimulationError(RuntimeError):
+class SimulationError(ProgramFaultError):
     """Base class of every error a simulator raises for a bad program."""
 
 

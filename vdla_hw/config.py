@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
+from vdla_hw.errors import BadConfigError
 
 CONFIG_DIR = Path(__file__).parent / "configs"
 
 
-class ConfigError(ValueError):
+class ConfigError(BadConfigError):
     """An invalid hardware configuration; the message names the field and the allowed range."""
 
 

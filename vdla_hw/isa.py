@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Union
 import numpy as np
 
 from vdla_hw.config import ConfigError
+from vdla_hw.errors import BadFileError
 
 if TYPE_CHECKING:
     from vdla_hw.config import HwConfig
@@ -43,7 +44,7 @@ LOOP_ITER_W = 14
 IMM_W = 16
 
 
-class IsaError(ValueError):
+class IsaError(BadFileError):
     """A malformed instruction or micro-op: a field out of range or an undecodable word."""
 
 

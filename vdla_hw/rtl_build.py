@@ -26,6 +26,7 @@ from typing import Any
 
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.gen_sv import GENERATED_DIR, generate_package, package_path
+from vdla_hw.errors import ToolchainError
 
 RTL_DIR = Path(__file__).parent / "rtl"
 
@@ -56,7 +57,7 @@ VERILATOR_BUILD_ARGS: tuple[str, ...] = ("-CFLAGS", "-std=c++20", "-Wno-fatal")
 BUILD_JOBS = 2
 
 
-class RtlBuildError(RuntimeError):
+class RtlBuildError(ToolchainError):
     """The RTL toolchain is missing or a build failed; the message says what to install or fix."""
 
 

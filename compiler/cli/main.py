@@ -10,6 +10,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import traceback
+
+from vdla_hw.errors import VdlaError
+
+EXIT_USER_ERROR = 2
+EXIT_INTERNAL_ERROR = 70  # EX_SOFTWARE of sysexits.h
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
 # Command-group modules, in the order they appear in ``vdla --help``.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -31,7 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the ``vdla`` command; user errors print one clear line and exit with status 2."""
+    """Run the ``vdla`` command.
+
+    Exit status: 0 on success; 2 for an error the user can fix (a :class:`VdlaError`, or a file
+    that cannot be opened), printed as one line and a hint; 130 on Ctrl-C; 70 for anything else,
+    which is a bug in the tools and is printed with its traceback.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -43,12 +55,33 @@ def main(argv: list[str] | None = None) -> int:
         # The reader of our output went away (e.g. `vdla ... | head`): not an error of ours.
         sys.stderr.close()
         return 0
-    except (ValueError, OSError, RuntimeError) as exc:
-        # User-caused errors (bad config, malformed program, missing file, deadlock) are
-        # reported as one line naming the cause; tracebacks are for bugs only.
+    except KeyboardInterrupt:
+        print(f"vdla {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except VdlaError as exc:
         print(f"vdla {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        if exc.hint:
+            print(f"hint: {exc.hint}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except OSError as exc:
+        if exc.filename is None:
+            raise
+        # A path the user named that cannot be opened or written (missing, a directory, no
+        # permission): the OS's own words name the file and the cause.
+        print(f"vdla {args.command}: error: {exc.strerror}: {exc.filename}", file=sys.stderr)
+        return EXIT_USER_ERROR
+
+
+def run(argv: list[str] | None = None) -> int:
+    """:func:`main`, with any other exception reported as an internal error (status 70)."""
+    try:
+        return main(argv)
+    except Exception:  # noqa: BLE001 - the last resort: a bug, shown in full and asked to be reported
+        traceback.print_exc()
+        print("vdla: internal error (a bug in vdla, not in your input); please report it with the "
+              "command line and the traceback above", file=sys.stderr)
+        return EXIT_INTERNAL_ERROR
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from vdla_hw.errors import UnsupportedError
 
-class GraphError(ValueError):
+
+class GraphError(UnsupportedError):
     """A malformed graph: a dangling input, a duplicate name, a cycle, a bad output."""
 
 
@@ -22,5 +24,5 @@ class NotLoweredError(NotImplementedError):
     """
 
 
-class UnsupportedModelError(ValueError):
+class UnsupportedModelError(UnsupportedError):
     """A model uses an operator, attribute or data type the frontend does not accept."""

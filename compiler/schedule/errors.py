@@ -1,7 +1,9 @@
 """Errors raised by schedule primitives; each names the cause and the way out."""
 
+from vdla_hw.errors import UsageError
 
-class ScheduleError(ValueError):
+
+class ScheduleError(UsageError):
     """Base of all schedule errors."""
 
 

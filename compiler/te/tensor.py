@@ -16,9 +16,10 @@ from ..tir.functor import collect
 from ..tir.ir import (Buffer, BufferHandle, BufferLoad, ExprLike, IterKind, IterVar, PrimExpr,
                       Stmt, Var, convert, decl_buffer)
 from .reduce import Reduce
+from vdla_hw.errors import UsageError
 
 
-class TensorError(ValueError):
+class TensorError(UsageError):
     """A tensor expression is malformed (wrong arity, nested reduction, bad shape...)."""
 
 

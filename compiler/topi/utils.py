@@ -4,6 +4,8 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+
+from vdla_hw.errors import UnsupportedError
 from ..codegen.llvm import Target, host_target
 from ..schedule import Schedule
 from ..te import Tensor
@@ -13,7 +15,7 @@ from ..tir.ir import IntImm, PrimExpr, Var
 PARALLEL_MIN_ELEMENTS = 1 << 15
 
 
-class TopiError(ValueError):
+class TopiError(UnsupportedError):
     """Operator arguments are inconsistent (shapes, layouts, knob values)."""
 
 

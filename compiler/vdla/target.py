@@ -16,6 +16,7 @@ from typing import Mapping
 
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.isa import MemType
+from vdla_hw.errors import UnsupportedError
 
 SCOPE_INP = "vdla.inp"
 SCOPE_WGT = "vdla.wgt"
@@ -24,7 +25,7 @@ SCOPE_UOP = "vdla.uop"
 SCOPES = (SCOPE_INP, SCOPE_WGT, SCOPE_ACC, SCOPE_UOP)
 
 
-class CapacityError(ValueError):
+class CapacityError(UnsupportedError):
     """A schedule needs more of an on-chip buffer than the config provides."""
 
 

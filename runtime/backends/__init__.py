@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Protocol
 
 from runtime.program import Program
 from runtime.result import RunResult
+from vdla_hw.errors import UsageError
 
 BACKENDS: dict[str, str] = {
     "fsim": "runtime.backends.fsim:FsimBackend",
@@ -30,7 +31,7 @@ BACKENDS: dict[str, str] = {
 """Backend name -> ``"module:Class"``, imported on first use."""
 
 
-class BackendError(RuntimeError):
+class BackendError(UsageError):
     """An unknown backend, one that cannot run here, or an option it does not accept."""
 
 

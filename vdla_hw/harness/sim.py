@@ -19,6 +19,7 @@ import numpy as np
 from vdla_hw import regmap
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.harness.build import harness_library
+from vdla_hw.errors import DeviceFaultError
 
 _LIBS: dict[Path, ctypes.CDLL] = {}
 
@@ -34,7 +35,7 @@ class RunStatus(IntEnum):
     ERROR = 2
 
 
-class HarnessError(RuntimeError):
+class HarnessError(DeviceFaultError):
     """The harness reported a problem: a DRAM access outside the image, an AXI protocol
     violation, or a control register that did not answer."""
 

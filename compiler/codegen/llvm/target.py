@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 import llvmlite.binding as llvm
 
 
-class TargetError(ValueError):
+from vdla_hw.errors import UsageError
+
+class TargetError(UsageError):
     """A target string or feature set cannot be used on this LLVM or this CPU."""
 
 

@@ -6,9 +6,10 @@ from compiler.tir import Buffer, For, IntImm, PrimExpr, Stmt, Var
 from compiler.tir.ir import Mul, Add
 
 from ..target import SCOPES
+from vdla_hw.errors import UnsupportedError
 
 
-class VdlaLoweringError(ValueError):
+class VdlaLoweringError(UnsupportedError):
     """A program a VDLA pass cannot lower; the message names the statement and what to change."""
 
 
