@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from vdla_hw.asm import disassemble
+from vdla_hw.errors import UsageError
 
 from compiler.tir import PrimFunc
 
@@ -50,7 +51,7 @@ def cmd_compile_op(args: argparse.Namespace) -> int:
         else:
             wl = Conv2dWorkload(s.get("n", 1), s["ic"], s["h"], s["w"], s["oc"], s["k"], s["k"], s.get("s", 1), s.get("p", 0))
     except KeyError as exc:
-        raise ValueError(f"--shape is missing {exc}; see vdla compile-op --help") from None
+        raise UsageError(f"--shape is missing {exc}; see vdla compile-op --help") from None
     dump_dir = Path(args.dump) if args.dump else None
     stages: list[str] = []
 

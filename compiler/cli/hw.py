@@ -11,6 +11,7 @@ import sys
 from typing import Callable
 
 from vdla_hw.config import load_config
+from vdla_hw.errors import UsageError
 from vdla_hw.gen_docs import BUFFER_HEADER, DEFAULT_DOC_PATH, buffer_rows, derived_values, render_isa_doc, write_isa_doc
 
 _AddParser = Callable[[argparse._SubParsersAction], None]
@@ -140,7 +141,7 @@ def _test(args: argparse.Namespace) -> int:
 
     tests = Path(vdla_hw.__file__).resolve().parent.parent / "tests" / "rtl"
     if not tests.is_dir():
-        raise OSError(f"the RTL tests are not at {tests}; run `vdla hw test` from a clone of the repository")
+        raise UsageError(f"the RTL tests are not at {tests}; run `vdla hw test` from a clone of the repository")
     cmd = [sys.executable, "-m", "pytest", str(tests), "-q"]
     if args.all or args.config:
         cmd += ["-m", "slow or not slow"]

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from vdla_hw.errors import UsageError
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("compile", help="compile an ONNX model into a deployable module (.vdla)",
@@ -52,7 +54,7 @@ def _shapes(items: list[str]) -> dict[str, tuple[int, ...]]:
         try:
             out[name] = tuple(int(d) for d in dims.split(","))
         except ValueError:
-            raise ValueError(f"bad --shape {item!r}: use NAME=D0,D1,..., e.g. x=1,3,224,224") from None
+            raise UsageError(f"bad --shape {item!r}: use NAME=D0,D1,..., e.g. x=1,3,224,224") from None
     return out
 
 
@@ -60,14 +62,14 @@ def _calibration(path: str, input_names: list[str]) -> list[dict[str, np.ndarray
     data = np.load(path, allow_pickle=False)
     if isinstance(data, np.ndarray):
         if len(input_names) != 1:
-            raise ValueError(f"{path}: the model has inputs {input_names}; use an .npz with one array per input")
+            raise UsageError(f"{path}: the model has inputs {input_names}; use an .npz with one array per input")
         arrays = {input_names[0]: data}
     else:
         with data:
             arrays = {k: data[k] for k in data.files}
     missing = sorted(set(input_names) - set(arrays))
     if missing:
-        raise ValueError(f"{path} has arrays {sorted(arrays)} but the model's inputs {missing} are missing")
+        raise UsageError(f"{path} has arrays {sorted(arrays)} but the model's inputs {missing} are missing")
     count = len(arrays[input_names[0]])
     return [{k: arrays[k][i] for k in input_names} for i in range(count)]
 
@@ -80,7 +82,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     samples = None
     if args.target == "vdla":
         if not args.calibrate:
-            raise ValueError("--target vdla quantizes to int8: pass --calibrate data.npz with sample inputs")
+            raise UsageError("--target vdla quantizes to int8: pass --calibrate data.npz with sample inputs")
         names = [n.name for n in graph.input_nodes]
         samples = _calibration(args.calibrate, names)
         for s in samples:
@@ -103,7 +105,7 @@ def _inputs(items: list[str], names: list[str]) -> dict[str, np.ndarray]:
         name, sep, file = item.rpartition("=")
         if not sep:
             if len(names) != 1:
-                raise ValueError(f"the model has inputs {names}: name each one, --input NAME=X.npy")
+                raise UsageError(f"the model has inputs {names}: name each one, --input NAME=X.npy")
             name = names[0]
         out[name] = np.load(file, allow_pickle=False)
     return out
