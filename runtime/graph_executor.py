@@ -27,9 +27,9 @@ import numpy as np
 from vdla_hw.config import HwConfig, from_dict
 
 from runtime.backends import run as run_program
-from runtime.cpu_module import CpuModule, Function, load_module
+from runtime.cpu_module import CpuModule, Function, load_module_bytes
 from runtime.memory import to_bytes
-from runtime.module_format import ModuleParts, read_module, scratch_dir, write_module
+from runtime.module_format import ModuleParts, read_module, write_module
 from runtime.program import Program
 from vdla_hw.errors import UsageError
 
@@ -102,17 +102,17 @@ class GraphModule:
     """A runnable model: build one with ``compiler.graph.build_model`` or :meth:`load` a file."""
 
     def __init__(self, graph: Mapping[str, Any], params: Mapping[str, np.ndarray], library: CpuModule | None,
-                 programs: Mapping[str, Program], library_path: str | Path | None = None,
-                 program_paths: Mapping[str, Path] | None = None, keep_alive: Any = None) -> None:
+                 programs: Mapping[str, Program], library_bytes: bytes | None = None,
+                 program_bytes: Mapping[str, bytes] | None = None) -> None:
         self.graph = dict(graph)
         # Private, writable copies: kernels take every argument as a writable buffer.
         self.params = {k: np.array(v, copy=True, order="C") for k, v in params.items()}
         self.library = library
         self.programs = dict(programs)
         self.config: HwConfig | None = from_dict(graph["config"]) if graph.get("config") else None
-        self._library_path = Path(library_path) if library_path else None
-        self._program_paths = dict(program_paths or {})
-        self._keep_alive = keep_alive
+        # The files this module was loaded from, re-written unchanged by ``export``.
+        self._library_bytes = library_bytes
+        self._program_bytes = dict(program_bytes or {})
         self._values = {k: (tuple(v["shape"]), np.dtype(v["dtype"])) for k, v in graph["values"].items()}
         self._inputs = {i["name"]: (tuple(i["shape"]), np.dtype(i["dtype"])) for i in graph["inputs"]}
         self._arena = np.zeros(max(1, int(graph["arena"]["bytes"])), np.uint8)
@@ -122,27 +122,33 @@ class GraphModule:
 
     # ---- construction ------------------------------------------------------------------------------
     @classmethod
-    def load(cls, path: str | Path) -> GraphModule:
-        """Load a model file written by ``export``; refuses a CPU lacking the kernels' features."""
-        tmp = scratch_dir()
-        parts: ModuleParts = read_module(path, tmp.name)
-        library = load_module(parts.library) if parts.library is not None else None
-        programs = {m: Program.load(p) for m, p in parts.programs.items()}
-        return cls(parts.graph, parts.params, library, programs, parts.library, parts.programs, keep_alive=tmp)
+    def load(cls, path: str | Path, config: HwConfig | None = None) -> GraphModule:
+        """Load a model file written by ``export``, checking every member against its manifest.
+
+        Refuses a CPU lacking the kernels' features and, with ``config``, a module compiled
+        for another hardware config.
+        """
+        parts: ModuleParts = read_module(path, config)
+        library = None
+        if parts.library is not None:
+            library = load_module_bytes(parts.library, f"{path}:kernels.so")
+        programs = {m: Program.from_bytes(b, f"{path}:{m}", parts.config) for m, b in parts.programs.items()}
+        return cls(parts.graph, parts.params, library, programs, parts.library, parts.programs)
 
     def export(self, path: str | Path, library: str | Path | None = None) -> Path:
         """Write this model as one file that :meth:`load` reads on a runtime-only machine.
 
         ``library`` is the kernel library to include (default: the one this module was loaded from).
         """
+        library_bytes = Path(library).read_bytes() if library is not None else self._library_bytes
         with tempfile.TemporaryDirectory(prefix="vdla_export_") as tmp:
             files = {}
             for member, program in self.programs.items():
-                src = self._program_paths.get(member)
-                if src is None:
-                    src = program.save(Path(tmp) / f"{len(files)}.vdlaprog")
-                files[member] = src
-            return write_module(path, self.graph, self.params, library or self._library_path, files)
+                data = self._program_bytes.get(member)
+                if data is None:
+                    data = program.save(Path(tmp) / f"{len(files)}.vdlaprog").read_bytes()
+                files[member] = data
+            return write_module(path, self.graph, self.params, library_bytes, files)
 
     def _slot(self, name: str, offset: int) -> np.ndarray:
         shape, dtype = self._values[name]
@@ -323,6 +329,6 @@ def write_merged_trace(path: str | Path, traces: Sequence[tuple[str, dict[str, A
     return path
 
 
-def load(path: str | Path) -> GraphModule:
+def load(path: str | Path, config: HwConfig | None = None) -> GraphModule:
     """Load a model file (see :meth:`GraphModule.load`)."""
-    return GraphModule.load(path)
+    return GraphModule.load(path, config)
