@@ -77,11 +77,13 @@ def describe(data: bytes) -> str:
     head = data[:64].lstrip()
     if head.startswith((b"{", b"[")):
         return "a JSON text"
+    sample = data[:4096]
     try:
-        data[:4096].decode("utf-8")
+        sample.decode("utf-8")
     except UnicodeDecodeError:
         return "binary data of an unknown kind"
-    return "a text file"
+    # Binary words (an instruction image) are often valid UTF-8 too, but text has no NUL bytes.
+    return "binary data of an unknown kind" if b"\x00" in sample else "a text file"
 
 
 def wrong_kind(path: str | Path, data: bytes, expected: str, hint: str | None = None) -> BadFileError:

@@ -75,23 +75,46 @@ class Profile:
         c = self.vdla_cycles
         return None if c is None or not self.clock_mhz else c / (self.clock_mhz * 1e6)
 
+    def device_seconds(self, node: NodeProfile) -> float | None:
+        """A VDLA node's time on the accelerator: its cycles at the config clock (None if untimed)."""
+        if node.cycles is None or not self.clock_mhz:
+            return None
+        return node.cycles / (self.clock_mhz * 1e6)
+
     def table(self) -> str:
-        """A fixed-width per-node table with a total line."""
-        rows = [f"{'node':<28} {'device':<6} {'ms':>9} {'cycles':>11} {'util':>6}  ops"]
+        """A fixed-width per-node table with a total line.
+
+        ``host ms`` is wall time on this machine: the kernel itself for a CPU node, the *simulation*
+        for a VDLA node. ``VDLA cycles`` and ``VDLA ms`` are the accelerator's own time, at the
+        config's clock, reported by a timed backend (cycle, rtl).
+        """
+        clock = f"@{self.clock_mhz:g}MHz" if self.clock_mhz else ""
+        device_ms = f"VDLA ms{clock}"
+        rows = [f"{'node':<28} {'device':<6} {'host ms':>9} {'VDLA cycles':>11} {device_ms:>16} {'util':>6}  ops"]
         for n in self.nodes:
             cyc = f"{n.cycles:,}" if n.cycles is not None else "-"
+            dev = self.device_seconds(n)
+            dev_ms = f"{1e3 * dev:.3f}" if dev is not None else "-"
             util = f"{n.gemm_utilization:.1%}" if n.gemm_utilization is not None else "-"
-            rows.append(f"{n.name[:28]:<28} {n.device:<6} {1e3 * n.seconds:>9.3f} {cyc:>11} {util:>6}  {n.ops}")
-        total = f"total: CPU {1e3 * self.cpu_seconds:.3f} ms over {sum(n.device == 'cpu' for n in self.nodes)} nodes"
-        if self.vdla_cycles is not None:
-            total += (f"; VDLA {self.vdla_cycles:,} cycles = {1e3 * (self.vdla_seconds or 0):.3f} ms at "
-                      f"{self.clock_mhz:g} MHz over {sum(n.device == 'vdla' for n in self.nodes)} nodes")
+            rows.append(f"{n.name[:28]:<28} {n.device:<6} {1e3 * n.seconds:>9.3f} {cyc:>11} {dev_ms:>16} {util:>6}"
+                        f"  {n.ops}")
+        n_cpu = sum(n.device == "cpu" for n in self.nodes)
+        n_vdla = sum(n.device == "vdla" for n in self.nodes)
+        total = f"total: CPU {1e3 * self.cpu_seconds:.3f} ms host time over {n_cpu} nodes"
+        if n_vdla:
+            sim_ms = 1e3 * sum(n.seconds for n in self.nodes if n.device == "vdla")
+            if self.vdla_cycles is not None:
+                total += (f"; VDLA {self.vdla_cycles:,} cycles = {1e3 * (self.vdla_seconds or 0):.3f} ms device time "
+                          f"at {self.clock_mhz:g} MHz over {n_vdla} nodes")
+            else:
+                total += f"; VDLA {n_vdla} nodes on an untimed backend (no device time)"
+            total += f", simulated in {sim_ms:.3f} ms host time"
         return "\n".join(rows + [total])
 
     def to_json(self) -> dict[str, Any]:
         return {"clock_mhz": self.clock_mhz, "cpu_seconds": self.cpu_seconds, "vdla_cycles": self.vdla_cycles,
                 "vdla_seconds": self.vdla_seconds, "trace": self.trace,
-                "nodes": [n.__dict__ for n in self.nodes]}
+                "nodes": [{**n.__dict__, "device_seconds": self.device_seconds(n)} for n in self.nodes]}
 
 
 def _inverse(perm: Sequence[int]) -> list[int]:

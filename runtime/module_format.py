@@ -143,8 +143,12 @@ def read_module(path: str | Path, config: HwConfig | None = None) -> ModuleParts
     kernel library is refused here and never reaches the dynamic loader.
     """
     path = Path(path)
-    data = read_bytes(path, _WHAT)
-    with open_zip(path, data, _WHAT, _HINT) as zf:
+    try:
+        data = read_bytes(path, _WHAT)
+        archive = open_zip(path, data, _WHAT, _HINT)
+    except BadFileError as exc:
+        raise ModuleFormatError(str(exc), hint=exc.hint) from None
+    with archive as zf:
         names = set(zf.namelist())
         if MANIFEST_MEMBER not in names:
             if GRAPH_MEMBER in names:
@@ -163,7 +167,11 @@ def read_module(path: str | Path, config: HwConfig | None = None) -> ModuleParts
                                     hint="compile or copy the module again")
         module_config = None
         if manifest["config"] is not None:
-            graph_config = _member_config(GRAPH_MEMBER, read_member(zf, GRAPH_MEMBER, path), path)
+            try:
+                graph_config = _member_config(GRAPH_MEMBER, read_member(zf, GRAPH_MEMBER, path), path)
+            except BadFileError:
+                _verified_member(zf, GRAPH_MEMBER, manifest, path, None)  # a damaged member: say so
+                raise
             # The manifest names the config by digest; the graph carries it in full.
             if graph_config is None or graph_config.digest != manifest["config"]["digest"]:
                 found = "no config" if graph_config is None else f"config {graph_config.label()}"

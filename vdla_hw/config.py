@@ -248,18 +248,16 @@ class HwConfig:
 
     @cached_property
     def digest(self) -> str:
-        """A stable 16-hex-digit hash of the hardware this config describes (every field but ``name``).
+        """A stable 12-hex-digit hash of the hardware this config describes.
 
-        Files compiled for a config record it, so that a program or module is never run on
-        hardware it was not compiled for; two configs that differ only in name share a digest.
+        Computed over the canonical JSON (sorted keys, no whitespace) of every field but
+        ``name``: two presets describing the same hardware share a digest, and any parameter
+        change gives a new one.  Device-pool kinds (``vdla-rtl-<digest>``) are named by it.
         """
-        data = {k: v for k, v in self.to_dict().items() if k != "name"}
+        data = self.to_dict()
+        del data["name"]
         canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
-
-    def label(self) -> str:
-        """``'name' (digest)``, how messages name a config."""
-        return f"{self.name!r} ({self.digest})"
+        return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
     def replace(self, **changes: Any) -> "HwConfig":
         """A new validated config with some fields changed (``timing`` may be a dict)."""
@@ -270,6 +268,11 @@ class HwConfig:
             changes["timing"] = {**data["timing"], **changes["timing"]}
         data.update(changes)
         return from_dict(data)
+
+    def label(self) -> str:
+        """``'name' (digest)``: how messages name a config (files compiled for one record its digest)."""
+        return f"{self.name!r} ({self.digest})"
+
 
 
 # Allowed inclusive ranges of the log2/plain integer fields (public: the docs generator prints them).

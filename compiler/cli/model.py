@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--trace", metavar="OUT.json", help="with --backend cycle: a Chrome timeline of the VDLA nodes")
     p.add_argument("--threads", type=int, default=1, help="threads of the CPU kernels (0 = all; default: 1)")
     p.add_argument("--output", metavar="Y.npy", help="write the (first) output here")
-    p.add_argument("--json", metavar="OUT.json", help="write the profile as JSON")
+    p.add_argument("--json", metavar="OUT.json", help="write the profile as JSON (implies --profile)")
     p.set_defaults(func=cmd_run)
 
 
@@ -121,7 +121,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     module = load(args.module, load_config(args.config) if args.config else None)
     module.set_num_threads(args.threads)
     inputs = _inputs(args.input, module.input_names)
-    if args.profile or args.trace:
+    if args.profile or args.trace or args.json:
         outputs, profile = module.profile(inputs, backend=args.backend, trace=args.trace)
         print(profile.table())
         if profile.trace:

@@ -15,7 +15,7 @@ from compiler.cli.main import main
 from compiler.graph import run_graph
 from compiler.graph.build import build_model
 from runtime.graph_executor import GraphExecutorError, load
-from vdla_hw.errors import BadFileError
+from runtime.module_format import ModuleFormatError
 
 ROOT = Path(__file__).parents[2]
 
@@ -94,7 +94,7 @@ def test_bad_inputs_and_files_raise_clear_errors(digits_vdla, tmp_path: Path, ca
     with pytest.raises(GraphExecutorError, match="missing"):
         compiled.run({"y": np.zeros((1, 1, 8, 8), np.float32)})
     (tmp_path / "junk.vdla").write_text("not a module")
-    with pytest.raises(BadFileError, match="is a text file, not a VDLA model file"):
+    with pytest.raises(ModuleFormatError, match="not a VDLA model file"):
         load(tmp_path / "junk.vdla")
     assert main(["compile", str(DATA / "digits_cnn.onnx"), "--target", "vdla", "-o", str(tmp_path / "m.vdla")]) == 2
     assert "--calibrate" in capsys.readouterr().err

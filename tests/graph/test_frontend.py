@@ -11,9 +11,9 @@ import pytest
 from onnx import TensorProto, helper
 
 from compiler.frontend.onnx import SUPPORTED_OPERATORS, from_onnx
+from vdla_hw.errors import BadFileError
 from compiler.graph import UnsupportedModelError, run_graph
 from make_models import DATA, fill_weights
-from vdla_hw.errors import BadFileError
 
 
 def _ort(model: onnx.ModelProto, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
