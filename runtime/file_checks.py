@@ -79,11 +79,13 @@ def describe(data: bytes) -> str:
         return "a JSON text"
     sample = data[:4096]
     try:
-        sample.decode("utf-8")
+        text = sample.decode("utf-8")
     except UnicodeDecodeError:
         return "binary data of an unknown kind"
-    # Binary words (an instruction image) are often valid UTF-8 too, but text has no NUL bytes.
-    return "binary data of an unknown kind" if b"\x00" in sample else "a text file"
+    # Binary words (an instruction image) are often valid UTF-8 too, but text has no control characters.
+    if any(ord(c) < 32 and c not in "\t\n\r\f" for c in text):
+        return "binary data of an unknown kind"
+    return "a text file"
 
 
 def wrong_kind(path: str | Path, data: bytes, expected: str, hint: str | None = None) -> BadFileError:

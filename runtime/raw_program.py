@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from runtime.file_checks import describe, load_npy, read_bytes, wrong_kind
+from runtime.file_checks import ELF_MAGIC, NPY_MAGIC, ZIP_MAGIC, describe, load_npy, read_bytes, wrong_kind
 from runtime.memory import TILE_KINDS, BufferSpec, elem_bytes, pack_matrix, tile_grid, tile_width
 from runtime.program import Program
 from runtime.result import RunResult
@@ -118,30 +118,47 @@ def _check_values(cfg: HwConfig, item: DramInput) -> None:
                          f"fit the {width}-bit {item.kind} elements of config {cfg.name!r} [{lo}, {hi}]")
 
 
+def read_instruction_image(path: str | Path, what: str = _WHAT) -> bytes:
+    """The bytes of an instruction image, checked: of no other known kind, a whole number of words."""
+    data = read_bytes(path, what)
+    if not is_raw_image(data):
+        raise wrong_kind(path, data, what,
+                         hint="assemble a .s file with `vdla asm prog.s -o prog.bin --uops-out prog.uops`")
+    if len(data) % INSN_BYTES:
+        raise BadFileError(f"{path}: {len(data)} bytes is not a multiple of {INSN_BYTES} (the instruction size): "
+                           f"truncated, or not written by `vdla asm`")
+    return data
+
+
+def read_uop_image(path: str | Path, cfg: HwConfig) -> bytes:
+    """The bytes of a micro-op image, checked: a whole number of words that each decode for ``cfg``."""
+    what = "a micro-op image (.uops from `vdla asm --uops-out`)"
+    data = read_bytes(path, what)
+    # A few micro-op words may look like text; only files of a known structured kind are refused.
+    if data.startswith((NPY_MAGIC, ZIP_MAGIC, ELF_MAGIC)):
+        raise wrong_kind(path, data, what)
+    if len(data) % UOP_BYTES:
+        raise BadFileError(f"{path}: {len(data)} bytes is not a multiple of the {UOP_BYTES}-byte micro-op: "
+                           f"truncated, or not written by `vdla asm --uops-out`")
+    for k, w in enumerate(np.frombuffer(data, "<u4")):
+        try:
+            cfg.isa.decode_uop(int(w))
+        except BadFileError as exc:
+            raise BadFileError(f"{path}: micro-op {k}: {exc}",
+                               hint=f"was it assembled for config {cfg.name!r}?") from None
+    return data
+
+
 def build_raw_program(cfg: HwConfig, insn_path: str | Path, uops_path: str | Path | None = None,
                       uops_addr: int = 0, inputs: tuple[DramInput, ...] = (),
                       dumps: tuple[DramDump, ...] = ()) -> Program:
     """A runnable program from an instruction image, micro-op words and DRAM contents (module docstring)."""
-    insns = read_bytes(insn_path, _WHAT)
-    if not is_raw_image(insns):
-        raise wrong_kind(insn_path, insns, f"a VDLA program bundle (.vdlaprog) or {_WHAT}",
-                         hint="assemble a .s file with `vdla asm prog.s -o prog.bin --uops-out prog.uops`")
-    if len(insns) % INSN_BYTES:
-        raise BadFileError(f"{insn_path}: {len(insns)} bytes is not a whole number of {INSN_BYTES}-byte "
-                           f"instructions: truncated, or not written by `vdla asm`")
+    insns = read_instruction_image(insn_path, f"a VDLA program bundle (.vdlaprog) or {_WHAT}")
     placed: list[tuple[str, int, int]] = []  # (what, first byte, end byte) of everything written before the run
     buffers: dict[str, BufferSpec] = {}
     writes: list[tuple[int, np.ndarray]] = []
     if uops_path is not None:
-        words = read_bytes(uops_path, "a micro-op image (.uops from `vdla asm --uops-out`)")
-        if len(words) % UOP_BYTES:
-            raise BadFileError(f"{uops_path}: {len(words)} bytes is not a whole number of {UOP_BYTES}-byte "
-                               f"micro-ops: truncated, or not written by `vdla asm --uops-out`")
-        for k, w in enumerate(np.frombuffer(words, "<u4")):
-            try:
-                cfg.isa.decode_uop(int(w))
-            except BadFileError as exc:
-                raise BadFileError(f"{uops_path}: micro-op {k}: {exc}") from None
+        words = read_uop_image(uops_path, cfg)
         if uops_addr < 0:
             raise UsageError(f"--uops-addr must be >= 0, got {uops_addr}")
         start = uops_addr * cfg.uop_elem_bytes
@@ -181,4 +198,4 @@ def save_dumps(result: RunResult, dumps: tuple[DramDump, ...]) -> None:
 
 
 __all__ = ["DUMP_FORM", "INPUT_FORM", "DramDump", "DramInput", "build_raw_program", "is_raw_image", "parse_dump",
-           "parse_input", "save_dumps"]
+           "parse_input", "read_instruction_image", "read_uop_image", "save_dumps"]

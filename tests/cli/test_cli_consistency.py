@@ -172,10 +172,14 @@ def test_raw_image_usage_errors(assembled, tmp_path: Path, capsys) -> None:
 def test_raw_image_bad_files(assembled, tmp_path: Path, capsys) -> None:
     cut = tmp_path / "cut.bin"
     cut.write_bytes(assembled["prog"].read_bytes()[:-5])
-    fails(["sim", str(cut), "--config", "tiny"], capsys, "is not a whole number of 16-byte instructions")
+    fails(["sim", str(cut), "--config", "tiny"], capsys, "is not a multiple of 16 (the instruction size)")
     fails(["sim", str(assembled["source"]), "--config", "tiny"], capsys, "is a text file",
           "vdla asm prog.s -o prog.bin")
+    fails(["disasm", str(assembled["source"]), "--config", "tiny"], capsys,
+          "is a text file, not an instruction image")
+    fails(["disasm", str(assembled["prog"]), "--config", "tiny", "--uops", str(assembled["x"])], capsys,
+          "is a NumPy array (.npy), not a micro-op image")
     cut_uops = tmp_path / "cut.uops"
     cut_uops.write_bytes(assembled["uops"].read_bytes()[:-1])
     fails(["sim", str(assembled["prog"]), "--config", "tiny", "--uops", str(cut_uops)], capsys,
-          "is not a whole number of 4-byte micro-ops")
+          "is not a multiple of the 4-byte micro-op")
