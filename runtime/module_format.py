@@ -46,9 +46,9 @@ import numpy as np
 
 from runtime.file_checks import (check_elf, open_zip, parse_json, read_bytes, read_member, sha256_hex,
                                  wrong_kind)
-from runtime.program import check_config
+from runtime.program import Program, check_config
 from vdla_hw.config import HwConfig, from_dict
-from vdla_hw.errors import BadFileError
+from vdla_hw.errors import BadConfigError, BadFileError
 
 FORMAT = "vdla-model"
 VERSION = 1
@@ -107,8 +107,6 @@ def _member_config(member: str, data: bytes, path: Path) -> HwConfig | None:
     if member == GRAPH_MEMBER:
         graph = parse_json(data, f"{path}:{member}")
         return from_dict(graph["config"]) if isinstance(graph, dict) and graph.get("config") else None
-    from runtime.program import Program
-
     return Program.from_bytes(data, f"{path}:{member}").config
 
 
@@ -125,7 +123,7 @@ def _verified_member(zf: zipfile.ZipFile, member: str, manifest: Mapping[str, An
     if config is not None and (member == GRAPH_MEMBER or member.endswith(".vdlaprog")):
         try:
             found = _member_config(member, data, path)
-        except BadFileError:
+        except (BadFileError, BadConfigError):
             found = None  # damaged, not foreign: the checksum error below says so
         if found is not None and found.digest != config.digest:
             raise ModuleFormatError(f"{path}: member {member} was compiled for hardware config {found.label()}, "
@@ -157,7 +155,8 @@ def read_module(path: str | Path, config: HwConfig | None = None) -> ModuleParts
             raise wrong_kind(path, data, _WHAT, _HINT)
         manifest = parse_json(read_member(zf, MANIFEST_MEMBER, path), f"{path}:{MANIFEST_MEMBER}")
         if (not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT
-                or manifest.get("version") != MANIFEST_VERSION):
+                or manifest.get("version") != MANIFEST_VERSION or not isinstance(manifest.get("members"), dict)
+                or "config" not in manifest):
             version = manifest.get("version") if isinstance(manifest, dict) else None
             raise ModuleFormatError(f"{path}: manifest of format {MANIFEST_FORMAT} v{version} is not v"
                                     f"{MANIFEST_VERSION}", hint="recompile the model with this version of vdla")
@@ -169,7 +168,7 @@ def read_module(path: str | Path, config: HwConfig | None = None) -> ModuleParts
         if manifest["config"] is not None:
             try:
                 graph_config = _member_config(GRAPH_MEMBER, read_member(zf, GRAPH_MEMBER, path), path)
-            except BadFileError:
+            except (BadFileError, BadConfigError):
                 _verified_member(zf, GRAPH_MEMBER, manifest, path, None)  # a damaged member: say so
                 raise
             # The manifest names the config by digest; the graph carries it in full.
