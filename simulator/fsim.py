@@ -52,17 +52,26 @@ class FsimResult:
     tokens_left: dict[str, int]
 
 
-def run_fsim(cfg: HwConfig, insns: Iterable[Insn], dram: np.ndarray, *, max_steps: int = DEFAULT_MAX_STEPS) -> FsimResult:
+def run_fsim(
+    cfg: HwConfig,
+    insns: Iterable[Insn],
+    dram: np.ndarray,
+    *,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    zeroed_sram: bool = False,
+) -> FsimResult:
     """Run a program bit-exactly on a copy of ``dram`` and return the final image and counters.
 
     Raises :class:`~simulator.errors.ProtocolError` for an illegal program,
     :class:`~simulator.errors.MemoryAccessError` for an out-of-range access,
+    :class:`~simulator.errors.UninitializedReadError` for a read of SRAM no instruction wrote
+    (unless ``zeroed_sram``, which treats SRAM as starting at zero),
     :class:`~simulator.errors.DeadlockError` when no module can progress before FINISH,
     and :class:`~simulator.errors.SimTimeoutError` after ``max_steps`` instructions.
     """
     program = tuple(insns)
     ops = check_program(cfg, program)
-    machine = _Machine(cfg, program, ops, MachineState(cfg, dram), max_steps)
+    machine = _Machine(cfg, program, ops, MachineState(cfg, dram, zeroed_sram=zeroed_sram), max_steps)
     machine.run()
     left = {q: len(tokens) for q, tokens in zip(DEP_QUEUES, machine.queues)}
     return FsimResult(machine.state.dram, machine.counters.as_dict(), left)

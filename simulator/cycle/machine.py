@@ -80,17 +80,19 @@ def run_cycle(
     insn_addr: int = 0,
     timeline: bool = False,
     watchdog: Watchdog = Watchdog(),
+    zeroed_sram: bool = False,
 ) -> CycleResult:
     """Run a program on the cycle model, on a copy of ``dram``.
 
     ``insn_addr`` is the DRAM byte address fetch reads the instruction stream from
     (it only affects burst alignment).  Raises the same errors as fsim for a bad
     program, :class:`DeadlockError` when the machine stops before FINISH, and
-    :class:`SimTimeoutError` when a :class:`Watchdog` limit is reached.
+    :class:`SimTimeoutError` when a :class:`Watchdog` limit is reached. ``zeroed_sram`` treats SRAM as
+    starting at zero instead of rejecting reads of never-written elements, as fsim does.
     """
     program = tuple(insns)
     ops = check_program(cfg, program)
-    return _Machine(cfg, program, ops, MachineState(cfg, dram), insn_addr, timeline).run(watchdog)
+    return _Machine(cfg, program, ops, MachineState(cfg, dram, zeroed_sram=zeroed_sram), insn_addr, timeline).run(watchdog)
 
 
 class _Machine:
