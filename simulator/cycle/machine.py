@@ -148,7 +148,10 @@ class _Machine:
         if cycles > watchdog.max_cycles:
             # Units compute ahead of the simulation clock, so a run can finish past the limit
             # before the clock reaches it.
-            raise self._timeout(f"{watchdog.max_cycles:,} simulated cycles", "max_cycles")
+            raise self._timeout(
+                f"{watchdog.max_cycles:,} simulated cycles", "max_cycles",
+                f"FINISH, instruction {len(self.ctx.insns) - 1}, retired only at cycle {cycles:,}",
+            )
         return self._result(cycles)
 
     def _watch(self, watchdog: Watchdog, halted: simpy.Event) -> Process:
@@ -222,11 +225,11 @@ class _Machine:
         """The cycle the last unit blocked: when the machine stopped."""
         return int(max(u.blocked_at for u in (self.fetch, self.load, self.compute, self.store)))
 
-    def _timeout(self, what: str, option: str) -> SimTimeoutError:
-        blocked = "; ".join(f"{k}: {v}" for k, v in self._blocked().items())
+    def _timeout(self, what: str, option: str, where: str | None = None) -> SimTimeoutError:
+        where = where or "; ".join(f"{k}: {v}" for k, v in self._blocked().items())
         return SimTimeoutError(
             f"watchdog: the cycle model ran {what} without FINISH retiring "
-            f"(at cycle {int(self.env.now):,}; {blocked}); "
+            f"(at cycle {int(self.env.now):,}; {where}); "
             f"raise the watchdog's {option} if the program is that long"
         )
 
