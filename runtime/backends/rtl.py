@@ -7,6 +7,13 @@ board driver would, and the clock loop runs in C++ until the design raises done.
 The result carries the final DRAM (bit-identical to fsim for a correct design), the
 design's own cycle counter and the simulation speed.
 
+Faults: before simulating, the program is checked statically (:func:`check_program`,
+:func:`check_opcodes`) and run once on fsim, so an out-of-range SRAM/DRAM access, a read
+of never-written SRAM or a protocol violation raises the same error, naming the same
+instruction, as on fsim and cycle -- the RTL itself has no range or written-ness checks
+and would run such a program to the end (see docs/rtl.md, "Faults"). Deadlocks and
+watchdog expiry are detected on the RTL itself.
+
 A watchdog bounds every run: when the cycle or wall-clock limit is reached, or the
 design stops moving (every module waits for tokens and nothing changes), the error
 names the instruction each module was working on, read from the design's debug
@@ -28,8 +35,9 @@ from vdla_hw.isa import opcode_of
 from runtime.backends import BackendOption
 from runtime.program import Program
 from runtime.result import RunResult
-from simulator.checks import check_program
-from simulator.errors import DeadlockError, SimTimeoutError
+from simulator.checks import check_opcodes, check_program
+from simulator.errors import DeadlockError, SimTimeoutError, SimulationError
+from simulator.fsim import run_fsim
 
 DEFAULT_MAX_CYCLES = 1 << 32
 DEFAULT_MAX_SECONDS = 3600.0
@@ -86,6 +94,8 @@ class RtlBackend:
         # A program the ISA forbids is rejected here, with the simulators' message, rather
         # than after a hang on the RTL.
         check_program(cfg, program.instructions)
+        check_opcodes(program.dram, program.insn_addr, program.insn_count)
+        precheck_faults(program)
         latency = None if dram_latency is None else DramLatency(max(1, dram_latency), max(1, dram_latency))
         with RtlSim(cfg, fst=fst, latency=latency) as sim:
             sim.load_dram(program.dram)
@@ -142,6 +152,24 @@ class RtlBackend:
             if time.perf_counter() > deadline:
                 raise RtlTimeoutError(f"watchdog: wall-clock limit reached after {max_cycles - left:,} cycles without "
                                       f"FINISH retiring on the RTL; raise max_seconds if the program is that long\n{report}")
+
+
+def precheck_faults(program: Program) -> None:
+    """Raise the fault fsim finds in ``program`` that the RTL would not detect itself.
+
+    The error has the class and message fsim gives (same instruction index and
+    disassembly), plus a note that the pre-check found it. A deadlock or watchdog expiry on
+    fsim is left to the RTL run, which detects and reports those from the design's state.
+    """
+    try:
+        run_fsim(program.config, program.instructions, program.dram)
+    except (DeadlockError, SimTimeoutError):
+        return
+    except SimulationError as exc:
+        raise type(exc)(
+            f"{exc}\n(found by the rtl backend's functional pre-check, before simulating: the RTL does not "
+            f"detect this fault itself and would run on with wrong results)"
+        ) from exc
 
 
 def _static_counters(program: Program) -> dict[str, int]:
