@@ -36,7 +36,7 @@ class Settings:
     backends: tuple[str, ...] = DEFAULT_BACKENDS
     jobs: int = 1
     time_limit: float | None = None
-    cycle_threshold: float = 0.5
+    cycle_threshold: float = 0.25
     max_rounds: int = 6
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     stop_on_failure: bool = False

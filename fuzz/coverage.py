@@ -8,7 +8,7 @@ Bins (names are ``group:...``):
 - ``alu`` every ALU op with a positive immediate, a negative immediate (a left shift for SHR)
   and the accumulator operand;
 - ``tokens`` every legal dependency-flag combination of each module;
-- ``threads`` the number of virtual threads;
+- ``threads`` the number of virtual threads (up to the token queue depth, at most 16);
 - ``queue-full`` / ``token-wait`` per unit, as the cycle model saw them (a unit blocked on a
   full queue, or on a missing token);
 - ``edge`` the first and the last element of every SRAM buffer accessed.
@@ -47,8 +47,9 @@ def universe(cfg: HwConfig) -> list[str]:
         flags = [f for f in DEP_FLAG_NAMES if f in FLAG_QUEUES[module]]
         for n in range(len(flags) + 1):
             bins += [f"tokens:{module.name}:{'+'.join(c) or 'none'}" for c in combinations(flags, n)]
-    bins += [f"threads:{t}" for t in THREAD_CHOICES if t <= cfg.dep_queue_depth]
-    bins += [f"{what}:{unit}" for what in ("queue-full", "token-wait") for unit in UNITS]
+    bins += [f"threads:{t}" for t in sorted({*THREAD_CHOICES, cfg.dep_queue_depth}) if t <= min(cfg.dep_queue_depth, 16)]
+    bins += [f"queue-full:{unit}" for unit in UNITS]
+    bins += [f"token-wait:{unit}" for unit in UNITS[1:]]
     bins += [f"edge:{buf}:{end}" for buf in SRAM_KINDS for end in ("first", "last")]
     return bins
 

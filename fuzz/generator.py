@@ -58,12 +58,15 @@ def build_program(cfg: HwConfig, plan: Plan) -> tuple[Program, tuple[Origin | No
     d, n = plan.threads, len(plan.rounds)
     for r, rnd in enumerate(plan.rounds):
         later = r + d < n
-        mods = (("load", rnd.loads, {"pop_next": r >= d}, {"push_next": True}),
-                ("compute", rnd.computes, {"pop_prev": True, "pop_next": r >= d}, {"push_prev": later, "push_next": True}),
-                ("store", rnd.stores, {"pop_prev": True}, {"push_prev": later or r == n - 1}))
-        for module, ops, first, last in mods:
+        pop_s2c, push_c2l = rnd.token_positions()
+        last = -1
+        mods = (("load", rnd.loads, ((0, "pop_next", r >= d), (last, "push_next", True))),
+                ("compute", rnd.computes, ((0, "pop_prev", True), (pop_s2c, "pop_next", r >= d),
+                                           (push_c2l, "push_prev", later), (last, "push_next", True))),
+                ("store", rnd.stores, ((0, "pop_prev", True), (last, "push_prev", later or r == n - 1))))
+        for module, ops, tokens in mods:
             for k, op in enumerate(ops):
-                flags = {**(first if k == 0 else {}), **(last if k == len(ops) - 1 else {})}
+                flags = {flag: on for pos, flag, on in tokens if on and pos in (k, k - len(ops))}
                 _emit(pb, src, op, flags, f"r{r}_{k}")
                 origins.append(Origin(r, module, k))
     pb.finish(pop_next=True)
@@ -134,7 +137,9 @@ class _Drawer:
 
     def draw(self, max_rounds: int) -> Plan:
         rng, cfg = self.rng, self.cfg
-        threads = rng.choice([t for t in (1, 2, 2, 3, 4, 8) if t <= cfg.dep_queue_depth])
+        # A dep_queue_depth of threads can fill a token queue (the load module runs that far ahead).
+        choices = [t for t in (1, 2, 2, 3, 4, 8, cfg.dep_queue_depth) if t <= min(cfg.dep_queue_depth, 16)]
+        threads = rng.choice(choices)
         edge = rng.random() < 0.25
         self.long_rounds = rng.random() < 0.1
         self.slices = self._slices(threads, edge)
@@ -194,7 +199,18 @@ class _Drawer:
         if not self._written_in("acc", t).size:
             computes.append(self._apply(self._reset_all(t)))  # type: ignore[arg-type]
         stores = tuple(self._apply(self._store(t)) for _ in range(self._count(2)))
-        return Round(loads, tuple(computes), stores)  # type: ignore[arg-type]
+        pop_s2c, push_c2l = self._token_positions(computes)
+        return Round(loads, tuple(computes), stores, pop_s2c, push_c2l)  # type: ignore[arg-type]
+
+    def _token_positions(self, computes: list[ComputeOp]) -> tuple[int, int]:
+        """Late s2c pop / early c2l push: up to the first accumulator write / from the last input read."""
+        rng = self.rng
+        writes = [k for k, op in enumerate(computes) if not isinstance(op, UopLoadOp)]
+        reads = [k for k, op in enumerate(computes) if isinstance(op, GemmOp) and not op.reset]
+        last = len(computes) - 1
+        pop_s2c = rng.randint(0, writes[0] if writes else last) if rng.random() < 0.4 else 0
+        push_c2l = rng.randint(reads[-1] if reads else 0, last) if rng.random() < 0.4 else last
+        return pop_s2c, push_c2l
 
     def _load(self, mem: MemType, t: int) -> LoadOp:
         rng = self.rng
@@ -226,7 +242,7 @@ class _Drawer:
         rng = self.rng
         lo, hi = self._region("uop", t)
         n = rng.randint(1, min(8, hi - lo))
-        base = rng.choice((lo, rng.randint(lo, hi - n)))
+        base = rng.choice((lo, hi - n, rng.randint(lo, hi - n)))
         if self.uops[lo] is None:
             base = lo
         uops = []
@@ -280,7 +296,8 @@ class _Drawer:
                 end += 1
             simple = attempt >= _LOOP_TRIES // 2
             iters = (1, 1) if simple else (rng.randint(1, 4), rng.randint(1, 4))
-            fac = (lambda: (0, 0)) if simple else (lambda: (rng.randint(0, 3), rng.randint(0, 3)))
+            zero = simple or rng.random() < 0.2
+            fac = (lambda: (0, 0)) if zero else (lambda: (rng.randint(0, 3), rng.randint(0, 3)))
             loop = Loop(bgn, end, iters[0], iters[1], fac(), fac(), fac())
             op = make(loop)
             if self._legal_here(op, t):

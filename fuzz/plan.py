@@ -108,11 +108,24 @@ ComputeOp = Union[LoadOp, UopLoadOp, GemmOp, AluStep]
 
 @dataclass(frozen=True)
 class Round:
-    """One pass through the modules; each list holds at least one instruction (it carries the tokens)."""
+    """One pass through the modules; each list holds at least one instruction (it carries the tokens).
+
+    ``pop_s2c`` is the compute instruction that waits for the store module (of round
+    ``r - threads``) to release the accumulators, ``push_c2l`` the one after which the
+    load module may overwrite inputs and weights again; positions past the end mean
+    the last instruction.  Other tokens sit on the first or last instruction.
+    """
 
     loads: tuple[LoadOp, ...]
     computes: tuple[ComputeOp, ...]
     stores: tuple[StoreOp, ...]
+    pop_s2c: int = 0
+    push_c2l: int = 1 << 30
+
+    def token_positions(self) -> tuple[int, int]:
+        """(pop_s2c, push_c2l) clipped to the compute list."""
+        last = len(self.computes) - 1
+        return min(self.pop_s2c, last), min(self.push_c2l, last)
 
 
 @dataclass(frozen=True)
@@ -213,6 +226,8 @@ def check_plan(cfg: HwConfig, plan: Plan) -> None:
     compute(r); each module runs its own instructions in order.  So a load of round
     ``r`` may overlap computes of rounds ``r-d+1 .. r-1``, and a compute of round ``q``
     stores of rounds ``q-d+1 .. q-1``: those pairs must not touch the same SRAM element.
+    Compute instructions before the round's ``pop_s2c`` may also overlap the stores of
+    round ``q - d``, and those after its ``push_c2l`` the loads of round ``q + d``.
     """
     d = plan.threads
     if not 1 <= d <= cfg.dep_queue_depth:
@@ -226,11 +241,14 @@ def check_plan(cfg: HwConfig, plan: Plan) -> None:
     load_writes: list[np.ndarray] = []   # per round: inp/wgt elements written (wgt offset by inp depth)
     comp_reads: list[np.ndarray] = []    # per round: inp/wgt elements read by compute
     comp_writes: list[np.ndarray] = []   # per round: acc elements written by compute
+    late_reads: list[np.ndarray] = []    # per round: inp/wgt read by computes after push_c2l
+    early_writes: list[np.ndarray] = []  # per round: acc written by computes before pop_s2c
     store_reads: list[np.ndarray] = []   # per round: acc elements read by stores
     for r, rnd in enumerate(plan.rounds):
         if not (rnd.loads and rnd.computes and rnd.stores):
             raise PlanError(f"round {r}: every module needs at least one instruction per round (it carries the tokens)")
         lw, cr, cw, sr = [], [], [], []
+        pop_s2c, push_c2l = rnd.token_positions()
         for kind_ops, module in ((rnd.loads, "load"), (rnd.computes, "compute"), (rnd.stores, "store")):
             for op in kind_ops:
                 _check_op(cfg, plan.data, op, module, r)
@@ -248,11 +266,15 @@ def check_plan(cfg: HwConfig, plan: Plan) -> None:
         comp_reads.append(np.unique(np.concatenate(cr)))
         comp_writes.append(np.unique(np.concatenate(cw)))
         store_reads.append(np.unique(np.concatenate(sr)))
+        late_reads.append(np.unique(np.concatenate([np.zeros(0, np.int64)] + cr[push_c2l + 1:])))
+        early_writes.append(np.unique(np.concatenate([np.zeros(0, np.int64)] + cw[:pop_s2c])))
     for r in range(len(plan.rounds)):
-        for q in range(max(0, r - d + 1), r):
-            if np.intersect1d(load_writes[r], comp_reads[q]).size:
+        for q in range(max(0, r - d), r):
+            reads = comp_reads[q] if q > r - d else late_reads[q]
+            if np.intersect1d(load_writes[r], reads).size:
                 raise PlanError(f"loads of round {r} overwrite input/weight SRAM that computes of round {q} may still read")
-            if np.intersect1d(comp_writes[r], store_reads[q]).size:
+            writes = comp_writes[r] if q > r - d else early_writes[r]
+            if np.intersect1d(writes, store_reads[q]).size:
                 raise PlanError(f"computes of round {r} overwrite accumulators that stores of round {q} may still read")
 
 

@@ -57,7 +57,7 @@ class Runner:
     ``options`` maps a backend name to its ``run`` keywords (e.g. ``{"rtl": {"rtl_dir": ...}}``).
     """
 
-    def __init__(self, backends: Sequence[str] = DEFAULT_BACKENDS, *, cycle_threshold: float = 0.5,
+    def __init__(self, backends: Sequence[str] = DEFAULT_BACKENDS, *, cycle_threshold: float = 0.25,
                  options: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         if not backends:
             raise ValueError("at least one backend is needed")

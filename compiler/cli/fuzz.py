@@ -32,8 +32,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--jobs", type=int, default=1, help="worker processes (default: 1)")
     p.add_argument("--time", type=float, default=None, metavar="SECONDS", help="stop after this many seconds")
     p.add_argument("--max-rounds", type=int, default=6, help="most rounds per program (default: 6)")
-    p.add_argument("--cycle-threshold", type=float, default=0.5, metavar="FRACTION",
-                   help="fail a program whose cycle count is off the RTL's by more than this (default: 0.5)")
+    p.add_argument("--cycle-threshold", type=float, default=0.25, metavar="FRACTION",
+                   help="fail a program whose cycle count is off the RTL's by more than this (default: 0.25)")
     p.add_argument("--out", default="fuzz-out", help="folder for shrunk failures and the JSON (default: fuzz-out)")
     p.add_argument("--json", default=None, metavar="PATH", help="summary JSON path (default: OUT/summary.json)")
     p.add_argument("--no-shrink", action="store_true", help="report failures without shrinking them")
