@@ -23,6 +23,7 @@ from vdla_hw.config import HwConfig, load_config
 
 from fuzz.coverage import Coverage, bins_of
 from fuzz.generator import build_program, draw_plan
+from fuzz.rtl_coverage import RtlCoverage
 from fuzz.runner import DEFAULT_BACKENDS, Failure, Runner
 
 
@@ -51,6 +52,7 @@ class ProgramRecord:
     cycles: dict[str, int | None]
     cycle_error: float | None
     failure: Failure | None
+    rtl_coverage_file: str | None = None
 
 
 @dataclass
@@ -59,6 +61,7 @@ class CampaignResult:
     records: list[ProgramRecord]
     coverage: Coverage
     seconds: float
+    rtl_coverage: RtlCoverage | None = None
 
     @property
     def failures(self) -> list[ProgramRecord]:
@@ -90,6 +93,7 @@ class CampaignResult:
             "failing_seeds": [r.seed for r in self.failures][:50],
             "cycle_error": self.cycle_errors(),
             "coverage": self.coverage.summary(),
+            "rtl_coverage": self.rtl_coverage.to_dict() if self.rtl_coverage else None,
             "seconds": self.seconds,
         }
 
@@ -108,7 +112,8 @@ class CampaignResult:
         rows.append(("coverage", f"{s['coverage']['reached']}/{s['coverage']['total']} bins"))
         rows.append(("time", f"{s['seconds']:.1f} s ({s['programs'] / max(s['seconds'], 1e-9):.1f} programs/s)"))
         width = max(len(k) for k, _ in rows)
-        return "\n".join(f"{k:<{width}}  {v}" for k, v in rows) + "\n" + self.coverage.format()
+        text = "\n".join(f"{k:<{width}}  {v}" for k, v in rows) + "\n" + self.coverage.format()
+        return text + ("\n" + self.rtl_coverage.format() if self.rtl_coverage else "")
 
 
 # ---- running ---------------------------------------------------------------------------
@@ -127,8 +132,10 @@ def run_one(seed: int) -> tuple[ProgramRecord, set[str]]:
     cfg: HwConfig = _WORKER["cfg"]
     plan = draw_plan(cfg, seed, max_rounds=_WORKER["max_rounds"])
     program, _ = build_program(cfg, plan)
-    outcome, _ = _WORKER["runner"].run(program)
-    record = ProgramRecord(seed, program.insn_count, dict(outcome.cycles), outcome.cycle_error, outcome.failure)
+    outcome, results = _WORKER["runner"].run(program)
+    cov_file = results["rtl"].extra.get("coverage_file") if "rtl" in results else None
+    record = ProgramRecord(seed, program.insn_count, dict(outcome.cycles), outcome.cycle_error, outcome.failure,
+                           cov_file)
     return record, bins_of(cfg, plan, program.instructions, outcome.stats)
 
 
@@ -152,6 +159,7 @@ def run_campaign(settings: Settings, *, quiet: bool = False,
     cfg = load_config(settings.config)
     coverage = Coverage.for_config(cfg)
     records: list[ProgramRecord] = []
+    rtl_cov = RtlCoverage() if settings.options.get("rtl", {}).get("coverage_dir") else None
     t0 = time.perf_counter()
     deadline = t0 + settings.time_limit if settings.time_limit else None
     bar = tqdm(total=settings.count, unit="prog", desc=f"fuzz {cfg.name}", disable=quiet or None, leave=False)
@@ -160,6 +168,8 @@ def run_campaign(settings: Settings, *, quiet: bool = False,
         for record, hit in results:
             records.append(record)
             coverage.add(hit)
+            if rtl_cov is not None and record.rtl_coverage_file:
+                rtl_cov.merge_file(record.rtl_coverage_file)
             bar.update(1)
             if record.failure is not None:
                 bar.set_postfix(failures=sum(r.failure is not None for r in records))
@@ -172,7 +182,7 @@ def run_campaign(settings: Settings, *, quiet: bool = False,
     finally:
         results.close()  # type: ignore[attr-defined]
         bar.close()
-    return CampaignResult(settings, records, coverage, time.perf_counter() - t0)
+    return CampaignResult(settings, records, coverage, time.perf_counter() - t0, rtl_cov)
 
 
 def write_json(result: CampaignResult, path: str | Path, extra: Mapping[str, Any] | None = None) -> Path:

@@ -17,6 +17,7 @@ from vdla_hw.errors import UsageError
 
 from fuzz.campaign import ProgramRecord, Settings, run_campaign, write_json
 from fuzz.generator import draw_plan
+from fuzz.rtl_coverage import reset_coverage
 from fuzz.runner import DEFAULT_BACKENDS, Runner
 from fuzz.shrink import DEFAULT_BUDGET, save_regression, shrink_plan
 
@@ -78,18 +79,10 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     cfg = load_config(settings.config)
     out = Path(args.out)
     if args.rtl_coverage:
-        from fuzz.rtl_coverage import reset_coverage
-
         reset_coverage(out / "rtl_coverage")
     result = run_campaign(settings, quiet=args.quiet)
     print(result.format())
     extra: dict[str, object] = {}
-    if args.rtl_coverage:
-        from fuzz.rtl_coverage import summarize_coverage
-
-        rtl_cov = summarize_coverage(out / "rtl_coverage")
-        print(rtl_cov.format())
-        extra["rtl_coverage"] = rtl_cov.to_dict()
     saved = [] if args.no_shrink else _shrink_failures(cfg, settings, result.failures, out, args)
     if saved:
         extra["regressions"] = saved
