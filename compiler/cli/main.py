@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "compile_op",
     "model",
     "example",
+    "cache",
 )
 
 
