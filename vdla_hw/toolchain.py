@@ -95,7 +95,10 @@ def zig_wrappers(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for name, sub in ZIG_WRAPPERS.items():
         script = folder / name
-        text = f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m ziglang {sub} "$@"\n'
+        # zig targets the build machine's CPU by default; a cached build may run on another CPU
+        # (the system-compiler builds avoid -march=native for the same reason).
+        cpu = " -mcpu=baseline" if sub in ("c++", "cc") else ""
+        text = f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m ziglang {sub}{cpu} "$@"\n'
         if not script.exists() or script.read_text() != text:
             tmp = script.with_suffix(".tmp")
             tmp.write_text(text)
