@@ -5,7 +5,7 @@ the parameters, the CPU kernels (a :class:`~runtime.cpu_module.CpuModule`) and o
 program per VDLA node.  ``run`` executes the nodes in order: CPU nodes call their kernel
 on views of one statically planned arena (argument pointers are packed once, so a call
 costs one ctypes call), VDLA nodes copy their input into the program's DRAM image and
-run it on the chosen backend (fsim, cycle, rtl, fpga) -- bit-identical on all of them.
+run it on the chosen backend (fsim, cycle, rtl) -- bit-identical on all of them.
 
 ``profile`` runs once more and reports each node: wall time for CPU nodes; cycles, GEMM
 utilization and simulated time at the config clock for VDLA nodes on a timed backend;

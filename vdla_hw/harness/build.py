@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vdla_hw.config import HwConfig, load_config
+from vdla_hw.cache import enforce_cap
+from vdla_hw.toolchain import find_make
 from vdla_hw.rtl_build import BUILD_JOBS, VERILATOR_BUILD_ARGS, RtlBuildError, build_dir, rtl_sources, tool_env, verilator_bin
 
 HARNESS_DIR = Path(__file__).resolve().parent
@@ -68,6 +70,7 @@ def harness_library(cfg: HwConfig | str, *, trace: bool = False, coverage: bool 
     with _locked(folder / ".lock"):
         if not lib.exists():  # another process may have built it while we waited
             _build(folder, sources, flags, lib)
+    enforce_cap()
     return lib
 
 
@@ -86,7 +89,7 @@ def _build(folder: Path, sources: list[Path], flags: list[str], lib: Path) -> No
     log = folder / "build.log"
     env = tool_env()
     if "--trace-fst" in flags:
-        flags = flags + _lz4_flags(folder)
+        flags = flags + _lz4_flags(folder, env)
     cmd = [str(verilator_bin()), *flags, "--Mdir", str(obj), *map(str, sources), *map(str, PROBE_SOURCES),
            str(HARNESS_DIR / "harness.cpp")]
     with log.open("w") as out:
@@ -94,7 +97,7 @@ def _build(folder: Path, sources: list[Path], flags: list[str], lib: Path) -> No
         ports = parse_ports(obj / f"V{TOP}.h")
         probes = parse_probes(obj / f"V{TOP}___024root.h")
         (obj / "vdla_ports.h").write_text(ports_header(ports, probes))
-        make = ["make", "-C", str(obj), "-f", f"V{TOP}.mk", f"-j{BUILD_JOBS}", *_MAKE_FLAGS]
+        make = [find_make(env), "-C", str(obj), "-f", f"V{TOP}.mk", f"-j{BUILD_JOBS}", *_MAKE_FLAGS]
         _run(make, folder, env, out, log, "compiling the harness")
     built = obj / LIB_NAME
     if not built.exists():
@@ -104,7 +107,7 @@ def _build(folder: Path, sources: list[Path], flags: list[str], lib: Path) -> No
     tmp.replace(lib)  # atomic: a reader never sees a half-written library
 
 
-def _lz4_flags(folder: Path) -> list[str]:
+def _lz4_flags(folder: Path, env: dict[str, str]) -> list[str]:
     """Flags that let Verilator's FST writer build without the LZ4 development package.
 
     The writer includes ``<lz4.h>`` and links ``-llz4``.  Where only the runtime library
@@ -112,11 +115,12 @@ def _lz4_flags(folder: Path) -> list[str]:
     ``lz4_compat/`` and the linker at a ``liblz4.so`` link to the runtime library.
     """
     flags: list[str] = []
-    probe = subprocess.run(["c++", "-E", "-x", "c++", "-"], input="#include <lz4.h>\n", capture_output=True, text=True)
+    probe = subprocess.run(["c++", "-E", "-x", "c++", "-"], input="#include <lz4.h>\n", capture_output=True, text=True,
+                           env=env)
     if probe.returncode:
         flags += ["-CFLAGS", f"-I{HARNESS_DIR / 'lz4_compat'}"]
-    if not _library_path("liblz4.so"):
-        runtime = _library_path("liblz4.so.1")
+    if not _library_path("liblz4.so", env):
+        runtime = _library_path("liblz4.so.1", env)
         if runtime is None:
             raise RtlBuildError("FST tracing needs the LZ4 library, which is not installed: apt-get install liblz4-dev "
                                 "(or run without --fst)")
@@ -129,9 +133,9 @@ def _lz4_flags(folder: Path) -> list[str]:
     return flags
 
 
-def _library_path(name: str) -> Path | None:
+def _library_path(name: str, env: dict[str, str]) -> Path | None:
     """Where the C++ compiler's linker finds library file ``name``, if anywhere."""
-    out = subprocess.run(["c++", f"-print-file-name={name}"], capture_output=True, text=True).stdout.strip()
+    out = subprocess.run(["c++", f"-print-file-name={name}"], capture_output=True, text=True, env=env).stdout.strip()
     return Path(out) if out and Path(out).is_absolute() and Path(out).exists() else None
 
 
