@@ -10,6 +10,7 @@ them recomputes them.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -240,6 +241,19 @@ class HwConfig:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
+
+    @cached_property
+    def digest(self) -> str:
+        """A stable 12-hex-digit hash of the hardware this config describes.
+
+        Computed over the canonical JSON (sorted keys, no whitespace) of every field but
+        ``name``: two presets describing the same hardware share a digest, and any parameter
+        change gives a new one.  Device-pool kinds (``vdla-rtl-<digest>``) are named by it.
+        """
+        data = self.to_dict()
+        del data["name"]
+        canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
     def replace(self, **changes: Any) -> "HwConfig":
         """A new validated config with some fields changed (``timing`` may be a dict)."""

@@ -13,6 +13,7 @@ import json
 import sys
 from typing import Any
 
+from compiler.cli.pool import add_pool_options, pool_executor
 from runtime.backends import BackendError, BackendOption, backend_class, backend_names, check_options, get_backend
 from runtime.program import Program
 
@@ -47,6 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("file", help="program bundle written by Program.save / vdla demo --save")
     p.add_argument("--backend", default="fsim", help=f"backend name: {', '.join(backend_names())} (default: fsim)")
     p.add_argument("--json", action="store_true", help="print the result summary as JSON")
+    add_pool_options(p)
     _add_backend_options(p)
     p.set_defaults(func=cmd_sim)
 
@@ -65,10 +67,20 @@ def format_counters(counters: dict[str, int]) -> str:
 
 def cmd_sim(args: argparse.Namespace) -> int:
     program = Program.load(args.file)
-    backend = get_backend(args.backend)
-    options = backend_options(args, backend)
-    check_options(backend, options)
-    result = backend.run(program, **options)
+    if args.pool:
+        # The backend need only run on the pool's workers, not here.
+        backend = backend_class(args.backend)()
+        options = backend_options(args, backend)
+        check_options(backend, options)
+        from runtime.pool.tasks import submit_program
+
+        with pool_executor(args) as executor:
+            result = submit_program(executor, program, args.backend, **options).result()
+    else:
+        backend = get_backend(args.backend)
+        options = backend_options(args, backend)
+        check_options(backend, options)
+        result = backend.run(program, **options)
     if args.json:
         json.dump({"file": args.file, "config": program.config.name, **result.summary()}, sys.stdout, indent=2)
         print()
