@@ -86,6 +86,9 @@ class PoolExecutor:
                  connect_timeout_s: float = 10.0, reconnect_s: float = 60.0, orphan_grace_s: float = 30.0) -> None:
         if retries < 0:
             raise ValueError(f"retries must be >= 0, got {retries}")
+        if address.startswith("tls://") and security is None:
+            raise UsageError(f"{address} is a TLS pool: it admits only holders of a certificate of its CA",
+                             hint="pass --certs DIR --node NAME (made by vdla pool certs)")
         self.address = address
         self.retries = retries
         self.reconnect_s = reconnect_s
@@ -262,7 +265,4 @@ def connect(address: str, certs: str | None = None, node: str | None = None, ret
 
     This is what a ``--pool ADDR [--certs DIR --node NAME]`` command-line option turns into.
     """
-    security = security_from(certs, node)
-    if address.startswith("tls://") and security is None:
-        raise UsageError(f"{address} is a TLS pool: pass --certs DIR --node NAME with a certificate of its CA")
-    return PoolExecutor(address, security=security, retries=retries)
+    return PoolExecutor(address, security=security_from(certs, node), retries=retries)
