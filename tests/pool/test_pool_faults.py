@@ -10,6 +10,7 @@ from pathlib import Path
 
 import cloudpickle
 import numpy as np
+import pytest
 
 from runtime.backends import run as run_local
 from runtime.pool import PoolExecutor
@@ -57,6 +58,7 @@ def test_worker_killed_mid_job_is_retried_elsewhere_and_no_result_is_lost(pool, 
     assert len(list(marks.iterdir())) > len(programs)
 
 
+@pytest.mark.slow
 def test_scheduler_restart_is_survived_by_clients_and_workers(pool, tmp_path: Path) -> None:
     sched = pool.scheduler()
     port = sched.address.rsplit(":", 1)[1]
