@@ -11,9 +11,22 @@
 Importing this package needs ``pip install 'vdla[pool]'`` (dask.distributed, cryptography).
 """
 
+from typing import Any
+
 from runtime.pool.errors import (JobCrashedError, JobTimeoutError, NoDeviceError, PoolError, SchedulerLostError,
                                  WorkerLostError)
-from runtime.pool.executor import JobExecutor, PoolExecutor, PoolUnreachableError, connect
+
+_EXECUTOR_NAMES = ("JobExecutor", "PoolExecutor", "PoolUnreachableError", "connect")
+
+
+def __getattr__(name: str) -> Any:
+    # The executor pulls in dask.distributed; a job process (runtime.pool.child) must start without it.
+    if name in _EXECUTOR_NAMES:
+        from runtime.pool import executor
+
+        return getattr(executor, name)
+    raise AttributeError(f"module 'runtime.pool' has no attribute {name!r}")
+
 
 __all__ = ["JobCrashedError", "JobExecutor", "JobTimeoutError", "NoDeviceError", "PoolError", "PoolExecutor",
            "PoolUnreachableError", "SchedulerLostError", "WorkerLostError", "connect"]

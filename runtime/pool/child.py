@@ -16,36 +16,9 @@ import traceback
 
 import cloudpickle
 
+from runtime.pool.frames import read_frame, write_frame
+
 PARENT_POLL_S = 0.5
-
-
-def read_frame(fd: int) -> bytes | None:
-    """One frame from ``fd``, or None at end of file."""
-    head = _read(fd, 8)
-    if head is None:
-        return None
-    body = _read(fd, int.from_bytes(head, "big"))
-    if body is None:
-        raise EOFError("job channel closed in the middle of a frame")
-    return body
-
-
-def _read(fd: int, n: int) -> bytes | None:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = os.read(fd, n - len(buf))
-        if not chunk:
-            return None
-        buf += chunk
-    return bytes(buf)
-
-
-def write_frame(fd: int, payload: bytes) -> None:
-    """Write one frame to ``fd``."""
-    data = len(payload).to_bytes(8, "big") + payload
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
 
 
 def encode_error(exc: BaseException) -> bytes:

@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from runtime.pool.child import write_frame
+from runtime.pool.frames import write_frame
 from runtime.pool.errors import JobCrashedError, JobTimeoutError
 
 LOCK_DIR_ENV = "VDLA_POOL_LOCK_DIR"
