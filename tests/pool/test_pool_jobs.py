@@ -90,3 +90,42 @@ def test_crashing_job_is_retried_a_bounded_number_of_times(sim_pool, tmp_path) -
         with pytest.raises(JobCrashedError, match="SIGABRT"):
             ex.submit(crash_counted, str(tmp_path), device_kind="vdla-fsim").result(timeout=120)
     assert len(list(tmp_path.glob("attempt-*"))) == 3
+
+
+def timed_stay(seconds: float) -> tuple[float, float, str]:
+    """Stay ``seconds``; return the wall-clock interval and the worker (the job process's parent)."""
+    start = time.time()
+    time.sleep(seconds)
+    return start, time.time(), str(os.getppid())
+
+
+def rendezvous(folder: str, me: str, other: str) -> str:
+    """Finish only once the ``other`` job has started too: proves the two ran at the same time."""
+    open(os.path.join(folder, me), "w").close()
+    deadline = time.monotonic() + 60
+    while not os.path.exists(os.path.join(folder, other)):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{other} never ran beside {me}")
+        time.sleep(0.02)
+    return str(os.getppid())
+
+
+def test_exclusive_jobs_own_the_host_while_others_pack_onto_cores(sim_pool, tmp_path) -> None:
+    address, _ = sim_pool
+    with PoolExecutor(address) as ex:
+        packed = [ex.submit(rendezvous, str(tmp_path), a, b, device_kind="vdla-fsim") for a, b in (("a", "b"), ("b", "a"))]
+        assert len({f.result(timeout=90) for f in packed}) == 2  # two workers of one host, at the same time
+        solo = [ex.submit(timed_stay, 0.5, device_kind="vdla-fsim", exclusive=True) for _ in range(2)]
+        (s1, e1, w1), (s2, e2, w2) = sorted(f.result(timeout=90) for f in solo)
+        assert w1 != w2 and e1 <= s2  # on two workers, yet one after the other: the host is held
+
+
+def test_status_lists_workers_kinds_and_jobs(sim_pool) -> None:
+    address, p = sim_pool
+    out = subprocess.run([sys.executable, "-m", "compiler.cli.main", "pool", "status", address, "--json"],
+                         env=p.env, capture_output=True, text=True, check=True)
+    status = json.loads(out.stdout)
+    assert status["scheduler"] == address
+    assert {w["name"]: w["kinds"] for w in status["workers"]} == {
+        "w1": {"vdla-cycle": 1, "vdla-fsim": 1}, "w2": {"vdla-cycle": 1, "vdla-fsim": 1}}
+    assert sum(w["jobs_total"] for w in status["workers"]) > 0  # the earlier tests' jobs were counted
