@@ -4,6 +4,7 @@
     vdla pool scheduler [--host H --certs DIR --node N]
     vdla pool worker ADDR --device vdla-cycle=2 --device vdla-rtl@default --device cpu
     vdla pool status ADDR
+    vdla pool resources --device vdla-cycle=4     the same devices as a `dask worker --resources` string
     vdla pool certs DIR --node scheduler --node w1 --node me
 """
 
@@ -79,6 +80,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_tls_options(p)
     p.set_defaults(func=cmd_status)
 
+    p = sub.add_parser("resources", help="check devices and print them as a Dask --resources string "
+                       "(for workers started by dask-jobqueue / dask-kubernetes)")
+    p.add_argument("--device", action="append", default=[], metavar="KIND[@CONFIG][=N]",
+                   help="a device (repeatable; default: cpu, vdla-fsim, vdla-cycle), as for vdla pool worker")
+    p.add_argument("--slots", type=int, default=1, help="N of devices given without =N (default: 1)")
+    p.set_defaults(func=cmd_resources)
+
     p = sub.add_parser("certs", help="make a CA and per-node TLS certificates for a pool")
     p.add_argument("folder", help="folder for ca.pem, ca-key.pem and NODE.pem/NODE-key.pem (the CA is reused)")
     p.add_argument("--node", action="append", required=True, help="a node name (repeatable)")
@@ -146,6 +154,15 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(json.dumps(status, indent=1))
     else:
         print(format_status(status))
+    return 0
+
+
+def cmd_resources(args: argparse.Namespace) -> int:
+    from runtime.pool.node import check_devices, resources
+
+    devices = _devices(args.device, args.slots)
+    check_devices(devices, _progress)
+    print(" ".join(f"{k}={v:g}" for k, v in sorted(resources(devices).items())))
     return 0
 
 
