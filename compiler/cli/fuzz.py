@@ -1,4 +1,11 @@
-"""The ``vdla fuzz`` command: differential fuzzing of the backends (help text in _DESCRIPTION)."""
+"""``vdla fuzz --config C``: differential fuzzing of the backends with random legal programs.
+
+Every program runs on each chosen backend (default fsim, cycle, rtl); the DRAM
+images must be bit-identical, and the cycle model's count is compared with the
+RTL's.  A failing program is shrunk to a small one and saved (``.vdlaprog``,
+assembly, a pytest regression test) under ``--out``.  Exit status 1 when any
+program failed.
+"""
 
 from __future__ import annotations
 
@@ -15,20 +22,9 @@ from fuzz.runner import DEFAULT_BACKENDS, Runner
 from fuzz.shrink import DEFAULT_BUDGET, save_regression, shrink_plan
 
 
-_DESCRIPTION = """vdla fuzz --config C: differential fuzzing of the backends with random legal programs.
-
-Every program runs on each chosen backend (default fsim, cycle, rtl); the DRAM
-images must be bit-identical, and the cycle model's count is compared with the
-RTL's.  A failing program is shrunk to a small one and saved (.vdlaprog,
-assembly, a pytest regression test) under --out.  Exit status 1 when any
-program failed.
-"""
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("fuzz", help="differential fuzzing of fsim, cycle and rtl with shrinking and coverage",
-                              description=_DESCRIPTION,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
+                              description=__doc__)
     p.add_argument("--config", required=True, help="hardware config: a preset name (tiny, default, wide) or a JSON file")
     p.add_argument("--count", type=int, default=100, help="programs to run (default: 100)")
     p.add_argument("--seed", type=int, default=0, help="seed of the first program; program i uses seed+i (default: 0)")

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
 
 from runtime.file_checks import load_arrays, load_npy
+from compiler.cli.pool import add_pool_options, pool_executor
 from vdla_hw.errors import UsageError
 
 
@@ -47,6 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--threads", type=int, default=1, help="threads of the CPU kernels (0 = all; default: 1)")
     p.add_argument("--output", metavar="Y.npy", help="write the (first) output here")
     p.add_argument("--json", metavar="OUT.json", help="write the profile as JSON (implies --profile)")
+    add_pool_options(p)
     p.set_defaults(func=cmd_run)
 
 
@@ -121,15 +124,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     module = load(args.module, load_config(args.config) if args.config else None)
     module.set_num_threads(args.threads)
     inputs = _inputs(args.input, module.input_names)
-    if args.profile or args.trace or args.json:
-        outputs, profile = module.profile(inputs, backend=args.backend, trace=args.trace)
-        print(profile.table())
-        if profile.trace:
-            print(f"timeline of the VDLA nodes: {profile.trace} (open it in ui.perfetto.dev)")
-        if args.json:
-            Path(args.json).write_text(json.dumps(profile.to_json(), indent=1))
-    else:
-        outputs = module.run(inputs, backend=args.backend)
+    with ExitStack() as stack:
+        if args.pool:
+            from runtime.pool.tasks import pool_runner
+
+            # Each VDLA node's program runs on a pool worker offering the backend; CPU nodes stay here.
+            module.set_program_runner(pool_runner(stack.enter_context(pool_executor(args))))
+        if args.profile or args.trace or args.json:
+            outputs, profile = module.profile(inputs, backend=args.backend, trace=args.trace)
+            print(profile.table())
+            if profile.trace:
+                print(f"timeline of the VDLA nodes: {profile.trace} (open it in ui.perfetto.dev)")
+            if args.json:
+                Path(args.json).write_text(json.dumps(profile.to_json(), indent=1))
+        else:
+            outputs = module.run(inputs, backend=args.backend)
     for name, y in zip(module.output_names, outputs):
         flat = y.reshape(-1)
         head = np.array2string(flat[:8], precision=4, separator=", ")
