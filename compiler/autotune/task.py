@@ -111,7 +111,12 @@ class Task:
 
 
 def cpu_target_key(target: Target) -> str:
-    return f"llvm -mcpu={target.cpu} ({HostInfo.of(target).isa})"
+    """``llvm -mcpu=CPU (isa)`` for the host; other targets spell out their features so a build can
+    recreate them (``llvm -mcpu=haswell -mattr=+avx,+avx2,+fma (avx2)``)."""
+    isa = HostInfo.of(target).isa
+    if target == host_target():
+        return f"llvm -mcpu={target.cpu} ({isa})"
+    return f"llvm -mcpu={target.cpu} -mattr={target.feature_string} ({isa})"
 
 
 def vdla_target_key(cfg: HwConfig) -> str:

@@ -62,9 +62,7 @@ class CpuTemplate(Template):
         lowered = lower(s, "llvm")
         params = tuple(t.buffer for t in args)
         func = PrimFunc(self.kind, params, lowered.body, lowered.attrs)
-        cpu = self.task.target.split()[1].partition("=")[2]
-        target = parse_target("llvm") if cpu == parse_target("llvm").cpu else parse_target(f"llvm -mcpu={cpu}")
-        module = codegen([func], target, name=self.kind)
+        module = codegen([func], parse_target(self.task.target.rsplit(" (", 1)[0]), name=self.kind)
         return Path(export_library(module, directory / f"{self.kind}.so"))
 
     def inputs(self, seed: int = 0) -> list[np.ndarray]:
@@ -127,21 +125,31 @@ class Conv2dNCHWcTemplate(CpuTemplate):
 
     def make_space(self) -> ConfigSpace:
         vectors = -(-self.task.wl["oc_block"] // self.lanes)
-        budget = max(_VECTOR_REGISTERS.get(self.isa, 16) // vectors, int(self.default()["ow_block"]))
+        registers = _VECTOR_REGISTERS.get(self.isa, 16)
+        budget = max(registers // vectors, int(self.default()["ow_block"]))
+
+        def legal(c: Config) -> None:
+            # A two-dimensional tile must leave a register for the weights and one for the input.
+            tile = int(c["oc_block"]) * int(c["ow_block"]) * vectors
+            if int(c["oc_block"]) > 1 and tile > registers - 2:
+                raise ValueError(f"a {c['oc_block']}x{c['ow_block']} register tile of {vectors}-register columns "
+                                 f"needs {tile} accumulators; the target has {registers} vector registers")
+
         return ConfigSpace((
             Axis("ow_block", divisors(self.out_width, budget)),
+            Axis("oc_block", divisors(self.task.wl["oc_outer"], 4)),
             Axis("unroll_kw", (False, True)),
             Axis("reduce_order", ("ic_kh_kw", "kh_kw_ic")),
             Axis("outer_order", ("oc_y", "y_oc")),
             Axis("parallel", (False, True)),
-        ))
+        ), legal)
 
     def default(self) -> Config:
         from compiler.graph.lower_llvm_nn import default_conv_knobs
 
         k = default_conv_knobs(self.tensors()[1])
-        return Config((("ow_block", k.ow_block), ("unroll_kw", k.unroll_kw), ("reduce_order", k.reduce_order),
-                       ("outer_order", k.outer_order), ("parallel", k.parallel)))
+        return Config((("ow_block", k.ow_block), ("oc_block", k.oc_block), ("unroll_kw", k.unroll_kw),
+                       ("reduce_order", k.reduce_order), ("outer_order", k.outer_order), ("parallel", k.parallel)))
 
     def knobs(self, config: Config) -> topi.Conv2dNCHWcKnobs:
         return topi.Conv2dNCHWcKnobs(**config.to_dict())  # type: ignore[arg-type]

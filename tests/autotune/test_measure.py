@@ -63,3 +63,26 @@ def test_executor_turns_hangs_and_dead_workers_into_errors() -> None:
         assert ex.submit(_sleep, 0.01, device_kind=kind, exclusive=True).result(timeout=60) == 0.01
         with pytest.raises(ValueError, match="serves devices"):
             ex.submit(_sleep, 0.0, device_kind="cpu-imaginary")
+
+
+AVX2 = "llvm -mcpu=haswell -mattr=+avx,+avx2,+fma"
+
+
+@pytest.mark.parametrize("target", ["llvm", AVX2])
+def test_register_tiles_are_sized_for_the_compile_target(target: str, executor: LocalExecutor) -> None:
+    from compiler.autotune.task import make_task
+
+    from conftest import SMALL_CONV
+
+    task = make_task("conv2d_nchwc", dict(SMALL_CONV, oc_outer=4), target)
+    m = Measurer(task, executor, MeasureOptions(repeats=2))
+    assert task.target.endswith("(avx2)") if target == AVX2 else True
+    registers = 16 if task.target.endswith("(avx2)") or task.target.endswith("(avx)") else 32
+    vectors = 16 // m.template.lanes  # the 16-channel block in vector registers
+    space = m.template.space
+    two_d = space.from_dict(dict(m.template.default().to_dict(), ow_block=2, oc_block=2))
+    too_big = space.from_dict(dict(m.template.default().to_dict(), ow_block=8, oc_block=4))
+    assert 4 * 8 * vectors > registers - 2
+    results = m.measure([two_d, too_big])
+    assert results[0].status == Status.OK, results[0].detail
+    assert results[1].status == Status.INVALID and f"{registers} vector registers" in results[1].detail
