@@ -33,6 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="fix a symbolic input shape, e.g. x=1,3,224,224 (repeatable)")
     p.add_argument("--quantize-first-conv", action="store_true", help="quantize the first conv too (default: float)")
     p.add_argument("--cpu-target", default="llvm", help="LLVM target of the CPU kernels (default: this host)")
+    p.add_argument("--tuning-log", metavar="TUNE.jsonl",
+                   help="apply the best config per task from a `vdla tune` log (others keep the default)")
     p.add_argument("-o", "--output", required=True, help="the module file to write (.vdla)")
     p.set_defaults(func=cmd_compile)
 
@@ -93,14 +95,31 @@ def cmd_compile(args: argparse.Namespace) -> int:
         for s in samples:
             for n in graph.input_nodes:
                 s[n.name] = np.asarray(s[n.name], n.type.dtype).reshape(n.type.shape)
-    compiled = build_model(graph, target=args.target, config=args.config, calibrate=samples,
-                           skip_first_conv=not args.quantize_first_conv, cpu_target=args.cpu_target,
-                           name=Path(args.model).stem)
+    from contextlib import nullcontext
+
+    from compiler.autotune.database import ApplyBest, read_log
+    from compiler.autotune.dispatch import dispatching
+
+    if args.tuning_log and not Path(args.tuning_log).is_file():
+        raise UsageError(f"tuning log {args.tuning_log} does not exist", hint="write one with `vdla tune`")
+    apply = (ApplyBest(read_log(args.tuning_log), args.target, args.cpu_target, args.config)
+             if args.tuning_log else None)
+    with dispatching(apply) if apply is not None else nullcontext():
+        compiled = build_model(graph, target=args.target, config=args.config, calibrate=samples,
+                               skip_first_conv=not args.quantize_first_conv, cpu_target=args.cpu_target,
+                               name=Path(args.model).stem)
     path = compiled.export(args.output)
     where = ", ".join(f"{k} {v}" for k, v in sorted(compiled.placement().items()))
     print(f"compiled {args.model} for {args.target} in {compiled.compile_seconds:.2f} s: {where} nodes -> {path}")
     for name, reason in compiled.fallbacks.items():
         print(f"  {name}: on the CPU, {reason}")
+    if apply is not None:
+        print(f"tuning log {args.tuning_log}: best config applied to {len(apply.applied)} tasks, "
+              f"default kept for {len(apply.fallbacks)}")
+        for name, key in sorted(apply.applied.items()):
+            print(f"  tuned {name}: {key}")
+        for name, reason in sorted(apply.fallbacks.items()):
+            print(f"  default {name}: {reason}")
     return 0
 
 
