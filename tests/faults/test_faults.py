@@ -208,3 +208,14 @@ def test_zeroed_sram_opt_in_accepts_unwritten_reads(cfg: HwConfig) -> None:
     np.testing.assert_array_equal(fsim.dram, cycle.dram)
     correct = _gemm_program(cfg)  # the same GEMM after a reset
     np.testing.assert_array_equal(program.read("out", fsim.dram), correct.read("out", run(correct, "fsim").dram))
+
+
+def test_cli_reports_a_fault_as_one_line_user_error(cfg: HwConfig, tmp_path, capsys) -> None:
+    """``vdla sim`` prints a program fault as a user error (exit 2), naming the instruction."""
+    from compiler.cli.main import main as vdla
+
+    path = _unloaded_input(cfg).save(tmp_path / "fault.vdlaprog")
+    assert vdla(["sim", str(path), "--backend", "cycle"]) == 2
+    err = capsys.readouterr().err
+    assert "instruction 3 (GEMM" in err and "reads INP SRAM element 0" in err
+    assert "Traceback" not in err
