@@ -284,13 +284,10 @@ def _loop_range(state: MachineState, insn: GemmInsn | AluInsn, index: int) -> tu
     return bgn, end
 
 
-def _first_use(state: MachineState, plan: _GemmPlan | _AluPlan) -> bool:
-    """True the first time ``plan`` runs. Written-ness only grows, so the elements a plan
-    was once checked to read (or marked as written) stay so: later runs skip the checks."""
-    if id(plan) in state.checked_plans:  # plans live in state.plans for the whole run: ids are stable
-        return False
-    state.checked_plans.add(id(plan))
-    return True
+def _checked(state: MachineState, plan: _GemmPlan | _AluPlan) -> bool:
+    """Whether a run of ``plan`` passed its written-ness checks (and recorded its writes) before.
+    Written-ness only grows, so the elements it read and wrote then still are: skip the checks."""
+    return id(plan) in state.checked_plans  # plans stay in state.plans for the whole run: ids are stable
 
 
 def _require_uops_written(state: MachineState, insn: GemmInsn | AluInsn, index: int) -> None:
@@ -381,18 +378,18 @@ def _gemm(state: MachineState, insn: GemmInsn, index: int) -> InsnEffect:
     if iters == 0:
         return InsnEffect(Opcode.GEMM)
     plan = _plan(state, insn, index, bgn, end)
-    first = _first_use(state, plan)
-    if first:
+    if not _checked(state, plan):
         _require_uops_written(state, insn, index)
+        if plan.src is None:
+            _mark_written(state, MemType.ACC, plan.dst)
+        else:
+            _require_loop_written(state, insn, index, MemType.INP, "src", plan.src_rows)
+            _require_loop_written(state, insn, index, MemType.WGT, "wgt", plan.wgt_rows)
+            _require_loop_written(state, insn, index, MemType.ACC, "dst", plan.targets)
+        state.checked_plans.add(id(plan))
     if plan.src is None:
         state.acc[plan.dst] = 0
-        if first:
-            _mark_written(state, MemType.ACC, plan.dst)
         return InsnEffect(Opcode.GEMM, uop_iters=iters)
-    if first:
-        _require_loop_written(state, insn, index, MemType.INP, "src", plan.src_rows)
-        _require_loop_written(state, insn, index, MemType.WGT, "wgt", plan.wgt_rows)
-        _require_loop_written(state, insn, index, MemType.ACC, "dst", plan.targets)
     acc_t = state.acc.dtype
     # Products and sums in the accumulator's type wrap modulo 2**acc_width, exactly as the
     # hardware's adders do; the order of a wrapping sum does not change its value.
@@ -441,11 +438,12 @@ def _alu(state: MachineState, insn: AluInsn, index: int) -> InsnEffect:
         return InsnEffect(Opcode.ALU)
     plan = _plan(state, insn, index, bgn, end)
     dst, src = plan.dst, plan.src
-    if _first_use(state, plan):
+    if not _checked(state, plan):
         _require_uops_written(state, insn, index)
         if _first_unwritten(state, MemType.ACC, plan.rows) is not None:
             _require_loop_written(state, insn, index, MemType.ACC, "dst", np.unique(dst))
             _require_loop_written(state, insn, index, MemType.ACC, "src", plan.rows)
+        state.checked_plans.add(id(plan))
     acc = state.acc
     if plan.hazard_free:
         operand = insn.imm if src is None else acc[src]
