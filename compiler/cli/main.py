@@ -26,6 +26,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "demo",
     "compile_op",
     "model",
+    "fuzz",
+    "example",
+    "cache",
 )
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from runtime.file_checks import load_arrays, load_npy
 from vdla_hw.errors import UsageError
 
 
@@ -39,11 +40,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--input", action="append", required=True, metavar="[NAME=]X.npy",
                    help="an input array (.npy); NAME= is needed when the model has several inputs")
     p.add_argument("--backend", default="fsim", help="backend of the VDLA nodes: fsim, cycle, rtl (default: fsim)")
+    p.add_argument("--config", help="hardware preset name or .json path of the device; a module compiled for "
+                                    "another config is refused (default: the module's own)")
     p.add_argument("--profile", action="store_true", help="print per-node times (CPU) and cycles/utilization (VDLA)")
     p.add_argument("--trace", metavar="OUT.json", help="with --backend cycle: a Chrome timeline of the VDLA nodes")
     p.add_argument("--threads", type=int, default=1, help="threads of the CPU kernels (0 = all; default: 1)")
     p.add_argument("--output", metavar="Y.npy", help="write the (first) output here")
-    p.add_argument("--json", metavar="OUT.json", help="write the profile as JSON")
+    p.add_argument("--json", metavar="OUT.json", help="write the profile as JSON (implies --profile)")
     p.set_defaults(func=cmd_run)
 
 
@@ -59,14 +62,13 @@ def _shapes(items: list[str]) -> dict[str, tuple[int, ...]]:
 
 
 def _calibration(path: str, input_names: list[str]) -> list[dict[str, np.ndarray]]:
-    data = np.load(path, allow_pickle=False)
+    data = load_arrays(path, "calibration data (.npz, or .npy for a one-input model)")
     if isinstance(data, np.ndarray):
         if len(input_names) != 1:
             raise UsageError(f"{path}: the model has inputs {input_names}; use an .npz with one array per input")
         arrays = {input_names[0]: data}
     else:
-        with data:
-            arrays = {k: data[k] for k in data.files}
+        arrays = data
     missing = sorted(set(input_names) - set(arrays))
     if missing:
         raise UsageError(f"{path} has arrays {sorted(arrays)} but the model's inputs {missing} are missing")
@@ -107,17 +109,19 @@ def _inputs(items: list[str], names: list[str]) -> dict[str, np.ndarray]:
             if len(names) != 1:
                 raise UsageError(f"the model has inputs {names}: name each one, --input NAME=X.npy")
             name = names[0]
-        out[name] = np.load(file, allow_pickle=False)
+        out[name] = load_npy(file, f"an input array (.npy) for --input {item}")
     return out
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from runtime.graph_executor import load
 
-    module = load(args.module)
+    from vdla_hw.config import load_config
+
+    module = load(args.module, load_config(args.config) if args.config else None)
     module.set_num_threads(args.threads)
     inputs = _inputs(args.input, module.input_names)
-    if args.profile or args.trace:
+    if args.profile or args.trace or args.json:
         outputs, profile = module.profile(inputs, backend=args.backend, trace=args.trace)
         print(profile.table())
         if profile.trace:
