@@ -10,7 +10,8 @@ from ..build import VdlaModule, build
 from ..target import VdlaTarget
 from . import reference as ref
 from .conv2d import Requantize, conv2d_func
-from .tiling import Conv2dKnobs, Conv2dWorkload, default_knobs
+from .fit import default_knobs
+from .tiling import Conv2dKnobs, Conv2dWorkload
 
 RESNET18_CONVS: dict[str, Conv2dWorkload] = {
     "C2": Conv2dWorkload(1, 64, 56, 56, 64, 3, 3, 1, 1),
@@ -55,7 +56,7 @@ def compile_conv2d(wl: Conv2dWorkload, target: VdlaTarget | str = "default", kno
                    epilogue: Requantize = Requantize(shift=8), virtual_threads: int = 2, dump=None) -> CompiledConv:  # type: ignore[no-untyped-def]
     """Schedule, lower and generate the program of one conv2d layer (knobs default to the cost model's pick)."""
     tgt = target if isinstance(target, VdlaTarget) else VdlaTarget.from_config(target)
-    k = knobs or default_knobs(wl, tgt, virtual_threads)
+    k = knobs or default_knobs(wl, tgt, virtual_threads, epilogue.bias)
     func = conv2d_func(wl, k, tgt, epilogue, dump=None if dump is None else lambda step, f: dump(f"schedule: {step}", f))
     return CompiledConv(wl, k, epilogue, build(func, tgt, dump))
 
@@ -93,11 +94,12 @@ def tune_conv2d(wl: Conv2dWorkload, target: VdlaTarget | str = "default", virtua
     A minimal measurement-driven search over :func:`knob_space` (the auto-tuner's hook);
     every candidate is checked bit-exactly against NumPy before its time counts.
     """
-    from .tiling import estimate_cycles, knob_space
+    from .fit import knob_space
+    from .tiling import estimate_cycles
 
     tgt = target if isinstance(target, VdlaTarget) else VdlaTarget.from_config(target)
     ep = epilogue or Requantize(shift=requant_shift(wl))
-    space = sorted(knob_space(wl, tgt, (virtual_threads,)), key=lambda k: estimate_cycles(wl, k, tgt.config))
+    space = sorted(knob_space(wl, tgt, (virtual_threads,), ep.bias), key=lambda k: estimate_cycles(wl, k, tgt.config))
     best: tuple[int, CompiledConv] | None = None
     for knobs in space[:candidates]:
         compiled = compile_conv2d(wl, tgt, knobs=knobs, epilogue=ep)
