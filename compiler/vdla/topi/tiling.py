@@ -46,6 +46,12 @@ class Conv2dWorkload:
     def macs(self) -> int:
         return self.n * self.oc * self.oh * self.ow * self.ic * self.kh * self.kw
 
+    def with_padded_channels(self, cfg: HwConfig) -> "Conv2dWorkload":
+        """The layer with its input channels zero-padded to a multiple of BLOCK_IN (same result)."""
+        ic = -(-self.ic // cfg.block_in) * cfg.block_in
+        return self if ic == self.ic else Conv2dWorkload(self.n, ic, self.h, self.w, self.oc, self.kh, self.kw,
+                                                         self.stride, self.pad)
+
     def check(self, cfg: HwConfig) -> None:
         """Raise :class:`UnsupportedError` unless the layer maps onto ``cfg``'s tiles and data widths."""
         VdlaTarget(cfg).check_data_widths()
