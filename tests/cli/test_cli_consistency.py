@@ -143,7 +143,7 @@ def test_every_help_text_is_plain() -> None:
 
 
 # ---- asm -> sim ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("backend", ["fsim", "cycle"])
+@pytest.mark.parametrize("backend", ["fsim", "cycle", pytest.param("rtl", marks=pytest.mark.slow)])
 def test_assembled_program_runs_bit_exact(assembled, backend: str, capsys) -> None:
     y = assembled["dir"] / f"y_{backend}.npy"
     assert cli(["sim", *raw_args(assembled), "--backend", backend, "--dump", f"out@64:2x4={y}"]) == 0
