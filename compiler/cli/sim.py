@@ -14,6 +14,7 @@ import json
 import sys
 from typing import Any
 
+from compiler.cli.pool import add_pool_options, pool_executor
 from runtime.backends import BackendError, BackendOption, backend_class, backend_names, check_options, get_backend
 from runtime.file_checks import ZIP_MAGIC, read_bytes
 from runtime.program import Program
@@ -73,6 +74,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           "KIND: inp, wgt, acc, out (repeatable)")
     raw.add_argument("--dump", action="append", default=[], metavar=DUMP_FORM,
                      help="after the run, save the ROWSxCOLS matrix of KIND at element ADDR (repeatable)")
+    add_pool_options(p)
     _add_backend_options(p)
     p.set_defaults(func=cmd_sim)
 
@@ -121,11 +123,21 @@ def format_counters(counters: dict[str, int]) -> str:
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
-    backend = get_backend(args.backend)
+    if args.pool:
+        # The backend need only run on the pool's workers, not here.
+        backend = backend_class(args.backend)()
+    else:
+        backend = get_backend(args.backend)
     options = backend_options(args, backend)
     check_options(backend, options)
     program, dumps = load_program(args)
-    result = backend.run(program, **options)
+    if args.pool:
+        from runtime.pool.tasks import submit_program
+
+        with pool_executor(args) as executor:
+            result = submit_program(executor, program, args.backend, **options).result()
+    else:
+        result = backend.run(program, **options)
     save_dumps(result, dumps)
     if args.json:
         json.dump({"file": args.file, "config": program.config.name, **result.summary()}, sys.stdout, indent=2)

@@ -1,7 +1,7 @@
 """Backends run a :class:`~runtime.program.Program` and return a :class:`~runtime.result.RunResult`.
 
 They are found by name in :data:`BACKENDS` and imported lazily, so a backend
-whose tools are missing (Verilator, a board) never breaks the others.  A
+whose tools are missing (Verilator) never breaks the others.  A
 backend class provides:
 
 - ``name``: its registry name;
@@ -26,7 +26,6 @@ BACKENDS: dict[str, str] = {
     "fsim": "runtime.backends.fsim:FsimBackend",
     "cycle": "runtime.backends.cycle:CycleBackend",
     "rtl": "runtime.backends.rtl:RtlBackend",
-    "fpga": "runtime.backends.fpga:FpgaBackend",
 }
 """Backend name -> ``"module:Class"``, imported on first use."""
 

@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "graph"))
 
-from make_models import DATA, digits_split, fill_weights  # noqa: E402
+from make_models import DATA, DIGITS_MODEL, digits_split, fill_weights  # noqa: E402
 
 from compiler.frontend.onnx import from_onnx  # noqa: E402
 
@@ -30,7 +30,7 @@ def resnet18_onnx(resolution: int) -> onnx.ModelProto:
 def digits():
     """(float graph, calibration samples, held-out images, held-out labels)."""
     x_tr, _, x_te, y_te = digits_split()
-    graph = from_onnx(onnx.load(str(DATA / "digits_cnn.onnx")))
+    graph = from_onnx(onnx.load(str(DIGITS_MODEL)))
     return graph, [{"x": x_tr[i:i + 1]} for i in range(0, len(x_tr), 8)], x_te, y_te
 
 

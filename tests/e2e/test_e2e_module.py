@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from make_models import DATA
+from make_models import DIGITS_MODEL
 
 from compiler.cli.main import main
 from compiler.graph import run_graph
@@ -68,7 +68,7 @@ def test_cli_compile_and_run_round_trip(digits, tmp_path: Path, capsys) -> None:
     np.savez(tmp_path / "calib.npz", x=np.concatenate([s["x"] for s in samples[:16]]))
     np.save(tmp_path / "x.npy", x_te[:1])
     out = tmp_path / "digits.vdla"
-    assert main(["compile", str(DATA / "digits_cnn.onnx"), "--target", "vdla", "--calibrate",
+    assert main(["compile", str(DIGITS_MODEL), "--target", "vdla", "--calibrate",
                  str(tmp_path / "calib.npz"), "-o", str(out)]) == 0
     assert main(["run", str(out), "--input", str(tmp_path / "x.npy"), "--backend", "cycle", "--profile",
                  "--output", str(tmp_path / "y.npy")]) == 0
@@ -82,7 +82,7 @@ def test_cli_llvm_target_matches_the_reference(digits, tmp_path: Path, capsys) -
     graph, _, x_te, _ = digits
     np.save(tmp_path / "x.npy", x_te[:1])
     out = tmp_path / "digits_cpu.vdla"
-    assert main(["compile", str(DATA / "digits_cnn.onnx"), "-o", str(out)]) == 0
+    assert main(["compile", str(DIGITS_MODEL), "-o", str(out)]) == 0
     assert main(["run", str(out), "--input", f"x={tmp_path / 'x.npy'}", "--output", str(tmp_path / "y.npy")]) == 0
     np.testing.assert_allclose(np.load(tmp_path / "y.npy"), run_graph(graph, {"x": x_te[:1]})[0], rtol=1e-5, atol=1e-5)
 
@@ -96,5 +96,5 @@ def test_bad_inputs_and_files_raise_clear_errors(digits_vdla, tmp_path: Path, ca
     (tmp_path / "junk.vdla").write_text("not a module")
     with pytest.raises(ModuleFormatError, match="not a VDLA model file"):
         load(tmp_path / "junk.vdla")
-    assert main(["compile", str(DATA / "digits_cnn.onnx"), "--target", "vdla", "-o", str(tmp_path / "m.vdla")]) == 2
+    assert main(["compile", str(DIGITS_MODEL), "--target", "vdla", "-o", str(tmp_path / "m.vdla")]) == 2
     assert "--calibrate" in capsys.readouterr().err

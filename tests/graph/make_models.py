@@ -2,7 +2,7 @@
 
     python tests/graph/make_models.py
 
-* ``data/digits_cnn.onnx``: :class:`DigitsCNN` trained on scikit-learn's digits (train split of
+* ``compiler/examples/digits_cnn.onnx`` (:data:`DIGITS_MODEL`, shipped for ``vdla example``): :class:`DigitsCNN` trained on scikit-learn's digits (train split of
   :func:`digits_split`) in a few seconds on one CPU thread, exported with ``torch.onnx.export``.
 * ``data/resnet18.onnx``: ResNet-18 exported with ``torch.onnx.export`` with its weights
   stripped (45 MB is too much to commit); :func:`fill_weights` gives it seeded random
@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+
+from compiler.examples import MODEL_PATH as DIGITS_MODEL
 
 DATA = Path(__file__).parent / "data"
 
@@ -97,11 +99,11 @@ def main() -> int:
     t0 = time.time()
     model, acc = train_digits()
     print(f"digits CNN trained in {time.time() - t0:.1f} s, held-out top-1 {acc:.4f}")
-    export_onnx(model, torch.zeros(1, 1, 8, 8), DATA / "digits_cnn.onnx")
+    export_onnx(model, torch.zeros(1, 1, 8, 8), DIGITS_MODEL)
     with tempfile.TemporaryDirectory() as tmp:
         path = export_onnx(resnet18(), torch.zeros(1, 3, 224, 224), Path(tmp) / "resnet18.onnx")
         onnx.save(strip_weights(onnx.load(str(path))), str(DATA / "resnet18.onnx"))
-    print(f"wrote {DATA / 'digits_cnn.onnx'} and {DATA / 'resnet18.onnx'}")
+    print(f"wrote {DIGITS_MODEL} and {DATA / 'resnet18.onnx'}")
     return 0
 
 

@@ -13,7 +13,7 @@ from onnx import TensorProto, helper
 from compiler.frontend.onnx import SUPPORTED_OPERATORS, from_onnx
 from vdla_hw.errors import BadFileError
 from compiler.graph import UnsupportedModelError, run_graph
-from make_models import DATA, fill_weights
+from make_models import DATA, DIGITS_MODEL, fill_weights
 
 
 def _ort(model: onnx.ModelProto, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -42,7 +42,7 @@ def test_resnet18_exported_by_pytorch_matches_onnxruntime() -> None:
 
 
 def test_digits_cnn_matches_onnxruntime() -> None:
-    model = onnx.load(str(DATA / "digits_cnn.onnx"))
+    model = onnx.load(str(DIGITS_MODEL))
     x = np.random.default_rng(0).random((1, 1, 8, 8), dtype=np.float32)
     np.testing.assert_allclose(run_graph(from_onnx(model), {"x": x})[0], _ort(model, {"x": x})[0], rtol=1e-5, atol=1e-5)
 

@@ -13,7 +13,7 @@ from vdla_hw.config import load_config
 from compiler.frontend.onnx import from_onnx
 from compiler.graph import Graph, run_graph
 from compiler.graph.passes import optimize_for_cpu, optimize_for_vdla, placement, plan_memory, quantize, run_planned
-from make_models import DATA, digits_split, fill_weights
+from make_models import DATA, DIGITS_MODEL, digits_split, fill_weights
 
 CFG = load_config("default")
 
@@ -26,7 +26,7 @@ def _top1(graph: Graph, x: np.ndarray, y: np.ndarray) -> float:
 @pytest.fixture(scope="module")
 def digits():
     x_tr, _, x_te, y_te = digits_split()
-    graph = from_onnx(onnx.load(str(DATA / "digits_cnn.onnx")))
+    graph = from_onnx(onnx.load(str(DIGITS_MODEL)))
     samples = [{"x": x_tr[i:i + 1]} for i in range(0, len(x_tr), 8)]
     return graph, samples, x_te, y_te
 

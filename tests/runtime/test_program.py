@@ -119,7 +119,7 @@ def test_device_copy_run_copy_back() -> None:
 
 
 def test_backend_registry_errors() -> None:
-    assert {"fsim", "cycle", "rtl", "fpga"} <= set(backend_names())
+    assert set(backend_names()) == {"fsim", "cycle", "rtl"}  # every name has a module behind it
     with pytest.raises(BackendError, match=r"unknown backend 'nope'; available backends: fsim"):
         get_backend("nope")
     program, _ = tiled_gemm_program(load_config("tiny"), 4, 4, 4)

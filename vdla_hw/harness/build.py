@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vdla_hw.config import HwConfig, load_config
+from vdla_hw.cache import enforce_cap
+from vdla_hw.toolchain import find_make
 from vdla_hw.rtl_build import BUILD_JOBS, VERILATOR_BUILD_ARGS, RtlBuildError, build_dir, rtl_sources, tool_env, verilator_bin
 
 HARNESS_DIR = Path(__file__).resolve().parent
@@ -48,31 +50,37 @@ class PortInfo:
     is_input: bool
 
 
-def harness_library(cfg: HwConfig | str, *, trace: bool = False) -> Path:
+def harness_library(cfg: HwConfig | str, *, trace: bool = False, coverage: bool = False,
+                    rtl_dir: Path | str | None = None) -> Path:
     """The harness shared library for ``cfg`` (built on first use, then cached).
 
     ``trace=True`` selects a variant with FST tracing compiled in (slower per cycle,
-    so it is only built when a waveform is asked for).
+    so it is only built when a waveform is asked for); ``coverage=True`` one with
+    Verilator's line and toggle coverage (``vh_coverage_write``).  ``rtl_dir`` builds
+    the RTL module files of another folder (a modified copy of ``vdla_hw/rtl``).
     """
     cfg = load_config(cfg)
-    sources = rtl_sources(cfg)
-    flags = _verilator_flags(trace)
-    folder = build_dir(cfg, "harness-fst" if trace else "harness", list(sources) + list(HARNESS_SOURCES),
-                       {"flags": flags, "make": _MAKE_FLAGS})
+    sources = rtl_sources(cfg, rtl_dir=rtl_dir)
+    flags = _verilator_flags(trace, coverage)
+    purpose = "harness" + ("-fst" if trace else "") + ("-cov" if coverage else "")
+    folder = build_dir(cfg, purpose, list(sources) + list(HARNESS_SOURCES), {"flags": flags, "make": _MAKE_FLAGS})
     lib = folder / LIB_NAME
     if lib.exists():
         return lib
     with _locked(folder / ".lock"):
         if not lib.exists():  # another process may have built it while we waited
             _build(folder, sources, flags, lib)
+    enforce_cap()
     return lib
 
 
-def _verilator_flags(trace: bool) -> list[str]:
+def _verilator_flags(trace: bool, coverage: bool = False) -> list[str]:
     flags = ["--cc", "--exe", "-O3", "--top-module", TOP, *VERILATOR_BUILD_ARGS,
              "-CFLAGS", "-fPIC", "-CFLAGS", f"-I{HARNESS_DIR}", "-LDFLAGS", "-shared", "-o", LIB_NAME]
     if trace:
         flags += ["--trace-fst", "-CFLAGS", "-DVDLA_TRACE"]
+    if coverage:
+        flags += ["--coverage-line", "--coverage-toggle", "-CFLAGS", "-DVDLA_COVERAGE"]
     return flags
 
 
@@ -81,7 +89,7 @@ def _build(folder: Path, sources: list[Path], flags: list[str], lib: Path) -> No
     log = folder / "build.log"
     env = tool_env()
     if "--trace-fst" in flags:
-        flags = flags + _lz4_flags(folder)
+        flags = flags + _lz4_flags(folder, env)
     cmd = [str(verilator_bin()), *flags, "--Mdir", str(obj), *map(str, sources), *map(str, PROBE_SOURCES),
            str(HARNESS_DIR / "harness.cpp")]
     with log.open("w") as out:
@@ -89,7 +97,7 @@ def _build(folder: Path, sources: list[Path], flags: list[str], lib: Path) -> No
         ports = parse_ports(obj / f"V{TOP}.h")
         probes = parse_probes(obj / f"V{TOP}___024root.h")
         (obj / "vdla_ports.h").write_text(ports_header(ports, probes))
-        make = ["make", "-C", str(obj), "-f", f"V{TOP}.mk", f"-j{BUILD_JOBS}", *_MAKE_FLAGS]
+        make = [find_make(env), "-C", str(obj), "-f", f"V{TOP}.mk", f"-j{BUILD_JOBS}", *_MAKE_FLAGS]
         _run(make, folder, env, out, log, "compiling the harness")
     built = obj / LIB_NAME
     if not built.exists():
@@ -99,7 +107,7 @@ def _build(folder: Path, sources: list[Path], flags: list[str], lib: Path) -> No
     tmp.replace(lib)  # atomic: a reader never sees a half-written library
 
 
-def _lz4_flags(folder: Path) -> list[str]:
+def _lz4_flags(folder: Path, env: dict[str, str]) -> list[str]:
     """Flags that let Verilator's FST writer build without the LZ4 development package.
 
     The writer includes ``<lz4.h>`` and links ``-llz4``.  Where only the runtime library
@@ -107,11 +115,12 @@ def _lz4_flags(folder: Path) -> list[str]:
     ``lz4_compat/`` and the linker at a ``liblz4.so`` link to the runtime library.
     """
     flags: list[str] = []
-    probe = subprocess.run(["c++", "-E", "-x", "c++", "-"], input="#include <lz4.h>\n", capture_output=True, text=True)
+    probe = subprocess.run(["c++", "-E", "-x", "c++", "-"], input="#include <lz4.h>\n", capture_output=True, text=True,
+                           env=env)
     if probe.returncode:
         flags += ["-CFLAGS", f"-I{HARNESS_DIR / 'lz4_compat'}"]
-    if not _library_path("liblz4.so"):
-        runtime = _library_path("liblz4.so.1")
+    if not _library_path("liblz4.so", env):
+        runtime = _library_path("liblz4.so.1", env)
         if runtime is None:
             raise RtlBuildError("FST tracing needs the LZ4 library, which is not installed: apt-get install liblz4-dev "
                                 "(or run without --fst)")
@@ -124,9 +133,9 @@ def _lz4_flags(folder: Path) -> list[str]:
     return flags
 
 
-def _library_path(name: str) -> Path | None:
+def _library_path(name: str, env: dict[str, str]) -> Path | None:
     """Where the C++ compiler's linker finds library file ``name``, if anywhere."""
-    out = subprocess.run(["c++", f"-print-file-name={name}"], capture_output=True, text=True).stdout.strip()
+    out = subprocess.run(["c++", f"-print-file-name={name}"], capture_output=True, text=True, env=env).stdout.strip()
     return Path(out) if out and Path(out).is_absolute() and Path(out).exists() else None
 
 

@@ -26,6 +26,9 @@
 #ifdef VDLA_TRACE
 #include "verilated_fst_c.h"
 #endif
+#ifdef VDLA_COVERAGE
+#include "verilated_cov.h"
+#endif
 
 namespace vdla {
 
@@ -71,6 +74,7 @@ class Harness {
   }
 
   AxiDram& dram() { return dram_; }
+  VerilatedContext* context() { return ctx_.get(); }
   const std::string& error() const { return error_.empty() ? dram_.error() : error_; }
   uint64_t cycle() const { return cycle_; }
   std::vector<Port>& ports() { return ports_; }
@@ -236,6 +240,19 @@ void* vh_create(uint32_t bus_bytes, uint32_t read_latency, uint32_t write_latenc
 }
 
 void vh_destroy(void* h) { delete static_cast<Harness*>(h); }
+
+// Write the coverage points (line, toggle) hit so far to `path`; -1 in a build without
+// coverage (Verilator --coverage is a separate variant: it slows every cycle down).
+int vh_coverage_write(void* h, const char* path) {
+#ifdef VDLA_COVERAGE
+  static_cast<Harness*>(h)->context()->coveragep()->write(path);
+  return 0;
+#else
+  (void)h;
+  (void)path;
+  return -1;
+#endif
+}
 
 // Replace DRAM with `n` bytes of `data` followed by zeros up to `size` bytes.
 void vh_dram_load(void* h, const uint8_t* data, uint64_t n, uint64_t size) {

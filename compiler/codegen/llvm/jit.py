@@ -11,6 +11,8 @@ import tempfile
 import llvmlite.binding as llvm
 
 from runtime.cpu_module import CpuModule, check_target
+from vdla_hw.errors import ToolchainError
+from vdla_hw.toolchain import INSTALL_COMPILER, toolchain
 
 from .module import THREADS_SYMBOL, LLVMModule
 from .types import CodegenError
@@ -41,22 +43,28 @@ def jit(mod: LLVMModule, opt: int = 3) -> CpuModule:
 
 
 def export_library(mod: LLVMModule, path: str | os.PathLike[str], opt: int = 3,
-                   cc: str = "gcc") -> str:
+                   cc: str | None = None) -> str:
     """Write ``mod`` as a shared library (object file + ``cc -shared``); returns the path.
 
-    The library records its target in ``vdla_module_meta``; ``runtime.cpu_module.
-    load_module`` loads it without the compiler.
+    ``cc`` defaults to the C compiler :func:`vdla_hw.toolchain.toolchain` finds (``CC``, a
+    system compiler, or the ``ziglang`` wheel); a missing one is a ToolchainError saying what
+    to install. The library records its target in ``vdla_module_meta``;
+    ``runtime.cpu_module.load_module`` loads it without the compiler.
     """
-    if shutil.which(cc) is None:
-        raise CodegenError(f"exporting a shared library needs the C compiler driver {cc!r} "
-                           f"as linker, and it is not on PATH; install gcc")
+    if cc is None:
+        driver = list(toolchain().cc)
+    elif shutil.which(cc) is None:
+        raise ToolchainError(f"exporting a shared library needs the C compiler driver {cc!r} as linker, and it is "
+                             f"not on PATH", hint=INSTALL_COMPILER)
+    else:
+        driver = [cc]
     path = os.fspath(path)
     obj = mod.object_code(opt)
     with tempfile.TemporaryDirectory(prefix="vdla_export_") as tmp:
         obj_path = os.path.join(tmp, "module.o")
         with open(obj_path, "wb") as f:
             f.write(obj)
-        cmd = [cc, "-shared", "-o", path, obj_path, "-lm"]
+        cmd = [*driver, "-shared", "-o", path, obj_path, "-lm"]
         if mod.uses_openmp:
             cmd.append("-lgomp")
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from rtl_configs import configs_under_test
 
 from compiler.cli.main import main as vdla
 from runtime import Device, run
@@ -18,7 +19,7 @@ from vdla_hw.isa import AluOp, MemType, Uop
 CASES = ["gemm", "gemm_vt2", "alu_shr", "alu_mul", "alu_chain", "padding", "tokens_full", "random0", "random1", "random2"]
 
 
-@pytest.fixture(scope="module", params=["tiny"])
+@pytest.fixture(scope="module", params=configs_under_test(["tiny"]))
 def tiny(request):
     """The config the backend tests run on (its name is in every test id, for `vdla hw test --config`)."""
     return load_config(request.param)

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from rtl_configs import configs_under_test
 
 from vdla_hw.config import load_config, preset_names
 from vdla_hw.gen_sv import GENERATED_DIR, generate_package, package_path
@@ -45,7 +46,7 @@ def test_sources_are_in_dependency_order():
         rtl_sources("tiny", ["vdla_nope"])
 
 
-@pytest.mark.parametrize("config", preset_names())
+@pytest.mark.parametrize("config", configs_under_test(preset_names()))
 def test_lint_clean(config):
     result = subprocess.run(lint_command(config), capture_output=True, text=True, env=tool_env(), timeout=300)
     assert result.returncode == 0 and "%Warning" not in result.stderr, result.stderr[-4000:]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from rtl_configs import configs_under_test
 
 HERE = Path(__file__).parent
 MODULES = ["vdla_fifo", "vdla_dep_gate"]
@@ -19,6 +20,6 @@ def test_dep_queue_tiny(rtl_module):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("config", ["default", "wide"])
+@pytest.mark.parametrize("config", configs_under_test(["default", "wide"]))
 def test_dep_queue_presets(rtl_module, config):
     _run(rtl_module, config)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from rtl_configs import configs_under_test
 
 from vdla_hw.config import load_config
 
@@ -34,7 +35,7 @@ def test_fifo_more_shapes(rtl_module, width, depth):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("config", ["default", "wide"])
+@pytest.mark.parametrize("config", configs_under_test(["default", "wide"]))
 def test_fifo_preset_depths(rtl_module, config):
     cfg = load_config(config)
     for width, depth in ((128, cfg.cmd_queue_depth), (1, cfg.dep_queue_depth)):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from rtl_configs import configs_under_test
 
 from vdla_hw.config import load_config
 
@@ -21,7 +22,7 @@ def test_gemm_tiny(rtl_module):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("config", ["default", "wide"])
+@pytest.mark.parametrize("config", configs_under_test(["default", "wide"]))
 def test_gemm_presets(rtl_module, config):
     _run(rtl_module, config, N_INSNS=6)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from rtl_configs import configs_under_test
 
 HERE = Path(__file__).parent
 MODULES = ["vdla_fifo", "vdla_sram", "vdla_dep_gate", "vdla_dma_rd", "vdla_tile_loader", "vdla_axi_rd_arb", "vdla_load"]
@@ -19,6 +20,6 @@ def test_load_tiny(rtl_module):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("config", ["default", "wide"])
+@pytest.mark.parametrize("config", configs_under_test(["default", "wide"]))
 def test_load_presets(rtl_module, config):
     _run(rtl_module, config, N_INSNS=6)

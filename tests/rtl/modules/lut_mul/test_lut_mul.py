@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from rtl_configs import configs_under_test
 
 from vdla_hw.config import load_config, preset_names
 from vdla_hw.rtl_build import lint_command, tool_env
@@ -25,7 +26,7 @@ def test_gemm_lut_mul_exhaustive(rtl_module, body):
                parameters=widths, env=widths, build_args=[SYNTH_DEFINE] if body == "synthesis" else [])
 
 
-@pytest.mark.parametrize("config", preset_names())
+@pytest.mark.parametrize("config", configs_under_test(preset_names()))
 def test_lint_clean_with_synthesis_defined(config):
     result = subprocess.run(lint_command(config) + [SYNTH_DEFINE], capture_output=True, text=True, env=tool_env(),
                             timeout=300)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from rtl_configs import configs_under_test
 
 from vdla_hw.config import preset_names
 
@@ -16,6 +17,6 @@ def test_top_tiny(rtl_module):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("config", [c for c in preset_names() if c != "tiny"])
+@pytest.mark.parametrize("config", configs_under_test([c for c in preset_names() if c != "tiny"]))
 def test_top_presets(rtl_module, config):
     rtl_module(config, "vdla_top", HERE)

@@ -1,0 +1,78 @@
+"""``vdla cache``: the build cache's entries, sizes, LRU trimming under a cap, and clearing."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from compiler.cli.main import main
+from vdla_hw import cache
+from vdla_hw.errors import BadConfigError
+from vdla_hw.rtl_build import build_dir
+
+
+def _entry(root: Path, name: str, size: int, age_s: float) -> Path:
+    entry = root / "rtl" / name
+    (entry / "harness").mkdir(parents=True)
+    (entry / "harness" / "lib.so").write_bytes(b"\0" * size)
+    cache.mark_used(entry)
+    then = time.time() - age_s
+    os.utime(entry / cache.USED_MARK, (then, then))
+    return entry
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.delenv(cache.MAX_GB_ENV, raising=False)
+    return tmp_path / "cache"
+
+
+def test_info_lists_entries_least_recently_used_first(root: Path, capsys) -> None:
+    _entry(root, "tiny-aaaa", 3000, age_s=7200)
+    _entry(root, "default-bbbb", 5000, age_s=600)
+    assert main(["cache", "info"]) == 0
+    out = capsys.readouterr().out
+    assert f"cache: {root}" in out and "in 2 entries" in out
+    assert out.index("tiny-aaaa") < out.index("default-bbbb")
+    assert [e.path.name for e in cache.entries()] == ["tiny-aaaa", "default-bbbb"]
+    assert cache.total_size() >= 8000
+
+
+def test_trim_evicts_the_least_recently_used_whole_entries(root: Path, capsys) -> None:
+    old = _entry(root, "tiny-old", 400_000, age_s=86400)
+    mid = _entry(root, "wide-mid", 400_000, age_s=3600)
+    new = _entry(root, "default-new", 400_000, age_s=10)  # in use: never evicted
+    assert main(["cache", "trim", "--max-gb", "0.0009"]) == 0  # 900 kB: one entry must go
+    assert not old.exists() and mid.exists() and new.exists()
+    assert "evicted tiny-old" in capsys.readouterr().out
+    assert [e.path.name for e in cache.trim(0)] == ["wide-mid"]
+    assert new.exists(), "an entry used in the last minutes is kept even above the cap"
+
+
+def test_the_cap_comes_from_the_environment(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _entry(root, "tiny-old", 2_000_000, age_s=86400)
+    keep = _entry(root, "tiny-new", 2_000_000, age_s=3600)
+    monkeypatch.setenv(cache.MAX_GB_ENV, "0.003")
+    assert [e.path.name for e in cache.enforce_cap()] == ["tiny-old"]
+    assert keep.exists()
+    monkeypatch.setenv(cache.MAX_GB_ENV, "lots")
+    with pytest.raises(BadConfigError, match="VDLA_CACHE_MAX_GB='lots'"):
+        cache.enforce_cap()
+
+
+def test_clear_removes_everything(root: Path, capsys) -> None:
+    _entry(root, "tiny-aaaa", 1000, age_s=10)
+    assert main(["cache", "clear"]) == 0
+    assert not root.exists() and "freed" in capsys.readouterr().out
+    assert main(["cache", "info"]) == 0 and "in 0 entries" in capsys.readouterr().out
+
+
+def test_each_build_folder_use_marks_its_entry(root: Path) -> None:
+    folder = build_dir("tiny", "probe", sources=[])
+    entry = folder.parent
+    assert (entry / cache.USED_MARK).exists()
+    assert [e.path for e in cache.entries()] == [entry]
