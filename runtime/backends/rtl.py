@@ -18,13 +18,17 @@ from __future__ import annotations
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
+from vdla_hw.errors import UsageError
 from vdla_hw.harness import DramLatency, RtlSim, RunStatus
+from vdla_hw.harness.build import harness_library
 from vdla_hw.harness.hang import describe_machine, describe_modules
 from vdla_hw.isa import opcode_of
+from vdla_hw.progress import bar
 
 from runtime.backends import BackendOption
+from runtime.backends.waveform import Window, check_waveform, min_cycles
 from runtime.program import Program
 from runtime.result import RunResult
 from simulator.checks import check_program
@@ -50,6 +54,8 @@ class RtlBackend:
     name: ClassVar[str] = "rtl"
     OPTIONS: ClassVar[tuple[BackendOption, ...]] = (
         BackendOption("--fst", "fst", "write an FST waveform of the RTL run (open with GTKWave/Surfer)", "str", None, "OUT.fst"),
+        BackendOption("--fst-window", "fst_window", "with --fst: record only cycles START to END of the run "
+                      "(END may be empty: to the end)", "str", None, "START:END"),
         BackendOption("--max-cycles", "max_cycles", "watchdog: most simulated cycles", "int", DEFAULT_MAX_CYCLES, "N"),
         BackendOption("--max-seconds", "max_seconds", "watchdog: most wall-clock seconds", "float", DEFAULT_MAX_SECONDS, "S"),
         BackendOption("--dram-latency", "dram_latency", "cycles of the DRAM model from request to first beat "
@@ -76,16 +82,24 @@ class RtlBackend:
         max_cycles: int = DEFAULT_MAX_CYCLES,
         max_seconds: float = DEFAULT_MAX_SECONDS,
         dram_latency: int | None = None,
+        fst_window: str | Window | None = None,
     ) -> RunResult:
         if max_cycles < 1 or not max_seconds > 0:
             raise ValueError(f"watchdog limits must be positive, got max_cycles={max_cycles}, max_seconds={max_seconds}")
+        window = Window.parse(fst_window) if isinstance(fst_window, str) else fst_window
+        if window is not None and fst is None:
+            raise UsageError("--fst-window needs --fst OUT.fst", hint="name the waveform file with --fst")
         cfg = program.config
         # A program the ISA forbids is rejected here, with the simulators' message, rather
         # than after a hang on the RTL.
         check_program(cfg, program.instructions)
         latency = None if dram_latency is None else DramLatency(max(1, dram_latency), max(1, dram_latency))
+        if fst is not None:
+            check_waveform(program, harness_library(cfg, trace=True), window, fst)
         with RtlSim(cfg, fst=fst, latency=latency) as sim:
             sim.load_dram(program.dram)
+            if window is not None:
+                sim.trace_window(sim.cycle + window.start, sim.cycle + window.end)
             sim.start(program.insn_addr, program.insn_count)
             first = sim.cycle
             t0, c0 = time.perf_counter(), time.process_time()
@@ -112,13 +126,22 @@ class RtlBackend:
 
     def _clock(self, sim: RtlSim, program: Program, max_cycles: int, deadline: float) -> None:
         """Run in chunks until done; raise on the cycle/time limit or a stalled design."""
+        with bar(desc=f"RTL simulation ({program.config.name})", total=min_cycles(program), unit="cycle",
+                 unit_scale=True, bar_format="{desc}: {n_fmt} cycles [{elapsed}, {rate_fmt}]") as progress:
+            self._clock_chunks(sim, program, max_cycles, deadline, lambda n: progress.update(n))
+
+    def _clock_chunks(self, sim: RtlSim, program: Program, max_cycles: int, deadline: float,
+                      advance: Callable[[int], None]) -> None:
         cfg = program.config
         left = max_cycles
         still = 0
         last: tuple[dict[str, int], tuple[int, int]] | None = None
         while True:
             chunk = min(left, CHUNK_CYCLES)
-            if sim.run(chunk) == RunStatus.DONE:
+            before = sim.cycle
+            status = sim.run(chunk)
+            advance(sim.cycle - before)
+            if status == RunStatus.DONE:
                 return
             left -= chunk
             debug = sim.debug()

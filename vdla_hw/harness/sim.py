@@ -64,6 +64,7 @@ def _load(path: Path) -> ctypes.CDLL:
     sigs = {
         "vh_create": ([u32, u32, u32, ctypes.c_char_p], vp),
         "vh_destroy": ([vp], None),
+        "vh_trace_window": ([vp, u64, u64], None),
         "vh_dram_load": ([vp, u8p, u64, u64], None),
         "vh_dram_read": ([vp, u8p, u64, u64], i32),
         "vh_reg_write": ([vp, u32, u32], i32),
@@ -187,6 +188,12 @@ class RtlSim:
     def cycle(self) -> int:
         """Cycles clocked since the harness was created (reset and register accesses included)."""
         return int(self._lib.vh_cycle(self._h))
+
+    def trace_window(self, start: int, end: int) -> None:
+        """Write only cycles ``start <= cycle < end`` (counted like :attr:`cycle`) to the waveform."""
+        if not 0 <= start < end:
+            raise ValueError(f"waveform window [{start}, {end}) must be non-empty and non-negative")
+        self._lib.vh_trace_window(self._h, start, end)
 
     def debug(self) -> dict[str, int]:
         """Current values of the design's ``dbg_*`` outputs (up to 64 bits each)."""
