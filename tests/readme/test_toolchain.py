@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from vdla_hw.errors import ToolchainError
+from vdla_hw.rtl_build import tool_env
 from vdla_hw.toolchain import find_toolchain
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,6 +54,9 @@ def test_cxx_and_cc_from_the_environment_come_first(tmp_path: Path) -> None:
     tools = _system_tools()
     found = find_toolchain({"PATH": os.environ["PATH"], "CXX": tools["g++"], "CC": tools["gcc"]}, need_make=False)
     assert (found.origin, found.cxx, found.cc) == ("env", (tools["g++"],), (tools["gcc"],))
+    # Verilator's makefile assigns CXX itself: the choice must reach make on its command line
+    flags = tool_env({"PATH": os.environ["PATH"], "CXX": tools["g++"]})["MAKEFLAGS"].split()
+    assert f"CXX={tools['g++']}" in flags and f"LINK={tools['g++']}" in flags
     with pytest.raises(ToolchainError, match=r"CXX='no-such-c\+\+' names a compiler that is not on PATH"):
         find_toolchain({"PATH": os.environ["PATH"], "CXX": "no-such-c++"}, need_make=False)
 
