@@ -11,11 +11,13 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import tempfile
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, Callable
 
 import numpy as np
+from runtime.file_checks import check_elf, read_bytes
 from vdla_hw.errors import BadFileError
 
 META_SYMBOL = "vdla_module_meta"
@@ -193,19 +195,44 @@ def check_target(meta: dict[str, Any], origin: str) -> None:
 
 
 def load_module(path: str | os.PathLike[str]) -> CpuModule:
-    """Load a shared library written by ``Module.export``, refusing CPUs without the
-    features it was compiled for."""
+    """Load a shared library written by ``Module.export``, refusing a file that is not a complete
+    ELF library and CPUs without the features it was compiled for."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise CpuModuleError(f"no such module file: {path}")
     try:
+        check_elf(path, read_bytes(path, "a shared library (.so)"))
+    except BadFileError as exc:
+        raise CpuModuleError(str(exc), hint=exc.hint) from None
+    return _open_library(path, path)
+
+
+def load_module_bytes(data: bytes, origin: str) -> CpuModule:
+    """Load a library from its bytes (already checked by the caller, e.g. against a manifest).
+
+    The bytes are written to a private directory that is removed as soon as the library is
+    mapped (or loading fails, or is interrupted): a mapped library needs no file.
+    """
+    try:
+        check_elf(origin, data)
+    except BadFileError as exc:
+        raise CpuModuleError(str(exc), hint=exc.hint) from None
+    with tempfile.TemporaryDirectory(prefix="vdla_kernels_") as tmp:
+        file = os.path.join(tmp, "kernels.so")
+        with open(file, "wb") as f:
+            f.write(data)
+        return _open_library(file, origin)
+
+
+def _open_library(file: str, origin: str) -> CpuModule:
+    try:
         # Loading runs no generated code (the module has no constructors), so it is safe
         # to read the metadata before checking the CPU.
-        lib = ctypes.CDLL(os.path.abspath(path))
+        lib = ctypes.CDLL(os.path.abspath(file))
     except OSError as err:
-        raise CpuModuleError(f"cannot load {path}: {err}") from None
-    meta = read_meta(lib, path)
-    check_target(meta, path)
+        raise CpuModuleError(f"cannot load {origin}: {err}") from None
+    meta = read_meta(lib, origin)
+    check_target(meta, origin)
 
     def resolve(name: str) -> int:
         return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value or 0

@@ -18,7 +18,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,9 +27,9 @@ import numpy as np
 from vdla_hw.config import HwConfig, from_dict
 
 from runtime.backends import run as run_program
-from runtime.cpu_module import CpuModule, Function, load_module
+from runtime.cpu_module import CpuModule, Function, load_module_bytes
 from runtime.memory import to_bytes
-from runtime.module_format import ModuleParts, read_module, scratch_dir, write_module
+from runtime.module_format import ModuleParts, read_module, write_module
 from runtime.program import Program
 from vdla_hw.errors import UsageError
 
@@ -75,23 +75,46 @@ class Profile:
         c = self.vdla_cycles
         return None if c is None or not self.clock_mhz else c / (self.clock_mhz * 1e6)
 
+    def device_seconds(self, node: NodeProfile) -> float | None:
+        """A VDLA node's time on the accelerator: its cycles at the config clock (None if untimed)."""
+        if node.cycles is None or not self.clock_mhz:
+            return None
+        return node.cycles / (self.clock_mhz * 1e6)
+
     def table(self) -> str:
-        """A fixed-width per-node table with a total line."""
-        rows = [f"{'node':<28} {'device':<6} {'ms':>9} {'cycles':>11} {'util':>6}  ops"]
+        """A fixed-width per-node table with a total line.
+
+        ``host ms`` is wall time on this machine: the kernel itself for a CPU node, the *simulation*
+        for a VDLA node. ``VDLA cycles`` and ``VDLA ms`` are the accelerator's own time, at the
+        config's clock, reported by a timed backend (cycle, rtl).
+        """
+        clock = f"@{self.clock_mhz:g}MHz" if self.clock_mhz else ""
+        device_ms = f"VDLA ms{clock}"
+        rows = [f"{'node':<28} {'device':<6} {'host ms':>9} {'VDLA cycles':>11} {device_ms:>16} {'util':>6}  ops"]
         for n in self.nodes:
             cyc = f"{n.cycles:,}" if n.cycles is not None else "-"
+            dev = self.device_seconds(n)
+            dev_ms = f"{1e3 * dev:.3f}" if dev is not None else "-"
             util = f"{n.gemm_utilization:.1%}" if n.gemm_utilization is not None else "-"
-            rows.append(f"{n.name[:28]:<28} {n.device:<6} {1e3 * n.seconds:>9.3f} {cyc:>11} {util:>6}  {n.ops}")
-        total = f"total: CPU {1e3 * self.cpu_seconds:.3f} ms over {sum(n.device == 'cpu' for n in self.nodes)} nodes"
-        if self.vdla_cycles is not None:
-            total += (f"; VDLA {self.vdla_cycles:,} cycles = {1e3 * (self.vdla_seconds or 0):.3f} ms at "
-                      f"{self.clock_mhz:g} MHz over {sum(n.device == 'vdla' for n in self.nodes)} nodes")
+            rows.append(f"{n.name[:28]:<28} {n.device:<6} {1e3 * n.seconds:>9.3f} {cyc:>11} {dev_ms:>16} {util:>6}"
+                        f"  {n.ops}")
+        n_cpu = sum(n.device == "cpu" for n in self.nodes)
+        n_vdla = sum(n.device == "vdla" for n in self.nodes)
+        total = f"total: CPU {1e3 * self.cpu_seconds:.3f} ms host time over {n_cpu} nodes"
+        if n_vdla:
+            sim_ms = 1e3 * sum(n.seconds for n in self.nodes if n.device == "vdla")
+            if self.vdla_cycles is not None:
+                total += (f"; VDLA {self.vdla_cycles:,} cycles = {1e3 * (self.vdla_seconds or 0):.3f} ms device time "
+                          f"at {self.clock_mhz:g} MHz over {n_vdla} nodes")
+            else:
+                total += f"; VDLA {n_vdla} nodes on an untimed backend (no device time)"
+            total += f", simulated in {sim_ms:.3f} ms host time"
         return "\n".join(rows + [total])
 
     def to_json(self) -> dict[str, Any]:
         return {"clock_mhz": self.clock_mhz, "cpu_seconds": self.cpu_seconds, "vdla_cycles": self.vdla_cycles,
                 "vdla_seconds": self.vdla_seconds, "trace": self.trace,
-                "nodes": [n.__dict__ for n in self.nodes]}
+                "nodes": [{**n.__dict__, "device_seconds": self.device_seconds(n)} for n in self.nodes]}
 
 
 def _inverse(perm: Sequence[int]) -> list[int]:
@@ -102,47 +125,54 @@ class GraphModule:
     """A runnable model: build one with ``compiler.graph.build_model`` or :meth:`load` a file."""
 
     def __init__(self, graph: Mapping[str, Any], params: Mapping[str, np.ndarray], library: CpuModule | None,
-                 programs: Mapping[str, Program], library_path: str | Path | None = None,
-                 program_paths: Mapping[str, Path] | None = None, keep_alive: Any = None) -> None:
+                 programs: Mapping[str, Program], library_bytes: bytes | None = None,
+                 program_bytes: Mapping[str, bytes] | None = None) -> None:
         self.graph = dict(graph)
         # Private, writable copies: kernels take every argument as a writable buffer.
         self.params = {k: np.array(v, copy=True, order="C") for k, v in params.items()}
         self.library = library
         self.programs = dict(programs)
         self.config: HwConfig | None = from_dict(graph["config"]) if graph.get("config") else None
-        self._library_path = Path(library_path) if library_path else None
-        self._program_paths = dict(program_paths or {})
-        self._keep_alive = keep_alive
+        # The files this module was loaded from, re-written unchanged by ``export``.
+        self._library_bytes = library_bytes
+        self._program_bytes = dict(program_bytes or {})
         self._values = {k: (tuple(v["shape"]), np.dtype(v["dtype"])) for k, v in graph["values"].items()}
         self._inputs = {i["name"]: (tuple(i["shape"]), np.dtype(i["dtype"])) for i in graph["inputs"]}
         self._arena = np.zeros(max(1, int(graph["arena"]["bytes"])), np.uint8)
         self._slots = {name: self._slot(name, off) for name, off in graph["arena"]["offsets"].items()}
         self._input_bufs = {k: np.zeros(s, d) for k, (s, d) in self._inputs.items()}
         self._calls = [self._prepare(n) if n["device"] == "cpu" else None for n in graph["nodes"]]
+        self._run_program: Callable[..., Any] = run_program
 
     # ---- construction ------------------------------------------------------------------------------
     @classmethod
-    def load(cls, path: str | Path) -> GraphModule:
-        """Load a model file written by ``export``; refuses a CPU lacking the kernels' features."""
-        tmp = scratch_dir()
-        parts: ModuleParts = read_module(path, tmp.name)
-        library = load_module(parts.library) if parts.library is not None else None
-        programs = {m: Program.load(p) for m, p in parts.programs.items()}
-        return cls(parts.graph, parts.params, library, programs, parts.library, parts.programs, keep_alive=tmp)
+    def load(cls, path: str | Path, config: HwConfig | None = None) -> GraphModule:
+        """Load a model file written by ``export``, checking every member against its manifest.
+
+        Refuses a CPU lacking the kernels' features and, with ``config``, a module compiled
+        for another hardware config.
+        """
+        parts: ModuleParts = read_module(path, config)
+        library = None
+        if parts.library is not None:
+            library = load_module_bytes(parts.library, f"{path}:kernels.so")
+        programs = {m: Program.from_bytes(b, f"{path}:{m}", parts.config) for m, b in parts.programs.items()}
+        return cls(parts.graph, parts.params, library, programs, parts.library, parts.programs)
 
     def export(self, path: str | Path, library: str | Path | None = None) -> Path:
         """Write this model as one file that :meth:`load` reads on a runtime-only machine.
 
         ``library`` is the kernel library to include (default: the one this module was loaded from).
         """
+        library_bytes = Path(library).read_bytes() if library is not None else self._library_bytes
         with tempfile.TemporaryDirectory(prefix="vdla_export_") as tmp:
             files = {}
             for member, program in self.programs.items():
-                src = self._program_paths.get(member)
-                if src is None:
-                    src = program.save(Path(tmp) / f"{len(files)}.vdlaprog")
-                files[member] = src
-            return write_module(path, self.graph, self.params, library or self._library_path, files)
+                data = self._program_bytes.get(member)
+                if data is None:
+                    data = program.save(Path(tmp) / f"{len(files)}.vdlaprog").read_bytes()
+                files[member] = data
+            return write_module(path, self.graph, self.params, library_bytes, files)
 
     def _slot(self, name: str, offset: int) -> np.ndarray:
         shape, dtype = self._values[name]
@@ -173,6 +203,11 @@ class GraphModule:
     @property
     def output_names(self) -> list[str]:
         return [ref.get("value") or ref["name"] for ref in self.graph["outputs"]]
+
+    def set_program_runner(self, runner: Callable[..., Any]) -> None:
+        """Run the VDLA programs with ``runner(program, backend, **options)`` instead of in this process
+        (e.g. :func:`runtime.pool.tasks.pool_runner` for the device pool)."""
+        self._run_program = runner
 
     def set_num_threads(self, n: int) -> None:
         """Threads of the CPU kernels' parallel loops (0 = OpenMP's default)."""
@@ -205,7 +240,7 @@ class GraphModule:
         dram = program.dram.copy()
         dram[spec.offset: spec.offset + spec.nbytes] = to_bytes(program.config, spec, x.reshape(spec.shape))
         bound = Program(program.config, program.instructions, dram, program.insn_addr, program.buffers)
-        result = run_program(bound, backend=backend, **options)
+        result = self._run_program(bound, backend, **options)
         y = result.read(out["buffer"]).reshape(out["shape"])
         if out["perm"] is not None:
             y = y.transpose(_inverse(out["perm"]))
@@ -323,6 +358,6 @@ def write_merged_trace(path: str | Path, traces: Sequence[tuple[str, dict[str, A
     return path
 
 
-def load(path: str | Path) -> GraphModule:
+def load(path: str | Path, config: HwConfig | None = None) -> GraphModule:
     """Load a model file (see :meth:`GraphModule.load`)."""
-    return GraphModule.load(path)
+    return GraphModule.load(path, config)

@@ -5,16 +5,19 @@ the DRAM image (data buffers, micro-op lists and the encoded instruction
 stream at ``insn_addr``, exactly as fetch reads it) and the named buffers to
 read results back.
 
-File format (``Program.save``): one NumPy ``.npz`` archive with two arrays,
-``dram`` (uint8, the whole image) and ``meta`` (a 0-d string holding JSON:
-``{"format": "vdla-program", "version": 1, "config": {...HwConfig...},
-"insn_addr": bytes, "insn_count": n, "buffers": [{name, kind, offset, shape,
-dtype, nbytes, elem_bytes}, ...]}``).  Instructions are decoded from the image
-on load, so the file cannot disagree with what the hardware would fetch.
+File format (``Program.save``, described in ``docs/file_formats.md``): one NumPy
+``.npz`` archive with two arrays, ``dram`` (uint8, the whole image) and ``meta``
+(a 0-d string holding JSON: ``{"format": "vdla-program", "version": 2,
+"config": {...HwConfig...}, "config_digest": str, "insn_addr": bytes,
+"insn_count": n, "buffers": [{name, kind, offset, shape, dtype, nbytes,
+elem_bytes}, ...], "sha256": hex}``).  ``sha256`` covers the image and the rest
+of ``meta``.  Instructions are decoded from the image on load, so the file
+cannot disagree with what the hardware would fetch.
 """
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,10 +42,29 @@ from vdla_hw.isa import (
     Uop,
 )
 
+from runtime.file_checks import open_zip, read_bytes, read_member, sha256_hex, wrong_kind
 from runtime.memory import BufferSpec, DramImage, read_buffer
+from vdla_hw.errors import BadFileError
 
 FORMAT = "vdla-program"
-VERSION = 1
+VERSION = 2
+_WHAT = "a VDLA program bundle (.vdlaprog)"
+_HINT = "write bundles with Program.save or `vdla demo --save`; run a raw .bin from `vdla asm` with --uops/--dram"
+
+
+def _content_digest(dram: np.ndarray, meta: dict) -> str:
+    """SHA-256 of the image and of ``meta`` without its own ``sha256`` entry, canonically serialised."""
+    rest = {k: v for k, v in meta.items() if k != "sha256"}
+    return sha256_hex(np.ascontiguousarray(dram, np.uint8).tobytes()
+                      + json.dumps(rest, sort_keys=True, separators=(",", ":")).encode())
+
+
+def check_config(found: HwConfig, expected: HwConfig | None, origin: str) -> None:
+    """Refuse ``origin`` (made for config ``found``) when the hardware is ``expected``, naming both."""
+    if expected is not None and found.digest != expected.digest:
+        raise BadFileError(f"{origin} was compiled for hardware config {found.label()}, but the hardware is "
+                           f"{expected.label()}",
+                           hint=f"recompile it for config {expected.name!r}")
 
 
 @dataclass(frozen=True)
@@ -95,31 +117,49 @@ class Program:
         """Write the program to one ``.npz`` file (any suffix; ``.vdlaprog`` by convention)."""
         meta = {
             "format": FORMAT, "version": VERSION, "config": self.config.to_dict(),
+            "config_digest": self.config.digest,
             "insn_addr": self.insn_addr, "insn_count": self.insn_count,
             "buffers": [spec.to_json() for spec in self.buffers.values()],
         }
+        meta["sha256"] = _content_digest(self.dram, meta)
         path = Path(path)
         with path.open("wb") as f:  # a file object keeps np.savez from appending ".npz"
             np.savez_compressed(f, dram=self.dram, meta=np.array(json.dumps(meta)))
         return path
 
     @classmethod
-    def load(cls, path: str | Path) -> "Program":
-        """Read a program written by :meth:`save`."""
-        path = Path(path)
-        try:
-            with np.load(path, allow_pickle=False) as archive:
-                dram = archive["dram"]
-                meta = json.loads(str(archive["meta"]))
-        except (OSError, ValueError, KeyError) as exc:
-            raise ValueError(f"{path}: not a VDLA program file ({exc})") from exc
-        if meta.get("format") != FORMAT or meta.get("version") != VERSION:
-            raise ValueError(f"{path}: format {meta.get('format')!r} v{meta.get('version')} is not {FORMAT} v{VERSION}")
+    def load(cls, path: str | Path, config: HwConfig | None = None) -> "Program":
+        """Read a program written by :meth:`save`; with ``config``, refuse one compiled for another config."""
+        return cls.from_bytes(read_bytes(path, _WHAT), str(path), config)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, origin: str, config: HwConfig | None = None) -> "Program":
+        """A program from the bytes of a bundle file; ``origin`` names it in errors (see :meth:`load`)."""
+        with open_zip(origin, data, _WHAT, _HINT) as zf:
+            names = set(zf.namelist())
+            if not {"dram.npy", "meta.npy"} <= names:
+                hint = "run a module with `vdla run`" if "graph.json" in names else _HINT
+                raise wrong_kind(origin, data, _WHAT, hint)
+            try:
+                dram = np.load(io.BytesIO(read_member(zf, "dram.npy", origin)), allow_pickle=False)
+                meta = json.loads(str(np.load(io.BytesIO(read_member(zf, "meta.npy", origin)), allow_pickle=False)))
+            except (ValueError, EOFError) as exc:
+                raise BadFileError(f"{origin}: damaged program bundle ({exc})", hint=_HINT) from None
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+            raise BadFileError(f"{origin} is not {_WHAT} (its meta names no format {FORMAT!r})", hint=_HINT)
+        if meta.get("version") != VERSION:
+            raise BadFileError(f"{origin} is a {FORMAT} file of version {meta.get('version')}; this vdla reads "
+                               f"version {VERSION}", hint="save the program again with this version")
+        if meta.get("sha256") != _content_digest(dram, meta):
+            raise BadFileError(f"{origin} fails its SHA-256 check: its content was changed or damaged after "
+                               f"it was written", hint="write the bundle again")
+        program_config = from_dict(meta["config"])
+        check_config(program_config, config, origin)
         buffers = {b["name"]: BufferSpec.from_json(b) for b in meta["buffers"]}
         try:
-            return cls.from_image(from_dict(meta["config"]), dram, meta["insn_addr"], meta["insn_count"], buffers)
+            return cls.from_image(program_config, dram, meta["insn_addr"], meta["insn_count"], buffers)
         except IsaError as exc:
-            raise ValueError(f"{path}: {exc}") from exc
+            raise BadFileError(f"{origin}: {exc}") from exc
 
 
 def _deps(pop_prev: bool, pop_next: bool, push_prev: bool, push_next: bool) -> DepFlags:

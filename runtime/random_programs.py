@@ -12,6 +12,10 @@ alternate between them, so round ``r + 1`` loads while round ``r`` computes and
 stores -- the overlap a timed backend actually reorders.  Round ``r`` reuses
 the region of round ``r - threads``, so its loads wait for that round's compute
 (``c2l``) and its compute waits for that round's stores (``s2c``).
+
+SRAM has no reset value (the RTL starts it random), so a prologue first loads every
+input, weight and accumulator tile of every region from the source buffers: no
+instruction reads an element no instruction wrote.
 """
 
 from __future__ import annotations
@@ -169,6 +173,24 @@ class _Generator:
             loop = self._loop("alu", region)
             self.pb.alu(op, imm=imm if use_imm else None, **loop, **deps)  # type: ignore[arg-type]
 
+    def _define_sram(self) -> None:
+        """Load every tile of every region, copying the source buffer as often as needed.
+
+        INP/WGT go through the load module and ACC through compute, each before any
+        instruction of the rounds in its module's program order, so no token is needed.
+        """
+        for mem_type in (MemType.INP, MemType.WGT, MemType.ACC):
+            kind = mem_type.name.lower()
+            spec, rows, cols = self.src[kind]
+            total = getattr(self.size, kind) * self.threads
+            for base in range(0, total, rows * cols):
+                n = min(rows * cols, total - base)
+                full, rest = divmod(n, cols)
+                if full:
+                    self.pb.load(mem_type, base, spec.addr, full, cols, cols)
+                if rest:
+                    self.pb.load(mem_type, base + full * cols, spec.addr, 1, rest, rest)
+
     @staticmethod
     def _flags(count: int, first: dict[str, bool], last: dict[str, bool]) -> list[dict[str, bool]]:
         """Dependency flags for ``count`` instructions: pops on the first, pushes on the last."""
@@ -180,6 +202,7 @@ class _Generator:
     def build(self, rounds: int) -> Program:
         rng, d = self.rng, self.threads
         self.pb.load_uops(self.pb.uops(self._uops(), "uops"))
+        self._define_sram()
         for r in range(rounds):
             region = r % d
             loads = self._flags(rng.randint(1, 3), {"pop_next": r >= d}, {"push_next": True})

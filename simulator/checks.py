@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from vdla_hw.config import HwConfig
-from vdla_hw.isa import AluInsn, FinishInsn, GemmInsn, Insn, MemInsn, MemType, Opcode
+import numpy as np
 
-from simulator.errors import ProtocolError
+from vdla_hw.config import HwConfig
+from vdla_hw.isa import INSN_BYTES, OPCODE_W, AluInsn, FinishInsn, GemmInsn, Insn, MemInsn, MemType, Opcode
+
+from simulator.errors import IllegalInstructionError, ProtocolError
 from simulator.tokens import TokenOps, describe, token_ops
 
 
@@ -85,3 +87,29 @@ def check_program(cfg: HwConfig, insns: Sequence[Insn]) -> list[TokenOps]:
             f"FINISH, at its end"
         )
     return ops
+
+
+def check_opcodes(image: np.ndarray, insn_addr: int, count: int) -> None:
+    """Raise :class:`IllegalInstructionError` for the first of the ``count`` instruction words at
+    byte ``insn_addr`` of the DRAM ``image`` whose opcode is not an ISA opcode.
+
+    Backends run a program's decoded instructions while the hardware fetches the encoded
+    stream from DRAM; a word that cannot decode must stop every backend alike. The opcode
+    sits in the low bits of each little-endian word, so one vectorized mask checks them all.
+    """
+    words = np.asarray(image, dtype=np.uint8).reshape(-1)[insn_addr : insn_addr + count * INSN_BYTES]
+    if words.size != count * INSN_BYTES:
+        raise ProtocolError(
+            f"the instruction stream of {count} instructions at DRAM byte {insn_addr} runs past the "
+            f"{np.asarray(image).size}-byte DRAM image"
+        )
+    opcodes = words.reshape(count, INSN_BYTES)[:, 0] & ((1 << OPCODE_W) - 1)
+    bad = np.flatnonzero(opcodes > max(Opcode))
+    if bad.size:
+        k = int(bad[0])
+        word = int.from_bytes(words[k * INSN_BYTES : (k + 1) * INSN_BYTES].tobytes(), "little")
+        raise IllegalInstructionError(
+            f"instruction {k} (word 0x{word:032x} at DRAM byte {insn_addr + k * INSN_BYTES}): unknown opcode "
+            f"{int(opcodes[k])}, not one of {', '.join(f'{o.name}={int(o)}' for o in Opcode)}; the instruction "
+            f"stream is corrupt -- re-assemble the program"
+        )

@@ -20,6 +20,16 @@ class MemoryAccessError(SimulationError):
     """An SRAM or DRAM access outside its buffer (or outside the DRAM image)."""
 
 
+class UninitializedReadError(SimulationError):
+    """A read of an SRAM element (a micro-op, input, weight or accumulator tile) that no
+    instruction has written since the run began. The hardware's SRAM starts with undefined
+    contents, so such a program's result would differ between runs and backends."""
+
+
+class IllegalInstructionError(SimulationError):
+    """An instruction word in the fetched stream that does not decode: an unknown opcode."""
+
+
 class ProtocolError(SimulationError):
     """A program that breaks the ISA's rules: an illegal dependency flag for the executing
     module, a STORE of a non-OUT memory type, a LOAD of OUT, padding on a micro-op load,

@@ -9,11 +9,12 @@ hardware; a program whose modules can all no longer move raises
 :class:`DeadlockError` with the full queue state instead of hanging.
 
 Tokens carry vector clocks (how many instructions of each module are known to
-have retired), so FINISH can check that every STORE is ordered before it by a
-chain of tokens -- a program that merely happened to finish its stores first in
+have retired), so FINISH can check that every LOAD and STORE is ordered before it
+by a chain of tokens -- a program that merely happened to finish them first in
 this schedule, but whose DRAM result would race with ``done`` on the hardware,
-is rejected.  Loads only write SRAM, so an unsynchronized trailing load cannot
-change the result and is allowed.
+is rejected.  An unordered trailing load cannot change the result, but it may
+never run before FINISH here while the hardware runs it -- so a fault in it would
+go unseen -- and the cycle model rejects it too.
 """
 
 from __future__ import annotations
@@ -52,17 +53,26 @@ class FsimResult:
     tokens_left: dict[str, int]
 
 
-def run_fsim(cfg: HwConfig, insns: Iterable[Insn], dram: np.ndarray, *, max_steps: int = DEFAULT_MAX_STEPS) -> FsimResult:
+def run_fsim(
+    cfg: HwConfig,
+    insns: Iterable[Insn],
+    dram: np.ndarray,
+    *,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    zeroed_sram: bool = False,
+) -> FsimResult:
     """Run a program bit-exactly on a copy of ``dram`` and return the final image and counters.
 
     Raises :class:`~simulator.errors.ProtocolError` for an illegal program,
     :class:`~simulator.errors.MemoryAccessError` for an out-of-range access,
+    :class:`~simulator.errors.UninitializedReadError` for a read of SRAM no instruction wrote
+    (unless ``zeroed_sram``, which treats SRAM as starting at zero),
     :class:`~simulator.errors.DeadlockError` when no module can progress before FINISH,
     and :class:`~simulator.errors.SimTimeoutError` after ``max_steps`` instructions.
     """
     program = tuple(insns)
     ops = check_program(cfg, program)
-    machine = _Machine(cfg, program, ops, MachineState(cfg, dram), max_steps)
+    machine = _Machine(cfg, program, ops, MachineState(cfg, dram, zeroed_sram=zeroed_sram), max_steps)
     machine.run()
     left = {q: len(tokens) for q, tokens in zip(DEP_QUEUES, machine.queues)}
     return FsimResult(machine.state.dram, machine.counters.as_dict(), left)
@@ -155,14 +165,15 @@ class _Machine:
         self.counters.add(execute(self.state, self.insns[i], i))
 
     def _finish(self, i: int) -> None:
-        left = self.program[Module.STORE][self.clock[Module.COMPUTE][Module.STORE] :]
-        if left:
-            raise ProtocolError(
-                f"FINISH (instruction {i}) retired while the store module's instructions "
-                f"{left[:8]}{'...' if len(left) > 8 else ''} were not ordered before it by dependency tokens "
-                f"(first: {describe(self.insns[left[0]])}); on the hardware the DRAM result would race with them: "
-                f"make FINISH pop a token the last STORE pushes (STORE push_prev + FINISH pop_next)"
-            )
+        for module in (Module.LOAD, Module.STORE):
+            left = self.program[module][self.clock[Module.COMPUTE][module] :]
+            if left:
+                raise ProtocolError(
+                    f"FINISH (instruction {i}) retired while the {module.name.lower()} module's instructions "
+                    f"{left[:8]}{'...' if len(left) > 8 else ''} were not ordered before it by dependency tokens "
+                    f"(first: {describe(self.insns[left[0]])}); on the hardware they would race with the end of "
+                    f"the run: make FINISH pop a token the last of them pushes (e.g. STORE push_prev + FINISH pop_next)"
+                )
 
     def _deadlock(self) -> None:
         depth = self.cfg.dep_queue_depth

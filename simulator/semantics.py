@@ -24,7 +24,7 @@ from vdla_hw.config import HwConfig
 from vdla_hw.isa import AluInsn, AluOp, FinishInsn, GemmInsn, Insn, MemInsn, MemType, Opcode
 
 from simulator import packing
-from simulator.errors import MemoryAccessError, ProtocolError
+from simulator.errors import MemoryAccessError, ProtocolError, UninitializedReadError
 from simulator.tokens import describe
 
 
@@ -59,9 +59,14 @@ class MachineState:
     decoded fields in ``uop_dst``/``uop_src``/``uop_wgt``), ``inp`` (depth, BATCH,
     BLOCK_IN), ``wgt`` (depth, BLOCK_OUT, BLOCK_IN) and ``acc`` (depth, BATCH,
     BLOCK_OUT), each in the smallest signed NumPy type of its configured width.
+
+    ``written`` records, per buffer and element, whether an instruction has written it: the
+    hardware's SRAM starts undefined, so reading an element never written raises
+    :class:`UninitializedReadError`. ``zeroed_sram=True`` instead treats SRAM as starting at
+    zero (for hand-made tests that rely on it; no hardware guarantees it).
     """
 
-    def __init__(self, cfg: HwConfig, dram: np.ndarray) -> None:
+    def __init__(self, cfg: HwConfig, dram: np.ndarray, *, zeroed_sram: bool = False) -> None:
         self.cfg = cfg
         self.isa = cfg.isa
         self.dram: np.ndarray = np.array(dram, dtype=np.uint8, copy=True).reshape(-1)
@@ -80,6 +85,12 @@ class MachineState:
             MemType.OUT: cfg.out_elem_bytes,
         }
         self.buffers: dict[MemType, np.ndarray] = {MemType.UOP: self.uop, MemType.INP: self.inp, MemType.WGT: self.wgt, MemType.ACC: self.acc}
+        self.written: dict[MemType, np.ndarray] = {
+            mt: np.full(buf.shape[0], zeroed_sram, dtype=bool) for mt, buf in self.buffers.items()
+        }
+        # Buffers whose every element has been written: their reads need no check, which keeps
+        # the checks off the hot path of any program once its buffers are filled.
+        self.all_written: set[MemType] = set(self.buffers) if zeroed_sram else set()
         self.widths: dict[MemType, int] = {MemType.INP: cfg.inp_width, MemType.WGT: cfg.wgt_width, MemType.ACC: cfg.acc_width}
         self.plans: dict[tuple[Insn, bytes], _GemmPlan | _AluPlan] = {}
         """Checked loop indices of GEMM/ALU instructions by (instruction, micro-op words they read):
@@ -135,6 +146,47 @@ def _check_sram(insn: Insn, index: int, buffer: str, lo: int, hi: int, depth: in
         )
 
 
+def _mark_written(state: MachineState, mt: MemType, rows: slice | np.ndarray) -> None:
+    """Record that SRAM elements ``rows`` of buffer ``mt`` now hold defined values."""
+    if mt in state.all_written:
+        return
+    written = state.written[mt]
+    written[rows] = True
+    if written.all():
+        state.all_written.add(mt)
+
+
+def _first_unwritten(state: MachineState, mt: MemType, rows: slice | np.ndarray) -> int | None:
+    """Position in ``rows`` (a slice or an index array) of the first element never written, or None."""
+    if mt in state.all_written:
+        return None
+    ok = state.written[mt][rows]
+    if ok.all():
+        return None
+    return int(np.argmin(ok))
+
+
+def _uninitialized(insn: Insn, index: int, buffer: str, element: int, what: str) -> UninitializedReadError:
+    return UninitializedReadError(
+        f"instruction {index} ({describe(insn)}): {what} reads {buffer} SRAM element {element}, which no "
+        f"instruction has written since the program started; SRAM starts with undefined contents on the "
+        f"hardware, so LOAD it (or reset accumulators with a GEMM reset) before reading it"
+    )
+
+
+def _require_loop_written(
+    state: MachineState, insn: GemmInsn | AluInsn, index: int, mt: MemType, operand: str, rows: np.ndarray
+) -> None:
+    """Raise unless every element in ``rows`` -- the distinct elements the loop's ``operand``
+    (``"dst"``, ``"src"`` or ``"wgt"``) indices address -- was written."""
+    if _first_unwritten(state, mt, rows) is None:
+        return
+    fields = getattr(state, f"uop_{operand}")[insn.uop_bgn : insn.uop_end]
+    idx = _indices(insn, fields, getattr(insn, f"{operand}_factor_out"), getattr(insn, f"{operand}_factor_in"))
+    at = int(np.argmin(state.written[mt][idx]))
+    raise _uninitialized(insn, index, mt.name, int(idx[at]), f"loop iteration {at} (in i0/i1/uop order)")
+
+
 def _load(state: MachineState, insn: MemInsn, index: int) -> InsnEffect:
     mt = insn.mem_type
     if mt == MemType.OUT:
@@ -162,12 +214,14 @@ def _load(state: MachineState, insn: MemInsn, index: int) -> InsnEffect:
     if mt == MemType.UOP:
         words = raw.reshape(-1).view("<u4").astype(np.uint32)
         _set_uops(state, insn, index, base, words)
+        _mark_written(state, mt, slice(base, base + n))
         return InsnEffect(Opcode.LOAD, mt, rows=y, row_bytes=x * eb, sram_elems=n)
     values = packing.decode(raw, state.widths[mt]).reshape((y, x) + sram.shape[1:])
     block = sram[base : base + n].reshape((rows_y, cols_x) + sram.shape[1:])
     if any(pads):
         block[:] = 0
     block[insn.y_pad0 : insn.y_pad0 + y, insn.x_pad0 : insn.x_pad0 + x] = values
+    _mark_written(state, mt, slice(base, base + n))
     return InsnEffect(Opcode.LOAD, mt, rows=y, row_bytes=x * eb, sram_elems=n, pad_elems=n - y * x)
 
 
@@ -204,6 +258,9 @@ def _store(state: MachineState, insn: MemInsn, index: int) -> InsnEffect:
         return InsnEffect(Opcode.STORE, MemType.OUT)
     _check_sram(insn, index, "ACC (stored as OUT)", insn.sram_base, insn.sram_base + n - 1, state.acc.shape[0])
     limit, where = _dram_rows(state, insn, index, eb)
+    missing = _first_unwritten(state, MemType.ACC, slice(insn.sram_base, insn.sram_base + n))
+    if missing is not None:
+        raise _uninitialized(insn, index, "ACC", insn.sram_base + missing, f"tile {missing} of the STORE")
     tiles = state.acc[insn.sram_base : insn.sram_base + n].reshape(y, x, cfg.batch * cfg.block_out)
     data = packing.encode(tiles, cfg.out_width)
     if isinstance(where, slice):
@@ -222,6 +279,9 @@ def _loop_range(state: MachineState, insn: GemmInsn | AluInsn, index: int) -> tu
         raise ProtocolError(f"instruction {index} ({describe(insn)}): uop_end {end} < uop_bgn {bgn}; the range is [bgn, end)")
     if end > state.uop.shape[0]:
         _check_sram(insn, index, "UOP", bgn, end - 1, state.uop.shape[0])
+    missing = _first_unwritten(state, MemType.UOP, slice(bgn, end))
+    if missing is not None and insn.iter_out and insn.iter_in:
+        raise _uninitialized(insn, index, "UOP", bgn + missing, "its micro-op range")
     return bgn, end
 
 
@@ -248,7 +308,8 @@ class _GemmPlan:
 
     ``src``/``wgt`` list the iterations' operands sorted (stably) by destination, so the
     iterations into each distinct destination (``targets``, ascending) are adjacent and
-    ``starts`` marks where each of those groups begins.
+    ``starts`` marks where each of those groups begins; ``src_rows``/``wgt_rows`` are the
+    distinct elements read, for the written-ness check.
     """
 
     dst: np.ndarray
@@ -256,15 +317,19 @@ class _GemmPlan:
     wgt: np.ndarray | None = None
     targets: np.ndarray | None = None
     starts: np.ndarray | None = None
+    src_rows: np.ndarray | None = None
+    wgt_rows: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
 class _AluPlan:
-    """Bounds-checked ALU indices; ``src`` is None with an immediate operand."""
+    """Bounds-checked ALU indices; ``src`` is None with an immediate operand. ``rows`` are the
+    distinct accumulator elements read (destinations and sources), for the written-ness check."""
 
     dst: np.ndarray
     src: np.ndarray | None
     hazard_free: bool
+    rows: np.ndarray
 
 
 def _plan(state: MachineState, insn: GemmInsn | AluInsn, index: int, bgn: int, end: int) -> _GemmPlan | _AluPlan:
@@ -293,7 +358,7 @@ def _gemm_plan(state: MachineState, insn: GemmInsn, index: int, bgn: int, end: i
     order = np.argsort(dst, kind="stable")
     sorted_dst = dst[order]
     starts = np.flatnonzero(np.concatenate(([True], sorted_dst[1:] != sorted_dst[:-1])))
-    return _GemmPlan(dst, src[order], wgt[order], sorted_dst[starts], starts)
+    return _GemmPlan(dst, src[order], wgt[order], sorted_dst[starts], starts, np.unique(src), np.unique(wgt))
 
 
 def _gemm(state: MachineState, insn: GemmInsn, index: int) -> InsnEffect:
@@ -304,7 +369,11 @@ def _gemm(state: MachineState, insn: GemmInsn, index: int) -> InsnEffect:
     plan = _plan(state, insn, index, bgn, end)
     if plan.src is None:
         state.acc[plan.dst] = 0
+        _mark_written(state, MemType.ACC, plan.dst)
         return InsnEffect(Opcode.GEMM, uop_iters=iters)
+    _require_loop_written(state, insn, index, MemType.INP, "src", plan.src_rows)
+    _require_loop_written(state, insn, index, MemType.WGT, "wgt", plan.wgt_rows)
+    _require_loop_written(state, insn, index, MemType.ACC, "dst", plan.targets)
     acc_t = state.acc.dtype
     # Products and sums in the accumulator's type wrap modulo 2**acc_width, exactly as the
     # hardware's adders do; the order of a wrapping sum does not change its value.
@@ -342,7 +411,8 @@ def _alu_plan(state: MachineState, insn: AluInsn, index: int, bgn: int, end: int
     if not insn.use_imm:
         src = _indices(insn, state.uop_src[bgn:end], insn.src_factor_out, insn.src_factor_in)
         _check_indices(insn, index, "ACC", src, depth)
-    return _AluPlan(dst, src, _alu_hazard_free(dst, src, depth))
+    rows = np.unique(dst if src is None else np.concatenate((dst, src)))
+    return _AluPlan(dst, src, _alu_hazard_free(dst, src, depth), rows)
 
 
 def _alu(state: MachineState, insn: AluInsn, index: int) -> InsnEffect:
@@ -352,6 +422,9 @@ def _alu(state: MachineState, insn: AluInsn, index: int) -> InsnEffect:
         return InsnEffect(Opcode.ALU)
     plan = _plan(state, insn, index, bgn, end)
     dst, src = plan.dst, plan.src
+    if _first_unwritten(state, MemType.ACC, plan.rows) is not None:
+        _require_loop_written(state, insn, index, MemType.ACC, "dst", np.unique(dst))
+        _require_loop_written(state, insn, index, MemType.ACC, "src", plan.rows)
     acc = state.acc
     if plan.hazard_free:
         operand = insn.imm if src is None else acc[src]

@@ -10,18 +10,23 @@ them recomputes them.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
-from vdla_hw.errors import BadConfigError
+from vdla_hw.errors import BadConfigError, BadFileError
 
 CONFIG_DIR = Path(__file__).parent / "configs"
 
 
 class ConfigError(BadConfigError):
     """An invalid hardware configuration; the message names the field and the allowed range."""
+
+
+class ConfigFileError(ConfigError, BadFileError):
+    """A hardware config file that is missing, empty, truncated or not JSON at all."""
 
 
 @dataclass(frozen=True)
@@ -241,6 +246,19 @@ class HwConfig:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
 
+    @cached_property
+    def digest(self) -> str:
+        """A stable 12-hex-digit hash of the hardware this config describes.
+
+        Computed over the canonical JSON (sorted keys, no whitespace) of every field but
+        ``name``: two presets describing the same hardware share a digest, and any parameter
+        change gives a new one.  Device-pool kinds (``vdla-rtl-<digest>``) are named by it.
+        """
+        data = self.to_dict()
+        del data["name"]
+        canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
     def replace(self, **changes: Any) -> "HwConfig":
         """A new validated config with some fields changed (``timing`` may be a dict)."""
         data = self.to_dict()
@@ -250,6 +268,11 @@ class HwConfig:
             changes["timing"] = {**data["timing"], **changes["timing"]}
         data.update(changes)
         return from_dict(data)
+
+    def label(self) -> str:
+        """``'name' (digest)``: how messages name a config (files compiled for one record its digest)."""
+        return f"{self.name!r} ({self.digest})"
+
 
 
 # Allowed inclusive ranges of the log2/plain integer fields (public: the docs generator prints them).
@@ -389,10 +412,17 @@ def load_config(name_or_path: str | Path | HwConfig = "default") -> HwConfig:
         path = CONFIG_DIR / f"{name_or_path}.json"
         if not path.exists():
             raise ConfigError(f"no hardware preset named {name_or_path!r}; presets: {preset_names()}, or pass a .json path")
-    elif not path.exists():
-        raise ConfigError(f"hardware config file {str(path)!r} does not exist")
+    elif not path.is_file():
+        raise ConfigFileError(f"hardware config file {str(path)!r} does not exist"
+                              + (" (it is a directory)" if path.exists() else ""))
+    raw = path.read_bytes()
+    if not raw.strip():
+        raise ConfigFileError(f"hardware config file {path} is empty", hint="write the config as a JSON object")
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigFileError(f"{path} is binary data, not a hardware config (a JSON text)",
+                              hint="pass a preset name or a .json config file") from None
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: not valid JSON ({exc})") from exc
+        raise ConfigFileError(f"{path}: not valid JSON ({exc}); truncated, or not a hardware config") from None
     return from_dict(data)

@@ -68,9 +68,9 @@ def cache_root() -> Path:
     return cache_dir() / ENTRY_PARENT
 
 
-def module_path(name: str) -> Path:
-    """Path of the RTL module file ``name`` (without ``.sv``)."""
-    path = RTL_DIR / f"{name}.sv"
+def module_path(name: str, rtl_dir: Path | str | None = None) -> Path:
+    """Path of the RTL module file ``name`` (without ``.sv``) in ``rtl_dir`` (default: the shipped RTL)."""
+    path = Path(rtl_dir or RTL_DIR) / f"{name}.sv"
     if not path.exists():
         raise RtlBuildError(f"RTL module {name!r} not found at {path}; known modules: {list(RTL_MODULES)}")
     return path
@@ -96,14 +96,19 @@ def package_file(cfg: HwConfig) -> Path:
     return path
 
 
-def rtl_sources(cfg: HwConfig | str, modules: Sequence[str] = RTL_MODULES) -> list[Path]:
-    """The package of ``cfg`` followed by ``modules`` (default: the whole design) in dependency order."""
+def rtl_sources(cfg: HwConfig | str, modules: Sequence[str] = RTL_MODULES,
+                rtl_dir: Path | str | None = None) -> list[Path]:
+    """The package of ``cfg`` followed by ``modules`` (default: the whole design) in dependency order.
+
+    ``rtl_dir`` takes the module files from another folder (a modified copy of the RTL,
+    e.g. a mutant); the parameter package is always generated from ``cfg``.
+    """
     cfg = load_config(cfg)
     unknown = [m for m in modules if m not in RTL_MODULES]
     if unknown:
         raise RtlBuildError(f"unknown RTL module(s) {unknown}; known modules: {list(RTL_MODULES)}")
     ordered = [m for m in RTL_MODULES if m in modules]
-    return [package_file(cfg)] + [module_path(m) for m in ordered]
+    return [package_file(cfg)] + [module_path(m, rtl_dir) for m in ordered]
 
 
 def verilator_bin() -> Path:

@@ -10,7 +10,8 @@ import numpy as np
 
 from vdla_hw.asm import assemble, disassemble
 from vdla_hw.config import load_config
-from vdla_hw.isa import UOP_BYTES, IsaError
+from runtime.raw_program import read_instruction_image, read_uop_image
+from vdla_hw.isa import IsaError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -56,18 +57,13 @@ def _asm(args: argparse.Namespace) -> int:
 
 def _disasm(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
-    insns = cfg.isa.decode_program(args.binary.read_bytes())
+    try:
+        insns = cfg.isa.decode_program(read_instruction_image(args.binary))
+    except IsaError as exc:
+        raise IsaError(f"{args.binary}: {exc}", hint=f"was it assembled for config {cfg.name!r}?") from None
     uops = None
     if args.uops:
-        raw = args.uops.read_bytes()
-        if len(raw) % UOP_BYTES:
-            raise IsaError(f"{args.uops}: {len(raw)} bytes is not a multiple of the {UOP_BYTES}-byte micro-op")
-        words = np.frombuffer(raw, dtype="<u4")
-        uops = []
-        for k, w in enumerate(words):
-            try:
-                uops.append(cfg.isa.decode_uop(int(w)))
-            except IsaError as exc:
-                raise IsaError(f"{args.uops}: micro-op {k}: {exc}") from None
+        words = np.frombuffer(read_uop_image(args.uops, cfg), dtype="<u4")
+        uops = [cfg.isa.decode_uop(int(w)) for w in words]
     sys.stdout.write(disassemble(insns, uops, numbered=args.numbered))
     return 0

@@ -1,4 +1,4 @@
-"""``vdla compile-op``: compile one operator for a target and dump the program after every
+"""vdla compile-op: compile one operator for a target and dump the program after every
 schedule primitive and every lowering pass."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``vdla demo``: a ResNet-18 convolution compiled for VDLA, run on the cycle model with and without
+"""vdla demo: a ResNet-18 convolution compiled for VDLA, run on the cycle model with and without
 latency hiding, checked bit-exactly against NumPy, and drawn as a timeline."""
 
 from __future__ import annotations

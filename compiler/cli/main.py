@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 import traceback
 import warnings
@@ -28,13 +29,32 @@ COMMAND_MODULES: tuple[str, ...] = (
     "demo",
     "compile_op",
     "model",
+    "fuzz",
     "example",
     "cache",
+    "pool",
+    "tune",
 )
 
 
+_RST_LITERAL = re.compile(r"``(.+?)``")
+_RST_ROLE = re.compile(r":(?:class|func|mod|meth|data|attr|exc):`~?([^`]+)`")
+
+
+class PlainArgumentParser(argparse.ArgumentParser):
+    """An argument parser whose help is plain text.
+
+    Command modules use their docstrings (reStructuredText for the API docs) as descriptions;
+    the markup is dropped here, once, for every command and sub-command parser.
+    """
+
+    def format_help(self) -> str:
+        return _RST_ROLE.sub(r"\1", _RST_LITERAL.sub(r"\1", super().format_help()))
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="vdla", description="The VDLA deep-learning compiler and accelerator toolkit.")
+    # Sub-parsers inherit the parser class, so nested groups (vdla hw ..., vdla pool ...) are plain too.
+    parser = PlainArgumentParser(prog="vdla", description="The VDLA deep-learning compiler and accelerator toolkit.")
     parser.add_argument("--quiet", action="store_true", help="no progress bars (they are only drawn on a terminal)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:

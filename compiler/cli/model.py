@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
 
+from runtime.file_checks import load_arrays, load_npy
+from compiler.cli.pool import add_pool_options, pool_executor
 from vdla_hw.errors import UsageError
 
 
@@ -30,6 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="fix a symbolic input shape, e.g. x=1,3,224,224 (repeatable)")
     p.add_argument("--quantize-first-conv", action="store_true", help="quantize the first conv too (default: float)")
     p.add_argument("--cpu-target", default="llvm", help="LLVM target of the CPU kernels (default: this host)")
+    p.add_argument("--tuning-log", metavar="TUNE.jsonl",
+                   help="apply the best config per task from a `vdla tune` log (others keep the default)")
     p.add_argument("-o", "--output", required=True, help="the module file to write (.vdla)")
     p.set_defaults(func=cmd_compile)
 
@@ -39,11 +44,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--input", action="append", required=True, metavar="[NAME=]X.npy",
                    help="an input array (.npy); NAME= is needed when the model has several inputs")
     p.add_argument("--backend", default="fsim", help="backend of the VDLA nodes: fsim, cycle, rtl (default: fsim)")
+    p.add_argument("--config", help="hardware preset name or .json path of the device; a module compiled for "
+                                    "another config is refused (default: the module's own)")
     p.add_argument("--profile", action="store_true", help="print per-node times (CPU) and cycles/utilization (VDLA)")
     p.add_argument("--trace", metavar="OUT.json", help="with --backend cycle: a Chrome timeline of the VDLA nodes")
     p.add_argument("--threads", type=int, default=1, help="threads of the CPU kernels (0 = all; default: 1)")
     p.add_argument("--output", metavar="Y.npy", help="write the (first) output here")
-    p.add_argument("--json", metavar="OUT.json", help="write the profile as JSON")
+    p.add_argument("--json", metavar="OUT.json", help="write the profile as JSON (implies --profile)")
+    add_pool_options(p)
     p.set_defaults(func=cmd_run)
 
 
@@ -59,14 +67,13 @@ def _shapes(items: list[str]) -> dict[str, tuple[int, ...]]:
 
 
 def _calibration(path: str, input_names: list[str]) -> list[dict[str, np.ndarray]]:
-    data = np.load(path, allow_pickle=False)
+    data = load_arrays(path, "calibration data (.npz, or .npy for a one-input model)")
     if isinstance(data, np.ndarray):
         if len(input_names) != 1:
             raise UsageError(f"{path}: the model has inputs {input_names}; use an .npz with one array per input")
         arrays = {input_names[0]: data}
     else:
-        with data:
-            arrays = {k: data[k] for k in data.files}
+        arrays = data
     missing = sorted(set(input_names) - set(arrays))
     if missing:
         raise UsageError(f"{path} has arrays {sorted(arrays)} but the model's inputs {missing} are missing")
@@ -88,14 +95,31 @@ def cmd_compile(args: argparse.Namespace) -> int:
         for s in samples:
             for n in graph.input_nodes:
                 s[n.name] = np.asarray(s[n.name], n.type.dtype).reshape(n.type.shape)
-    compiled = build_model(graph, target=args.target, config=args.config, calibrate=samples,
-                           skip_first_conv=not args.quantize_first_conv, cpu_target=args.cpu_target,
-                           name=Path(args.model).stem)
+    from contextlib import nullcontext
+
+    from compiler.autotune.database import ApplyBest, read_log
+    from compiler.autotune.dispatch import dispatching
+
+    if args.tuning_log and not Path(args.tuning_log).is_file():
+        raise UsageError(f"tuning log {args.tuning_log} does not exist", hint="write one with `vdla tune`")
+    apply = (ApplyBest(read_log(args.tuning_log), args.target, args.cpu_target, args.config)
+             if args.tuning_log else None)
+    with dispatching(apply) if apply is not None else nullcontext():
+        compiled = build_model(graph, target=args.target, config=args.config, calibrate=samples,
+                               skip_first_conv=not args.quantize_first_conv, cpu_target=args.cpu_target,
+                               name=Path(args.model).stem)
     path = compiled.export(args.output)
     where = ", ".join(f"{k} {v}" for k, v in sorted(compiled.placement().items()))
     print(f"compiled {args.model} for {args.target} in {compiled.compile_seconds:.2f} s: {where} nodes -> {path}")
     for name, reason in compiled.fallbacks.items():
         print(f"  {name}: on the CPU, {reason}")
+    if apply is not None:
+        print(f"tuning log {args.tuning_log}: best config applied to {len(apply.applied)} tasks, "
+              f"default kept for {len(apply.fallbacks)}")
+        for name, key in sorted(apply.applied.items()):
+            print(f"  tuned {name}: {key}")
+        for name, reason in sorted(apply.fallbacks.items()):
+            print(f"  default {name}: {reason}")
     return 0
 
 
@@ -107,25 +131,33 @@ def _inputs(items: list[str], names: list[str]) -> dict[str, np.ndarray]:
             if len(names) != 1:
                 raise UsageError(f"the model has inputs {names}: name each one, --input NAME=X.npy")
             name = names[0]
-        out[name] = np.load(file, allow_pickle=False)
+        out[name] = load_npy(file, f"an input array (.npy) for --input {item}")
     return out
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from runtime.graph_executor import load
 
-    module = load(args.module)
+    from vdla_hw.config import load_config
+
+    module = load(args.module, load_config(args.config) if args.config else None)
     module.set_num_threads(args.threads)
     inputs = _inputs(args.input, module.input_names)
-    if args.profile or args.trace:
-        outputs, profile = module.profile(inputs, backend=args.backend, trace=args.trace)
-        print(profile.table())
-        if profile.trace:
-            print(f"timeline of the VDLA nodes: {profile.trace} (open it in ui.perfetto.dev)")
-        if args.json:
-            Path(args.json).write_text(json.dumps(profile.to_json(), indent=1))
-    else:
-        outputs = module.run(inputs, backend=args.backend)
+    with ExitStack() as stack:
+        if args.pool:
+            from runtime.pool.tasks import pool_runner
+
+            # Each VDLA node's program runs on a pool worker offering the backend; CPU nodes stay here.
+            module.set_program_runner(pool_runner(stack.enter_context(pool_executor(args))))
+        if args.profile or args.trace or args.json:
+            outputs, profile = module.profile(inputs, backend=args.backend, trace=args.trace)
+            print(profile.table())
+            if profile.trace:
+                print(f"timeline of the VDLA nodes: {profile.trace} (open it in ui.perfetto.dev)")
+            if args.json:
+                Path(args.json).write_text(json.dumps(profile.to_json(), indent=1))
+        else:
+            outputs = module.run(inputs, backend=args.backend)
     for name, y in zip(module.output_names, outputs):
         flat = y.reshape(-1)
         head = np.array2string(flat[:8], precision=4, separator=", ")

@@ -15,7 +15,12 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+from google.protobuf.message import DecodeError
 from onnx import numpy_helper
+from onnx.external_data_helper import load_external_data_for_model
+
+from runtime.file_checks import describe, read_bytes, wrong_kind
+from vdla_hw.errors import BadFileError
 
 from compiler.frontend.onnx_context import ImportContext, onnx_dtype
 from compiler.frontend.onnx_ops import CONVERTERS
@@ -30,15 +35,24 @@ SUPPORTED_OPERATORS = tuple(sorted(CONVERTERS))
 
 
 def load_model(model: onnx.ModelProto | str | Path) -> onnx.ModelProto:
+    """The model itself, or the model read from an ONNX file, checked: a missing, empty, truncated or
+    foreign file is a :class:`~vdla_hw.errors.BadFileError` naming it."""
     if isinstance(model, onnx.ModelProto):
         return model
     path = Path(model)
-    if not path.is_file():
-        raise UnsupportedModelError(f"ONNX file {str(path)!r} does not exist")
+    what = "an ONNX model (.onnx)"
+    data = read_bytes(path, what)
+    if describe(data) not in ("binary data of an unknown kind", "a text file"):
+        raise wrong_kind(path, data, what, hint="export the model with torch.onnx.export or onnx.save")
     try:
-        return onnx.load(str(path))
-    except Exception as exc:  # onnx raises DecodeError and others for a corrupt file
-        raise UnsupportedModelError(f"{path} is not a readable ONNX model: {exc}") from None
+        proto = onnx.load_model_from_string(data)
+    except DecodeError as exc:
+        raise BadFileError(f"{path} is truncated or not an ONNX model ({len(data)} bytes; {exc})",
+                           hint="export the model again with torch.onnx.export or onnx.save") from None
+    if not proto.HasField("graph") or not proto.graph.node:
+        raise BadFileError(f"{path} is not an ONNX model: it holds no graph", hint="pass the .onnx file of a model")
+    load_external_data_for_model(proto, str(path.parent))  # as onnx.load does; a no-op without external data
+    return proto
 
 
 def default_opset(model: onnx.ModelProto) -> int:

@@ -18,6 +18,7 @@ from dataclasses import replace
 import numpy as np
 
 from compiler import te, topi
+from compiler.autotune import dispatch
 from compiler.graph.ir import Node
 from compiler.graph.layout import parse_layout, unpack
 from compiler.graph.lower_llvm import KernelBuilder, Operand, _c, _out_shape, _relayout, _shape
@@ -33,6 +34,34 @@ _CONV_BLOCK = 16
 #: registers; 14 ran as fast on ResNet-18's layers here (the FMA latency is hidden either way) and
 #: halves the unrolled code LLVM has to compile.
 _OW_BLOCK = 14
+
+
+def conv_workload(data: Tensor, kernel: Tensor, stride: Sequence[int], pad: Sequence[int]) -> dict[str, int]:
+    """The auto-tuner's description of one blocked conv2d: its operand shapes, stride and padding."""
+    n, ico, h, w, icb = _shape(data)
+    oco, _, kh, kw, _, ocb = _shape(kernel)
+    return {"n": n, "ic_outer": ico, "h": h, "w": w, "ic_block": icb, "oc_outer": oco, "kh": kh, "kw": kw,
+            "oc_block": ocb, "stride_h": stride[0], "stride_w": stride[1], "pad_h": pad[0], "pad_w": pad[1]}
+
+
+def default_conv_knobs(conv: Tensor) -> topi.Conv2dNCHWcKnobs:
+    """topi's default register tile with the column block capped at :data:`_OW_BLOCK`."""
+    knobs = topi.default_conv2d_nchwc_knobs(conv)
+    return replace(knobs, ow_block=largest_divisor(_shape(conv)[3], min(knobs.ow_block, _OW_BLOCK)))
+
+
+def dense_workload(x: Tensor, packed: Tensor, out_features: int) -> dict[str, int]:
+    """The auto-tuner's description of one packed dense layer."""
+    m, k = _shape(x)
+    return {"m": m, "k": k, "n": out_features, "n_block": _shape(packed)[2]}
+
+
+def depthwise_workload(data: Tensor, kernel: Tensor, stride: Sequence[int], pad: Sequence[int]) -> dict[str, int]:
+    """The auto-tuner's description of one NCHW depthwise conv2d."""
+    n, c, h, w = _shape(data)
+    _, _, kh, kw = _shape(kernel)
+    return {"n": n, "c": c, "h": h, "w": w, "kh": kh, "kw": kw, "stride_h": stride[0], "stride_w": stride[1],
+            "pad_h": pad[0], "pad_w": pad[1]}
 
 
 def _acc_dtype(node: Node) -> str:
@@ -115,8 +144,8 @@ def _fast_conv2d(node: Node, x: Tensor, weight: np.ndarray, bias: Tensor | None,
     blocked = weight.reshape(o // ob, ob, c // ib, ib, *weight.shape[2:]).transpose(0, 2, 4, 5, 3, 1)
     wt = kb.constant(blocked, f"{node.name}_w")
     conv = topi.conv2d_nchwc(data, wt, stride=tuple(a["strides"]), padding=(pt, pl), name=f"{node.name}_nchwc")
-    knobs = topi.default_conv2d_nchwc_knobs(conv)
-    knobs = replace(knobs, ow_block=largest_divisor(_shape(conv)[3], min(knobs.ow_block, _OW_BLOCK)))
+    knobs = (dispatch.query("conv2d_nchwc", conv_workload(data, wt, a["strides"], (pt, pl)))
+             or default_conv_knobs(conv))
     kb.scheduled(conv, lambda s: topi.schedule_conv2d_nchwc(conv, knobs, s=s), [data, wt])
     if out_block > 1:
         if bias is None:
@@ -126,6 +155,25 @@ def _fast_conv2d(node: Node, x: Tensor, weight: np.ndarray, bias: Tensor | None,
     if bias is None:
         return te.compute(node.type.shape, lambda b, k, y, xx: conv[b, k // ob, y, xx, k % ob], name=node.name)
     return te.compute(node.type.shape, lambda b, k, y, xx: conv[b, k // ob, y, xx, k % ob] + bias[k], name=node.name)
+
+
+def _depthwise_conv2d(node: Node, x: Tensor, weight: np.ndarray, bias: Tensor | None, kb: KernelBuilder) -> Tensor:
+    """Float NCHW depthwise conv2d (+ bias) through topi's depthwise schedule."""
+    a = node.attrs
+    pt, pl, pb, pr = a["padding"]
+    src = x
+    if (pt, pl) != (pb, pr):
+        ph, pw = min(pt, pb), min(pl, pr)
+        src = _pad_spatial(x, pt - ph, pb - ph, pl - pw, pr - pw, f"{node.name}_pad")
+        pt, pl = ph, pw
+    wt = kb.constant(weight, f"{node.name}_w")
+    conv = topi.depthwise_conv2d_nchw(src, wt, stride=tuple(a["strides"]), padding=(pt, pl),
+                                      name=f"{node.name}_dw")
+    knobs = dispatch.query("depthwise_conv2d_nchw", depthwise_workload(src, wt, a["strides"], (pt, pl)))
+    kb.scheduled(conv, lambda s: topi.schedule_depthwise_conv2d_nchw(conv, knobs, s=s), [src, wt])
+    if bias is None:
+        return conv
+    return te.compute(node.type.shape, lambda b, k, y, xx: conv[b, k, y, xx] + bias[k], name=node.name)
 
 
 @register_lowering("conv2d", "llvm")
@@ -140,6 +188,10 @@ def _conv2d(node: Node, xs: Sequence[Operand]) -> Tensor:
     if (node.type.dtype == "float32" and a["groups"] == 1 and tuple(a["dilation"]) == (1, 1)
             and weight is not None and in_block is not None and out_block is not None):
         return _fast_conv2d(node, x, unpack(weight, kl), bias, kb, in_block, out_block)
+    if (node.type.dtype == "float32" and weight is not None and dl == "NCHW" and ol == "NCHW"
+            and tuple(a["dilation"]) == (1, 1) and a["groups"] > 1 and a["groups"] == _shape(x)[1]
+            and unpack(weight, kl).shape[:2] == (a["groups"], 1)):
+        return _depthwise_conv2d(node, x, unpack(weight, kl), bias, kb)
     primal_out = parse_layout(ol).primal_shape(node.type.shape)
     xd = _relayout(x, dl, "NCHW", parse_layout(dl).primal_shape(_shape(x)), f"{node.name}_data")
     wk = (kb.constant(unpack(weight, kl), f"{node.name}_w") if weight is not None
@@ -168,7 +220,8 @@ def _dense(node: Node, xs: Sequence[Operand]) -> Tensor:
         packed[:n] = wt
         pw = kb.constant(np.ascontiguousarray(packed.reshape(nb, lanes, -1).transpose(0, 2, 1)), f"{node.name}_w")
         mm = topi.dense_pack(xd, pw, n, name=f"{node.name}_dense")
-        out = kb.scheduled(mm, lambda s: topi.schedule_dense(mm, s=s), [xd, pw])
+        knobs = dispatch.query("dense_pack", dense_workload(xd, pw, n))
+        out = kb.scheduled(mm, lambda s: topi.schedule_dense(mm, knobs, s=s), [xd, pw])
     else:
         wk = (kb.constant(unpack(weight, kl), f"{node.name}_w") if weight is not None
               else _relayout(w, kl, "OI", parse_layout(kl).primal_shape(_shape(w)), f"{node.name}_wt"))

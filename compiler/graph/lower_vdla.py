@@ -14,11 +14,12 @@ DRAM image once, so the runtime only re-binds the input.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 from vdla_hw.config import HwConfig
 
+from compiler.autotune import dispatch
 from compiler.graph.errors import NotLoweredError
 from compiler.graph.ir import Graph, Node, TensorType
 from compiler.graph.ops import lower, register_lowering
@@ -180,7 +181,11 @@ class VdlaKernel:
 
 def _compile(wl: Conv2dWorkload, target: VdlaTarget, epilogue: Requantize, virtual_threads: int,
              name: str) -> CompiledConv:
-    """Compile with ``virtual_threads``, or with fewer when the layer has too few tiles to split."""
+    """Compile with the tuned knobs (when a tuning log has them), else with ``virtual_threads``, or with
+    fewer when the layer has too few tiles to split."""
+    tuned = dispatch.query("vdla_conv2d", asdict(wl))
+    if tuned is not None:
+        return compile_conv2d(wl, target, knobs=tuned, epilogue=epilogue)
     errors = []
     for vt in range(virtual_threads, 0, -1):
         try:
@@ -190,8 +195,8 @@ def _compile(wl: Conv2dWorkload, target: VdlaTarget, epilogue: Requantize, virtu
     raise NotLoweredError(f"kernel {name!r}: no VDLA schedule of {wl} fits: " + "; ".join(errors))
 
 
-def compile_kernel(node: Node, graph: Graph, cfg: HwConfig, virtual_threads: int = 2) -> VdlaKernel:
-    """Compile a ``fused`` node placed on the VDLA; raises NotLoweredError when its body does not fit."""
+def kernel_gemm(node: Node, graph: Graph, cfg: HwConfig) -> tuple[VdlaGemm, str]:
+    """The GEMM a ``fused`` node placed on the VDLA computes, and the name of its data input."""
     body: Graph = node.attrs["body"]
     env: dict[str, object] = {}
     data_value = None
@@ -206,6 +211,12 @@ def compile_kernel(node: Node, graph: Graph, cfg: HwConfig, virtual_threads: int
     g = env[body.outputs[0]]
     if not isinstance(g, VdlaGemm) or data_value is None:
         raise NotLoweredError(f"kernel {node.name!r} does not compute a VDLA GEMM")
+    return g, data_value
+
+
+def compile_kernel(node: Node, graph: Graph, cfg: HwConfig, virtual_threads: int = 2) -> VdlaKernel:
+    """Compile a ``fused`` node placed on the VDLA; raises NotLoweredError when its body does not fit."""
+    g, data_value = kernel_gemm(node, graph, cfg)
     epilogue = g.requantize()
     compiled = _compile(g.workload, VdlaTarget(cfg), epilogue, virtual_threads, node.name)
     wl = g.workload
@@ -217,4 +228,4 @@ def compile_kernel(node: Node, graph: Graph, cfg: HwConfig, virtual_threads: int
     return VdlaKernel(node.name, program, data_value, perm, out_shape, perm, wl, epilogue)
 
 
-__all__ = ["VdlaGemm", "VdlaKernel", "VdlaOperand", "compile_kernel"]
+__all__ = ["VdlaGemm", "VdlaKernel", "VdlaOperand", "compile_kernel", "kernel_gemm"]

@@ -86,7 +86,9 @@ class Conv2dNCHWcKnobs:
     channel blocks outermost) or ``"kh_kw_ic"``; ``outer_order``: ``"oc_y"`` (channel
     blocks outside rows: a weight block stays in cache over all rows) or ``"y_oc"`` (an
     input row stays in cache over all channel blocks); ``parallel``: run the fused outer
-    loop on all threads.
+    loop on all threads; ``oc_block``: output-channel blocks per register tile (the tile is
+    ``oc_block x ow_block`` vectors: each broadcast input feeds ``oc_block`` FMAs, each
+    weight vector ``ow_block``).
     """
 
     ow_block: int
@@ -94,10 +96,13 @@ class Conv2dNCHWcKnobs:
     reduce_order: str = "ic_kh_kw"
     outer_order: str = "oc_y"
     parallel: bool = True
+    oc_block: int = 1
 
-    def validate(self, out_width: int) -> None:
+    def validate(self, out_width: int, oc_outer: int | None = None) -> None:
         if self.ow_block < 1 or out_width % self.ow_block:
             raise TopiError(f"ow_block {self.ow_block} must divide the output width {out_width}")
+        if self.oc_block < 1 or (oc_outer is not None and oc_outer % self.oc_block):
+            raise TopiError(f"oc_block {self.oc_block} must divide the {oc_outer} output-channel blocks")
         if self.reduce_order not in _REDUCE_ORDERS:
             raise TopiError(f"reduce_order {self.reduce_order!r} is not one of {_REDUCE_ORDERS}")
         if self.outer_order not in _OUTER_ORDERS:
@@ -131,15 +136,20 @@ def schedule_conv2d_nchwc(out: Tensor, knobs: Conv2dNCHWcKnobs | None = None,
     if s is None:
         s = create_schedule(out)
     knobs = knobs or default_conv2d_nchwc_knobs(out, target)
-    knobs.validate(const_shape(out)[3])
+    knobs.validate(const_shape(out)[3], const_shape(out)[1])
     pad = out.op.input_tensors()[0]
     if isinstance(pad.op, ComputeOp):
         _schedule_pad(s, pad, knobs.parallel)
     b, oc, y, x, o, rc, ry, rx, ri = s.get_loops(out)
     xo, xi = s.split(x, factor=knobs.ow_block)
+    tile = (xi, o)
+    if knobs.oc_block > 1:
+        oc, oci = s.split(oc, factor=knobs.oc_block)
+        tile = (oci, xi, o)
+        s.unroll(oci)
     reduce = (rc, ry, rx, ri) if knobs.reduce_order == "ic_kh_kw" else (ry, rx, rc, ri)
     outer = (b, oc, y) if knobs.outer_order == "oc_y" else (b, y, oc)
-    s.reorder(*outer, xo, *reduce, xi, o)
+    s.reorder(*outer, xo, *reduce, *tile)
     s.unroll(xi)
     s.vectorize(o)
     if knobs.unroll_kw:

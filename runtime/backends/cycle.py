@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
+from simulator.checks import check_opcodes
 from simulator.cycle import CycleStats, Watchdog, format_stats, run_cycle, write_chrome_trace
 from simulator.cycle.plot import plot_gantt
 
@@ -49,6 +50,7 @@ class CycleBackend:
         max_seconds: float = _DEFAULTS.max_seconds,
     ) -> RunResult:
         watchdog = Watchdog(max_cycles=max_cycles, max_seconds=max_seconds)
+        check_opcodes(program.dram, program.insn_addr, program.insn_count)
         result = run_cycle(
             program.config,
             program.instructions,

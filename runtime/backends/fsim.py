@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from simulator.checks import check_opcodes
 from simulator.fsim import DEFAULT_MAX_STEPS, run_fsim
 
 from runtime.backends import BackendOption
@@ -20,5 +21,6 @@ class FsimBackend:
     )
 
     def run(self, program: Program, *, max_steps: int = DEFAULT_MAX_STEPS) -> RunResult:
+        check_opcodes(program.dram, program.insn_addr, program.insn_count)
         result = run_fsim(program.config, program.instructions, program.dram, max_steps=max_steps)
         return RunResult(self.name, program, result.dram, result.counters, None, {"tokens_left": result.tokens_left})

@@ -7,6 +7,13 @@ board driver would, and the clock loop runs in C++ until the design raises done.
 The result carries the final DRAM (bit-identical to fsim for a correct design), the
 design's own cycle counter and the simulation speed.
 
+Faults: before simulating, the program is checked statically (:func:`check_program`,
+:func:`check_opcodes`) and run once on fsim, so an out-of-range SRAM/DRAM access, a read
+of never-written SRAM or a protocol violation raises the same error, naming the same
+instruction, as on fsim and cycle -- the RTL itself has no range or written-ness checks
+and would run such a program to the end (see docs/rtl.md, "Faults"). Deadlocks and
+watchdog expiry are detected on the RTL itself.
+
 A watchdog bounds every run: when the cycle or wall-clock limit is reached, or the
 design stops moving (every module waits for tokens and nothing changes), the error
 names the instruction each module was working on, read from the design's debug
@@ -15,6 +22,8 @@ outputs.
 
 from __future__ import annotations
 
+import itertools
+import os
 import time
 from collections import Counter
 from pathlib import Path
@@ -22,17 +31,17 @@ from typing import Any, Callable, ClassVar
 
 from vdla_hw.errors import UsageError
 from vdla_hw.harness import DramLatency, RtlSim, RunStatus
-from vdla_hw.harness.build import harness_library
 from vdla_hw.harness.hang import describe_machine, describe_modules
 from vdla_hw.isa import opcode_of
 from vdla_hw.progress import bar
 
-from runtime.backends import BackendOption
+from runtime.backends import BackendError, BackendOption
 from runtime.backends.waveform import Window, check_waveform, min_cycles
 from runtime.program import Program
 from runtime.result import RunResult
-from simulator.checks import check_program
-from simulator.errors import DeadlockError, SimTimeoutError
+from simulator.checks import check_opcodes, check_program
+from simulator.errors import DeadlockError, SimTimeoutError, SimulationError
+from simulator.fsim import run_fsim
 
 DEFAULT_MAX_CYCLES = 1 << 32
 DEFAULT_MAX_SECONDS = 3600.0
@@ -42,6 +51,8 @@ STALL_CHUNKS = 4
 """Chunks without any change of the debug outputs or DRAM traffic, while no module
 executes, after which the design is declared deadlocked."""
 _EXECUTING = 2
+_RUNS = itertools.count()
+"""Numbers the coverage files of this process's runs."""
 
 
 class RtlTimeoutError(SimTimeoutError):
@@ -60,6 +71,10 @@ class RtlBackend:
         BackendOption("--max-seconds", "max_seconds", "watchdog: most wall-clock seconds", "float", DEFAULT_MAX_SECONDS, "S"),
         BackendOption("--dram-latency", "dram_latency", "cycles of the DRAM model from request to first beat "
                       "(default: the config's timing.dram_latency)", "int", None, "N"),
+        BackendOption("--rtl-dir", "rtl_dir", "simulate the RTL module files of this folder (a modified copy of "
+                      "vdla_hw/rtl) instead of the shipped RTL", "str", None, "DIR"),
+        BackendOption("--coverage-dir", "coverage_dir", "build with Verilator line/toggle coverage and write one "
+                      "coverage .dat file per run into this folder", "str", None, "DIR"),
     )
 
     @classmethod
@@ -82,6 +97,8 @@ class RtlBackend:
         max_cycles: int = DEFAULT_MAX_CYCLES,
         max_seconds: float = DEFAULT_MAX_SECONDS,
         dram_latency: int | None = None,
+        rtl_dir: str | Path | None = None,
+        coverage_dir: str | Path | None = None,
         fst_window: str | Window | None = None,
     ) -> RunResult:
         if max_cycles < 1 or not max_seconds > 0:
@@ -93,10 +110,14 @@ class RtlBackend:
         # A program the ISA forbids is rejected here, with the simulators' message, rather
         # than after a hang on the RTL.
         check_program(cfg, program.instructions)
+        check_opcodes(program.dram, program.insn_addr, program.insn_count)
+        precheck_faults(program)
         latency = None if dram_latency is None else DramLatency(max(1, dram_latency), max(1, dram_latency))
-        if fst is not None:
-            check_waveform(program, harness_library(cfg, trace=True), window, fst)
-        with RtlSim(cfg, fst=fst, latency=latency) as sim:
+        if rtl_dir is not None and not Path(rtl_dir).is_dir():
+            raise BackendError(f"rtl_dir {rtl_dir} is not a folder; point it at a copy of vdla_hw/rtl")
+        with RtlSim(cfg, fst=fst, latency=latency, coverage=coverage_dir is not None, rtl_dir=rtl_dir) as sim:
+            if fst is not None:  # the file is open, but nothing is recorded before the program starts
+                check_waveform(program, sim.library, window, fst)
             sim.load_dram(program.dram)
             if window is not None:
                 sim.trace_window(sim.cycle + window.start, sim.cycle + window.end)
@@ -109,6 +130,8 @@ class RtlBackend:
             cycles = sim.rtl_cycles()
             dram = sim.read_dram(0, program.dram.size)
             axi_read, axi_written = sim.axi_bytes
+            if coverage_dir is not None:
+                coverage_file = sim.write_coverage(Path(coverage_dir) / f"run-{os.getpid()}-{next(_RUNS)}.dat")
         counters = _static_counters(program)
         counters.update({"axi_read_bytes": axi_read, "axi_write_bytes": axi_written})
         extra: dict[str, Any] = {
@@ -122,6 +145,8 @@ class RtlBackend:
         }
         if fst is not None:
             extra["fst"] = str(Path(fst).resolve())
+        if coverage_dir is not None:
+            extra["coverage_file"] = str(coverage_file)
         return RunResult(self.name, program, dram, counters, cycles, extra)
 
     def _clock(self, sim: RtlSim, program: Program, max_cycles: int, deadline: float) -> None:
@@ -162,6 +187,24 @@ class RtlBackend:
             if time.perf_counter() > deadline:
                 raise RtlTimeoutError(f"watchdog: wall-clock limit reached after {max_cycles - left:,} cycles without "
                                       f"FINISH retiring on the RTL; raise max_seconds if the program is that long\n{report}")
+
+
+def precheck_faults(program: Program) -> None:
+    """Raise the fault fsim finds in ``program`` that the RTL would not detect itself.
+
+    The error has the class and message fsim gives (same instruction index and
+    disassembly), plus a note that the pre-check found it. A deadlock or watchdog expiry on
+    fsim is left to the RTL run, which detects and reports those from the design's state.
+    """
+    try:
+        run_fsim(program.config, program.instructions, program.dram)
+    except (DeadlockError, SimTimeoutError):
+        return
+    except SimulationError as exc:
+        raise type(exc)(
+            f"{exc}\n(found by the rtl backend's functional pre-check, before simulating: the RTL does not "
+            f"detect this fault itself and would run on with wrong results)"
+        ) from exc
 
 
 def _static_counters(program: Program) -> dict[str, int]:

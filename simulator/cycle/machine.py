@@ -80,17 +80,19 @@ def run_cycle(
     insn_addr: int = 0,
     timeline: bool = False,
     watchdog: Watchdog = Watchdog(),
+    zeroed_sram: bool = False,
 ) -> CycleResult:
     """Run a program on the cycle model, on a copy of ``dram``.
 
     ``insn_addr`` is the DRAM byte address fetch reads the instruction stream from
     (it only affects burst alignment).  Raises the same errors as fsim for a bad
     program, :class:`DeadlockError` when the machine stops before FINISH, and
-    :class:`SimTimeoutError` when a :class:`Watchdog` limit is reached.
+    :class:`SimTimeoutError` when a :class:`Watchdog` limit is reached. ``zeroed_sram`` treats SRAM as
+    starting at zero instead of rejecting reads of never-written elements, as fsim does.
     """
     program = tuple(insns)
     ops = check_program(cfg, program)
-    return _Machine(cfg, program, ops, MachineState(cfg, dram), insn_addr, timeline).run(watchdog)
+    return _Machine(cfg, program, ops, MachineState(cfg, dram, zeroed_sram=zeroed_sram), insn_addr, timeline).run(watchdog)
 
 
 class _Machine:
@@ -146,7 +148,10 @@ class _Machine:
         if cycles > watchdog.max_cycles:
             # Units compute ahead of the simulation clock, so a run can finish past the limit
             # before the clock reaches it.
-            raise self._timeout(f"{watchdog.max_cycles:,} simulated cycles", "max_cycles")
+            raise self._timeout(
+                f"{watchdog.max_cycles:,} simulated cycles", "max_cycles",
+                f"FINISH, instruction {len(self.ctx.insns) - 1}, retired only at cycle {cycles:,}",
+            )
         return self._result(cycles)
 
     def _watch(self, watchdog: Watchdog, halted: simpy.Event) -> Process:
@@ -220,11 +225,11 @@ class _Machine:
         """The cycle the last unit blocked: when the machine stopped."""
         return int(max(u.blocked_at for u in (self.fetch, self.load, self.compute, self.store)))
 
-    def _timeout(self, what: str, option: str) -> SimTimeoutError:
-        blocked = "; ".join(f"{k}: {v}" for k, v in self._blocked().items())
+    def _timeout(self, what: str, option: str, where: str | None = None) -> SimTimeoutError:
+        where = where or "; ".join(f"{k}: {v}" for k, v in self._blocked().items())
         return SimTimeoutError(
             f"watchdog: the cycle model ran {what} without FINISH retiring "
-            f"(at cycle {int(self.env.now):,}; {blocked}); "
+            f"(at cycle {int(self.env.now):,}; {where}); "
             f"raise the watchdog's {option} if the program is that long"
         )
 

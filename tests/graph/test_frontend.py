@@ -11,6 +11,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from compiler.frontend.onnx import SUPPORTED_OPERATORS, from_onnx
+from vdla_hw.errors import BadFileError
 from compiler.graph import UnsupportedModelError, run_graph
 from make_models import DATA, DIGITS_MODEL, fill_weights
 
@@ -93,7 +94,7 @@ def test_unsupported_element_type_is_named() -> None:
 
 
 def test_missing_file_is_reported(tmp_path: Path) -> None:
-    with pytest.raises(UnsupportedModelError, match="does not exist"):
+    with pytest.raises(BadFileError, match="nope.onnx does not exist"):
         from_onnx(tmp_path / "nope.onnx")
 
 

@@ -9,6 +9,7 @@ from runtime import BackendError, Device, Program, ProgramBuilder, get_backend, 
 from runtime.backends import backend_names
 from runtime.workloads import GemmTiling, tiled_gemm_program
 from vdla_hw.config import load_config, preset_names
+from vdla_hw.errors import BadFileError
 from vdla_hw.isa import AluOp, IsaError, MemType, Uop
 
 PRESETS = preset_names()
@@ -76,7 +77,7 @@ def test_save_load_round_trip(tmp_path) -> None:
 def test_load_rejects_other_files(tmp_path) -> None:
     bad = tmp_path / "x.vdlaprog"
     bad.write_bytes(b"not a program")
-    with pytest.raises(ValueError, match="not a VDLA program file"):
+    with pytest.raises(BadFileError, match="is a text file, not a VDLA program bundle"):
         Program.load(bad)
 
 

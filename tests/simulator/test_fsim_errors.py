@@ -125,7 +125,7 @@ def test_finish_racing_a_pending_store(cfg) -> None:
     pb.store(0, out.addr, 1, 1, 1, pop_prev=True)
     pb.finish()  # does not wait for the store
     with pytest.raises(ProtocolError, match=r"FINISH \(instruction 2\) retired while the store module"):
-        _run(pb)
+        _run(pb, zeroed_sram=True)
 
 
 @pytest.mark.parametrize(

@@ -64,7 +64,7 @@ def test_gemm_with_padding_on_all_sides_matches_numpy(preset: str) -> None:
 
 def _state_with_acc(preset: str, seed: int) -> tuple[MachineState, np.ndarray]:
     cfg = load_config(preset)
-    state = MachineState(cfg, np.zeros(64, np.uint8))
+    state = MachineState(cfg, np.zeros(64, np.uint8), zeroed_sram=True)
     rng = np.random.default_rng(seed)
     acc = _tiles(rng, 8, (cfg.batch, cfg.block_out), cfg.acc_width)
     acc[0, 0, :2] = [(1 << (cfg.acc_width - 1)) - 1, -(1 << (cfg.acc_width - 1))]  # extremes for wrap
@@ -99,7 +99,7 @@ def test_every_alu_op_matches_reference(preset: str, op: AluOp, operand: str) ->
 @pytest.mark.parametrize("preset", PRESETS)
 def test_alu_read_after_write_within_one_instruction_is_sequential(preset: str) -> None:
     cfg = load_config(preset)
-    state = MachineState(cfg, np.zeros(64, np.uint8))
+    state = MachineState(cfg, np.zeros(64, np.uint8), zeroed_sram=True)
     state.acc[:6] = 1
     # acc[i+1] += acc[i] for i = 0..4 in order: a running prefix sum 1, 2, 3, 4, 5, 6.
     words = cfg.isa.encode_uops([Uop(1, 0, 0)])
@@ -207,7 +207,7 @@ def test_repeated_loop_instructions_follow_reloaded_micro_ops(preset: str) -> No
         pb.alu(AluOp.ADD, 0, 3, src_factor=(0, 0), iter_in=2, dst_factor=(0, 4))
     prog = pb.build()
     insns = list(prog.instructions)
-    state = MachineState(cfg, prog.dram)
+    state = MachineState(cfg, prog.dram, zeroed_sram=True)  # accumulates into never-loaded accumulators
     for i, insn in enumerate(insns):
         execute(state, insn, i)
     ref = run_reference(cfg, insns, prog.dram)

@@ -39,7 +39,7 @@ def test_user_errors_exit_2_with_one_line(tmp_path, capsys):
     assert main(["disasm", str(tmp_path / "odd.bin")]) == 2
     assert "17 bytes is not a multiple of 16" in capsys.readouterr().err
     (tmp_path / "odd.uops").write_bytes(b"\0" * 6)
-    (tmp_path / "ok.bin").write_bytes(b"")
+    (tmp_path / "ok.bin").write_bytes(b"\0" * 16)
     assert main(["disasm", str(tmp_path / "ok.bin"), "--uops", str(tmp_path / "odd.uops")]) == 2
     assert "6 bytes is not a multiple of the 4-byte micro-op" in capsys.readouterr().err
     assert main(["hw", "show-config", "--config", "nope"]) == 2

@@ -53,17 +53,20 @@ class PortInfo:
     is_input: bool
 
 
-def harness_library(cfg: HwConfig | str, *, trace: bool = False) -> Path:
+def harness_library(cfg: HwConfig | str, *, trace: bool = False, coverage: bool = False,
+                    rtl_dir: Path | str | None = None) -> Path:
     """The harness shared library for ``cfg`` (built on first use, then cached).
 
     ``trace=True`` selects a variant with FST tracing compiled in (slower per cycle,
-    so it is only built when a waveform is asked for).
+    so it is only built when a waveform is asked for); ``coverage=True`` one with
+    Verilator's line and toggle coverage (``vh_coverage_write``).  ``rtl_dir`` builds
+    the RTL module files of another folder (a modified copy of ``vdla_hw/rtl``).
     """
     cfg = load_config(cfg)
-    sources = rtl_sources(cfg)
-    flags = _verilator_flags(trace)
-    folder = build_dir(cfg, "harness-fst" if trace else "harness", list(sources) + list(HARNESS_SOURCES),
-                       {"flags": flags, "make": _MAKE_FLAGS})
+    sources = rtl_sources(cfg, rtl_dir=rtl_dir)
+    flags = _verilator_flags(trace, coverage)
+    purpose = "harness" + ("-fst" if trace else "") + ("-cov" if coverage else "")
+    folder = build_dir(cfg, purpose, list(sources) + list(HARNESS_SOURCES), {"flags": flags, "make": _MAKE_FLAGS})
     lib = folder / LIB_NAME
     if lib.exists():
         return lib
@@ -74,11 +77,13 @@ def harness_library(cfg: HwConfig | str, *, trace: bool = False) -> Path:
     return lib
 
 
-def _verilator_flags(trace: bool) -> list[str]:
+def _verilator_flags(trace: bool, coverage: bool = False) -> list[str]:
     flags = ["--cc", "--exe", "-O3", "--top-module", TOP, *VERILATOR_BUILD_ARGS,
              "-CFLAGS", "-fPIC", "-CFLAGS", f"-I{HARNESS_DIR}", "-LDFLAGS", "-shared", "-o", LIB_NAME]
     if trace:
         flags += ["--trace-fst", "-CFLAGS", "-DVDLA_TRACE"]
+    if coverage:
+        flags += ["--coverage-line", "--coverage-toggle", "-CFLAGS", "-DVDLA_COVERAGE"]
     return flags
 
 

@@ -26,6 +26,9 @@
 #ifdef VDLA_TRACE
 #include "verilated_fst_c.h"
 #endif
+#ifdef VDLA_COVERAGE
+#include "verilated_cov.h"
+#endif
 
 namespace vdla {
 
@@ -77,6 +80,7 @@ class Harness {
     trace_to_ = to;
   }
 
+  VerilatedContext* context() { return ctx_.get(); }
   const std::string& error() const { return error_.empty() ? dram_.error() : error_; }
   uint64_t cycle() const { return cycle_; }
   std::vector<Port>& ports() { return ports_; }
@@ -247,6 +251,19 @@ void vh_destroy(void* h) { delete static_cast<Harness*>(h); }
 
 // Record only the cycles in [from, to) of the waveform (counted like vh_cycle).
 void vh_trace_window(void* h, uint64_t from, uint64_t to) { static_cast<Harness*>(h)->set_trace_window(from, to); }
+
+// Write the coverage points (line, toggle) hit so far to `path`; -1 in a build without
+// coverage (Verilator --coverage is a separate variant: it slows every cycle down).
+int vh_coverage_write(void* h, const char* path) {
+#ifdef VDLA_COVERAGE
+  static_cast<Harness*>(h)->context()->coveragep()->write(path);
+  return 0;
+#else
+  (void)h;
+  (void)path;
+  return -1;
+#endif
+}
 
 // Replace DRAM with `n` bytes of `data` followed by zeros up to `size` bytes.
 void vh_dram_load(void* h, const uint8_t* data, uint64_t n, uint64_t size) {

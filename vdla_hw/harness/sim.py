@@ -80,6 +80,7 @@ def _load(path: Path) -> ctypes.CDLL:
         "vh_poke_bytes": ([vp, i32, u8p, u32], None),
         "vh_peek_bytes": ([vp, i32, u8p, u32], None),
         "vh_eval_clock": ([vp, ctypes.c_uint8], None),
+        "vh_coverage_write": ([vp, ctypes.c_char_p], i32),
     }
     for name, (args, res) in sigs.items():
         fn = getattr(lib, name)
@@ -97,14 +98,20 @@ class RtlSim:
 
     ``fst`` writes a waveform of the whole session to that path (the traced variant
     of the harness is built on first use).  ``latency`` defaults to the config's
-    ``timing.dram_latency``.
+    ``timing.dram_latency``.  ``coverage`` selects the variant with Verilator line and
+    toggle coverage (see :meth:`write_coverage`); ``rtl_dir`` simulates the RTL module
+    files of another folder (a modified copy of ``vdla_hw/rtl``).
     """
 
-    def __init__(self, cfg: HwConfig | str, *, fst: str | Path | None = None, latency: DramLatency | None = None) -> None:
+    def __init__(self, cfg: HwConfig | str, *, fst: str | Path | None = None, latency: DramLatency | None = None,
+                 coverage: bool = False, rtl_dir: str | Path | None = None) -> None:
         self._h = None
         self.cfg = load_config(cfg)
         self.latency = latency or DramLatency.of(self.cfg)
-        self._lib = _load(harness_library(self.cfg, trace=fst is not None))
+        self.coverage = coverage
+        self.library = harness_library(self.cfg, trace=fst is not None, coverage=coverage, rtl_dir=rtl_dir)
+        """The shared library of this model (its build folder holds the Verilated sources)."""
+        self._lib = _load(self.library)
         path = str(Path(fst).resolve()).encode() if fst is not None else None
         if fst is not None:
             Path(fst).resolve().parent.mkdir(parents=True, exist_ok=True)
@@ -112,6 +119,16 @@ class RtlSim:
         self._check()
         self.ports = {self._lib.vh_port_name(self._h, k).decode(): k for k in range(self._lib.vh_port_count(self._h))}
         self.dram_size = 0
+
+    def write_coverage(self, path: str | Path) -> Path:
+        """Write the coverage points hit so far (Verilator's ``coverage.dat`` format) to ``path``."""
+        if not self.coverage:
+            raise ValueError("this simulation was built without coverage; create it with coverage=True")
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if self._lib.vh_coverage_write(self._h, str(path).encode()) != 0:
+            raise HarnessError(f"the harness library was built without coverage support; cannot write {path}")
+        return path
 
     # ---- lifetime -----------------------------------------------------------------------
     def close(self) -> None:

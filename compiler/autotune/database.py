@@ -1,0 +1,187 @@
+"""The tuning log: JSON lines, append-only, one flushed and fsync'ed record per measured config.
+
+Each record names its task (kind, workload, target, host), the config (knob values and key), the
+status and costs of the measurement, the cost unit, the measuring host, the tuner, and the
+feature vector of the config's program (so later runs on similar tasks can learn from it).  A
+run killed mid-write leaves at most a truncated last line, which loading skips; any other
+unreadable line is an error naming the file and line.  :class:`ApplyBest` answers the lowerings'
+queries with the best measured config per task and records which tasks fell back to the default.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vdla_hw.config import HwConfig, load_config
+from vdla_hw.errors import BadFileError
+
+from .space import Config
+from .task import VDLA_KINDS, HostInfo, Task, make_task
+
+LOG_FORMAT = "vdla-tuning-log"
+LOG_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Record:
+    """One measured config of one task."""
+
+    task: Task
+    config: dict[str, Any]
+    config_key: str
+    status: str
+    costs: tuple[float, ...]
+    unit: str
+    detail: str = ""
+    tuner: str = ""
+    measured_on: str = ""
+    timestamp: float = 0.0
+    features: tuple[float, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" and bool(self.costs)
+
+    @property
+    def cost(self) -> float:
+        if not self.ok:
+            return float("inf")
+        s = sorted(self.costs)
+        mid = len(s) // 2
+        return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": LOG_FORMAT, "version": LOG_VERSION, "task": self.task.to_json(), "task_key": self.task.key,
+                "config": self.config, "config_key": self.config_key, "status": self.status,
+                "costs": list(self.costs), "unit": self.unit, "detail": self.detail, "tuner": self.tuner,
+                "measured_on": self.measured_on, "timestamp": self.timestamp,
+                "features": [round(float(f), 4) for f in self.features]}
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> Record:
+        if d.get("format") != LOG_FORMAT or d.get("version") != LOG_VERSION:
+            raise ValueError(f"not a {LOG_FORMAT} v{LOG_VERSION} record")
+        return Record(Task.from_json(d["task"]), dict(d["config"]), d["config_key"], d["status"],
+                      tuple(float(c) for c in d["costs"]), d["unit"], d.get("detail", ""), d.get("tuner", ""),
+                      d.get("measured_on", ""), float(d.get("timestamp", 0.0)),
+                      tuple(float(f) for f in d.get("features", ())))
+
+    @staticmethod
+    def make(task: Task, config: Config, status: str, costs: Iterable[float], unit: str, detail: str = "",
+             tuner: str = "", features: Iterable[float] = ()) -> Record:
+        return Record(task, config.to_dict(), config.key, status, tuple(costs), unit, detail, tuner,
+                      HostInfo.detect().key, time.time(), tuple(features))
+
+
+def read_log(path: str | os.PathLike[str]) -> list[Record]:
+    """Every record of a log; a truncated last line (a killed writer) is skipped."""
+    p = Path(path)
+    if not p.exists():
+        return []
+    lines = p.read_text().split("\n")
+    records = []
+    for no, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(Record.from_json(json.loads(line)))
+        except (ValueError, KeyError, TypeError) as exc:
+            if no == len(lines) and not line.endswith("}"):
+                break  # the last write was cut short
+            raise BadFileError(f"{p}:{no}: not a tuning-log record ({exc})",
+                               hint="pass a log written by `vdla tune`, or start a new log") from None
+    return records
+
+
+class Database:
+    """An append-only tuning log, read once and then appended to record by record."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.records: list[Record] = read_log(self.path)
+        self._by_task: dict[str, list[Record]] = {}
+        for r in self.records:
+            self._by_task.setdefault(r.task.key, []).append(r)
+        self._repair_tail()
+
+    def _repair_tail(self) -> None:
+        # A killed writer may have left a partial last line (never acknowledged): cut it off so the
+        # next record starts on a line of its own.
+        if not self.path.exists():
+            return
+        data = self.path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            with self.path.open("r+b") as f:
+                f.truncate(data.rfind(b"\n") + 1)
+
+    def append(self, record: Record) -> None:
+        """Write one record and make it durable before returning."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a") as f:
+            f.write(json.dumps(record.to_json()) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        self.records.append(record)
+        self._by_task.setdefault(record.task.key, []).append(record)
+
+    def of_task(self, task: Task) -> list[Record]:
+        return list(self._by_task.get(task.key, ()))
+
+    def measured_keys(self, task: Task) -> set[str]:
+        return {r.config_key for r in self.of_task(task)}
+
+    def best(self, task: Task) -> Record | None:
+        ok = [r for r in self.of_task(task) if r.ok]
+        return min(ok, key=lambda r: r.cost) if ok else None
+
+    def similar(self, task: Task) -> list[Record]:
+        """Successful records of other tasks of the same kind (for transfer learning)."""
+        return [r for r in self.records if r.ok and r.task.kind == task.kind and r.task.key != task.key
+                and r.features]
+
+
+@dataclass
+class ApplyBest:
+    """A dispatcher giving the lowerings the best logged config of each task of ``target``.
+
+    ``applied`` maps a task name to the config key used; ``fallbacks`` maps a task name to why the
+    default was used (not in the log, or no successful measurement).
+    """
+
+    records: list[Record]
+    target: str = "llvm"
+    cpu_target: str = "llvm"
+    config: str | HwConfig = "default"
+    applied: dict[str, str] = field(default_factory=dict)
+    fallbacks: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._hw = load_config(self.config) if isinstance(self.config, str) else self.config
+        self._best: dict[str, Record] = {}
+        for r in self.records:
+            if r.ok and (r.task.key not in self._best or r.cost < self._best[r.task.key].cost):
+                self._best[r.task.key] = r
+
+    def query(self, kind: str, workload: Mapping[str, int]) -> Any | None:
+        from .template import template_for
+
+        vdla_kind = kind in VDLA_KINDS
+        if vdla_kind != (self.target == "vdla"):
+            return None  # e.g. the float first conv of a VDLA model: not a task of this tuning
+        task = make_task(kind, workload, self.cpu_target, self._hw)
+        best = self._best.get(task.key)
+        if best is None:
+            tried = any(r.task.key == task.key for r in self.records)
+            self.fallbacks[task.name] = ("no successful measurement in the log" if tried else
+                                         "not in the log (for this target and host)")
+            return None
+        template = template_for(task, self._hw.to_dict() if vdla_kind else None)
+        config = template.space.from_dict(best.config)
+        self.applied[task.name] = config.key
+        return template.knobs(config)

@@ -1,0 +1,40 @@
+"""How a tuned config reaches the lowerings: a context-local dispatcher they query.
+
+The graph lowerings (``compiler.graph.lower_llvm_nn``, ``lower_vdla``) call :func:`query` with the
+kind and workload of every tunable operator they schedule.  With no dispatcher installed (the
+default) it returns None and the lowering uses its default knobs; ``ApplyBest`` (``database.py``)
+answers with the best measured knobs, and task extraction (``task.py``) records the queries.
+This module imports nothing from the compiler so that the lowerings can import it freely.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Protocol
+
+
+class Dispatcher(Protocol):
+    """Answers a lowering's query with knobs (the schedule's knob dataclass) or None for the default."""
+
+    def query(self, kind: str, workload: Mapping[str, int]) -> Any | None: ...
+
+
+_CURRENT: ContextVar[Dispatcher | None] = ContextVar("vdla_autotune_dispatcher", default=None)
+
+
+def query(kind: str, workload: Mapping[str, int]) -> Any | None:
+    """The knobs the active dispatcher chose for this operator, or None (use the default)."""
+    dispatcher = _CURRENT.get()
+    return None if dispatcher is None else dispatcher.query(kind, dict(workload))
+
+
+@contextmanager
+def dispatching(dispatcher: Dispatcher) -> Iterator[Dispatcher]:
+    """Install ``dispatcher`` for the lowerings run inside the ``with`` block."""
+    token = _CURRENT.set(dispatcher)
+    try:
+        yield dispatcher
+    finally:
+        _CURRENT.reset(token)

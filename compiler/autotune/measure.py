@@ -1,0 +1,155 @@
+"""Measuring configs: a builder job and a runner job per config, on a pluggable executor.
+
+For every config: an illegal one is rejected before anything is built (``invalid``); the builder
+job (in a worker process, with a timeout) builds it into an artifact whose bytes come back, so the
+runner may be another process or machine; the runner job checks the output against the NumPy
+reference and times it (CPU: warm-up, a cache flush before each repeat, the median of the repeats,
+as an exclusive job; VDLA: cycle-model cycles).  Every failure is classified: ``build_error``,
+``runtime_error``, ``timeout``, ``wrong_result``.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .executor import JobExecutor, WorkerDied
+from .space import Config
+from .task import Task
+from .template import RunOutcome, Template, template_for
+
+
+class Status(str, Enum):
+    OK = "ok"
+    INVALID = "invalid"
+    BUILD_ERROR = "build_error"
+    RUNTIME_ERROR = "runtime_error"
+    TIMEOUT = "timeout"
+    WRONG_RESULT = "wrong_result"
+
+
+@dataclass(frozen=True)
+class MeasureOptions:
+    """How to measure: timing repeats, warm-up runs, the cache-flush size and the job timeouts."""
+
+    repeats: int = 5
+    warmup: int = 1
+    flush_bytes: int = 32 << 20
+    build_timeout_s: float = 120.0
+    run_timeout_s: float = 60.0
+
+
+@dataclass(frozen=True)
+class MeasureResult:
+    """One measured config: its status, costs (seconds or cycles) and what went wrong, if anything."""
+
+    config: Config
+    status: Status
+    costs: tuple[float, ...] = ()
+    detail: str = ""
+    build_s: float = 0.0
+
+    @property
+    def cost(self) -> float:
+        """The median cost; infinite for a failed config."""
+        return statistics.median(self.costs) if self.status == Status.OK and self.costs else float("inf")
+
+
+def time_cpu(call: Callable[[], None], repeats: int, warmup: int, flush_bytes: int) -> list[float]:
+    """Seconds per call: ``warmup`` calls, then per repeat a cache flush and enough calls to last ~1 ms."""
+    flush = np.zeros(max(flush_bytes // 8, 1))
+    for _ in range(max(warmup, 1)):
+        t0 = time.perf_counter()
+        call()
+        once = time.perf_counter() - t0
+    number = max(1, min(1000, int(1e-3 / max(once, 1e-9))))
+    costs = []
+    for _ in range(repeats):
+        flush += 1.0  # evicts the operands from the caches
+        t0 = time.perf_counter()
+        for _ in range(number):
+            call()
+        costs.append((time.perf_counter() - t0) / number)
+    return costs
+
+
+def build_job(task_json: dict[str, Any], hw_config: dict[str, Any] | None, config: dict[str, Any]) -> bytes:
+    """Builder: the artifact of ``config`` (module-level, so any executor can ship it)."""
+    template = template_for(Task.from_json(task_json), hw_config)
+    with tempfile.TemporaryDirectory(prefix="vdla_tune_") as tmp:
+        return template.build(template.space.from_dict(config), Path(tmp)).read_bytes()
+
+
+def run_job(task_json: dict[str, Any], hw_config: dict[str, Any] | None, artifact: bytes,
+            options: MeasureOptions) -> RunOutcome:
+    """Runner: check and time an artifact built by :func:`build_job`."""
+    template = template_for(Task.from_json(task_json), hw_config)
+    with tempfile.TemporaryDirectory(prefix="vdla_tune_") as tmp:
+        path = Path(tmp) / "artifact"
+        path.write_bytes(artifact)
+        return template.run(path, True, options.repeats, options.warmup, options.flush_bytes)
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+
+
+class Measurer:
+    """Measures configs of one task on an executor (builds of a batch run in parallel)."""
+
+    def __init__(self, task: Task, executor: JobExecutor, options: MeasureOptions = MeasureOptions(),
+                 hw_config: dict[str, Any] | None = None) -> None:
+        self.task = task
+        self.executor = executor
+        self.options = options
+        self.hw_config = hw_config
+        self.template: Template = template_for(task, hw_config)
+
+    def measure(self, configs: Sequence[Config]) -> list[MeasureResult]:
+        """Measure ``configs`` (results in the same order)."""
+        results: list[MeasureResult | None] = [None] * len(configs)
+        builds: dict[int, tuple[Future[bytes], float]] = {}
+        for i, config in enumerate(configs):
+            why = self.template.space.why_illegal(config)
+            if why is not None:
+                results[i] = MeasureResult(config, Status.INVALID, detail=why)
+                continue
+            future = self.executor.submit(build_job, self.task.to_json(), self.hw_config, config.to_dict(),
+                                          device_kind=self.task.device_kind, timeout_s=self.options.build_timeout_s)
+            builds[i] = (future, time.perf_counter())
+        runs: dict[int, tuple[Future[RunOutcome], float]] = {}
+        for i, (future, t0) in builds.items():
+            try:
+                artifact = future.result()
+            except TimeoutError as exc:
+                results[i] = MeasureResult(configs[i], Status.TIMEOUT, detail=f"build: {_describe(exc)}")
+                continue
+            except Exception as exc:  # noqa: BLE001 - any failure of the build job is this config's build error
+                results[i] = MeasureResult(configs[i], Status.BUILD_ERROR, detail=_describe(exc))
+                continue
+            build_s = time.perf_counter() - t0
+            exclusive = self.template.unit == "s"
+            runs[i] = (self.executor.submit(run_job, self.task.to_json(), self.hw_config, artifact, self.options,
+                                            device_kind=self.task.device_kind, timeout_s=self.options.run_timeout_s,
+                                            exclusive=exclusive), build_s)
+        for i, (future, build_s) in runs.items():
+            try:
+                outcome = future.result()
+            except TimeoutError as exc:
+                results[i] = MeasureResult(configs[i], Status.TIMEOUT, detail=f"run: {_describe(exc)}", build_s=build_s)
+                continue
+            except (WorkerDied, Exception) as exc:  # noqa: BLE001 - the run job failed: this config's runtime error
+                results[i] = MeasureResult(configs[i], Status.RUNTIME_ERROR, detail=_describe(exc), build_s=build_s)
+                continue
+            status = Status.OK if outcome.correct else Status.WRONG_RESULT
+            results[i] = MeasureResult(configs[i], status, outcome.costs, outcome.detail, build_s)
+        return [r for r in results if r is not None]

@@ -1,0 +1,197 @@
+"""Tuning tasks: the unique tunable operators of a model, for one target on one host.
+
+A :class:`Task` is an operator kind (``conv2d_nchwc``, ``depthwise_conv2d_nchw``, ``dense_pack``,
+``vdla_conv2d``), its workload (the shapes the schedule sees), the compile target and the host
+features that decide its speed.  :func:`extract_tasks` finds a model's tasks by running the graph
+lowerings with a recording dispatcher, so a task is exactly what the lowering will later ask the
+tuning log for; operators that occur several times become one task with a weight.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from vdla_hw.config import HwConfig, load_config
+from vdla_hw.errors import UsageError
+
+from compiler.codegen.llvm import Target, host_target, parse_target
+
+from . import dispatch
+
+CPU_KINDS = ("conv2d_nchwc", "depthwise_conv2d_nchw", "dense_pack")
+VDLA_KINDS = ("vdla_conv2d",)
+
+
+@dataclass(frozen=True)
+class HostInfo:
+    """The CPU features that decide how fast a schedule runs (detected through llvmlite)."""
+
+    cpu: str
+    isa: str
+    vector_bits: int
+    fma: bool
+    vnni: bool
+    cores: int
+
+    @staticmethod
+    def of(target: Target) -> HostInfo:
+        f = target.features
+        isa = "avx512" if "avx512f" in f else "avx2" if "avx2" in f else "avx" if "avx" in f else "sse"
+        return HostInfo(target.cpu, isa, target.vector_bits, target.has_fma,
+                        bool({"avx512vnni", "avxvnni"} & f), os.cpu_count() or 1)
+
+    @staticmethod
+    def detect() -> HostInfo:
+        return HostInfo.of(host_target())
+
+    @property
+    def key(self) -> str:
+        return (f"{self.cpu}/{self.isa}/v{self.vector_bits}{'/fma' if self.fma else ''}{'/vnni' if self.vnni else ''}"
+                f"/{self.cores}c")
+
+    @property
+    def device_kind(self) -> str:
+        """The executor device kind that can time this host's code (``cpu-<isa>``)."""
+        return f"cpu-{self.isa}"
+
+
+@dataclass(frozen=True)
+class Task:
+    """One tunable operator: kind, workload, target and host; ``weight`` counts its occurrences."""
+
+    kind: str
+    workload: tuple[tuple[str, int], ...]
+    target: str
+    """``llvm -mcpu=... (isa)`` or ``vdla -config=NAME@HASH``."""
+    host: str
+    """:attr:`HostInfo.key` of the measuring host for CPU tasks; ``cycle-model`` for VDLA tasks."""
+    weight: int = field(default=1, compare=False)
+
+    @property
+    def key(self) -> str:
+        return json.dumps({"kind": self.kind, "workload": dict(self.workload), "target": self.target,
+                           "host": self.host}, sort_keys=True)
+
+    @property
+    def wl(self) -> dict[str, int]:
+        return dict(self.workload)
+
+    @property
+    def device_kind(self) -> str:
+        return "vdla-cycle" if self.kind in VDLA_KINDS else "cpu-" + self.host.split("/")[1]
+
+    @property
+    def name(self) -> str:
+        """A short human-readable name (for progress bars and file names)."""
+        w = self.wl
+        if self.kind == "conv2d_nchwc":
+            return (f"conv_{w['ic_outer'] * w['ic_block']}x{w['h']}x{w['w']}_{w['oc_outer'] * w['oc_block']}"
+                    f"_k{w['kh']}s{w['stride_h']}")
+        if self.kind == "depthwise_conv2d_nchw":
+            return f"dw_{w['c']}x{w['h']}x{w['w']}_k{w['kh']}s{w['stride_h']}"
+        if self.kind == "dense_pack":
+            return f"dense_{w['m']}x{w['k']}x{w['n']}"
+        return f"vdla_conv_{w['ic']}x{w['h']}x{w['w']}_{w['oc']}_k{w['kh']}s{w['stride']}"
+
+    def with_weight(self, weight: int) -> Task:
+        return Task(self.kind, self.workload, self.target, self.host, weight)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "workload": self.wl, "target": self.target, "host": self.host}
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any], weight: int = 1) -> Task:
+        return Task(d["kind"], tuple(sorted(d["workload"].items())), d["target"], d["host"], weight)
+
+
+def cpu_target_key(target: Target) -> str:
+    """``llvm -mcpu=CPU (isa)`` for the host; other targets spell out their features so a build can
+    recreate them (``llvm -mcpu=haswell -mattr=+avx,+avx2,+fma (avx2)``)."""
+    isa = HostInfo.of(target).isa
+    if target == host_target():
+        return f"llvm -mcpu={target.cpu} ({isa})"
+    return f"llvm -mcpu={target.cpu} -mattr={target.feature_string} ({isa})"
+
+
+def vdla_target_key(cfg: HwConfig) -> str:
+    digest = hashlib.sha256(json.dumps(cfg.to_dict(), sort_keys=True).encode()).hexdigest()[:12]
+    return f"vdla -config={cfg.name}@{digest}"
+
+
+def make_task(kind: str, workload: Mapping[str, int], target: str = "llvm", config: str | HwConfig = "default",
+              weight: int = 1) -> Task:
+    """A task of ``kind`` on ``workload`` for the ``llvm`` target string or the VDLA ``config``."""
+    items = tuple(sorted((k, int(v)) for k, v in workload.items()))
+    if kind in VDLA_KINDS:
+        cfg = load_config(config) if isinstance(config, str) else config
+        return Task(kind, items, vdla_target_key(cfg), "cycle-model", weight)
+    if kind not in CPU_KINDS:
+        raise UsageError(f"unknown task kind {kind!r}; known: {CPU_KINDS + VDLA_KINDS}")
+    tgt = parse_target(target)
+    return Task(kind, items, cpu_target_key(tgt), HostInfo.detect().key, weight)
+
+
+class _Recorder:
+    """A dispatcher that records every query and answers with the default."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, dict[str, int]]] = []
+
+    def query(self, kind: str, workload: Mapping[str, int]) -> None:
+        self.seen.append((kind, dict(workload)))
+        return None
+
+
+def _weighted(tasks: Sequence[Task]) -> list[Task]:
+    counts: dict[Task, int] = {}
+    for t in tasks:
+        counts[t] = counts.get(t, 0) + 1
+    return [t.with_weight(n) for t, n in counts.items()]
+
+
+def extract_tasks(graph: Any, target: str = "llvm", *, cpu_target: str = "llvm", config: str | HwConfig = "default",
+                  calibrate: Sequence[Mapping[str, np.ndarray]] | None = None,
+                  skip_first_conv: bool = True) -> list[Task]:
+    """The unique tunable operators of ``graph`` (a :class:`compiler.graph.Graph`) for ``target``, weighted.
+
+    ``llvm``: the graph is optimized as ``build_model`` does and every fused kernel is lowered (no
+    code generation) with a recording dispatcher.  ``vdla``: the graph is quantized with
+    ``calibrate`` and partitioned; every kernel placed on the accelerator is one ``vdla_conv2d`` task.
+    """
+    from compiler.graph.build import TARGETS
+
+    if target == "llvm":
+        from compiler.graph.lower_llvm import draft_kernel
+        from compiler.graph.passes import optimize_for_cpu
+
+        g = optimize_for_cpu(graph)
+        recorder = _Recorder()
+        with dispatch.dispatching(recorder):
+            for n in g.nodes:
+                if n.op == "fused":
+                    draft_kernel(n, g, n.name)
+        return _weighted([make_task(kind, wl, cpu_target) for kind, wl in recorder.seen])
+    if target == "vdla":
+        from compiler.graph.build import _samples
+        from compiler.graph.errors import NotLoweredError
+        from compiler.graph.lower_vdla import kernel_gemm
+        from compiler.graph.passes import optimize_for_vdla
+
+        cfg = load_config(config) if isinstance(config, str) else config
+        g = optimize_for_vdla(graph, cfg, _samples(calibrate, graph), skip_first_conv=skip_first_conv)
+        found = []
+        for n in g.nodes:
+            if n.op == "fused" and n.attrs.get("target") == "vdla":
+                try:
+                    gemm, _ = kernel_gemm(n, g, cfg)
+                except NotLoweredError:
+                    continue  # runs on the CPU: nothing to tune on the accelerator
+                found.append(make_task("vdla_conv2d", asdict(gemm.workload), config=cfg))
+        return _weighted(found)
+    raise UsageError(f"unknown target {target!r}; use one of {TARGETS}")

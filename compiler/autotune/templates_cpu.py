@@ -1,0 +1,260 @@
+"""CPU templates over topi's x86 schedules: blocked conv2d (NCHWc), depthwise conv2d, packed dense.
+
+The register budget of the column block comes from the task's target ISA (32 vector registers
+with AVX-512, 16 with AVX2), not from the host's.  Measurement runs the shared library the
+builder wrote, single-threaded, on seeded inputs, and checks the output against NumPy.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from compiler import te, topi
+from compiler.codegen.llvm import codegen, export_library, parse_target
+from compiler.schedule import Schedule
+from compiler.tir.pipeline import lower
+from compiler.tir.stmt import PrimFunc
+
+from .space import Axis, Config, ConfigSpace, divisors
+from .template import RunOutcome, Template
+
+_ISA_BITS = {"avx512": 512, "avx2": 256, "avx": 256, "sse": 128}
+_VECTOR_REGISTERS = {"avx512": 32, "avx2": 16, "avx": 16, "sse": 16}
+_RTOL = 1e-4
+
+
+def task_isa(target_key: str) -> str:
+    """The ISA recorded in a CPU task's target key (``llvm -mcpu=X (isa)``)."""
+    return target_key.rsplit("(", 1)[-1].rstrip(")")
+
+
+class CpuTemplate(Template):
+    """Shared build and run of the CPU templates: placeholders from the workload, topi compute + schedule."""
+
+    def tensors(self) -> tuple[list[te.Tensor], te.Tensor]:
+        """The operator's inputs and output, in the function's parameter order."""
+        raise NotImplementedError
+
+    def schedule(self, config: Config) -> tuple[Schedule, list[te.Tensor]]:
+        raise NotImplementedError
+
+    def reference(self, inputs: list[np.ndarray]) -> np.ndarray:
+        raise NotImplementedError
+
+    @property
+    def isa(self) -> str:
+        return task_isa(self.task.target)
+
+    @property
+    def lanes(self) -> int:
+        return _ISA_BITS.get(self.isa, 128) // 32
+
+    def program(self, config: Config) -> PrimFunc:
+        return self.schedule(config)[0].func
+
+    def build(self, config: Config, directory: Path) -> Path:
+        s, args = self.schedule(config)
+        lowered = lower(s, "llvm")
+        params = tuple(t.buffer for t in args)
+        func = PrimFunc(self.kind, params, lowered.body, lowered.attrs)
+        module = codegen([func], parse_target(self.task.target.rsplit(" (", 1)[0]), name=self.kind)
+        return Path(export_library(module, directory / f"{self.kind}.so"))
+
+    def inputs(self, seed: int = 0) -> list[np.ndarray]:
+        rng = np.random.default_rng(seed)
+        ins, _ = self.tensors()
+        return [rng.standard_normal(tuple(int(s.value) for s in t.shape)).astype(np.float32) for t in ins]
+
+    def run(self, artifact: Path, check: bool, repeats: int, warmup: int, flush_bytes: int) -> RunOutcome:
+        from runtime.cpu_module import load_module
+
+        from .measure import time_cpu
+
+        module = load_module(artifact)
+        module.set_num_threads(1)
+        fn = module[self.kind]
+        ins = self.inputs()
+        _, out_t = self.tensors()
+        out = np.zeros(tuple(int(s.value) for s in out_t.shape), np.float32)
+        fn(*ins, out)
+        detail, correct = "", True
+        if check:
+            want = self.reference(ins)
+            scale = max(1.0, float(np.abs(want).max()))
+            err = float(np.abs(out - want).max()) / scale
+            correct = err <= _RTOL * 10
+            detail = f"max relative error {err:.2e}"
+        argv = fn.pack((*ins, out))
+        costs = time_cpu(lambda: fn.call_unchecked(argv), repeats, warmup, flush_bytes)
+        return RunOutcome(tuple(costs), correct, detail)
+
+
+def _conv_nchw(x: np.ndarray, w: np.ndarray, stride: tuple[int, int], pad: tuple[int, int],
+               groups: int = 1) -> np.ndarray:
+    """Float64 NCHW x OIHW convolution (grouped when ``groups`` > 1)."""
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])))
+    kh, kw = w.shape[2:]
+    win = sliding_window_view(xp, (kh, kw), axis=(2, 3))[:, :, ::stride[0], ::stride[1]]
+    if groups == 1:
+        return np.einsum("ncyxij,ocij->noyx", win, w.astype(np.float64))
+    return np.einsum("ncyxij,cij->ncyx", win, w[:, 0].astype(np.float64))
+
+
+class Conv2dNCHWcTemplate(CpuTemplate):
+    """topi's blocked conv2d micro-kernel: column block, kernel-width unroll, loop orders, threads."""
+
+    kind = "conv2d_nchwc"
+
+    def tensors(self) -> tuple[list[te.Tensor], te.Tensor]:
+        w = self.task.wl
+        data = te.placeholder((w["n"], w["ic_outer"], w["h"], w["w"], w["ic_block"]), "float32", "data")
+        kernel = te.placeholder((w["oc_outer"], w["ic_outer"], w["kh"], w["kw"], w["ic_block"], w["oc_block"]),
+                                "float32", "kernel")
+        out = topi.conv2d_nchwc(data, kernel, (w["stride_h"], w["stride_w"]), (w["pad_h"], w["pad_w"]))
+        return [data, kernel], out
+
+    @property
+    def out_width(self) -> int:
+        w = self.task.wl
+        return (w["w"] + 2 * w["pad_w"] - w["kw"]) // w["stride_w"] + 1
+
+    def make_space(self) -> ConfigSpace:
+        vectors = -(-self.task.wl["oc_block"] // self.lanes)
+        registers = _VECTOR_REGISTERS.get(self.isa, 16)
+        budget = max(registers // vectors, int(self.default()["ow_block"]))
+
+        def legal(c: Config) -> None:
+            # A two-dimensional tile must leave a register for the weights and one for the input.
+            tile = int(c["oc_block"]) * int(c["ow_block"]) * vectors
+            if int(c["oc_block"]) > 1 and tile > registers - 2:
+                raise ValueError(f"a {c['oc_block']}x{c['ow_block']} register tile of {vectors}-register columns "
+                                 f"needs {tile} accumulators; the target has {registers} vector registers")
+
+        return ConfigSpace((
+            Axis("ow_block", divisors(self.out_width, budget)),
+            Axis("oc_block", divisors(self.task.wl["oc_outer"], 4)),
+            Axis("unroll_kw", (False, True)),
+            Axis("reduce_order", ("ic_kh_kw", "kh_kw_ic")),
+            Axis("outer_order", ("oc_y", "y_oc")),
+            Axis("parallel", (False, True)),
+        ), legal)
+
+    def default(self) -> Config:
+        from compiler.graph.lower_llvm_nn import default_conv_knobs
+
+        k = default_conv_knobs(self.tensors()[1])
+        return Config((("ow_block", k.ow_block), ("oc_block", k.oc_block), ("unroll_kw", k.unroll_kw),
+                       ("reduce_order", k.reduce_order), ("outer_order", k.outer_order), ("parallel", k.parallel)))
+
+    def knobs(self, config: Config) -> topi.Conv2dNCHWcKnobs:
+        return topi.Conv2dNCHWcKnobs(**config.to_dict())  # type: ignore[arg-type]
+
+    def schedule(self, config: Config) -> tuple[Schedule, list[te.Tensor]]:
+        ins, out = self.tensors()
+        return topi.schedule_conv2d_nchwc(out, self.knobs(config)), ins + [out]
+
+    def reference(self, inputs: list[np.ndarray]) -> np.ndarray:
+        data, kernel = inputs
+        n, ico, h, w, icb = data.shape
+        oco, _, kh, kw, _, ocb = kernel.shape
+        x = data.transpose(0, 1, 4, 2, 3).reshape(n, ico * icb, h, w)
+        wt = kernel.transpose(0, 5, 1, 4, 2, 3).reshape(oco * ocb, ico * icb, kh, kw)
+        wl = self.task.wl
+        y = _conv_nchw(x, wt, (wl["stride_h"], wl["stride_w"]), (wl["pad_h"], wl["pad_w"]))
+        return y.reshape(n, oco, ocb, y.shape[2], y.shape[3]).transpose(0, 1, 3, 4, 2)
+
+    @property
+    def flops(self) -> int:
+        w = self.task.wl
+        oh = (w["h"] + 2 * w["pad_h"] - w["kh"]) // w["stride_h"] + 1
+        return (2 * w["n"] * w["oc_outer"] * w["oc_block"] * oh * self.out_width * w["ic_outer"] * w["ic_block"]
+                * w["kh"] * w["kw"])
+
+
+class DepthwiseTemplate(CpuTemplate):
+    """topi's NCHW depthwise conv2d: column vector width, kernel-width unroll, threads."""
+
+    kind = "depthwise_conv2d_nchw"
+
+    def tensors(self) -> tuple[list[te.Tensor], te.Tensor]:
+        w = self.task.wl
+        data = te.placeholder((w["n"], w["c"], w["h"], w["w"]), "float32", "data")
+        kernel = te.placeholder((w["c"], 1, w["kh"], w["kw"]), "float32", "kernel")
+        out = topi.depthwise_conv2d_nchw(data, kernel, (w["stride_h"], w["stride_w"]), (w["pad_h"], w["pad_w"]))
+        return [data, kernel], out
+
+    def make_space(self) -> ConfigSpace:
+        ow = int(self.tensors()[1].shape[3].value)
+        widths = sorted({v for v in (1, 2, 4, 8, 16, 32, 64) if v <= max(ow, 1)} | {int(self.default()["ow_vector"])})
+        return ConfigSpace((Axis("ow_vector", tuple(widths)), Axis("unroll_kw", (False, True)),
+                            Axis("parallel", (False, True))))
+
+    def default(self) -> Config:
+        k = topi.default_depthwise_knobs(self.tensors()[1])
+        return Config((("ow_vector", k.ow_vector), ("unroll_kw", k.unroll_kw), ("parallel", k.parallel)))
+
+    def knobs(self, config: Config) -> topi.DepthwiseKnobs:
+        return topi.DepthwiseKnobs(**config.to_dict())  # type: ignore[arg-type]
+
+    def schedule(self, config: Config) -> tuple[Schedule, list[te.Tensor]]:
+        ins, out = self.tensors()
+        return topi.schedule_depthwise_conv2d_nchw(out, self.knobs(config)), ins + [out]
+
+    def reference(self, inputs: list[np.ndarray]) -> np.ndarray:
+        w = self.task.wl
+        return _conv_nchw(inputs[0], inputs[1], (w["stride_h"], w["stride_w"]), (w["pad_h"], w["pad_w"]),
+                          groups=w["c"])
+
+    @property
+    def flops(self) -> int:
+        out = self.tensors()[1]
+        return 2 * math.prod(int(s.value) for s in out.shape) * self.task.wl["kh"] * self.task.wl["kw"]
+
+
+class DenseTemplate(CpuTemplate):
+    """topi's packed dense: vectors per register tile, rows per tile, reduction unroll, threads."""
+
+    kind = "dense_pack"
+
+    def tensors(self) -> tuple[list[te.Tensor], te.Tensor]:
+        w = self.task.wl
+        nb = -(-w["n"] // w["n_block"])
+        x = te.placeholder((w["m"], w["k"]), "float32", "x")
+        packed = te.placeholder((nb, w["k"], w["n_block"]), "float32", "packed")
+        return [x, packed], topi.dense_pack(x, packed, w["n"])
+
+    def make_space(self) -> ConfigSpace:
+        # The schedule splits with a tail, so k_unroll need not divide K.
+        return ConfigSpace((Axis("n_vectors", (1, 2, 3, 4, 6, 8)), Axis("m_block", divisors(self.task.wl["m"], 8)),
+                            Axis("k_unroll", (1, 2, 4, 8)), Axis("parallel", (False, True))))
+
+    def default(self) -> Config:
+        k = topi.default_dense_knobs(self.tensors()[1], n_vector=self.task.wl["n_block"])
+        return Config((("n_vectors", k.n_vectors), ("m_block", k.m_block), ("k_unroll", k.k_unroll),
+                       ("parallel", k.parallel)))
+
+    def knobs(self, config: Config) -> topi.DenseKnobs:
+        return topi.DenseKnobs(n_vector=self.task.wl["n_block"], **config.to_dict())  # type: ignore[arg-type]
+
+    def schedule(self, config: Config) -> tuple[Schedule, list[te.Tensor]]:
+        ins, out = self.tensors()
+        return topi.schedule_dense(out, self.knobs(config)), ins + [out]
+
+    def reference(self, inputs: list[np.ndarray]) -> np.ndarray:
+        x, packed = inputs
+        n = self.task.wl["n"]
+        weight = packed.transpose(0, 2, 1).reshape(-1, packed.shape[1])[:n]
+        return x.astype(np.float64) @ weight.T.astype(np.float64)
+
+    @property
+    def flops(self) -> int:
+        w = self.task.wl
+        return 2 * w["m"] * w["n"] * w["k"]
+
+
+CPU_TEMPLATES: dict[str, Any] = {t.kind: t for t in (Conv2dNCHWcTemplate, DepthwiseTemplate, DenseTemplate)}

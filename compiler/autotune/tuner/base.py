@@ -1,0 +1,107 @@
+"""The tuner interface and the loop that drives one task: propose, measure, log, learn.
+
+A tuner proposes batches of unvisited legal config indices and learns from measured results.
+:func:`tune_task` measures the default config first (so the log's best is never worse than the
+default), skips every config the log already holds for the task (resume), and appends each
+result to the log as soon as its batch is measured.
+"""
+
+from __future__ import annotations
+
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..database import Database, Record
+from ..measure import MeasureResult, Measurer, Status
+from ..space import Config
+from ..template import Template
+
+
+class Tuner(ABC):
+    """Proposes configs of one template's space."""
+
+    name = "tuner"
+
+    def __init__(self, template: Template, seed: int = 0) -> None:
+        self.template = template
+        self.space = template.space
+        self.rng = random.Random(seed)
+        self.visited: set[int] = set()
+        self._legal: dict[int, bool] = {}
+
+    def is_legal(self, index: int) -> bool:
+        ok = self._legal.get(index)
+        if ok is None:
+            ok = self._legal[index] = self.space.why_illegal(self.space.get(index)) is None
+        return ok
+
+    def random_unvisited(self, n: int, exclude: set[int] = frozenset()) -> list[int]:  # type: ignore[assignment]
+        """Up to ``n`` random legal configs not visited nor in ``exclude``."""
+        out: list[int] = []
+        tries = 0
+        while len(out) < n and tries < 50 * n + 1000:
+            tries += 1
+            i = self.space.random_index(self.rng)
+            if i in self.visited or i in exclude or i in out or not self.is_legal(i):
+                continue
+            out.append(i)
+        if len(out) < n and self.space.size <= 200_000:  # a sparse space: enumerate what is left
+            rest = [i for i in range(self.space.size) if i not in self.visited and i not in exclude
+                    and i not in out and self.is_legal(i)]
+            self.rng.shuffle(rest)
+            out += rest[: n - len(out)]
+        return out
+
+    @abstractmethod
+    def next_batch(self, n: int) -> list[int]:
+        """Up to ``n`` unvisited legal indices to measure next (fewer when the space is exhausted)."""
+
+    def update(self, indices: Sequence[int], costs: Sequence[float]) -> None:
+        """Learn from measured configs (``inf`` for failures); marks them visited."""
+        self.visited.update(indices)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What :func:`tune_task` reports after each measured config."""
+
+    trial: int
+    result: MeasureResult
+    best: float
+
+
+def tune_task(tuner: Tuner, measurer: Measurer, db: Database, trials: int, batch: int = 8,
+              on_result: Callable[[Progress], None] | None = None) -> Record | None:
+    """Measure up to ``trials`` configs of the task in total (counting those already in the log)."""
+    task, template = measurer.task, measurer.template
+    space = template.space
+    done: list[tuple[int, float]] = []
+    for r in db.of_task(task):
+        done.append((space.index_of(space.from_dict(r.config)), r.cost))
+    if done:
+        tuner.update([i for i, _ in done], [c for _, c in done])
+    best = min((c for _, c in done), default=float("inf"))
+    default_index = space.index_of(template.default())
+    while len(tuner.visited) < trials:
+        want = min(batch, trials - len(tuner.visited))
+        if default_index not in tuner.visited:
+            indices = [default_index] + [i for i in tuner.next_batch(want) if i != default_index][: want - 1]
+        else:
+            indices = tuner.next_batch(want)
+        if not indices:
+            break  # the space is exhausted
+        configs: list[Config] = [space.get(i) for i in indices]
+        results = measurer.measure(configs)
+        costs = []
+        for i, res in zip(indices, results):
+            features = template.features(res.config) if res.status != Status.INVALID else ()
+            db.append(Record.make(task, res.config, res.status.value, res.costs, template.unit, res.detail,
+                                  tuner.name, features))
+            costs.append(res.cost)
+            best = min(best, res.cost)
+            if on_result is not None:
+                on_result(Progress(len(tuner.visited) + len(costs), res, best))
+        tuner.update(indices, costs)
+    return db.best(task)

@@ -1,0 +1,141 @@
+"""The model-based tuner: an XGBoost ranking model on loop-program features, explored by annealing.
+
+The model (``rank:pairwise``) learns which of two configs of a task is faster from the features of
+their scheduled programs (:mod:`compiler.autotune.features`), not from knob values, so what it
+learns on one task carries to similar ones: records of other tasks of the same kind from earlier
+logs join the training data as their own ranking groups (transfer learning), and guide the first
+batch before anything of this task is measured.  Each batch: parallel simulated-annealing walkers
+move through the space by one-knob steps under the model's score; the best unvisited points they
+pass are picked greedily with a penalty on similarity to those already picked (diversity); an
+ε share of the batch is random, to keep exploring where the model is wrong.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..database import Record
+from ..template import Template
+from .base import Tuner
+
+
+def _relevance(costs: np.ndarray) -> np.ndarray:
+    """Ranking labels: best / cost in (0, 1], 0 for failures."""
+    ok = np.isfinite(costs)
+    out = np.zeros(len(costs), np.float32)
+    if ok.any():
+        out[ok] = costs[ok].min() / costs[ok]
+    return out
+
+
+class XGBTuner(Tuner):
+    """See the module doc; ``transfer`` holds successful records of similar tasks."""
+
+    name = "xgb"
+
+    def __init__(self, template: Template, seed: int = 0, transfer: Sequence[Record] = (), walkers: int = 4,
+                 sa_steps: int = 24, epsilon: float = 0.1, diversity: float = 0.5, rounds: int = 60) -> None:
+        super().__init__(template, seed)
+        self.walkers, self.sa_steps, self.epsilon, self.diversity, self.rounds = (walkers, sa_steps, epsilon,
+                                                                                  diversity, rounds)
+        self._features: dict[int, np.ndarray] = {}
+        self.costs: dict[int, float] = {}
+        self.model = None
+        self._transfer: list[tuple[np.ndarray, np.ndarray]] = []
+        width = len(self.features(self.space.index_of(template.default())))
+        groups: dict[str, list[Record]] = {}
+        for r in transfer:
+            if len(r.features) == width and r.ok:
+                groups.setdefault(r.task.key, []).append(r)
+        for recs in groups.values():
+            if len(recs) >= 2:
+                self._transfer.append((np.asarray([r.features for r in recs], np.float32),
+                                       _relevance(np.asarray([r.cost for r in recs]))))
+        if self._transfer:
+            self._train()
+
+    def features(self, index: int) -> np.ndarray:
+        f = self._features.get(index)
+        if f is None:
+            f = self._features[index] = self.template.features(self.space.get(index))
+        return f
+
+    def update(self, indices: Sequence[int], costs: Sequence[float]) -> None:
+        super().update(indices, costs)
+        self.costs.update(zip(indices, costs))
+        if sum(math.isfinite(c) for c in self.costs.values()) >= 2:
+            self._train()
+
+    def _train(self) -> None:
+        import xgboost as xgb
+
+        xs, ys, sizes = [], [], []
+        own = list(self.costs)
+        if own:
+            xs.append(np.stack([self.features(i) for i in own]))
+            ys.append(_relevance(np.asarray([self.costs[i] for i in own])))
+            sizes.append(len(own))
+        for x, y in self._transfer:
+            xs.append(x)
+            ys.append(y)
+            sizes.append(len(y))
+        dtrain = xgb.DMatrix(np.concatenate(xs), label=np.concatenate(ys))
+        dtrain.set_group(sizes)
+        params = {"objective": "rank:pairwise", "eta": 0.3, "max_depth": 6, "min_child_weight": 1,
+                  "seed": self.rng.randrange(1 << 30), "nthread": 1, "verbosity": 0}
+        self.model = xgb.train(params, dtrain, num_boost_round=self.rounds)
+
+    def predict(self, indices: Sequence[int]) -> np.ndarray:
+        import xgboost as xgb
+
+        return self.model.predict(xgb.DMatrix(np.stack([self.features(i) for i in indices])))  # type: ignore[union-attr]
+
+    def _anneal(self, keep: int) -> list[tuple[float, int]]:
+        """Walk ``walkers`` annealing chains; the ``keep`` best-scored unvisited legal points they saw."""
+        measured = sorted((i for i, c in self.costs.items() if math.isfinite(c)), key=lambda i: self.costs[i])
+        starts = measured[: self.walkers // 2]
+        starts += self.random_unvisited(self.walkers - len(starts), set(starts))
+        if not starts:
+            return []
+        points = list(starts)
+        scores = self.predict(points)
+        seen: dict[int, float] = {}
+        for p, s in zip(points, scores):
+            if p not in self.visited:
+                seen[p] = float(s)
+        spread = float(np.std(scores)) or 1.0
+        for step in range(self.sa_steps):
+            temp = spread * (1.0 - step / self.sa_steps) + 1e-9
+            moves = [self.space.neighbour(p, self.rng) for p in points]
+            moves = [m if self.is_legal(m) else p for m, p in zip(moves, points)]
+            new = self.predict(moves)
+            for k, (m, s) in enumerate(zip(moves, new)):
+                if m not in self.visited:
+                    seen[m] = float(s)
+                if s >= scores[k] or self.rng.random() < math.exp((s - scores[k]) / temp):
+                    points[k], scores[k] = m, s
+        return sorted(((s, i) for i, s in seen.items()), reverse=True)[:keep]
+
+    def _similarity(self, a: int, b: int) -> float:
+        da, db = self.space.digits(a), self.space.digits(b)
+        return sum(x == y for x, y in zip(da, db)) / max(len(da), 1)
+
+    def next_batch(self, n: int) -> list[int]:
+        if self.model is None:
+            return self.random_unvisited(n)
+        explore = int(round(self.epsilon * n))
+        candidates = self._anneal(3 * n)
+        picked: list[int] = []
+        if candidates:
+            top, low = candidates[0][0], candidates[-1][0]
+            scale = (top - low) or 1.0
+            pool = {i: (s - low) / scale for s, i in candidates}
+            while pool and len(picked) < n - explore:
+                best = max(pool, key=lambda i: pool[i] - self.diversity * max(
+                    (self._similarity(i, p) for p in picked), default=0.0))
+                picked.append(best)
+                del pool[best]
+        return picked + self.random_unvisited(n - len(picked), set(picked))

@@ -1,0 +1,106 @@
+"""``vdla tune``: search schedule configs of a model's operators and log every measurement.
+
+    vdla tune model.onnx --target llvm --trials 64 --log tune.jsonl
+    vdla tune model.onnx --target vdla --trials 64 --log tune.jsonl --resume --tuner xgb
+    vdla compile model.onnx --tuning-log tune.jsonl -o model.vdla
+
+A killed run continues with ``--resume``: configs already in the log are not measured again.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from vdla_hw.errors import UsageError
+
+TUNER_CHOICES = ("xgb", "ga", "random", "grid")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("tune", help="auto-tune the operators of an ONNX model into a tuning log",
+                              description="Measure schedule configs of every tunable operator of a model "
+                                          "(CPU timing or VDLA cycle-model cycles) and append them to a JSON-lines log.")
+    p.add_argument("model", help="the ONNX file")
+    p.add_argument("--target", choices=("llvm", "vdla"), default="llvm", help="llvm (CPU, fp32) or vdla (int8)")
+    p.add_argument("--trials", type=int, required=True, help="configs to measure per task (the log's count included)")
+    p.add_argument("--log", required=True, metavar="TUNE.jsonl", help="the tuning log to write")
+    p.add_argument("--resume", action="store_true", help="continue an existing log (skip measured configs)")
+    p.add_argument("--tuner", choices=TUNER_CHOICES, default="xgb", help="search strategy (default: xgb)")
+    p.add_argument("--batch", type=int, default=8, help="configs measured per batch (default: 8)")
+    p.add_argument("--workers", type=int, default=1, help="local measurement worker processes (default: 1)")
+    p.add_argument("--transfer", action="append", default=[], metavar="OLD.jsonl",
+                   help="earlier logs whose records of similar tasks train the xgb model (repeatable)")
+    p.add_argument("--config", default="default", help="hardware preset name or .json path (vdla; default: default)")
+    p.add_argument("--calibrate", metavar="DATA.npz",
+                   help="calibration inputs (vdla; optional: the tasks depend only on shapes, random ones are used)")
+    p.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,...",
+                   help="fix a symbolic input shape, e.g. x=1,3,224,224 (repeatable)")
+    p.add_argument("--cpu-target", default="llvm", help="LLVM target of the CPU kernels (default: this host)")
+    p.add_argument("--curves", metavar="DIR", help="where to write a tuning-curve PNG per task "
+                                                   "(default: <log>_curves next to the log)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the tuners (default: 0)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_tune)
+
+
+def _samples(graph: object, path: str | None) -> list[dict[str, np.ndarray]]:
+    from compiler.cli.model import _calibration
+
+    names = [n.name for n in graph.input_nodes]  # type: ignore[attr-defined]
+    if path:
+        samples = _calibration(path, names)
+    else:
+        rng = np.random.default_rng(0)
+        samples = [{n.name: rng.standard_normal(n.type.shape).astype(n.type.dtype)
+                    for n in graph.input_nodes} for _ in range(2)]  # type: ignore[attr-defined]
+    for s in samples:
+        for n in graph.input_nodes:  # type: ignore[attr-defined]
+            s[n.name] = np.asarray(s[n.name], n.type.dtype).reshape(n.type.shape)
+    return samples
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from vdla_hw.config import load_config
+
+    from compiler.autotune.database import Database, read_log
+    from compiler.autotune.executor import LocalExecutor
+    from compiler.autotune.session import tune_tasks
+    from compiler.autotune.task import extract_tasks
+    from compiler.cli.model import _shapes
+    from compiler.frontend.onnx import from_onnx
+
+    if args.trials < 1 or args.batch < 1 or args.workers < 1:
+        raise UsageError("--trials, --batch and --workers must be positive")
+    log = Path(args.log)
+    if log.exists() and log.stat().st_size and not args.resume:
+        raise UsageError(f"{log} already holds tuning records",
+                         hint="pass --resume to continue it, or name a new --log file")
+    graph = from_onnx(args.model, shapes=_shapes(args.shape) or None)
+    cfg = load_config(args.config)
+    if args.target == "vdla":
+        tasks = extract_tasks(graph, "vdla", config=cfg, calibrate=_samples(graph, args.calibrate))
+    else:
+        tasks = extract_tasks(graph, "llvm", cpu_target=args.cpu_target)
+    if not tasks:
+        print(f"{args.model}: no tunable operators for target {args.target}")
+        return 0
+    db = Database(log)
+    for extra in args.transfer:
+        db.records[:0] = [r for r in read_log(extra) if r.task.key not in {t.key for t in tasks}]
+    print(f"tuning {len(tasks)} tasks of {args.model} for {args.target} ({tasks[0].target}, host {tasks[0].host}), "
+          f"{args.trials} trials each with {args.tuner}; log {log}")
+    curves = Path(args.curves) if args.curves else log.with_name(log.stem + "_curves")
+    with LocalExecutor(workers=args.workers) as executor:
+        outcomes = tune_tasks(tasks, db, executor, args.trials, args.tuner, args.batch,
+                              cfg.to_dict() if args.target == "vdla" else None, curves=curves, quiet=args.quiet,
+                              seed=args.seed)
+    for o in outcomes:
+        unit = o.best.unit if o.best else ""
+        best = f"{o.best.cost:.4g} {unit}" if o.best else "no config ran"
+        gain = f" ({o.default_cost / o.best.cost:.2f}x the default)" if o.best and o.default_cost < float("inf") else ""
+        print(f"  {o.task.name} x{o.task.weight}: best {best}{gain}; {len(db.of_task(o.task))} measured")
+    print(f"tuning curves in {curves}")
+    return 0

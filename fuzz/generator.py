@@ -1,0 +1,334 @@
+"""Random legal plans (:func:`draw_plan`) and their lowering to programs (:func:`build_program`).
+
+The generator gives every virtual thread its own slice of each SRAM buffer and
+keeps a shadow of what is written, so it only draws reads of written elements:
+loads (strided, zero-padded, every memory type) fill a thread's slice, micro-op
+lists point into it, GEMM/ALU loops over micro-op sub-ranges get index factors
+that stay inside written data (else fall back to simpler loops), and stores read
+written accumulators.  Round ``r`` reuses the slices of round ``r - threads``, so
+every token queue carries write-after-read as well as read-after-write order.
+Now and then a program uses whole buffers, long rounds (past the command queue
+depth) or many threads, to reach the config's limits.  :func:`check_plan` has the
+last word: a drawn plan that fails it is a generator bug.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import numpy as np
+
+from vdla_hw.config import HwConfig
+from vdla_hw.isa import AluOp, MemType, Uop
+
+from runtime.memory import BufferSpec
+from runtime.program import Program, ProgramBuilder
+from fuzz.plan import (AluStep, ComputeOp, DataSpec, GemmOp, LoadOp, Loop, Plan, PlanError, Round, StoreOp, UopLoadOp,
+                       access_of, check_plan, sram_depths)
+
+_DATA_TILES = 64
+"""Tiles in each DRAM source buffer and in the output buffer."""
+_SMALL_REGION = 48
+"""SRAM slice per thread in ordinary programs (keeps them fast); "edge" programs use whole buffers."""
+_LOOP_TRIES = 12
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where instruction ``k`` of a built program comes from: round, module and index in its list."""
+
+    round: int
+    module: str
+    index: int
+
+
+# ---- lowering --------------------------------------------------------------------------
+
+
+def build_program(cfg: HwConfig, plan: Plan) -> tuple[Program, tuple[Origin | None, ...]]:
+    """The program of ``plan`` with its dependency tokens, and the origin of every instruction.
+
+    The plan is checked first (:class:`PlanError` if illegal); the last origin (FINISH) is None.
+    """
+    check_plan(cfg, plan)
+    pb = ProgramBuilder(cfg)
+    src = _alloc_data(cfg, pb, plan.data)
+    origins: list[Origin | None] = []
+    d, n = plan.threads, len(plan.rounds)
+    for r, rnd in enumerate(plan.rounds):
+        later = r + d < n
+        pop_s2c, push_c2l = rnd.token_positions()
+        last = -1
+        mods = (("load", rnd.loads, ((0, "pop_next", r >= d), (last, "push_next", True))),
+                ("compute", rnd.computes, ((0, "pop_prev", True), (pop_s2c, "pop_next", r >= d),
+                                           (push_c2l, "push_prev", later), (last, "push_next", True))),
+                ("store", rnd.stores, ((0, "pop_prev", True), (last, "push_prev", later or r == n - 1))))
+        for module, ops, tokens in mods:
+            for k, op in enumerate(ops):
+                flags = {flag: on for pos, flag, on in tokens if on and pos in (k, k - len(ops))}
+                _emit(pb, src, op, flags, f"r{r}_{k}")
+                origins.append(Origin(r, module, k))
+    pb.finish(pop_next=True)
+    origins.append(None)
+    return pb.build(), tuple(origins)
+
+
+def _alloc_data(cfg: HwConfig, pb: ProgramBuilder, data: DataSpec) -> dict[str, BufferSpec]:
+    rng = np.random.default_rng(data.seed)
+    widths = {"inp": cfg.inp_width, "wgt": cfg.wgt_width, "acc": cfg.acc_width, "out": cfg.out_width}
+    tiles = {"inp": (cfg.batch, cfg.block_in), "wgt": (cfg.block_out, cfg.block_in), "acc": (cfg.batch, cfg.block_out),
+             "out": (cfg.batch, cfg.block_out)}
+    counts = {"inp": data.n_inp, "wgt": data.n_wgt, "acc": data.n_acc, "out": data.n_out}
+    out: dict[str, BufferSpec] = {}
+    for kind in ("inp", "wgt", "acc", "out"):
+        rows, cols = tiles[kind]
+        half = 1 << (widths[kind] - 1)
+        lo, hi = max(-half, -data.amplitude), min(half - 1, data.amplitude)
+        values = rng.integers(lo, hi + 1, size=(counts[kind] * rows, cols))
+        name = "out" if kind == "out" else f"src_{kind}"
+        out[kind] = pb.alloc(name, kind, values.shape, values)
+    return out
+
+
+def _emit(pb: ProgramBuilder, src: dict[str, BufferSpec], op: object, flags: dict[str, bool], tag: str) -> None:
+    if isinstance(op, LoadOp):
+        base = src[op.mem.name.lower()].addr + op.offset
+        pb.load(op.mem, op.sram, base, op.y, op.x, op.stride, pad=op.pad, **flags)
+    elif isinstance(op, UopLoadOp):
+        pb.load_uops(pb.uops(list(op.uops), f"uops_{tag}"), op.sram, **flags)
+    elif isinstance(op, StoreOp):
+        pb.store(op.sram, src["out"].addr + op.offset, op.y, op.x, op.stride, **flags)
+    elif isinstance(op, GemmOp):
+        lp = op.loop
+        pb.gemm(lp.bgn, lp.end, iter_out=lp.iter_out, iter_in=lp.iter_in, dst_factor=lp.dst, src_factor=lp.src,
+                wgt_factor=lp.wgt, reset=op.reset, **flags)
+    elif isinstance(op, AluStep):
+        lp = op.loop
+        pb.alu(op.op, lp.bgn, lp.end, imm=op.imm, iter_out=lp.iter_out, iter_in=lp.iter_in, dst_factor=lp.dst,
+               src_factor=lp.src, **flags)
+    else:
+        raise TypeError(f"not a plan operation: {op!r}")
+
+
+# ---- drawing ---------------------------------------------------------------------------
+
+
+def draw_plan(cfg: HwConfig, seed: int, *, max_rounds: int = 6) -> Plan:
+    """A random legal plan for ``cfg``, fully determined by ``seed``."""
+    rng = random.Random(seed)
+    return _Drawer(cfg, rng).draw(max_rounds)
+
+
+@dataclass(frozen=True)
+class _Slices:
+    """Per buffer kind: the base of each thread's slice and the slice size."""
+
+    base: dict[str, tuple[int, ...]]
+    size: dict[str, int]
+
+
+class _Drawer:
+    def __init__(self, cfg: HwConfig, rng: random.Random) -> None:
+        self.cfg, self.rng = cfg, rng
+        self.depths = sram_depths(cfg)
+        self.written = {k: np.zeros(v, dtype=bool) for k, v in self.depths.items()}
+        self.uops: list[Uop | None] = [None] * self.depths["uop"]
+
+    def draw(self, max_rounds: int) -> Plan:
+        rng, cfg = self.rng, self.cfg
+        # A dep_queue_depth of threads can fill a token queue (the load module runs that far ahead).
+        choices = [t for t in (1, 2, 2, 3, 4, 8, cfg.dep_queue_depth) if t <= min(cfg.dep_queue_depth, 16)]
+        threads = rng.choice(choices)
+        edge = rng.random() < 0.25
+        self.long_rounds = rng.random() < 0.1
+        self.slices = self._slices(threads, edge)
+        data = DataSpec(rng.getrandbits(32), _DATA_TILES, _DATA_TILES, _DATA_TILES, _DATA_TILES)
+        self.data = data
+        n = rng.randint(1, max_rounds) if threads == 1 else rng.randint(threads, max(threads, max_rounds))
+        rounds = tuple(self._round(r % threads) for r in range(n))
+        plan = Plan(threads, data, rounds)
+        try:
+            check_plan(cfg, plan)
+        except PlanError as exc:
+            raise AssertionError(f"the generator drew an illegal plan: {exc}") from exc
+        return plan
+
+    def _slices(self, threads: int, edge: bool) -> _Slices:
+        base: dict[str, tuple[int, ...]] = {}
+        size: dict[str, int] = {}
+        for kind, depth in self.depths.items():
+            share = depth // threads
+            s = share if edge else min(share, _SMALL_REGION if kind != "uop" else 16)
+            # Slices sit at the top of each share, so the last one touches the end of the buffer.
+            base[kind] = tuple((t + 1) * share - s for t in range(threads))
+            size[kind] = s
+        return _Slices(base, size)
+
+    # ---- helpers ------------------------------------------------------------------------
+    def _apply(self, op: object) -> object:
+        acc = access_of(op, self.uops)
+        for buf, idx in acc.writes.items():
+            self.written[buf][idx] = True
+        if isinstance(op, UopLoadOp):
+            self.uops[op.sram:op.sram + len(op.uops)] = list(op.uops)
+        return op
+
+    def _region(self, kind: str, t: int) -> tuple[int, int]:
+        lo = self.slices.base[kind][t]
+        return lo, lo + self.slices.size[kind]
+
+    def _written_in(self, kind: str, t: int) -> np.ndarray:
+        lo, hi = self._region(kind, t)
+        return lo + np.flatnonzero(self.written[kind][lo:hi])
+
+    def _count(self, typical: int) -> int:
+        if self.long_rounds:
+            return self.rng.randint(typical, self.cfg.cmd_queue_depth + 4)
+        return self.rng.randint(1, typical)
+
+    # ---- rounds -------------------------------------------------------------------------
+    def _round(self, t: int) -> Round:
+        loads = tuple(self._apply(self._load(self.rng.choice((MemType.INP, MemType.WGT)), t)) for _ in range(self._count(3)))
+        computes: list[ComputeOp] = []
+        lo, hi = self._region("uop", t)
+        if self.uops[lo] is None or self.rng.random() < 0.3:
+            computes.append(self._apply(self._uop_load(t)))  # type: ignore[arg-type]
+        for _ in range(self._count(4)):
+            computes.append(self._apply(self._compute(t)))  # type: ignore[arg-type]
+        if not self._written_in("acc", t).size:
+            computes.append(self._apply(self._reset_all(t)))  # type: ignore[arg-type]
+        stores = tuple(self._apply(self._store(t)) for _ in range(self._count(2)))
+        pop_s2c, push_c2l = self._token_positions(computes)
+        return Round(loads, tuple(computes), stores, pop_s2c, push_c2l)  # type: ignore[arg-type]
+
+    def _token_positions(self, computes: list[ComputeOp]) -> tuple[int, int]:
+        """Late s2c pop / early c2l push: up to the first accumulator write / from the last input read."""
+        rng = self.rng
+        writes = [k for k, op in enumerate(computes) if not isinstance(op, UopLoadOp)]
+        reads = [k for k, op in enumerate(computes) if isinstance(op, GemmOp) and not op.reset]
+        last = len(computes) - 1
+        pop_s2c = rng.randint(0, writes[0] if writes else last) if rng.random() < 0.4 else 0
+        push_c2l = rng.randint(reads[-1] if reads else 0, last) if rng.random() < 0.4 else last
+        return pop_s2c, push_c2l
+
+    def _load(self, mem: MemType, t: int) -> LoadOp:
+        rng = self.rng
+        kind = mem.name.lower()
+        lo, hi = self._region(kind, t)
+        n_src = _DATA_TILES
+        for _ in range(8):
+            y, x = rng.randint(1, 4), rng.randint(1, 6)
+            pad = tuple(rng.choice((0, 0, 0, 1, 2, 3)) for _ in range(4))
+            if (pad[0] + y + pad[1]) * (pad[2] + x + pad[3]) <= hi - lo:
+                break
+        else:
+            y, x, pad = 1, 1, (0, 0, 0, 0)
+        stride = x + rng.choice((0, 0, 1, 3))
+        if (y - 1) * stride + x > n_src:
+            stride = x
+        offset = rng.randint(0, n_src - ((y - 1) * stride + x))
+        op = LoadOp(mem, 0, offset, y, x, stride, pad)  # type: ignore[arg-type]
+        n = op.sram_elems
+        # ACC (bias) loads aim at micro-op destinations, so GEMMs and ALUs then read them.
+        dsts = [u.dst for u in self.uops[self._region("uop", t)[0]:self._region("uop", t)[1]] if u is not None]
+        if mem == MemType.ACC and dsts and rng.random() < 0.7:
+            sram = min(max(lo, rng.choice(dsts) - rng.randint(0, 2)), hi - n)
+        else:
+            sram = rng.choice((lo, hi - n, rng.randint(lo, hi - n)))
+        return LoadOp(mem, sram, offset, y, x, stride, pad)  # type: ignore[arg-type]
+
+    def _uop_load(self, t: int) -> UopLoadOp:
+        rng = self.rng
+        lo, hi = self._region("uop", t)
+        n = rng.randint(1, min(8, hi - lo))
+        base = rng.choice((lo, hi - n, rng.randint(lo, hi - n)))
+        if self.uops[lo] is None:
+            base = lo
+        uops = []
+        for _ in range(n):
+            fields = [self._pick("acc", t), self._pick("inp", t), self._pick("wgt", t)]
+            uops.append(Uop(*fields))
+        return UopLoadOp(base, tuple(uops))
+
+    def _pick(self, kind: str, t: int) -> int:
+        """An index in the thread's slice of ``kind``: usually a written one."""
+        ok = self._written_in(kind, t)
+        if ok.size and self.rng.random() < 0.9:
+            return int(self.rng.choice(ok))
+        lo, hi = self._region(kind, t)
+        return self.rng.randrange(lo, hi)
+
+    def _compute(self, t: int) -> ComputeOp:
+        rng = self.rng
+        pick = rng.random()
+        if pick < 0.15:
+            return self._load(MemType.ACC, t)
+        if pick < 0.25:
+            return self._uop_load(t)
+        if pick < 0.35:
+            return self._loop_op(t, lambda lp: GemmOp(lp, reset=True))
+        if pick < 0.65:
+            return self._loop_op(t, lambda lp: GemmOp(lp))
+        op = rng.choice(list(AluOp))
+        if rng.random() < 0.5:
+            return self._loop_op(t, lambda lp: AluStep(op, lp, None))
+        return self._loop_op(t, lambda lp: AluStep(op, lp, self._imm(op)))
+
+    def _imm(self, op: AluOp) -> int:
+        rng = self.rng
+        if op == AluOp.SHR:
+            w = self.cfg.acc_width
+            return rng.randint(-(w + 2), w + 2)  # negative amounts shift left; beyond the width saturate
+        if op == AluOp.MUL:
+            return rng.choice((rng.randint(-8, 8), rng.randint(-(1 << 15), (1 << 15) - 1)))
+        return rng.randint(-(1 << 15), (1 << 15) - 1)
+
+    def _loop_op(self, t: int, make) -> ComputeOp:  # type: ignore[no-untyped-def]
+        """``make(loop)`` for a random loop whose accesses are legal; simpler loops when none is found."""
+        rng = self.rng
+        lo, hi = self._region("uop", t)
+        loaded = [k for k in range(lo, hi) if self.uops[k] is not None]
+        for attempt in range(_LOOP_TRIES):
+            bgn = rng.choice(loaded)
+            end = bgn + 1
+            while end < hi and self.uops[end] is not None and rng.random() < 0.6:
+                end += 1
+            simple = attempt >= _LOOP_TRIES // 2
+            iters = (1, 1) if simple else (rng.randint(1, 4), rng.randint(1, 4))
+            zero = simple or rng.random() < 0.2
+            fac = (lambda: (0, 0)) if zero else (lambda: (rng.randint(0, 3), rng.randint(0, 3)))
+            loop = Loop(bgn, end, iters[0], iters[1], fac(), fac(), fac())
+            op = make(loop)
+            if self._legal_here(op, t):
+                return op
+        return self._reset_all(t)
+
+    def _legal_here(self, op: object, t: int) -> bool:
+        acc = access_of(op, self.uops)
+        for buf, idx in list(acc.reads.items()) + list(acc.writes.items()):
+            lo, hi = self._region(buf, t)
+            if idx.size and (idx.min() < lo or idx.max() >= hi):
+                return False
+        return all(self.written[buf][idx].all() for buf, idx in acc.reads.items())
+
+    def _reset_all(self, t: int) -> GemmOp:
+        """GEMM reset over the first loaded micro-op: always legal, it only writes its destination."""
+        lo, _ = self._region("uop", t)
+        return GemmOp(Loop(lo, lo + 1), reset=True)
+
+    def _store(self, t: int) -> StoreOp:
+        rng = self.rng
+        lo, hi = self._region("acc", t)
+        ok = self.written["acc"][lo:hi]
+        y, x = rng.randint(1, 3), rng.randint(1, 4)
+        n = y * x
+        window = np.convolve(ok.astype(np.int64), np.ones(n, dtype=np.int64), "valid") == n if n <= ok.size else []
+        starts = np.flatnonzero(window)
+        if not len(starts):
+            y, x = 1, 1
+            starts = np.flatnonzero(ok)
+        sram = lo + int(rng.choice(starts))
+        stride = x + rng.choice((0, 0, 2))
+        offset = rng.randint(0, _DATA_TILES - ((y - 1) * stride + x))
+        return StoreOp(sram, offset, y, x, stride)

@@ -1,0 +1,88 @@
+"""Builder / runner measurement on worker processes, and the classification of failures."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from compiler.autotune.executor import JobTimeout, LocalExecutor, WorkerDied
+from compiler.autotune.measure import MeasureOptions, Measurer, Status
+from compiler.autotune.space import Config
+from compiler.autotune.task import Task
+
+
+def _sleep(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds
+
+
+def _die() -> None:
+    os._exit(3)
+
+
+def _fail() -> None:
+    raise ArithmeticError("boom")
+
+
+def test_cpu_configs_are_checked_and_timed(cpu_task: Task, executor: LocalExecutor) -> None:
+    m = Measurer(cpu_task, executor, MeasureOptions(repeats=3))
+    space = m.template.space
+    configs = [m.template.default(), space.get(0)]
+    results = m.measure(configs)
+    assert [r.config for r in results] == configs
+    for r in results:
+        assert r.status == Status.OK, r.detail
+        assert len(r.costs) == 3 and 0 < r.cost < 1.0
+        assert "relative error" in r.detail
+
+
+def test_vdla_configs_are_measured_in_cycles_and_invalid_ones_never_built(vdla_task: Task, hw_config: dict,
+                                                                          executor: LocalExecutor) -> None:
+    m = Measurer(vdla_task, executor, hw_config=hw_config)
+    space = m.template.space
+    bad = Config(tuple((k, 4 if k == "virtual_threads" else v) for k, v in space.get(0).values))
+    results = m.measure([m.template.default(), bad])
+    assert results[0].status == Status.OK and results[0].detail == "bit-exact"
+    assert results[0].cost == int(results[0].cost) > 0
+    assert results[1].status == Status.INVALID and results[1].build_s == 0.0
+
+
+def test_executor_turns_hangs_and_dead_workers_into_errors() -> None:
+    with LocalExecutor(workers=1) as ex:
+        kind = ex.device_kinds[0]
+        hung = ex.submit(_sleep, 30.0, device_kind=kind, timeout_s=1.0)
+        with pytest.raises(JobTimeout):
+            hung.result(timeout=60)
+        with pytest.raises(WorkerDied):
+            ex.submit(_die, device_kind=kind, timeout_s=30).result(timeout=60)
+        with pytest.raises(ArithmeticError, match="boom"):
+            ex.submit(_fail, device_kind=kind).result(timeout=60)
+        # The slot restarts its worker after each failure.
+        assert ex.submit(_sleep, 0.01, device_kind=kind, exclusive=True).result(timeout=60) == 0.01
+        with pytest.raises(ValueError, match="serves devices"):
+            ex.submit(_sleep, 0.0, device_kind="cpu-imaginary")
+
+
+AVX2 = "llvm -mcpu=haswell -mattr=+avx,+avx2,+fma"
+
+
+@pytest.mark.parametrize("target", ["llvm", AVX2])
+def test_register_tiles_are_sized_for_the_compile_target(target: str, executor: LocalExecutor) -> None:
+    from compiler.autotune.task import make_task
+
+    from conftest import SMALL_CONV
+
+    task = make_task("conv2d_nchwc", dict(SMALL_CONV, oc_outer=4), target)
+    m = Measurer(task, executor, MeasureOptions(repeats=2))
+    assert task.target.endswith("(avx2)") if target == AVX2 else True
+    registers = 16 if task.target.endswith("(avx2)") or task.target.endswith("(avx)") else 32
+    vectors = 16 // m.template.lanes  # the 16-channel block in vector registers
+    space = m.template.space
+    two_d = space.from_dict(dict(m.template.default().to_dict(), ow_block=2, oc_block=2))
+    too_big = space.from_dict(dict(m.template.default().to_dict(), ow_block=8, oc_block=4))
+    assert 4 * 8 * vectors > registers - 2
+    results = m.measure([two_d, too_big])
+    assert results[0].status == Status.OK, results[0].detail
+    assert results[1].status == Status.INVALID and f"{registers} vector registers" in results[1].detail

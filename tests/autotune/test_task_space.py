@@ -1,0 +1,103 @@
+"""Tasks extracted from real graphs, config spaces, and replayable configs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from compiler.autotune.dispatch import dispatching
+from compiler.autotune.space import Axis, Config, ConfigSpace
+from compiler.autotune.task import HostInfo, Task, extract_tasks
+from compiler.autotune.template import template_for
+from compiler.graph import GraphBuilder
+from compiler.graph.build import build_model
+from compiler.tir.printer import to_text
+
+
+def _mobile_block(rng: np.random.Generator):
+    """conv -> depthwise -> conv -> (same conv again) -> global pool -> dense: repeated and depthwise tasks."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 8, 8), "float32")
+    w = lambda *s: b.const((rng.standard_normal(s) * 0.2).astype(np.float32))  # noqa: E731
+    y = b.op("relu", [b.op("conv2d", [x, w(32, 16, 1, 1)], "expand")])
+    y = b.op("relu", [b.op("conv2d", [y, w(32, 1, 3, 3)], "dw", groups=32, padding=(1, 1, 1, 1))])
+    y = b.op("conv2d", [y, w(16, 32, 1, 1)], "project")
+    y = b.op("relu", [b.op("conv2d", [y, w(32, 16, 1, 1)], "expand2")])
+    y = b.op("global_avg_pool2d", [y], "gap")
+    y = b.op("reshape", [y], "flat", newshape=(1, 32))
+    return b.build([b.op("dense", [y, w(10, 32)], "fc")])
+
+
+def test_extracted_tasks_are_unique_weighted_and_keyed_by_host() -> None:
+    tasks = extract_tasks(_mobile_block(np.random.default_rng(0)))
+    kinds = sorted(t.kind for t in tasks)
+    assert kinds == ["conv2d_nchwc", "conv2d_nchwc", "dense_pack", "depthwise_conv2d_nchw"]
+    expand = [t for t in tasks if t.kind == "conv2d_nchwc" and t.wl["ic_outer"] * t.wl["ic_block"] == 16]
+    assert [t.weight for t in expand] == [2]  # "expand" and "expand2" are one workload
+    host = HostInfo.detect()
+    assert all(t.host == host.key and f"({host.isa})" in t.target for t in tasks)
+    assert host.isa in ("avx512", "avx2", "avx", "sse") and host.vector_bits in (128, 256, 512) and host.cores >= 1
+
+
+def test_task_key_round_trips_through_json(cpu_task: Task) -> None:
+    again = Task.from_json(cpu_task.to_json())
+    assert again == cpu_task and again.key == cpu_task.key
+
+
+def test_space_index_and_config_round_trip() -> None:
+    space = ConfigSpace((Axis("a", (1, 2, 4)), Axis("b", ("x", "y")), Axis("c", (False, True))))
+    assert space.size == 12
+    configs = list(space)
+    assert len({c.key for c in configs}) == 12
+    for i, c in enumerate(configs):
+        assert space.index_of(c) == i
+        assert space.from_dict(c.to_dict()) == c
+
+
+@pytest.mark.parametrize("which", ["cpu", "vdla"])
+def test_default_is_a_point_of_the_space_and_configs_replay(which: str, cpu_task: Task, vdla_task: Task,
+                                                             hw_config: dict) -> None:
+    task = cpu_task if which == "cpu" else vdla_task
+    template = template_for(task, hw_config)
+    space = template.space
+    assert space.size > 1
+    default = template.default()
+    assert space.why_illegal(default) is None
+    assert space.get(space.index_of(default)) == default
+    legal = space.legal_indices()
+    config = space.get(legal[len(legal) // 2])
+    # The same config applied twice (and read back from its JSON form) gives the same program.
+    replay = space.from_dict(config.to_dict())
+    assert to_text(template.program(config)) == to_text(template.program(replay))
+    assert np.array_equal(template.features(config), template.features(replay))
+    other = space.get(legal[0])
+    assert to_text(template.program(other)) != to_text(template.program(config))
+
+
+def test_vdla_space_rejects_configs_the_tiling_check_refuses(vdla_task: Task, hw_config: dict) -> None:
+    space = template_for(vdla_task, hw_config).space
+    bad = Config(tuple((k, v) for k, v in space.get(0).values))
+    bad = Config(tuple((k, 4 if k == "virtual_threads" else v) for k, v in bad.values))
+    assert "virtual threads must divide" in (space.why_illegal(bad) or "")
+
+
+def test_dispatched_knobs_reach_the_lowering() -> None:
+    graph = _mobile_block(np.random.default_rng(1))
+    tasks = extract_tasks(graph)
+    seen: list[str] = []
+
+    class Spy:
+        def query(self, kind: str, workload: dict) -> object:
+            seen.append(kind)
+            if kind != "conv2d_nchwc":
+                return None
+            task = next(t for t in tasks if t.kind == kind and t.wl == workload)
+            template = template_for(task)
+            return template.knobs(template.space.get(0))  # the narrowest column block
+
+    feed = {"x": np.random.default_rng(2).standard_normal((1, 16, 8, 8)).astype(np.float32)}
+    want = build_model(graph).run(feed)[0]
+    with dispatching(Spy()):
+        got = build_model(graph).run(feed)[0]
+    assert sorted(set(seen)) == ["conv2d_nchwc", "dense_pack", "depthwise_conv2d_nchw"]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

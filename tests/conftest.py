@@ -1,0 +1,69 @@
+"""Session fixtures shared across test directories: real files written by the tools, built once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+
+def write_small_cnn(path: Path, seed: int = 0) -> Path:
+    """An ONNX CNN (two 3x3 convs with ReLU, global average pool, dense) on 1x1x8x8 inputs."""
+    rng = np.random.default_rng(seed)
+
+    def init(name: str, *shape: int) -> onnx.TensorProto:
+        scale = 1.0 / np.sqrt(np.prod(shape[1:]))
+        return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c2"], ["r2"]),
+        helper.make_node("GlobalAveragePool", ["r2"], ["p"]),
+        helper.make_node("Flatten", ["p"], ["f"]),
+        helper.make_node("Gemm", ["f", "w3", "b3"], ["y"], transB=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "small_cnn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])],
+        [init("w1", 16, 1, 3, 3), init("b1", 16), init("w2", 16, 16, 3, 3), init("b2", 16),
+         init("w3", 10, 16), init("b3", 10)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path
+
+
+@dataclass(frozen=True)
+class CompiledFiles:
+    """Files written by ``vdla compile``: the ONNX model, modules for two configs, an input, calibration data."""
+
+    onnx: Path
+    module: Path
+    """compiled for the ``default`` config (CPU and VDLA nodes, so it holds kernels.so)"""
+    module_tiny: Path
+    """the same model compiled for ``tiny``"""
+    x: Path
+    calib: Path
+
+
+@pytest.fixture(scope="session")
+def compiled_files(tmp_path_factory: pytest.TempPathFactory) -> CompiledFiles:
+    from compiler.cli.main import main
+
+    d = tmp_path_factory.mktemp("compiled")
+    model = write_small_cnn(d / "cnn.onnx")
+    rng = np.random.default_rng(0)
+    np.savez(d / "calib.npz", x=rng.random((4, 1, 8, 8), dtype=np.float32))
+    np.save(d / "x.npy", rng.random((1, 1, 8, 8), dtype=np.float32))
+    for config in ("default", "tiny"):
+        assert main(["compile", str(model), "--target", "vdla", "--config", config, "--calibrate",
+                     str(d / "calib.npz"), "-o", str(d / f"cnn_{config}.vdla")]) == 0
+    return CompiledFiles(model, d / "cnn_default.vdla", d / "cnn_tiny.vdla", d / "x.npy", d / "calib.npz")

@@ -1,0 +1,85 @@
+"""The pool's pieces without a cluster: device kinds, config digests, the host lock, certificates."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+
+from runtime.pool.jobs import host_lock
+from runtime.pool.kinds import KindError, backend_kind, parse_device, resources_for, satisfies, worker_resources
+from runtime.pool.security import check_bind, make_certs
+from vdla_hw.config import load_config
+from vdla_hw.errors import UsageError
+
+
+def test_config_digest_is_stable_and_tracks_the_hardware() -> None:
+    cfg = load_config("default")
+    assert cfg.digest == load_config("default").digest and len(cfg.digest) == 12
+    assert cfg.replace(name="renamed").digest == cfg.digest
+    assert cfg.replace(clock_mhz=cfg.clock_mhz + 1).digest != cfg.digest
+    assert cfg.replace(timing={"dma_max_bursts": cfg.timing.dma_max_bursts + 1}).digest != cfg.digest
+
+
+def test_kinds_map_to_resources_a_worker_must_all_have() -> None:
+    cfg = load_config("default")
+    assert resources_for("cpu-avx2+fma") == {"cpu": 1, "cpu-avx2": 1, "cpu-fma": 1}
+    assert backend_kind("rtl", cfg) == f"vdla-rtl-{cfg.digest}" and backend_kind("cycle", cfg) == "vdla-cycle"
+    avx2_host = worker_resources([parse_device("cpu", 1)], frozenset({"avx2", "fma", "sse4.2"}))
+    assert satisfies(avx2_host, resources_for("cpu-avx2+fma"))
+    assert not satisfies(avx2_host, resources_for("cpu-avx512f"))
+    rtl = parse_device("vdla-rtl@default=2", 1)
+    assert (rtl.kind, rtl.slots) == (f"vdla-rtl-{cfg.digest}", 2)
+    assert parse_device(rtl.kind, 1).config == cfg  # a digest is resolved through the presets
+    for bad in ("gpu", "vdla-cycle=0", "vdla-rtl-123", "cpu-AVX!"):
+        with pytest.raises(KindError):
+            parse_device(bad, 1) if "=" in bad or bad == "gpu" else resources_for(bad)
+
+
+def test_exclusive_host_lock_waits_for_shared_jobs_and_blocks_new_ones(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("VDLA_POOL_LOCK_DIR", str(tmp_path))
+    events: list[str] = []
+    shared_in, exclusive_waiting = threading.Event(), threading.Event()
+
+    def shared(name: str, hold: float, after: threading.Event | None = None) -> None:
+        if after is not None:
+            after.wait()
+        with host_lock(False):
+            events.append(f"{name}+")
+            shared_in.set()
+            time.sleep(hold)
+            events.append(f"{name}-")
+
+    def exclusive() -> None:
+        shared_in.wait()
+        exclusive_waiting.set()
+        with host_lock(True):
+            events.append("X+")
+            time.sleep(0.2)
+            events.append("X-")
+
+    threads = [threading.Thread(target=shared, args=("a", 0.5)), threading.Thread(target=exclusive),
+               threading.Thread(target=shared, args=("b", 0.0, exclusive_waiting))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    # The exclusive job starts after the running shared one ends, and the later shared one waits for it.
+    assert events == ["a+", "a-", "X+", "X-", "b+", "b-"]
+
+
+def test_certs_are_signed_by_one_ca_and_off_loopback_needs_them(tmp_path: Path) -> None:
+    files = make_certs(tmp_path, ["sched", "w1"], hosts=["10.0.0.5"])
+    assert {f.name for f in files} == {"ca.pem", "sched.pem", "sched-key.pem", "w1.pem", "w1-key.pem"}
+    ca = x509.load_pem_x509_certificate((tmp_path / "ca.pem").read_bytes())
+    node = x509.load_pem_x509_certificate((tmp_path / "w1.pem").read_bytes())
+    node.verify_directly_issued_by(ca)
+    assert (tmp_path / "w1-key.pem").stat().st_mode & 0o077 == 0
+    make_certs(tmp_path, ["w2"])  # the CA is reused for later members
+    x509.load_pem_x509_certificate((tmp_path / "w2.pem").read_bytes()).verify_directly_issued_by(ca)
+    check_bind("127.0.0.1", None)
+    with pytest.raises(UsageError, match="not loopback"):
+        check_bind("0.0.0.0", None)
