@@ -185,11 +185,7 @@ class _Generator:
             total = getattr(self.size, kind) * self.threads
             for base in range(0, total, rows * cols):
                 n = min(rows * cols, total - base)
-                full, rest = divmod(n, cols)
-                if full:
-                    self.pb.load(mem_type, base, spec.addr, full, cols, cols)
-                if rest:
-                    self.pb.load(mem_type, base + full * cols, spec.addr, 1, rest, rest)
+                self.pb.load(mem_type, base, spec.addr, 1, n, n)  # the buffer is contiguous: one row
 
     @staticmethod
     def _flags(count: int, first: dict[str, bool], last: dict[str, bool]) -> list[dict[str, bool]]:

@@ -17,8 +17,8 @@ the regression also checks bit for bit.
   weight tile and a direct store;
 * ``tokens_full``: load pushes more tokens than the load->compute queue holds while
   compute is still busy, so load blocks on a full queue;
-* ``random<N>``: :func:`runtime.random_programs.random_program` with seed N, behind a
-  prologue that defines the SRAM it may read (:func:`with_defined_sram`).
+* ``random<N>``: :func:`runtime.random_programs.random_program` with seed N (it loads
+  every SRAM element it may read first: the RTL's SRAM starts random).
 """
 
 from __future__ import annotations
@@ -28,45 +28,13 @@ from typing import Callable
 import numpy as np
 
 from vdla_hw.config import HwConfig
-from vdla_hw.isa import INSN_BYTES, AluOp, MemInsn, MemType, Opcode, Uop
-
-from runtime.memory import BufferSpec
+from vdla_hw.isa import AluOp, MemType, Uop
 
 from runtime.program import Program, ProgramBuilder
 from runtime.random_programs import random_program
 from runtime.workloads import GemmTiling, tiled_gemm_program
 
 ALU_OPS: tuple[AluOp, ...] = tuple(AluOp)
-DEFINED_TILES = 128
-"""SRAM elements per buffer :func:`with_defined_sram` zeroes: more than the two 48-tile
-regions per buffer :func:`~runtime.random_programs.random_program` works in."""
-
-
-def with_defined_sram(program: Program, tiles: int = DEFINED_TILES) -> Program:
-    """``program`` behind LOADs that zero the first ``tiles`` input, weight and accumulator elements.
-
-    SRAM has no reset value: the simulators start it at zero, the Verilated RTL at random
-    (``--x-initial unique``), as real block RAM would.  A program that reads an element
-    before writing it therefore has no defined result, and the random generator does not
-    avoid such reads.  The zeroing loads come first in their modules' program order: the
-    load module's run before any load of the program, whose first compute instruction
-    pops a token they precede; the accumulator load is compute's first instruction.
-    """
-    cfg = program.config
-    counts = {t: min(tiles, getattr(cfg, f"{t.name.lower()}_buff_depth")) for t in (MemType.INP, MemType.WGT, MemType.ACC)}
-    sizes = {t: getattr(cfg, f"{t.name.lower()}_elem_bytes") for t in counts}
-    align = max(cfg.bus_bytes, INSN_BYTES, *sizes.values())
-    zeros_at = -(-program.dram.size // align) * align
-    zeros_bytes = max(counts[t] * sizes[t] for t in counts)
-    prologue = [MemInsn(Opcode.LOAD, t, 0, zeros_at // sizes[t], 1, n, n) for t, n in counts.items()]
-    insns = tuple(prologue) + program.instructions
-    insn_addr = -(-(zeros_at + zeros_bytes) // align) * align
-    image = np.zeros(insn_addr + len(insns) * INSN_BYTES, dtype=np.uint8)
-    image[: program.dram.size] = program.dram
-    image[insn_addr:] = cfg.isa.encode_program(insns)
-    buffers = dict(program.buffers)
-    buffers["sram_zeros"] = BufferSpec("sram_zeros", "raw", zeros_at, (zeros_bytes,), "uint8", zeros_bytes, 1)
-    return Program(cfg, insns, image, insn_addr, buffers)
 
 
 def _gemm(cfg: HwConfig, vt: int) -> Program:
@@ -210,5 +178,5 @@ def build_case(cfg: HwConfig, name: str) -> Program:
     if name in CASES:
         return CASES[name](cfg)
     if name.startswith("random") and name[6:].isdigit():
-        return with_defined_sram(random_program(cfg, int(name[6:])))
+        return random_program(cfg, int(name[6:]))
     raise KeyError(f"no system-test program {name!r}; names: {', '.join(CASES)}, random<N>")

@@ -91,6 +91,8 @@ class MachineState:
         # Buffers whose every element has been written: their reads need no check, which keeps
         # the checks off the hot path of any program once its buffers are filled.
         self.all_written: set[MemType] = set(self.buffers) if zeroed_sram else set()
+        self.checked_plans: set[int] = set()
+        """ids of the plans whose reads were checked (and writes recorded) on their first run."""
         self.widths: dict[MemType, int] = {MemType.INP: cfg.inp_width, MemType.WGT: cfg.wgt_width, MemType.ACC: cfg.acc_width}
         self.plans: dict[tuple[Insn, bytes], _GemmPlan | _AluPlan] = {}
         """Checked loop indices of GEMM/ALU instructions by (instruction, micro-op words they read):
@@ -151,6 +153,8 @@ def _mark_written(state: MachineState, mt: MemType, rows: slice | np.ndarray) ->
     if mt in state.all_written:
         return
     written = state.written[mt]
+    if written[rows].all():  # the common steady state: reloading elements already written
+        return
     written[rows] = True
     if written.all():
         state.all_written.add(mt)
@@ -279,10 +283,19 @@ def _loop_range(state: MachineState, insn: GemmInsn | AluInsn, index: int) -> tu
         raise ProtocolError(f"instruction {index} ({describe(insn)}): uop_end {end} < uop_bgn {bgn}; the range is [bgn, end)")
     if end > state.uop.shape[0]:
         _check_sram(insn, index, "UOP", bgn, end - 1, state.uop.shape[0])
-    missing = _first_unwritten(state, MemType.UOP, slice(bgn, end))
-    if missing is not None and insn.iter_out and insn.iter_in:
-        raise _uninitialized(insn, index, "UOP", bgn + missing, "its micro-op range")
     return bgn, end
+
+
+def _checked(state: MachineState, plan: _GemmPlan | _AluPlan) -> bool:
+    """Whether a run of ``plan`` passed its written-ness checks (and recorded its writes) before.
+    Written-ness only grows, so the elements it read and wrote then still are: skip the checks."""
+    return id(plan) in state.checked_plans  # plans stay in state.plans for the whole run: ids are stable
+
+
+def _require_uops_written(state: MachineState, insn: GemmInsn | AluInsn, index: int) -> None:
+    missing = _first_unwritten(state, MemType.UOP, slice(insn.uop_bgn, insn.uop_end))
+    if missing is not None:
+        raise _uninitialized(insn, index, "UOP", insn.uop_bgn + missing, "its micro-op range")
 
 
 def _indices(insn: GemmInsn | AluInsn, fields: np.ndarray, factor_out: int, factor_in: int) -> np.ndarray:
@@ -367,13 +380,18 @@ def _gemm(state: MachineState, insn: GemmInsn, index: int) -> InsnEffect:
     if iters == 0:
         return InsnEffect(Opcode.GEMM)
     plan = _plan(state, insn, index, bgn, end)
+    if not _checked(state, plan):
+        _require_uops_written(state, insn, index)
+        if plan.src is None:
+            _mark_written(state, MemType.ACC, plan.dst)
+        else:
+            _require_loop_written(state, insn, index, MemType.INP, "src", plan.src_rows)
+            _require_loop_written(state, insn, index, MemType.WGT, "wgt", plan.wgt_rows)
+            _require_loop_written(state, insn, index, MemType.ACC, "dst", plan.targets)
+        state.checked_plans.add(id(plan))
     if plan.src is None:
         state.acc[plan.dst] = 0
-        _mark_written(state, MemType.ACC, plan.dst)
         return InsnEffect(Opcode.GEMM, uop_iters=iters)
-    _require_loop_written(state, insn, index, MemType.INP, "src", plan.src_rows)
-    _require_loop_written(state, insn, index, MemType.WGT, "wgt", plan.wgt_rows)
-    _require_loop_written(state, insn, index, MemType.ACC, "dst", plan.targets)
     acc_t = state.acc.dtype
     # Products and sums in the accumulator's type wrap modulo 2**acc_width, exactly as the
     # hardware's adders do; the order of a wrapping sum does not change its value.
@@ -422,9 +440,12 @@ def _alu(state: MachineState, insn: AluInsn, index: int) -> InsnEffect:
         return InsnEffect(Opcode.ALU)
     plan = _plan(state, insn, index, bgn, end)
     dst, src = plan.dst, plan.src
-    if _first_unwritten(state, MemType.ACC, plan.rows) is not None:
-        _require_loop_written(state, insn, index, MemType.ACC, "dst", np.unique(dst))
-        _require_loop_written(state, insn, index, MemType.ACC, "src", plan.rows)
+    if not _checked(state, plan):
+        _require_uops_written(state, insn, index)
+        if _first_unwritten(state, MemType.ACC, plan.rows) is not None:
+            _require_loop_written(state, insn, index, MemType.ACC, "dst", np.unique(dst))
+            _require_loop_written(state, insn, index, MemType.ACC, "src", plan.rows)
+        state.checked_plans.add(id(plan))
     acc = state.acc
     if plan.hazard_free:
         operand = insn.imm if src is None else acc[src]

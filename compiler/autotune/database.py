@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runtime.file_checks import describe, wrong_kind
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.errors import BadFileError
 
@@ -84,7 +85,14 @@ def read_log(path: str | os.PathLike[str]) -> list[Record]:
     p = Path(path)
     if not p.exists():
         return []
-    lines = p.read_text().split("\n")
+    data = p.read_bytes()
+    if data and describe(data) != "a JSON text":
+        raise wrong_kind(p, data, "a tuning log (JSON lines written by `vdla tune`)",
+                         hint="pass a log written by `vdla tune`, or start a new log")
+    try:
+        lines = data.decode("utf-8").split("\n")
+    except UnicodeDecodeError as exc:
+        raise BadFileError(f"{p} is damaged: not UTF-8 text ({exc})", hint="start a new log") from None
     records = []
     for no, line in enumerate(lines, 1):
         if not line.strip():

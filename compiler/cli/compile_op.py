@@ -40,14 +40,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def cmd_compile_op(args: argparse.Namespace) -> int:
     from compiler.vdla.target import VdlaTarget
-    from compiler.vdla.topi import RESNET18_CONVS, Conv2dWorkload, Requantize, compile_conv2d, dense_workload, requant_shift
+    from compiler.vdla.topi import Conv2dWorkload, Requantize, compile_conv2d, dense_workload, requant_shift, resnet18_layer
 
     s = args.shape
     try:
         if args.op == "dense":
             wl = dense_workload(s["m"], s["k"], s["n"])
         elif "layer" in s:
-            wl = RESNET18_CONVS[f"C{s['layer']}"]
+            wl = resnet18_layer(f"C{s['layer']}")
         else:
             wl = Conv2dWorkload(s.get("n", 1), s["ic"], s["h"], s["w"], s["oc"], s["k"], s["k"], s.get("s", 1), s.get("p", 0))
     except KeyError as exc:
@@ -65,7 +65,7 @@ def cmd_compile_op(args: argparse.Namespace) -> int:
     target = VdlaTarget.from_config(args.config)
     shift = args.shift if args.shift is not None else requant_shift(wl)
     compiled = compile_conv2d(wl, target, epilogue=Requantize(shift=shift, relu=args.op == "conv2d"),
-                              virtual_threads=args.virtual_threads, dump=dump)
+                              virtual_threads=args.virtual_threads, dump=dump, pad_channels=True)
     program = compiled.module.program
     print(f"{args.op} {wl} on {target.config.name!r}: knobs {compiled.knobs}")
     steps = [st for st in stages if st.startswith("schedule: ")]

@@ -106,6 +106,8 @@ def load_program(args: argparse.Namespace) -> tuple[Program, tuple[Any, ...]]:
                              f"{', '.join(raw_given)} only go with an instruction image (.bin)",
                              hint=f"drop {', '.join(raw_given)}")
         return Program.from_bytes(data, args.file, load_config(args.config) if args.config else None), ()
+    if args.uops_addr is not None and args.uops is None:
+        raise UsageError("--uops-addr places the micro-ops of --uops, which is missing", hint="add --uops FILE.uops")
     dumps = tuple(parse_dump(t) for t in args.dump)
     inputs = tuple(parse_input(t) for t in args.dram)
     program = build_raw_program(load_config(args.config or "default"), args.file, args.uops, args.uops_addr or 0,

@@ -61,8 +61,5 @@ def run_demo(layer: str = "C10", config: str = "default", seed: int = 0, plot: s
 
 
 def _inputs(compiled, seed: int):  # type: ignore[no-untyped-def]
-    from .topi import reference as ref
     from .topi.ops import random_conv_data
-    cfg = compiled.module.target.config
-    data, kernel, bias = random_conv_data(compiled.workload, seed)
-    return ref.pack_data(cfg, data), ref.pack_kernel(cfg, kernel), ref.pack_bias(cfg, bias)
+    return compiled.pack_inputs(*random_conv_data(compiled.workload, seed))

@@ -14,9 +14,11 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Mapping
 
-from vdla_hw.config import HwConfig, load_config
+from vdla_hw.config import RANGES, HwConfig, load_config
 from vdla_hw.isa import MemType
 from vdla_hw.errors import UnsupportedError
+
+from compiler.tir import dtype
 
 SCOPE_INP = "vdla.inp"
 SCOPE_WGT = "vdla.wgt"
@@ -27,6 +29,15 @@ SCOPES = (SCOPE_INP, SCOPE_WGT, SCOPE_ACC, SCOPE_UOP)
 
 class CapacityError(UnsupportedError):
     """A schedule needs more of an on-chip buffer than the config provides."""
+
+
+def _has_int_type(bits: int) -> bool:
+    """Whether the compiler's IR has a signed integer type of ``bits`` bits."""
+    try:
+        dtype.split(f"int{bits}")
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -47,15 +58,30 @@ class MemScope:
             n *= d
         return n
 
+    @property
+    def field(self) -> str:
+        """The config field that sizes this buffer (``log_<buffer>_buff_size``)."""
+        return f"log_{self.name.split('.', 1)[1]}_buff_size"
+
+    def log_size_for(self, tiles: int) -> int:
+        """The smallest ``log2`` byte size of this buffer that holds ``tiles`` elements."""
+        return max(1, tiles * self.elem_bytes - 1).bit_length()
+
+    def overflow(self, tiles: int, what: str) -> str | None:
+        """Why ``tiles`` elements do not fit this buffer (naming the overflow), or None when they do."""
+        if tiles <= self.depth:
+            return None
+        over = tiles - self.depth
+        return (f"{what} needs {tiles} {self.name} tiles but the buffer holds {self.depth} "
+                f"({self.depth * self.elem_bytes} B): {over} tiles ({over * self.elem_bytes} B) too many")
+
     def check_fits(self, tiles: int, what: str) -> None:
-        """Raise :class:`CapacityError` naming this buffer and the overflow when ``tiles`` do not fit."""
-        if tiles > self.depth:
-            over = tiles - self.depth
-            raise CapacityError(
-                f"{what} needs {tiles} {self.name} tiles but the buffer holds {self.depth} "
-                f"({self.depth * self.elem_bytes} B): {over} tiles ({over * self.elem_bytes} B) too many; "
-                f"use smaller tiles or fewer virtual threads"
-            )
+        """Raise :class:`CapacityError` naming this buffer, the overflow and the config field to enlarge."""
+        reason = self.overflow(tiles, what)
+        if reason is not None:
+            raise CapacityError(f"{reason}; use smaller tiles or fewer virtual threads",
+                                hint=f"or enlarge {self.field} to {self.log_size_for(tiles)} (the config has "
+                                     f"{(self.depth * self.elem_bytes).bit_length() - 1})")
 
 
 @dataclass(frozen=True)
@@ -86,6 +112,19 @@ class VdlaTarget:
             return self.scopes[name]
         except KeyError:
             raise ValueError(f"{name!r} is not a VDLA memory scope; scopes: {', '.join(SCOPES)}") from None
+
+    def check_data_widths(self) -> None:
+        """Raise :class:`UnsupportedError` naming the config field of a data width the compiler cannot
+        express (its integer types are 8, 16, 32 and 64 bits wide)."""
+        c = self.config
+        for field, bits in (("log_inp_width", c.inp_width), ("log_wgt_width", c.wgt_width),
+                            ("log_acc_width", c.acc_width), ("log_out_width", c.out_width)):
+            if not _has_int_type(bits):
+                lo, hi = RANGES[field]
+                ok = [v for v in range(lo, hi + 1) if _has_int_type(1 << v)]
+                raise UnsupportedError(
+                    f"config {c.name!r}: {field} = {getattr(c, field)} gives {bits}-bit values, which the VDLA "
+                    f"compiler has no integer type for", hint=f"set {field} to one of {ok}")
 
     @property
     def out_dtype(self) -> str:

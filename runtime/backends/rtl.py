@@ -202,7 +202,7 @@ def precheck_faults(program: Program) -> None:
         return
     except SimulationError as exc:
         raise type(exc)(
-            f"{exc}\n(found by the rtl backend's functional pre-check, before simulating: the RTL does not "
+            f"{exc} (found by the rtl backend's functional pre-check, before simulating: the RTL does not "
             f"detect this fault itself and would run on with wrong results)"
         ) from exc
 

@@ -143,7 +143,7 @@ def test_every_help_text_is_plain() -> None:
 
 
 # ---- asm -> sim ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("backend", ["fsim", "cycle"])
+@pytest.mark.parametrize("backend", ["fsim", "cycle", pytest.param("rtl", marks=pytest.mark.slow)])
 def test_assembled_program_runs_bit_exact(assembled, backend: str, capsys) -> None:
     y = assembled["dir"] / f"y_{backend}.npy"
     assert cli(["sim", *raw_args(assembled), "--backend", backend, "--dump", f"out@64:2x4={y}"]) == 0
@@ -161,6 +161,8 @@ def test_raw_image_usage_errors(assembled, tmp_path: Path, capsys) -> None:
           "KIND@ADDR:ROWSxCOLS=FILE.npy")
     fails(["sim", *base, "--dump", "psum@0:1x1=y.npy"], capsys, "unknown kind 'psum'", "inp, wgt, acc, out")
     fails(["sim", *base, "--dram", f"out@zero={assembled['x']}"], capsys, "address 'zero' is not an integer")
+    fails(["sim", str(assembled["prog"]), "--config", "tiny", "--uops-addr", "4"], capsys,
+          "--uops-addr places the micro-ops of --uops, which is missing")
     # Weights at wgt element 4 are bytes 64..127, where x already is.
     fails(["sim", *base[:-2], "--dram", f"wgt@4={assembled['w']}"], capsys, "overlap in DRAM")
     np.save(tmp_path / "big.npy", np.full((2, 8), 300, np.int16))

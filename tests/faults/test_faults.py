@@ -115,6 +115,25 @@ def _store_of_unwritten(cfg: HwConfig) -> Program:
     return pb.build()
 
 
+def _alu_unwritten_operand(cfg: HwConfig) -> Program:
+    pb, _, _, out = _with_data(cfg)
+    pb.load_uops(pb.uops([Uop(0, 1, 0)]))
+    pb.gemm(0, 1, reset=True)  # writes ACC tile 0 only
+    pb.alu(AluOp.ADD, 0, 1, push_next=True)  # 2: acc[0] += acc[1], never written
+    pb.store(0, out.addr, 1, 1, 1, pop_prev=True, push_prev=True)
+    pb.finish(pop_next=True)
+    return pb.build()
+
+
+def _unloaded_uop(cfg: HwConfig) -> Program:
+    pb, _, _, out = _with_data(cfg)
+    pb.load_uops(pb.uops([Uop(0, 0, 0)]))  # micro-op 0 only
+    pb.gemm(0, 2, reset=True, push_next=True)  # 1: micro-op 1 was never loaded
+    pb.store(0, out.addr, 1, 1, 1, pop_prev=True, push_prev=True)
+    pb.finish(pop_next=True)
+    return pb.build()
+
+
 def _token_underflow(cfg: HwConfig) -> Program:
     pb, inp, _, _ = _with_data(cfg)
     pb.load_uops(pb.uops([Uop(0, 0, 0)]))
@@ -143,6 +162,8 @@ FAULTS: dict[str, Fault] = {
     "unloaded_input": Fault(_unloaded_input, UninitializedReadError, 3, "reads INP SRAM element 0, which no instruction"),
     "unreset_accumulator": Fault(_unreset_accumulator, UninitializedReadError, 3, "reads ACC SRAM element 0"),
     "store_of_unwritten": Fault(_store_of_unwritten, UninitializedReadError, 3, "reads ACC SRAM element 1"),
+    "alu_unwritten_operand": Fault(_alu_unwritten_operand, UninitializedReadError, 2, "reads ACC SRAM element 1"),
+    "unloaded_uop": Fault(_unloaded_uop, UninitializedReadError, 1, "reads UOP SRAM element 1"),
     "token_underflow": Fault(_token_underflow, DeadlockError, 2, "GEMM"),
     "unknown_opcode": Fault(_unknown_opcode, IllegalInstructionError, 3, "unknown opcode 7"),
     "watchdog": Fault(_gemm_program, SimTimeoutError, -1, "watchdog", _watchdog_options),
@@ -163,6 +184,9 @@ def test_backends_agree_on_fault(cfg: HwConfig, name: str, backend: str) -> None
         assert f"instruction {fault.index} ({shown}" in text
     else:  # the watchdog names where the machine was, which differs by backend but is an instruction
         assert "instruction " in text
+    # The RTL detects deadlocks and its watchdog itself; memory faults only through the pre-check.
+    found_by_precheck = backend == "rtl" and fault.error in (MemoryAccessError, UninitializedReadError)
+    assert ("functional pre-check" in text) == found_by_precheck
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -184,3 +208,14 @@ def test_zeroed_sram_opt_in_accepts_unwritten_reads(cfg: HwConfig) -> None:
     np.testing.assert_array_equal(fsim.dram, cycle.dram)
     correct = _gemm_program(cfg)  # the same GEMM after a reset
     np.testing.assert_array_equal(program.read("out", fsim.dram), correct.read("out", run(correct, "fsim").dram))
+
+
+def test_cli_reports_a_fault_as_one_line_user_error(cfg: HwConfig, tmp_path, capsys) -> None:
+    """``vdla sim`` prints a program fault as a user error (exit 2), naming the instruction."""
+    from compiler.cli.main import main as vdla
+
+    path = _unloaded_input(cfg).save(tmp_path / "fault.vdlaprog")
+    assert vdla(["sim", str(path), "--backend", "cycle"]) == 2
+    err = capsys.readouterr().err
+    assert "instruction 3 (GEMM" in err and "reads INP SRAM element 0" in err
+    assert "Traceback" not in err

@@ -263,6 +263,18 @@ def test_bad_config_files(compiled_files, tmp_path: Path, capsys) -> None:
               capsys, "binary data")
 
 
+# ---- tuning logs --------------------------------------------------------------------------------------
+def test_bad_tuning_logs(compiled_files, tmp_path: Path, capsys) -> None:
+    from compiler.autotune.database import read_log
+
+    with pytest.raises(BadFileError, match=r"is a NumPy array \(\.npy\), not a tuning log"):
+        read_log(compiled_files.x)
+    with pytest.raises(BadFileError, match=r"is a VDLA module \(\.vdla\), not a tuning log"):
+        read_log(compiled_files.module)
+    cli_fails(["compile", str(compiled_files.onnx), "-o", str(tmp_path / "o.vdla"), "--tuning-log",
+               str(compiled_files.x)], capsys, "not a tuning log")
+
+
 # ---- ONNX --------------------------------------------------------------------------------------------
 def test_bad_onnx_files(compiled_files, tmp_path: Path, capsys) -> None:
     bad = cut(compiled_files.onnx, tmp_path / "cut.onnx", 0.6)

@@ -32,7 +32,8 @@ from compiler.tir.ir import max_, min_
 
 from ..intrin import GemmIntrin
 from ..target import SCOPE_ACC, SCOPE_INP, SCOPE_WGT, VdlaTarget
-from .tiling import Conv2dKnobs, Conv2dWorkload, check_knobs, geometry
+from .fit import check_knobs
+from .tiling import Conv2dKnobs, Conv2dWorkload, geometry
 
 Dump = Callable[[str, PrimFunc], None]
 
@@ -131,7 +132,7 @@ def conv2d_schedule(wl: Conv2dWorkload, knobs: Conv2dKnobs, target: VdlaTarget, 
 
     ``dump(step, func)``, when given, sees the program after every primitive.
     """
-    check_knobs(wl, knobs, target)
+    check_knobs(wl, knobs, target, epilogue.bias)
     g = geometry(wl, knobs, target.config)
     t = conv2d_compute(wl, target, epilogue)
     s = create_schedule(t.out, t.params, name)

@@ -6,11 +6,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from vdla_hw.errors import UsageError
+
 from ..build import VdlaModule, build
 from ..target import VdlaTarget
 from . import reference as ref
 from .conv2d import Requantize, conv2d_func
-from .tiling import Conv2dKnobs, Conv2dWorkload, default_knobs
+from .fit import default_knobs
+from .tiling import Conv2dKnobs, Conv2dWorkload
 
 RESNET18_CONVS: dict[str, Conv2dWorkload] = {
     "C2": Conv2dWorkload(1, 64, 56, 56, 64, 3, 3, 1, 1),
@@ -25,7 +28,17 @@ RESNET18_CONVS: dict[str, Conv2dWorkload] = {
     "C11": Conv2dWorkload(1, 256, 14, 14, 512, 1, 1, 2, 0),
     "C12": Conv2dWorkload(1, 512, 7, 7, 512, 3, 3, 1, 1),
 }
-"""ResNet-18's conv layers C2-C12 at batch 1 (C1, 3 input channels, is left to the CPU)."""
+"""ResNet-18's conv layers C2-C12 at batch 1 (C1, 3 input channels, is left to the CPU by the graph compiler)."""
+RESNET18_C1 = Conv2dWorkload(1, 3, 224, 224, 64, 7, 7, 2, 3)
+"""ResNet-18's first conv: its 3 input channels compile zero-padded to BLOCK_IN (``pad_channels``)."""
+
+
+def resnet18_layer(name: str) -> Conv2dWorkload:
+    """ResNet-18's conv layer ``C1`` .. ``C12``."""
+    layers = {"C1": RESNET18_C1, **RESNET18_CONVS}
+    if name not in layers:
+        raise UsageError(f"ResNet-18 has no conv layer {name!r}", hint=f"choose one of {', '.join(layers)}")
+    return layers[name]
 
 
 def dense_workload(batch: int, in_features: int, out_features: int) -> Conv2dWorkload:
@@ -39,25 +52,40 @@ class CompiledConv:
     knobs: Conv2dKnobs
     epilogue: Requantize
     module: VdlaModule
+    padded: bool = False
+    """Compiled with the input channels zero-padded to BLOCK_IN (``workload`` is the unpadded layer)."""
+
+    def pack_inputs(self, data: np.ndarray, kernel: np.ndarray, bias: np.ndarray | None) -> list[np.ndarray]:
+        """NCHW data, OIHW kernel and bias as the module's packed inputs (input channels zero-padded
+        when the layer was compiled with ``pad_channels``)."""
+        cfg = self.module.target.config
+        extra = self.workload.with_padded_channels(cfg).ic - data.shape[1] if self.padded else 0
+        if extra:
+            data = np.pad(data, ((0, 0), (0, extra), (0, 0), (0, 0)))
+            kernel = np.pad(kernel, ((0, 0), (0, extra), (0, 0), (0, 0)))
+        args = [ref.pack_data(cfg, data), ref.pack_kernel(cfg, kernel)]
+        if self.epilogue.bias:
+            args.append(ref.pack_bias(cfg, bias if bias is not None else np.zeros(kernel.shape[0], np.int32)))
+        return args
 
     def run_nchw(self, data: np.ndarray, kernel: np.ndarray, bias: np.ndarray | None, backend: str = "fsim",
                  **options: object) -> tuple[np.ndarray, object]:
         """Run on NCHW int8 data / OIHW kernel; returns the NCHW int8 output and the run result."""
-        cfg = self.module.target.config
-        args = [ref.pack_data(cfg, data), ref.pack_kernel(cfg, kernel)]
-        if self.epilogue.bias:
-            args.append(ref.pack_bias(cfg, bias if bias is not None else np.zeros(kernel.shape[0], np.int32)))
-        outs, result = self.module.run(*args, backend=backend, **options)
+        outs, result = self.module.run(*self.pack_inputs(data, kernel, bias), backend=backend, **options)
         return ref.unpack_output(outs["out"]), result
 
 
 def compile_conv2d(wl: Conv2dWorkload, target: VdlaTarget | str = "default", knobs: Conv2dKnobs | None = None,
-                   epilogue: Requantize = Requantize(shift=8), virtual_threads: int = 2, dump=None) -> CompiledConv:  # type: ignore[no-untyped-def]
-    """Schedule, lower and generate the program of one conv2d layer (knobs default to the cost model's pick)."""
+                   epilogue: Requantize = Requantize(shift=8), virtual_threads: int = 2, dump=None,  # type: ignore[no-untyped-def]
+                   pad_channels: bool = False) -> CompiledConv:
+    """Schedule, lower and generate the program of one conv2d layer (knobs default to the fastest that fit,
+    with up to ``virtual_threads`` threads).  ``pad_channels`` compiles a layer whose input channels are
+    not a multiple of BLOCK_IN with zero channels added (``CompiledConv.pack_inputs`` adds them)."""
     tgt = target if isinstance(target, VdlaTarget) else VdlaTarget.from_config(target)
-    k = knobs or default_knobs(wl, tgt, virtual_threads)
-    func = conv2d_func(wl, k, tgt, epilogue, dump=None if dump is None else lambda step, f: dump(f"schedule: {step}", f))
-    return CompiledConv(wl, k, epilogue, build(func, tgt, dump))
+    hw = wl.with_padded_channels(tgt.config) if pad_channels else wl
+    k = knobs or default_knobs(hw, tgt, virtual_threads, epilogue.bias)
+    func = conv2d_func(hw, k, tgt, epilogue, dump=None if dump is None else lambda step, f: dump(f"schedule: {step}", f))
+    return CompiledConv(wl, k, epilogue, build(func, tgt, dump), hw is not wl)
 
 
 def random_conv_data(wl: Conv2dWorkload, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -93,11 +121,12 @@ def tune_conv2d(wl: Conv2dWorkload, target: VdlaTarget | str = "default", virtua
     A minimal measurement-driven search over :func:`knob_space` (the auto-tuner's hook);
     every candidate is checked bit-exactly against NumPy before its time counts.
     """
-    from .tiling import estimate_cycles, knob_space
+    from .fit import knob_space
+    from .tiling import estimate_cycles
 
     tgt = target if isinstance(target, VdlaTarget) else VdlaTarget.from_config(target)
     ep = epilogue or Requantize(shift=requant_shift(wl))
-    space = sorted(knob_space(wl, tgt, (virtual_threads,)), key=lambda k: estimate_cycles(wl, k, tgt.config))
+    space = sorted(knob_space(wl, tgt, (virtual_threads,), ep.bias), key=lambda k: estimate_cycles(wl, k, tgt.config))
     best: tuple[int, CompiledConv] | None = None
     for knobs in space[:candidates]:
         compiled = compile_conv2d(wl, tgt, knobs=knobs, epilogue=ep)

@@ -1,4 +1,5 @@
-"""Tiling knobs of the VDLA conv2d schedule, their on-chip footprint and an analytic cost model.
+"""Tiling knobs of the VDLA conv2d schedule, their tile geometry and an analytic cost model
+(``fit.py`` decides which knobs fit a config).
 
 The knob space is what the auto-tuner searches: tile sizes (output channels, output rows,
 input channels per chunk, all in blocks/rows), the number of virtual threads, the axis the
@@ -9,12 +10,12 @@ inner tile loop when a chunk covers all input channels).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import product
 
 from vdla_hw.config import HwConfig
+from vdla_hw.errors import UnsupportedError
 from vdla_hw.isa import LOOP_ITER_W
 
-from ..target import SCOPE_ACC, SCOPE_INP, SCOPE_UOP, SCOPE_WGT, CapacityError, VdlaTarget
+from ..target import VdlaTarget
 
 MAX_LOOP = (1 << LOOP_ITER_W) - 1
 
@@ -45,19 +46,26 @@ class Conv2dWorkload:
     def macs(self) -> int:
         return self.n * self.oc * self.oh * self.ow * self.ic * self.kh * self.kw
 
+    def with_padded_channels(self, cfg: HwConfig) -> "Conv2dWorkload":
+        """The layer with its input channels zero-padded to a multiple of BLOCK_IN (same result)."""
+        ic = -(-self.ic // cfg.block_in) * cfg.block_in
+        return self if ic == self.ic else Conv2dWorkload(self.n, ic, self.h, self.w, self.oc, self.kh, self.kw,
+                                                         self.stride, self.pad)
+
     def check(self, cfg: HwConfig) -> None:
-        """Raise ValueError unless the layer maps onto ``cfg``'s tiles."""
+        """Raise :class:`UnsupportedError` unless the layer maps onto ``cfg``'s tiles and data widths."""
+        VdlaTarget(cfg).check_data_widths()
         for name, value, block, what in (("n", self.n, cfg.batch, "BATCH"), ("ic", self.ic, cfg.block_in, "BLOCK_IN"),
                                           ("oc", self.oc, cfg.block_out, "BLOCK_OUT")):
             if value <= 0 or value % block:
-                raise ValueError(f"conv2d {name}={value} must be a positive multiple of {what}={block} on config "
-                                 f"{cfg.name!r}; pad the channels (or batch) to a multiple of {block}")
+                raise UnsupportedError(f"conv2d {name}={value} must be a positive multiple of {what}={block} on "
+                                       f"config {cfg.name!r}", hint=f"pad the channels (or batch) to a multiple of {block}")
         if min(self.h, self.w, self.kh, self.kw, self.stride) <= 0 or self.pad < 0:
-            raise ValueError(f"invalid conv2d geometry {self}")
+            raise UnsupportedError(f"invalid conv2d geometry {self}")
         if self.oh <= 0 or self.ow <= 0:
-            raise ValueError(f"conv2d {self} has an empty output")
+            raise UnsupportedError(f"conv2d {self} has an empty output")
         if self.pad >= min(self.kh, self.kw) and self.pad > 0:
-            raise ValueError(f"conv2d padding {self.pad} must be smaller than the kernel ({self.kh}x{self.kw})")
+            raise UnsupportedError(f"conv2d padding {self.pad} must be smaller than the kernel ({self.kh}x{self.kw})")
 
 
 @dataclass(frozen=True)
@@ -107,63 +115,6 @@ def hoisted(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> str | None:
     return "wgt" if k.loop_order == "oc_oh" else "inp"
 
 
-def footprint(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> dict[str, int]:
-    """Tiles each on-chip buffer needs (all virtual threads, plus the resident bias)."""
-    g = geometry(wl, k, cfg)
-    vt = k.virtual_threads
-    inp = k.ic_tile * g.in_rows * g.in_cols
-    wgt = k.oc_tile * k.ic_tile * wl.kh * wl.kw
-    acc = k.oc_tile * k.oh_tile * wl.ow
-    uops = wl.ow * k.ic_tile * wl.kh * wl.kw + 6
-    # A hoisted copy outside the virtual-thread loop (threads split the inner axis) is shared.
-    hoist = hoisted(wl, k, cfg)
-    outer_axis = "oc" if k.loop_order == "oc_oh" else "oh"
-    shared = hoist is not None and k.vt_axis != outer_axis
-    inp_copies = 1 if shared and hoist == "inp" else vt
-    wgt_copies = 1 if shared and hoist == "wgt" else vt
-    return {SCOPE_INP: inp_copies * inp, SCOPE_WGT: wgt_copies * wgt, SCOPE_ACC: vt * acc + g.ocb,
-            SCOPE_UOP: vt * uops}
-
-
-def check_knobs(wl: Conv2dWorkload, k: Conv2dKnobs, target: VdlaTarget) -> None:
-    """Raise ValueError for knobs that do not divide the layer, :class:`CapacityError` when a buffer overflows."""
-    cfg = target.config
-    wl.check(cfg)
-    ocb, icb = wl.oc // cfg.block_out, wl.ic // cfg.block_in
-    if k.virtual_threads < 1:
-        raise ValueError(f"virtual_threads must be >= 1, got {k.virtual_threads}")
-    if k.vt_axis not in ("oc", "oh") or k.loop_order not in ("oc_oh", "oh_oc"):
-        raise ValueError(f"vt_axis must be 'oc' or 'oh' and loop_order 'oc_oh' or 'oh_oc', got {k}")
-    for name, tile, total in (("oc_tile", k.oc_tile, ocb), ("oh_tile", k.oh_tile, wl.oh), ("ic_tile", k.ic_tile, icb)):
-        if tile <= 0 or total % tile:
-            raise ValueError(f"{name}={tile} must divide {total}")
-    g = geometry(wl, k, cfg)
-    split = g.oc_tiles if k.vt_axis == "oc" else g.oh_tiles
-    if split % k.virtual_threads:
-        raise ValueError(f"{k.virtual_threads} virtual threads must divide the {split} {k.vt_axis} tiles")
-    if k.oh_tile * wl.ow > MAX_LOOP or k.oc_tile > MAX_LOOP:
-        raise ValueError(f"tile {k.oc_tile}x{k.oh_tile}x{wl.ow} exceeds the {LOOP_ITER_W}-bit instruction loop")
-    for scope, tiles in footprint(wl, k, cfg).items():
-        target.scope(scope).check_fits(tiles, f"conv2d {wl} with {k}")
-
-
-def knob_space(wl: Conv2dWorkload, target: VdlaTarget, virtual_threads: tuple[int, ...] = (1, 2)) -> list[Conv2dKnobs]:
-    """Every valid knob setting of the layer (the auto-tuner's search space)."""
-    cfg = target.config
-    wl.check(cfg)
-    ocb, icb = wl.oc // cfg.block_out, wl.ic // cfg.block_in
-    out = []
-    for oc_t, oh_t, ic_t, vt, axis, order in product(_divisors(ocb), _divisors(wl.oh), _divisors(icb), virtual_threads,
-                                                     ("oc", "oh"), ("oc_oh", "oh_oc")):
-        k = Conv2dKnobs(oc_t, oh_t, ic_t, vt, axis, order)
-        try:
-            check_knobs(wl, k, target)
-        except ValueError:
-            continue
-        out.append(k)
-    return out
-
-
 def estimate_cycles(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> float:
     """A quick analytic estimate of the program's cycles (used to pick default knobs).
 
@@ -190,18 +141,3 @@ def estimate_cycles(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> float:
     if k.virtual_threads > 1:
         return max(compute, memory) + min(compute, memory) / (4 * tiles)
     return compute + 0.6 * memory
-
-
-def default_knobs(wl: Conv2dWorkload, target: VdlaTarget, virtual_threads: int = 2) -> Conv2dKnobs:
-    """The knobs with the lowest estimated cycles; a :class:`CapacityError` explains a layer that cannot fit."""
-    space = knob_space(wl, target, (virtual_threads,))
-    if not space:
-        smallest = Conv2dKnobs(1, 1, 1, virtual_threads, "oc", "oc_oh")
-        check_knobs(wl, smallest, target)  # raises the error naming the overflowing buffer
-        raise CapacityError(f"conv2d {wl} cannot be tiled for {target.config.name!r} with "
-                            f"{virtual_threads} virtual threads")
-    return min(space, key=lambda k: (estimate_cycles(wl, k, target.config), -k.oh_tile))
-
-
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]

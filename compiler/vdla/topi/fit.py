@@ -1,0 +1,275 @@
+"""Does a conv2d schedule fit a hardware config?  The legality and capacity model of the knobs.
+
+Every buffer the config bounds is accounted for before a schedule is built: the input,
+weight and accumulator SRAM tiles of all virtual threads (plus the resident bias) and the
+micro-op buffer, whose footprint is the set of distinct micro-op lists the program loads
+(derived from the schedule's loop nests and SRAM placement the way ``fold_uop_loop`` and
+code generation make them, so it is exact, not an estimate).  :func:`fits` answers for one
+knob setting without raising -- the auto-tuner filters its spaces with it;
+:func:`default_knobs` picks the fastest fitting setting, falling back from the requested
+virtual threads (split over output-channel or row tiles) to fewer, and raises a
+:class:`~compiler.vdla.target.CapacityError` only when no tiling fits, with a hint naming
+the config fields to enlarge and by how much.
+"""
+
+from __future__ import annotations
+
+from itertools import product
+from math import prod
+
+from vdla_hw.config import ConfigError, HwConfig
+from vdla_hw.errors import UnsupportedError
+from vdla_hw.isa import LOOP_ITER_W
+
+from ..target import SCOPE_ACC, SCOPE_INP, SCOPE_UOP, SCOPE_WGT, CapacityError, VdlaTarget
+from .tiling import MAX_LOOP, Conv2dKnobs, Conv2dWorkload, TileGeometry, estimate_cycles, geometry, hoisted
+
+
+def footprint(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, bias: bool = True) -> dict[str, int]:
+    """Elements each on-chip buffer needs: SRAM tiles (all virtual threads, plus the resident bias when
+    ``bias``) and micro-ops (every distinct micro-op list of the program, see :func:`uop_count`)."""
+    sram = _sram_footprint(wl, k, cfg, bias)
+    sram[SCOPE_UOP] = uop_count(wl, k, cfg, bias)
+    return sram
+
+
+def shape_error(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> str | None:
+    """Why the knobs do not describe a tiling of the layer (capacity aside), or None."""
+    ocb, icb = wl.oc // cfg.block_out, wl.ic // cfg.block_in
+    if k.virtual_threads < 1:
+        return f"virtual_threads must be >= 1, got {k.virtual_threads}"
+    if k.vt_axis not in ("oc", "oh") or k.loop_order not in ("oc_oh", "oh_oc"):
+        return f"vt_axis must be 'oc' or 'oh' and loop_order 'oc_oh' or 'oh_oc', got {k}"
+    for name, tile, total in (("oc_tile", k.oc_tile, ocb), ("oh_tile", k.oh_tile, wl.oh), ("ic_tile", k.ic_tile, icb)):
+        if tile <= 0 or total % tile:
+            return f"{name}={tile} must divide {total}"
+    g = geometry(wl, k, cfg)
+    split = g.oc_tiles if k.vt_axis == "oc" else g.oh_tiles
+    if split % k.virtual_threads:
+        return f"{k.virtual_threads} virtual threads must divide the {split} {k.vt_axis} tiles"
+    if k.oh_tile * wl.ow > MAX_LOOP or k.oc_tile > MAX_LOOP:
+        return f"tile {k.oc_tile}x{k.oh_tile}x{wl.ow} exceeds the {LOOP_ITER_W}-bit instruction loop"
+    return None
+
+
+def overflows(wl: Conv2dWorkload, k: Conv2dKnobs, target: VdlaTarget, bias: bool = True) -> dict[str, int]:
+    """The buffers the knobs overflow, with the elements each would need (empty when everything fits)."""
+    cfg = target.config
+    need = _sram_footprint(wl, k, cfg, bias)
+    gemm, epi = _uop_sizes(wl, k, cfg)
+    vt, depth = k.virtual_threads, cfg.uop_buff_depth
+    # Each thread's GEMM list is distinct (so are its reset lists and the bias lists): the exact
+    # count, which builds the lists, is needed only between these bounds.
+    bias_lists = _bias_lists(wl, k, cfg) if bias else 0
+    upper = vt * (gemm + 2 * epi) + bias_lists * epi
+    lower = max(vt * gemm, vt * epi, bias_lists * epi)
+    need[SCOPE_UOP] = upper if upper <= depth or lower > depth else uop_count(wl, k, cfg, bias)
+    return {scope: n for scope, n in need.items() if n > target.scope(scope).depth}
+
+
+def fits(target: VdlaTarget | HwConfig, wl: Conv2dWorkload, knobs: Conv2dKnobs, bias: bool = True) -> str | None:
+    """Why ``knobs`` cannot compile ``wl`` for the config (an illegal tiling or the buffers it overflows),
+    or None when the schedule fits every buffer.  Cheap and never raises for a tiling it rejects."""
+    tgt = target if isinstance(target, VdlaTarget) else VdlaTarget(target)
+    reason = shape_error(wl, knobs, tgt.config)
+    if reason is not None:
+        return reason
+    over = overflows(wl, knobs, tgt, bias)
+    what = f"conv2d {wl} with {knobs}"
+    return "; ".join(tgt.scope(s).overflow(n, what) or "" for s, n in over.items()) or None
+
+
+def check_knobs(wl: Conv2dWorkload, k: Conv2dKnobs, target: VdlaTarget, bias: bool = True) -> None:
+    """Raise :class:`UnsupportedError` for knobs that do not tile the layer, :class:`CapacityError` (with
+    the config field to enlarge) when a buffer overflows."""
+    wl.check(target.config)
+    reason = shape_error(wl, k, target.config)
+    if reason is not None:
+        raise UnsupportedError(reason, hint="choose knobs from knob_space(), or leave them to the compiler")
+    over = overflows(wl, k, target, bias)
+    for scope, tiles in over.items():
+        target.scope(scope).check_fits(tiles, f"conv2d {wl} with {k}")
+
+
+def knob_space(wl: Conv2dWorkload, target: VdlaTarget, virtual_threads: tuple[int, ...] = (1, 2),
+               bias: bool = True) -> list[Conv2dKnobs]:
+    """Every knob setting that tiles the layer and fits the config (the auto-tuner's search space)."""
+    cfg = target.config
+    wl.check(cfg)
+    ocb, icb = wl.oc // cfg.block_out, wl.ic // cfg.block_in
+    out = []
+    for oc_t, oh_t, ic_t, vt, axis, order in product(_divisors(ocb), _divisors(wl.oh), _divisors(icb), virtual_threads,
+                                                     ("oc", "oh"), ("oc_oh", "oh_oc")):
+        k = Conv2dKnobs(oc_t, oh_t, ic_t, vt, axis, order)
+        if shape_error(wl, k, cfg) is None and not overflows(wl, k, target, bias):
+            out.append(k)
+    return out
+
+
+def default_knobs(wl: Conv2dWorkload, target: VdlaTarget, virtual_threads: int = 2, bias: bool = True) -> Conv2dKnobs:
+    """The fitting knobs with the lowest estimated cycles for ``virtual_threads`` threads (split over
+    output-channel or row tiles, whichever is faster), else for fewer threads down to one.
+
+    Raises :class:`CapacityError` when no tiling fits, naming the config fields to enlarge.
+    """
+    if virtual_threads < 1:
+        raise UnsupportedError(f"virtual_threads must be >= 1, got {virtual_threads}")
+    for vt in range(virtual_threads, 0, -1):
+        space = knob_space(wl, target, (vt,), bias)
+        if space:
+            return min(space, key=lambda k: (estimate_cycles(wl, k, target.config), -k.oh_tile))
+    raise _no_tiling(wl, target, bias)
+
+
+def _no_tiling(wl: Conv2dWorkload, target: VdlaTarget, bias: bool) -> UnsupportedError:
+    """The error for a layer no single-thread tiling fits: the tiling that needs the least extra
+    buffer, and the config change that makes it fit."""
+    cfg = target.config
+    best: tuple[int, Conv2dKnobs, dict[str, int]] | None = None
+    shape_reasons = []
+    ocb, icb = wl.oc // cfg.block_out, wl.ic // cfg.block_in
+    for oc_t, oh_t, ic_t, order in product(_divisors(ocb), _divisors(wl.oh), _divisors(icb), ("oc_oh", "oh_oc")):
+        k = Conv2dKnobs(oc_t, oh_t, ic_t, 1, "oc", order)
+        reason = shape_error(wl, k, cfg)
+        if reason is not None:
+            shape_reasons.append(reason)
+            continue
+        over = overflows(wl, k, target, bias)
+        grow = sum(target.scope(s).log_size_for(n) - getattr(cfg, target.scope(s).field) for s, n in over.items())
+        if best is None or grow < best[0]:
+            best = (grow, k, over)
+    if best is None:
+        return UnsupportedError(f"conv2d {wl} has no VDLA tiling: {shape_reasons[0]}",
+                                hint="run this layer on the CPU (the graph compiler does so by itself)")
+    _, k, over = best
+    need = ", ".join(f"{n} {s} tiles ({n * target.scope(s).elem_bytes} B; the buffer holds {target.scope(s).depth})"
+                     for s, n in over.items())
+    changes = {target.scope(s).field: target.scope(s).log_size_for(n) for s, n in over.items()}
+    enlarge = " and ".join(f"{f} from {getattr(cfg, f)} to {v}" for f, v in changes.items())
+    try:
+        cfg.replace(name=f"{cfg.name}-enlarged", **changes)
+        valid = ""
+    except ConfigError as exc:
+        valid = f" (that alone is not a valid config: {exc})"
+    return CapacityError(
+        f"conv2d {wl} fits no tiling on config {cfg.name!r}: even the smallest, {k} with one virtual thread, "
+        f"needs {need} (a tile spans whole output rows of {wl.ow} pixels)",
+        hint=f"enlarge {enlarge}{valid}, or run this layer on the CPU")
+
+
+def uop_count(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, bias: bool = True) -> int:
+    """Micro-ops the conv2d program loads into the micro-op buffer: the total length of its distinct
+    micro-op lists, derived from the schedule's loop nests and SRAM placement without lowering.
+
+    Per virtual thread: the GEMM list, the accumulator reset, the immediate ALU epilogue (ReLU, shift
+    and clip share one list: the operation is an instruction field) and, with a bias, one bias-add
+    list per output-channel tile the thread computes (its micro-ops name that tile's bias row).  Code
+    generation loads each distinct list once, so equal lists of different instructions count once:
+    a list is its offsets from its first micro-op (a pattern) plus that first micro-op.
+    """
+    g = geometry(wl, k, cfg)
+    inp, wgt, acc = _tile_sizes(wl, k, g)
+    inp_copies, wgt_copies = _copies(wl, k, cfg)
+    gemm, epi = _uop_lists(wl, k, cfg)
+    flat = tuple((d, 0, 0) for d, _, _ in epi)
+    patterns: dict[tuple[Uop, ...], int] = {}
+    ids = [patterns.setdefault(tuple(p), len(patterns)) for p in (gemm, flat, epi)]
+    sizes = [len(gemm), len(epi), len(epi)]
+    lists: set[tuple[int, Uop]] = set()
+    for t in range(k.virtual_threads):
+        # allocate_sram stacks the resident bias first, then thread 0's buffers below thread 1's.
+        a0 = (g.ocb if bias else 0) + t * acc
+        lists.add((ids[0], (a0, t * inp if inp_copies > 1 else 0, t * wgt if wgt_copies > 1 else 0)))
+        lists.add((ids[1], (a0, 0, 0)))   # reset
+        lists.add((ids[1], (a0, a0, 0)))  # immediate ALU ops: src is the buffer's base
+        if bias:
+            lists.update((ids[2], (a0, o * k.oc_tile, 0)) for o in _thread_oc_tiles(k, g, t))
+    size_of = {pid: size for pid, size in zip(ids, sizes)}
+    return sum(size_of[pid] for pid, _ in lists)
+
+
+def _sram_footprint(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, bias: bool) -> dict[str, int]:
+    g = geometry(wl, k, cfg)
+    inp, wgt, acc = _tile_sizes(wl, k, g)
+    inp_copies, wgt_copies = _copies(wl, k, cfg)
+    return {SCOPE_INP: inp_copies * inp, SCOPE_WGT: wgt_copies * wgt,
+            SCOPE_ACC: k.virtual_threads * acc + (g.ocb if bias else 0)}
+
+
+def _tile_sizes(wl: Conv2dWorkload, k: Conv2dKnobs, g: TileGeometry) -> tuple[int, int, int]:
+    """SRAM tiles of one thread's input, weight and accumulator buffers."""
+    return k.ic_tile * g.in_rows * g.in_cols, k.oc_tile * k.ic_tile * wl.kh * wl.kw, k.oc_tile * k.oh_tile * wl.ow
+
+
+def _copies(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> tuple[int, int]:
+    """Copies of the input and weight buffers: one per thread, but a hoisted copy outside the
+    virtual-thread loop (the threads split the inner axis) is shared."""
+    hoist = hoisted(wl, k, cfg)
+    outer_axis = "oc" if k.loop_order == "oc_oh" else "oh"
+    shared = hoist is not None and k.vt_axis != outer_axis
+    vt = k.virtual_threads
+    return (1 if shared and hoist == "inp" else vt), (1 if shared and hoist == "wgt" else vt)
+
+
+def _thread_oc_tiles(k: Conv2dKnobs, g: TileGeometry, t: int) -> range:
+    """The output-channel tiles thread ``t`` computes."""
+    if k.vt_axis == "oc" and k.virtual_threads > 1:
+        return range(t, g.oc_tiles, k.virtual_threads)
+    return range(g.oc_tiles)
+
+
+def _bias_lists(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> int:
+    g = geometry(wl, k, cfg)
+    return sum(len(_thread_oc_tiles(k, g, t)) for t in range(k.virtual_threads))
+
+
+Uop = tuple[int, int, int]
+Loop = tuple[int, Uop]
+"""A loop of a micro-op nest: extent and the (dst, src, wgt) index step per iteration."""
+
+
+def _uop_nests(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> tuple[list[Loop], list[Loop]]:
+    """The loops enumerated into the GEMM list and into the epilogue lists (reset and ALU over the
+    output tile; the bias-add's src steps one bias row per output-channel block)."""
+    g = geometry(wl, k, cfg)
+    row_step = 1 if wl.kh == 1 else wl.stride  # a 1x1 kernel reads a stage of just the rows it uses
+    ohw, taps = k.oh_tile * wl.ow, wl.kh * wl.kw
+    gemm = _unfolded([(k.oc_tile, (ohw, 0, k.ic_tile * taps)), (k.oh_tile, (wl.ow, row_step * g.in_cols, 0)),
+                      (wl.ow, (1, wl.stride, 0)), (k.ic_tile, (0, g.in_rows * g.in_cols, taps)),
+                      (wl.kh, (0, g.in_cols, wl.kw)), (wl.kw, (0, 1, 1))],
+                     (cfg.acc_buff_depth, cfg.inp_buff_depth, cfg.wgt_buff_depth))
+    epi = _unfolded([(k.oc_tile, (ohw, 1, 0)), (k.oh_tile, (wl.ow, 0, 0)), (wl.ow, (1, 0, 0))],
+                    (cfg.acc_buff_depth, cfg.acc_buff_depth, cfg.wgt_buff_depth))
+    return gemm, epi
+
+
+def _unfolded(loops: list[Loop], limits: Uop) -> list[Loop]:
+    """The loops of a micro-op nest left to enumerate, as ``fold_uop_loop`` decides: one-iteration
+    loops vanish, up to two outer loops become the instruction's hardware loops."""
+    loops = [lp for lp in loops if lp[0] > 1]
+    folded = 0
+    for extent, factors in loops[:2]:
+        if extent > MAX_LOOP or not all(0 <= f < lim for f, lim in zip(factors, limits)):
+            break
+        folded += 1
+    return loops[folded:]
+
+
+def _uop_sizes(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> tuple[int, int]:
+    """Lengths of the GEMM list and of an epilogue list."""
+    return tuple(prod(extent for extent, _ in nest) for nest in _uop_nests(wl, k, cfg))  # type: ignore[return-value]
+
+
+def _uop_lists(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> tuple[list[Uop], list[Uop]]:
+    """The (dst, src, wgt) offsets of the GEMM list and of an epilogue list (code generation's order)."""
+    out = []
+    for nest in _uop_nests(wl, k, cfg):
+        uops = [(0, 0, 0)]
+        for extent, (fd, fs, fw) in nest:
+            uops = [(d + i * fd, s + i * fs, w + i * fw) for d, s, w in uops for i in range(extent)]
+        out.append(uops)
+    return out[0], out[1]
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
