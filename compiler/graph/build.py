@@ -33,6 +33,7 @@ from compiler.graph.lower_vdla import VdlaKernel, compile_kernel
 from compiler.graph.passes import optimize_for_cpu, optimize_for_vdla, plan_memory
 from runtime.graph_executor import GraphModule
 from runtime.module_format import FORMAT, VERSION
+from vdla_hw.progress import bar, ticking
 
 TARGETS = ("llvm", "vdla")
 
@@ -168,7 +169,7 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
     params: dict[str, np.ndarray] = {}
     keys: dict[int, str] = {}
     nodes: list[dict[str, Any]] = []
-    for n in g.nodes:
+    for n in bar(iterable=g.nodes, desc=f"compiling {name} for {target}", unit="node"):
         if n.op in ("input", "constant"):
             continue
         if n.op != "fused":
@@ -192,8 +193,9 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
     llvm_module = library = None
     if cpu_kernels:
         unique = {id(k.func): k.func for k in cpu_kernels}
-        llvm_module = codegen(list(unique.values()), parse_target(cpu_target), name=name)
-        library = jit(llvm_module)
+        with ticking(f"generating CPU code for {len(unique)} kernels"):
+            llvm_module = codegen(list(unique.values()), parse_target(cpu_target), name=name)
+            library = jit(llvm_module)
     plan = plan_memory(g)
     description = {
         "format": FORMAT, "version": VERSION, "name": name, "target": target,
