@@ -14,7 +14,7 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 from vdla_hw.asm import disassemble, format_uop
 from vdla_hw.config import HwConfig
@@ -167,12 +167,14 @@ from runtime.program import Program
 
 PROGRAM = Path(__file__).with_name("{name}.vdlaprog")
 BACKENDS = {backends!r}
+OPTIONS = {options!r}
+"""Backend options of the fuzz run (e.g. the rtl backend's rtl_dir, the RTL under test)."""
 CYCLE_THRESHOLD = {threshold!r}
 
 
 def test_{name}() -> None:
     program = Program.load(PROGRAM)
-    results = {{b: run(program, b) for b in BACKENDS}}
+    results = {{b: run(program, b, **OPTIONS.get(b, {{}})) for b in BACKENDS}}
     ref = results[BACKENDS[0]]
     for b in BACKENDS[1:]:
         differ = np.flatnonzero(results[b].dram != ref.dram)
@@ -183,8 +185,12 @@ def test_{name}() -> None:
 '''
 
 
-def save_regression(shrunk: Shrunk, out_dir: str | Path, name: str, reference: str, cycle_threshold: float) -> list[Path]:
-    """Write ``<name>.vdlaprog``, ``<name>.s`` and ``test_<name>.py`` into ``out_dir``; returns the paths."""
+def save_regression(shrunk: Shrunk, out_dir: str | Path, name: str, reference: str, cycle_threshold: float,
+                    options: Mapping[str, Mapping[str, Any]] | None = None) -> list[Path]:
+    """Write ``<name>.vdlaprog``, ``<name>.s`` and ``test_<name>.py`` into ``out_dir``; returns the paths.
+
+    ``options`` are the backend options the test passes on (e.g. ``{"rtl": {"rtl_dir": ...}}``).
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     prog = shrunk.program.save(out / f"{name}.vdlaprog")
@@ -196,5 +202,6 @@ def save_regression(shrunk: Shrunk, out_dir: str | Path, name: str, reference: s
     test = out / f"test_{name}.py"
     test.write_text(_TEST_TEMPLATE.format(kind=shrunk.failure.kind, backend=shrunk.failure.backend,
                                           config=shrunk.program.config.name, detail=detail, name=name,
-                                          backends=backends, threshold=cycle_threshold))
+                                          backends=backends, threshold=cycle_threshold,
+                                          options={k: dict(v) for k, v in (options or {}).items() if v}))
     return [prog, asm, test]
