@@ -63,7 +63,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("wr-burst-long", "vdla_dma_wr.sv", "assign aw_len    = 8'(burst - 1'b1);", "assign aw_len    = 8'(burst);",
            "wrong burst length: write bursts announce one beat too many"),
     Mutant("imm-zero-extend", "vdla_alu.sv", "assign imm = ACC_WIDTH'($signed(insn.imm));",
-           "assign imm = ACC_WIDTH'(insn.imm);", "ALU immediates zero-extended: negative immediates become large"),
+           "assign imm = ACC_WIDTH'($unsigned(insn.imm));", "ALU immediates zero-extended: negative immediates become large"),
     Mutant("alu-src-uses-dst-factor", "vdla_alu.sv", "AIW'(uop.src) + src1_off", "AIW'(uop.src) + dst1_off",
            "ALU accumulator operand indexed with the destination's loop factors"),
     Mutant("inner-factor-swap", "vdla_uop_loop.sv", "dst_i <= dst_i + dst_factor_in;",
