@@ -170,7 +170,8 @@ class PoolExecutor:
         if f.status == "finished":
             try:
                 reply = f.result()
-            except Exception:  # noqa: BLE001 - the result was lost with its worker or the scheduler: run again
+            except (cf.CancelledError, OSError, TimeoutError):
+                # The result went away with the scheduler before it reached us: run the job again.
                 self._relaunch_later(job)
                 return
             f.release()

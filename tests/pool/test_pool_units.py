@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -83,3 +85,12 @@ def test_certs_are_signed_by_one_ca_and_off_loopback_needs_them(tmp_path: Path) 
     check_bind("127.0.0.1", None)
     with pytest.raises(UsageError, match="not loopback"):
         check_bind("0.0.0.0", None)
+
+
+def test_worker_side_never_imports_the_compiler() -> None:
+    code = ("import sys, runtime.pool.jobs, runtime.pool.node, runtime.pool.child, runtime.pool.status; "
+            "import runtime.pool.tasks; "
+            "print(sorted(m for m in sys.modules if m == 'compiler' or m.startswith('compiler.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert out.stdout.strip() == "[]"
