@@ -22,7 +22,7 @@ from runtime.backends import get_backend
 from runtime.cpu_module import host_cpu_features
 from runtime.pool.kinds import DeviceSpec, backend_of, worker_resources
 from runtime.pool.security import check_bind, is_loopback
-from runtime.random_programs import random_program
+from runtime.system_programs import build_case
 from vdla_hw.config import load_config
 from vdla_hw.errors import DeviceFaultError, UsageError
 
@@ -36,7 +36,9 @@ def check_device(device: DeviceSpec) -> None:
         return
     backend = backend_of(device.kind)
     cfg = device.config or load_config("default")
-    program = random_program(cfg, 1)
+    # A random program behind a prologue that defines the SRAM it reads: a correct device
+    # matches fsim bit for bit (uninitialized SRAM would differ between RTL and the models).
+    program = build_case(cfg, "random1")
     impl = get_backend(backend)  # raises, naming the missing tool, when this backend cannot run here
     expected = get_backend("fsim").run(program).dram
     got = impl.run(program).dram
