@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 
@@ -109,7 +110,14 @@ def cmd_up(args: argparse.Namespace) -> int:
 
     devices = _devices(args.device, 1)
     check_devices(devices, _progress)
-    with local_cluster(args.workers or None, devices, port=args.port, dashboard=args.dashboard) as cluster:
+    # Worker processes inherit an ignored SIGINT, so Ctrl-C stops the pool through this process
+    # (which closes them) instead of interrupting each of them mid-flight.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        cluster = local_cluster(args.workers or None, devices, port=args.port, dashboard=args.dashboard)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    with cluster:
         print(f"pool up: scheduler {cluster.scheduler_address}, {len(cluster.workers)} workers offering "
               f"{', '.join(d.kind for d in devices)}; Ctrl-C to stop", flush=True)
         print(f"use it with: vdla sim PROG.vdlaprog --backend cycle --pool {cluster.scheduler_address}", flush=True)

@@ -129,3 +129,10 @@ def test_status_lists_workers_kinds_and_jobs(sim_pool) -> None:
     assert {w["name"]: w["kinds"] for w in status["workers"]} == {
         "w1": {"vdla-cycle": 1, "vdla-fsim": 1}, "w2": {"vdla-cycle": 1, "vdla-fsim": 1}}
     assert sum(w["jobs_total"] for w in status["workers"]) > 0  # the earlier tests' jobs were counted
+
+
+def test_a_second_worker_with_a_taken_name_is_a_user_error(sim_pool) -> None:
+    address, p = sim_pool
+    out = subprocess.run([sys.executable, "-m", "compiler.cli.main", "pool", "worker", address, "--name", "w1",
+                          "--device", "vdla-fsim=1"], env=p.env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "already has a worker named 'w1'" in out.stderr
