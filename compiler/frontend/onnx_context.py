@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,9 +12,6 @@ from onnx import helper
 from compiler.graph.builder import GraphBuilder
 from compiler.graph.errors import UnsupportedModelError
 from compiler.graph.ir import DTYPES, TensorType
-
-_NAME = re.compile(r"[^A-Za-z0-9_.]")
-
 
 def onnx_dtype(elem: int | np.dtype, what: str) -> str:
     """The graph dtype of an ONNX element type (or NumPy dtype); rejects unsupported ones."""
@@ -42,8 +38,12 @@ class ImportContext:
     env: dict[str, str] = field(default_factory=dict)
 
     def value_name(self, onnx_name: str) -> str:
-        """A graph value name derived from an ONNX name (made unique by the builder)."""
-        return self.builder.fresh(_NAME.sub("_", onnx_name) or "v")
+        """The graph value name of an ONNX name: the ONNX name itself (any string), made unique by the builder.
+
+        Generated code spells names through :mod:`compiler.codegen.symbols`; the graph, the module and
+        error messages keep the names the user sees in the ONNX file.
+        """
+        return self.builder.fresh(onnx_name or "v")
 
     def define(self, onnx_name: str, value: str) -> None:
         self.env[onnx_name] = value
