@@ -12,6 +12,10 @@ from onnx import helper
 from compiler.graph.builder import GraphBuilder
 from compiler.graph.errors import UnsupportedModelError
 from compiler.graph.ir import DTYPES, TensorType
+from compiler.graph.ops import get_op
+
+#: Graph operators never evaluated at import, even on constant inputs.
+_NO_FOLD = frozenset({"quantize_linear", "dequantize_linear"})
 
 def onnx_dtype(elem: int | np.dtype, what: str) -> str:
     """The graph dtype of an ONNX element type (or NumPy dtype); rejects unsupported ones."""
@@ -25,8 +29,8 @@ def onnx_dtype(elem: int | np.dtype, what: str) -> str:
         np_dtype, label = np.dtype(elem), str(elem)
     name = np.dtype(np_dtype).name if np_dtype is not None else ""
     # ml_dtypes types (bfloat16, float8, int4) report names NumPy does not compute with.
-    if name not in DTYPES or name == "bool":
-        supported = sorted(DTYPES - {"bool"})
+    if name not in DTYPES:
+        supported = sorted(DTYPES)
         raise UnsupportedModelError(f"{what} has element type {label}, which is not supported; supported: {supported}")
     return name
 
@@ -79,7 +83,20 @@ class ImportContext:
         return arr
 
     def op(self, node: onnx.NodeProto, op: str, inputs: list[str], **attrs: Any) -> str:
-        """Add a graph node named after the ONNX node's first output."""
+        """Add a graph node named after the ONNX node's first output.
+
+        When every input is a constant the node is evaluated now (its NumPy reference) and becomes a
+        constant: exporters compute shapes at run time (Shape -> Gather -> Concat -> Reshape), and with
+        static shapes that arithmetic is known at compile time.  Quantize/dequantize stay nodes, since
+        the int8 passes match them.
+        """
+        values = [self.builder.const_value(i) for i in inputs]
+        if inputs and op not in _NO_FOLD and all(v is not None for v in values):
+            opdef = get_op(op)
+            merged = opdef.make_attrs(attrs)
+            out_type = opdef.infer([self.type_of(i) for i in inputs], merged)
+            folded = np.asarray(opdef.reference(values, merged)).astype(out_type.dtype, copy=False)
+            return self.builder.const(folded.reshape(out_type.shape), self.value_name(node.output[0] or op))
         return self.builder.op(op, inputs, self.value_name(node.output[0] or op), **attrs)
 
     def const_value(self, node: onnx.NodeProto, value: np.ndarray, suffix: str) -> str:

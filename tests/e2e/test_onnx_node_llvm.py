@@ -18,7 +18,7 @@ CASES = [c for c in node_cases.CASES if c.name not in node_cases.REJECTED]
 
 def _run(case) -> None:  # type: ignore[no-untyped-def]
     model = node_cases._at_supported_opset(case.model)
-    inputs, expected = case.data_sets[0]
+    inputs, expected = (node_cases._arrays(v) for v in case.data_sets[0])
     names = [i.name for i in model.graph.input]
     static = {i for n in model.graph.node for k, i in enumerate(n.input)
               if k in node_cases.STATIC_INPUTS.get(n.op_type, ())}
