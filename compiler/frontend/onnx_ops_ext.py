@@ -344,3 +344,87 @@ def _mod(ctx: ImportContext, node: onnx.NodeProto) -> list[str]:
         raise UnsupportedModelError("integer Mod by zero")
     value = np.fmod(x, y) if a.get("fmod", 0) else np.mod(x, y)
     return [ctx.builder.const(np.asarray(value).astype(x.dtype), ctx.value_name(node.output[0]))]
+
+
+# ---- Resize ------------------------------------------------------------------------------------
+_COORDINATE_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
+                     "tf_half_pixel_for_nn")
+_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+
+def _source_coords(mode: str, n_in: int, n_out: int, scale: float) -> np.ndarray:
+    """Where each output index samples the input along one axis (ONNX Resize's coordinate transform)."""
+    x = np.arange(n_out, dtype=np.float64)
+    if mode == "half_pixel":
+        return (x + 0.5) / scale - 0.5
+    if mode == "half_pixel_symmetric":
+        adjustment = n_out / (scale * n_in)
+        return n_in / 2 * (1 - adjustment) + (x + 0.5) / scale - 0.5
+    if mode == "pytorch_half_pixel":
+        return (x + 0.5) / scale - 0.5 if n_out > 1 else np.zeros(n_out)
+    if mode == "align_corners":
+        # ONNX divides by the unrounded output length (scale * n_in) when scales are given.
+        return x * (n_in - 1) / (scale * n_in - 1) if n_out > 1 else np.zeros(n_out)
+    if mode == "asymmetric":
+        return x / scale
+    return (x + 0.5) / scale  # tf_half_pixel_for_nn
+
+
+@converter("Resize")
+def _resize(ctx: ImportContext, node: onnx.NodeProto) -> list[str]:
+    """Nearest and (bi)linear resizing of the spatial axes of NCHW tensors, as gathers with compile-time tables."""
+    a = attributes(node)
+    reject_attrs(node, a, {"antialias", "axes", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside",
+                           "extrapolation_value", "keep_aspect_ratio_policy", "mode", "nearest_mode"})
+    x = ctx.input(node, 0)
+    t = ctx.type_of(x)
+    mode = a.get("mode", "nearest")
+    coord = a.get("coordinate_transformation_mode", "half_pixel")
+    nearest = a.get("nearest_mode", "round_prefer_floor")
+    if mode not in ("nearest", "linear"):
+        raise UnsupportedModelError(f"mode {mode!r} is not supported; supported: 'nearest', 'linear'")
+    if coord not in _COORDINATE_MODES:
+        raise UnsupportedModelError(f"coordinate_transformation_mode {coord!r} is not supported; supported: "
+                                    f"{', '.join(_COORDINATE_MODES)}")
+    if nearest not in _NEAREST_MODES:
+        raise UnsupportedModelError(f"nearest_mode {nearest!r} is not one of {', '.join(_NEAREST_MODES)}")
+    if a.get("antialias", 0) or a.get("exclude_outside", 0) or a.get("keep_aspect_ratio_policy", "stretch") != "stretch":
+        raise UnsupportedModelError("antialias, exclude_outside and keep_aspect_ratio_policy other than 'stretch' "
+                                    "are not supported")
+    axes = [_axis(int(v), t.ndim) for v in a.get("axes", range(t.ndim))]
+    scales, sizes = ctx.const(node, 2, "scales"), ctx.const(node, 3, "sizes")
+    factors, out = [1.0] * t.ndim, list(t.shape)
+    if sizes is not None and sizes.size:
+        for ax, v in zip(axes, sizes.reshape(-1), strict=True):
+            out[ax], factors[ax] = int(v), int(v) / t.shape[ax]
+    elif scales is not None and scales.size:
+        for ax, v in zip(axes, scales.reshape(-1), strict=True):
+            factors[ax], out[ax] = float(v), int(math.floor(t.shape[ax] * float(v)))
+    else:
+        raise UnsupportedModelError("give constant scales or sizes")
+    out_shape = tuple(out)
+    if len(out_shape) != t.ndim or any(o != i for o, i in zip(out_shape[:-2], t.shape[:-2])):
+        raise UnsupportedModelError(f"only the last two axes can be resized; {t.shape} -> {out_shape}")
+    y = x
+    for axis in (t.ndim - 2, t.ndim - 1):
+        n_in, n_out = t.shape[axis], out_shape[axis]
+        if n_in == n_out and factors[axis] == 1.0:
+            continue
+        src = _source_coords(coord, n_in, n_out, factors[axis])
+        if mode == "nearest":
+            pick = {"round_prefer_floor": np.ceil(src - 0.5), "round_prefer_ceil": np.floor(src + 0.5),
+                    "floor": np.floor(src), "ceil": np.ceil(src)}[nearest]
+            index = np.clip(pick, 0, n_in - 1).astype(np.int64)
+            y = ctx.op(node, "take", [y, ctx.const_value(node, index, f"index{axis}")], axis=axis)
+            continue
+        src = np.clip(src, 0, n_in - 1)
+        lo = np.floor(src).astype(np.int64)
+        hi = np.minimum(lo + 1, n_in - 1)
+        w_hi = (src - lo).astype(t.dtype).reshape((n_out,) + (1,) * (t.ndim - 1 - axis))
+        below = ctx.op(node, "take", [y, ctx.const_value(node, lo, f"lo{axis}")], axis=axis)
+        above = ctx.op(node, "take", [y, ctx.const_value(node, hi, f"hi{axis}")], axis=axis)
+        # lo + w * (hi - lo): one multiply per element, as onnxruntime computes it.
+        step = ctx.op(node, "multiply", [ctx.op(node, "subtract", [above, below]),
+                                         ctx.const_value(node, w_hi, f"weight{axis}")])
+        y = ctx.op(node, "add", [below, step])
+    return [y]

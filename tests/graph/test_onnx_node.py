@@ -26,7 +26,8 @@ from compiler.graph import UnsupportedModelError, run_graph
 #: Operator inputs the frontend needs as constants; the tests bind them to the case's data.
 STATIC_INPUTS = {"Reshape": {1}, "Squeeze": {1}, "Unsqueeze": {1}, "Pad": {1, 2, 3}, "Clip": {1, 2},
                  "ReduceMean": {1}, "ReduceSum": {1}, "Slice": {1, 2, 3, 4}, "Split": {1}, "Expand": {1},
-                 "Tile": {1}, "Range": {0, 1, 2}, "ConstantOfShape": {0}, "ConvTranspose": {1}}
+                 "Tile": {1}, "Range": {0, 1, 2}, "ConstantOfShape": {0}, "ConvTranspose": {1},
+                 "Resize": {1, 2, 3}}
 
 #: Supported operators' cases that are rejected on purpose, and why.
 REJECTED = {
@@ -139,6 +140,20 @@ REJECTED = {
         'test_mod_mixed_sign_int8', 'test_mod_uint8', 'test_mod_uint16', 'test_mod_uint32', 'test_mod_uint64',
         'test_mod_int64_fmod', 'test_mod_broadcast'
     ], 'Mod on run-time values (only shape arithmetic, folded at import)'),
+    **dict.fromkeys([
+        'test_resize_upsample_scales_cubic', 'test_resize_upsample_scales_cubic_align_corners',
+        'test_resize_downsample_scales_cubic', 'test_resize_downsample_scales_cubic_align_corners',
+        'test_resize_upsample_sizes_cubic', 'test_resize_downsample_sizes_cubic',
+        'test_resize_upsample_scales_cubic_A_n0p5_exclude_outside',
+        'test_resize_downsample_scales_cubic_A_n0p5_exclude_outside',
+        'test_resize_upsample_scales_cubic_asymmetric', 'test_resize_tf_crop_and_resize',
+        'test_resize_tf_crop_and_resize_extrapolation_value', 'test_resize_downsample_scales_linear_antialias',
+        'test_resize_downsample_sizes_linear_antialias', 'test_resize_downsample_scales_cubic_antialias',
+        'test_resize_downsample_sizes_cubic_antialias', 'test_resize_tf_crop_and_resize_axes_2_3',
+        'test_resize_tf_crop_and_resize_axes_3_2', 'test_resize_upsample_sizes_nearest_not_larger',
+        'test_resize_upsample_sizes_nearest_not_smaller', 'test_resize_downsample_sizes_nearest_not_larger',
+        'test_resize_downsample_sizes_nearest_not_smaller'
+    ], 'Resize: cubic, tf_crop_and_resize, antialias, keep_aspect_ratio_policy'),
 }
 
 
