@@ -27,16 +27,65 @@ MODELS = ("resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small", "mobilen
 EXPORTERS = ("torchscript", "dynamo")
 
 
+#: One small member per family, built from torchvision's own classes and blocks: the same operator
+#: patterns as the full models (what the default suite checks) with a fraction of their layers.
+FAMILIES = ("resnet", "mobilenet_v2", "mobilenet_v3", "squeezenet", "densenet", "shufflenet", "efficientnet",
+            "regnet", "googlenet", "mnasnet", "convnext", "vit")
+
+
+def _family_model(family: str, image_size: int) -> torch.nn.Module:
+    tv = import_torchvision()
+    m = tv.models
+    if family == "resnet":
+        return m.resnet.ResNet(m.resnet.Bottleneck, [1, 1, 1, 1], num_classes=100)
+    if family == "mobilenet_v2":
+        return m.MobileNetV2(num_classes=100, width_mult=0.5,
+                             inverted_residual_setting=[[1, 16, 1, 1], [6, 24, 2, 2], [6, 40, 1, 2]])
+    if family == "mobilenet_v3":
+        cfg = m.mobilenetv3.InvertedResidualConfig
+        blocks = [cfg(16, 3, 16, 16, True, "RE", 2, 1, 1.0), cfg(16, 3, 72, 24, False, "RE", 2, 1, 1.0),
+                  cfg(24, 5, 96, 40, True, "HS", 2, 1, 1.0), cfg(40, 5, 240, 40, True, "HS", 1, 1, 1.0)]
+        return m.MobileNetV3(blocks, last_channel=128, num_classes=100)
+    if family == "squeezenet":
+        return m.squeezenet1_1(num_classes=100)
+    if family == "densenet":
+        return m.DenseNet(growth_rate=8, block_config=(2, 2), num_init_features=16, num_classes=100)
+    if family == "shufflenet":
+        return m.ShuffleNetV2([2, 1, 1], [24, 48, 96, 192, 256], num_classes=100)
+    if family == "efficientnet":
+        cfg = m.efficientnet.MBConvConfig
+        blocks = [cfg(1, 3, 1, 32, 16, 1), cfg(6, 3, 2, 16, 24, 2), cfg(6, 5, 2, 24, 40, 1)]
+        return m.EfficientNet(blocks, dropout=0.2, num_classes=100)
+    if family == "regnet":
+        params = m.regnet.BlockParams.from_init_params(depth=4, w_0=24, w_a=24.48, w_m=2.54, group_width=8,
+                                                       se_ratio=0.25)
+        return m.RegNet(params, num_classes=100)
+    if family == "googlenet":
+        return m.GoogLeNet(num_classes=100, aux_logits=False, init_weights=True)
+    if family == "mnasnet":
+        return m.MNASNet(0.5, num_classes=100)
+    if family == "convnext":
+        cfg = m.convnext.CNBlockConfig
+        return m.ConvNeXt([cfg(24, 48, 1), cfg(48, None, 2)], num_classes=100)
+    if family == "vit":
+        return m.VisionTransformer(image_size=image_size, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32,
+                                   mlp_dim=64, num_classes=100)
+    raise ValueError(f"unknown family {family!r}; use one of {FAMILIES}")
+
+
 def make_model(name: str, seed: int = 0, image_size: int | None = None) -> torch.nn.Module:
-    """``name`` with seeded random weights and randomized BatchNorm statistics, in eval mode."""
+    """``name`` (a zoo model or a family) with seeded random weights and randomized BatchNorm statistics, in eval mode."""
     tv = import_torchvision()
     torch.manual_seed(seed)
-    kwargs: dict = {"weights": None}
-    if name == "googlenet":
-        kwargs.update(aux_logits=False, init_weights=True)
-    if name == "vit_b_16" and image_size is not None:
-        kwargs["image_size"] = image_size
-    model = tv.models.get_model(name, **kwargs).eval()
+    if name in FAMILIES:
+        model = _family_model(name, image_size or 32).eval()
+    else:
+        kwargs: dict = {"weights": None}
+        if name == "googlenet":
+            kwargs.update(aux_logits=False, init_weights=True)
+        if name == "vit_b_16" and image_size is not None:
+            kwargs["image_size"] = image_size
+        model = tv.models.get_model(name, **kwargs).eval()
     gen = torch.Generator().manual_seed(seed + 1)
     with torch.no_grad():
         for m in model.modules():
