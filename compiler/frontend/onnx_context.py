@@ -82,22 +82,23 @@ class ImportContext:
             )
         return arr
 
-    def op(self, node: onnx.NodeProto, op: str, inputs: list[str], **attrs: Any) -> str:
-        """Add a graph node named after the ONNX node's first output.
+    def op(self, node: onnx.NodeProto, op: str, inputs: list[str], *, output: int = 0, **attrs: Any) -> str:
+        """Add a graph node named after the ONNX node's output ``output`` (the first by default).
 
         When every input is a constant the node is evaluated now (its NumPy reference) and becomes a
         constant: exporters compute shapes at run time (Shape -> Gather -> Concat -> Reshape), and with
         static shapes that arithmetic is known at compile time.  Quantize/dequantize stay nodes, since
         the int8 passes match them.
         """
+        name = self.value_name(node.output[output] or op)
         values = [self.builder.const_value(i) for i in inputs]
         if inputs and op not in _NO_FOLD and all(v is not None for v in values):
             opdef = get_op(op)
             merged = opdef.make_attrs(attrs)
             out_type = opdef.infer([self.type_of(i) for i in inputs], merged)
             folded = np.asarray(opdef.reference(values, merged)).astype(out_type.dtype, copy=False)
-            return self.builder.const(folded.reshape(out_type.shape), self.value_name(node.output[0] or op))
-        return self.builder.op(op, inputs, self.value_name(node.output[0] or op), **attrs)
+            return self.builder.const(folded.reshape(out_type.shape), name)
+        return self.builder.op(op, inputs, name, **attrs)
 
     def const_value(self, node: onnx.NodeProto, value: np.ndarray, suffix: str) -> str:
         return self.builder.const(value, self.value_name(f"{node.output[0]}_{suffix}"))

@@ -219,11 +219,8 @@ def _split(ctx: ImportContext, node: onnx.NodeProto) -> list[str]:
     for k, size in enumerate(sizes):
         begin, end = [0] * len(shape), list(shape)
         begin[axis], end[axis] = start, start + size
-        sub = onnx.NodeProto()
-        sub.CopyFrom(node)
-        del sub.output[:]
-        sub.output.append(node.output[k] or f"{node.name}_{k}")
-        outs.append(ctx.op(sub, "strided_slice", [x], begin=tuple(begin), end=tuple(end), strides=(1,) * len(shape)))
+        outs.append(ctx.op(node, "strided_slice", [x], output=k, begin=tuple(begin), end=tuple(end),
+                           strides=(1,) * len(shape)))
         start += size
     return outs
 
