@@ -98,7 +98,9 @@ def _take(node: Node, xs: Sequence[Operand]) -> Tensor:
         else:
             # Loop indices are int32; an axis longer than 2**31 does not fit in memory anyway.
             raw = indices[tuple(inner)].astype("int32")
-            j = tir.if_then_else(raw < _c(0, "int32"), raw + _c(n, "int32"), raw)
+            wrapped = tir.if_then_else(raw < _c(0, "int32"), raw + _c(n, "int32"), raw)
+            # An out-of-range index (an error in onnxruntime) must not read outside the buffer.
+            j = tir.min(tir.max(wrapped, _c(0, "int32")), _c(n - 1, "int32"))
         return data[tuple(i[:axis]) + (j,) + tuple(i[axis + irank:])]
 
     return te.compute(_out_shape(node), fn, name=node.name)

@@ -35,7 +35,9 @@ def _slice_relation(types: Sequence[TensorType], attrs: Attrs) -> TensorType:
 
 
 def _slice_reference(xs: Sequence[np.ndarray], a: Attrs) -> np.ndarray:
-    idx = tuple(slice(b, e if e >= 0 else None, s) for b, e, s in zip(a["begin"], a["end"], a["strides"]))
+    # An empty range stays empty (NumPy would read a begin of -1 as the last element).
+    idx = tuple(slice(b, e if e >= 0 else None, s) if slice_length(b, e, s) else slice(0, 0)
+                for b, e, s in zip(a["begin"], a["end"], a["strides"]))
     return np.ascontiguousarray(xs[0][idx])
 
 
