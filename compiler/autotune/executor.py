@@ -148,6 +148,12 @@ class _Slot:
         else:
             job.future.set_exception(reply[1])
 
+    def interrupt(self) -> None:
+        """Kill the worker mid-job (its thread then fails the job with WorkerDied)."""
+        proc = self._proc
+        if proc is not None:
+            proc.kill()
+
     def stop(self) -> None:
         if self._proc is not None and self._proc.is_alive():
             try:
@@ -205,8 +211,18 @@ class LocalExecutor:
         self._queue.put(job)
         return job.future
 
-    def shutdown(self) -> None:
-        """Stop the workers (after the jobs already queued)."""
+    def shutdown(self, cancel_pending: bool = False) -> None:
+        """Stop the workers after the jobs already queued (or, with ``cancel_pending``, without them)."""
+        if cancel_pending:
+            while True:
+                try:
+                    job = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if job is not None:
+                    job.future.cancel()
+            for slot in self._slots:
+                slot.interrupt()
         for _ in self._threads:
             self._queue.put(None)
         for t in self._threads:
@@ -215,5 +231,6 @@ class LocalExecutor:
     def __enter__(self) -> LocalExecutor:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        # On an error or Ctrl-C, do not run the rest of the queue first.
+        self.shutdown(cancel_pending=exc_type is not None)

@@ -86,3 +86,16 @@ def test_register_tiles_are_sized_for_the_compile_target(target: str, executor: 
     results = m.measure([two_d, too_big])
     assert results[0].status == Status.OK, results[0].detail
     assert results[1].status == Status.INVALID and f"{registers} vector registers" in results[1].detail
+
+
+def test_leaving_the_executor_on_an_error_does_not_wait_for_queued_jobs() -> None:
+    with pytest.raises(KeyError):
+        with LocalExecutor(workers=1) as ex:
+            kind = ex.device_kinds[0]
+            running = ex.submit(_sleep, 20.0, device_kind=kind, timeout_s=60)
+            queued = [ex.submit(_sleep, 20.0, device_kind=kind, timeout_s=60) for _ in range(3)]
+            while not running.running():
+                time.sleep(0.01)
+            raise KeyError("the caller failed")
+    assert all(f.cancelled() for f in queued)
+    assert isinstance(running.exception(timeout=5), WorkerDied)  # killed, not waited for
