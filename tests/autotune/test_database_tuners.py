@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from vdla_hw.errors import BadFileError
+from conftest import SMALL_VDLA_CONV
 
 from compiler.autotune.database import ApplyBest, Database, Record, read_log
 from compiler.autotune.executor import LocalExecutor
@@ -14,8 +14,7 @@ from compiler.autotune.measure import Measurer
 from compiler.autotune.task import Task, make_task
 from compiler.autotune.template import template_for
 from compiler.autotune.tuner import TUNERS, XGBTuner, make_tuner, tune_task
-
-from conftest import SMALL_VDLA_CONV
+from vdla_hw.errors import BadFileError
 
 
 def _record(task: Task, hw_config: dict, index: int, cost: float) -> Record:

@@ -70,9 +70,9 @@ AVX2 = "llvm -mcpu=haswell -mattr=+avx,+avx2,+fma"
 
 @pytest.mark.parametrize("target", ["llvm", AVX2])
 def test_register_tiles_are_sized_for_the_compile_target(target: str, executor: LocalExecutor) -> None:
-    from compiler.autotune.task import make_task
-
     from conftest import SMALL_CONV
+
+    from compiler.autotune.task import make_task
 
     task = make_task("conv2d_nchwc", dict(SMALL_CONV, oc_outer=4), target)
     m = Measurer(task, executor, MeasureOptions(repeats=2))
@@ -89,13 +89,12 @@ def test_register_tiles_are_sized_for_the_compile_target(target: str, executor: 
 
 
 def test_leaving_the_executor_on_an_error_does_not_wait_for_queued_jobs() -> None:
-    with pytest.raises(KeyError):
-        with LocalExecutor(workers=1) as ex:
-            kind = ex.device_kinds[0]
-            running = ex.submit(_sleep, 20.0, device_kind=kind, timeout_s=60)
-            queued = [ex.submit(_sleep, 20.0, device_kind=kind, timeout_s=60) for _ in range(3)]
-            while not running.running():
-                time.sleep(0.01)
-            raise KeyError("the caller failed")
+    with pytest.raises(KeyError), LocalExecutor(workers=1) as ex:
+        kind = ex.device_kinds[0]
+        running = ex.submit(_sleep, 20.0, device_kind=kind, timeout_s=60)
+        queued = [ex.submit(_sleep, 20.0, device_kind=kind, timeout_s=60) for _ in range(3)]
+        while not running.running():
+            time.sleep(0.01)
+        raise KeyError("the caller failed")
     assert all(f.cancelled() for f in queued)
     assert isinstance(running.exception(timeout=5), WorkerDied)  # killed, not waited for

@@ -18,7 +18,7 @@ def _mobile_block(rng: np.random.Generator):
     """conv -> depthwise -> conv -> (same conv again) -> global pool -> dense: repeated and depthwise tasks."""
     b = GraphBuilder()
     x = b.input("x", (1, 16, 8, 8), "float32")
-    w = lambda *s: b.const((rng.standard_normal(s) * 0.2).astype(np.float32))  # noqa: E731
+    w = lambda *s: b.const((rng.standard_normal(s) * 0.2).astype(np.float32))
     y = b.op("relu", [b.op("conv2d", [x, w(32, 16, 1, 1)], "expand")])
     y = b.op("relu", [b.op("conv2d", [y, w(32, 1, 3, 3)], "dw", groups=32, padding=(1, 1, 1, 1))])
     y = b.op("conv2d", [y, w(16, 32, 1, 1)], "project")
