@@ -73,6 +73,10 @@ def restrict(template: object, members: set[int]) -> None:
     template._space = ConfigSpace(space.axes, legal)  # type: ignore[attr-defined]
 
 
+def space_key(template: object, index: int) -> str:
+    return template.space.get(index).key  # type: ignore[attr-defined]
+
+
 def trials_to_reach(tuner_name: str, template: object, costs: dict[int, float], seed: int, batch: int,
                     features: dict[int, np.ndarray]) -> int:
     target = min(costs.values()) / 0.95
@@ -122,7 +126,8 @@ def main() -> int:
             ok = [c for c in costs.values() if math.isfinite(c)]
             default_cost = costs[template.space.index_of(template.default())]
             row = {"task": name, "key": task.key, "unit": template.unit, "pool": len(costs), "ok": len(ok),
-                   "best": min(ok), "default": default_cost, "measure_s": round(measure_s, 1), "trials": {}}
+                   "best": min(ok), "default": default_cost, "measure_s": round(measure_s, 1), "trials": {},
+                   "table": {space_key(template, i): c for i, c in costs.items()}}
             for tuner in TUNERS:
                 runs = [trials_to_reach(tuner, template, costs, s, args.batch, features) for s in range(args.seeds)]
                 row["trials"][tuner] = {"mean": statistics.mean(runs), "runs": runs}

@@ -14,6 +14,16 @@ SMALL_VDLA_CONV = {"n": 1, "ic": 32, "h": 8, "w": 8, "oc": 32, "kh": 3, "kw": 3,
 
 
 @pytest.fixture()
+def small_conv() -> dict[str, int]:
+    return dict(SMALL_CONV)
+
+
+@pytest.fixture()
+def small_vdla_conv() -> dict[str, int]:
+    return dict(SMALL_VDLA_CONV)
+
+
+@pytest.fixture()
 def cpu_task() -> Task:
     return make_task("conv2d_nchwc", SMALL_CONV)
 

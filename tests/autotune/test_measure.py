@@ -69,12 +69,11 @@ AVX2 = "llvm -mcpu=haswell -mattr=+avx,+avx2,+fma"
 
 
 @pytest.mark.parametrize("target", ["llvm", AVX2])
-def test_register_tiles_are_sized_for_the_compile_target(target: str, executor: LocalExecutor) -> None:
-    from conftest import SMALL_CONV
-
+def test_register_tiles_are_sized_for_the_compile_target(target: str, executor: LocalExecutor,
+                                                        small_conv: dict) -> None:
     from compiler.autotune.task import make_task
 
-    task = make_task("conv2d_nchwc", dict(SMALL_CONV, oc_outer=4), target)
+    task = make_task("conv2d_nchwc", dict(small_conv, oc_outer=4), target)
     m = Measurer(task, executor, MeasureOptions(repeats=2))
     assert task.target.endswith("(avx2)") if target == AVX2 else True
     registers = 16 if task.target.endswith("(avx2)") or task.target.endswith("(avx)") else 32
