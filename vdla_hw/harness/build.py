@@ -76,7 +76,7 @@ def harness_library(cfg: HwConfig | str, *, trace: bool = False, coverage: bool 
 
 def _verilator_flags(trace: bool, coverage: bool = False) -> list[str]:
     flags = ["--cc", "--exe", "-O3", "--top-module", TOP, *VERILATOR_BUILD_ARGS,
-             "-CFLAGS", "-fPIC", "-CFLAGS", f"-I{HARNESS_DIR}", "-CFLAGS", f"-include {HARNESS_DIR / 'vl_print_hook.h'}",
+             "-CFLAGS", "-fPIC", "-CFLAGS", f"-I{HARNESS_DIR}", "-CFLAGS", "-DVL_VERILATED_INCLUDE='\"vl_print_hook.h\"'",
              "-LDFLAGS", "-shared", "-o", LIB_NAME]
     if trace:
         flags += ["--trace-fst", "-CFLAGS", "-DVDLA_TRACE"]

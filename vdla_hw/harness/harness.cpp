@@ -115,6 +115,7 @@ class Harness {
 
   void reset(uint32_t cycles) {
     error_.clear();
+    g_vl_output.clear();
     idle_axil();
     // The DRAM model stays out of reset cycles: the design's outputs are not yet defined.
     top_->m_axi_arready = top_->m_axi_awready = top_->m_axi_wready = 0;
