@@ -16,8 +16,10 @@
 module vdla_fifo #(
   parameter int WIDTH = 8,
   parameter int DEPTH = 4,
+  /* verilator lint_off UNUSEDPARAM */  // read only by the simulation-only assertions
   parameter bit STRICT_PUSH = 1'b0,
   parameter bit STRICT_POP = 1'b0
+  /* verilator lint_on UNUSEDPARAM */
 ) (
   input  wire logic                       clk,
   input  wire logic                       rst_n,
