@@ -153,6 +153,8 @@ def _mark_written(state: MachineState, mt: MemType, rows: slice | np.ndarray) ->
     if mt in state.all_written:
         return
     written = state.written[mt]
+    if written[rows].all():  # the common steady state: reloading elements already written
+        return
     written[rows] = True
     if written.all():
         state.all_written.add(mt)

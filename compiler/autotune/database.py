@@ -191,5 +191,9 @@ class ApplyBest:
             return None
         template = template_for(task, self._hw.to_dict() if vdla_kind else None)
         config = template.space.from_dict(best.config)
+        why = template.space.why_illegal(config)
+        if why is not None:  # the schedule's legality changed since the log was written
+            self.fallbacks[task.name] = f"the logged best config is no longer legal ({why}); tune again"
+            return None
         self.applied[task.name] = config.key
         return template.knobs(config)

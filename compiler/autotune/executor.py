@@ -14,6 +14,7 @@ import concurrent.futures
 import multiprocessing
 import queue
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -105,6 +106,7 @@ class _Slot:
         self._ctx = ctx
         self._proc: Any = None
         self._conn: Any = None
+        self.interrupted = threading.Event()
 
     def _start(self) -> None:
         parent, child = self._ctx.Pipe()
@@ -124,16 +126,23 @@ class _Slot:
         if self._proc is None or not self._proc.is_alive():
             self._kill()
             self._start()
+        deadline = None if job.timeout_s is None else time.monotonic() + job.timeout_s
         try:
             self._conn.send((job.fn, job.args))
-            ready = self._conn.poll(job.timeout_s)
+            # Short polls, so an interrupt (see LocalExecutor.shutdown) is noticed while waiting.
+            while not (ready := self._conn.poll(0.1)):
+                if self.interrupted.is_set() or (deadline is not None and time.monotonic() > deadline):
+                    break
         except (BrokenPipeError, EOFError, OSError):
             ready, died = True, True
         else:
             died = False
         if not ready:
             self._kill()
-            job.future.set_exception(JobTimeout(f"job {job.fn.__name__} exceeded its {job.timeout_s:g} s timeout"))
+            if self.interrupted.is_set():
+                job.future.set_exception(WorkerDied(f"the worker running {job.fn.__name__} was stopped"))
+            else:
+                job.future.set_exception(JobTimeout(f"job {job.fn.__name__} exceeded its {job.timeout_s:g} s timeout"))
             return
         try:
             reply = None if died else self._conn.recv()
@@ -147,6 +156,10 @@ class _Slot:
             job.future.set_result(reply[1])
         else:
             job.future.set_exception(reply[1])
+
+    def interrupt(self) -> None:
+        """Stop the job in progress: its thread kills the worker and fails the job with WorkerDied."""
+        self.interrupted.set()
 
     def stop(self) -> None:
         if self._proc is not None and self._proc.is_alive():
@@ -205,8 +218,18 @@ class LocalExecutor:
         self._queue.put(job)
         return job.future
 
-    def shutdown(self) -> None:
-        """Stop the workers (after the jobs already queued)."""
+    def shutdown(self, cancel_pending: bool = False) -> None:
+        """Stop the workers after the jobs already queued (or, with ``cancel_pending``, without them)."""
+        if cancel_pending:
+            while True:
+                try:
+                    job = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if job is not None:
+                    job.future.cancel()
+            for slot in self._slots:
+                slot.interrupt()
         for _ in self._threads:
             self._queue.put(None)
         for t in self._threads:
@@ -215,5 +238,6 @@ class LocalExecutor:
     def __enter__(self) -> LocalExecutor:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        # On an error or Ctrl-C, do not run the rest of the queue first.
+        self.shutdown(cancel_pending=exc_type is not None)

@@ -17,10 +17,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from vdla_hw.config import HwConfig, load_config
-from vdla_hw.errors import UsageError
 
 from compiler.codegen.llvm import Target, host_target, parse_target
+from vdla_hw.config import HwConfig, load_config
+from vdla_hw.errors import UsageError
 
 from . import dispatch
 
@@ -145,7 +145,6 @@ class _Recorder:
 
     def query(self, kind: str, workload: Mapping[str, int]) -> None:
         self.seen.append((kind, dict(workload)))
-        return None
 
 
 def _weighted(tasks: Sequence[Task]) -> list[Task]:

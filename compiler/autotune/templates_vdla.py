@@ -13,13 +13,24 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from vdla_hw.config import from_dict
 
 from compiler.tir.stmt import PrimFunc
 from compiler.vdla.target import VdlaTarget
-from compiler.vdla.topi import (Conv2dKnobs, Conv2dWorkload, Requantize, check_knobs, compile_conv2d, conv2d_func,
-                                default_knobs, estimate_cycles, footprint, random_conv_data, requant_shift)
+from compiler.vdla.topi import (
+    Conv2dKnobs,
+    Conv2dWorkload,
+    Requantize,
+    check_knobs,
+    compile_conv2d,
+    conv2d_func,
+    default_knobs,
+    estimate_cycles,
+    footprint,
+    random_conv_data,
+    requant_shift,
+)
 from compiler.vdla.topi import reference as ref
+from vdla_hw.config import from_dict
 
 from .space import Axis, Config, ConfigSpace, divisors
 from .task import Task

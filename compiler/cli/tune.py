@@ -63,14 +63,13 @@ def _samples(graph: object, path: str | None) -> list[dict[str, np.ndarray]]:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from vdla_hw.config import load_config
-
     from compiler.autotune.database import Database, read_log
     from compiler.autotune.executor import LocalExecutor
     from compiler.autotune.session import tune_tasks
     from compiler.autotune.task import extract_tasks
     from compiler.cli.model import _shapes
     from compiler.frontend.onnx import from_onnx
+    from vdla_hw.config import load_config
 
     if args.trials < 1 or args.batch < 1 or args.workers < 1:
         raise UsageError("--trials, --batch and --workers must be positive")

@@ -6,7 +6,8 @@
   (``vdla compile --calibrate``), under the model's input name ``x``;
 * ``x.npy``: one held-out image (a "2") to run the compiled model on;
 * ``prog.s``: a hand-written VDLA assembly program for the tiny preset, whose DRAM regions
-  (micro-ops, inputs, weights, outputs) do not overlap.
+  (micro-ops, inputs, weights, outputs) do not overlap;
+* ``prog_inp.npy``, ``prog_wgt.npy``: its 4x4 int8 operands, for ``vdla sim prog.bin --dram``.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ MODEL_PATH = EXAMPLES_DIR / "digits_cnn.onnx"
 DIGITS_PATH = EXAMPLES_DIR / "digits.npz"
 PROGRAM_PATH = EXAMPLES_DIR / "prog.s"
 
-EXAMPLE_FILES: tuple[str, ...] = ("model.onnx", "samples.npz", "x.npy", "prog.s")
+EXAMPLE_FILES: tuple[str, ...] = ("model.onnx", "samples.npz", "x.npy", "prog.s", "prog_inp.npy", "prog_wgt.npy")
 """The names :func:`write_example` writes, in order."""
 
 
@@ -47,4 +48,8 @@ def write_example(directory: str | Path, *, overwrite: bool = False) -> list[Pat
     np.savez(targets[1], x=samples)
     np.save(targets[2], x)
     shutil.copyfile(PROGRAM_PATH, targets[3])
+    # Fixed operands with negative values, so relu(inp @ wgt.T) clips some outputs.
+    operands = np.random.default_rng(2026).integers(-8, 8, size=(2, 4, 4), dtype=np.int8)
+    np.save(targets[4], operands[0])
+    np.save(targets[5], operands[1])
     return targets

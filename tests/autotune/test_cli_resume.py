@@ -15,7 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from runtime.graph_executor import load  # noqa: E402
+from runtime.graph_executor import load
 
 
 class _Net(torch.nn.Module):
@@ -86,7 +86,7 @@ def test_vdla_tune_survives_sigkill_and_its_best_configs_compile(model: Path, tm
     for keys in per_task.values():
         assert len(keys) == len(set(keys)) == 4  # nothing measured twice, every task to its budget
     best = {k: min((r for r in records if r["task_key"] == k and r["status"] == "ok"),
-                                                 key=lambda r: sorted(r["costs"])[0])["config_key"]
+                                                 key=lambda r: min(r["costs"]))["config_key"]
             for k in per_task}
 
     rng = np.random.default_rng(0)

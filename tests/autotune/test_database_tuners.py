@@ -6,16 +6,13 @@ import json
 
 import numpy as np
 import pytest
-from vdla_hw.errors import BadFileError
-
 from compiler.autotune.database import ApplyBest, Database, Record, read_log
 from compiler.autotune.executor import LocalExecutor
 from compiler.autotune.measure import Measurer
 from compiler.autotune.task import Task, make_task
 from compiler.autotune.template import template_for
 from compiler.autotune.tuner import TUNERS, XGBTuner, make_tuner, tune_task
-
-from conftest import SMALL_VDLA_CONV
+from vdla_hw.errors import BadFileError
 
 
 def _record(task: Task, hw_config: dict, index: int, cost: float) -> Record:
@@ -43,13 +40,14 @@ def test_log_is_append_only_and_survives_a_cut_last_line(tmp_path, vdla_task: Ta
         read_log(path)
 
 
-def test_apply_best_gives_the_best_knobs_and_names_fallbacks(vdla_task: Task, hw_config: dict) -> None:
+def test_apply_best_gives_the_best_knobs_and_names_fallbacks(vdla_task: Task, hw_config: dict,
+                                                             small_vdla_conv: dict) -> None:
     records = [_record(vdla_task, hw_config, 0, 500.0), _record(vdla_task, hw_config, 3, 200.0)]
     apply = ApplyBest(records, target="vdla")
     knobs = apply.query("vdla_conv2d", vdla_task.wl)
     template = template_for(vdla_task, hw_config)
     assert knobs == template.knobs(template.space.from_dict(records[1].config))
-    other = dict(SMALL_VDLA_CONV, oc=64)
+    other = dict(small_vdla_conv, oc=64)
     assert apply.query("vdla_conv2d", other) is None
     assert list(apply.fallbacks.values()) == ["not in the log (for this target and host)"]
     assert apply.query("conv2d_nchwc", {"n": 1}) is None  # a CPU kernel of a VDLA model: not this target's task
@@ -70,8 +68,9 @@ def test_tuners_propose_unique_legal_unvisited_configs(name: str, vdla_task: Tas
     assert len(second) == len(set(second)) == 6 and set(second) <= legal and not set(second) & set(first)
 
 
-def test_xgb_learns_from_similar_tasks_before_measuring(vdla_task: Task, hw_config: dict) -> None:
-    other = make_task("vdla_conv2d", dict(SMALL_VDLA_CONV, oc=64))
+def test_xgb_learns_from_similar_tasks_before_measuring(vdla_task: Task, hw_config: dict,
+                                                        small_vdla_conv: dict) -> None:
+    other = make_task("vdla_conv2d", dict(small_vdla_conv, oc=64))
     transfer = [_record(other, hw_config, k, 100.0 + k) for k in range(8)]
     template = template_for(vdla_task, hw_config)
     tuner = XGBTuner(template, seed=0, transfer=transfer, sa_steps=6)

@@ -69,12 +69,11 @@ AVX2 = "llvm -mcpu=haswell -mattr=+avx,+avx2,+fma"
 
 
 @pytest.mark.parametrize("target", ["llvm", AVX2])
-def test_register_tiles_are_sized_for_the_compile_target(target: str, executor: LocalExecutor) -> None:
+def test_register_tiles_are_sized_for_the_compile_target(target: str, executor: LocalExecutor,
+                                                        small_conv: dict) -> None:
     from compiler.autotune.task import make_task
 
-    from conftest import SMALL_CONV
-
-    task = make_task("conv2d_nchwc", dict(SMALL_CONV, oc_outer=4), target)
+    task = make_task("conv2d_nchwc", dict(small_conv, oc_outer=4), target)
     m = Measurer(task, executor, MeasureOptions(repeats=2))
     assert task.target.endswith("(avx2)") if target == AVX2 else True
     registers = 16 if task.target.endswith("(avx2)") or task.target.endswith("(avx)") else 32
@@ -86,3 +85,15 @@ def test_register_tiles_are_sized_for_the_compile_target(target: str, executor: 
     results = m.measure([two_d, too_big])
     assert results[0].status == Status.OK, results[0].detail
     assert results[1].status == Status.INVALID and f"{registers} vector registers" in results[1].detail
+
+
+def test_leaving_the_executor_on_an_error_does_not_wait_for_queued_jobs() -> None:
+    with pytest.raises(KeyError), LocalExecutor(workers=1) as ex:
+        kind = ex.device_kinds[0]
+        running = ex.submit(_sleep, 20.0, device_kind=kind, timeout_s=60)
+        queued = [ex.submit(_sleep, 20.0, device_kind=kind, timeout_s=60) for _ in range(3)]
+        while not running.running():
+            time.sleep(0.01)
+        raise KeyError("the caller failed")
+    assert all(f.cancelled() for f in queued)
+    assert isinstance(running.exception(timeout=5), WorkerDied)  # killed, not waited for

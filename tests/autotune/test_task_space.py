@@ -18,7 +18,7 @@ def _mobile_block(rng: np.random.Generator):
     """conv -> depthwise -> conv -> (same conv again) -> global pool -> dense: repeated and depthwise tasks."""
     b = GraphBuilder()
     x = b.input("x", (1, 16, 8, 8), "float32")
-    w = lambda *s: b.const((rng.standard_normal(s) * 0.2).astype(np.float32))  # noqa: E731
+    w = lambda *s: b.const((rng.standard_normal(s) * 0.2).astype(np.float32))
     y = b.op("relu", [b.op("conv2d", [x, w(32, 16, 1, 1)], "expand")])
     y = b.op("relu", [b.op("conv2d", [y, w(32, 1, 3, 3)], "dw", groups=32, padding=(1, 1, 1, 1))])
     y = b.op("conv2d", [y, w(16, 32, 1, 1)], "project")
@@ -101,3 +101,20 @@ def test_dispatched_knobs_reach_the_lowering() -> None:
         got = build_model(graph).run(feed)[0]
     assert sorted(set(seen)) == ["conv2d_nchwc", "dense_pack", "depthwise_conv2d_nchw"]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_program_features_see_the_loop_structure(cpu_task: Task) -> None:
+    from compiler.autotune.features import LOOPS
+
+    template = template_for(cpu_task)
+    base = template.default().to_dict()
+    narrow = template.features(template.space.from_dict(dict(base, ow_block=1, unroll_kw=False)))
+    wide = template.features(template.space.from_dict(dict(base, ow_block=8, unroll_kw=True)))
+    assert narrow.shape == wide.shape and not np.array_equal(narrow, wide)
+    # Per loop: log2 extent, reduction flag, then parallel / vectorized / unrolled / virtual-thread flags;
+    # the busiest stage is the conv, whose innermost loop is the vectorized 16-channel block.
+    width = 2 + 4
+    innermost = wide[(LOOPS - 1) * width:LOOPS * width]
+    assert innermost[0] == pytest.approx(np.log2(17)) and innermost[1] == 0.0 and innermost[3] == 1.0
+    unrolled = [wide[k * width + 4] for k in range(LOOPS)]
+    assert sum(unrolled) > sum(narrow[k * width + 4] for k in range(LOOPS))

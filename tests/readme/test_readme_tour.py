@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,7 +52,8 @@ def python_block(text: str) -> str:
 def outputs_of(line: str) -> list[str]:
     """The files a tour line promises to write: the values of :data:`OUTPUT_FLAGS`."""
     words = shlex.split(line, comments=True)
-    return [words[i + 1] for i, w in enumerate(words[:-1]) if w in OUTPUT_FLAGS]
+    # A --dump value is KIND@ADDR:ROWSxCOLS=FILE: the file is after the '='.
+    return [words[i + 1].rpartition("=")[2] for i, w in enumerate(words[:-1]) if w in OUTPUT_FLAGS]
 
 
 def is_slow(line: str) -> bool:
@@ -90,6 +92,10 @@ def test_readme_tour_runs_verbatim(tmp_path: Path) -> None:
     run_tour(tmp_path, [line for line in lines if not is_slow(line)])
     for name in ("model.onnx", "samples.npz", "x.npy", "prog.s", "model.vdla", "c10.vdlaprog", "prog.bin"):
         assert (tmp_path / name).stat().st_size > 0
+    # The assembled program, run by `vdla sim prog.bin`, computed relu(inp @ wgt.T) (low 8 bits, as STORE).
+    inp, wgt = (np.load(tmp_path / f"prog_{n}.npy").astype(np.int32) for n in ("inp", "wgt"))
+    expected = np.maximum(inp @ wgt.T, 0).astype(np.int8)
+    np.testing.assert_array_equal(np.load(tmp_path / "prog_out.npy"), expected)
 
 
 @pytest.mark.slow

@@ -28,5 +28,14 @@ def make_tuner(name: str, template: Template, seed: int = 0, transfer: Sequence[
     raise UsageError(f"unknown tuner {name!r}; use one of {TUNERS}")
 
 
-__all__ = ["GATuner", "GridTuner", "Progress", "RandomTuner", "TUNERS", "Tuner", "XGBTuner", "make_tuner",
-           "tune_task"]
+__all__ = [
+    "TUNERS",
+    "GATuner",
+    "GridTuner",
+    "Progress",
+    "RandomTuner",
+    "Tuner",
+    "XGBTuner",
+    "make_tuner",
+    "tune_task",
+]

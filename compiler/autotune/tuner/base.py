@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..database import Database, Record
-from ..measure import MeasureResult, Measurer, Status
+from ..measure import Measurer, MeasureResult, Status
 from ..space import Config
 from ..template import Template
 

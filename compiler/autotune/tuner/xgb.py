@@ -126,7 +126,7 @@ class XGBTuner(Tuner):
     def next_batch(self, n: int) -> list[int]:
         if self.model is None:
             return self.random_unvisited(n)
-        explore = int(round(self.epsilon * n))
+        explore = round(self.epsilon * n)
         candidates = self._anneal(3 * n)
         picked: list[int] = []
         if candidates:
