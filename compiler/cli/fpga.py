@@ -15,13 +15,18 @@ from vdla_hw.config import load_config
 from vdla_hw.fpga.boards import BOARDS
 from vdla_hw.fpga.flow import build_bitstream
 
+_BUILD_DESCRIPTION = (
+    "Write the board's project for the config into a folder and run the board's tools when they are installed. "
+    "Without them (no vivado on PATH) the project is still written and the command exits 2 naming the missing "
+    "tool and the command that builds the folder elsewhere; --no-run only writes the project and exits 0.")
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     group = subparsers.add_parser("fpga", help="build bitstreams for FPGA boards")
     sub = group.add_subparsers(dest="fpga_command", metavar="SUBCOMMAND", required=True)
 
     p = sub.add_parser("build", help="write a board's project for a config and build its bitstream",
-                       description=__doc__)
+                       description=_BUILD_DESCRIPTION)
     p.add_argument("--board", required=True, help=f"target board: {', '.join(BOARDS)}")
     p.add_argument("--config", default="default", help="preset name or config .json path (default: default)")
     p.add_argument("-o", "--output", default=None,
