@@ -73,10 +73,14 @@ def test_a_failing_vivado_is_reported_with_its_log(tmp_path, monkeypatch, capsys
     assert "Vivado failed (exit 3)" in err and str(out / "vivado.log") in err
 
 
-def test_a_vivado_that_writes_no_bitstream_is_reported(tmp_path, monkeypatch, capsys):
+def test_a_vivado_that_writes_no_bitstream_is_reported_even_over_an_earlier_build(tmp_path, monkeypatch, capsys):
     bin_dir = tmp_path / "bin"
     _fake_vivado(bin_dir, "exit 0")
     monkeypatch.setenv("PATH", str(bin_dir))
+    stale = tmp_path / "p" / "out"
+    stale.mkdir(parents=True)
+    for name in ("vdla.bit", "vdla.hwh", "vdla.xsa", "utilization.rpt", "timing_summary.rpt", "summary.txt"):
+        (stale / name).write_text("from an earlier build\n")
     assert main(["fpga", "build", "--board", "pynq-z2", "--config", "tiny", "-o", str(tmp_path / "p")]) == 2
     assert "did not write vdla.bit" in capsys.readouterr().err
 

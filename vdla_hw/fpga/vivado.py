@@ -96,7 +96,8 @@ def source_names(cfg: HwConfig) -> list[str]:
 
 def params_tcl(board: Board, cfg: HwConfig) -> str:
     """The text of ``params.tcl``: what ``build.tcl`` needs from the config and the register map."""
-    assert board.ps is not None
+    if board.ps is None:
+        raise ValueError(f"board {board.name} has no Zynq PS: it is not built with Vivado")
     regs = [w for r in regmap.REGISTERS for w in (r.name, f"0x{r.offset:02X}")]
     lines = [
         f"# Config {cfg.label()} for {board.name}: generated from vdla_hw (config, regmap) by "
@@ -119,6 +120,10 @@ def params_tcl(board: Board, cfg: HwConfig) -> str:
 
 def write_project(board: Board, cfg: HwConfig, out_dir: Path) -> Path:
     """Write the Vivado project folder of ``cfg`` for ``board`` into ``out_dir``; returns its ``build.tcl``."""
+    if not COMMON_TCL.is_file():
+        raise ToolchainError(f"the Vivado scripts are not here ({COMMON_TCL} is missing)",
+                             hint="vdla fpga build needs the fpga_scripts/ folder of a source checkout: "
+                                  "install vdla from it with `pip install -e .`")
     out_dir = Path(out_dir)
     src = out_dir / SRC_DIR
     src.mkdir(parents=True, exist_ok=True)
@@ -166,6 +171,9 @@ def build(board: Board, cfg: HwConfig, out_dir: Path, *, run: bool = True) -> Bu
             hint=f"on a machine with Vivado (with {board.part} device support) run `{elsewhere}`; the bitstream, "
                  f".hwh and reports land in {out_dir / OUT_DIR}. Or put Vivado on PATH here (source its "
                  "settings64.sh) and rerun; --no-run only writes the project")
+    # Outputs of an earlier build in this folder must not pass for this one's.
+    for name in OUTPUTS:
+        (out_dir / OUT_DIR / name).unlink(missing_ok=True)
     proc = subprocess.run([vivado, *command[1:]], cwd=out_dir, env=dict(os.environ))
     log = out_dir / "vivado.log"
     if proc.returncode != 0:
