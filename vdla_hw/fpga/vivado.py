@@ -10,7 +10,8 @@ itself so it can be copied to a machine that has Vivado:
   :mod:`vdla_hw.regmap` (offsets, the AXI-lite window);
 * ``src/``       — the RTL of :func:`vdla_hw.rtl_build.rtl_sources` (the config's ``vdla_pkg`` first)
   and the Verilog wrapper of :mod:`vdla_hw.fpga.wrapper`;
-* ``config.json`` — the hardware config, so the bitstream's folder says what it was built for.
+* ``config.json`` — the hardware config, so the bitstream's folder says what it was built for;
+* ``vdla.core``   — a FuseSoC core of the same sources (:mod:`vdla_hw.fpga.fusesoc`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from vdla_hw.config import HwConfig
 from vdla_hw.errors import ToolchainError
 from vdla_hw.fpga.boards import FPGA_SCRIPTS_DIR, Board
 from vdla_hw.fpga.flow import BuildResult
+from vdla_hw.fpga.fusesoc import generate_core
 from vdla_hw.fpga.wrapper import CTRL_INTF, MEM_INTF, WRAPPER_TOP, generate_wrapper
 from vdla_hw.rtl_build import rtl_sources
 
@@ -133,6 +135,7 @@ def write_project(board: Board, cfg: HwConfig, out_dir: Path) -> Path:
     (out_dir / "board.tcl").write_text(board_tcl(board))
     (out_dir / "params.tcl").write_text(params_tcl(board, cfg))
     (out_dir / "config.json").write_text(cfg.to_json() + "\n")
+    (out_dir / "vdla.core").write_text(generate_core(board, cfg, source_names(cfg)))
     build = out_dir / "build.tcl"
     shutil.copyfile(COMMON_TCL, build)
     return build
