@@ -154,3 +154,11 @@ def test_a_failed_run_stops_the_build_naming_it(run: str, tmp_path: Path):
 @pytest.mark.parametrize("board", ZYNQ_BOARDS, ids=lambda b: b.name)
 def test_committed_board_scripts_are_generated_from_the_table(board: Board):
     assert (board.scripts_dir / "board.tcl").read_text() == board_tcl(board), "run `vdla fpga gen-scripts`"
+
+
+def test_docs_board_table_matches_the_board_table():
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "fpga.md").read_text()
+    for board in ZYNQ_BOARDS:
+        base = f"0x{board.ps.reg_base >> 16:04X}_{board.ps.reg_base & 0xFFFF:04X}"
+        row = f"| `{board.name}` | {board.part} | `{board.ps.ip}` | {board.ps.gp_intf}, {base} | {board.ps.hp_intf} ("
+        assert row in doc, row
