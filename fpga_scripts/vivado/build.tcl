@@ -123,6 +123,11 @@ puts $summary "clock_mhz_requested $vdla_clock_mhz"
 puts $summary "clock_mhz_actual $clock_actual"
 puts $summary "wns_ns $wns"
 puts $summary "reg_base [format 0x%08X $vdla_reg_base]"
+# Primitive counts of the whole design (PS interconnect included; per-module figures are in
+# utilization.rpt): LUTs, flip-flops, DSP slices, block RAMs.
+foreach {key pattern} {luts LUT* ffs FD* dsps DSP48* ramb36 RAMB36* ramb18 RAMB18*} {
+    puts $summary "$key [llength [get_cells -hierarchical -quiet -filter "IS_PRIMITIVE && REF_NAME =~ $pattern"]]"
+}
 # The registers' addresses as the PS sees them (regmap offsets from params.tcl + the board's base).
 foreach {name offset} $vdla_registers {
     puts $summary "reg_[string tolower $name] [format 0x%08X [expr {$vdla_reg_base + $offset}]]"

@@ -120,6 +120,9 @@ def test_build_tcl_asks_for_part_sources_clock_ports_and_address_map(board: Boar
     assert summary["board"] == board.name and summary["config_digest"] == cfg.digest
     for r in regmap.REGISTERS:
         assert int(summary[f"reg_{r.name.lower()}"], 16) == ps.reg_base + r.offset
+    assert {k: summary[k] for k in ("luts", "ffs", "dsps", "ramb36")} == {"luts": "3", "ffs": "2", "dsps": "1",
+                                                                         "ramb36": "0"}
+    assert all("IS_PRIMITIVE" in c.option("-filter") for c in stub.named("get_cells"))
 
 
 @pytest.mark.parametrize("board", ZYNQ_BOARDS, ids=lambda b: b.name)
