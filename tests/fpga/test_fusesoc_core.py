@@ -18,7 +18,7 @@ from vdla_hw.rtl_build import tool_env
 
 def _fusesoc(proj: Path, cfg) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "fusesoc.main", "--cores-root", ".", "run", "--target", "lint", core_vlnv(cfg)]
-    return subprocess.run(cmd, cwd=proj, env=tool_env(), capture_output=True, text=True, timeout=600)
+    return subprocess.run(cmd, cwd=proj, env=tool_env(), capture_output=True, text=True, timeout=600, check=False)
 
 
 def test_core_lists_exactly_the_tcl_sources(tmp_path: Path):

@@ -12,8 +12,8 @@ import tkinter
 from pathlib import Path
 
 import pytest
-
 from vivado_stub import VivadoStub
+
 from vdla_hw import regmap
 from vdla_hw.config import load_config
 from vdla_hw.fpga.boards import BOARDS, Board

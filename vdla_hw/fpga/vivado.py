@@ -16,8 +16,8 @@ itself so it can be copied to a machine that has Vivado:
 
 from __future__ import annotations
 
-import os
 import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -102,8 +102,8 @@ def params_tcl(board: Board, cfg: HwConfig) -> str:
         raise ValueError(f"board {board.name} has no Zynq PS: it is not built with Vivado")
     regs = [w for r in regmap.REGISTERS for w in (r.name, f"0x{r.offset:02X}")]
     lines = [
-        f"# Config {cfg.label()} for {board.name}: generated from vdla_hw (config, regmap) by "
-        "`vdla fpga build`. Do not edit.",
+        (f"# Config {cfg.label()} for {board.name}: generated from vdla_hw (config, regmap) by "
+         "`vdla fpga build`. Do not edit."),
         _set("vdla_config_name", tcl_word(cfg.name)),
         _set("vdla_config_digest", tcl_word(cfg.digest)),
         _set("vdla_clock_mhz", tcl_word(cfg.clock_mhz)),
@@ -161,7 +161,7 @@ def build(board: Board, cfg: HwConfig, out_dir: Path, *, run: bool = True) -> Bu
     out_dir = Path(out_dir).resolve()
     write_project(board, cfg, out_dir)
     command = run_command()
-    elsewhere = f"cd {out_dir} && {' '.join(command)}"
+    elsewhere = f"cd {shlex.quote(str(out_dir))} && {shlex.join(command)}"
     result = BuildResult(board=board.name, config=cfg.label(), project_dir=out_dir, ran=False,
                          run_hint=elsewhere, outputs={}, summary={})
     if not run:
@@ -177,7 +177,7 @@ def build(board: Board, cfg: HwConfig, out_dir: Path, *, run: bool = True) -> Bu
     # Outputs of an earlier build in this folder must not pass for this one's.
     for name in OUTPUTS:
         (out_dir / OUT_DIR / name).unlink(missing_ok=True)
-    proc = subprocess.run([vivado, *command[1:]], cwd=out_dir, env=dict(os.environ))
+    proc = subprocess.run([vivado, *command[1:]], cwd=out_dir, check=False)
     log = out_dir / "vivado.log"
     if proc.returncode != 0:
         raise ToolchainError(f"Vivado failed (exit {proc.returncode}) building {board.name} / {cfg.label()}",
