@@ -141,8 +141,8 @@ def run_one(seed: int) -> tuple[ProgramRecord, set[str]]:
 
 def _results(settings: Settings) -> Iterator[tuple[ProgramRecord, set[str]]]:
     seeds = range(settings.seed, settings.seed + settings.count)
+    _init_worker(settings)  # here too: a bad backend or option is reported before any worker starts
     if settings.jobs <= 1:
-        _init_worker(settings)
         yield from map(run_one, seeds)
         return
     pool = ProcessPoolExecutor(settings.jobs, initializer=_init_worker, initargs=(settings,))

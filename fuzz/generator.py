@@ -231,7 +231,8 @@ class _Drawer:
         op = LoadOp(mem, 0, offset, y, x, stride, pad)  # type: ignore[arg-type]
         n = op.sram_elems
         # ACC (bias) loads aim at micro-op destinations, so GEMMs and ALUs then read them.
-        dsts = [u.dst for u in self.uops[self._region("uop", t)[0]:self._region("uop", t)[1]] if u is not None]
+        ulo, uhi = self._region("uop", t)
+        dsts = [u.dst for u in self.uops[ulo:uhi] if u is not None]
         if mem == MemType.ACC and dsts and rng.random() < 0.7:
             sram = min(max(lo, rng.choice(dsts) - rng.randint(0, 2)), hi - n)
         else:

@@ -126,8 +126,8 @@ def last_writer(program: Program, addr: int) -> int | None:
     for k in range(program.insn_count - 1, -1, -1):
         insn = program.instructions[k]
         if isinstance(insn, MemInsn) and insn.opcode == Opcode.STORE:
-            elem, rel = divmod(addr, eb)
+            elem = addr // eb
             row, col = divmod(elem - insn.dram_base, insn.x_stride) if insn.x_stride else (-1, -1)
-            if elem >= insn.dram_base and 0 <= row < insn.y_size and col < insn.x_size and rel >= 0:
+            if elem >= insn.dram_base and 0 <= row < insn.y_size and col < insn.x_size:
                 return k
     return None

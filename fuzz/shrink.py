@@ -14,13 +14,13 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 from vdla_hw.asm import disassemble, format_uop
 from vdla_hw.config import HwConfig
 
 from runtime.program import Program
-from fuzz.generator import build_program
+from fuzz.generator import Origin, build_program
 from fuzz.plan import AluStep, GemmOp, LoadOp, Loop, Plan, Round, StoreOp, UopLoadOp, is_legal
 from fuzz.runner import Failure, Outcome, Runner
 
@@ -138,8 +138,9 @@ def _loop_variants(loop: Loop) -> Iterator[Loop]:
 # ---- saving ----------------------------------------------------------------------------
 
 
-def assembly_text(program: Program, failure: Failure) -> str:
-    """The program as assembly: instructions, micro-op lists and buffers as comments."""
+def assembly_text(program: Program, failure: Failure, origins: tuple[Origin | None, ...] = ()) -> str:
+    """The program as assembly: instructions (with the plan round and module they come from),
+    micro-op lists and buffers as comments."""
     isa = program.config.isa
     lines = [f"# {failure.kind} on {failure.backend} (config {program.config.name})"]
     lines += ["# " + line for line in failure.detail.splitlines()]
@@ -149,7 +150,11 @@ def assembly_text(program: Program, failure: Failure) -> str:
             words = program.dram[spec.offset:spec.offset + spec.nbytes].view("<u4")
             lines.append(f"# {name} (DRAM element {spec.addr}): " + "; ".join(format_uop(isa.decode_uop(int(w)))
                                                                                for w in words))
-    return "\n".join(lines) + "\n" + disassemble(program.instructions, numbered=True) + "\n"
+    body = disassemble(program.instructions, numbered=True).splitlines()
+    for k, origin in enumerate(origins[: len(body)]):
+        if origin is not None:
+            body[k] += f"  round {origin.round} {origin.module} {origin.index}"
+    return "\n".join(lines + body) + "\n"
 
 
 _TEST_TEMPLATE = '''\
@@ -167,12 +172,14 @@ from runtime.program import Program
 
 PROGRAM = Path(__file__).with_name("{name}.vdlaprog")
 BACKENDS = {backends!r}
+OPTIONS = {options!r}
+"""Backend options of the fuzz run (e.g. the rtl backend's rtl_dir, the RTL under test)."""
 CYCLE_THRESHOLD = {threshold!r}
 
 
 def test_{name}() -> None:
     program = Program.load(PROGRAM)
-    results = {{b: run(program, b) for b in BACKENDS}}
+    results = {{b: run(program, b, **OPTIONS.get(b, {{}})) for b in BACKENDS}}
     ref = results[BACKENDS[0]]
     for b in BACKENDS[1:]:
         differ = np.flatnonzero(results[b].dram != ref.dram)
@@ -183,18 +190,23 @@ def test_{name}() -> None:
 '''
 
 
-def save_regression(shrunk: Shrunk, out_dir: str | Path, name: str, reference: str, cycle_threshold: float) -> list[Path]:
-    """Write ``<name>.vdlaprog``, ``<name>.s`` and ``test_<name>.py`` into ``out_dir``; returns the paths."""
+def save_regression(shrunk: Shrunk, out_dir: str | Path, name: str, reference: str, cycle_threshold: float,
+                    options: Mapping[str, Mapping[str, Any]] | None = None) -> list[Path]:
+    """Write ``<name>.vdlaprog``, ``<name>.s`` and ``test_<name>.py`` into ``out_dir``; returns the paths.
+
+    ``options`` are the backend options the test passes on (e.g. ``{"rtl": {"rtl_dir": ...}}``).
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     prog = shrunk.program.save(out / f"{name}.vdlaprog")
     asm = out / f"{name}.s"
-    asm.write_text(assembly_text(shrunk.program, shrunk.failure))
+    asm.write_text(assembly_text(shrunk.program, shrunk.failure, build_program(shrunk.program.config, shrunk.plan)[1]))
     backends = tuple(dict.fromkeys((reference, shrunk.failure.backend) if shrunk.failure.kind != "cycles"
                                    else ("fsim", "cycle", "rtl")))
     detail = textwrap.indent(shrunk.failure.detail, "    ").strip()
     test = out / f"test_{name}.py"
     test.write_text(_TEST_TEMPLATE.format(kind=shrunk.failure.kind, backend=shrunk.failure.backend,
                                           config=shrunk.program.config.name, detail=detail, name=name,
-                                          backends=backends, threshold=cycle_threshold))
+                                          backends=backends, threshold=cycle_threshold,
+                                          options={k: dict(v) for k, v in (options or {}).items() if v}))
     return [prog, asm, test]

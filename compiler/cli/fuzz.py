@@ -21,6 +21,9 @@ from fuzz.rtl_coverage import reset_coverage
 from fuzz.runner import DEFAULT_BACKENDS, Runner
 from fuzz.shrink import DEFAULT_BUDGET, save_regression, shrink_plan
 
+RTL_MAX_SECONDS = 60.0
+"""Wall-clock watchdog of one RTL run while fuzzing."""
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("fuzz", help="differential fuzzing of fsim, cycle and rtl with shrinking and coverage",
@@ -58,10 +61,11 @@ def _settings(args: argparse.Namespace) -> Settings:
     if args.time is not None and args.time <= 0:
         raise UsageError(f"--time must be positive, got {args.time}")
     options: dict[str, dict[str, object]] = {}
-    if args.rtl_dir or args.rtl_coverage:
-        if "rtl" not in backends:
-            raise UsageError("--rtl-dir and --rtl-coverage need the rtl backend", hint="add rtl to --backends")
-        rtl: dict[str, object] = {}
+    if (args.rtl_dir or args.rtl_coverage) and "rtl" not in backends:
+        raise UsageError("--rtl-dir and --rtl-coverage need the rtl backend", hint="add rtl to --backends")
+    if "rtl" in backends:
+        # A modified design may hang in a way the stall detector does not see (a live lock).
+        rtl: dict[str, object] = {"max_seconds": RTL_MAX_SECONDS}
         if args.rtl_dir:
             if not Path(args.rtl_dir).is_dir():
                 raise UsageError(f"--rtl-dir {args.rtl_dir} is not a folder", hint="point it at a copy of vdla_hw/rtl")
@@ -108,7 +112,7 @@ def _shrink_failures(cfg, settings: Settings, failures: list[ProgramRecord], out
               f"{plan.insn_count} instructions ...")
         shrunk = shrink_plan(cfg, plan, rec.failure, runner, budget=args.shrink_budget)  # type: ignore[arg-type]
         name = f"fuzz_{cfg.name}_seed{rec.seed}_{shrunk.failure.kind}_{shrunk.failure.backend}"
-        paths = save_regression(shrunk, out, name, settings.backends[0], settings.cycle_threshold)
+        paths = save_regression(shrunk, out, name, settings.backends[0], settings.cycle_threshold, options)
         print(f"shrunk to {shrunk.program.insn_count} instructions in {shrunk.runs} runs:")
         print(shrunk.failure.detail)
         for p in paths:

@@ -12,8 +12,10 @@ import importlib
 import re
 import sys
 import traceback
+import warnings
 
 from vdla_hw.errors import VdlaError
+from vdla_hw.progress import set_quiet
 
 EXIT_USER_ERROR = 2
 EXIT_INTERNAL_ERROR = 70  # EX_SOFTWARE of sysexits.h
@@ -54,6 +56,7 @@ class PlainArgumentParser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     # Sub-parsers inherit the parser class, so nested groups (vdla hw ..., vdla pool ...) are plain too.
     parser = PlainArgumentParser(prog="vdla", description="The VDLA deep-learning compiler and accelerator toolkit.")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars (they are only drawn on a terminal)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(f"compiler.cli.{name}").register(sub)
@@ -72,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    if args.quiet:
+        set_quiet()
+    # Warnings the tools raise for the user (e.g. a large waveform) read as one line each.
+    warnings.formatwarning = lambda message, *_args, **_kw: f"warning: {message}\n"
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:

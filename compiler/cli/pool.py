@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
+
+from vdla_hw.errors import UsageError
 
 
 def add_tls_options(p: argparse.ArgumentParser) -> None:
@@ -29,6 +32,16 @@ def add_pool_options(p: argparse.ArgumentParser) -> None:
     add_tls_options(p)
 
 
+def require_pool() -> None:
+    """Raise a user error naming the missing package when the pool's dependencies are not installed."""
+    try:
+        import cryptography  # noqa: F401
+        import distributed  # noqa: F401
+    except ImportError as exc:
+        raise UsageError(f"the device pool needs the Python package {exc.name!r}, which is not installed",
+                         hint="pip install 'vdla[pool]'") from None
+
+
 def _security(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from runtime.pool.security import security_from
 
@@ -37,6 +50,7 @@ def _security(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 def pool_executor(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """The :class:`~runtime.pool.executor.PoolExecutor` of ``--pool ADDR [--certs DIR --node NAME]``."""
+    require_pool()
     from runtime.pool.executor import connect
 
     return connect(args.pool, args.certs, args.node)
@@ -105,11 +119,19 @@ def _progress(msg: str) -> None:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
+    require_pool()
     from runtime.pool.node import check_devices, local_cluster
 
     devices = _devices(args.device, 1)
     check_devices(devices, _progress)
-    with local_cluster(args.workers or None, devices, port=args.port, dashboard=args.dashboard) as cluster:
+    # Worker processes inherit an ignored SIGINT, so Ctrl-C stops the pool through this process
+    # (which closes them) instead of interrupting each of them mid-flight.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        cluster = local_cluster(args.workers or None, devices, port=args.port, dashboard=args.dashboard)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    with cluster:
         print(f"pool up: scheduler {cluster.scheduler_address}, {len(cluster.workers)} workers offering "
               f"{', '.join(d.kind for d in devices)}; Ctrl-C to stop", flush=True)
         print(f"use it with: vdla sim PROG.vdlaprog --backend cycle --pool {cluster.scheduler_address}", flush=True)
@@ -122,6 +144,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_scheduler(args: argparse.Namespace) -> int:
+    require_pool()
     from runtime.pool.node import run_scheduler
 
     run_scheduler(args.host, args.port, _security(args), args.dashboard,
@@ -130,6 +153,7 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
+    require_pool()
     from runtime.pool.node import check_devices, run_worker
 
     cores = os.cpu_count() or 1
@@ -143,6 +167,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    require_pool()
     import json
 
     from runtime.pool.executor import PoolExecutor
@@ -158,6 +183,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_resources(args: argparse.Namespace) -> int:
+    require_pool()
     from runtime.pool.node import check_devices, resources
 
     devices = _devices(args.device, args.slots)
@@ -167,6 +193,7 @@ def cmd_resources(args: argparse.Namespace) -> int:
 
 
 def cmd_certs(args: argparse.Namespace) -> int:
+    require_pool()
     from runtime.pool.security import make_certs
 
     for path in make_certs(args.folder, args.node, args.host):

@@ -23,6 +23,7 @@ from runtime.file_checks import describe, read_bytes, wrong_kind
 from vdla_hw.errors import BadFileError
 
 from compiler.frontend.onnx_context import ImportContext, onnx_dtype
+from compiler.frontend import onnx_ops_ext  # noqa: F401  (registers the converters it defines)
 from compiler.frontend.onnx_ops import CONVERTERS
 from compiler.graph.builder import GraphBuilder
 from compiler.graph.errors import GraphError, UnsupportedModelError

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,9 +12,10 @@ from onnx import helper
 from compiler.graph.builder import GraphBuilder
 from compiler.graph.errors import UnsupportedModelError
 from compiler.graph.ir import DTYPES, TensorType
+from compiler.graph.ops import get_op
 
-_NAME = re.compile(r"[^A-Za-z0-9_.]")
-
+#: Graph operators never evaluated at import, even on constant inputs.
+_NO_FOLD = frozenset({"quantize_linear", "dequantize_linear"})
 
 def onnx_dtype(elem: int | np.dtype, what: str) -> str:
     """The graph dtype of an ONNX element type (or NumPy dtype); rejects unsupported ones."""
@@ -29,8 +29,8 @@ def onnx_dtype(elem: int | np.dtype, what: str) -> str:
         np_dtype, label = np.dtype(elem), str(elem)
     name = np.dtype(np_dtype).name if np_dtype is not None else ""
     # ml_dtypes types (bfloat16, float8, int4) report names NumPy does not compute with.
-    if name not in DTYPES or name == "bool":
-        supported = sorted(DTYPES - {"bool"})
+    if name not in DTYPES:
+        supported = sorted(DTYPES)
         raise UnsupportedModelError(f"{what} has element type {label}, which is not supported; supported: {supported}")
     return name
 
@@ -42,8 +42,12 @@ class ImportContext:
     env: dict[str, str] = field(default_factory=dict)
 
     def value_name(self, onnx_name: str) -> str:
-        """A graph value name derived from an ONNX name (made unique by the builder)."""
-        return self.builder.fresh(_NAME.sub("_", onnx_name) or "v")
+        """The graph value name of an ONNX name: the ONNX name itself (any string), made unique by the builder.
+
+        Generated code spells names through :mod:`compiler.codegen.symbols`; the graph, the module and
+        error messages keep the names the user sees in the ONNX file.
+        """
+        return self.builder.fresh(onnx_name or "v")
 
     def define(self, onnx_name: str, value: str) -> None:
         self.env[onnx_name] = value
@@ -78,9 +82,23 @@ class ImportContext:
             )
         return arr
 
-    def op(self, node: onnx.NodeProto, op: str, inputs: list[str], **attrs: Any) -> str:
-        """Add a graph node named after the ONNX node's first output."""
-        return self.builder.op(op, inputs, self.value_name(node.output[0] or op), **attrs)
+    def op(self, node: onnx.NodeProto, op: str, inputs: list[str], *, output: int = 0, **attrs: Any) -> str:
+        """Add a graph node named after the ONNX node's output ``output`` (the first by default).
+
+        When every input is a constant the node is evaluated now (its NumPy reference) and becomes a
+        constant: exporters compute shapes at run time (Shape -> Gather -> Concat -> Reshape), and with
+        static shapes that arithmetic is known at compile time.  Quantize/dequantize stay nodes, since
+        the int8 passes match them.
+        """
+        name = self.value_name(node.output[output] or op)
+        values = [self.builder.const_value(i) for i in inputs]
+        if inputs and op not in _NO_FOLD and all(v is not None for v in values):
+            opdef = get_op(op)
+            merged = opdef.make_attrs(attrs)
+            out_type = opdef.infer([self.type_of(i) for i in inputs], merged)
+            folded = np.asarray(opdef.reference(values, merged)).astype(out_type.dtype, copy=False)
+            return self.builder.const(folded.reshape(out_type.shape), name)
+        return self.builder.op(op, inputs, name, **attrs)
 
     def const_value(self, node: onnx.NodeProto, value: np.ndarray, suffix: str) -> str:
         return self.builder.const(value, self.value_name(f"{node.output[0]}_{suffix}"))

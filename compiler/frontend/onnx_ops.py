@@ -32,7 +32,7 @@ REJECTED = {
     "Reshape/Squeeze/Unsqueeze/Pad": "shape, axes or pads computed at run time (they must be constants)",
     "QuantizeLinear/DequantizeLinear": "blocked quantization (block_size > 0); int4/uint4/float8 types",
     "Constant": "sparse_value, string values",
-    "all": "bfloat16, float8, int4, string, complex and bool element types",
+    "all": "bfloat16, float8, int4, string and complex element types",
 }
 
 

@@ -26,6 +26,7 @@ import numpy as np
 from vdla_hw.config import HwConfig, load_config
 
 from compiler.codegen.llvm import LLVMModule, codegen, export_library, jit, parse_target
+from compiler.codegen.symbols import SymbolTable
 from compiler.graph.errors import GraphError, NotLoweredError
 from compiler.graph.ir import Attrs, ConstValue, Graph, Node
 from compiler.graph.lower_llvm import CpuKernel, compile_draft, draft_kernel
@@ -33,6 +34,7 @@ from compiler.graph.lower_vdla import VdlaKernel, compile_kernel
 from compiler.graph.passes import optimize_for_cpu, optimize_for_vdla, plan_memory
 from runtime.graph_executor import GraphModule
 from runtime.module_format import FORMAT, VERSION
+from vdla_hw.progress import bar, ticking
 
 TARGETS = ("llvm", "vdla")
 
@@ -101,10 +103,6 @@ def _param_key(array: np.ndarray, params: dict[str, np.ndarray], keys: dict[int,
     return key
 
 
-def _kernel_name(k: int, node: Node) -> str:
-    return f"k{k}_{node.name}"
-
-
 def _const_key(c: ConstValue) -> tuple[Any, ...]:
     # Lowerings pass constants to kernels as parameters, so only their type shapes the code; scalars
     # are keyed by value too, in case a lowering folds one into the code.
@@ -168,7 +166,9 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
     params: dict[str, np.ndarray] = {}
     keys: dict[int, str] = {}
     nodes: list[dict[str, Any]] = []
-    for n in g.nodes:
+    # Kernel symbols are C identifiers; the module's node entries keep the graph (ONNX) names.
+    symbols = SymbolTable()
+    for n in bar(iterable=g.nodes, desc=f"compiling {name} for {target}", unit="node"):
         if n.op in ("input", "constant"):
             continue
         if n.op != "fused":
@@ -184,7 +184,7 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
                 nodes.append({"name": n.name, "device": "vdla", "ops": ops, "program": f"vdla/{len(vdla_kernels)}.vdlaprog",
                               **kernel.describe()})
                 continue
-        ck = _cpu_kernel(n, g, _kernel_name(len(cpu_kernels), n), compiled)
+        ck = _cpu_kernel(n, g, symbols.symbol(f"k{len(cpu_kernels)}_{n.name}"), compiled)
         cpu_kernels.append(ck)
         args = [{"value": a} if isinstance(a, str) and g.node(a).op != "constant" else
                 {"param": _param_key(g.node(a).value if isinstance(a, str) else a, params, keys)} for a in ck.args]
@@ -192,8 +192,9 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
     llvm_module = library = None
     if cpu_kernels:
         unique = {id(k.func): k.func for k in cpu_kernels}
-        llvm_module = codegen(list(unique.values()), parse_target(cpu_target), name=name)
-        library = jit(llvm_module)
+        with ticking(f"generating CPU code for {len(unique)} kernels"):
+            llvm_module = codegen(list(unique.values()), parse_target(cpu_target), name=name)
+            library = jit(llvm_module)
     plan = plan_memory(g)
     description = {
         "format": FORMAT, "version": VERSION, "name": name, "target": target,

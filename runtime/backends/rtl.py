@@ -27,13 +27,16 @@ import os
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
+from vdla_hw.errors import UsageError
 from vdla_hw.harness import DramLatency, RtlSim, RunStatus
 from vdla_hw.harness.hang import describe_machine, describe_modules
 from vdla_hw.isa import opcode_of
+from vdla_hw.progress import bar
 
 from runtime.backends import BackendError, BackendOption
+from runtime.backends.waveform import Window, check_waveform, min_cycles
 from runtime.program import Program
 from runtime.result import RunResult
 from simulator.checks import check_opcodes, check_program
@@ -62,6 +65,8 @@ class RtlBackend:
     name: ClassVar[str] = "rtl"
     OPTIONS: ClassVar[tuple[BackendOption, ...]] = (
         BackendOption("--fst", "fst", "write an FST waveform of the RTL run (open with GTKWave/Surfer)", "str", None, "OUT.fst"),
+        BackendOption("--fst-window", "fst_window", "with --fst: record only cycles START to END of the run "
+                      "(END may be empty: to the end)", "str", None, "START:END"),
         BackendOption("--max-cycles", "max_cycles", "watchdog: most simulated cycles", "int", DEFAULT_MAX_CYCLES, "N"),
         BackendOption("--max-seconds", "max_seconds", "watchdog: most wall-clock seconds", "float", DEFAULT_MAX_SECONDS, "S"),
         BackendOption("--dram-latency", "dram_latency", "cycles of the DRAM model from request to first beat "
@@ -94,9 +99,13 @@ class RtlBackend:
         dram_latency: int | None = None,
         rtl_dir: str | Path | None = None,
         coverage_dir: str | Path | None = None,
+        fst_window: str | Window | None = None,
     ) -> RunResult:
         if max_cycles < 1 or not max_seconds > 0:
             raise ValueError(f"watchdog limits must be positive, got max_cycles={max_cycles}, max_seconds={max_seconds}")
+        window = Window.parse(fst_window) if isinstance(fst_window, str) else fst_window
+        if window is not None and fst is None:
+            raise UsageError("--fst-window needs --fst OUT.fst", hint="name the waveform file with --fst")
         cfg = program.config
         # A program the ISA forbids is rejected here, with the simulators' message, rather
         # than after a hang on the RTL.
@@ -107,7 +116,11 @@ class RtlBackend:
         if rtl_dir is not None and not Path(rtl_dir).is_dir():
             raise BackendError(f"rtl_dir {rtl_dir} is not a folder; point it at a copy of vdla_hw/rtl")
         with RtlSim(cfg, fst=fst, latency=latency, coverage=coverage_dir is not None, rtl_dir=rtl_dir) as sim:
+            if fst is not None:  # the file is open, but nothing is recorded before the program starts
+                check_waveform(program, sim.library, window, fst)
             sim.load_dram(program.dram)
+            if window is not None:
+                sim.trace_window(sim.cycle + window.start, sim.cycle + window.end)
             sim.start(program.insn_addr, program.insn_count)
             first = sim.cycle
             t0, c0 = time.perf_counter(), time.process_time()
@@ -138,13 +151,22 @@ class RtlBackend:
 
     def _clock(self, sim: RtlSim, program: Program, max_cycles: int, deadline: float) -> None:
         """Run in chunks until done; raise on the cycle/time limit or a stalled design."""
+        with bar(desc=f"RTL simulation ({program.config.name})", total=min_cycles(program), unit="cycle",
+                 unit_scale=True, bar_format="{desc}: {n_fmt} cycles [{elapsed}, {rate_fmt}]") as progress:
+            self._clock_chunks(sim, program, max_cycles, deadline, lambda n: progress.update(n))
+
+    def _clock_chunks(self, sim: RtlSim, program: Program, max_cycles: int, deadline: float,
+                      advance: Callable[[int], None]) -> None:
         cfg = program.config
         left = max_cycles
         still = 0
         last: tuple[dict[str, int], tuple[int, int]] | None = None
         while True:
             chunk = min(left, CHUNK_CYCLES)
-            if sim.run(chunk) == RunStatus.DONE:
+            before = sim.cycle
+            status = sim.run(chunk)
+            advance(sim.cycle - before)
+            if status == RunStatus.DONE:
                 return
             left -= chunk
             debug = sim.debug()

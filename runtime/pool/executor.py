@@ -147,8 +147,9 @@ class PoolExecutor:
         return future
 
     def _launch(self, job: _Job) -> None:
-        job.key = f"vdla-{job.kind}-{uuid.uuid4().hex}"
         with self._lock:
+            self._jobs.pop(job.key, None)  # a relaunch runs under a fresh key
+            job.key = f"vdla-{job.kind}-{uuid.uuid4().hex}"
             self._jobs[job.key] = job
         job.dask = self._client.submit(run_job, job.request, job.timeout_s, job.exclusive, key=job.key,
                                        resources=job.need, pure=False, retries=0)
@@ -170,11 +171,16 @@ class PoolExecutor:
         if f.status == "finished":
             try:
                 reply = f.result()
-            except Exception:  # noqa: BLE001 - the result was lost with its worker or the scheduler: run again
+            except (cf.CancelledError, OSError, TimeoutError):
+                # The result went away with the scheduler before it reached us: run the job again.
                 self._relaunch_later(job)
                 return
             f.release()
-            status, value = cloudpickle.loads(reply)
+            try:
+                status, value = cloudpickle.loads(reply)
+            except Exception as exc:  # noqa: BLE001 - e.g. the result's class is not importable here: the caller sees it
+                self._settle(job, error=exc)
+                return
             if status == "ok":
                 self._settle(job, result=value)
             else:

@@ -43,8 +43,8 @@ def lock_dir() -> Path:
 
 
 def _lock_fd(name: str) -> int:
-    fd = os.open(lock_dir() / name, os.O_RDWR | os.O_CREAT, 0o666)
-    return fd
+    # Read-only is enough for flock, and lets workers of other users open the same files.
+    return os.open(lock_dir() / name, os.O_RDONLY | os.O_CREAT, 0o644)
 
 
 @contextmanager

@@ -22,7 +22,7 @@ from runtime.backends import get_backend
 from runtime.cpu_module import host_cpu_features
 from runtime.pool.kinds import DeviceSpec, backend_of, worker_resources
 from runtime.pool.security import check_bind, is_loopback
-from runtime.random_programs import random_program
+from runtime.system_programs import build_case
 from vdla_hw.config import load_config
 from vdla_hw.errors import DeviceFaultError, UsageError
 
@@ -36,7 +36,9 @@ def check_device(device: DeviceSpec) -> None:
         return
     backend = backend_of(device.kind)
     cfg = device.config or load_config("default")
-    program = random_program(cfg, 1)
+    # A random program behind a prologue that defines the SRAM it reads: a correct device
+    # matches fsim bit for bit (uninitialized SRAM would differ between RTL and the models).
+    program = build_case(cfg, "random1")
     impl = get_backend(backend)  # raises, naming the missing tool, when this backend cannot run here
     expected = get_backend("fsim").run(program).dram
     got = impl.run(program).dram
@@ -73,8 +75,16 @@ async def _serve(make: Callable[[], Scheduler | Worker], on_ready: Callable[[str
         loop.add_signal_handler(sig, stop.set)
     while not stop.is_set():
         node = make()
+        starting = asyncio.ensure_future(node.start())
+        stopped = asyncio.ensure_future(stop.wait())
+        # A worker waits for its scheduler while it starts: a signal must end that wait too.
+        await asyncio.wait([starting, stopped], return_when=asyncio.FIRST_COMPLETED)
+        if not starting.done():
+            starting.cancel()
+            await node.close()
+            return
         try:
-            await node
+            starting.result()
         except RuntimeError as exc:
             if "name taken" in str(exc.__cause__):
                 raise UsageError(f"the pool already has a worker named {node.name!r}",
@@ -83,7 +93,6 @@ async def _serve(make: Callable[[], Scheduler | Worker], on_ready: Callable[[str
         async with node:
             on_ready(node.address)
             finished = asyncio.ensure_future(node.finished())
-            stopped = asyncio.ensure_future(stop.wait())
             await asyncio.wait([finished, stopped], return_when=asyncio.FIRST_COMPLETED)
         if not rejoin:
             return
@@ -127,6 +136,5 @@ def local_cluster(n_workers: int | None = None, devices: list[DeviceSpec] | None
                   dashboard: str | None = None) -> LocalCluster:
     """A pool on 127.0.0.1: ``n_workers`` single-threaded worker processes (default: one per core)."""
     n = n_workers or os.cpu_count() or 1
-    kwargs = {"dashboard_address": dashboard} if dashboard else {"dashboard_address": None}
     return LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1", scheduler_port=port,
-                        resources=resources(devices or []), **kwargs)
+                        resources=resources(devices or []), dashboard_address=dashboard or "127.0.0.1:0")

@@ -75,3 +75,21 @@ def test_scheduler_restart_is_survived_by_clients_and_workers(pool, tmp_path: Pa
         after = ex.submit(marked_cycle_run, str(tmp_path), program, 0.0, device_kind="vdla-cycle")
         assert np.array_equal(after.result(timeout=60), expected)
     assert np.array_equal(before, expected)
+
+
+@pytest.mark.slow  # builds the Verilated RTL of the default config on first use (minutes)
+def test_rtl_worker_checks_its_rtl_at_start_and_runs_rtl_jobs_bit_exact(pool) -> None:
+    from runtime.pool.kinds import rtl_kind
+    from runtime.pool.tasks import submit_program
+    from runtime.system_programs import build_case
+
+    cfg = load_config("default")
+    sched = pool.scheduler()
+    worker = pool.worker(sched.address, "rtl1", "--device", "vdla-rtl@default=1")
+    assert rtl_kind(cfg) in worker.ready
+    assert f"checking {rtl_kind(cfg)}" in worker.log.read_text()
+    program = build_case(cfg, "gemm_vt2")
+    with PoolExecutor(sched.address) as ex:
+        result = submit_program(ex, program, "rtl").result(timeout=600)
+    assert result.backend == "rtl" and result.cycles
+    assert np.array_equal(result.dram, run_local(program, "fsim").dram)

@@ -129,3 +129,31 @@ def test_status_lists_workers_kinds_and_jobs(sim_pool) -> None:
     assert {w["name"]: w["kinds"] for w in status["workers"]} == {
         "w1": {"vdla-cycle": 1, "vdla-fsim": 1}, "w2": {"vdla-cycle": 1, "vdla-fsim": 1}}
     assert sum(w["jobs_total"] for w in status["workers"]) > 0  # the earlier tests' jobs were counted
+
+
+def test_a_second_worker_with_a_taken_name_is_a_user_error(sim_pool) -> None:
+    address, p = sim_pool
+    out = subprocess.run([sys.executable, "-m", "compiler.cli.main", "pool", "worker", address, "--name", "w1",
+                          "--device", "vdla-fsim=1"], env=p.env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "already has a worker named 'w1'" in out.stderr
+
+
+def cycles_of(program) -> int:  # type: ignore[no-untyped-def]
+    """A tuning measurement: the candidate's cycle count on the cycle model."""
+    return int(run_local(program, "cycle").cycles)
+
+
+def test_a_tuning_sweep_on_two_workers_picks_the_in_process_best(sim_pool) -> None:
+    from runtime.workloads import GemmTiling, tiled_gemm_program
+
+    address, _ = sim_pool
+    cfg = load_config("default")
+    tilings = [GemmTiling(tm, tn, tk) for tm in (2, 4) for tn in (1, 2) for tk in (1, 2)]
+    candidates = [tiled_gemm_program(cfg, 4 * cfg.batch, 2 * cfg.block_in, 2 * cfg.block_out, virtual_threads=vt,
+                                     tiling=t)[0] for t in tilings for vt in (1, 2)]
+    local = [cycles_of(p) for p in candidates]
+    with PoolExecutor(address) as ex:
+        remote = [f.result(timeout=120) for f in [ex.submit(cycles_of, p, device_kind="vdla-cycle")
+                                                  for p in candidates]]
+    assert remote == local and len(set(local)) > 1
+    assert remote.index(min(remote)) == local.index(min(local))

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
+import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -42,11 +47,24 @@ def test_kinds_map_to_resources_a_worker_must_all_have() -> None:
 def test_exclusive_host_lock_waits_for_shared_jobs_and_blocks_new_ones(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("VDLA_POOL_LOCK_DIR", str(tmp_path))
     events: list[str] = []
-    shared_in, exclusive_waiting = threading.Event(), threading.Event()
+    shared_in = threading.Event()
 
-    def shared(name: str, hold: float, after: threading.Event | None = None) -> None:
-        if after is not None:
-            after.wait()
+    def turnstile_taken() -> bool:
+        # The exclusive job holds the turnstile while it waits for the running shared job.
+        fd = os.open(tmp_path / "vdla-pool-host.turnstile", os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
+    def shared(name: str, hold: float, after_exclusive_waits: bool = False) -> None:
+        if after_exclusive_waits:
+            shared_in.wait()  # "a" is in and has let go of the turnstile: only the exclusive job takes it now
+        while after_exclusive_waits and not turnstile_taken():
+            time.sleep(0.01)
         with host_lock(False):
             events.append(f"{name}+")
             shared_in.set()
@@ -55,14 +73,13 @@ def test_exclusive_host_lock_waits_for_shared_jobs_and_blocks_new_ones(tmp_path:
 
     def exclusive() -> None:
         shared_in.wait()
-        exclusive_waiting.set()
         with host_lock(True):
             events.append("X+")
             time.sleep(0.2)
             events.append("X-")
 
     threads = [threading.Thread(target=shared, args=("a", 0.5)), threading.Thread(target=exclusive),
-               threading.Thread(target=shared, args=("b", 0.0, exclusive_waiting))]
+               threading.Thread(target=shared, args=("b", 0.0, True))]
     for t in threads:
         t.start()
     for t in threads:
@@ -83,3 +100,23 @@ def test_certs_are_signed_by_one_ca_and_off_loopback_needs_them(tmp_path: Path) 
     check_bind("127.0.0.1", None)
     with pytest.raises(UsageError, match="not loopback"):
         check_bind("0.0.0.0", None)
+
+
+def test_worker_side_never_imports_the_compiler() -> None:
+    code = ("import sys, runtime.pool.jobs, runtime.pool.node, runtime.pool.child, runtime.pool.status; "
+            "import runtime.pool.tasks; "
+            "print(sorted(m for m in sys.modules if m == 'compiler' or m.startswith('compiler.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert out.stdout.strip() == "[]"
+
+
+def test_an_address_without_a_scheduler_is_a_clear_error() -> None:
+    from runtime.pool import PoolExecutor, PoolUnreachableError
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(PoolUnreachableError, match=f"no pool scheduler answers at tcp://127.0.0.1:{port}") as err:
+        PoolExecutor(f"tcp://127.0.0.1:{port}", connect_timeout_s=1)
+    assert "vdla pool up" in (err.value.hint or "")

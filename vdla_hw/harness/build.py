@@ -12,13 +12,14 @@ from __future__ import annotations
 import fcntl
 import re
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.cache import enforce_cap
+from vdla_hw.progress import bar, ticking
 from vdla_hw.toolchain import find_make
 from vdla_hw.rtl_build import BUILD_JOBS, VERILATOR_BUILD_ARGS, RtlBuildError, build_dir, rtl_sources, tool_env, verilator_bin
 
@@ -37,6 +38,8 @@ DONE_PORTS = ("done", "irq")
 # -march=native: the cache may be shared by machines with different CPUs.
 # tool_env() supplies the wheel's precompiled-header fix.
 _MAKE_FLAGS = ("OPT_FAST=-O3", "OPT_SLOW=-O1", "OPT_GLOBAL=-O2")
+_VERILATOR_RUNTIME_OBJS = ("verilated.o", "verilated_dpi.o", "verilated_threads.o")
+"""Objects Verilator's makefile compiles from its own runtime sources (not in the obj folder)."""
 _PORT_RE = re.compile(r"VL_(IN|OUT|INOUT)(?:8|16|64|W)?\(&(\w+),(\d+),(\d+)")
 _PROBE_RE = re.compile(r"/\*(\d+):(\d+)\*/\s*(vdla_top__DOT__u_probe__DOT__(dbg_\w+));")
 
@@ -69,7 +72,7 @@ def harness_library(cfg: HwConfig | str, *, trace: bool = False, coverage: bool 
         return lib
     with _locked(folder / ".lock"):
         if not lib.exists():  # another process may have built it while we waited
-            _build(folder, sources, flags, lib)
+            _build(folder, sources, flags, lib, cfg.name)
     enforce_cap()
     return lib
 
@@ -84,7 +87,7 @@ def _verilator_flags(trace: bool, coverage: bool = False) -> list[str]:
     return flags
 
 
-def _build(folder: Path, sources: list[Path], flags: list[str], lib: Path) -> None:
+def _build(folder: Path, sources: list[Path], flags: list[str], lib: Path, name: str) -> None:
     obj = folder / "obj"
     log = folder / "build.log"
     env = tool_env()
@@ -93,12 +96,21 @@ def _build(folder: Path, sources: list[Path], flags: list[str], lib: Path) -> No
     cmd = [str(verilator_bin()), *flags, "--Mdir", str(obj), *map(str, sources), *map(str, PROBE_SOURCES),
            str(HARNESS_DIR / "harness.cpp")]
     with log.open("w") as out:
-        _run(cmd, folder, env, out, log, "verilating vdla_top")
+        with ticking(f"verilating vdla_top ({name})"):
+            _run(cmd, folder, env, out, log, "verilating vdla_top")
         ports = parse_ports(obj / f"V{TOP}.h")
         probes = parse_probes(obj / f"V{TOP}___024root.h")
         (obj / "vdla_ports.h").write_text(ports_header(ports, probes))
         make = [find_make(env), "-C", str(obj), "-f", f"V{TOP}.mk", f"-j{BUILD_JOBS}", *_MAKE_FLAGS]
-        _run(make, folder, env, out, log, "compiling the harness")
+        # Progress: object files written so far out of one per C++ source (Verilator's runtime
+        # sources are compiled too), plus the final link.
+        runtime_objs = len(_VERILATOR_RUNTIME_OBJS) + int("--trace-fst" in flags)  # + verilated_fst_c.o
+        total = len(list(obj.glob("*.cpp"))) + runtime_objs + 1
+        with bar(desc=f"compiling the Verilated model ({name})", total=total, unit="file") as progress:
+            def done() -> int:
+                return len(list(obj.glob("*.o"))) + int((obj / LIB_NAME).exists())
+
+            _run(make, folder, env, out, log, "compiling the harness", on_tick=lambda: progress.update(done() - progress.n))
     built = obj / LIB_NAME
     if not built.exists():
         raise RtlBuildError(f"the harness build finished without producing {built}; see {log}")
@@ -139,13 +151,24 @@ def _library_path(name: str, env: dict[str, str]) -> Path | None:
     return Path(out) if out and Path(out).is_absolute() and Path(out).exists() else None
 
 
-def _run(cmd: list[str], cwd: Path, env: dict[str, str], out, log: Path, what: str) -> None:  # type: ignore[no-untyped-def]
+def _run(cmd: list[str], cwd: Path, env: dict[str, str], out, log: Path, what: str,  # type: ignore[no-untyped-def]
+         on_tick: Callable[[], None] | None = None) -> None:
+    """Run ``cmd`` with its output in ``log``; ``on_tick`` is called twice a second while it runs."""
     out.write("$ " + " ".join(cmd) + "\n")
     out.flush()
-    proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
-    if proc.returncode:
+    with subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT) as proc:
+        while True:
+            try:
+                code = proc.wait(timeout=0.5)
+                break
+            except subprocess.TimeoutExpired:
+                if on_tick:
+                    on_tick()
+    if on_tick:
+        on_tick()
+    if code:
         tail = "\n".join(log.read_text().splitlines()[-25:])
-        raise RtlBuildError(f"{what} failed (exit {proc.returncode}); full log: {log}\n{tail}")
+        raise RtlBuildError(f"{what} failed (exit {code}); full log: {log}\n{tail}")
 
 
 def parse_ports(header: Path) -> list[PortInfo]:

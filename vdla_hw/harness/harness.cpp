@@ -74,6 +74,12 @@ class Harness {
   }
 
   AxiDram& dram() { return dram_; }
+  // Only cycles in [from, to) reach the waveform (`--fst-window`).
+  void set_trace_window(uint64_t from, uint64_t to) {
+    trace_from_ = from;
+    trace_to_ = to;
+  }
+
   VerilatedContext* context() { return ctx_.get(); }
   const std::string& error() const { return error_.empty() ? dram_.error() : error_; }
   uint64_t cycle() const { return cycle_; }
@@ -208,7 +214,7 @@ class Harness {
 
   void dump(uint64_t time) {
 #ifdef VDLA_TRACE
-    if (trace_) trace_->dump(time);
+    if (trace_ && time / 2 >= trace_from_ && time / 2 < trace_to_) trace_->dump(time);
 #else
     (void)time;
 #endif
@@ -220,6 +226,8 @@ class Harness {
   std::vector<Port> ports_;
   std::string error_;
   uint64_t cycle_ = 0;
+  uint64_t trace_from_ = 0;
+  uint64_t trace_to_ = UINT64_MAX;
 #ifdef VDLA_TRACE
   std::unique_ptr<VerilatedFstC> trace_;
 #endif
@@ -240,6 +248,9 @@ void* vh_create(uint32_t bus_bytes, uint32_t read_latency, uint32_t write_latenc
 }
 
 void vh_destroy(void* h) { delete static_cast<Harness*>(h); }
+
+// Record only the cycles in [from, to) of the waveform (counted like vh_cycle).
+void vh_trace_window(void* h, uint64_t from, uint64_t to) { static_cast<Harness*>(h)->set_trace_window(from, to); }
 
 // Write the coverage points (line, toggle) hit so far to `path`; -1 in a build without
 // coverage (Verilator --coverage is a separate variant: it slows every cycle down).

@@ -64,6 +64,7 @@ def _load(path: Path) -> ctypes.CDLL:
     sigs = {
         "vh_create": ([u32, u32, u32, ctypes.c_char_p], vp),
         "vh_destroy": ([vp], None),
+        "vh_trace_window": ([vp, u64, u64], None),
         "vh_dram_load": ([vp, u8p, u64, u64], None),
         "vh_dram_read": ([vp, u8p, u64, u64], i32),
         "vh_reg_write": ([vp, u32, u32], i32),
@@ -108,7 +109,9 @@ class RtlSim:
         self.cfg = load_config(cfg)
         self.latency = latency or DramLatency.of(self.cfg)
         self.coverage = coverage
-        self._lib = _load(harness_library(self.cfg, trace=fst is not None, coverage=coverage, rtl_dir=rtl_dir))
+        self.library = harness_library(self.cfg, trace=fst is not None, coverage=coverage, rtl_dir=rtl_dir)
+        """The shared library of this model (its build folder holds the Verilated sources)."""
+        self._lib = _load(self.library)
         path = str(Path(fst).resolve()).encode() if fst is not None else None
         if fst is not None:
             Path(fst).resolve().parent.mkdir(parents=True, exist_ok=True)
@@ -202,6 +205,12 @@ class RtlSim:
     def cycle(self) -> int:
         """Cycles clocked since the harness was created (reset and register accesses included)."""
         return int(self._lib.vh_cycle(self._h))
+
+    def trace_window(self, start: int, end: int) -> None:
+        """Write only cycles ``start <= cycle < end`` (counted like :attr:`cycle`) to the waveform."""
+        if not 0 <= start < end:
+            raise ValueError(f"waveform window [{start}, {end}) must be non-empty and non-negative")
+        self._lib.vh_trace_window(self._h, start, end)
 
     def debug(self) -> dict[str, int]:
         """Current values of the design's ``dbg_*`` outputs (up to 64 bits each)."""

@@ -26,6 +26,7 @@ from ...tir.ir import (EQ, GE, GT, LE, LT, NE, Add, Allocate, And, AttrStmt, Blo
                        CmpOp, Div, Evaluate, FloatImm, FloorDiv, FloorMod, For, ForKind,
                        IfThenElse, IntImm, LetStmt, Max, Min, Mul, Not, Or, PrimExpr, Ramp,
                        Select, SeqStmt, Stmt, StringImm, Sub, Var)
+from ..symbols import c_identifier
 from .intrinsics import FLOAT_FLAGS
 from .lanes import affine_lanes, lane_of
 from .types import (I8, I32, I64, CodegenError, elem_bytes, memory_type, opaque_alloca,
@@ -407,14 +408,14 @@ class FunctionEmitter:
         size = buf.size()
         mem = memory_type(buf.dtype)
         if isinstance(size, IntImm) and size.value * elem_bytes(buf.dtype) <= MAX_STACK_BYTES:
-            ptr = opaque_alloca(self.allocas, ir.ArrayType(mem, max(1, size.value)), buf.name,
+            ptr = opaque_alloca(self.allocas, ir.ArrayType(mem, max(1, size.value)), c_identifier(buf.name),
                                 align=64)
             self.vars[buf.data] = ptr
             self.stmt(s.body)
         else:
             nbytes = self.b.mul(self.to_i64(self.expr(size), size.dtype),
                                 ir.Constant(I64, elem_bytes(buf.dtype)))
-            ptr = self.b.call(self.ctx.libc("malloc"), [nbytes], name=buf.name)
+            ptr = self.b.call(self.ctx.libc("malloc"), [nbytes], name=c_identifier(buf.name))
             self.vars[buf.data] = ptr
             self.stmt(s.body)
             self.b.call(self.ctx.libc("free"), [ptr])
@@ -440,12 +441,13 @@ class FunctionEmitter:
     def loop(self, var: Var, lo: ir.Value, hi: ir.Value, body: Stmt) -> None:
         """``for var in [lo, hi): body`` as a canonical loop with a phi induction variable."""
         pre = self.b.block
-        head = self.fn.append_basic_block(f"for.{var.name}")
-        body_bb = self.fn.append_basic_block(f"for.{var.name}.body")
-        done = self.fn.append_basic_block(f"for.{var.name}.end")
+        label = c_identifier(var.name)
+        head = self.fn.append_basic_block(f"for.{label}")
+        body_bb = self.fn.append_basic_block(f"for.{label}.body")
+        done = self.fn.append_basic_block(f"for.{label}.end")
         self.b.branch(head)
         self.b.position_at_end(head)
-        i = self.b.phi(lo.type, name=var.name)
+        i = self.b.phi(lo.type, name=label)
         i.add_incoming(lo, pre)
         signed = not dt.is_uint(var.dtype)
         cmp = self.b.icmp_signed if signed else self.b.icmp_unsigned

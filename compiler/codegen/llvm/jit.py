@@ -51,8 +51,10 @@ def export_library(mod: LLVMModule, path: str | os.PathLike[str], opt: int = 3,
     to install. The library records its target in ``vdla_module_meta``;
     ``runtime.cpu_module.load_module`` loads it without the compiler.
     """
+    zig = False
     if cc is None:
-        driver = list(toolchain().cc)
+        tools = toolchain()
+        driver, zig = list(tools.cc), tools.origin == "ziglang"
     elif shutil.which(cc) is None:
         raise ToolchainError(f"exporting a shared library needs the C compiler driver {cc!r} as linker, and it is "
                              f"not on PATH", hint=INSTALL_COMPILER)
@@ -66,8 +68,25 @@ def export_library(mod: LLVMModule, path: str | os.PathLike[str], opt: int = 3,
             f.write(obj)
         cmd = [*driver, "-shared", "-o", path, obj_path, "-lm"]
         if mod.uses_openmp:
-            cmd.append("-lgomp")
+            # zig's linker finds no libgomp.so (a link that ships with gcc): name the runtime library.
+            cmd.append(_gomp_runtime() if zig else "-lgomp")
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if proc.returncode != 0:
-        raise CodegenError(f"linking {path} failed ({' '.join(cmd)}):\n{proc.stderr.strip()}")
+        raise ToolchainError(f"linking {path} failed ({' '.join(cmd)}):\n{proc.stderr.strip()}",
+                             hint="the linker's message above names what is missing")
     return path
+
+
+def _gomp_runtime() -> str:
+    """The path of the installed OpenMP runtime ``libgomp.so.1``, from the dynamic linker's cache."""
+    try:
+        listing = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, timeout=30,
+                                 env={**os.environ, "PATH": os.environ.get("PATH", "") + ":/sbin:/usr/sbin"}).stdout
+    except FileNotFoundError:
+        listing = ""
+    for line in listing.splitlines():
+        name, _, where = line.strip().partition(" => ")
+        if name.startswith("libgomp.so.1 ") and os.path.exists(where):
+            return where
+    raise ToolchainError("parallel CPU kernels link the OpenMP runtime libgomp.so.1, which is not installed",
+                         hint="apt-get install libgomp1 (it ships with gcc), or compile without parallel loops")

@@ -15,7 +15,6 @@ arguments and to refuse to run on a CPU lacking a feature.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -24,6 +23,7 @@ import llvmlite.ir as ir
 
 from ...tir import dtype as dt
 from ...tir.ir import IntImm, PrimFunc
+from ..symbols import SymbolTable, c_identifier
 from .emitter import FunctionEmitter
 from .intrinsics import MathEmitter
 from .target import Target, init_llvm
@@ -53,12 +53,6 @@ class FuncInfo:
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "params": [p.to_json() for p in self.params]}
-
-
-def c_name(name: str) -> str:
-    """``name`` as a C identifier (exported symbols must be linkable)."""
-    out = re.sub(r"\W", "_", name)
-    return out if out and not out[0].isdigit() else f"f_{out}"
 
 
 class ModuleContext:
@@ -114,15 +108,17 @@ def _param_info(func: PrimFunc) -> tuple[ParamInfo, ...]:
 
 
 def _emit_func(ctx: ModuleContext, func: PrimFunc) -> FuncInfo:
-    name = c_name(func.name)
+    # Callers that need the exported name to equal func.name give identifiers (compiler.codegen.symbols).
+    name = c_identifier(func.name)
     if name in ctx.module.globals:
         raise CodegenError(f"two functions are named {name!r}; give them distinct names")
     info = FuncInfo(name, _param_info(func))
     n = len(func.params)
     kernel = ir.Function(ctx.module, ir.FunctionType(VOID, [PTR] * n), name=f"{name}_kernel")
     kernel.linkage = "internal"
+    arg_names = SymbolTable()
     for arg, p in zip(kernel.args, func.params):
-        arg.name = c_name(p.name)
+        arg.name = arg_names.symbol(p.name)
         arg.add_attribute("noalias")
     em = FunctionEmitter(ctx, kernel, {p.data: a for p, a in zip(func.params, kernel.args)})
     em.stmt(func.body)

@@ -22,6 +22,7 @@ import llvmlite.ir as ir
 
 from ...tir.functor import walk
 from ...tir.ir import Buffer, For, Node, Stmt, Var
+from ..symbols import c_identifier
 from .types import I32, I64, PTR, VOID, opaque_alloca
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def emit_parallel_for(em: FunctionEmitter, loop: For) -> None:
     body_fn = ir.Function(ctx.module, body_ty, name=f"{name}_body")
     body_fn.linkage = "internal"
     for arg, var in zip(body_fn.args, captured):
-        arg.name = var.name
+        arg.name = c_identifier(var.name)
         if isinstance(arg.type, ir.PointerType):
             arg.add_attribute("noalias")
     inner = FunctionEmitter(ctx, body_fn, dict(zip(captured, body_fn.args[:len(captured)])),

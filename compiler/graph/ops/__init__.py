@@ -3,7 +3,9 @@
 Importing this package registers all operators; see :mod:`compiler.graph.ops.registry`.
 """
 
-from compiler.graph.ops import elemwise, nn, pool, quant, structural, transform  # noqa: F401  (registration)
+from compiler.graph.ops import (  # noqa: F401  (registration)
+    elemwise, indexing, math, nn, pool, quant, structural, transform,
+)
 from compiler.graph.ops.registry import (
     REQUIRED, TARGETS, OpDef, OpPattern, get_lowering, get_op, lower, register_lowering, register_op, registered_ops,
 )

@@ -5,7 +5,7 @@ weight and accumulator SRAM tiles of all virtual threads (plus the resident bias
 micro-op buffer, whose footprint is the set of distinct micro-op lists the program loads
 (derived from the schedule's loop nests and SRAM placement the way ``fold_uop_loop`` and
 code generation make them, so it is exact, not an estimate).  :func:`fits` answers for one
-knob setting without raising -- the auto-tuner filters its spaces with it;
+knob setting without raising, so an auto-tuner can filter its spaces with it;
 :func:`default_knobs` picks the fastest fitting setting, falling back from the requested
 virtual threads (split over output-channel or row tiles) to fewer, and raises a
 :class:`~compiler.vdla.target.CapacityError` only when no tiling fits, with a hint naming
@@ -71,6 +71,10 @@ def fits(target: VdlaTarget | HwConfig, wl: Conv2dWorkload, knobs: Conv2dKnobs, 
     """Why ``knobs`` cannot compile ``wl`` for the config (an illegal tiling or the buffers it overflows),
     or None when the schedule fits every buffer.  Cheap and never raises for a tiling it rejects."""
     tgt = target if isinstance(target, VdlaTarget) else VdlaTarget(target)
+    try:
+        wl.check(tgt.config)
+    except UnsupportedError as exc:  # channels or data widths this config cannot map: the reason itself
+        return str(exc)
     reason = shape_error(wl, knobs, tgt.config)
     if reason is not None:
         return reason

@@ -1,0 +1,161 @@
+"""Mutation testing of the fuzzer: does ``vdla fuzz`` catch small, realistic RTL bugs?
+
+Each :class:`Mutant` is one textual change to one file of a copy of ``vdla_hw/rtl``
+(an off-by-one in a padding counter, a swapped or dropped token flag, a dropped
+write enable, a wrong burst length, ...).  For each mutant the script builds the
+harness from the copy (``harness_library(rtl_dir=...)``), fuzzes it against fsim
+with fixed seeds until the first failing program, and reports which mutants were
+killed and after how many programs.  The unmutated RTL runs first, with the same
+seeds, to show the fuzzer raises no false alarm.
+
+    python -m fuzz.mutants --config tiny --count 1000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from vdla_hw.rtl_build import RTL_DIR
+
+from fuzz.campaign import Settings, run_campaign
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """Replace ``old`` (which must occur exactly once) by ``new`` in RTL file ``file``."""
+
+    name: str
+    file: str
+    old: str
+    new: str
+    what: str
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant("pad-bottom-short", "vdla_tile_loader.sv",
+           "assign y_end   = YW'(insn.y_pad0) + YW'(insn.y_size) + YW'(insn.y_pad1);",
+           "assign y_end   = YW'(insn.y_pad0) + YW'(insn.y_size) + YW'(insn.y_pad1) - YW'(insn.y_pad1 != '0);",
+           "off-by-one in the padding counter: one bottom padding row too few"),
+    Mutant("pad-not-zero", "vdla_tile_loader.sv", "assign wr_data  = in_data ? el_data : '0;",
+           "assign wr_data  = el_data;", "padding elements get the DMA's data lines instead of zero"),
+    Mutant("load-ignores-stride", "vdla_tile_loader.sv", "row_elem  <= row_elem + RW'(insn.x_stride);",
+           "row_elem  <= row_elem + RW'(insn.x_size);", "loads step rows by x_size, not x_stride"),
+    Mutant("store-ignores-stride", "vdla_store.sv", "row_elem  <= row_elem + RW'(insn.x_stride);",
+           "row_elem  <= row_elem + RW'(insn.x_size);", "stores step rows by x_size, not x_stride"),
+    Mutant("swap-pop-flags", "vdla_dep_gate.sv", "need_pop_prev <= HAS_PREV && cmd_flags.pop_prev;",
+           "need_pop_prev <= HAS_PREV && cmd_flags.pop_next;", "swapped token flag: pop_prev reads the pop_next bit"),
+    Mutant("drop-pop-next", "vdla_dep_gate.sv", "need_pop_next <= HAS_NEXT && cmd_flags.pop_next;",
+           "need_pop_next <= 1'b0;", "pop_next ignored: the write-after-read waits are lost"),
+    Mutant("swap-push-flags", "vdla_dep_gate.sv", "need_push_prev <= HAS_PREV && flags.push_prev;",
+           "need_push_prev <= HAS_PREV && flags.push_next;", "swapped token flag: push_prev reads the push_next bit"),
+    Mutant("reset-no-write", "vdla_gemm.sv", "assign acc_wr_en   = v[D];", "assign acc_wr_en   = v[D] && !insn.reset;",
+           "dropped write enable: GEMM reset leaves the accumulators unchanged"),
+    Mutant("gemm-no-accumulate", "vdla_gemm.sv", "add_tile(acc_rd_data, dot[D])", "add_tile('0, dot[D])",
+           "GEMM overwrites the accumulator instead of adding to it"),
+    Mutant("rd-burst-long", "vdla_dma_rd.sv", "assign ar_len    = 8'(burst - 1'b1);", "assign ar_len    = 8'(burst);",
+           "wrong burst length: read bursts one beat too long"),
+    Mutant("wr-burst-long", "vdla_dma_wr.sv", "assign aw_len    = 8'(burst - 1'b1);", "assign aw_len    = 8'(burst);",
+           "wrong burst length: write bursts announce one beat too many"),
+    Mutant("imm-zero-extend", "vdla_alu.sv", "assign imm = ACC_WIDTH'($signed(insn.imm));",
+           "assign imm = ACC_WIDTH'($unsigned(insn.imm));", "ALU immediates zero-extended: negative immediates become large"),
+    Mutant("alu-src-uses-dst-factor", "vdla_alu.sv", "AIW'(uop.src) + src1_off", "AIW'(uop.src) + dst1_off",
+           "ALU accumulator operand indexed with the destination's loop factors"),
+    Mutant("inner-factor-swap", "vdla_uop_loop.sv", "dst_i <= dst_i + dst_factor_in;",
+           "dst_i <= dst_i + dst_factor_out;", "inner loop steps the destination by the outer factor"),
+    Mutant("uop-range-short", "vdla_uop_loop.sv", "assign last_u   = u + 1'b1 == uop_end;",
+           "assign last_u   = u + 1'b1 == uop_end || u + 2'd2 == uop_end;",
+           "off-by-one in the micro-op range: the last micro-op of ranges of 2 or more is skipped"),
+    Mutant("shr-left-wrong", "vdla_alu.sv", "else alu_lane = nb >= ACC_WIDTH'(ACC_WIDTH) ? '0 : a << nb[SHW-1:0];",
+           "else alu_lane = nb >= ACC_WIDTH'(ACC_WIDTH) ? '0 : a >> nb[SHW-1:0];",
+           "negative shift amounts shift right instead of left"),
+    Mutant("max-is-min", "vdla_alu.sv", "ALU_MAX: alu_lane = sa > sb ? a : b;", "ALU_MAX: alu_lane = sa < sb ? a : b;",
+           "ALU MAX computes MIN"),
+)
+
+
+def make_copy(mutant: Mutant | None, dest: Path) -> Path:
+    """A copy of the shipped RTL in ``dest`` with ``mutant`` applied (or none)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for src in RTL_DIR.glob("*.sv"):
+        shutil.copy2(src, dest / src.name)
+    if mutant is not None:
+        path = dest / mutant.file
+        text = path.read_text()
+        if text.count(mutant.old) != 1:
+            raise ValueError(f"mutant {mutant.name}: the text to replace occurs {text.count(mutant.old)} times in "
+                             f"{mutant.file}, not once; update the mutant to the current RTL")
+        path.write_text(text.replace(mutant.old, mutant.new))
+    return dest
+
+
+@dataclass(frozen=True)
+class Verdict:
+    name: str
+    what: str
+    killed: bool
+    programs: int
+    """Programs run: the first failing one's position when killed."""
+    failure: str | None
+    seconds: float
+
+
+def fuzz_mutant(mutant: Mutant | None, config: str, count: int, seed: int, workdir: Path) -> Verdict:
+    """Fuzz one mutant (None: the shipped RTL) until its first failure or ``count`` programs."""
+    name = mutant.name if mutant else "(original)"
+    rtl_dir = make_copy(mutant, workdir / name.strip("()"))
+    options = {"rtl": {"rtl_dir": str(rtl_dir), "max_seconds": 30.0, "max_cycles": 20_000_000}}
+    t0 = time.perf_counter()
+    result = run_campaign(Settings(config, count=count, seed=seed, backends=("fsim", "rtl"), options=options,
+                                   stop_on_failure=True), quiet=True)
+    failed = result.failures
+    detail = f"{failed[0].failure.kind}: {failed[0].failure.detail.splitlines()[0][:120]}" if failed else None
+    return Verdict(name, mutant.what if mutant else "the shipped RTL", bool(failed), len(result.records), detail,
+                   time.perf_counter() - t0)
+
+
+def format_table(verdicts: list[Verdict]) -> str:
+    """A Markdown table of the verdicts and the kill rate."""
+    lines = ["| mutant | change | killed | programs to kill | first failure |", "|---|---|---|---|---|"]
+    for v in verdicts:
+        kind = v.failure.split(":")[0] if v.failure else ""
+        lines.append(f"| {v.name} | {v.what} | {'yes' if v.killed else 'NO'} | {v.programs if v.killed else '-'} | {kind} |")
+    mutants = [v for v in verdicts if v.name != "(original)"]
+    killed = sum(v.killed for v in mutants)
+    lines.append(f"\nkilled {killed}/{len(mutants)} mutants ({killed / max(len(mutants), 1):.0%})")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", default="tiny")
+    parser.add_argument("--count", type=int, default=1000, help="most programs per mutant (default: 1000)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", default=None, help="comma-separated mutant names")
+    parser.add_argument("--json", default="fuzz-out/mutants.json")
+    args = parser.parse_args(argv)
+    chosen = [m for m in MUTANTS if not args.only or m.name in args.only.split(",")]
+    verdicts = []
+    with tempfile.TemporaryDirectory(prefix="vdla-mutants-") as tmp:
+        for mutant in [None, *chosen]:
+            v = fuzz_mutant(mutant, args.config, args.count, args.seed, Path(tmp))
+            print(f"{v.name:<24} {'killed' if v.killed else 'survived'} after {v.programs} programs "
+                  f"({v.seconds:.1f} s){': ' + v.failure if v.failure else ''}", flush=True)
+            verdicts.append(v)
+    print(format_table(verdicts))
+    path = Path(args.json)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"config": args.config, "count": args.count, "seed": args.seed,
+                                "verdicts": [asdict(v) for v in verdicts]}, indent=2) + "\n")
+    print(f"JSON: {path}")
+    original = verdicts[0]
+    return 1 if original.killed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
