@@ -1,0 +1,1 @@
+"""FPGA bitstream flows: board records and the scripts that build a bitstream for a config."""
