@@ -13,7 +13,7 @@ import vdla_pkg::*;
 
 module vdla_axi_bram #(
   parameter int    WORDS = 1024,
-  parameter string INIT_FILE = "selftest_dram.hex"
+  parameter INIT_FILE = "selftest_dram.hex"
 ) (
   input  wire logic                         clk,
   input  wire logic                         rst_n,
@@ -45,7 +45,7 @@ module vdla_axi_bram #(
   localparam int NB = AXI_DATA_WIDTH / 8;
   typedef enum logic [2:0] {IDLE, RD_ADDR, RD_BEAT, WR_DATA, WR_RESP} state_t;
 
-  logic [AXI_DATA_WIDTH-1:0] mem [WORDS];
+  (* ram_style = "block" *) logic [AXI_DATA_WIDTH-1:0] mem [WORDS];
   initial $readmemh(INIT_FILE, mem);
 
   state_t                    state;
@@ -73,9 +73,12 @@ module vdla_axi_bram #(
   assign rlast   = left == '0;
 
   // A burst whose last word lies beyond the RAM is a fault of the program or the accelerator.
-  function automatic logic outside(input logic [AXI_ADDR_WIDTH-1:0] a, input logic [7:0] len);
-    return ({1'b0, a[AXI_ADDR_WIDTH-1:LOG_BUS_BYTES]} + (AXI_ADDR_WIDTH-LOG_BUS_BYTES+1)'(len)) >= WORDS;
-  endfunction
+  localparam int EW = AXI_ADDR_WIDTH - LOG_BUS_BYTES + 1;
+  logic [EW-1:0] aw_first, ar_first, aw_last, ar_last;
+  assign aw_first = awaddr[AXI_ADDR_WIDTH-1:LOG_BUS_BYTES];  // zero-extended by one bit
+  assign ar_first = araddr[AXI_ADDR_WIDTH-1:LOG_BUS_BYTES];
+  assign aw_last  = aw_first + awlen;
+  assign ar_last  = ar_first + arlen;
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin
@@ -89,12 +92,12 @@ module vdla_axi_bram #(
           word  <= awaddr[AXI_ADDR_WIDTH-1:LOG_BUS_BYTES];
           left  <= awlen;
           state <= WR_DATA;
-          if (outside(awaddr, awlen)) fault <= 1'b1;
+          if (aw_last >= WORDS) fault <= 1'b1;
         end else if (arvalid) begin
           word  <= araddr[AXI_ADDR_WIDTH-1:LOG_BUS_BYTES];
           left  <= arlen;
           state <= RD_ADDR;
-          if (outside(araddr, arlen)) fault <= 1'b1;
+          if (ar_last >= WORDS) fault <= 1'b1;
         end
         RD_ADDR: state <= RD_BEAT;
         RD_BEAT: if (rready) begin

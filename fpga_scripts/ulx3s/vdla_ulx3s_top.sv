@@ -21,8 +21,8 @@ module vdla_ulx3s_top #(
   parameter int    INSN_ADDR = 0,                  // byte address of the first instruction
   parameter int    INSN_COUNT = 1,
   parameter int    TIMEOUT_CYCLES = 1 << 24,
-  parameter string DRAM_FILE = "selftest_dram.hex",
-  parameter string EXPECT_FILE = "selftest_expect.hex"
+  parameter DRAM_FILE = "selftest_dram.hex",
+  parameter EXPECT_FILE = "selftest_expect.hex"
 ) (
   input  wire logic       clk_25mhz,
   input  wire logic [6:0] btn,        // btn[0] is PWRn (active low); btn[1] is F1 (active high)
@@ -96,7 +96,7 @@ module vdla_ulx3s_top #(
     .fault, .chk_en, .chk_addr, .chk_data
   );
 
-  logic [AXI_DATA_WIDTH-1:0] expect_mem [MEM_WORDS];
+  (* ram_style = "block" *) logic [AXI_DATA_WIDTH-1:0] expect_mem [MEM_WORDS];
   initial $readmemh(EXPECT_FILE, expect_mem);
   always_ff @(posedge clk) expect_q <= expect_mem[chk_addr];
 
