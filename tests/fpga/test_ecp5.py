@@ -16,7 +16,13 @@ import pytest
 from vdla_hw.config import load_config
 from vdla_hw.errors import UnsupportedError, UsageError
 from vdla_hw.fpga import ecp5_selftest as st
-from vdla_hw.fpga.ecp5_flow import BOARDS, board_record, build_ecp5, check_fits, parse_report
+from vdla_hw.fpga.ecp5_flow import (
+    BOARDS,
+    board_record,
+    build_ecp5,
+    check_fits,
+    parse_report,
+)
 
 
 @pytest.fixture(scope="module")

@@ -99,7 +99,7 @@ class Ecp5Result:
         return data
 
     @classmethod
-    def from_json(cls, data: dict, folder: Path) -> "Ecp5Result":
+    def from_json(cls, data: dict, folder: Path) -> Ecp5Result:
         """The result stored by :meth:`to_json`, its files resolved in ``folder``."""
         files = {"bitstream": folder / data["bitstream"], "report": folder / data["report"],
                  "logs": {k: folder / v for k, v in data["logs"].items()}}
@@ -173,13 +173,15 @@ def _chdir(path: Path) -> Iterator[None]:
         os.chdir(old)
 
 
-def _run_tool(name: str, fn: Callable[[list[str]], int], args: list[str], work: Path, log: Path) -> None:
+def _run_tool(name: str, fn: Callable[[list[str]], int], args: list[str], work: Path, log: Path | None) -> None:
+    """Run one YoWASP tool in ``work``; on failure name the last ERROR line of its ``log``."""
     with _chdir(work):
         rc = fn(args)
     if rc != 0:
-        errors = [ln for ln in log.read_text(errors="replace").splitlines() if "ERROR" in ln] if log.exists() else []
-        detail = f": {errors[-1].strip()}" if errors else ""
-        raise ToolchainError(f"{name} failed (exit {rc}){detail}", hint=f"see {log}")
+        lines = log.read_text(errors="replace").splitlines() if log is not None and log.exists() else []
+        errors = [ln.strip() for ln in lines if "ERROR" in ln]
+        detail = f": {errors[-1]}" if errors else ""
+        raise ToolchainError(f"{name} failed (exit {rc}){detail}", hint=f"see {log or work}")
 
 
 def _tools() -> tuple[Callable[[list[str]], int], Callable[[list[str]], int], Callable[[list[str]], int]]:
@@ -278,7 +280,7 @@ def build_ecp5(config: HwConfig | str, out_dir: Path | str | None = None, progre
         stages.next(f"{cfg.name}: ecppack")
 
         bit = f"vdla_{brd.name}_{cfg.name}.bit"
-        _run_tool("ecppack", run_ecppack, ["--compress", "top.config", bit], work, work / "nextpnr.log")
+        _run_tool("ecppack", run_ecppack, ["--compress", "top.config", bit], work, None)
         stages.next()
     finally:
         stages.close()

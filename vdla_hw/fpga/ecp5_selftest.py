@@ -23,8 +23,15 @@ import numpy as np
 
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.errors import ToolchainError
-from vdla_hw.rtl_build import (BUILD_JOBS, VERILATOR_BUILD_ARGS, RtlBuildError, build_dir, rtl_sources,
-                               tool_env, verilator_bin)
+from vdla_hw.rtl_build import (
+    BUILD_JOBS,
+    VERILATOR_BUILD_ARGS,
+    RtlBuildError,
+    build_dir,
+    rtl_sources,
+    tool_env,
+    verilator_bin,
+)
 
 SCRIPTS_DIR = Path(__file__).resolve().parents[2] / "fpga_scripts" / "ulx3s"
 TOP = "vdla_ulx3s_top"
@@ -131,7 +138,7 @@ def build_selftest_sim(cfg: HwConfig | str, image: SelftestImage) -> Path:
     if binary.exists():
         return binary
     cmd = [str(verilator_bin()), *args, "--Mdir", "obj", "-j", str(BUILD_JOBS), *map(str, sources)]
-    proc = subprocess.run(cmd, cwd=work, env=tool_env(), capture_output=True, text=True)
+    proc = subprocess.run(cmd, check=False, cwd=work, env=tool_env(), capture_output=True, text=True)
     (work / "build.log").write_text(proc.stdout + proc.stderr)
     if proc.returncode != 0 or not binary.exists():
         raise RtlBuildError(f"Verilator could not build the ULX3S self-test bench for {cfg.label()} "
@@ -144,7 +151,7 @@ _LEDS = re.compile(r"LEDS ([01]{8}) CYCLES (\d+)")
 
 def run_selftest_sim(binary: Path, run_dir: Path, max_cycles: int = SIM_MAX_CYCLES) -> SelftestRun:
     """Run the bench in ``run_dir`` (which holds the hex files) until the top reports done."""
-    proc = subprocess.run([str(binary), "+verilator+seed+1"], cwd=run_dir, capture_output=True, text=True,
+    proc = subprocess.run([str(binary), "+verilator+seed+1"], check=False, cwd=run_dir, capture_output=True, text=True,
                           timeout=max(60, max_cycles // 100_000))
     (run_dir / "sim.log").write_text(proc.stdout + proc.stderr)
     found = _LEDS.search(proc.stdout)
