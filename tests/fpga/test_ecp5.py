@@ -112,12 +112,14 @@ def test_full_flow_for_tiny_gives_a_bitstream_and_nextpnr_fmax(tmp_path: Path) -
     result = build_ecp5("tiny", tmp_path / "out", progress=False, use_cache=False)
     assert result.bitstream.parent == tmp_path / "out"
     assert result.bitstream.stat().st_size > 50_000
+    assert result.bitstream.read_bytes()[:32].startswith(b"\xff\x00Part: LFE5U-85F")
     assert result.fmax_mhz > 0 and result.constraint_mhz == 25.0
     assert 0 < result.luts <= result.utilization["TRELLIS_COMB"]["available"]
     assert 0 < result.ffs and 0 < result.brams and result.dsps >= 0
     report = json.loads(result.report.read_text())
     assert parse_report(report)[0] == pytest.approx(result.fmax_mhz, abs=0.01)
     assert "Max frequency for clock" in result.logs["nextpnr"].read_text()
+    assert f"Fmax {result.fmax_mhz:.2f} MHz" in result.describe()
     # a second build of the same config comes from the cache, with the same numbers
     again = build_ecp5("tiny", tmp_path / "again", progress=False)
     assert (again.luts, again.fmax_mhz) == (result.luts, result.fmax_mhz)

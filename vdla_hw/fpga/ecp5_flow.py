@@ -91,6 +91,19 @@ class Ecp5Result:
     report: Path
     seconds: float
 
+    def describe(self) -> str:
+        """A few lines for a terminal: the bitstream, the resources against the device, the Fmax."""
+        def part(label: str, kind: str, n: int) -> str:
+            avail = self.utilization.get(kind, {}).get("available", 0)
+            return f"{label} {n}/{avail}" if avail else f"{label} {n}"
+
+        timing = "met" if self.timing_met else "NOT met"
+        return (f"{self.bitstream}\n"
+                f"  {part('LUT4', 'TRELLIS_COMB', self.luts)}, {part('FF', 'TRELLIS_FF', self.ffs)}, "
+                f"{part('MULT18X18D', 'MULT18X18D', self.dsps)}, {part('DP16KD', 'DP16KD', self.brams)}\n"
+                f"  Fmax {self.fmax_mhz:.2f} MHz (nextpnr, after routing; constraint {self.constraint_mhz:g} MHz, "
+                f"timing {timing}); self-test passed in simulation in {self.selftest_cycles} cycles")
+
     def to_json(self) -> dict[str, object]:
         data = asdict(self)
         data["bitstream"] = self.bitstream.name
