@@ -8,7 +8,7 @@ RAM loaded with a program, LEDs for the verdict; see :mod:`vdla_hw.fpga.ecp5_sel
 :func:`build_ecp5` runs the stages with a progress bar and returns an :class:`Ecp5Result`:
 the ``.bit``, the post-route resource counts and the Fmax nextpnr achieved (read from its
 ``--report`` JSON, not estimated). Results are cached per board, config digest and source
-hash under ``$VDLA_CACHE_DIR/ecp5``; a cached build is copied to ``out_dir`` in a moment.
+hash in the build cache (``$VDLA_CACHE_DIR/rtl/ecp5-*``); a cached build is copied to ``out_dir`` in a moment.
 
 YoWASP maps its own temporary folder onto ``/tmp``, so every tool runs in a work folder
 outside ``/tmp`` with relative paths.
@@ -26,11 +26,12 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from vdla_hw.cache import cache_dir
+from vdla_hw.cache import enforce_cap, mark_used
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.errors import ToolchainError, UnsupportedError, UsageError
 from vdla_hw.fpga import ecp5_selftest as selftest
 from vdla_hw.progress import bar
+from vdla_hw.rtl_build import cache_root
 
 RESULT_FILE = "ecp5_result.json"
 
@@ -165,9 +166,13 @@ def _digest_sources(cfg: HwConfig, board: Ecp5Board, files: Sequence[Path]) -> s
 
 
 def work_dir(cfg: HwConfig, board: Ecp5Board) -> Path:
-    """The cache folder of ``cfg`` on ``board``: ``<cache>/ecp5/<board>-<config>-<digest>-<sources>``."""
+    """The cache entry of ``cfg`` on ``board``: ``<cache>/rtl/ecp5-<board>-<config>-<digest>-<sources>``.
+
+    It is an entry of the build cache like the Verilator builds, so ``$VDLA_CACHE_MAX_GB``
+    evicts it when it is the least recently used.
+    """
     files = selftest.top_sources(cfg) + [board.scripts / board.lpf]
-    path = cache_dir() / "ecp5" / f"{board.name}-{cfg.name}-{cfg.digest}-{_digest_sources(cfg, board, files)}"
+    path = cache_root() / f"ecp5-{board.name}-{cfg.name}-{cfg.digest}-{_digest_sources(cfg, board, files)}"
     if str(path.resolve()).startswith("/tmp/"):
         raise ToolchainError(f"the ECP5 build folder {path} is under /tmp, which the YoWASP tools cannot see",
                              hint="set VDLA_CACHE_DIR to a folder outside /tmp")
@@ -255,10 +260,10 @@ def build_ecp5(config: HwConfig | str, out_dir: Path | str | None = None, progre
     run_yosys, run_nextpnr, run_ecppack = _tools()
     work = work_dir(cfg, brd)
     cached = work / RESULT_FILE
+    mark_used(work)
     if use_cache and cached.exists():
         return _copy_out(work, Ecp5Result.from_json(json.loads(cached.read_text()), work), out_dir)
 
-    work.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     stages = _Stages([f"{cfg.name}: self-test in Verilator", "yosys synth_ecp5", "nextpnr-ecp5 place & route",
                       "ecppack"], progress)
@@ -316,4 +321,6 @@ def build_ecp5(config: HwConfig | str, out_dir: Path | str | None = None, progre
         report=work / "report.json", seconds=round(time.perf_counter() - t0, 1),
     )
     cached.write_text(json.dumps(result.to_json(), indent=2))
-    return _copy_out(work, result, out_dir)
+    out = _copy_out(work, result, out_dir)
+    enforce_cap()
+    return out
