@@ -91,6 +91,8 @@ class Ecp5Result:
     logs: dict[str, Path]
     report: Path
     seconds: float
+    seed: int = 1
+    """nextpnr's placement seed (another seed gives another placement and Fmax)."""
 
     def describe(self) -> str:
         """A few lines for a terminal: the bitstream, the resources against the device, the Fmax."""
@@ -262,7 +264,10 @@ def build_ecp5(config: HwConfig | str, out_dir: Path | str | None = None, progre
     cached = work / RESULT_FILE
     mark_used(work)
     if use_cache and cached.exists():
-        return _copy_out(work, Ecp5Result.from_json(json.loads(cached.read_text()), work), out_dir)
+        hit = Ecp5Result.from_json(json.loads(cached.read_text()), work)
+        if hit.seed == seed:
+            return _copy_out(work, hit, out_dir)
+    cached.unlink(missing_ok=True)  # a failed rebuild must not leave the old result standing
 
     t0 = time.perf_counter()
     stages = _Stages([f"{cfg.name}: self-test in Verilator", "yosys synth_ecp5", "nextpnr-ecp5 place & route",
@@ -318,7 +323,7 @@ def build_ecp5(config: HwConfig | str, out_dir: Path | str | None = None, progre
         fmax_mhz=round(fmax, 2), constraint_mhz=round(constraint, 2), timing_met=fmax >= constraint,
         utilization=util, selftest_cycles=sim.cycles,
         logs={"sim": work / "sim.log", "yosys": work / "yosys.log", "nextpnr": work / "nextpnr.log"},
-        report=work / "report.json", seconds=round(time.perf_counter() - t0, 1),
+        report=work / "report.json", seconds=round(time.perf_counter() - t0, 1), seed=seed,
     )
     cached.write_text(json.dumps(result.to_json(), indent=2))
     out = _copy_out(work, result, out_dir)
