@@ -144,6 +144,10 @@ BOARDS: dict[str, Board] = {b.name: b for b in (
     Board("zcu104", "AMD ZCU104 (Zynq UltraScale+ ZU7EV)", "xczu7ev-ffvc1156-2-e", "vivado",
           board_part="*:zcu104:*", ps=ZYNQMP_PS,
           notes=("2 GiB PS DDR4; HP0_FPD maps the low 2 GiB, which the 32-bit master reaches",)),
+    Board("ulx3s", "Radiona ULX3S (Lattice ECP5-85F)", "LFE5U-85F-6CABGA381", "ecp5_flow",
+          notes=("open flow from pip (yosys, nextpnr-ecp5, ecppack); the DRAM is on-chip block RAM holding a "
+                 "self-test program, LEDs show done/pass/fail/fault (docs/fpga_ecp5.md)",
+                 "only the tiny preset fits the 85F")),
 )}
 
 

@@ -30,6 +30,8 @@ from vdla_hw.cache import enforce_cap, mark_used
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.errors import ToolchainError, UnsupportedError, UsageError
 from vdla_hw.fpga import ecp5_selftest as selftest
+from vdla_hw.fpga.boards import Board
+from vdla_hw.fpga.flow import BuildResult
 from vdla_hw.progress import bar
 from vdla_hw.rtl_build import cache_root
 
@@ -329,3 +331,29 @@ def build_ecp5(config: HwConfig | str, out_dir: Path | str | None = None, progre
     out = _copy_out(work, result, out_dir)
     enforce_cap()
     return out
+
+
+def build(board: Board, cfg: HwConfig, out_dir: Path, *, run: bool) -> BuildResult:
+    """``vdla fpga build`` for an ECP5 board: :func:`build_ecp5`, reported as a :class:`BuildResult`.
+
+    Without ``run`` only the self-test top's sources, constraints and RAM images are written
+    (the tools come from pip, so a run needs nothing more than this command without --no-run).
+    """
+    rerun = f"vdla fpga build --board {board.name} --config {cfg.name} -o {out_dir}"
+    if not run:
+        brd = board_record(board.name)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for src in selftest.top_sources(cfg) + [brd.scripts / brd.lpf]:
+            shutil.copyfile(src, out_dir / src.name)
+        selftest.write_hex_files(selftest.selftest_image(cfg), cfg, out_dir)
+        return BuildResult(board=board.name, config=cfg.label(), project_dir=out_dir, ran=False, run_hint=rerun)
+    result = build_ecp5(cfg, out_dir, board=board.name)
+    summary = {
+        "LUT4": str(result.luts), "FF": str(result.ffs), "MULT18X18D": str(result.dsps), "DP16KD": str(result.brams),
+        "Fmax (nextpnr)": f"{result.fmax_mhz:.2f} MHz (constraint {result.constraint_mhz:g} MHz, "
+                          f"timing {'met' if result.timing_met else 'NOT met'})",
+        "self-test (Verilator)": f"passed in {result.selftest_cycles} cycles",
+    }
+    outputs = {"bitstream": result.bitstream, "report": result.report, **result.logs}
+    return BuildResult(board=board.name, config=cfg.label(), project_dir=out_dir, ran=True, run_hint=rerun,
+                      outputs=outputs, summary=summary)
