@@ -17,8 +17,11 @@ class NoDeviceError(UsageError):
     reason = "no-device"
 
 
-class JobTimeoutError(PoolError):
-    """The job ran longer than its timeout and was cut (its process killed)."""
+class JobTimeoutError(PoolError, TimeoutError):
+    """The job ran longer than its timeout and was cut (its process killed).
+
+    A ``TimeoutError`` too, so callers of the executor protocol (the tuner) see it as the timeout it is.
+    """
 
     reason = "timeout"
 
