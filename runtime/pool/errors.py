@@ -20,8 +20,13 @@ class NoDeviceError(UsageError):
 class JobTimeoutError(PoolError, TimeoutError):
     """The job ran longer than its timeout and was cut (its process killed).
 
-    A ``TimeoutError`` too, so callers of the executor protocol (the tuner) see it as the timeout it is.
+    A ``TimeoutError`` too, as the executor protocol says, so the tuner logs it as a timeout.
     """
+
+    def __new__(cls, *args: object, **kwargs: object) -> JobTimeoutError:
+        # Unpickling through Dask (tblib) calls ``cls.__new__``, which Python finds on RuntimeError,
+        # and RuntimeError refuses to make an instance of TimeoutError's (OSError's) layout.
+        return TimeoutError.__new__(cls, *args)
 
     reason = "timeout"
 

@@ -18,6 +18,7 @@ import pytest
 
 from compiler.autotune.database import Database
 from compiler.autotune.executor import LocalExecutor
+from compiler.autotune.measure import MeasureOptions
 from compiler.autotune.session import tune_tasks
 from compiler.autotune.task import Task, make_task
 from runtime.pool import PoolExecutor
@@ -78,6 +79,18 @@ def test_pool_tuning_run_logs_the_records_and_best_config_of_the_in_process_run(
     best_local = min(local, key=lambda r: r.cost)
     assert outcome.best is not None and outcome.best.config_key == best_local.config_key
     assert outcome.best.cost == best_local.cost
+
+
+def test_a_job_the_pool_cuts_is_logged_as_a_timeout_record_and_the_run_goes_on(
+        sim_pool: tuple[str, object], task: Task, hw: dict, tmp_path: Path) -> None:
+    address, _ = sim_pool
+    db = Database(tmp_path / "cut.jsonl")
+    with PoolExecutor(address) as ex:
+        [outcome] = tune_tasks([task], db, ex, 2, "grid", 2, hw, MeasureOptions(build_timeout_s=1e-3), quiet=True)
+    records = db.of_task(task)
+    assert len(records) == 2 and outcome.best is None  # no config ran
+    for r in records:
+        assert r.status == "timeout" and r.detail.startswith("build: JobTimeoutError"), (r.status, r.detail)
 
 
 # Last in the module: it kills a worker of the shared pool (a later test would still have the other one).
