@@ -21,7 +21,7 @@ from compiler.autotune.executor import LocalExecutor
 from compiler.autotune.measure import MeasureOptions
 from compiler.autotune.session import tune_tasks
 from compiler.autotune.task import Task, make_task
-from runtime.pool import PoolExecutor
+from runtime.pool import NoDeviceError, PoolExecutor
 from vdla_hw.config import load_config
 
 torch = pytest.importorskip("torch")
@@ -91,6 +91,18 @@ def test_a_job_the_pool_cuts_is_logged_as_a_timeout_record_and_the_run_goes_on(
     assert len(records) == 2 and outcome.best is None  # no config ran
     for r in records:
         assert r.status == "timeout" and r.detail.startswith("build: JobTimeoutError"), (r.status, r.detail)
+
+
+def test_cpu_tuning_on_a_pool_without_cpu_workers_stops_with_the_missing_kind(
+        sim_pool: tuple[str, object], tmp_path: Path) -> None:
+    address, _ = sim_pool
+    cpu_task = make_task("conv2d_nchwc", {"n": 1, "ic_outer": 1, "h": 8, "w": 8, "ic_block": 16, "oc_outer": 2, "kh": 3,
+                                          "kw": 3, "oc_block": 16, "stride_h": 1, "stride_w": 1, "pad_h": 1, "pad_w": 1})
+    db = Database(tmp_path / "cpu.jsonl")
+    with PoolExecutor(address) as ex, pytest.raises(NoDeviceError, match=cpu_task.device_kind) as err:
+        tune_tasks([cpu_task], db, ex, 2, "grid", 2, quiet=True)
+    assert "w1 (vdla-cycle, vdla-fsim)" in str(err.value)
+    assert db.of_task(cpu_task) == []
 
 
 # Last in the module: it kills a worker of the shared pool (a later test would still have the other one).
