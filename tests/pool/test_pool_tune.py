@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -28,7 +29,7 @@ torch = pytest.importorskip("torch")
 
 # The second conv of _Net: the VDLA task both tests tune (the first conv stays float on the CPU).
 WORKLOAD = {"n": 1, "ic": 32, "h": 8, "w": 8, "oc": 32, "kh": 3, "kw": 3, "stride": 1, "pad": 1}
-TRIALS, BATCH = 16, 4
+TRIALS, BATCH = 12, 4
 POOL_TRIALS = 8  # of the in-process run's TRIALS: the grid tuner proposes configs in index order
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -103,6 +104,43 @@ def test_cpu_tuning_on_a_pool_without_cpu_workers_stops_with_the_missing_kind(
         tune_tasks([cpu_task], db, ex, 2, "grid", 2, quiet=True)
     assert "w1 (vdla-cycle, vdla-fsim)" in str(err.value)
     assert db.of_task(cpu_task) == []
+
+
+def test_jobs_whose_process_dies_past_the_retries_are_error_records_and_the_run_goes_on(
+        sim_pool: tuple[str, object], task: Task, hw: dict, reference: Database, tmp_path: Path) -> None:
+    import psutil
+
+    address, pool = sim_pool
+    workers = [psutil.Process(n.proc.pid) for n in pool.nodes if n.ready.startswith("worker at")]  # type: ignore[attr-defined]
+    stop, killed = threading.Event(), []
+
+    def kill_job_processes() -> None:
+        # SIGKILL the workers' job processes again and again: those caught mid-job crash their job.
+        while not stop.wait(0.2):
+            for child in (c for w in workers for c in w.children()):
+                if "runtime.pool.child" in " ".join(child.cmdline()):
+                    child.kill()
+                    killed.append(child.pid)
+
+    db = Database(tmp_path / "crash.jsonl")
+    killer = threading.Thread(target=kill_job_processes, daemon=True)
+    with PoolExecutor(address, retries=0) as ex:
+        killer.start()
+        try:
+            tune_tasks([task], db, ex, POOL_TRIALS, "grid", BATCH, hw, quiet=True)
+        finally:
+            stop.set()
+            killer.join()
+    records = db.of_task(task)
+    assert [r.config_key for r in records] == [r.config_key for r in reference.of_task(task)[:POOL_TRIALS]]
+    expected = _by_config(reference.of_task(task))
+    crashed = [r for r in records if r.status != "ok"]
+    assert killed and crashed, "no job was caught mid-run"
+    for r in crashed:
+        assert r.status in ("build_error", "runtime_error") and "JobCrashedError" in r.detail, (r.status, r.detail)
+    for r in records:
+        if r.status == "ok":
+            assert (r.status, r.costs) == expected[r.config_key]
 
 
 # Last in the module: it kills a worker of the shared pool (a later test would still have the other one).
