@@ -103,7 +103,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     db = Database(log)
     for extra in args.transfer:
         db.records[:0] = [r for r in read_log(extra) if r.task.key not in {t.key for t in tasks}]
-    where = f"pool {args.pool}" if args.pool else f"{args.workers} local workers"
+    where = f"pool {args.pool}" if args.pool else f"{args.workers} local worker{'s' if args.workers > 1 else ''}"
     print(f"tuning {len(tasks)} tasks of {args.model} for {args.target} ({tasks[0].target}, host {tasks[0].host}), "
           f"{args.trials} trials each with {args.tuner} on {where}; log {log}")
     curves = Path(args.curves) if args.curves else log.with_name(log.stem + "_curves")

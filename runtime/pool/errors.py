@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Self
+
 from vdla_hw.errors import DeviceFaultError, UsageError
 
 
@@ -23,7 +25,7 @@ class JobTimeoutError(PoolError, TimeoutError):
     A ``TimeoutError`` too, as the executor protocol says, so the tuner logs it as a timeout.
     """
 
-    def __new__(cls, *args: object, **kwargs: object) -> JobTimeoutError:
+    def __new__(cls, *args: object, **kwargs: object) -> Self:
         # Unpickling through Dask (tblib) calls ``cls.__new__``, which Python finds on RuntimeError,
         # and RuntimeError refuses to make an instance of TimeoutError's (OSError's) layout.
         return TimeoutError.__new__(cls, *args)
