@@ -143,15 +143,35 @@ def test_jobs_whose_process_dies_past_the_retries_are_error_records_and_the_run_
             assert (r.status, r.costs) == expected[r.config_key]
 
 
+def _export(path: Path) -> Path:
+    torch.manual_seed(0)
+    torch.onnx.export(_Net().eval(), torch.randn(1, 16, 8, 8), str(path), input_names=["x"], output_names=["y"],
+                      opset_version=18, dynamo=False)
+    return path
+
+
+@pytest.mark.slow  # ~20 s: CPU timing jobs (exclusive) of both convs on a pool worker offering this host's CPU
+def test_llvm_tune_on_a_cpu_worker_logs_timed_records(pool, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    model = _export(tmp_path / "net.onnx")
+    sched = pool.scheduler()
+    pool.worker(sched.address, "cpu1", "--device", "cpu=1")
+    log = tmp_path / "cpu.jsonl"
+    done = subprocess.run([sys.executable, "-m", "compiler.cli.main", "tune", str(model), "--target", "llvm",
+                           "--trials", "2", "--batch", "2", "--tuner", "grid", "--log", str(log), "--pool",
+                           sched.address, "--quiet"], cwd=ROOT, env=pool.env, capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(records) == 4 and len({(r["task_key"], r["config_key"]) for r in records}) == 4
+    assert all(r["status"] == "ok" and r["unit"] == "s" and min(r["costs"]) > 0 for r in records)
+
+
 # Last in the module: it kills a worker of the shared pool (a later test would still have the other one).
 def test_vdla_tune_on_the_pool_survives_a_worker_killed_mid_run(
         sim_pool: tuple[str, object], task: Task, reference: Database, tmp_path: Path) -> None:
     from distributed import Client
 
-    model = tmp_path / "net.onnx"
-    torch.manual_seed(0)
-    torch.onnx.export(_Net().eval(), torch.randn(1, 16, 8, 8), str(model), input_names=["x"], output_names=["y"],
-                      opset_version=18, dynamo=False)
+    model = _export(tmp_path / "net.onnx")
     address, pool = sim_pool
     workers = {n.address: n.proc.pid for n in pool.nodes if n.ready.startswith("worker at")}  # type: ignore[attr-defined]
     log = tmp_path / "tune.jsonl"
