@@ -2,9 +2,12 @@
 
     vdla tune model.onnx --target llvm --trials 64 --log tune.jsonl
     vdla tune model.onnx --target vdla --trials 64 --log tune.jsonl --resume --tuner xgb
+    vdla tune model.onnx --target vdla --trials 64 --log tune.jsonl --pool tcp://127.0.0.1:8786
     vdla compile model.onnx --tuning-log tune.jsonl -o model.vdla
 
 A killed run continues with ``--resume``: configs already in the log are not measured again.
+With ``--pool ADDR`` the measurements run on a device pool (docs/pool.md) instead of local worker
+processes; a job the pool gives up on (after its retries) is logged as that config's error record.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from compiler.cli.pool import add_pool_options, pool_executor
 from vdla_hw.errors import UsageError
 
 TUNER_CHOICES = ("xgb", "ga", "random", "grid")
@@ -30,7 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--resume", action="store_true", help="continue an existing log (skip measured configs)")
     p.add_argument("--tuner", choices=TUNER_CHOICES, default="xgb", help="search strategy (default: xgb)")
     p.add_argument("--batch", type=int, default=8, help="configs measured per batch (default: 8)")
-    p.add_argument("--workers", type=int, default=1, help="local measurement worker processes (default: 1)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="local measurement worker processes (default: 1; not used with --pool)")
     p.add_argument("--transfer", action="append", default=[], metavar="OLD.jsonl",
                    help="earlier logs whose records of similar tasks train the xgb model (repeatable)")
     p.add_argument("--config", default="default", help="hardware preset name or .json path (vdla; default: default)")
@@ -43,6 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                    "(default: <log>_curves next to the log)")
     p.add_argument("--seed", type=int, default=0, help="seed of the tuners (default: 0)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_pool_options(p)
     p.set_defaults(func=cmd_tune)
 
 
@@ -62,9 +68,17 @@ def _samples(graph: object, path: str | None) -> list[dict[str, np.ndarray]]:
     return samples
 
 
+def _executor(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """Where the measurements run: the pool of ``--pool``, else ``--workers`` local processes."""
+    if args.pool:
+        return pool_executor(args)
+    from compiler.autotune.executor import LocalExecutor
+
+    return LocalExecutor(workers=args.workers)
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
     from compiler.autotune.database import Database, read_log
-    from compiler.autotune.executor import LocalExecutor
     from compiler.autotune.session import tune_tasks
     from compiler.autotune.task import extract_tasks
     from compiler.cli.model import _shapes
@@ -89,10 +103,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
     db = Database(log)
     for extra in args.transfer:
         db.records[:0] = [r for r in read_log(extra) if r.task.key not in {t.key for t in tasks}]
+    where = f"pool {args.pool}" if args.pool else f"{args.workers} local worker{'s' if args.workers > 1 else ''}"
     print(f"tuning {len(tasks)} tasks of {args.model} for {args.target} ({tasks[0].target}, host {tasks[0].host}), "
-          f"{args.trials} trials each with {args.tuner}; log {log}")
+          f"{args.trials} trials each with {args.tuner} on {where}; log {log}")
     curves = Path(args.curves) if args.curves else log.with_name(log.stem + "_curves")
-    with LocalExecutor(workers=args.workers) as executor:
+    with _executor(args) as executor:
         outcomes = tune_tasks(tasks, db, executor, args.trials, args.tuner, args.batch,
                               cfg.to_dict() if args.target == "vdla" else None, curves=curves, quiet=args.quiet,
                               seed=args.seed)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Self
+
 from vdla_hw.errors import DeviceFaultError, UsageError
 
 
@@ -17,8 +19,16 @@ class NoDeviceError(UsageError):
     reason = "no-device"
 
 
-class JobTimeoutError(PoolError):
-    """The job ran longer than its timeout and was cut (its process killed)."""
+class JobTimeoutError(PoolError, TimeoutError):
+    """The job ran longer than its timeout and was cut (its process killed).
+
+    A ``TimeoutError`` too, as the executor protocol says, so the tuner logs it as a timeout.
+    """
+
+    def __new__(cls, *args: object, **kwargs: object) -> Self:
+        # Unpickling through Dask (tblib) calls ``cls.__new__``, which Python finds on RuntimeError,
+        # and RuntimeError refuses to make an instance of TimeoutError's (OSError's) layout.
+        return TimeoutError.__new__(cls, *args)
 
     reason = "timeout"
 

@@ -29,6 +29,9 @@ SIM_KINDS = ("vdla-fsim", "vdla-cycle")
 _BACKEND_OF = {"vdla-fsim": "fsim", "vdla-cycle": "cycle"}
 _DIGEST = re.compile(r"[0-9a-f]{12}")
 _FEATURE = re.compile(r"[a-z0-9][a-z0-9._-]*")
+# The tuner names a CPU by its ISA (``cpu-avx512``, see compiler.autotune.task.HostInfo); where an
+# ISA name is not itself an LLVM feature, it stands for the feature that defines it.
+_ISA_FEATURE = {"avx512": "avx512f"}
 
 
 class KindError(UsageError):
@@ -44,7 +47,7 @@ def cpu_resources(kind: str) -> dict[str, float]:
     if bad or not features:
         raise KindError(f"bad CPU kind {kind!r}: write cpu-<feature>[+<feature>...] with LLVM feature names, "
                         "e.g. cpu-avx2+fma")
-    return {"cpu": 1, **{f"cpu-{f}": 1 for f in features}}
+    return {"cpu": 1, **{f"cpu-{_ISA_FEATURE.get(f, f)}": 1 for f in features}}
 
 
 def resources_for(kind: str) -> dict[str, float]:

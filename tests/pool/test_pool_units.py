@@ -36,6 +36,9 @@ def test_kinds_map_to_resources_a_worker_must_all_have() -> None:
     avx2_host = worker_resources([parse_device("cpu", 1)], frozenset({"avx2", "fma", "sse4.2"}))
     assert satisfies(avx2_host, resources_for("cpu-avx2+fma"))
     assert not satisfies(avx2_host, resources_for("cpu-avx512f"))
+    assert not satisfies(avx2_host, resources_for("cpu-avx512"))  # the tuner's ISA name of an AVX-512 host
+    assert satisfies(worker_resources([parse_device("cpu", 1)], frozenset({"avx2", "avx512f"})),
+                     resources_for("cpu-avx512"))
     rtl = parse_device("vdla-rtl@default=2", 1)
     assert (rtl.kind, rtl.slots) == (f"vdla-rtl-{cfg.digest}", 2)
     assert parse_device(rtl.kind, 1).config == cfg  # a digest is resolved through the presets
