@@ -10,7 +10,10 @@ operands are packed at compile time instead of through a transform node.
 
 :func:`alter_layout` is the VDLA policy: every conv2d/dense the VDLA can run (see
 :mod:`compiler.graph.vdla_rules`) switches to the packed layouts of the config: data
-``NCHW{b}n{bi}c``, weights ``OIHW{bo}o{bi}i``, output ``NCHW{b}n{bo}c``.  The CPU policy
+``NCHW{b}n{bi}c``, weights ``OIHW{bo}o{bi}i``, output ``NCHW{b}n{bo}c``; one whose channel counts are not multiples of
+BLOCK_IN / BLOCK_OUT (24, 40, 56 in the MobileNets) runs with its channels zero-padded to them
+(:func:`~compiler.graph.vdla_rules.channel_padding`): a ``pad`` before, zero weights and bias for
+the extra channels, and the padding sliced away where the value leaves the packed layout.  The CPU policy
 is :func:`compiler.graph.passes.cpu_layout.cpu_layout`.
 """
 
@@ -24,7 +27,7 @@ from vdla_hw.config import HwConfig
 from compiler.graph.ir import Graph, Node, TensorType
 from compiler.graph.layout import parse_layout, transform
 from compiler.graph.passes.rewrite import Rewriter
-from compiler.graph.vdla_rules import gemm_unsupported_reason, packed_layouts
+from compiler.graph.vdla_rules import channel_padding, gemm_unsupported_reason, packed_layouts
 
 _UNARY = frozenset({"relu", "sigmoid", "tanh", "clip", "right_shift", "cast", "quantize_linear", "dequantize_linear"})
 _POOLS = frozenset({"max_pool2d", "avg_pool2d", "global_avg_pool2d"})
@@ -45,6 +48,7 @@ class LayoutRewriter:
         self.b = self.rw.builder
         self.layout: dict[str, str] = {}  # new value -> its packed layout (absent: primal)
         self.converted: dict[tuple[str, str | None], str] = {}
+        self.channels: dict[str, int] = {}  # new value -> its true channel count (axis 1), when zero-padded
 
     def convert(self, value: str, dst: str | None) -> str:
         """``value`` in layout ``dst`` (None or a primal layout = primal), through a cached transform when they differ."""
@@ -53,6 +57,11 @@ class LayoutRewriter:
         src = self.layout.get(value)
         if src == dst:
             return value
+        if value in self.channels:  # a padded value leaves its layout only through its primal, unpadded form
+            value = self.unpadded(value)
+            src = None
+            if dst is None:
+                return value
         key = (value, dst)
         if key not in self.converted:
             primal = parse_layout(dst or src).primal
@@ -67,6 +76,59 @@ class LayoutRewriter:
                 self.layout[new] = dst
             self.converted[key] = new
         return self.converted[key]
+
+    def unpadded(self, value: str) -> str:
+        """The primal form of a channel-padded value, its padding sliced away (cached)."""
+        key = (value, "unpadded")
+        if key not in self.converted:
+            primal = self.convert_layout(value, None)
+            shape = self.b.type_of(primal).shape
+            end = list(shape)
+            end[1] = self.channels[value]
+            self.converted[key] = self.b.op("strided_slice", [primal], f"{value}_unpadded", begin=[0] * len(shape),
+                                            end=end, strides=[1] * len(shape))
+        return self.converted[key]
+
+    def convert_layout(self, value: str, dst: str | None) -> str:
+        """``value`` in layout ``dst`` as its padded self (the channel padding kept)."""
+        channels = self.channels.pop(value, None)
+        try:
+            return self.convert(value, dst)
+        finally:
+            if channels is not None:
+                self.channels[value] = channels
+
+    def padded_gemm(self, n: Node, lays: dict[str, str], ic: int, oc: int) -> None:
+        """Emit ``n`` with its input channels zero-padded to ``ic`` and output channels to ``oc``: the
+        data through a ``pad``, constant weights and bias padded at compile time.  The result stays
+        padded through the ops that follow it in its layout; :meth:`convert` slices the padding away."""
+        x = self.convert(self.rw[n.inputs[0]], None)
+        shape = self.b.type_of(x).shape
+        if shape[1] != ic:
+            widths = [[0, 0]] * len(shape)
+            widths[1] = [0, ic - shape[1]]
+            x = self.b.op("pad", [x], f"{self.rw[n.inputs[0]]}_padded", pad_width=widths, mode="constant", value=0.0)
+        inputs = [self.convert(x, lays["data_layout"])]
+        for k, i in enumerate(n.inputs[1:], start=1):
+            const = self.b.const_value(self.rw[i])
+            if const is None:
+                raise ValueError(f"{n.op} {n.name!r}: channel padding needs constant weights and bias")
+            grow = [(0, 0)] * const.ndim
+            grow[0] = (0, oc - const.shape[0])
+            if k == 1:
+                grow[1] = (0, ic - const.shape[1])
+            padded = self.b.const(np.pad(const, grow), f"{self.rw[i]}_padded")
+            inputs.append(self.convert(padded, lays["kernel_layout"]) if k == 1 else padded)
+        out = self.rw.copy(n, inputs, **lays)
+        self.layout[out] = lays["out_layout"]
+        if oc != n.type.shape[1]:
+            self.channels[out] = n.type.shape[1]
+
+    def follow(self, new: str, old_input: str, lay: str) -> None:
+        """``new`` computed element-wise (per channel) from ``old_input``: same layout and padding."""
+        self.layout[new] = lay
+        if self.rw[old_input] in self.channels:
+            self.channels[new] = self.channels[self.rw[old_input]]
 
     def packed_input(self, n: Node) -> str | None:
         return next((self.layout[self.rw[i]] for i in n.inputs if self.rw[i] in self.layout), None)
@@ -114,12 +176,15 @@ class LayoutRewriter:
             lay = self.packed_input(n) if n.inputs else None
             types = [self.graph.node(i).type for i in n.inputs]
             lays = self.policy(n, types, self.graph) if n.op in ("conv2d", "dense") else None
-            if lays is not None:
+            if lays is not None and "pad_channels" in lays:
+                ic, oc = (int(c) for c in lays.pop("pad_channels").split(","))
+                self.padded_gemm(n, lays, ic, oc)
+            elif lays is not None:
                 self.gemm(n, lays)
             elif lay and n.op in _UNARY and self.layout.get(self.rw[n.inputs[0]]) and self.scalar_params(n):
-                self.layout[self.rw.copy(n)] = lay
+                self.follow(self.rw.copy(n), n.inputs[0], lay)
             elif lay and n.op in _POOLS and parse_layout(lay).primal == "NCHW":
-                self.layout[self.rw.copy(n, layout=lay)] = lay
+                self.follow(self.rw.copy(n, layout=lay), n.inputs[0], lay)
             elif lay and n.op in _BINARY and self.binary(n, lay):
                 pass
             else:
@@ -133,6 +198,11 @@ def alter_layout(graph: Graph, cfg: HwConfig) -> Graph:
     """Pack the VDLA-capable conv2d/dense of ``graph`` into ``cfg``'s layouts (see the module doc)."""
 
     def vdla(n: Node, types: Sequence[TensorType], _: Graph) -> dict[str, str] | None:
-        return packed_layouts(n.op, cfg) if gemm_unsupported_reason(n, types, cfg) is None else None
+        if gemm_unsupported_reason(n, types, cfg) is None:
+            return packed_layouts(n.op, cfg)
+        padding = channel_padding(n, types, cfg)
+        if padding is None:
+            return None
+        return dict(packed_layouts(n.op, cfg), pad_channels=f"{padding[0]},{padding[1]}")
 
     return LayoutRewriter(graph, vdla).run()
