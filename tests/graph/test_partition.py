@@ -58,6 +58,12 @@ def test_report_names_device_and_reason_per_kernel(onnx_bytes: bytes, samples, t
     dense = [e for e in entries if e.ops[0] == "dense"]
     assert len(dense) == 1 and dense[0].device == "vdla"  # 64 -> 10 features, padded to 16 outputs
     assert sum(e.device == "vdla" for e in gemms.values()) == 8 and len(gemms) == 12
+    # A padded conv's output (zeros in its extra channels) feeds the next padded conv directly, with no
+    # slice-and-pad kernel between them; before the residual add and a float op it is sliced back.
+    b2_input = compiled.graph.node(gemms["/b2/b2.0/Conv_output_0"].name).inputs[0]
+    assert b2_input == gemms["/b1/b1.6/Conv_output_0"].name
+    cpu_ops = [e.ops for e in entries if e.device == "cpu"]
+    assert sum("strided_slice" in ops for ops in cpu_ops) == 4  # 2 dequantizes, the add, the logits
     # The report travels in the module file and reads back unchanged.
     path = compiled.export(tmp_path / "m.vdla")
     assert read_partition(load(path)) == entries
@@ -90,4 +96,5 @@ def test_padded_channels_are_bit_exact_on_fsim(onnx_bytes: bytes, samples) -> No
     for name in integer:
         np.testing.assert_array_equal(got[name], want[name], err_msg=name)
     # ... and the padding changes nothing: the result equals the unpadded int8 graph's exactly.
-    np.testing.assert_array_equal(compiled.run(feed)[0], run_graph(quantize(graph, samples, skip_first_conv=False), feed)[0])
+    unpadded = quantize(graph, samples, skip_first_conv=False)
+    np.testing.assert_array_equal(compiled.run(feed)[0], run_graph(unpadded, feed)[0])

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from vdla_hw.config import HwConfig
 
+from compiler.graph.errors import GraphError
 from compiler.graph.ir import Graph, Node, TensorType
 from compiler.graph.layout import parse_layout, transform
 from compiler.graph.passes.rewrite import Rewriter
@@ -32,6 +33,14 @@ from compiler.graph.vdla_rules import channel_padding, gemm_unsupported_reason, 
 _UNARY = frozenset({"relu", "sigmoid", "tanh", "clip", "right_shift", "cast", "quantize_linear", "dequantize_linear"})
 _POOLS = frozenset({"max_pool2d", "avg_pool2d", "global_avg_pool2d"})
 _BINARY = frozenset({"add", "subtract", "multiply", "divide", "maximum", "minimum"})
+
+
+def _keeps_zero(n: Node) -> bool:
+    """Whether a unary op or pooling maps an all-zero channel to an all-zero channel."""
+    if n.op == "clip":
+        lo, hi = n.attrs.get("a_min"), n.attrs.get("a_max")
+        return (lo is None or lo <= 0) and (hi is None or hi >= 0)
+    return n.op in ("relu", "right_shift", "cast", "max_pool2d", "avg_pool2d", "global_avg_pool2d")
 
 
 #: ``policy(node, input_types, graph)``: the conv2d/dense attributes ``data_layout``, ``kernel_layout``
@@ -48,7 +57,8 @@ class LayoutRewriter:
         self.b = self.rw.builder
         self.layout: dict[str, str] = {}  # new value -> its packed layout (absent: primal)
         self.converted: dict[tuple[str, str | None], str] = {}
-        self.channels: dict[str, int] = {}  # new value -> its true channel count (axis 1), when zero-padded
+        self.channels: dict[str, int] = {}  # new value -> its true channel count (axis 1), when padded
+        self.zeros: set[str] = set()  # padded values whose extra channels are known to be zero
 
     def convert(self, value: str, dst: str | None) -> str:
         """``value`` in layout ``dst`` (None or a primal layout = primal), through a cached transform when they differ."""
@@ -102,17 +112,24 @@ class LayoutRewriter:
         """Emit ``n`` with its input channels zero-padded to ``ic`` and output channels to ``oc``: the
         data through a ``pad``, constant weights and bias padded at compile time.  The result stays
         padded through the ops that follow it in its layout; :meth:`convert` slices the padding away."""
-        x = self.convert(self.rw[n.inputs[0]], None)
-        shape = self.b.type_of(x).shape
-        if shape[1] != ic:
-            widths = [[0, 0]] * len(shape)
-            widths[1] = [0, ic - shape[1]]
-            x = self.b.op("pad", [x], f"{self.rw[n.inputs[0]]}_padded", pad_width=widths, mode="constant", value=0.0)
-        inputs = [self.convert(x, lays["data_layout"])]
+        v = self.rw[n.inputs[0]]
+        lay = self.layout.get(v)
+        if v in self.zeros and lay == lays["data_layout"] and parse_layout(lay).primal_shape(
+                self.b.type_of(v).shape)[1] == ic:
+            inputs = [v]  # already padded with zeros in this layout: no round trip through the CPU
+        else:
+            x = self.convert(v, None)
+            shape = self.b.type_of(x).shape
+            if shape[1] != ic:
+                widths = [[0, 0]] * len(shape)
+                widths[1] = [0, ic - shape[1]]
+                x = self.b.op("pad", [x], f"{v}_padded", pad_width=widths, mode="constant", value=0.0)
+            inputs = [self.convert(x, lays["data_layout"])]
         for k, i in enumerate(n.inputs[1:], start=1):
             const = self.b.const_value(self.rw[i])
             if const is None:
-                raise ValueError(f"{n.op} {n.name!r}: channel padding needs constant weights and bias")
+                raise GraphError(f"{n.op} {n.name!r}: channel padding needs constant weights and bias "
+                                 "(the policy pads only such layers)")
             grow = [(0, 0)] * const.ndim
             grow[0] = (0, oc - const.shape[0])
             if k == 1:
@@ -123,12 +140,17 @@ class LayoutRewriter:
         self.layout[out] = lays["out_layout"]
         if oc != n.type.shape[1]:
             self.channels[out] = n.type.shape[1]
+            self.zeros.add(out)  # zero weights and bias: the extra output channels are 0
 
-    def follow(self, new: str, old_input: str, lay: str) -> None:
-        """``new`` computed element-wise (per channel) from ``old_input``: same layout and padding."""
+    def follow(self, new: str, n: Node, lay: str) -> None:
+        """``new`` computed per channel from ``n``'s first input: same layout and padding (still zero
+        when ``n`` maps zero to zero)."""
         self.layout[new] = lay
-        if self.rw[old_input] in self.channels:
-            self.channels[new] = self.channels[self.rw[old_input]]
+        src = self.rw[n.inputs[0]]
+        if src in self.channels:
+            self.channels[new] = self.channels[src]
+            if src in self.zeros and _keeps_zero(n):
+                self.zeros.add(new)
 
     def packed_input(self, n: Node) -> str | None:
         return next((self.layout[self.rw[i]] for i in n.inputs if self.rw[i] in self.layout), None)
@@ -182,9 +204,9 @@ class LayoutRewriter:
             elif lays is not None:
                 self.gemm(n, lays)
             elif lay and n.op in _UNARY and self.layout.get(self.rw[n.inputs[0]]) and self.scalar_params(n):
-                self.follow(self.rw.copy(n), n.inputs[0], lay)
+                self.follow(self.rw.copy(n), n, lay)
             elif lay and n.op in _POOLS and parse_layout(lay).primal == "NCHW":
-                self.follow(self.rw.copy(n, layout=lay), n.inputs[0], lay)
+                self.follow(self.rw.copy(n, layout=lay), n, lay)
             elif lay and n.op in _BINARY and self.binary(n, lay):
                 pass
             else:
@@ -197,12 +219,12 @@ class LayoutRewriter:
 def alter_layout(graph: Graph, cfg: HwConfig) -> Graph:
     """Pack the VDLA-capable conv2d/dense of ``graph`` into ``cfg``'s layouts (see the module doc)."""
 
-    def vdla(n: Node, types: Sequence[TensorType], _: Graph) -> dict[str, str] | None:
+    def vdla(n: Node, types: Sequence[TensorType], graph: Graph) -> dict[str, str] | None:
         if gemm_unsupported_reason(n, types, cfg) is None:
             return packed_layouts(n.op, cfg)
         padding = channel_padding(n, types, cfg)
-        if padding is None:
-            return None
+        if padding is None or any(graph.node(i).op != "constant" for i in n.inputs[1:]):
+            return None  # padded weights and bias are made at compile time
         return dict(packed_layouts(n.op, cfg), pad_channels=f"{padding[0]},{padding[1]}")
 
     return LayoutRewriter(graph, vdla).run()

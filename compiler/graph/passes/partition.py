@@ -5,8 +5,9 @@ splits into a VDLA kernel -- the GEMM plus the chain of ALU ops that directly fo
 (relu, bias/constant add, shift, clip, the final narrowing cast) -- and, when the group
 went on past what the ALU can do, a CPU kernel for the rest.  Every other kernel runs on
 the CPU (``llvm``); one anchored on a conv2d/dense the VDLA cannot run carries the ``reason``
-(from :func:`~compiler.graph.vdla_rules.gemm_unsupported_reason`).  Layout transforms are injective CPU ops, so they sit in the CPU
-kernels at the borders; the VDLA kernels only see packed tensors.  Every ``fused`` node of
+(from :func:`~compiler.graph.vdla_rules.gemm_unsupported_reason`).  Layout transforms are
+injective CPU ops, so they sit in the CPU kernels at the borders; the VDLA kernels only see
+packed tensors.  Every ``fused`` node of
 the result carries its ``target``.
 """
 
