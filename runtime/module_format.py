@@ -26,7 +26,9 @@ Members:
         "args": [{"value": name} | {"param": key}]},       # then the output, last
        {"name", "device": "vdla", "program": member, "ops": [str], "macs": int,
         "input": {"value": name, "buffer": str, "perm": [int] | null},
-        "output": {"buffer": str, "shape": [int], "perm": [int] | null}}]}
+        "output": {"buffer": str, "shape": [int], "perm": [int] | null}}],
+     "partition": [{"name", "device", "ops": [str], "anchor": str | null,   # target vdla only
+                    "reason": str | null}]}                 # see runtime.partition_report
 
 ``perm`` re-orders a value's axes before it is reshaped into the program buffer (input),
 or after the buffer is read back in ``shape`` (output: the inverse permutation).

@@ -111,8 +111,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
     path = compiled.export(args.output)
     where = ", ".join(f"{k} {v}" for k, v in sorted(compiled.placement().items()))
     print(f"compiled {args.model} for {args.target} in {compiled.compile_seconds:.2f} s: {where} nodes -> {path}")
-    for name, reason in compiled.fallbacks.items():
-        print(f"  {name}: on the CPU, {reason}")
+    if args.target == "vdla":
+        from runtime.partition_report import format_partition
+
+        print(format_partition(compiled.partition()))
     if apply is not None:
         print(f"tuning log {args.tuning_log}: best config applied to {len(apply.applied)} tasks, "
               f"default kept for {len(apply.fallbacks)}")

@@ -9,7 +9,8 @@ backend into one shared library.  ``vdla``: quantize to int8 with the calibratio
 samples, pack for the hardware config, fuse and partition; each VDLA kernel becomes a
 program (:mod:`compiler.graph.lower_vdla`), everything else CPU kernels
 (:mod:`compiler.graph.lower_llvm`).  A VDLA kernel whose chain the accelerator cannot run
-exactly falls back to the CPU, and the module lists it with the reason.
+exactly falls back to the CPU; the module's partition report (``CompiledModule.partition``,
+:mod:`runtime.partition_report`) lists every kernel's device and why each conv stays on the CPU.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from compiler.graph.lower_llvm import CpuKernel, compile_draft, draft_kernel
 from compiler.graph.lower_vdla import VdlaKernel, compile_kernel
 from compiler.graph.passes import optimize_for_cpu, optimize_for_vdla, plan_memory
 from runtime.graph_executor import GraphModule
+from runtime.partition_report import PartitionEntry, read_partition
 from runtime.module_format import FORMAT, VERSION
 from vdla_hw.progress import bar, ticking
 
@@ -63,6 +65,10 @@ class CompiledModule:
             if self.llvm_module is not None:
                 library = export_library(self.llvm_module, Path(tmp) / "kernels.so")
             return self.module.export(path, library)
+
+    def partition(self) -> list[PartitionEntry]:
+        """Where every kernel runs and, for a conv2d/dense kept on the CPU, why (target vdla; else empty)."""
+        return read_partition(self.module)
 
     def placement(self) -> dict[str, int]:
         """How many nodes run on each device."""
@@ -166,6 +172,7 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
     params: dict[str, np.ndarray] = {}
     keys: dict[int, str] = {}
     nodes: list[dict[str, Any]] = []
+    report: list[PartitionEntry] = []
     # Kernel symbols are C identifiers; the module's node entries keep the graph (ONNX) names.
     symbols = SymbolTable()
     for n in bar(iterable=g.nodes, desc=f"compiling {name} for {target}", unit="node"):
@@ -174,12 +181,14 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
         if n.op != "fused":
             raise GraphError(f"node {n.name!r} ({n.op}) is not part of a fused kernel; the pipeline must fuse every node")
         ops = [b.op for b in n.attrs["body"].nodes if b.op != "input"]
+        anchor = next((b.name for b in n.attrs["body"].nodes if b.op in ("conv2d", "dense")), None)
         if n.attrs.get("target") == "vdla":
             try:
                 kernel = compile_kernel(n, g, cfg, virtual_threads)
             except NotLoweredError as exc:
                 fallbacks[n.name] = str(exc)
             else:
+                report.append(PartitionEntry(n.name, "vdla", tuple(ops), anchor))
                 vdla_kernels[n.name] = kernel
                 nodes.append({"name": n.name, "device": "vdla", "ops": ops, "program": f"vdla/{len(vdla_kernels)}.vdlaprog",
                               **kernel.describe()})
@@ -189,6 +198,7 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
         args = [{"value": a} if isinstance(a, str) and g.node(a).op != "constant" else
                 {"param": _param_key(g.node(a).value if isinstance(a, str) else a, params, keys)} for a in ck.args]
         nodes.append({"name": n.name, "device": "cpu", "ops": ops, "function": ck.name, "args": args})
+        report.append(PartitionEntry(n.name, "cpu", tuple(ops), anchor, fallbacks.get(n.name, n.attrs.get("reason"))))
     llvm_module = library = None
     if cpu_kernels:
         unique = {id(k.func): k.func for k in cpu_kernels}
@@ -206,6 +216,8 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
         "arena": {"bytes": plan.arena_bytes, "offsets": dict(plan.offsets)},
         "nodes": nodes,
     }
+    if target == "vdla":
+        description["partition"] = [e.to_json() for e in report]
     programs = {nd["program"]: vdla_kernels[nd["name"]].program for nd in nodes if nd["device"] == "vdla"}
     module = GraphModule(description, params, library, programs)
     return CompiledModule(module, g, llvm_module, time.perf_counter() - t0, fallbacks)

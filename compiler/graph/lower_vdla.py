@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 from vdla_hw.config import HwConfig
+from vdla_hw.errors import UnsupportedError
 
 from compiler.autotune import dispatch
 from compiler.graph.errors import NotLoweredError
@@ -181,18 +182,15 @@ class VdlaKernel:
 
 def _compile(wl: Conv2dWorkload, target: VdlaTarget, epilogue: Requantize, virtual_threads: int,
              name: str) -> CompiledConv:
-    """Compile with the tuned knobs (when a tuning log has them), else with ``virtual_threads``, or with
-    fewer when the layer has too few tiles to split."""
+    """Compile with the tuned knobs (when a tuning log has them), else with the fastest default knobs
+    (``default_knobs`` itself falls back to fewer virtual threads when the layer has too few tiles)."""
     tuned = dispatch.query("vdla_conv2d", asdict(wl))
     if tuned is not None:
         return compile_conv2d(wl, target, knobs=tuned, epilogue=epilogue)
-    errors = []
-    for vt in range(virtual_threads, 0, -1):
-        try:
-            return compile_conv2d(wl, target, epilogue=epilogue, virtual_threads=vt)
-        except ValueError as exc:  # CapacityError included: the schedule does not fit this config
-            errors.append(f"{vt} virtual thread(s): {exc}")
-    raise NotLoweredError(f"kernel {name!r}: no VDLA schedule of {wl} fits: " + "; ".join(errors))
+    try:
+        return compile_conv2d(wl, target, epilogue=epilogue, virtual_threads=virtual_threads)
+    except UnsupportedError as exc:  # CapacityError included: no tiling of this layer fits the config
+        raise NotLoweredError(f"kernel {name!r}: no VDLA schedule of {wl} fits: {exc}") from None
 
 
 def kernel_gemm(node: Node, graph: Graph, cfg: HwConfig) -> tuple[VdlaGemm, str]:

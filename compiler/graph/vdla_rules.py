@@ -19,27 +19,52 @@ from compiler.graph.layout import parse_layout
 ALU_OPS = frozenset({"relu", "right_shift", "clip", "maximum", "minimum", "add", "multiply", "cast"})
 
 
-def gemm_unsupported_reason(node: Node, input_types: Sequence[TensorType], cfg: HwConfig) -> str | None:
-    """None when ``node`` (conv2d or dense) can run on the VDLA GEMM core, else why not."""
+def gemm_unsupported_reason(node: Node, input_types: Sequence[TensorType], cfg: HwConfig,
+                            pad_channels: bool = False) -> str | None:
+    """None when ``node`` (conv2d or dense) can run on the VDLA GEMM core, else why not.  With
+    ``pad_channels``, channel counts that are not a multiple of the GEMM block are allowed (alter_layout
+    zero-pads them, see :func:`channel_padding`)."""
     if node.op not in ("conv2d", "dense"):
         return f"{node.op} is not a conv2d or dense"
     data, weight = input_types[0], input_types[1]
+    if node.op == "conv2d":
+        n, c, _, _ = parse_layout(node.attrs["data_layout"]).primal_shape(data.shape)
+        o = parse_layout(node.attrs["kernel_layout"]).primal_shape(weight.shape)[0]
+        groups = node.attrs["groups"]
+        if groups != 1 and groups == c:
+            return (f"depthwise conv ({groups} channels, each its own group): a depthwise output reads 1 input "
+                    f"channel, the GEMM core contracts BLOCK_IN={cfg.block_in} per output; as a plain conv with a "
+                    f"diagonal {c}x{c} weight it would do {c}x the useful MACs, and the block-diagonal form that "
+                    f"would waste only {cfg.block_in}x needs a group axis the VDLA conv schedule does not have")
+        if groups != 1:
+            return (f"grouped conv ({groups} groups of {c // groups} input channels): the VDLA conv schedule "
+                    f"has no group axis")
+        if tuple(node.attrs["dilation"]) != (1, 1):
+            return f"dilation {tuple(node.attrs['dilation'])}: the VDLA conv schedule reads dense windows only"
+    else:
+        n, c = parse_layout(node.attrs["data_layout"]).primal_shape(data.shape)
+        o = parse_layout(node.attrs["kernel_layout"]).primal_shape(weight.shape)[0]
     if (data.dtype, weight.dtype, node.type.dtype) != ("int8", "int8", "int32"):
         return f"operands {data.dtype} x {weight.dtype} -> {node.type.dtype} are not int8 x int8 -> int32 (quantize first)"
     if len(input_types) == 3 and input_types[2].dtype != "int32":
         return "the bias is not int32"
-    if node.op == "conv2d":
-        if node.attrs["groups"] != 1 or tuple(node.attrs["dilation"]) != (1, 1):
-            return "grouped or dilated convolutions are not supported"
-        n, c, _, _ = parse_layout(node.attrs["data_layout"]).primal_shape(data.shape)
-        o = parse_layout(node.attrs["kernel_layout"]).primal_shape(weight.shape)[0]
-    else:
-        n, c = parse_layout(node.attrs["data_layout"]).primal_shape(data.shape)
-        o = parse_layout(node.attrs["kernel_layout"]).primal_shape(weight.shape)[0]
-    if n % cfg.batch or c % cfg.block_in or o % cfg.block_out:
+    if n % cfg.batch or (not pad_channels and (c % cfg.block_in or o % cfg.block_out)):
         return (f"batch {n}, {c} input and {o} output channels do not tile into BATCH={cfg.batch}, "
                 f"BLOCK_IN={cfg.block_in}, BLOCK_OUT={cfg.block_out}")
     return None
+
+
+def channel_padding(node: Node, input_types: Sequence[TensorType], cfg: HwConfig) -> tuple[int, int] | None:
+    """The input and output channel counts, rounded up to BLOCK_IN / BLOCK_OUT, to which ``node``'s
+    channels are zero-padded so it runs on the VDLA; None when it runs unpadded or not at all."""
+    if gemm_unsupported_reason(node, input_types, cfg) is None:
+        return None
+    if gemm_unsupported_reason(node, input_types, cfg, pad_channels=True) is not None:
+        return None
+    if not all(parse_layout(node.attrs[k]).is_primal for k in ("data_layout", "kernel_layout")):
+        return None
+    c, o = input_types[0].shape[1], input_types[1].shape[0]  # primal layouts: the ones alter_layout sees
+    return -(-c // cfg.block_in) * cfg.block_in, -(-o // cfg.block_out) * cfg.block_out
 
 
 def packed_layouts(op: str, cfg: HwConfig) -> dict[str, str]:

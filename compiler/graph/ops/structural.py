@@ -57,6 +57,6 @@ def _fused_reference(xs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
 
 
 register_op(OpDef("fused", OpPattern.OPAQUE, _fused_relation, _fused_reference, (0, 1 << 16),
-                  {"body": REQUIRED, "pattern": REQUIRED, "target": None},
-                  "a fusion group: its body graph runs as one kernel; pattern names its anchor's category and "
-                  "target (set by partition) the device that runs it"))
+                  {"body": REQUIRED, "pattern": REQUIRED, "target": None, "reason": None},
+                  "a fusion group: its body graph runs as one kernel; pattern names its anchor's category, "
+                  "target (set by partition) the device that runs it and reason why a conv2d/dense stays on the CPU"))

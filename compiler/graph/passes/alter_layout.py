@@ -10,7 +10,10 @@ operands are packed at compile time instead of through a transform node.
 
 :func:`alter_layout` is the VDLA policy: every conv2d/dense the VDLA can run (see
 :mod:`compiler.graph.vdla_rules`) switches to the packed layouts of the config: data
-``NCHW{b}n{bi}c``, weights ``OIHW{bo}o{bi}i``, output ``NCHW{b}n{bo}c``.  The CPU policy
+``NCHW{b}n{bi}c``, weights ``OIHW{bo}o{bi}i``, output ``NCHW{b}n{bo}c``; one whose channel counts are not multiples of
+BLOCK_IN / BLOCK_OUT (24, 40, 56 in the MobileNets) runs with its channels zero-padded to them
+(:func:`~compiler.graph.vdla_rules.channel_padding`): a ``pad`` before, zero weights and bias for
+the extra channels, and the padding sliced away where the value leaves the packed layout.  The CPU policy
 is :func:`compiler.graph.passes.cpu_layout.cpu_layout`.
 """
 
@@ -21,14 +24,23 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from vdla_hw.config import HwConfig
 
+from compiler.graph.errors import GraphError
 from compiler.graph.ir import Graph, Node, TensorType
 from compiler.graph.layout import parse_layout, transform
 from compiler.graph.passes.rewrite import Rewriter
-from compiler.graph.vdla_rules import gemm_unsupported_reason, packed_layouts
+from compiler.graph.vdla_rules import channel_padding, gemm_unsupported_reason, packed_layouts
 
 _UNARY = frozenset({"relu", "sigmoid", "tanh", "clip", "right_shift", "cast", "quantize_linear", "dequantize_linear"})
 _POOLS = frozenset({"max_pool2d", "avg_pool2d", "global_avg_pool2d"})
 _BINARY = frozenset({"add", "subtract", "multiply", "divide", "maximum", "minimum"})
+
+
+def _keeps_zero(n: Node) -> bool:
+    """Whether a unary op or pooling maps an all-zero channel to an all-zero channel."""
+    if n.op == "clip":
+        lo, hi = n.attrs.get("a_min"), n.attrs.get("a_max")
+        return (lo is None or lo <= 0) and (hi is None or hi >= 0)
+    return n.op in ("relu", "right_shift", "cast", "max_pool2d", "avg_pool2d", "global_avg_pool2d")
 
 
 #: ``policy(node, input_types, graph)``: the conv2d/dense attributes ``data_layout``, ``kernel_layout``
@@ -45,6 +57,8 @@ class LayoutRewriter:
         self.b = self.rw.builder
         self.layout: dict[str, str] = {}  # new value -> its packed layout (absent: primal)
         self.converted: dict[tuple[str, str | None], str] = {}
+        self.channels: dict[str, int] = {}  # new value -> its true channel count (axis 1), when padded
+        self.zeros: set[str] = set()  # padded values whose extra channels are known to be zero
 
     def convert(self, value: str, dst: str | None) -> str:
         """``value`` in layout ``dst`` (None or a primal layout = primal), through a cached transform when they differ."""
@@ -53,6 +67,11 @@ class LayoutRewriter:
         src = self.layout.get(value)
         if src == dst:
             return value
+        if value in self.channels:  # a padded value leaves its layout only through its primal, unpadded form
+            value = self.unpadded(value)
+            src = None
+            if dst is None:
+                return value
         key = (value, dst)
         if key not in self.converted:
             primal = parse_layout(dst or src).primal
@@ -67,6 +86,71 @@ class LayoutRewriter:
                 self.layout[new] = dst
             self.converted[key] = new
         return self.converted[key]
+
+    def unpadded(self, value: str) -> str:
+        """The primal form of a channel-padded value, its padding sliced away (cached)."""
+        key = (value, "unpadded")
+        if key not in self.converted:
+            primal = self.convert_layout(value, None)
+            shape = self.b.type_of(primal).shape
+            end = list(shape)
+            end[1] = self.channels[value]
+            self.converted[key] = self.b.op("strided_slice", [primal], f"{value}_unpadded", begin=[0] * len(shape),
+                                            end=end, strides=[1] * len(shape))
+        return self.converted[key]
+
+    def convert_layout(self, value: str, dst: str | None) -> str:
+        """``value`` in layout ``dst`` as its padded self (the channel padding kept)."""
+        channels = self.channels.pop(value, None)
+        try:
+            return self.convert(value, dst)
+        finally:
+            if channels is not None:
+                self.channels[value] = channels
+
+    def padded_gemm(self, n: Node, lays: dict[str, str], ic: int, oc: int) -> None:
+        """Emit ``n`` with its input channels zero-padded to ``ic`` and output channels to ``oc``: the
+        data through a ``pad``, constant weights and bias padded at compile time.  The result stays
+        padded through the ops that follow it in its layout; :meth:`convert` slices the padding away."""
+        v = self.rw[n.inputs[0]]
+        lay = self.layout.get(v)
+        if v in self.zeros and lay == lays["data_layout"] and parse_layout(lay).primal_shape(
+                self.b.type_of(v).shape)[1] == ic:
+            inputs = [v]  # already padded with zeros in this layout: no round trip through the CPU
+        else:
+            x = self.convert(v, None)
+            shape = self.b.type_of(x).shape
+            if shape[1] != ic:
+                widths = [[0, 0]] * len(shape)
+                widths[1] = [0, ic - shape[1]]
+                x = self.b.op("pad", [x], f"{v}_padded", pad_width=widths, mode="constant", value=0.0)
+            inputs = [self.convert(x, lays["data_layout"])]
+        for k, i in enumerate(n.inputs[1:], start=1):
+            const = self.b.const_value(self.rw[i])
+            if const is None:
+                raise GraphError(f"{n.op} {n.name!r}: channel padding needs constant weights and bias "
+                                 "(the policy pads only such layers)")
+            grow = [(0, 0)] * const.ndim
+            grow[0] = (0, oc - const.shape[0])
+            if k == 1:
+                grow[1] = (0, ic - const.shape[1])
+            padded = self.b.const(np.pad(const, grow), f"{self.rw[i]}_padded")
+            inputs.append(self.convert(padded, lays["kernel_layout"]) if k == 1 else padded)
+        out = self.rw.copy(n, inputs, **lays)
+        self.layout[out] = lays["out_layout"]
+        if oc != n.type.shape[1]:
+            self.channels[out] = n.type.shape[1]
+            self.zeros.add(out)  # zero weights and bias: the extra output channels are 0
+
+    def follow(self, new: str, n: Node, lay: str) -> None:
+        """``new`` computed per channel from ``n``'s first input: same layout and padding (still zero
+        when ``n`` maps zero to zero)."""
+        self.layout[new] = lay
+        src = self.rw[n.inputs[0]]
+        if src in self.channels:
+            self.channels[new] = self.channels[src]
+            if src in self.zeros and _keeps_zero(n):
+                self.zeros.add(new)
 
     def packed_input(self, n: Node) -> str | None:
         return next((self.layout[self.rw[i]] for i in n.inputs if self.rw[i] in self.layout), None)
@@ -114,12 +198,15 @@ class LayoutRewriter:
             lay = self.packed_input(n) if n.inputs else None
             types = [self.graph.node(i).type for i in n.inputs]
             lays = self.policy(n, types, self.graph) if n.op in ("conv2d", "dense") else None
-            if lays is not None:
+            if lays is not None and "pad_channels" in lays:
+                ic, oc = (int(c) for c in lays.pop("pad_channels").split(","))
+                self.padded_gemm(n, lays, ic, oc)
+            elif lays is not None:
                 self.gemm(n, lays)
             elif lay and n.op in _UNARY and self.layout.get(self.rw[n.inputs[0]]) and self.scalar_params(n):
-                self.layout[self.rw.copy(n)] = lay
+                self.follow(self.rw.copy(n), n, lay)
             elif lay and n.op in _POOLS and parse_layout(lay).primal == "NCHW":
-                self.layout[self.rw.copy(n, layout=lay)] = lay
+                self.follow(self.rw.copy(n, layout=lay), n, lay)
             elif lay and n.op in _BINARY and self.binary(n, lay):
                 pass
             else:
@@ -132,7 +219,12 @@ class LayoutRewriter:
 def alter_layout(graph: Graph, cfg: HwConfig) -> Graph:
     """Pack the VDLA-capable conv2d/dense of ``graph`` into ``cfg``'s layouts (see the module doc)."""
 
-    def vdla(n: Node, types: Sequence[TensorType], _: Graph) -> dict[str, str] | None:
-        return packed_layouts(n.op, cfg) if gemm_unsupported_reason(n, types, cfg) is None else None
+    def vdla(n: Node, types: Sequence[TensorType], graph: Graph) -> dict[str, str] | None:
+        if gemm_unsupported_reason(n, types, cfg) is None:
+            return packed_layouts(n.op, cfg)
+        padding = channel_padding(n, types, cfg)
+        if padding is None or any(graph.node(i).op != "constant" for i in n.inputs[1:]):
+            return None  # padded weights and bias are made at compile time
+        return dict(packed_layouts(n.op, cfg), pad_channels=f"{padding[0]},{padding[1]}")
 
     return LayoutRewriter(graph, vdla).run()

@@ -4,8 +4,10 @@ Each fused kernel anchored on a conv2d/dense that the VDLA can run in its packed
 splits into a VDLA kernel -- the GEMM plus the chain of ALU ops that directly follows it
 (relu, bias/constant add, shift, clip, the final narrowing cast) -- and, when the group
 went on past what the ALU can do, a CPU kernel for the rest.  Every other kernel runs on
-the CPU (``llvm``).  Layout transforms are injective CPU ops, so they sit in the CPU
-kernels at the borders; the VDLA kernels only see packed tensors.  Every ``fused`` node of
+the CPU (``llvm``); one anchored on a conv2d/dense the VDLA cannot run carries the ``reason``
+(from :func:`~compiler.graph.vdla_rules.gemm_unsupported_reason`).  Layout transforms are
+injective CPU ops, so they sit in the CPU kernels at the borders; the VDLA kernels only see
+packed tensors.  Every ``fused`` node of
 the result carries its ``target``.
 """
 
@@ -32,22 +34,26 @@ def _alu_capable(body: Graph, node: Node, chain_end: str) -> bool:
     return all(o.op == "input" and o.type.size == 1 for o in others) and node.type.shape == body.node(chain_end).type.shape
 
 
-def _vdla_prefix(body: Graph, cfg: HwConfig) -> list[str] | None:
-    """Names of the VDLA part of a fused body (the GEMM and its ALU chain), or None."""
+def _vdla_prefix(body: Graph, cfg: HwConfig) -> tuple[list[str] | None, str | None]:
+    """Names of the VDLA part of a fused body (the GEMM and its ALU chain), or None and -- when the
+    body has a conv2d/dense -- why it stays on the CPU."""
     gemms = [n for n in body.nodes if n.op in ("conv2d", "dense")]
     if len(gemms) != 1:
-        return None
+        return None, None
     g = gemms[0]
     types = [body.node(i).type for i in g.inputs]
-    if gemm_unsupported_reason(g, types, cfg) is not None or not is_packed_for(g, cfg):
-        return None
+    reason = gemm_unsupported_reason(g, types, cfg)
+    if reason is None and not is_packed_for(g, cfg):
+        reason = f"its layouts are not the packed layouts of config {cfg.name!r}"
+    if reason is not None:
+        return None, f"{g.op} {g.name!r}: {reason}"
     chain = [g.name]
     order = [n for n in body.nodes if n.op != "input"]
     for n in order[order.index(g) + 1:]:
         if body.consumers[chain[-1]] != (n.name,) or not _alu_capable(body, n, chain[-1]):
             break
         chain.append(n.name)
-    return chain
+    return chain, None
 
 
 def partition(graph: Graph, cfg: HwConfig) -> Graph:
@@ -60,9 +66,9 @@ def partition(graph: Graph, cfg: HwConfig) -> Graph:
         if n.op != "fused":
             raise GraphError(f"partition runs on a fused graph, but node {n.name!r} is a bare {n.op!r}; run fuse_ops first")
         body: Graph = n.attrs["body"]
-        prefix = _vdla_prefix(body, cfg)
+        prefix, reason = _vdla_prefix(body, cfg)
         if prefix is None:
-            rw.copy(n, target=CPU)
+            rw.copy(n, target=CPU, reason=reason)
             continue
         outer = dict(zip((p.name for p in body.input_nodes), (rw[i] for i in n.inputs)))
         if prefix[-1] == body.outputs[0]:
