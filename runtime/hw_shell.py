@@ -23,11 +23,12 @@ import numpy as np
 
 from runtime.backends.rtl import RtlTimeoutError
 from runtime.program import Program
+from simulator.errors import DeadlockError
 from vdla_hw import regmap
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.errors import UsageError
 from vdla_hw.harness.build import PROBE_SOURCES, TOP
-from vdla_hw.harness.hang import describe_machine
+from vdla_hw.harness.hang import describe_machine, describe_modules
 from vdla_hw.harness.py_dram import PinAxiDram
 from vdla_hw.harness.sim import DramLatency
 from vdla_hw import pyverilator_adapter
@@ -38,6 +39,12 @@ PROBE = "u_probe"
 """Instance name of the debug probe bound into ``vdla_top`` (vdla_debug_bind.sv)."""
 AXIL_TIMEOUT = 1000
 """Cycles an AXI-lite transfer may take (as the C++ harness)."""
+STALL_CHECK = 256
+"""Cycles between two looks of :meth:`HwShell.run`'s stall detector."""
+STALL_CYCLES = 4096
+"""Cycles without any movement after which :meth:`HwShell.run` reports a deadlock."""
+EXECUTING = 2
+"""``dbg_<module>_state`` of a module whose executor runs."""
 
 
 class HwShell:
@@ -240,16 +247,29 @@ class HwShell:
     def run(self, max_cycles: int = 200_000, max_seconds: float = 600.0) -> int:
         """Clock until ``done`` (FINISH retired); returns the design's CYCLES register.
 
-        Raises :class:`RtlTimeoutError` with the :meth:`state` report after ``max_cycles``
-        cycles or ``max_seconds`` seconds.
+        Watchdog: :class:`RtlTimeoutError` after ``max_cycles`` cycles or ``max_seconds``
+        seconds, :class:`DeadlockError` when for :data:`STALL_CYCLES` cycles no module executed,
+        no debug signal changed and DRAM was idle; both carry the :meth:`state` report.
         """
-        self._need_top("run")
+        dram = self._need_top("run")
         begin, deadline = self.cycle, time.monotonic() + max_seconds
+        last, still = None, 0
         while not self.peek("done"):
-            if self.cycle - begin >= max_cycles or time.monotonic() > deadline:
-                limit = f"{max_cycles:,} cycles" if self.cycle - begin >= max_cycles else f"{max_seconds:g} s"
+            ran = self.cycle - begin
+            if ran >= max_cycles or time.monotonic() > deadline:
+                limit = f"{max_cycles:,} cycles" if ran >= max_cycles else f"{max_seconds:g} s"
                 raise RtlTimeoutError(f"watchdog: done did not rise within {limit} (cycle {self.cycle:,})\n"
                                       f"{self.state()}")
+            if ran and ran % STALL_CHECK == 0:
+                debug = self.debug()
+                executing = any(v == EXECUTING for k, v in debug.items() if k.endswith("_state"))
+                moving = executing or dram.busy() or debug != last
+                still, last = (0 if moving else still + STALL_CHECK), debug
+                if still >= STALL_CYCLES:
+                    insns = self.program.instructions if self.program is not None else ()
+                    raise DeadlockError(f"the design stopped moving: for {STALL_CYCLES:,} cycles no module executed, "
+                                        f"no token or command moved and DRAM was idle (cycle {self.cycle:,})\n"
+                                        f"{self.state()}", describe_modules(insns, debug), debug)
             self.step()
         return (self.read_reg("CYCLES_HI") << 32) | self.read_reg("CYCLES_LO")
 

@@ -106,3 +106,24 @@ def test_adapter_reports_a_parseable_verilator_version_and_reads_root_members(tm
     )
     found = {(s.member, s.width) for s in internal_signals(header, "t")}
     assert found == {("t__DOT__u_a__DOT__state", 2), ("t__DOT__wide", 96)}
+
+
+@pytest.mark.slow
+def test_shell_run_reports_a_deadlock_with_each_module_state(capsys) -> None:
+    # load waits for a token from compute, compute for one from load.
+    code = (
+        "from runtime.program import ProgramBuilder\n"
+        "from vdla_hw.isa import MemType, Uop\n"
+        "pb = ProgramBuilder(cfg)\n"
+        "inp = pb.alloc('inp', 'inp', (4, cfg.block_in), np.ones((4, cfg.block_in), dtype=np.int8))\n"
+        "pb.load_uops(pb.uops([Uop(0, 0, 0)]))\n"
+        "pb.load(MemType.INP, 0, inp.addr, 1, 1, 1, pop_next=True)\n"
+        "pb.gemm(0, 1, pop_prev=True)\n"
+        "pb.finish()\n"
+        "load(pb.build()); start(); run()\n"
+    )
+    assert vdla(["hw", "shell", "--config", "tiny", "-c", code]) == 2
+    err = capsys.readouterr().err
+    assert "the design stopped moving" in err
+    assert "load: waiting to pop its tokens on instruction 1 (LOAD INP" in err
+    assert "compute: waiting to pop its tokens on instruction 2 (GEMM" in err
