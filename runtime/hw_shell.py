@@ -69,7 +69,8 @@ class HwShell:
         if top == TOP:
             lat = DramLatency.of(self.cfg)
             self.dram = PinAxiDram(self, self.cfg.bus_bytes, lat.read, lat.write)
-        self.reset()
+        if "rst_n" in self._signals:  # combinational modules (vdla_lut_mul) have no reset
+            self.reset()
 
     # ---- signals ----------------------------------------------------------------------------
     def _index_signals(self) -> dict[str, object]:
@@ -96,8 +97,10 @@ class HwShell:
             last = name.rsplit(".", 1)[-1]
             near = difflib.get_close_matches(name, self._signals, n=6, cutoff=0.6)
             near += [n for n in sorted(self._signals) if n.rsplit(".", 1)[-1] == last and n not in near][:6]
-            listed = ", ".join(near) if near else "none close"
-            raise UsageError(f"{self.top} has no signal {name!r}; similar names: {listed}",
+            names = sorted(self._signals)
+            listed = (f"similar names: {', '.join(near)}" if near else
+                      f"none is similar; its {len(names)} signals include: {', '.join(names[:12])}")
+            raise UsageError(f"{self.top} has no signal {name!r}; {listed}",
                              hint="list names with signals('part of a name'); hierarchy levels are separated by '.'")
         return sig
 
@@ -128,6 +131,8 @@ class HwShell:
     # ---- clock ------------------------------------------------------------------------------
     def step(self, cycles: int = 1) -> int:
         """Clock ``cycles`` cycles (the DRAM model answers on ``vdla_top``); returns the cycle count."""
+        if "clk" not in self._signals:
+            raise UsageError(f"{self.top} has no clk input to step", hint="poke its inputs and call eval()")
         for _ in range(cycles):
             self._settle()
             if self.dram is not None:

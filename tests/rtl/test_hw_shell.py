@@ -127,3 +127,15 @@ def test_shell_run_reports_a_deadlock_with_each_module_state(capsys) -> None:
     assert "the design stopped moving" in err
     assert "load: waiting to pop its tokens on instruction 1 (LOAD INP" in err
     assert "compute: waiting to pop its tokens on instruction 2 (GEMM" in err
+
+
+@pytest.mark.slow
+def test_shell_holds_any_module_alone(capsys) -> None:
+    # vdla_lut_mul (combinational, no clock): signed int8 product, -3 * 7.
+    code = "poke('x', 0xFD); poke('y', 7); eval(); print('P', peek('p'), signals())"
+    assert vdla(["hw", "shell", "--config", "tiny", "--top", "vdla_lut_mul", "-c", code]) == 0
+    out = capsys.readouterr().out
+    assert int(out.split("P ")[1].split()[0]) == (1 << 16) - 21  # p is 16 bits (XW + YW)
+    assert "['p', 'x', 'y']" in out
+    assert vdla(["hw", "shell", "--config", "tiny", "--top", "vdla_lut_mul", "-c", "step()"]) == 2
+    assert "has no clk input" in capsys.readouterr().err
