@@ -50,12 +50,14 @@ RTL_MODULES: tuple[str, ...] = (
     "vdla_alu",
     "vdla_compute",
     "vdla_store",
+    "vdla_axi_check",
     "vdla_top",
 )
 
-# Verilator options every build shares: C++20 for --timing with gcc 12, at most two
+# Verilator options every build shares: C++20 for --timing with gcc 12, the RTL's
+# simulation-only assertions checked (--assert, docs/rtl.md "Assertions"), at most two
 # compile jobs (the machine is shared).
-VERILATOR_BUILD_ARGS: tuple[str, ...] = ("-CFLAGS", "-std=c++20", "-Wno-fatal")
+VERILATOR_BUILD_ARGS: tuple[str, ...] = ("-CFLAGS", "-std=c++20", "-Wno-fatal", "--assert")
 BUILD_JOBS = 2
 
 
@@ -199,18 +201,20 @@ def build_dir(cfg: HwConfig | str, purpose: str, sources: Sequence[Path] | None 
 
 def cocotb_build(cfg: HwConfig | str, toplevel: str, *, modules: Sequence[str] = RTL_MODULES,
                  extra_sources: Sequence[Path] = (), parameters: Mapping[str, object] | None = None,
-                 build_args: Sequence[str] = (), waves: bool = False, purpose: str | None = None) -> tuple[Any, Path]:
+                 build_args: Sequence[str] = (), waves: bool = False, purpose: str | None = None,
+                 rtl_dir: Path | str | None = None) -> tuple[Any, Path]:
     """Build ``toplevel`` with cocotb's Verilator runner in a cached folder; returns ``(runner, build_dir)``.
 
     ``modules`` limits the design sources (module tests compile only what they need);
     ``extra_sources`` are appended after them (e.g. a test wrapper); ``parameters``
-    override top-level parameters (``-G``).
+    override top-level parameters (``-G``); ``rtl_dir`` takes the module files from
+    another folder (a modified copy of ``vdla_hw/rtl``).
     """
     from cocotb_tools.runner import get_runner
 
     cfg = load_config(cfg)
     use_tool_env()
-    sources = rtl_sources(cfg, modules) + [Path(s) for s in extra_sources]
+    sources = rtl_sources(cfg, modules, rtl_dir) + [Path(s) for s in extra_sources]
     params = dict(parameters or {})
     args = list(VERILATOR_BUILD_ARGS) + list(build_args) + (["--trace-fst"] if waves else [])
     key = {"toplevel": toplevel, "parameters": params, "args": args}

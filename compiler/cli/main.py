@@ -34,6 +34,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "cache",
     "pool",
     "tune",
+    "fpga",
 )
 
 

@@ -12,7 +12,9 @@ Faults: before simulating, the program is checked statically (:func:`check_progr
 of never-written SRAM or a protocol violation raises the same error, naming the same
 instruction, as on fsim and cycle -- the RTL itself has no range or written-ness checks
 and would run such a program to the end (see docs/rtl.md, "Faults"). Deadlocks and
-watchdog expiry are detected on the RTL itself.
+watchdog expiry are detected on the RTL itself, and so are broken invariants of the design:
+a failed RTL assertion stops the run with an ``RtlAssertionError`` (a DeviceFaultError
+naming the assertion, module and instance; docs/rtl.md, "Assertions").
 
 A watchdog bounds every run: when the cycle or wall-clock limit is reached, or the
 design stops moving (every module waits for tokens and nothing changes), the error

@@ -26,7 +26,7 @@ from vdla_hw.rtl_build import BUILD_JOBS, VERILATOR_BUILD_ARGS, RtlBuildError, b
 HARNESS_DIR = Path(__file__).resolve().parent
 PROBE_SOURCES: tuple[Path, ...] = (HARNESS_DIR / "vdla_debug_probe.sv", HARNESS_DIR / "vdla_debug_bind.sv")
 """The simulation-only debug probe and its bind into ``vdla_top`` (also used by the cocotb system tests)."""
-HARNESS_SOURCES: tuple[Path, ...] = (HARNESS_DIR / "harness.cpp", HARNESS_DIR / "axi_dram.h",
+HARNESS_SOURCES: tuple[Path, ...] = (HARNESS_DIR / "harness.cpp", HARNESS_DIR / "axi_dram.h", HARNESS_DIR / "vl_print_hook.h",
                                      HARNESS_DIR / "lz4_compat" / "lz4.h", *PROBE_SOURCES)
 TOP = "vdla_top"
 LIB_NAME = "libvdla_harness.so"
@@ -79,7 +79,8 @@ def harness_library(cfg: HwConfig | str, *, trace: bool = False, coverage: bool 
 
 def _verilator_flags(trace: bool, coverage: bool = False) -> list[str]:
     flags = ["--cc", "--exe", "-O3", "--top-module", TOP, *VERILATOR_BUILD_ARGS,
-             "-CFLAGS", "-fPIC", "-CFLAGS", f"-I{HARNESS_DIR}", "-LDFLAGS", "-shared", "-o", LIB_NAME]
+             "-CFLAGS", "-fPIC", "-CFLAGS", f"-I{HARNESS_DIR}", "-CFLAGS", "-DVL_VERILATED_INCLUDE='\"vl_print_hook.h\"'",
+             "-LDFLAGS", "-shared", "-o", LIB_NAME]
     if trace:
         flags += ["--trace-fst", "-CFLAGS", "-DVDLA_TRACE"]
     if coverage:

@@ -12,7 +12,9 @@
 // VDLA_PROBES(X) X(name, member, width) for every dbg_* signal of the debug probe bound
 // into it (vdla_debug_probe.sv), and VDLA_DONE_PORT names the done output, so this file
 // never hard-codes the design's widths or debug signals.
+#include <cstdarg>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -30,7 +32,36 @@
 #include "verilated_cov.h"
 #endif
 
+// Everything Verilator prints is echoed to stdout and kept, so a failed assertion's
+// message can be returned as the run's error (vl_print_hook.h routes VL_PRINTF here).
+static std::string g_vl_output;
+
+extern "C" int vdla_vl_printf(const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  char buf[2048];
+  const int n = std::vsnprintf(buf, sizeof buf, format, args);
+  va_end(args);
+  std::fputs(buf, stdout);
+  if (g_vl_output.size() < (1u << 16)) g_vl_output += buf;
+  return n;
+}
+
 namespace vdla {
+
+// The lines of Verilator's output that report a failed assertion (or another $error).
+inline std::string assertion_lines(const std::string& out) {
+  std::string lines;
+  size_t pos = 0;
+  while (pos < out.size()) {
+    size_t end = out.find('\n', pos);
+    if (end == std::string::npos) end = out.size();
+    const std::string line = out.substr(pos, end - pos);
+    if (line.find("%Error") != std::string::npos && line.find("Verilog $stop") == std::string::npos) lines += line + "\n";
+    pos = end + 1;
+  }
+  return lines.empty() ? out : lines;
+}
 
 // One port of the top, reachable by name for pin-level access and the debug snapshot.
 struct Port {
@@ -54,6 +85,9 @@ class Harness {
   Harness(uint32_t bus_bytes, DramTiming timing, const char* fst_path)
       : ctx_(std::make_unique<VerilatedContext>()), dram_(bus_bytes, timing) {
     ctx_->randReset(2);  // --x-initial unique: uninitialised state is random, not zero
+    // A failed assertion ($error) must not exit the host process: the run stops with an
+    // error instead (see tick()).
+    ctx_->fatalOnError(false);
     top_ = std::make_unique<Vvdla_top>(ctx_.get(), "vdla_top");
 #define VDLA_PORT(NAME, WIDTH) ports_.push_back(Port{#NAME, static_cast<void*>(&top_->NAME), storage_bytes(WIDTH)});
     VDLA_PORTS(VDLA_PORT)
@@ -87,6 +121,7 @@ class Harness {
 
   void reset(uint32_t cycles) {
     error_.clear();
+    g_vl_output.clear();
     idle_axil();
     // The DRAM model stays out of reset cycles: the design's outputs are not yet defined.
     top_->m_axi_arready = top_->m_axi_awready = top_->m_axi_wready = 0;
@@ -95,6 +130,14 @@ class Harness {
     for (uint32_t k = 0; k < cycles; ++k) eval_clock(0), eval_clock(1);
     top_->rst_n = 1;
     dram_.reset();
+  }
+
+  // An assertion that failed during an eval outside tick() (register access, pin-level path).
+  void check_assertions() {
+    if (ctx_->gotError() && error_.empty()) {
+      error_ = "RTL assertion failed at cycle " + std::to_string(cycle_) + ": " + assertion_lines(g_vl_output);
+      g_vl_output.clear();
+    }
   }
 
   // One clock cycle: drive the testbench's outputs, settle, sample handshakes, clock edge.
@@ -108,6 +151,10 @@ class Harness {
     top_->eval();
     dump(2 * cycle_ + 1);
     ++cycle_;
+    if (ctx_->gotError() && error_.empty()) {
+      error_ = "RTL assertion failed at cycle " + std::to_string(cycle_) + ": " + assertion_lines(g_vl_output);
+      g_vl_output.clear();
+    }
   }
 
   // Run until the done output rises, `max_cycles` pass or the DRAM model reports an error.
@@ -116,7 +163,7 @@ class Harness {
     for (uint64_t k = 0; k < max_cycles; ++k) {
       if (top_->VDLA_DONE_PORT) return 0;
       tick();
-      if (!dram_.error().empty()) return 2;
+      if (!error().empty()) return 2;
     }
     return top_->VDLA_DONE_PORT ? 0 : 1;
   }
@@ -182,6 +229,7 @@ class Harness {
     top_->eval();
     dump(2 * cycle_ + clk);
     if (clk) ++cycle_;
+    check_assertions();
   }
 
  private:

@@ -10,6 +10,7 @@ ctypes boundary a handful of times per program.  Pin-level access (:meth:`peek`,
 from __future__ import annotations
 
 import ctypes
+import re
 from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
@@ -38,6 +39,35 @@ class RunStatus(IntEnum):
 class HarnessError(DeviceFaultError):
     """The harness reported a problem: a DRAM access outside the image, an AXI protocol
     violation, or a control register that did not answer."""
+
+
+_ASSERTION_RE = re.compile(r"Assertion failed in (?P<path>\S+?)\.(?P<label>a_\w+): (?P<module>\w+) (?P=label): (?P<text>.*)")
+_CYCLE_RE = re.compile(r"^RTL assertion failed at cycle (\d+)")
+
+
+class RtlAssertionError(HarnessError):
+    """An assertion of the RTL (docs/rtl.md, "Assertions") failed during the simulation.
+
+    ``assertion`` is its label (e.g. ``a_fifo_overflow``), ``module`` the module that
+    declares it and ``instance`` the hierarchical path of the instance that fired.
+    """
+
+    def __init__(self, message: str) -> None:
+        match = _ASSERTION_RE.search(message)
+        cycle = _CYCLE_RE.match(message)
+        self.assertion = match["label"] if match else None
+        self.module = match["module"] if match else None
+        # Verilator names the model before the top module ("vdla_top.vdla_top.u_load"): drop the first.
+        self.instance = match["path"].split(".", 1)[-1] if match else None
+        if match:
+            at = f" at cycle {cycle[1]}" if cycle else ""
+            message = (f"RTL assertion {self.assertion} of {self.module} failed in {self.instance}{at}: "
+                       f"{match['text'].strip()}")
+        super().__init__(
+            message.strip(),
+            hint="the RTL broke an invariant it relies on (a design bug, or a program outside what the design "
+                 "supports); rerun with --fst OUT.fst and look at the cycle named above (docs/rtl.md, \"Assertions\")",
+        )
 
 
 @dataclass(frozen=True)
@@ -173,8 +203,8 @@ class RtlSim:
 
     # ---- control registers --------------------------------------------------------------
     def write_reg(self, name: str, value: int) -> None:
-        if self._lib.vh_reg_write(self._h, regmap.offset(name), value):
-            self._check()
+        self._lib.vh_reg_write(self._h, regmap.offset(name), value)
+        self._check()
 
     def read_reg(self, name: str) -> int:
         value = self._lib.vh_reg_read(self._h, regmap.offset(name))
@@ -247,5 +277,7 @@ class RtlSim:
         if not self._h:
             raise HarnessError("the harness could not be created")
         msg = self._lib.vh_error(self._h).decode()
+        if msg.startswith("RTL assertion failed"):
+            raise RtlAssertionError(msg)
         if msg:
             raise HarnessError(msg)

@@ -83,7 +83,7 @@ module vdla_axi_rd_arb #(
   end
 
   /* verilator lint_off PINCONNECTEMPTY */  // outputs this module does not need are left open
-  vdla_fifo #(.WIDTH(IW), .DEPTH(DMA_MAX_BURSTS)) u_route (
+  vdla_fifo #(.WIDTH(IW), .DEPTH(DMA_MAX_BURSTS), .STRICT_PUSH(1'b1), .STRICT_POP(1'b1)) u_route (
     .clk, .rst_n, .clear,
     .in_valid(grant), .in_ready(route_in_ready), .in_data(pick),
     .out_valid(route_valid), .out_ready(m_rvalid && m_rready && m_rlast), .out_data(route_head),

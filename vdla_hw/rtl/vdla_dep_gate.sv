@@ -98,6 +98,19 @@ module vdla_dep_gate #(
       endcase
     end
   end
+
+`ifndef SYNTHESIS
+  // Simulation-only invariants (Verilator --assert; yosys defines SYNTHESIS).
+  a_gate_cmd_stable: assert property (@(posedge clk) disable iff (!rst_n || clear)
+                                      cmd_valid && !cmd_ready |=> cmd_valid && $stable(cmd_insn))
+    else $error("vdla_dep_gate a_gate_cmd_stable: the command queue withdrew or changed an instruction before the gate took it");
+  a_gate_token_held: assert property (@(posedge clk) disable iff (!rst_n || clear)
+                                      (pop_prev_valid && !pop_prev_ready |=> pop_prev_valid)
+                                      and (pop_next_valid && !pop_next_ready |=> pop_next_valid))
+    else $error("vdla_dep_gate a_gate_token_held: a dependency token vanished from its queue before the gate popped it");
+  a_gate_exec_done: assert property (@(posedge clk) disable iff (!rst_n || clear) exec_done |-> state == S_EXEC)
+    else $error("vdla_dep_gate a_gate_exec_done: the executor reported done while no instruction was executing (state %0d)", state);
+`endif
 endmodule
 
 `default_nettype wire

@@ -133,7 +133,7 @@ module vdla_dma_rd #(
     logic [CNT_W-1:0]     left_after;
 
     /* verilator lint_off PINCONNECTEMPTY */  // outputs this module does not need are left open
-    vdla_fifo #(.WIDTH(LOG_K + CNT_W), .DEPTH(DMA_NARROW_ROWS)) u_info (
+    vdla_fifo #(.WIDTH(LOG_K + CNT_W), .DEPTH(DMA_NARROW_ROWS), .STRICT_PUSH(1'b1), .STRICT_POP(1'b1)) u_info (
       .clk, .rst_n, .clear,
       .in_valid(cmd_valid && cmd_ready), .in_ready(info_ready),
       .in_data({cmd_addr[LOG_BUS_BYTES-1:LOG_EB], cmd_count}),

@@ -102,7 +102,7 @@ module vdla_dma_wr #(
   logic [8:0] beats_now;
   logic       w_fire;
   /* verilator lint_off PINCONNECTEMPTY */  // outputs this module does not need are left open
-  vdla_fifo #(.WIDTH(9), .DEPTH(DMA_MAX_BURSTS)) u_len (
+  vdla_fifo #(.WIDTH(9), .DEPTH(DMA_MAX_BURSTS), .STRICT_PUSH(1'b1), .STRICT_POP(1'b1)) u_len (
     .clk, .rst_n, .clear,
     .in_valid(aw_valid && aw_ready), .in_ready(len_ready), .in_data(9'(burst)),
     .out_valid(len_valid), .out_ready(len_pop), .out_data(len_head), .count()
@@ -159,7 +159,7 @@ module vdla_dma_wr #(
     logic [BUS_BYTES-1:0] strb;
     logic                 el_fire, starting, closes;
 
-    vdla_fifo #(.WIDTH(LOG_K + CNT_W), .DEPTH(DMA_NARROW_ROWS)) u_info (
+    vdla_fifo #(.WIDTH(LOG_K + CNT_W), .DEPTH(DMA_NARROW_ROWS), .STRICT_PUSH(1'b1), .STRICT_POP(1'b1)) u_info (
       .clk, .rst_n, .clear,
       .in_valid(cmd_valid && cmd_ready), .in_ready(info_ready),
       .in_data({cmd_addr[LOG_BUS_BYTES-1:LOG_EB], cmd_count}),

@@ -67,7 +67,7 @@ module vdla_fetch (
     end
   end
 
-  vdla_fifo #(.WIDTH(INSN_BITS), .DEPTH(BUF_DEPTH)) u_buf (
+  vdla_fifo #(.WIDTH(INSN_BITS), .DEPTH(BUF_DEPTH), .STRICT_PUSH(1'b1)) u_buf (
     .clk, .rst_n, .clear,
     .in_valid(el_valid), .in_ready(el_ready), .in_data(el_data),
     .out_valid(buf_valid), .out_ready(buf_ready), .out_data(insn),

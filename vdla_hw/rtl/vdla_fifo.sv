@@ -6,11 +6,20 @@
 // is visible at the output in cycle t+2. `count` counts every entry held, including
 // the one in the output register; the FIFO accepts while count < DEPTH, so it holds
 // exactly DEPTH entries as the queue depths of the config say.
+//
+// STRICT_PUSH / STRICT_POP declare that the producer only pushes when there is room and
+// the consumer only pops when there is an entry (they keep count themselves); the
+// simulation-only assertions then flag a push into a full FIFO (overflow) or a pop of an
+// empty one (underflow). See docs/rtl.md, "Assertions".
 `default_nettype none
 
 module vdla_fifo #(
   parameter int WIDTH = 8,
-  parameter int DEPTH = 4
+  parameter int DEPTH = 4,
+  /* verilator lint_off UNUSEDPARAM */  // read only by the simulation-only assertions
+  parameter bit STRICT_PUSH = 1'b0,
+  parameter bit STRICT_POP = 1'b0
+  /* verilator lint_on UNUSEDPARAM */
 ) (
   input  wire logic                       clk,
   input  wire logic                       rst_n,
@@ -69,6 +78,19 @@ module vdla_fifo #(
       else if (out_ready) out_valid <= 1'b0;
     end
   end
+
+`ifndef SYNTHESIS
+  // Simulation-only invariants (Verilator --assert; yosys defines SYNTHESIS).
+  a_fifo_overflow: assert property (@(posedge clk) disable iff (!rst_n || clear) STRICT_PUSH && in_valid |-> in_ready)
+    else $error("vdla_fifo a_fifo_overflow: push into a full FIFO (%0d/%0d entries) whose producer relies on room", count, DEPTH);
+  a_fifo_underflow: assert property (@(posedge clk) disable iff (!rst_n || clear) STRICT_POP && out_ready |-> out_valid)
+    else $error("vdla_fifo a_fifo_underflow: pop of an empty FIFO whose consumer relies on an entry");
+  a_fifo_in_stable: assert property (@(posedge clk) disable iff (!rst_n || clear)
+                                     in_valid && !in_ready |=> in_valid && $stable(in_data))
+    else $error("vdla_fifo a_fifo_in_stable: the producer withdrew or changed a push before the FIFO accepted it");
+  a_fifo_count: assert property (@(posedge clk) disable iff (!rst_n || clear) count <= CNT_W'(DEPTH) && stored <= CNT_W'(DEPTH))
+    else $error("vdla_fifo a_fifo_count: the FIFO counts %0d entries, more than its depth %0d", count, DEPTH);
+`endif
 endmodule
 
 `default_nettype wire

@@ -129,7 +129,7 @@ module vdla_store (
     end
   end
 
-  vdla_fifo #(.WIDTH(OUT_ELEM_BITS), .DEPTH(ELEM_FIFO)) u_elems (
+  vdla_fifo #(.WIDTH(OUT_ELEM_BITS), .DEPTH(ELEM_FIFO), .STRICT_PUSH(1'b1)) u_elems (
     .clk, .rst_n, .clear,
     .in_valid(rd_pending), .in_ready(), .in_data(rd_data),  // rd_en leaves room
     .out_valid(el_valid), .out_ready(el_ready), .out_data(el_data),

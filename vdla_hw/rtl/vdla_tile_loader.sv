@@ -113,6 +113,15 @@ module vdla_tile_loader #(
       end
     end
   end
+
+`ifndef SYNTHESIS
+  // Simulation-only invariant (Verilator --assert; yosys defines SYNTHESIS): the SRAM
+  // address wraps at DEPTH, so a block that does not fit would overwrite the buffer's start.
+  a_tile_sram_range: assert property (@(posedge clk) disable iff (!rst_n || clear)
+                                      start |-> 64'(insn.sram_base) + 64'(y_end) * 64'(x_end) <= 64'(DEPTH))
+    else $error("vdla_tile_loader a_tile_sram_range: a %0d x %0d block from SRAM index %0d runs past the %0d-entry buffer",
+                y_end, x_end, insn.sram_base, DEPTH);
+`endif
 endmodule
 
 `default_nettype wire

@@ -288,6 +288,16 @@ module vdla_top (
   assign m_axi_awsize  = 3'(LOG_BUS_BYTES);
   assign m_axi_awburst = BURST_INCR;
   /* verilator lint_on PINCONNECTEMPTY */
+
+`ifndef SYNTHESIS
+  // The AXI burst rules above, checked in every simulation (docs/rtl.md, "Assertions").
+  vdla_axi_check u_axi_check (
+    .clk, .rst_n, .clear,
+    .ar_valid(m_axi_arvalid), .ar_ready(m_axi_arready), .ar_addr(m_axi_araddr), .ar_len(m_axi_arlen),
+    .aw_valid(m_axi_awvalid), .aw_ready(m_axi_awready), .aw_addr(m_axi_awaddr), .aw_len(m_axi_awlen),
+    .w_valid(m_axi_wvalid), .w_ready(m_axi_wready), .w_data(m_axi_wdata), .w_strb(m_axi_wstrb), .w_last(m_axi_wlast)
+  );
+`endif
 endmodule
 
 `default_nettype wire

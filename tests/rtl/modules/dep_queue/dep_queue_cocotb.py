@@ -48,6 +48,14 @@ class Side:
             await RisingEdge(self.dut.clk)
 
 
+def quiet(dut) -> None:
+    """Drop the executors' and queues' inputs a previous test may have left high: a done
+    pulse while the gate is idle breaks the executor contract (a_gate_exec_done)."""
+    for side in ("a", "b"):
+        getattr(dut, f"{side}_exec_done").value = 0
+        getattr(dut, f"{side}_cmd_valid").value = 0
+
+
 async def count_cycles(dut, clock: list[int]) -> None:
     while True:
         await RisingEdge(dut.clk)
@@ -65,6 +73,7 @@ async def tokens_order_the_two_streams(dut):
     a_flags = [DepFlags(push_next=True, pop_next=k >= depth) for k in range(n)]
     b_flags = [DepFlags(pop_prev=True, push_prev=True) for _ in range(n)]
     clock = [0]
+    quiet(dut)
     await start(dut)
     a = Side(dut, "a", a_flags, rng, cfg.isa)
     b = Side(dut, "b", b_flags, rng, cfg.isa)
@@ -96,6 +105,7 @@ async def full_queue_blocks_the_push(dut):
     rng = random.Random(5)
     n = depth + 3
     clock = [0]
+    quiet(dut)
     await start(dut)
     a = Side(dut, "a", [DepFlags(push_next=True)] * n, rng, cfg.isa)
     b = Side(dut, "b", [DepFlags(pop_prev=True)] * n, rng, cfg.isa)

@@ -22,12 +22,13 @@ async def random_traffic_keeps_order_and_capacity(dut):
     sent: list[int] = []
     got: list[int] = []
     held = 0  # entries the FIFO holds, from the handshakes seen so far
+    waiting = None  # a push the FIFO has not accepted: valid/ready keeps it offered, unchanged
     for cycle in range(3000):
         # Phases: fill up (never pop), drain, then random traffic.
         phase = (cycle // 200) % 3
-        push = rng.random() < (0.9 if phase == 0 else 0.1 if phase == 1 else 0.6)
+        push = waiting is not None or rng.random() < (0.9 if phase == 0 else 0.1 if phase == 1 else 0.6)
         pop = rng.random() < (0.0 if phase == 0 else 0.9 if phase == 1 else 0.6)
-        data = rng.getrandbits(width)
+        data = waiting if waiting is not None else rng.getrandbits(width)
         dut.in_valid.value = int(push)
         dut.in_data.value = data
         dut.out_ready.value = int(pop)
@@ -38,6 +39,7 @@ async def random_traffic_keeps_order_and_capacity(dut):
         if push and in_ready:
             sent.append(data)
             held += 1
+        waiting = data if push and not in_ready else None
         if pop and out_valid:
             got.append(int(dut.out_data.value))
             held -= 1

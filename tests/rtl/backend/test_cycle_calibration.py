@@ -1,0 +1,38 @@
+"""The cycle model stays calibrated against the RTL: on ``tiny``, every system-test program's
+cycle-model count, and a tiled GEMM's with two virtual threads (latency hiding), is within
+5% of the Verilated design's (runtime.calibration; the full table over every preset is
+bench/rtl_vs_cycle.py)."""
+
+from __future__ import annotations
+
+import pytest
+from rtl_configs import configs_under_test
+
+from runtime.calibration import TARGET, calibrate
+from runtime.program import Program
+from runtime.system_programs import build_case, case_names
+from runtime.workloads import tiled_gemm_program
+from vdla_hw.config import load_config
+
+RANDOMS = 4
+TILED = "tiled_gemm_8x64x48_vt2"
+
+
+def _program(cfg, case: str) -> Program:
+    if case == TILED:
+        return tiled_gemm_program(cfg, 8, 64, 48, virtual_threads=2, seed=1)[0]
+    return build_case(cfg, case)
+
+
+@pytest.fixture(scope="module", params=configs_under_test(["tiny"]))
+def tiny(request):
+    return load_config(request.param)
+
+
+@pytest.mark.parametrize("case", case_names(RANDOMS) + [TILED])
+def test_cycle_model_within_target_of_rtl(tiny, case: str) -> None:
+    row = calibrate(case, _program(tiny, case))
+    assert row.within_target, (
+        f"{tiny.name}/{case}: cycle model {row.cycle_model_cycles:,} vs RTL {row.rtl_cycles:,} cycles, "
+        f"error {row.error:+.1%} exceeds {TARGET:.0%}; recalibrate the cycle model's timing (docs/rtl.md, "
+        f"\"Instruction timing\") or fix the RTL, then check bench/rtl_vs_cycle.py")

@@ -1,0 +1,61 @@
+"""RTL assertions in the Verilator harness: a failed one stops the run with a DeviceFaultError
+naming the assertion, the module and the instance (docs/rtl.md, "Assertions")."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from rtl_configs import configs_under_test
+
+from runtime import run
+from runtime.program import ProgramBuilder
+from runtime.system_programs import build_case
+from vdla_hw.config import load_config
+from vdla_hw.errors import DeviceFaultError
+from vdla_hw.harness import RtlSim
+from vdla_hw.harness.sim import RtlAssertionError
+from vdla_hw.isa import MemType
+from vdla_hw.rtl_build import RTL_DIR
+
+
+@pytest.fixture(scope="module", params=configs_under_test(["tiny"]))
+def tiny(request):
+    return load_config(request.param)
+
+
+def test_sram_overrun_trips_the_tile_loader_assertion(tiny) -> None:
+    """A LOAD whose block runs past the input buffer (the pre-check would reject it, so the
+    program goes to the harness directly) stops at the assertion instead of wrapping."""
+    pb = ProgramBuilder(tiny)
+    inp = pb.alloc("inp", "inp", (2, tiny.block_in), np.ones((2, tiny.block_in), dtype=np.int8))
+    pb.load(MemType.INP, tiny.inp_buff_depth - 1, inp.addr, 1, 2, 2)
+    pb.finish()
+    program = pb.build()
+    with RtlSim(tiny) as sim:
+        sim.load_dram(program.dram)
+        with pytest.raises(RtlAssertionError) as info:
+            sim.start(program.insn_addr, program.insn_count)
+            sim.run(100_000)
+    err = info.value
+    assert isinstance(err, DeviceFaultError)
+    assert (err.assertion, err.module) == ("a_tile_sram_range", "vdla_tile_loader")
+    assert err.instance is not None and err.instance.endswith("u_load.u_inp")
+    assert f"runs past the {tiny.inp_buff_depth}-entry buffer" in str(err)
+    assert err.hint and "Assertions" in err.hint
+
+
+@pytest.mark.slow
+def test_rtl_backend_reports_a_broken_design(tiny, tmp_path) -> None:
+    """The rtl backend on a mutant RTL whose write engine puts WLAST on the wrong beat: the
+    AXI checker's assertion fires before the DRAM model sees the burst end."""
+    rtl = tmp_path / "rtl"
+    shutil.copytree(RTL_DIR, rtl)
+    dma_wr = rtl / "vdla_dma_wr.sv"
+    text = dma_wr.read_text()
+    assert "assign w_last    = beats_now == 9'd1;" in text
+    dma_wr.write_text(text.replace("assign w_last    = beats_now == 9'd1;", "assign w_last    = beats_now == 9'd2;"))
+    with pytest.raises(RtlAssertionError) as info:
+        run(build_case(tiny, "gemm"), "rtl", rtl_dir=str(rtl))
+    assert (info.value.assertion, info.value.module) == ("a_axi_wlast", "vdla_axi_check")

@@ -1,0 +1,155 @@
+"""The FPGA boards ``vdla fpga build`` targets: one table, the only place a board is described.
+
+A :class:`Board` names its FPGA part and the *flow* that builds a bitstream for it. The flow is
+the name of a module in this package (``vdla_hw.fpga.<flow>``) with a function
+
+    ``build(board: Board, cfg: HwConfig, out_dir: Path, *, run: bool) -> BuildResult``
+
+that writes the project for ``cfg`` into ``out_dir`` and, when ``run`` is true and its tools are
+installed, runs it (raising :class:`~vdla_hw.errors.ToolchainError` naming the missing tool
+otherwise). The Zynq boards use the ``vivado`` flow and carry a :class:`ZynqPs` (the processing
+system and its ports); a board of another flow (e.g. an open ECP5 flow) leaves ``ps`` unset and
+adds its own fields in its flow module, keyed by the board name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vdla_hw.errors import UsageError
+
+
+@dataclass(frozen=True)
+class ZynqPs:
+    """A Zynq processing system as Vivado's IP integrator sees it.
+
+    Everything the common Tcl (``fpga_scripts/vivado/build.tcl``) needs to know that differs between
+    the Zynq-7000 PS (``processing_system7``) and the Zynq UltraScale+ MPSoC PS (``zynq_ultra_ps_e``):
+    the IP, the properties that enable the ports and set the fabric clock, and the port and pin names.
+    """
+
+    ip: str
+    """IP name (VLNV without version: the installed Vivado's version is used)."""
+    automation_rule: str
+    """The ``apply_bd_automation`` rule that applies the board preset (DDR, MIO) to the PS."""
+    external_intfs: tuple[str, ...]
+    """PS interfaces made external by the automation (the Zynq-7000's DDR and fixed I/O)."""
+    clock_prop: str
+    """PS property: requested frequency (MHz) of the fabric clock that drives the accelerator."""
+    actual_clock_prop: str
+    """PS property: the frequency the PS's PLL dividers actually give (read back, reported)."""
+    enable_props: tuple[tuple[str, str], ...]
+    """PS properties that enable the GP master, the HP slave and the fabric interrupt."""
+    hp_width_prop: str
+    """PS property: data width of the HP slave port."""
+    hp_widths: tuple[int, ...]
+    """Data widths the HP port supports; the interconnect converts the accelerator's bus to the
+    widest one that is not wider than it."""
+    gp_intf: str
+    """General-purpose AXI master: the accelerator's AXI-lite control registers hang off it."""
+    hp_intf: str
+    """High-performance AXI slave: the accelerator's AXI4 master reaches DRAM through it."""
+    clk_pin: str
+    rstn_pin: str
+    gp_aclk_pin: str
+    hp_aclk_pin: str
+    irq_pin: str
+    address_space: str
+    """The PS's master address space (the GP port's view) where the registers are mapped."""
+    reg_base: int
+    """Base address of the control registers in the GP port's window."""
+
+    def hp_width(self, bus_width: int) -> int:
+        """HP port width for an accelerator bus of ``bus_width`` bits."""
+        fitting = [w for w in self.hp_widths if w <= bus_width]
+        return max(fitting) if fitting else min(self.hp_widths)
+
+
+ZYNQ7000_PS = ZynqPs(
+    ip="processing_system7",
+    automation_rule="xilinx.com:bd_rule:processing_system7",
+    external_intfs=("FIXED_IO", "DDR"),
+    clock_prop="PCW_FPGA0_PERIPHERAL_FREQMHZ",
+    actual_clock_prop="PCW_ACT_FPGA0_PERIPHERAL_FREQMHZ",
+    enable_props=(("PCW_USE_M_AXI_GP0", "1"), ("PCW_USE_S_AXI_HP0", "1"),
+                  ("PCW_USE_FABRIC_INTERRUPT", "1"), ("PCW_IRQ_F2P_INTR", "1")),
+    hp_width_prop="PCW_S_AXI_HP0_DATA_WIDTH",
+    hp_widths=(32, 64),
+    gp_intf="M_AXI_GP0",
+    hp_intf="S_AXI_HP0",
+    clk_pin="FCLK_CLK0",
+    rstn_pin="FCLK_RESET0_N",
+    gp_aclk_pin="M_AXI_GP0_ACLK",
+    hp_aclk_pin="S_AXI_HP0_ACLK",
+    irq_pin="IRQ_F2P",
+    address_space="Data",
+    reg_base=0x43C0_0000,
+)
+
+ZYNQMP_PS = ZynqPs(
+    ip="zynq_ultra_ps_e",
+    automation_rule="xilinx.com:bd_rule:zynq_ultra_ps_e",
+    external_intfs=(),
+    clock_prop="PSU__CRL_APB__PL0_REF_CTRL__FREQMHZ",
+    actual_clock_prop="PSU__CRL_APB__PL0_REF_CTRL__ACT_FREQMHZ",
+    # HPM0_FPD on (GP0), HPM1_FPD and HPM0_LPD off (their clocks would otherwise need driving),
+    # HP0_FPD (S_AXI_GP2) on, PL-to-PS interrupt group 0 on.
+    enable_props=(("PSU__USE__M_AXI_GP0", "1"), ("PSU__USE__M_AXI_GP1", "0"), ("PSU__USE__M_AXI_GP2", "0"),
+                  ("PSU__USE__S_AXI_GP2", "1"), ("PSU__USE__IRQ0", "1")),
+    hp_width_prop="PSU__SAXIGP2__DATA_WIDTH",
+    hp_widths=(32, 64, 128),
+    gp_intf="M_AXI_HPM0_FPD",
+    hp_intf="S_AXI_HP0_FPD",
+    clk_pin="pl_clk0",
+    rstn_pin="pl_resetn0",
+    gp_aclk_pin="maxihpm0_fpd_aclk",
+    hp_aclk_pin="saxihp0_fpd_aclk",
+    irq_pin="pl_ps_irq0",
+    address_space="Data",
+    reg_base=0xA000_0000,
+)
+
+
+@dataclass(frozen=True)
+class Board:
+    """One FPGA board: its name on the command line, its part and the flow that builds for it."""
+
+    name: str
+    title: str
+    part: str
+    flow: str
+    """Module of ``vdla_hw.fpga`` that builds for this board (``vivado``, ...)."""
+    board_part: str = ""
+    """Vivado board-file pattern (``get_board_parts``); used for the PS preset when installed."""
+    ps: ZynqPs | None = None
+    notes: tuple[str, ...] = field(default=())
+    """What a user of the real board should know (shown by ``vdla fpga boards``)."""
+
+    @property
+    def scripts_dir(self) -> Path:
+        """This board's folder under ``fpga_scripts/``."""
+        return FPGA_SCRIPTS_DIR / self.name.replace("-", "_")
+
+
+FPGA_SCRIPTS_DIR = Path(__file__).resolve().parents[2] / "fpga_scripts"
+
+BOARDS: dict[str, Board] = {b.name: b for b in (
+    Board("pynq-z2", "TUL PYNQ-Z2 (Zynq-7020)", "xc7z020clg400-1", "vivado",
+          board_part="*:pynq-z2:*", ps=ZYNQ7000_PS,
+          notes=("512 MiB DDR3 behind HP0; the accelerator's 32-bit master sees it from 0x0",)),
+    Board("ultra96-v2", "Avnet Ultra96-V2 (Zynq UltraScale+ ZU3EG)", "xczu3eg-sbva484-1-e", "vivado",
+          board_part="*:ultra96v2:*", ps=ZYNQMP_PS,
+          notes=("2 GiB LPDDR4; HP0_FPD maps the low 2 GiB, which the 32-bit master reaches",)),
+    Board("zcu104", "AMD ZCU104 (Zynq UltraScale+ ZU7EV)", "xczu7ev-ffvc1156-2-e", "vivado",
+          board_part="*:zcu104:*", ps=ZYNQMP_PS,
+          notes=("2 GiB PS DDR4; HP0_FPD maps the low 2 GiB, which the 32-bit master reaches",)),
+)}
+
+
+def get_board(name: str) -> Board:
+    """The board called ``name``; a :class:`UsageError` lists the known boards otherwise."""
+    try:
+        return BOARDS[name]
+    except KeyError:
+        raise UsageError(f"unknown board {name!r}", hint=f"choose one of: {', '.join(BOARDS)}") from None

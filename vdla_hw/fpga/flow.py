@@ -1,0 +1,36 @@
+"""One entry point for every board's bitstream flow: :func:`build_bitstream` picks it from the board table."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vdla_hw.config import HwConfig, load_config
+from vdla_hw.fpga.boards import get_board
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What a flow wrote and, when it ran, what it produced."""
+
+    board: str
+    config: str
+    """The config's label (``'name' (digest)``)."""
+    project_dir: Path
+    ran: bool
+    """True when the tools ran and the bitstream exists; False when only the project was written."""
+    run_hint: str
+    """The shell command that builds the written project (on a machine with the tools)."""
+    outputs: dict[str, Path] = field(default_factory=dict)
+    """Produced files by name (bitstream, reports ...); empty when not run."""
+    summary: dict[str, str] = field(default_factory=dict)
+    """Figures the flow reports (clock, slack, resources ...) as text; empty when not run."""
+
+
+def build_bitstream(board_name: str, config: HwConfig | str, out_dir: Path, *, run: bool = True) -> BuildResult:
+    """Write (and with ``run``, build) the project of ``config`` for the board called ``board_name``."""
+    board = get_board(board_name)
+    cfg = load_config(config)
+    flow = importlib.import_module(f"vdla_hw.fpga.{board.flow}")
+    return flow.build(board, cfg, Path(out_dir), run=run)
