@@ -174,3 +174,64 @@ def _test(args: argparse.Namespace) -> int:
     print(" ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), shlex.join(cmd)]), flush=True)
     repo = Path(cmd[3]).parent.parent
     return subprocess.call(cmd, cwd=repo, env={**os.environ, **env})
+
+
+@subcommand
+def _shell_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("shell", help="a Python prompt holding the Verilated design (pyverilator): peek, poke, step, "
+                                     "load and run programs, print queue and token state")
+    p.add_argument("--config", default="tiny", help="preset name or config .json path (default: tiny)")
+    p.add_argument("--top", default="vdla_top", help="RTL module to load (default: vdla_top, the accelerator; the "
+                                                     "program helpers need it)")
+    p.add_argument("--load", metavar="PROGRAM", help="a saved program (.vdla) to load into DRAM first")
+    run = p.add_mutually_exclusive_group()
+    run.add_argument("-c", dest="code", metavar="CODE", help="run CODE in the shell's namespace instead of a prompt")
+    run.add_argument("--script", metavar="FILE", help="run the Python file FILE in the shell's namespace")
+    p.set_defaults(func=_shell)
+
+
+SHELL_BANNER = """vdla hw shell: {top} on config {config} (pyverilator)
+  hw                     the HwShell (runtime/hw_shell.py); its methods are also plain names:
+  peek(name) poke(name, v) step(n) eval() reset() signals('part')    any port or dotted internal signal
+  load(program|path) start() run(max_cycles) state() read(buffer) read_dram(off, n) write_reg(r, v) read_reg(r)
+  cfg, np, Program, tiled_gemm_program(cfg, m, k, n), fsim(program)  (fsim(program).dram: the reference DRAM)"""
+
+
+def shell_namespace(shell: "object") -> dict[str, object]:
+    """The names a ``vdla hw shell`` session starts with."""
+    import numpy as np
+
+    from runtime import Program, run
+    from runtime.workloads import tiled_gemm_program
+
+    names = ("peek", "poke", "step", "eval", "reset", "signals", "load", "start", "run", "state", "read",
+             "read_dram", "write_reg", "read_reg", "debug")
+    ns: dict[str, object] = {n: getattr(shell, n) for n in names}
+    ns.update(hw=shell, cfg=getattr(shell, "cfg"), np=np, Program=Program, tiled_gemm_program=tiled_gemm_program,
+              fsim=lambda program: run(program, backend="fsim"))
+    return ns
+
+
+def _shell(args: argparse.Namespace) -> int:
+    import code
+
+    from runtime.hw_shell import HwShell
+
+    script = None
+    if args.script:
+        path = Path(args.script)
+        if not path.is_file():
+            raise UsageError(f"script {args.script!r} does not exist", hint="give the path of a Python file")
+        script = (path.read_text(), str(path))
+    elif args.code is not None:
+        script = (args.code, "<-c>")
+    cfg = load_config(args.config)
+    shell = HwShell(cfg, top=args.top)
+    if args.load:
+        shell.load(args.load)
+    ns = shell_namespace(shell)
+    if script is not None:
+        exec(compile(script[0], script[1], "exec"), ns)  # the user's own code, as `python -c`
+        return 0
+    code.interact(banner=SHELL_BANNER.format(top=shell.top, config=cfg.name), local=ns, exitmsg="")
+    return 0
