@@ -35,7 +35,7 @@ from compiler.graph.ops import lower, register_lowering
 from compiler.schedule import Schedule, create_schedule
 from compiler.te import ComputeOp, PlaceholderOp, Tensor
 from compiler.tir import op as tir
-from compiler.tir.ir import PrimExpr, PrimFunc, const
+from compiler.tir.ir import IterVar, PrimExpr, PrimFunc, const
 from compiler.tir.pipeline import lower as lower_tir
 from compiler.topi.utils import schedule_elementwise, vector_lanes
 
@@ -92,6 +92,25 @@ def _bcast(t: Tensor, idx: Sequence[PrimExpr]) -> PrimExpr:
 
 def _out_shape(node: Node) -> tuple[int, ...]:
     return node.type.shape
+
+
+def reduced_index(rank: int, axes: Sequence[int], rs: Sequence[IterVar], keepdims: bool
+                  ) -> Callable[[Sequence[PrimExpr]], tuple[PrimExpr, ...]]:
+    """The input index of a reduction over ``axes``: output indices with the reduce axes ``rs``
+    put in at ``axes`` (an output index of a kept, size-1 reduced dimension is skipped)."""
+    def full(i: Sequence[PrimExpr]) -> tuple[PrimExpr, ...]:
+        it = iter(i)
+        out: list[PrimExpr] = []
+        for d in range(rank):
+            if d in axes:
+                out.append(rs[axes.index(d)])
+                if keepdims:
+                    next(it)
+            else:
+                out.append(next(it))
+        return tuple(out)
+
+    return full
 
 
 def _elementwise(node: Node, fn: Callable[..., PrimExpr], *xs: Tensor) -> Tensor:

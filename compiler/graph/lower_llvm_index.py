@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 
 from compiler import te
 from compiler.graph.ir import Node
-from compiler.graph.lower_llvm import Operand, _bcast, _c, _elementwise, _out_shape, _shape
+from compiler.graph.lower_llvm import Operand, _bcast, _c, _elementwise, _out_shape, _shape, reduced_index
 from compiler.graph.ops import register_lowering
 from compiler.te import Tensor
 from compiler.tir import op as tir
@@ -53,22 +53,11 @@ def _sum(node: Node, xs: Sequence[Operand]) -> Tensor:
     shape, axes, keep = _shape(x), sorted(node.attrs["axes"]), bool(node.attrs["keepdims"])
     acc = "float64" if x.dtype.startswith("float") else x.dtype
 
-    def full(i: Sequence[PrimExpr]) -> tuple[PrimExpr, ...]:
-        it = iter(i)
-        out = []
-        for d in range(len(shape)):
-            if d in axes:
-                out.append(rs[axes.index(d)])
-                if keep:
-                    next(it)
-            else:
-                out.append(next(it))
-        return tuple(out)
-
     out_shape = _out_shape(node)
     if any(shape[a] == 0 for a in axes):
         return te.compute(out_shape, lambda *i: _c(0, x.dtype), name=node.name)  # the empty sum
     rs = [te.reduce_axis(shape[a], f"r{a}") for a in axes]
+    full = reduced_index(len(shape), axes, rs, keep)
     if acc == x.dtype:
         return te.compute(out_shape, lambda *i: te.sum(x[full(i)], axis=rs), name=node.name)
     sums = te.compute(out_shape, lambda *i: te.sum(x[full(i)].astype(acc), axis=rs), name=f"{node.name}_acc")

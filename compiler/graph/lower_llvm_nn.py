@@ -21,7 +21,7 @@ from compiler import te, topi
 from compiler.autotune import dispatch
 from compiler.graph.ir import Node
 from compiler.graph.layout import parse_layout, unpack
-from compiler.graph.lower_llvm import KernelBuilder, Operand, _c, _out_shape, _relayout, _shape
+from compiler.graph.lower_llvm import KernelBuilder, Operand, _c, _out_shape, _relayout, _shape, reduced_index
 from compiler.graph.ops import register_lowering
 from compiler.te import Tensor
 from compiler.tir import op as tir
@@ -359,19 +359,7 @@ def _mean(node: Node, x: Tensor, axes: Sequence[int], keepdims: bool) -> Tensor:
     shape = _shape(x)
     rs = [te.reduce_axis(shape[a], f"r{a}") for a in axes]
     count = float(np.prod([shape[a] for a in axes]))
-
-    def full(i: Sequence[PrimExpr]) -> tuple[PrimExpr, ...]:
-        it = iter(i)
-        out = []
-        for d in range(len(shape)):
-            if d in axes:
-                out.append(rs[axes.index(d)])
-                if keepdims:
-                    next(it)
-            else:
-                out.append(next(it))
-        return tuple(out)
-
+    full = reduced_index(len(shape), axes, rs, keepdims)
     out_shape = node.type.shape
     sums = te.compute(out_shape, lambda *i: te.sum(x[full(i)].astype("float64"), axis=rs), name=f"{node.name}_sum")
     return te.compute(out_shape, lambda *i: (sums[i] / _c(count, "float64")).astype(x.dtype), name=node.name)
