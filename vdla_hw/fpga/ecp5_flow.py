@@ -16,13 +16,13 @@ outside ``/tmp`` with relative paths.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -183,21 +183,10 @@ def work_dir(cfg: HwConfig, board: Ecp5Board) -> Path:
     return path
 
 
-@contextmanager
-def _chdir(path: Path) -> Iterator[None]:
-    import os
-
-    old = Path.cwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(old)
-
 
 def _run_tool(name: str, fn: Callable[[list[str]], int], args: list[str], work: Path, log: Path | None) -> None:
     """Run one YoWASP tool in ``work``; on failure name the last ERROR line of its ``log``."""
-    with _chdir(work):
+    with contextlib.chdir(work):
         rc = fn(args)
     if rc != 0:
         lines = log.read_text(errors="replace").splitlines() if log is not None and log.exists() else []
