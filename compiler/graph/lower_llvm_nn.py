@@ -4,6 +4,8 @@ pooling and means (the element-wise and data-movement ones live in :mod:`compile
 Float conv2d with constant weights runs topi's blocked NCHWc micro-kernel (weights blocked at
 compile time); data and output in ``NCHW{c}c`` (what the ``cpu_layout`` pass gives eligible
 convs) are used as they are, plain NCHW ones are blocked / unblocked inside the same kernel.
+Grouped convs take the same micro-kernel with channel blocks inside a group (the output channels
+of a group are the vector); depthwise ones (one channel per group) topi's depthwise schedule.
 Float dense with constant weights runs topi's ``dense_pack``; pooling (NCHW or NCHWc) and
 softmax over the last axis use topi's schedules.  Every other case (integer operands, packed layouts, groups, dilation,
 ceil mode, ...) is a plain reduction with the reference's exact semantics.
@@ -120,14 +122,16 @@ def _fast_conv2d(node: Node, x: Tensor, weight: np.ndarray, bias: Tensor | None,
 
     ``in_block``/``out_block`` are the channel blocks of the data and output layouts (1 = NCHW): a
     blocked operand is used as it is, a plain one is blocked (data) or unblocked (output) in the kernel.
+    With groups, the blocks divide the channels per group (:func:`_grouped_blocks_fit`).
     """
     a = node.attrs
+    groups = a["groups"]
     shape = _shape(x)
     n, h, w = shape[0], shape[2], shape[3]
     c = shape[1] * in_block
-    o = weight.shape[0]
-    ib = in_block if in_block > 1 else math.gcd(c, _CONV_BLOCK)
-    ob = out_block if out_block > 1 else math.gcd(o, _CONV_BLOCK)
+    o, cg = weight.shape[0], weight.shape[1]
+    ib = in_block if in_block > 1 else math.gcd(cg, _CONV_BLOCK)
+    ob = out_block if out_block > 1 else math.gcd(o // groups, _CONV_BLOCK)
     pt, pl, pb, pr = a["padding"]
     src = x
     if (pt, pl) != (pb, pr):
@@ -141,11 +145,13 @@ def _fast_conv2d(node: Node, x: Tensor, weight: np.ndarray, bias: Tensor | None,
     else:
         data = te.compute((n, c // ib, h, w, ib), lambda b, k, y, xx, i: src[b, k * ib + i, y, xx],
                           name=f"{node.name}_pack")
-    blocked = weight.reshape(o // ob, ob, c // ib, ib, *weight.shape[2:]).transpose(0, 2, 4, 5, 3, 1)
+    blocked = weight.reshape(o // ob, ob, cg // ib, ib, *weight.shape[2:]).transpose(0, 2, 4, 5, 3, 1)
     wt = kb.constant(blocked, f"{node.name}_w")
-    conv = topi.conv2d_nchwc(data, wt, stride=tuple(a["strides"]), padding=(pt, pl), name=f"{node.name}_nchwc")
-    knobs = (dispatch.query("conv2d_nchwc", conv_workload(data, wt, a["strides"], (pt, pl)))
-             or default_conv_knobs(conv))
+    conv = topi.conv2d_nchwc(data, wt, stride=tuple(a["strides"]), padding=(pt, pl), name=f"{node.name}_nchwc",
+                             groups=groups)
+    # The tuner's conv2d_nchwc task has no groups: grouped convs keep the default register tile.
+    tuned = dispatch.query("conv2d_nchwc", conv_workload(data, wt, a["strides"], (pt, pl))) if groups == 1 else None
+    knobs = tuned or default_conv_knobs(conv)
     kb.scheduled(conv, lambda s: topi.schedule_conv2d_nchwc(conv, knobs, s=s), [data, wt])
     if out_block > 1:
         if bias is None:
@@ -176,6 +182,21 @@ def _depthwise_conv2d(node: Node, x: Tensor, weight: np.ndarray, bias: Tensor | 
     return te.compute(node.type.shape, lambda b, k, y, xx: conv[b, k, y, xx] + bias[k], name=node.name)
 
 
+def _grouped_blocks_fit(weight_shape: Sequence[int], groups: int, in_block: int, out_block: int) -> bool:
+    """Whether the blocked micro-kernel runs a conv with these OIHW weights, groups and layout blocks.
+
+    Every conv without groups does; a grouped one when the layouts' channel blocks (1 = plain NCHW)
+    divide the channels per group, so no block straddles two groups; depthwise ones (one input and
+    one output channel per group) are left to the depthwise schedule, which vectorizes along rows.
+    """
+    if groups == 1:
+        return True
+    out_per_group, in_per_group = weight_shape[0] // groups, weight_shape[1]
+    if out_per_group == 1 and in_per_group == 1:
+        return False
+    return in_per_group % in_block == 0 and out_per_group % out_block == 0
+
+
 @register_lowering("conv2d", "llvm")
 def _conv2d(node: Node, xs: Sequence[Operand]) -> Tensor:
     a, kb = node.attrs, xs[0].kernel
@@ -185,8 +206,9 @@ def _conv2d(node: Node, xs: Sequence[Operand]) -> Tensor:
     weight = xs[1].value
     bias = xs[2].tensor if len(xs) == 3 else None
     in_block, out_block = _channel_block(dl), _channel_block(ol)
-    if (node.type.dtype == "float32" and a["groups"] == 1 and tuple(a["dilation"]) == (1, 1)
-            and weight is not None and in_block is not None and out_block is not None):
+    if (node.type.dtype == "float32" and tuple(a["dilation"]) == (1, 1) and weight is not None
+            and in_block is not None and out_block is not None
+            and _grouped_blocks_fit(unpack(weight, kl).shape, a["groups"], in_block, out_block)):
         return _fast_conv2d(node, x, unpack(weight, kl), bias, kb, in_block, out_block)
     if (node.type.dtype == "float32" and weight is not None and dl == "NCHW" and ol == "NCHW"
             and tuple(a["dilation"]) == (1, 1) and a["groups"] > 1 and a["groups"] == _shape(x)[1]

@@ -6,6 +6,13 @@ zmm register with fp32). The x86 schedule is a register-blocked micro-kernel: fo
 output row it keeps ``ow_block x ob`` accumulators in registers, and for every input
 channel, ``kh`` and ``kw`` does one weight-vector load and ``ow_block`` FMAs of that
 vector with a broadcast input value. Layout transforms (``layout.py``) run outside.
+
+Grouped convolutions use the same compute and schedule: with ``groups`` > 1 the kernel is
+``[OC/ob, C/groups/cb, KH, KW, cb, ob]`` and an output-channel block reads the input-channel
+blocks of its own group, so each block must lie inside one group (``cb`` divides the input
+channels per group and ``ob`` the output channels per group).  The output channels of a group
+are still one vector, so a grouped conv is as vectorized as a dense one; only its reduction is
+``groups`` times shorter.
 """
 from __future__ import annotations
 
@@ -52,27 +59,33 @@ def pad_nchwc(data: Tensor, ph: int, pw: int, name: str = "pad") -> Tensor:
 
 
 def conv2d_nchwc(data: Tensor, kernel: Tensor, stride: int | tuple[int, int] = 1,
-                 padding: int | tuple[int, int] = 0, name: str = "conv2d_nchwc") -> Tensor:
-    """``out[n, oc, y, x, o] = sum(pad(data)[n, ic, y*sh+ky, x*sw+kx, i] *
-    kernel[oc, ic, ky, kx, i, o])`` over ``ic, ky, kx, i``."""
+                 padding: int | tuple[int, int] = 0, name: str = "conv2d_nchwc", groups: int = 1) -> Tensor:
+    """``out[n, oc, y, x, o] = sum(pad(data)[n, g(oc)*icg + ic, y*sh+ky, x*sw+kx, i] *
+    kernel[oc, ic, ky, kx, i, o])`` over ``ic < icg, ky, kx, i``, where ``icg`` is the input-channel
+    blocks per group and ``g(oc)`` the group of output-channel block ``oc`` (0 when ``groups`` is 1)."""
     sh, sw = _pair(stride, "stride")
     ph, pw = _pair(padding, "padding")
     if sh == 0 or sw == 0:
         raise TopiError("stride must be positive")
     n, ico, h, w, icb = const_shape(data)
     oco, kico, kh, kw, kicb, ocb = const_shape(kernel)
-    if (kico, kicb) != (ico, icb):
-        raise TopiError(f"kernel {kernel.name} has input channels {kico}x{kicb} but data "
-                        f"{data.name} has {ico}x{icb}: pack both with the same block")
+    if groups < 1 or ico % groups or oco % groups:
+        raise TopiError(f"{groups} groups must divide the {ico} input- and {oco} output-channel blocks: "
+                        f"choose channel blocks that divide the channels per group")
+    if (kico * groups, kicb) != (ico, icb):
+        raise TopiError(f"kernel {kernel.name} has input channels {kico}x{kicb} per group but data "
+                        f"{data.name} has {ico}x{icb} in {groups} group(s): pack both with the same block")
+    oc_per_group = oco // groups
     oh, ow = conv_out_size(h, kh, sh, ph), conv_out_size(w, kw, sw, pw)
     padded = pad_nchwc(data, ph, pw, name=f"{name}_pad")
-    rc = te.reduce_axis(ico, "rc")
+    rc = te.reduce_axis(kico, "rc")
     ry = te.reduce_axis(kh, "ry")
     rx = te.reduce_axis(kw, "rx")
     ri = te.reduce_axis(icb, "ri")
     return te.compute(
         (n, oco, oh, ow, ocb),
-        lambda b, oc, y, x, o: te.sum(padded[b, rc, y * sh + ry, x * sw + rx, ri] *
+        lambda b, oc, y, x, o: te.sum(padded[b, rc if groups == 1 else oc // oc_per_group * kico + rc,
+                                             y * sh + ry, x * sw + rx, ri] *
                                       kernel[oc, rc, ry, rx, ri, o], axis=[rc, ry, rx, ri]),
         name=name)
 

@@ -49,6 +49,21 @@ def test_a_few_channel_first_conv_reads_the_plain_input_and_writes_blocked() -> 
     np.testing.assert_allclose(run_graph(blocked, feed)[0], run_graph(graph, feed)[0], rtol=1e-5, atol=1e-5)
 
 
+def test_a_grouped_conv_with_whole_blocks_per_group_stays_blocked() -> None:
+    rng = np.random.default_rng(3)
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 6, 6), "float32")
+    y = b.op("conv2d", [x, b.const(rand(rng, (32, 16, 1, 1)))], "expand")
+    y = b.op("conv2d", [y, b.const(rand(rng, (32, 16, 3, 3)))], "grouped", groups=2, padding=(1, 1, 1, 1))
+    graph = b.build([y])
+    blocked = cpu_layout(graph)
+    assert _layouts(blocked, "conv2d", "data_layout") == ["NCHW16c"] * 2
+    assert _layouts(blocked, "conv2d", "out_layout") == ["NCHW16c"] * 2
+    assert sorted(_transforms(blocked)) == [("NCHW", "NCHW16c"), ("NCHW16c", "NCHW")]
+    feed = {"x": rand(rng, (1, 16, 6, 6))}
+    np.testing.assert_allclose(run_graph(blocked, feed)[0], run_graph(graph, feed)[0], rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("case", ["channels", "groups", "runtime_weights", "int8"])
 def test_convs_the_micro_kernel_cannot_take_are_left_alone(case: str) -> None:
     rng = np.random.default_rng(2)

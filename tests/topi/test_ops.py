@@ -83,6 +83,33 @@ def test_conv2d_nchwc_with_layout_transforms(case: dict[str, int], ib: int, ob: 
 
 
 @SETTINGS
+@given(conv_case, st.integers(2, 4), st.sampled_from([(1, 4), (2, 8), (4, 16), (8, 8)]))
+def test_grouped_conv2d_nchwc(case: dict[str, int], groups: int, blocks: tuple[int, int]) -> None:
+    """Grouped conv2d on the blocked micro-kernel: each channel block inside one group, against NumPy."""
+    size, k, stride, pad = (case[n] for n in ("size", "k", "stride", "pad"))
+    if size + 2 * pad < k:
+        return
+    ib, ob = blocks
+    cg, ocg = ib * (1 + case["c"] % 2), ob * (1 + case["oc"] % 2)  # one or two blocks per group
+    rng = np.random.default_rng(case["seed"])
+    x, w = randn(rng, 1, groups * cg, size, size), randn(rng, groups * ocg, cg, k, k)
+    bx = te.placeholder((1, groups * cg // ib, size, size, ib), name="xb")
+    bw = te.placeholder((groups * ocg // ob, cg // ib, k, k, ib, ob), name="wb")
+    out = topi.conv2d_nchwc(bx, bw, stride, pad, groups=groups)
+    got = compile_run(topi.schedule_conv2d_nchwc(out), [bx, bw], out,
+                      [ref.to_nchwc(x, ib), ref.kernel_blocked(w, ib, ob)])
+    np.testing.assert_allclose(ref.from_nchwc(got), ref.conv2d_nchw(x, w, stride, pad, groups=groups),
+                               **REDUCE_TOL)
+
+
+def test_grouped_conv2d_nchwc_rejects_blocks_across_groups() -> None:
+    bx = te.placeholder((1, 3, 8, 8, 4), name="xb")  # 3 input blocks cannot split into 2 groups
+    bw = te.placeholder((2, 1, 3, 3, 4, 4), name="wb")
+    with pytest.raises(topi.TopiError, match="2 groups must divide the 3 input"):
+        topi.conv2d_nchwc(bx, bw, 1, 1, groups=2)
+
+
+@SETTINGS
 @given(conv_case)
 def test_depthwise_conv2d(case: dict[str, int]) -> None:
     c, size, k, stride, pad = (case[n] for n in ("c", "size", "k", "stride", "pad"))

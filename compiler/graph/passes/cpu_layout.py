@@ -8,8 +8,9 @@ so the blocked values flow through bias adds, ReLUs, residual adds and pooling
 (:class:`~compiler.graph.passes.alter_layout.LayoutRewriter`), and a ``layout_transform`` is
 left only where a consumer needs the plain layout (e.g. a flatten before the classifier).
 
-A conv2d is eligible when it is float32 with constant weights, no groups or dilation, and its
-output channels are a multiple of the block.  Its data stays ``NCHW`` when the input channels
+A conv2d is eligible when it is float32 with constant weights, no dilation, its output channels
+are a multiple of the block and, if grouped, so are its input and output channels per group (a
+block never straddles two groups; depthwise convs stay ``NCHW``).  Its data stays ``NCHW`` when the input channels
 are not (the 3-channel first conv reads the image as is); weights stay ``OIHW`` in the graph,
 since the lowering re-blocks constants at compile time anyway.
 """
@@ -37,9 +38,14 @@ def cpu_conv_layouts(node: Node, types: Sequence[TensorType], graph: Graph, bloc
     data, weight = types[0], types[1]
     if (data.dtype, weight.dtype, node.type.dtype) != ("float32",) * 3 or graph.node(node.inputs[1]).op != "constant":
         return None
-    if node.attrs["groups"] != 1 or tuple(node.attrs["dilation"]) != (1, 1):
+    if tuple(node.attrs["dilation"]) != (1, 1):
         return None
+    groups = node.attrs["groups"]
     channels, out_channels = data.shape[1], weight.shape[0]
+    if groups > 1:
+        # A block must not straddle two groups; depthwise convs (one channel per group) stay NCHW.
+        if (channels // groups) % block or (out_channels // groups) % block:
+            return None
     if out_channels % block:
         return None
     lay = blocked_layout(block)

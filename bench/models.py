@@ -1,0 +1,180 @@
+"""Benchmark: torchvision classification models compiled for ``llvm`` against onnxruntime and PyTorch
+eager, single thread, in one interleaved run; and the compile time of each.
+
+Per model (random weights, randomized BatchNorm statistics: ``tests/models/zoo.py``), exported
+with the TorchScript exporter at batch 1:
+
+* ``compile s``: ``build_model(from_onnx(model), target="llvm")``, what ``vdla compile --target
+  llvm`` runs (optimization, lowering, LLVM O3, JIT), from the in-memory ONNX model;
+* ``ours``: ``GraphModule.run`` of that module with one thread (input copy, every kernel, output copy);
+* ``ort``: onnxruntime on the same ONNX model, ``intra_op_num_threads = inter_op_num_threads = 1``,
+  all graph optimizations;
+* ``torch``: the same ``nn.Module`` in eager mode, ``torch.inference_mode()``, ``torch.set_num_threads(1)``.
+
+Outputs are checked first (ours and torch against onnxruntime, max abs error <= 1e-4 x max |output|);
+a model that does not match is reported and not timed.  Then the three contenders are called in
+turn, one call each per round, so a burst of load from other processes on this shared machine hits
+all of them alike; the table gives the median over the rounds (the best is in the JSON).
+
+Hygiene (TOOLCHAIN.md): the script re-executes itself with glibc's malloc thresholds raised
+(``MALLOC_MMAP_THRESHOLD_=268435456 MALLOC_TRIM_THRESHOLD_=1073741824``, the peers' best figures)
+and ``OPENBLAS_CORETYPE`` unset (unless ``--keep-openblas-coretype``); ``OMP_NUM_THREADS``,
+``OPENBLAS_NUM_THREADS`` and ``MKL_NUM_THREADS`` are 1, and every library's own thread count is 1.
+
+Run: ``python bench/models.py [--models resnet18,mobilenet_v2] [--quick] [--rounds N] [--resolution 224]``;
+needs the bench extra (torch, torchvision, onnxruntime); writes ``bench/results/models.json``.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+_MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "268435456", "MALLOC_TRIM_THRESHOLD_": "1073741824"}
+_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+_CHILD_FLAG = "VDLA_MODELS_BENCH_CHILD"
+if __name__ == "__main__" and not os.environ.get(_CHILD_FLAG):
+    _env = {**os.environ, **_MALLOC_ENV, **_THREAD_ENV, _CHILD_FLAG: os.environ.get("OPENBLAS_CORETYPE", "-")}
+    if "--keep-openblas-coretype" not in sys.argv:
+        _env.pop("OPENBLAS_CORETYPE", None)
+    os.execve(sys.executable, [sys.executable, *sys.argv], _env)
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any, Callable  # noqa: E402
+
+import numpy as np  # noqa: E402
+from tqdm import tqdm  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "models")]
+
+from zoo import export, make_model  # noqa: E402
+
+from compiler.codegen.llvm.target import host_target  # noqa: E402
+from compiler.frontend.onnx import from_onnx  # noqa: E402
+from compiler.graph.build import build_model  # noqa: E402
+
+DEFAULT_MODELS = ("resnet18", "resnet50", "mobilenet_v2", "regnet_x_400mf", "efficientnet_b0", "vit_b_16")
+#: ``--quick``: resolution and rounds (vit_b_16 needs a multiple of its 16-pixel patch).
+QUICK_RESOLUTION, QUICK_ROUNDS = 64, 5
+
+
+def _interleaved(contenders: dict[str, Callable[[], Any]], rounds: int, desc: str, quiet: bool) -> dict[str, list[float]]:
+    times: dict[str, list[float]] = {k: [] for k in contenders}
+    for fn in contenders.values():  # warm up: first calls allocate, fault pages in, spin up pools
+        fn()
+        fn()
+    for _ in tqdm(range(rounds), desc=desc, unit="round", disable=quiet or not sys.stderr.isatty()):
+        for name, fn in contenders.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return times
+
+
+def bench_model(name: str, resolution: int, rounds: int, quiet: bool) -> dict[str, Any]:
+    """Compile ``name``, check it against onnxruntime, and time the three contenders interleaved."""
+    import onnxruntime as ort
+    import torch
+
+    torch.set_num_threads(1)
+    net = make_model(name, image_size=resolution)
+    x = np.random.default_rng(0).standard_normal((1, 3, resolution, resolution)).astype(np.float32)
+    xt = torch.from_numpy(x)
+    model = export(net, xt, "torchscript")
+    in_name = model.graph.input[0].name
+
+    compiled = build_model(from_onnx(model), target="llvm", name=name)
+    compiled.module.set_num_threads(1)
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = opts.inter_op_num_threads = 1
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    feed = {in_name: x}
+
+    want = sess.run(None, feed)[0]
+    got = compiled.run(feed)[0]
+    with torch.inference_mode():
+        ref_torch = net(xt).numpy()
+    scale = float(np.abs(want).max())
+    err_ours = float(np.abs(got - want).max()) / scale
+    err_torch = float(np.abs(ref_torch - want).max()) / scale
+    out: dict[str, Any] = {"model": name, "resolution": resolution, "compile_seconds": compiled.compile_seconds,
+                           "rel_err_ours_vs_ort": err_ours, "rel_err_torch_vs_ort": err_torch,
+                           "matches": err_ours <= 1e-4 and err_torch <= 1e-4}
+    if not out["matches"]:
+        return out
+
+    def torch_eager() -> None:
+        with torch.inference_mode():
+            net(xt)
+
+    times = _interleaved({"ours": lambda: compiled.run(feed), "ort": lambda: sess.run(None, feed),
+                          "torch": torch_eager}, rounds, name, quiet)
+    out["ms"] = {k: {"median": 1e3 * statistics.median(v), "best": 1e3 * min(v)} for k, v in times.items()}
+    out["rounds"] = rounds
+    return out
+
+
+def _row(r: dict[str, Any]) -> str:
+    head = f"{r['model']:<16} {r['resolution']:>4} {r['compile_seconds']:>9.2f}"
+    if not r["matches"]:
+        return (f"{head}   does not match onnxruntime (ours {r['rel_err_ours_vs_ort']:.1e}, "
+                f"torch {r['rel_err_torch_vs_ort']:.1e} of max |output|): not timed")
+    ms = {k: v["median"] for k, v in r["ms"].items()}
+    return (f"{head} {ms['ours']:>9.2f} {ms['ort']:>9.2f} {ms['torch']:>9.2f} {ms['ours'] / ms['ort']:>8.2f}x")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", default=",".join(DEFAULT_MODELS),
+                    help=f"comma-separated torchvision model names (default: {','.join(DEFAULT_MODELS)})")
+    ap.add_argument("--quick", action="store_true",
+                    help=f"{QUICK_RESOLUTION}x{QUICK_RESOLUTION} input and {QUICK_ROUNDS} rounds unless given")
+    ap.add_argument("--resolution", type=int, help="input height = width (default 224; --quick: 64)")
+    ap.add_argument("--rounds", type=int, help="interleaved rounds per model (default 20; --quick: 5)")
+    ap.add_argument("--keep-openblas-coretype", action="store_true")
+    ap.add_argument("--quiet", action="store_true", help="no progress bars")
+    ap.add_argument("--output", default=str(ROOT / "bench" / "results" / "models.json"))
+    args = ap.parse_args()
+    resolution = args.resolution or (QUICK_RESOLUTION if args.quick else 224)
+    rounds = args.rounds or (QUICK_ROUNDS if args.quick else 20)
+    names = [m for m in args.models.split(",") if m]
+
+    import onnxruntime as ort
+    import torch
+
+    target = host_target()
+    isa = [f for f in ("avx512f", "avx512vnni", "avx2", "fma") if f in target.features]
+    print(f"host CPU: {target.cpu} ({', '.join(isa) or 'no AVX'}); one thread each; torch {torch.__version__}, "
+          f"onnxruntime {ort.__version__}; OPENBLAS_CORETYPE {os.environ.get('OPENBLAS_CORETYPE', 'unset')}; "
+          f"{' '.join(f'{k}={v}' for k, v in _MALLOC_ENV.items())}")
+    out: dict[str, Any] = {"cpu": target.cpu, "isa": isa, "resolution": resolution, "rounds": rounds,
+                           "torch": torch.__version__, "onnxruntime": ort.__version__, "malloc_env": _MALLOC_ENV,
+                           "thread_env": _THREAD_ENV, "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
+                           "load_average_before": os.getloadavg(), "models": []}
+    for name in names:
+        r = bench_model(name, resolution, rounds, args.quiet)
+        out["models"].append(r)
+        if not args.quiet:
+            print(f"  {name}: compiled in {r['compile_seconds']:.1f} s", flush=True)
+    out["load_average_after"] = os.getloadavg()
+
+    print(f"\nfp32, batch 1, one thread, median of {rounds} interleaved rounds")
+    print(f"{'model':<16} {'px':>4} {'compile s':>9} {'ours ms':>9} {'ort ms':>9} {'torch ms':>9} {'ours/ort':>9}")
+    for r in out["models"]:
+        print(_row(r))
+    print("load average (1, 5, 15 min) before / after: "
+          + " / ".join(", ".join(f"{v:.2f}" for v in out[k]) for k in ("load_average_before", "load_average_after")))
+    path = Path(args.output)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=1))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
