@@ -4,7 +4,8 @@
 tile shapes, buffer depths and queue depths, the timing values that are RTL
 parameters, the opcode / memory-type / ALU-op enums, one packed struct per
 instruction format (built from :class:`vdla_hw.isa.Layout`, MSB first, padded
-to 128 / 32 bits) and the AXI-lite register offsets of :mod:`vdla_hw.regmap`.
+to 128 / 32 bits) the AXI-lite register offsets of :mod:`vdla_hw.regmap` and the value of its
+CONFIG_ID register (the low 32 bits of the config digest).
 The RTL never writes one of these numbers by hand.
 
 Every preset's package is committed as ``vdla_hw/rtl/generated/vdla_pkg_<name>.sv``;
@@ -143,7 +144,7 @@ def _isa_params(cfg: HwConfig) -> list[str]:
     return lines
 
 
-def _regmap_params() -> list[str]:
+def _regmap_params(cfg: HwConfig) -> list[str]:
     lines = ["  // ---- AXI ----"]
     lines.append(_param("AXI_ADDR_WIDTH", AXI_ADDR_WIDTH))
     lines.append(_param("AXI_ID_WIDTH", AXI_ID_WIDTH))
@@ -160,6 +161,8 @@ def _regmap_params() -> list[str]:
     for name in ("CONTROL_START", "STATUS_DONE", "STATUS_BUSY"):
         bit = getattr(regmap, name).bit_length() - 1
         lines.append(_param(f"{name}_BIT", bit))
+    lines.append(f"  // CONFIG_ID reads this: the low 32 bits of the config digest {cfg.digest}.")
+    lines.append(f"  localparam logic [AXIL_DATA_WIDTH-1:0] CONFIG_ID_VALUE = 32'h{regmap.config_id(cfg):08x};")
     return lines
 
 
@@ -179,7 +182,7 @@ def generate_package(cfg: HwConfig) -> str:
         "package vdla_pkg;",
         "",
     ]
-    body = _config_params(cfg) + [""] + _isa_params(cfg) + [""] + _regmap_params()
+    body = _config_params(cfg) + [""] + _isa_params(cfg) + [""] + _regmap_params(cfg)
     tail = ["endpackage", "/* verilator lint_on DECLFILENAME */", "/* verilator lint_on UNUSEDPARAM */", "", "`endif", ""]
     return "\n".join(head + body + tail)
 

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from vdla_hw.config import HwConfig, load_config, preset_names
+from vdla_hw.errors import DeviceFaultError
+
 AXIL_ADDR_WIDTH = 8
 AXIL_DATA_WIDTH = 32
 
@@ -30,6 +33,8 @@ REGISTERS: tuple[Register, ...] = (
     Register("INSN_ADDR", 0x0C, "rw", "DRAM byte address of the first instruction (16-byte aligned)"),
     Register("CYCLES_LO", 0x10, "ro", "clock cycles from start to done, low 32 bits"),
     Register("CYCLES_HI", 0x14, "ro", "clock cycles from start to done, high 32 bits"),
+    Register("CONFIG_ID", 0x18, "ro", "low 32 bits of the config digest the design was generated for"),
+    Register("BUILD_ID", 0x1C, "ro", "the bitstream's build id (vdla_top parameter BUILD_ID; 0 in simulation)"),
 )
 
 CONTROL_START = 1 << 0
@@ -43,3 +48,27 @@ def offset(name: str) -> int:
         if reg.name == name:
             return reg.offset
     raise KeyError(f"no control register {name!r}; registers: {[r.name for r in REGISTERS]}")
+
+
+def config_id(cfg: HwConfig) -> int:
+    """The CONFIG_ID value of ``cfg``: the low 32 bits of :attr:`HwConfig.digest`."""
+    return int(cfg.digest, 16) & 0xFFFF_FFFF
+
+
+def describe_config_id(value: int) -> str:
+    """How a message names the config behind a CONFIG_ID value: the label of every preset
+    with that id, or the bare id when it is none of them."""
+    names = [cfg.label() for cfg in map(load_config, preset_names()) if config_id(cfg) == value]
+    return " or ".join(names) if names else f"an unknown config (CONFIG_ID 0x{value:08x})"
+
+
+def check_config_id(value: int, cfg: HwConfig) -> None:
+    """Raise a DeviceFaultError naming both configs when a device's CONFIG_ID ``value`` is
+    not that of ``cfg``, the config a program was compiled for."""
+    if value != config_id(cfg):
+        raise DeviceFaultError(
+            f"the device was built for {describe_config_id(value)}, but the program was compiled for "
+            f"{cfg.label()}",
+            hint=f"recompile the model for the device's config (--config), or build the hardware for "
+                 f"{cfg.name!r} (vdla hw gen-pkg / vdla fpga build --config {cfg.name})",
+        )

@@ -16,6 +16,10 @@ watchdog expiry are detected on the RTL itself, and so are broken invariants of 
 a failed RTL assertion stops the run with an ``RtlAssertionError`` (a DeviceFaultError
 naming the assertion, module and instance; docs/rtl.md, "Assertions").
 
+Before loading anything the backend reads the design's CONFIG_ID register, as a board
+driver does, and refuses a program compiled for another config (a DeviceFaultError naming
+both).
+
 A watchdog bounds every run: when the cycle or wall-clock limit is reached, or the
 design stops moving (every module waits for tokens and nothing changes), the error
 names the instruction each module was working on, read from the design's debug
@@ -120,6 +124,7 @@ class RtlBackend:
         with RtlSim(cfg, fst=fst, latency=latency, coverage=coverage_dir is not None, rtl_dir=rtl_dir) as sim:
             if fst is not None:  # the file is open, but nothing is recorded before the program starts
                 check_waveform(program, sim.library, window, fst)
+            sim.check_config(cfg)
             sim.load_dram(program.dram)
             if window is not None:
                 sim.trace_window(sim.cycle + window.start, sim.cycle + window.end)

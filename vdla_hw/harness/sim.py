@@ -212,6 +212,11 @@ class RtlSim:
             self._check()
         return int(value)
 
+    def check_config(self, cfg: HwConfig) -> None:
+        """Read CONFIG_ID, as a driver does after reset, and raise a DeviceFaultError naming
+        both configs unless the design was generated for ``cfg`` (a program's config)."""
+        regmap.check_config_id(self.read_reg("CONFIG_ID"), cfg)
+
     def start(self, insn_addr: int, insn_count: int) -> None:
         """Write the instruction address and count, then the start bit."""
         self.write_reg("INSN_ADDR", insn_addr)

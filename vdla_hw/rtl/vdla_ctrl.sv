@@ -5,13 +5,17 @@
 // compute retires FINISH, when STATUS.done (and irq) rise. CYCLES counts the clock
 // cycles from the one in which fetch starts to the one in which FINISH retires, both
 // included.
+// CONFIG_ID reads the package's CONFIG_ID_VALUE (the config digest) and BUILD_ID the
+// parameter of that name, so a driver can tell which hardware it talks to.
 // Writes and reads of unmapped or read-only registers answer SLVERR.
 `default_nettype none
 /* verilator lint_off IMPORTSTAR */  // yosys 0.70 reads package imports only at file scope
 import vdla_pkg::*;
 /* verilator lint_on IMPORTSTAR */
 
-module vdla_ctrl (
+module vdla_ctrl #(
+  parameter logic [AXIL_DATA_WIDTH-1:0] BUILD_ID = '0
+) (
   input  wire logic                       clk,
   input  wire logic                       rst_n,
   input  wire logic [AXIL_ADDR_WIDTH-1:0] s_axil_awaddr,
@@ -114,6 +118,8 @@ module vdla_ctrl (
           REG_INSN_ADDR:  s_axil_rdata <= AXIL_DATA_WIDTH'(insn_addr);
           REG_CYCLES_LO:  s_axil_rdata <= cycles[31:0];
           REG_CYCLES_HI:  s_axil_rdata <= cycles[63:32];
+          REG_CONFIG_ID:  s_axil_rdata <= CONFIG_ID_VALUE;
+          REG_BUILD_ID:   s_axil_rdata <= BUILD_ID;
           default: begin
             s_axil_rdata <= '0;
             s_axil_rresp <= RESP_SLVERR;

@@ -6,13 +6,16 @@
 // weight, micro-op and accumulator tiles) share the read channels through a
 // round-robin arbiter; store is the only writer. Every burst uses ID 0, INCR, full bus
 // width, and stays within one DRAM_BURST_BYTES-aligned block (hence within a 4 KiB
-// page). `done` / `irq` follow STATUS.done.
+// page). `done` / `irq` follow STATUS.done. BUILD_ID is what the BUILD_ID register reads
+// (a bitstream flow may stamp it; 0 in simulation).
 `default_nettype none
 /* verilator lint_off IMPORTSTAR */  // yosys 0.70 reads package imports only at file scope
 import vdla_pkg::*;
 /* verilator lint_on IMPORTSTAR */
 
-module vdla_top (
+module vdla_top #(
+  parameter logic [AXIL_DATA_WIDTH-1:0] BUILD_ID = '0
+) (
   input  wire logic                         clk,
   input  wire logic                         rst_n,
   // AXI-lite control slave
@@ -91,7 +94,7 @@ module vdla_top (
   logic [AXIL_DATA_WIDTH-1:0]      insn_count;
   logic [AXI_ADDR_WIDTH-1:0]       insn_addr;
 
-  vdla_ctrl u_ctrl (
+  vdla_ctrl #(.BUILD_ID(BUILD_ID)) u_ctrl (
     .clk, .rst_n,
     .s_axil_awaddr, .s_axil_awvalid, .s_axil_awready, .s_axil_wdata, .s_axil_wstrb, .s_axil_wvalid,
     .s_axil_wready, .s_axil_bresp, .s_axil_bvalid, .s_axil_bready, .s_axil_araddr, .s_axil_arvalid,

@@ -260,9 +260,13 @@ package vdla_pkg;
   localparam logic [AXIL_ADDR_WIDTH-1:0] REG_INSN_ADDR = 8'h0c;  // rw: DRAM byte address of the first instruction (16-byte aligned)
   localparam logic [AXIL_ADDR_WIDTH-1:0] REG_CYCLES_LO = 8'h10;  // ro: clock cycles from start to done, low 32 bits
   localparam logic [AXIL_ADDR_WIDTH-1:0] REG_CYCLES_HI = 8'h14;  // ro: clock cycles from start to done, high 32 bits
+  localparam logic [AXIL_ADDR_WIDTH-1:0] REG_CONFIG_ID = 8'h18;  // ro: low 32 bits of the config digest the design was generated for
+  localparam logic [AXIL_ADDR_WIDTH-1:0] REG_BUILD_ID = 8'h1c;  // ro: the bitstream's build id (vdla_top parameter BUILD_ID; 0 in simulation)
   localparam int CONTROL_START_BIT = 0;
   localparam int STATUS_DONE_BIT = 0;
   localparam int STATUS_BUSY_BIT = 1;
+  // CONFIG_ID reads this: the low 32 bits of the config digest 5668de644cc9.
+  localparam logic [AXIL_DATA_WIDTH-1:0] CONFIG_ID_VALUE = 32'hde644cc9;
 endpackage
 /* verilator lint_on DECLFILENAME */
 /* verilator lint_on UNUSEDPARAM */

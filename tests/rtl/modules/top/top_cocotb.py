@@ -1,11 +1,11 @@
-"""Smoke test of vdla_top: one small program touching every instruction, DRAM vs fsim."""
+"""Smoke test of vdla_top: one small program touching every instruction, DRAM vs fsim; the identity registers."""
 
 from __future__ import annotations
 
 import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles
-from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
+from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam, AxiResp
 
 from cocotb_utils import start, test_config
 from simulator.fsim import run_fsim
@@ -74,3 +74,16 @@ async def program_matches_fsim(dut):
     got = np.frombuffer(ram.read(0, DRAM_BYTES), dtype=np.uint8)
     diff = np.flatnonzero(got != expected)
     assert diff.size == 0, f"{diff.size} DRAM bytes differ from fsim, first at {diff[:8]}: got {got[diff[:8]]}, want {expected[diff[:8]]}"
+
+
+@cocotb.test()
+async def identity_registers_read_the_config_digest(dut):
+    cfg = test_config()
+    axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst_n, reset_active_level=False)
+    await start(dut)
+    assert f"{await axil.read_dword(regmap.offset('CONFIG_ID')):08x}" == cfg.digest[-8:]
+    assert await axil.read_dword(regmap.offset("BUILD_ID")) == 0
+    # read-only: a write answers SLVERR and changes nothing
+    resp = await axil.write(regmap.offset("CONFIG_ID"), (0).to_bytes(4, "little"))
+    assert resp.resp == AxiResp.SLVERR
+    assert f"{await axil.read_dword(regmap.offset('CONFIG_ID')):08x}" == cfg.digest[-8:]
