@@ -320,6 +320,24 @@ TIMING_RANGES: dict[str, tuple[int, int]] = {
     "dma_narrow_rows": (1, 64),
 }
 CLOCK_MHZ_RANGE: tuple[float, float] = (1, 2000)
+# The rules across fields that validation enforces besides the ranges above (public: the docs
+# generator prints them).  Each is what the RTL's elaboration checks or the ISA's encoding need.
+CONFIG_RULES: tuple[str, ...] = (
+    "`cmd_queue_depth` and `dep_queue_depth` are powers of two (the RTL's FIFOs).",
+    "`timing.dram_burst_bytes` is a power of two, at least the bus width in bytes, and at most "
+    f"{MAX_BURST_BEATS} bus beats (an AXI4 burst).",
+    f"`timing.gemm_pipeline_depth` and `timing.alu_pipeline_depth` are at least {MIN_PIPELINE_DEPTH} "
+    "(operand read, operate, accumulator write).",
+    f"`timing.alu_ii` is at least {MIN_ALU_II} (one accumulator read port, two operands) and at least "
+    "`alu_pipeline_depth - 1` (no forwarding beyond the accumulator SRAM's write-through bypass).",
+    "The accumulator is at least as wide as an input × weight product "
+    "(`acc_width >= inp_width + wgt_width`); the output is no wider than the accumulator.",
+    "`gemm_lut_macs` is at most the GEMM core's multipliers (`macs_per_cycle`).",
+    "Every SRAM buffer holds at least two of its elements (double buffering; a non-empty index).",
+    "Every instruction and micro-op field derived from the buffer depths fits its 128-bit instruction / "
+    "32-bit micro-op.",
+    "Derived, never configured: `fetch_cycles_per_insn = max(1, 16 / bus_bytes)` (a stored value is refused).",
+)
 # Queue depths are sized in hardware as FIFOs: they must be powers of two.
 POW2_FIELDS = ("cmd_queue_depth", "dep_queue_depth")
 
