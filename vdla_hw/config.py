@@ -22,7 +22,7 @@ CONFIG_DIR = Path(__file__).parent / "configs"
 # The one source of default values: the dataclass fields below take theirs from the default preset,
 # so ``HwConfig(name=...)`` and ``load_config("default")`` describe the same hardware.
 _DEFAULTS: dict[str, Any] = json.loads((CONFIG_DIR / "default.json").read_text())
-# Timing values the RTL fixes and validation rejects otherwise; public: the docs generator prints them.
+# Limits the RTL's elaboration checks fix (stated in CONFIG_RULES, which the ISA doc prints).
 MIN_PIPELINE_DEPTH = 3
 MIN_ALU_II = 2
 MAX_BURST_BEATS = 256
@@ -123,7 +123,7 @@ class HwConfig:
     """How many of the GEMM core's ``macs_per_cycle`` int multipliers are built from LUTs instead of
     DSP slices (the last output lanes of the tile); same results, fewer DSPs, more LUTs.  Set it so
     the design fits the target device (``vdla hw synth``)."""
-    timing: TimingConfig = field(default_factory=lambda: TimingConfig())
+    timing: TimingConfig = field(default_factory=TimingConfig)
     """Timing parameters of the cycle model."""
 
     def __post_init__(self) -> None:
