@@ -19,6 +19,13 @@ from typing import Any
 from vdla_hw.errors import BadConfigError, BadFileError
 
 CONFIG_DIR = Path(__file__).parent / "configs"
+# The one source of default values: the dataclass fields below take theirs from the default preset,
+# so ``HwConfig(name=...)`` and ``load_config("default")`` describe the same hardware.
+_DEFAULTS: dict[str, Any] = json.loads((CONFIG_DIR / "default.json").read_text())
+# Limits the RTL's elaboration checks fix (stated in CONFIG_RULES, which the ISA doc prints).
+MIN_PIPELINE_DEPTH = 3
+MIN_ALU_II = 2
+MAX_BURST_BEATS = 256
 
 
 class ConfigError(BadConfigError):
@@ -39,37 +46,34 @@ class TimingConfig:
     RTL (``docs/rtl.md`` says which is which and how each was measured).
     """
 
-    dram_latency: int = 32
+    dram_latency: int = _DEFAULTS["timing"]["dram_latency"]
     """Cycles from a DRAM read request to its first data beat, and from a write burst's last beat
     to its write response."""
-    dram_burst_bytes: int = 256
+    dram_burst_bytes: int = _DEFAULTS["timing"]["dram_burst_bytes"]
     """Largest AXI burst in bytes; longer rows are split into several bursts."""
-    fetch_cycles_per_insn: int = 2
-    """Cycles between two 128-bit instructions coming out of fetch's DRAM stream
-    (``max(1, 16 / bus bytes)`` in the RTL: one element per beat group, or one per cycle)."""
-    gemm_pipeline_depth: int = 4
+    gemm_pipeline_depth: int = _DEFAULTS["timing"]["gemm_pipeline_depth"]
     """Cycles to fill the GEMM pipeline before the first micro-op iteration retires."""
-    alu_pipeline_depth: int = 3
+    alu_pipeline_depth: int = _DEFAULTS["timing"]["alu_pipeline_depth"]
     """Cycles to fill the ALU pipeline."""
-    alu_ii: int = 2
+    alu_ii: int = _DEFAULTS["timing"]["alu_ii"]
     """Initiation interval of the ALU: cycles between consecutive micro-op iterations."""
-    sram_write_cycles: int = 1
+    sram_write_cycles: int = _DEFAULTS["timing"]["sram_write_cycles"]
     """Cycles to write one element (tile) into an SRAM buffer, e.g. a zero-padding element."""
-    insn_overhead: int = 3
+    insn_overhead: int = _DEFAULTS["timing"]["insn_overhead"]
     """Cycles the dependency-token gate adds to every instruction besides its executor: one from
     taking the instruction to starting the executor (popping its tokens), the rest after the
     executor is done (pushing its tokens in the first of them)."""
-    queue_latency: int = 2
+    queue_latency: int = _DEFAULTS["timing"]["queue_latency"]
     """Cycles from a push into a command, token or element queue to the earliest pop of that entry
     (the RTL's FIFOs have a registered output)."""
-    dma_start_cycles: int = 3
+    dma_start_cycles: int = _DEFAULTS["timing"]["dma_start_cycles"]
     """Cycles from an executor's start (or fetch's) to its first DRAM read request on the AXI bus:
     the row command, the engine's burst request, the read arbiter's register.  A write request
     does not pass the arbiter: one cycle less."""
-    dma_max_bursts: int = 8
+    dma_max_bursts: int = _DEFAULTS["timing"]["dma_max_bursts"]
     """Read bursts in flight (requested, last beat not yet returned) and write bursts awaiting their
     response, per DMA direction."""
-    dma_narrow_rows: int = 4
+    dma_narrow_rows: int = _DEFAULTS["timing"]["dma_narrow_rows"]
     """Row commands a DMA engine keeps in flight when its elements are narrower than the bus
     (the queue of lane offsets and counts it unpacks or packs beats with)."""
 
@@ -85,37 +89,37 @@ class HwConfig:
 
     name: str
     """Name of the configuration (the preset's file name for presets)."""
-    log_inp_width: int = 3
+    log_inp_width: int = _DEFAULTS["log_inp_width"]
     """log2 of the input element width in bits (3 = int8)."""
-    log_wgt_width: int = 3
+    log_wgt_width: int = _DEFAULTS["log_wgt_width"]
     """log2 of the weight element width in bits (3 = int8)."""
-    log_acc_width: int = 5
+    log_acc_width: int = _DEFAULTS["log_acc_width"]
     """log2 of the accumulator width in bits (5 = int32)."""
-    log_out_width: int = 3
+    log_out_width: int = _DEFAULTS["log_out_width"]
     """log2 of the output width in bits; STORE keeps the low bits of each accumulator."""
-    log_batch: int = 0
+    log_batch: int = _DEFAULTS["log_batch"]
     """log2 of BATCH, the rows of the GEMM core's input vector."""
-    log_block_in: int = 4
+    log_block_in: int = _DEFAULTS["log_block_in"]
     """log2 of BLOCK_IN, the reduction width of the GEMM core."""
-    log_block_out: int = 4
+    log_block_out: int = _DEFAULTS["log_block_out"]
     """log2 of BLOCK_OUT, the output channels of the GEMM core."""
-    log_uop_buff_size: int = 15
+    log_uop_buff_size: int = _DEFAULTS["log_uop_buff_size"]
     """log2 of the micro-op buffer size in bytes."""
-    log_inp_buff_size: int = 15
+    log_inp_buff_size: int = _DEFAULTS["log_inp_buff_size"]
     """log2 of the input buffer size in bytes."""
-    log_wgt_buff_size: int = 18
+    log_wgt_buff_size: int = _DEFAULTS["log_wgt_buff_size"]
     """log2 of the weight buffer size in bytes."""
-    log_acc_buff_size: int = 17
+    log_acc_buff_size: int = _DEFAULTS["log_acc_buff_size"]
     """log2 of the accumulator buffer size in bytes."""
-    log_bus_width: int = 6
+    log_bus_width: int = _DEFAULTS["log_bus_width"]
     """log2 of the DRAM (AXI) data bus width in bits."""
-    cmd_queue_depth: int = 512
+    cmd_queue_depth: int = _DEFAULTS["cmd_queue_depth"]
     """Entries of each of the three command queues fetch dispatches into."""
-    dep_queue_depth: int = 512
+    dep_queue_depth: int = _DEFAULTS["dep_queue_depth"]
     """Tokens each of the four dependency queues holds."""
-    clock_mhz: float = 100.0
+    clock_mhz: float = _DEFAULTS["clock_mhz"]
     """Accelerator clock frequency in MHz."""
-    gemm_lut_macs: int = 0
+    gemm_lut_macs: int = _DEFAULTS["gemm_lut_macs"]
     """How many of the GEMM core's ``macs_per_cycle`` int multipliers are built from LUTs instead of
     DSP slices (the last output lanes of the tile); same results, fewer DSPs, more LUTs.  Set it so
     the design fits the target device (``vdla hw synth``)."""
@@ -222,6 +226,15 @@ class HwConfig:
         return self.acc_buff_depth.bit_length() - 1
 
     @property
+    def fetch_cycles_per_insn(self) -> int:
+        """Cycles between two instructions coming out of fetch's DRAM stream: an instruction
+        takes ``INSN_BYTES / bus_bytes`` beats on a narrow bus, and fetch hands on at most
+        one per cycle from a wide one (derived from the bus width, never configured)."""
+        from vdla_hw.isa import INSN_BYTES
+
+        return max(1, INSN_BYTES // self.bus_bytes)
+
+    @property
     def macs_per_cycle(self) -> int:
         """Peak multiply-accumulates per cycle of the GEMM core."""
         return self.batch * self.block_in * self.block_out
@@ -296,7 +309,6 @@ RANGES: dict[str, tuple[int, int]] = {
 TIMING_RANGES: dict[str, tuple[int, int]] = {
     "dram_latency": (0, 10_000),
     "dram_burst_bytes": (8, 4096),
-    "fetch_cycles_per_insn": (1, 64),
     "gemm_pipeline_depth": (1, 64),
     "alu_pipeline_depth": (1, 64),
     "alu_ii": (1, 16),
@@ -308,6 +320,24 @@ TIMING_RANGES: dict[str, tuple[int, int]] = {
     "dma_narrow_rows": (1, 64),
 }
 CLOCK_MHZ_RANGE: tuple[float, float] = (1, 2000)
+# The rules across fields that validation enforces besides the ranges above (public: the docs
+# generator prints them).  Each is what the RTL's elaboration checks or the ISA's encoding need.
+CONFIG_RULES: tuple[str, ...] = (
+    "`cmd_queue_depth` and `dep_queue_depth` are powers of two (the RTL's FIFOs).",
+    "`timing.dram_burst_bytes` is a power of two, at least the bus width in bytes, and at most "
+    f"{MAX_BURST_BEATS} bus beats (an AXI4 burst).",
+    f"`timing.gemm_pipeline_depth` and `timing.alu_pipeline_depth` are at least {MIN_PIPELINE_DEPTH} "
+    "(operand read, operate, accumulator write).",
+    f"`timing.alu_ii` is at least {MIN_ALU_II} (one accumulator read port, two operands) and at least "
+    "`alu_pipeline_depth - 1` (no forwarding beyond the accumulator SRAM's write-through bypass).",
+    "The accumulator is at least as wide as an input × weight product "
+    "(`acc_width >= inp_width + wgt_width`); the output is no wider than the accumulator.",
+    "`gemm_lut_macs` is at most the GEMM core's multipliers (`macs_per_cycle`).",
+    "Every SRAM buffer holds at least two of its elements (double buffering; a non-empty index).",
+    "Every instruction and micro-op field derived from the buffer depths fits its 128-bit instruction / "
+    "32-bit micro-op.",
+    "Derived, never configured: `fetch_cycles_per_insn = max(1, 16 / bus_bytes)` (a stored value is refused).",
+)
 # Queue depths are sized in hardware as FIFOs: they must be powers of two.
 POW2_FIELDS = ("cmd_queue_depth", "dep_queue_depth")
 
@@ -340,6 +370,7 @@ def _validate(cfg: HwConfig) -> None:
             f"{cfg.name}.timing.dram_burst_bytes = {burst} must be a power of two "
             f">= the bus width in bytes ({cfg.bus_bytes})"
         )
+    _validate_rtl_timing(cfg)
     lo_mhz, hi_mhz = CLOCK_MHZ_RANGE
     clock = cfg.clock_mhz
     if isinstance(clock, bool) or not isinstance(clock, (int, float)) or not lo_mhz <= clock <= hi_mhz:
@@ -377,6 +408,36 @@ def _validate(cfg: HwConfig) -> None:
     Isa(cfg)
 
 
+def _validate_rtl_timing(cfg: HwConfig) -> None:
+    """The timing rules the RTL's elaboration checks (``$fatal``) enforce, checked here first."""
+    t = cfg.timing
+    for name in ("gemm_pipeline_depth", "alu_pipeline_depth"):
+        depth = getattr(t, name)
+        if depth < MIN_PIPELINE_DEPTH:
+            raise ConfigError(
+                f"{cfg.name}.timing.{name} = {depth}: the RTL pipeline needs at least {MIN_PIPELINE_DEPTH} stages "
+                f"(operand read, multiply/operate, accumulator write); allowed [{MIN_PIPELINE_DEPTH}, {TIMING_RANGES[name][1]}]"
+            )
+    least_ii = max(MIN_ALU_II, t.alu_pipeline_depth - 1)
+    if t.alu_ii < least_ii:
+        raise ConfigError(
+            f"{cfg.name}.timing.alu_ii = {t.alu_ii} must be >= {MIN_ALU_II} (one accumulator read port, two operands) "
+            f"and >= alu_pipeline_depth - 1 = {t.alu_pipeline_depth - 1} (no forwarding beyond the SRAM bypass); "
+            f"allowed [{least_ii}, {TIMING_RANGES['alu_ii'][1]}]"
+        )
+    beats = t.dram_burst_bytes // cfg.bus_bytes
+    if beats > MAX_BURST_BEATS:
+        raise ConfigError(
+            f"{cfg.name}.timing.dram_burst_bytes = {t.dram_burst_bytes} is {beats} beats of the {cfg.bus_bytes}-byte bus; "
+            f"AXI4 allows at most {MAX_BURST_BEATS} beats per burst: allowed [{cfg.bus_bytes}, "
+            f"{MAX_BURST_BEATS * cfg.bus_bytes}] bytes"
+        )
+
+
+# Keys earlier configs stored that are now derived; a file naming one is told why it is refused.
+DERIVED_TIMING_KEYS = {"fetch_cycles_per_insn": "it is derived from log_bus_width (HwConfig.fetch_cycles_per_insn)"}
+
+
 def from_dict(data: dict[str, Any]) -> HwConfig:
     """Build and validate a config from a JSON-like dict; unknown keys are errors."""
     if not isinstance(data, dict):
@@ -392,6 +453,11 @@ def from_dict(data: dict[str, Any]) -> HwConfig:
     if not isinstance(timing, dict):
         raise ConfigError(f"config.timing must be a JSON object, got {type(timing).__name__}")
     tknown = {f.name for f in dataclasses.fields(TimingConfig)}
+    derived = sorted(set(timing) & set(DERIVED_TIMING_KEYS))
+    if derived:
+        key = derived[0]
+        raise ConfigError(f"timing.{key} is no longer a config key: {DERIVED_TIMING_KEYS[key]}",
+                          hint=f"delete timing.{key} from the config")
     tunknown = sorted(set(timing) - tknown)
     if tunknown:
         raise ConfigError(f"unknown timing key(s) {tunknown}; allowed keys: {sorted(tknown)}")

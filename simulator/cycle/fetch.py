@@ -108,7 +108,6 @@ class FetchUnit:
         each instruction comes out of the DMA stream (``self.arrivals``)."""
         env, ctx = self.ctx.env, self.ctx
         cfg = ctx.cfg
-        timing = cfg.timing
         if request > env.now:
             # Book the read channel in the order of the requests (see dram.py).
             yield env.timeout(request - env.now)
@@ -127,7 +126,7 @@ class FetchUnit:
         # The k-th instruction of the chunk leaves the DMA stream with its last beat (one per cycle
         # out of a wider beat); none before the chunk's data allows.
         extra = 1 if narrow else 0
-        per_insn = timing.fetch_cycles_per_insn
+        per_insn = cfg.fetch_cycles_per_insn
         arrive = head[START] + extra + per_insn - 1
         for i in range(first, first + count):
             self.arrivals[i] = arrive

@@ -44,7 +44,6 @@ from vdla_hw.isa import DepFlags, FinishInsn, GemmInsn, MemInsn, MemType, Opcode
 TIMING = {
     "dram_latency": 10,
     "dram_burst_bytes": 64,
-    "fetch_cycles_per_insn": 2,
     "gemm_pipeline_depth": 4,
     "alu_pipeline_depth": 3,
     "alu_ii": 2,

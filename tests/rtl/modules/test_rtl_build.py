@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from rtl_configs import configs_under_test
 
-from vdla_hw.config import load_config, preset_names
+from vdla_hw.config import ConfigError, load_config, preset_names
 from vdla_hw.gen_sv import GENERATED_DIR, generate_package, package_path
 from vdla_hw.rtl_build import RTL_MODULES, RtlBuildError, lint_command, package_file, rtl_sources, tool_env
 
@@ -52,9 +52,19 @@ def test_lint_clean(config):
     assert result.returncode == 0 and "%Warning" not in result.stderr, result.stderr[-4000:]
 
 
-def test_illegal_timing_stops_elaboration():
-    cfg = load_config("tiny").replace(timing={"alu_ii": 1})
-    result = subprocess.run(lint_command(cfg), capture_output=True, text=True, env=tool_env(), timeout=300)
+def test_illegal_timing_stops_elaboration(tmp_path):
+    """Validation refuses alu_ii = 1; a package edited by hand past it still meets the RTL's own $fatal."""
+    tiny = load_config("tiny")
+    with pytest.raises(ConfigError, match="alu_ii = 1 must be >= 2"):
+        tiny.replace(timing={"alu_ii": 1})
+    package = package_file(tiny)
+    text = package.read_text()
+    assert "localparam int ALU_II = 2;" in text
+    edited = tmp_path / package.name
+    edited.write_text(text.replace("localparam int ALU_II = 2;", "localparam int ALU_II = 1;"))
+    command = [str(edited) if arg == str(package) else arg for arg in lint_command(tiny)]
+    assert str(edited) in command
+    result = subprocess.run(command, capture_output=True, text=True, env=tool_env(), timeout=300)
     assert result.returncode != 0 and "alu_ii = 1 must be >= 2" in result.stderr
 
 
