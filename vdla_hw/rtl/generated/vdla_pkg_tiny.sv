@@ -266,8 +266,8 @@ package vdla_pkg;
   localparam int CONTROL_START_BIT = 0;
   localparam int STATUS_DONE_BIT = 0;
   localparam int STATUS_BUSY_BIT = 1;
-  // CONFIG_ID reads this: the low 32 bits of the config digest 2bd41bb0718c.
-  localparam logic [AXIL_DATA_WIDTH-1:0] CONFIG_ID_VALUE = 32'h1bb0718c;
+  // CONFIG_ID reads this: the low 32 bits of the config digest 6a879c96481b.
+  localparam logic [AXIL_DATA_WIDTH-1:0] CONFIG_ID_VALUE = 32'h9c96481b;
 endpackage
 /* verilator lint_on DECLFILENAME */
 /* verilator lint_on UNUSEDPARAM */

@@ -266,8 +266,8 @@ package vdla_pkg;
   localparam int CONTROL_START_BIT = 0;
   localparam int STATUS_DONE_BIT = 0;
   localparam int STATUS_BUSY_BIT = 1;
-  // CONFIG_ID reads this: the low 32 bits of the config digest 3c7e6db43443.
-  localparam logic [AXIL_DATA_WIDTH-1:0] CONFIG_ID_VALUE = 32'h6db43443;
+  // CONFIG_ID reads this: the low 32 bits of the config digest d01e61ffbeaf.
+  localparam logic [AXIL_DATA_WIDTH-1:0] CONFIG_ID_VALUE = 32'h61ffbeaf;
 endpackage
 /* verilator lint_on DECLFILENAME */
 /* verilator lint_on UNUSEDPARAM */
