@@ -1,7 +1,7 @@
 """Benchmark: the device pool's throughput and per-job overhead on one machine.
 
-The task is a tuning sweep on the cycle model: the schedule knobs of a tiled 64x256x64 int8
-GEMM (chunk sizes in tiles and 1 or 2 virtual threads) give one program per candidate,
+The task is a tuning sweep on the cycle model: the schedule knobs of a tiled int8 GEMM
+(``--gemm``, default 256x256x256) (chunk sizes in tiles and 1 or 2 virtual threads) give one program per candidate,
 built here, and each measurement runs it on ``vdla-cycle`` and returns its cycle count.
 
 - ``in-process`` (the peer): the measurements one after the other in this process;
@@ -11,7 +11,7 @@ built here, and each measurement runs it on ``vdla-cycle`` and returns its cycle
 - per-job overhead: a job doing nothing, sent to a 1-worker pool and awaited one at a time,
   minus calling it here (round trip: client -> scheduler -> worker -> job process and back).
 
-Run: ``python bench/pool.py [--workers 1 2 4] [--overhead-jobs N]``; writes
+Run: ``python bench/pool.py [--workers 1 2 4] [--gemm M K N] [--overhead-jobs N]``; writes
 ``bench/results/pool.json``.
 """
 
@@ -43,16 +43,13 @@ from runtime.program import Program  # noqa: E402
 from runtime.workloads import GemmTiling, tiled_gemm_program  # noqa: E402
 from vdla_hw.config import load_config  # noqa: E402
 
-M, K, N = 64, 256, 64
-
-
-def candidates(limit: int) -> list[tuple[str, Program]]:
-    """Schedule candidates of the GEMM that fit the config's buffers, up to ``limit``."""
+def candidates(limit: int, m: int, k: int, n: int) -> list[tuple[str, Program]]:
+    """Schedule candidates of an ``m x k x n`` GEMM that fit the config's buffers, up to ``limit``."""
     cfg = load_config("default")
     out = []
     for tm, tn, tk, vt in itertools.product((4, 8, 16), (1, 2, 4), (2, 4, 8), (1, 2)):
         try:
-            program, _ = tiled_gemm_program(cfg, M, K, N, virtual_threads=vt, tiling=GemmTiling(tm, tn, tk))
+            program, _ = tiled_gemm_program(cfg, m, k, n, virtual_threads=vt, tiling=GemmTiling(tm, tn, tk))
         except ValueError:
             continue
         out.append((f"tm{tm} tn{tn} tk{tk} vt{vt}", program))
@@ -105,6 +102,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4], help="pool sizes (default 1 2 4)")
     parser.add_argument("--candidates", type=int, default=24, help="measurements per sweep (default 24)")
+    parser.add_argument("--gemm", type=int, nargs=3, default=[256, 256, 256], metavar=("M", "K", "N"),
+                        help="the tuned GEMM (default 256 256 256, a real layer's size: ~0.3 s per "
+                             "measurement; 64 256 64 gives ~25 ms ones, where the per-job overhead shows)")
     parser.add_argument("--overhead-jobs", type=int, default=50, help="empty jobs for the overhead (default 50)")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "pool.json"))
     args = parser.parse_args()
@@ -114,7 +114,7 @@ def main() -> None:
     cpu = platform.processor() or platform.machine()
     print(f"CPU: {cpu}, {os.cpu_count()} cores, ISA {' '.join(simd) or 'baseline'}; load average "
           f"{os.getloadavg()[0]:.1f}")
-    named = candidates(args.candidates)
+    named = candidates(args.candidates, *args.gemm)
     programs = [p for _, p in named]
     bar = tqdm(total=len(programs) * (1 + len(args.workers)), desc="measurements", disable=not sys.stderr.isatty())
 
@@ -140,7 +140,8 @@ def main() -> None:
     for r in rows:
         r["measurements_per_s"] = len(programs) / r["seconds"]
     base = next((r for r in rows if r["workers"] == 1), None)
-    print(f"\n{len(programs)} cycle-model measurements of a {M}x{K}x{N} GEMM's schedule candidates "
+    m, k, n = args.gemm
+    print(f"\n{len(programs)} cycle-model measurements of a {m}x{k}x{n} GEMM's schedule candidates "
           f"(best tiling {named[reference.index(min(reference))][0]}: {min(reference):,} cycles)")
     print(f"{'setup':<12} {'seconds':>9} {'meas/s':>8} {'vs 1 worker':>12} {'vs in-process':>14}")
     for r in rows:
@@ -156,7 +157,7 @@ def main() -> None:
     out.write_text(json.dumps({
         "machine": {"cpu": cpu, "cores": os.cpu_count(), "isa": simd, "python": platform.python_version(),
                     "load_average_1m": os.getloadavg()[0]},
-        "task": {"gemm": [M, K, N], "candidates": [n for n, _ in named], "cycles": reference},
+        "task": {"gemm": args.gemm, "candidates": [n for n, _ in named], "cycles": reference},
         "rows": rows, "overhead": over,
     }, indent=1))
     print(f"wrote {out}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -72,6 +74,20 @@ def test_save_load_round_trip(tmp_path) -> None:
     assert dict(loaded.buffers) == dict(program.buffers)
     np.testing.assert_array_equal(loaded.dram, program.dram)
     np.testing.assert_array_equal(run(loaded).read("out"), expected)
+
+
+def test_pickle_round_trip_keeps_the_program_and_stores_each_distinct_instruction_once() -> None:
+    cfg = load_config("default")
+    program, reference = tiled_gemm_program(cfg, 64, 64, 64, virtual_threads=2, tiling=GemmTiling(1, 1, 1))
+    data = pickle.dumps(program)
+    copy = pickle.loads(data)
+    assert copy.instructions == program.instructions and copy.insn_addr == program.insn_addr
+    assert copy.config == program.config and dict(copy.buffers) == dict(program.buffers)
+    np.testing.assert_array_equal(copy.dram, program.dram)
+    assert (run(copy, "fsim").read("out") == reference).all()
+    # Repeated instructions are pickled once (plus a 4-byte index each), not once per occurrence.
+    assert len(set(program.instructions)) < program.insn_count // 4
+    assert len(data) < program.dram.nbytes + 4 * program.insn_count + 200 * len(set(program.instructions)) + 4096
 
 
 def test_load_rejects_other_files(tmp_path) -> None:
