@@ -11,7 +11,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "graph"))
 
-from make_models import DATA, digits_split  # noqa: E402
+from make_models import digits_split  # noqa: E402
+
+from compiler.examples import MODEL_PATH  # noqa: E402
 
 
 @pytest.mark.slow  # compiles a model (a minute or more on a shared 2-core machine)
@@ -22,7 +24,7 @@ def test_vdla_run_on_the_pool_matches_the_local_run(sim_pool, tmp_path: Path) ->
     np.save(tmp_path / "x.npy", x_te[:1])
     cli = [sys.executable, "-m", "compiler.cli.main"]
     model = tmp_path / "digits.vdla"
-    subprocess.run(cli + ["compile", str(DATA / "digits_cnn.onnx"), "--target", "vdla", "--calibrate",
+    subprocess.run(cli + ["compile", str(MODEL_PATH), "--target", "vdla", "--calibrate",
                           str(tmp_path / "calib.npz"), "-o", str(model)], env=p.env, check=True, capture_output=True)
     run = cli + ["run", str(model), "--input", str(tmp_path / "x.npy"), "--backend", "cycle", "--profile"]
     local = subprocess.run(run + ["--output", str(tmp_path / "local.npy")], env=p.env, check=True,
