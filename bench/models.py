@@ -29,14 +29,11 @@ from __future__ import annotations
 import os
 import sys
 
-_MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "268435456", "MALLOC_TRIM_THRESHOLD_": "1073741824"}
-_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 _CHILD_FLAG = "VDLA_MODELS_BENCH_CHILD"
-if __name__ == "__main__" and not os.environ.get(_CHILD_FLAG):
-    _env = {**os.environ, **_MALLOC_ENV, **_THREAD_ENV, _CHILD_FLAG: os.environ.get("OPENBLAS_CORETYPE", "-")}
-    if "--keep-openblas-coretype" not in sys.argv:
-        _env.pop("OPENBLAS_CORETYPE", None)
-    os.execve(sys.executable, [sys.executable, *sys.argv], _env)
+if __name__ == "__main__":
+    from peer_env import reexec_with_peer_env
+
+    reexec_with_peer_env(_CHILD_FLAG)
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -47,6 +44,8 @@ from typing import Any, Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
+
+from peer_env import MALLOC_ENV, THREAD_ENV  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "models")]
@@ -152,10 +151,10 @@ def main() -> None:
     isa = [f for f in ("avx512f", "avx512vnni", "avx2", "fma") if f in target.features]
     print(f"host CPU: {target.cpu} ({', '.join(isa) or 'no AVX'}); one thread each; torch {torch.__version__}, "
           f"onnxruntime {ort.__version__}; OPENBLAS_CORETYPE {os.environ.get('OPENBLAS_CORETYPE', 'unset')}; "
-          f"{' '.join(f'{k}={v}' for k, v in _MALLOC_ENV.items())}")
+          f"{' '.join(f'{k}={v}' for k, v in MALLOC_ENV.items())}")
     out: dict[str, Any] = {"cpu": target.cpu, "isa": isa, "resolution": resolution, "rounds": rounds,
-                           "torch": torch.__version__, "onnxruntime": ort.__version__, "malloc_env": _MALLOC_ENV,
-                           "thread_env": _THREAD_ENV, "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
+                           "torch": torch.__version__, "onnxruntime": ort.__version__, "malloc_env": MALLOC_ENV,
+                           "thread_env": THREAD_ENV, "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
                            "load_average_before": os.getloadavg(), "models": []}
     for name in names:
         r = bench_model(name, resolution, rounds, args.quiet)

@@ -26,14 +26,11 @@ from __future__ import annotations
 import os
 import sys
 
-_MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "268435456", "MALLOC_TRIM_THRESHOLD_": "1073741824"}
-_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 _CHILD_FLAG = "VDLA_RESNET18_BENCH_CHILD"
-if __name__ == "__main__" and not os.environ.get(_CHILD_FLAG):
-    _env = {**os.environ, **_MALLOC_ENV, **_THREAD_ENV, _CHILD_FLAG: os.environ.get("OPENBLAS_CORETYPE", "-")}
-    if "--keep-openblas-coretype" not in sys.argv:
-        _env.pop("OPENBLAS_CORETYPE", None)
-    os.execve(sys.executable, [sys.executable, *sys.argv], _env)
+if __name__ == "__main__":
+    from peer_env import reexec_with_peer_env
+
+    reexec_with_peer_env(_CHILD_FLAG)
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -46,6 +43,8 @@ from typing import Any, Callable  # noqa: E402
 import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 from tqdm import tqdm  # noqa: E402
+
+from peer_env import MALLOC_ENV, THREAD_ENV  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "graph")]
@@ -173,7 +172,7 @@ def main() -> None:
     ap.add_argument("--keep-openblas-coretype", action="store_true")
     args = ap.parse_args()
     out: dict[str, Any] = {"machine": platform.processor() or platform.machine(),
-                           "openblas_coretype": os.environ.get(_CHILD_FLAG), "malloc_env": _MALLOC_ENV,
+                           "openblas_coretype": os.environ.get(_CHILD_FLAG), "malloc_env": MALLOC_ENV,
                            "load_average_before": os.getloadavg()}
     out["llvm"] = bench_llvm(args.resolution, args.rounds)
     out["load_average_after_llvm"] = os.getloadavg()
