@@ -44,7 +44,7 @@ import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-from peer_env import MALLOC_ENV, THREAD_ENV  # noqa: E402
+from peer_env import MALLOC_ENV  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "graph")]
