@@ -23,10 +23,10 @@ from .. import te
 from ..codegen.llvm import Target
 from ..schedule import Schedule, create_schedule
 from ..te import ComputeOp, Tensor
-from .utils import TopiError, const_shape, largest_divisor, vector_lanes
+from .utils import TopiError, const_shape, largest_divisor, vector_lanes, vector_registers
 
-#: Spare vector registers (32 zmm with AVX-512) after accumulators and weights.
-_MAX_ACCUMULATORS = 28
+#: Vector registers a register tile leaves free: weight vectors, the broadcast input, addresses.
+_SPARE_REGISTERS = 4
 _REDUCE_ORDERS = ("ic_kh_kw", "kh_kw_ic")
 _OUTER_ORDERS = ("oc_y", "y_oc")
 
@@ -129,8 +129,14 @@ def default_nchwc_blocks(in_channels: int, out_channels: int,
     return largest_divisor(in_channels, lanes), largest_divisor(out_channels, lanes)
 
 
+def max_accumulators(target: Target | None = None) -> int:
+    """Accumulator vectors a register tile may hold on ``target`` (by default the one being compiled
+    for): 28 of AVX-512's 32 zmm, 12 of AVX2's 16 ymm."""
+    return vector_registers(target) - _SPARE_REGISTERS
+
+
 def default_conv2d_nchwc_knobs(out: Tensor, target: Target | None = None) -> Conv2dNCHWcKnobs:
-    """The widest register tile that fits the vector register file."""
+    """The widest register tile that fits the target's vector register file."""
     _, _, _, ow, ocb = const_shape(out)
     data, kernel = out.op.input_tensors()
     vectors_per_column = max(1, -(-ocb // vector_lanes(target)))
@@ -138,7 +144,7 @@ def default_conv2d_nchwc_knobs(out: Tensor, target: Target | None = None) -> Con
     kernel_smaller = math.prod(const_shape(kernel)) < math.prod(const_shape(data))
     # Unrolling a wide kernel row multiplies the loop body past the micro-op cache.
     kw = const_shape(kernel)[3]
-    return Conv2dNCHWcKnobs(ow_block=largest_divisor(ow, _MAX_ACCUMULATORS // vectors_per_column),
+    return Conv2dNCHWcKnobs(ow_block=largest_divisor(ow, max_accumulators(target) // vectors_per_column),
                             unroll_kw=kw <= 3,
                             outer_order="y_oc" if kernel_smaller else "oc_y")
 
