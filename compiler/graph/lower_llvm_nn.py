@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
 
 import numpy as np
 
@@ -28,8 +27,7 @@ from compiler.graph.ops import register_lowering
 from compiler.te import Tensor
 from compiler.tir import op as tir
 from compiler.tir.ir import PrimExpr
-from compiler.topi.conv2d_nchwc import max_accumulators
-from compiler.topi.utils import largest_divisor, vector_lanes
+from compiler.topi.utils import vector_lanes
 
 
 
@@ -42,12 +40,8 @@ def conv_workload(data: Tensor, kernel: Tensor, stride: Sequence[int], pad: Sequ
 
 
 def default_conv_knobs(conv: Tensor) -> topi.Conv2dNCHWcKnobs:
-    """topi's default register tile for the target being compiled for, its column block capped at half
-    the accumulator budget (14 of AVX-512's 28): that ran as fast on ResNet-18's layers (the FMA latency
-    is hidden either way) and halves the unrolled code LLVM has to compile."""
-    knobs = topi.default_conv2d_nchwc_knobs(conv)
-    cap = max_accumulators() // 2
-    return replace(knobs, ow_block=largest_divisor(_shape(conv)[3], min(knobs.ow_block, cap)))
+    """topi's default register tile for the target being compiled for (the tuner's default config)."""
+    return topi.default_conv2d_nchwc_knobs(conv)
 
 
 def dense_workload(x: Tensor, packed: Tensor, out_features: int) -> dict[str, int]:
