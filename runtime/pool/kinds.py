@@ -160,8 +160,11 @@ def worker_resources(devices: list[DeviceSpec], cpu_features: frozenset[str]) ->
 
 
 def kinds_of(resources: dict[str, float]) -> list[str]:
-    """The device kinds a worker's resources stand for, ``cpu-<feature>`` folded into ``cpu``."""
-    return sorted(k for k in resources if not k.startswith("cpu-"))
+    """The device kinds a worker's resources stand for, ``cpu-<feature>`` folded into ``cpu``.
+
+    A kind at 0 was withdrawn (a board worker replacing its bitstream; Dask cannot drop a resource).
+    """
+    return sorted(k for k, v in resources.items() if not k.startswith("cpu-") and v > 0)
 
 
 def satisfies(resources: dict[str, float], need: dict[str, float]) -> bool:
