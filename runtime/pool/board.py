@@ -42,8 +42,8 @@ from runtime.pool.bundle import (
     board_key,
     bundle_id,
     check_board,
-    verify_bundle,
-    write_bundle,
+    check_folder,
+    unpack_bundle,
 )
 from runtime.pool.jobs import run_job
 from runtime.pool.kinds import fpga_kind
@@ -126,27 +126,19 @@ def check_bitstream(folder: str, emulate: bool, manifest: Manifest) -> Deploymen
     from vdla_hw import regmap
 
     _close_open()
-    board = _open_board(folder, emulate)
-    checks = []
+    try:
+        board = _open_board(folder, emulate)
+    except DeviceFaultError as exc:  # open_board reads CONFIG_ID and BUILD_ID and refuses a mismatch
+        raise DeviceFaultError(f"the bitstream failed its register checks when loaded: {exc}", hint=exc.hint) from None
     cfg = board.config
-    if cfg.digest != manifest.config_digest:
-        raise BadFileError(f"the folder's config {cfg.label()} (digest {cfg.digest}) is not the manifest's "
-                           f"{manifest.config_name!r} (digest {manifest.config_digest})",
-                           hint="copy the whole folder vdla fpga build wrote, or rebuild it")
-    want_id = int(manifest.config_digest, 16) & 0xFFFF_FFFF
-    if board.config_id != want_id:
-        raise DeviceFaultError(
-            f"CONFIG_ID check failed: the loaded design reports {regmap.describe_config_id(board.config_id)}, "
-            f"but the manifest says config {manifest.config_name!r} (CONFIG_ID 0x{want_id:08x})",
-            hint="the bitstream was built for another config than its manifest says: rebuild it with "
-                 f"vdla fpga build --config {manifest.config_name}")
-    checks.append(f"CONFIG_ID 0x{board.config_id:08x} = config {manifest.config_name!r} ({manifest.config_digest})")
-    if board.build_id != manifest.build_id:
-        raise DeviceFaultError(
-            f"BUILD_ID check failed: the loaded design reports build 0x{board.build_id:08x}, the manifest "
-            f"0x{manifest.build_id:08x}: the bitstream file is from another build than its manifest",
-            hint="copy the whole folder of one vdla fpga build run, or rebuild it")
-    checks.append(f"BUILD_ID 0x{board.build_id:08x} = manifest")
+    want_id = regmap.config_id(cfg)
+    if cfg.digest != manifest.config_digest or board.config_id != want_id or board.build_id != manifest.build_id:
+        raise DeviceFaultError(f"the loaded design reports {regmap.describe_config_id(board.config_id)}, build "
+                               f"0x{board.build_id:08x}; the manifest says config {manifest.config!r} "
+                               f"(CONFIG_ID 0x{want_id:08x}), build 0x{manifest.build_id:08x}",
+                               hint="the folder's files do not belong together: rebuild it with vdla fpga build")
+    checks = [f"CONFIG_ID 0x{board.config_id:08x} = config {manifest.config!r} (digest {cfg.digest})",
+              f"BUILD_ID 0x{board.build_id:08x} = manifest"]
     program = build_case(cfg, SELFTEST)
     got = board.run(program).dram
     expected = run_program(program, "fsim").dram
@@ -156,8 +148,9 @@ def check_bitstream(folder: str, emulate: bool, manifest: Manifest) -> Deploymen
                                "functional model's", hint="the board or its bitstream is faulty; rebuild and deploy "
                                "again, or check the board")
     checks.append(f"self-test {SELFTEST!r}: {program.insn_count} instructions, DRAM bit-exact vs fsim")
-    return Deployment(board_key(manifest.board), fpga_kind(board_key(manifest.board), cfg), cfg.name, cfg.digest,
-                      board.config_id, board.build_id, tuple(checks), folder)
+    key = board_key(manifest.board)
+    return Deployment(key, fpga_kind(key, cfg), cfg.name, cfg.digest, board.config_id, board.build_id,
+                      tuple(checks), folder)
 
 
 def run_on_board(program: Program, backend: str, options: dict[str, Any]) -> tuple[Any, ...]:
@@ -230,7 +223,7 @@ class BoardWorker:
             return
         progress(f"checking the deployed bitstream {current.folder} ...")
         try:
-            manifest = verify_bundle(_bundle_of(Path(current.folder)))
+            manifest, _ = check_folder(Path(current.folder))
             checked = _in_job_process(check_bitstream, current.folder, self.spec.emulate, manifest)
         except (BadFileError, DeviceFaultError) as exc:  # the board starts empty; a missing tool stops the worker
             progress(f"the deployed bitstream is not offered: {exc}")
@@ -240,16 +233,21 @@ class BoardWorker:
 
     def deploy(self, bundle: Bundle, advertise: Callable[[dict[str, float]], None]) -> Deployment:
         """Verify, store, open and check ``bundle``; on success ``advertise`` its kind (see the module docstring)."""
-        manifest = verify_bundle(bundle)
-        check_board(manifest, self.spec.board, bundle.source)
         with self.lock:
-            self._set_kind(None, advertise)
-            (self.spec.store / _CURRENT).unlink(missing_ok=True)
             deployments = self.spec.store / "deployments"
             dest = deployments / bundle_id(bundle)
-            if dest.exists():
-                shutil.rmtree(dest)
-            write_bundle(bundle, dest)
+            staging = dest.with_name(dest.name + ".new")
+            shutil.rmtree(staging, ignore_errors=True)
+            try:  # a bad bundle is refused before the current bitstream is withdrawn
+                manifest, _ = unpack_bundle(bundle, staging)
+                check_board(manifest, self.spec.board, bundle.source)
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+            self._set_kind(None, advertise)
+            (self.spec.store / _CURRENT).unlink(missing_ok=True)
+            shutil.rmtree(dest, ignore_errors=True)
+            staging.rename(dest)
             try:
                 checked: Deployment = _in_job_process(check_bitstream, str(dest), self.spec.emulate, manifest)
             except BaseException:
@@ -262,12 +260,6 @@ class BoardWorker:
             (self.spec.store / _CURRENT).write_text(json.dumps(asdict(done), indent=1) + "\n")
             self._set_kind(done.kind, advertise)
             return done
-
-
-def _bundle_of(folder: Path) -> Bundle:
-    from runtime.pool.bundle import read_bundle
-
-    return read_bundle(folder)
 
 
 _worker: BoardWorker | None = None

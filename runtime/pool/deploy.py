@@ -20,7 +20,7 @@ from runtime.pool.bundle import (
     board_key,
     check_board,
     read_bundle,
-    verify_bundle,
+    read_manifest,
 )
 from runtime.pool.errors import NoDeviceError
 from vdla_hw.errors import DeviceFaultError
@@ -65,7 +65,7 @@ def pick_workers(workers: list[BoardWorkerInfo], board: str, name: str | None, a
 def load_bundle(folder: str | Path, board: str) -> Bundle:
     """Read and verify the bitstream folder ``folder`` for ``board`` (before anything is sent)."""
     bundle = read_bundle(folder)
-    check_board(verify_bundle(bundle), board, str(folder))
+    check_board(read_manifest(Path(folder)), board, str(folder))
     return bundle
 
 

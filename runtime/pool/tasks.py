@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 from runtime.backends import run as run_program
 from runtime.pool.board import run_on_board
+from runtime.pool.bundle import board_key
 from runtime.pool.errors import NoDeviceError
 from runtime.pool.kinds import backend_kind
 from runtime.program import Program
@@ -36,8 +37,8 @@ def submit_program(executor: Any, program: Program, backend: str, *, board: str 
     if files:
         raise UsageError(f"option(s) {files} write files, which a pool run would leave on the worker",
                          hint="run without --pool to get the file on this machine")
-    if backend == "fpga" and board is None:
-        board = fpga_board(executor, program.config)
+    if backend == "fpga":
+        board = board_key(board) if board else fpga_board(executor, program.config)
     kind = backend_kind(backend, program.config, board)
     # A board worker runs the bitstream it checked at deploy time, not whatever the fpga backend would open.
     job = run_on_board if backend == "fpga" else run_on_backend
