@@ -82,7 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("address", help="the scheduler, e.g. tcp://127.0.0.1:8786 or tls://10.0.0.1:8786")
     p.add_argument("--device", action="append", default=[], metavar="KIND[@CONFIG][=N]",
                    help="a device this worker offers, N jobs at a time (repeatable; default: cpu, vdla-fsim, "
-                        "vdla-cycle): cpu, vdla-fsim, vdla-cycle, vdla-rtl[@CONFIG], fpga-<board>[@CONFIG]")
+                        "vdla-cycle): cpu, vdla-fsim, vdla-cycle, vdla-rtl[@CONFIG] (boards: --board)")
     p.add_argument("--board", help="a board worker: owns this FPGA board and offers it once vdla fpga deploy has "
                    "loaded and checked a bitstream (no --device then)")
     p.add_argument("--emulate", action="store_true", help="with --board: the board is the Verilated RTL of each "
