@@ -15,8 +15,8 @@ folder as bytes; the worker
 
 A failed step leaves the board unadvertised and the deploy job raises why (``BadFileError``,
 ``DeviceFaultError``). Programs for the advertised kind run in the worker's job processes through
-:func:`run_on_board`, which opens the current bitstream once per job process. A restarted worker
-checks its current bitstream again before it advertises it.
+:func:`run_on_board`: the ``fpga`` backend on the current bitstream (it keeps the loaded board for
+the next run). A restarted worker checks its current bitstream again before it advertises it.
 
 ``--emulate`` makes the board the Verilated RTL of the bitstream folder's config (see
 ``runtime.fpga``); everything else -- the store, the checks, the jobs -- is the same code.
@@ -99,48 +99,32 @@ def default_store(board: str, name: str | None) -> Path:
     return root / (name or board_key(board))
 
 
-# ---- the job-process side: opening and checking a bitstream, running programs ----------------------
-_open: dict[str, Any] = {}
-"""This job process's open board: bitstream folder -> Board (at most one)."""
-
-
-def _close_open() -> None:
-    for board in _open.values():
-        board.close()
-    _open.clear()
-
-
-def _open_board(folder: str, emulate: bool) -> Any:
-    if folder not in _open:
-        _close_open()  # one board, one bitstream: drop a previous one first
-        from runtime.fpga import open_board
-
-        _open[folder] = open_board(Path(folder), emulate=True if emulate else None)
-    return _open[folder]
-
-
+# ---- the job-process side: checking a bitstream, running programs ----------------------------------
 def check_bitstream(folder: str, emulate: bool, manifest: Manifest) -> Deployment:
     """Open the bitstream in ``folder`` and prove it is what ``manifest`` says (runs in a job process)."""
     from runtime.backends import run as run_program
+    from runtime.fpga import open_board
     from runtime.system_programs import build_case
     from vdla_hw import regmap
 
-    _close_open()
     try:
-        board = _open_board(folder, emulate)
+        board = open_board(Path(folder), emulate=True if emulate else None)
     except DeviceFaultError as exc:  # open_board reads CONFIG_ID and BUILD_ID and refuses a mismatch
         raise DeviceFaultError(f"the bitstream failed its register checks when loaded: {exc}", hint=exc.hint) from None
-    cfg = board.config
-    want_id = regmap.config_id(cfg)
-    if cfg.digest != manifest.config_digest or board.config_id != want_id or board.build_id != manifest.build_id:
-        raise DeviceFaultError(f"the loaded design reports {regmap.describe_config_id(board.config_id)}, build "
-                               f"0x{board.build_id:08x}; the manifest says config {manifest.config!r} "
-                               f"(CONFIG_ID 0x{want_id:08x}), build 0x{manifest.build_id:08x}",
-                               hint="the folder's files do not belong together: rebuild it with vdla fpga build")
-    checks = [f"CONFIG_ID 0x{board.config_id:08x} = config {manifest.config!r} (digest {cfg.digest})",
-              f"BUILD_ID 0x{board.build_id:08x} = manifest"]
-    program = build_case(cfg, SELFTEST)
-    got = board.run(program).dram
+    try:
+        cfg = board.config
+        want_id = regmap.config_id(cfg)
+        if cfg.digest != manifest.config_digest or board.config_id != want_id or board.build_id != manifest.build_id:
+            raise DeviceFaultError(f"the loaded design reports {regmap.describe_config_id(board.config_id)}, build "
+                                   f"0x{board.build_id:08x}; the manifest says config {manifest.config!r} "
+                                   f"(CONFIG_ID 0x{want_id:08x}), build 0x{manifest.build_id:08x}",
+                                   hint="the folder's files do not belong together: rebuild it with vdla fpga build")
+        checks = [f"CONFIG_ID 0x{board.config_id:08x} = config {manifest.config!r} (digest {cfg.digest})",
+                  f"BUILD_ID 0x{board.build_id:08x} = manifest"]
+        program = build_case(cfg, SELFTEST)
+        got = board.run(program).dram
+    finally:
+        board.close()
     expected = run_program(program, "fsim").dram
     if not np.array_equal(got, expected):
         bad = int(np.count_nonzero(got != expected))
@@ -153,8 +137,18 @@ def check_bitstream(folder: str, emulate: bool, manifest: Manifest) -> Deploymen
                       tuple(checks), folder)
 
 
+_WORKER_CHOOSES = ("bitstream", "emulate")
+"""fpga backend options a pool job may not set: the board worker runs its checked bitstream."""
+
+
 def run_on_board(program: Program, backend: str, options: dict[str, Any]) -> tuple[Any, ...]:
-    """The job of an ``fpga-...`` kind: run ``program`` on this worker's current bitstream."""
+    """The job of an ``fpga-...`` kind: run ``program`` on this worker's current bitstream (the fpga backend)."""
+    from runtime.backends import run as run_program
+
+    chosen = sorted(k for k in _WORKER_CHOOSES if options.get(k))
+    if chosen:
+        raise UsageError(f"option(s) {chosen} choose the bitstream, which on the pool is the one the board worker "
+                         "checked at deploy time", hint="drop them, or run without --pool")
     store = os.environ.get(STORE_ENV)
     if not store:
         raise UsageError("this pool worker is not a board worker, yet it received an fpga job",
@@ -166,8 +160,8 @@ def run_on_board(program: Program, backend: str, options: dict[str, Any]) -> tup
         raise DeviceFaultError(f"board {spec.board} holds no bitstream for config {program.config.label()} "
                                f"(it holds {have}): it was redeployed while the job waited",
                                hint="deploy a bitstream for that config with vdla fpga deploy, then run again")
-    board = _open_board(current.folder, spec.emulate)
-    r = board.run(program, **options)
+    rest = {k: v for k, v in options.items() if k not in _WORKER_CHOOSES}
+    r = run_program(program, "fpga", bitstream=current.folder, emulate=spec.emulate, **rest)
     return r.backend, r.dram, dict(r.counters), r.cycles, dict(r.extra)
 
 
