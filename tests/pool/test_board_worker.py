@@ -45,6 +45,9 @@ def test_board_worker_joins_offering_nothing(board_pool) -> None:
         assert not workers["b1"]["resources"]
         boards = board_workers(ex.client)
         assert [(b.name, b.board, b.emulate, b.kind) for b in boards] == [("b1", "pynq_z2", True, None)]
+    status = vdla(p, "pool", "status", address)
+    assert status.returncode == 0 and "b1: emulated board pynq_z2, no bitstream (vdla fpga deploy" in status.stdout
+    with PoolExecutor(address) as ex:
         # nothing is loaded: a run on the fpga backend says what to do
         with pytest.raises(NoDeviceError, match="no board of the pool .* is loaded with config") as err:
             fpga_board(ex, load_config("tiny"))
