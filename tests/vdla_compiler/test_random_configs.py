@@ -9,12 +9,17 @@ from __future__ import annotations
 import re
 
 import pytest
+from random_configs import legal_configs
 
 from compiler.vdla import VdlaTarget
-from compiler.vdla.topi import Conv2dWorkload, Requantize, check_conv2d, compile_conv2d, requant_shift
+from compiler.vdla.topi import (
+    Conv2dWorkload,
+    Requantize,
+    check_conv2d,
+    compile_conv2d,
+    requant_shift,
+)
 from vdla_hw.config import CONFIG_RULES, RANGES, TIMING_RANGES, HwConfig
-
-from random_configs import legal_configs
 
 SEED = 14
 COUNT = 10
@@ -40,7 +45,7 @@ def _id(index: int) -> str:
 def test_the_draws_cover_the_fields() -> None:
     """The seed exercises what the test claims: both data widths, several GEMM shapes, narrow and
     shallow queues, every ALU timing the rules allow, and refusals of several rules."""
-    seen = lambda f: {f(c) for c in CONFIGS}  # noqa: E731
+    seen = lambda f: {f(c) for c in CONFIGS}
     assert len(seen(lambda c: (c.block_in, c.block_out))) >= 4
     assert len(seen(lambda c: c.bus_width)) >= 2 and len(seen(lambda c: c.timing.alu_ii)) >= 2
     assert len(seen(lambda c: (c.inp_width, c.wgt_width, c.out_width))) >= 2
