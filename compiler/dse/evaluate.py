@@ -123,7 +123,9 @@ def _measure(cfg: HwConfig, workloads: Workloads, fmax: bool,
     """The hardware cost and the layer times, here or on the device pool: there the hardware job
     (``vdla_hw`` only) goes to a CPU worker and each compiled layer to a cycle-model worker."""
     if executor is None:
-        return hardware_cost(cfg, fmax), tuple(layer_times(workloads, cfg))
+        # Layers first: one that fits no tiling fails the point in seconds, before any synthesis.
+        layers = tuple(layer_times(workloads, cfg))
+        return hardware_cost(cfg, fmax), layers
     from runtime.pool.tasks import submit_program
 
     hw = executor.submit(hardware_cost, cfg.to_dict(), fmax, device_kind="cpu", timeout_s=HW_TIMEOUT_S)
