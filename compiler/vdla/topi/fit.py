@@ -73,7 +73,7 @@ def fits(target: VdlaTarget | HwConfig, wl: Conv2dWorkload, knobs: Conv2dKnobs, 
     tgt = target if isinstance(target, VdlaTarget) else VdlaTarget(target)
     try:
         wl.check(tgt.config)
-    except UnsupportedError as exc:  # channels or data widths this config cannot map: the reason itself
+    except UnsupportedError as exc:  # channels this config cannot map: the reason itself
         return str(exc)
     reason = shape_error(wl, knobs, tgt.config)
     if reason is not None:

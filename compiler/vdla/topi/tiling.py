@@ -15,8 +15,6 @@ from vdla_hw.config import HwConfig
 from vdla_hw.errors import UnsupportedError
 from vdla_hw.isa import LOOP_ITER_W
 
-from ..target import VdlaTarget
-
 MAX_LOOP = (1 << LOOP_ITER_W) - 1
 
 
@@ -53,8 +51,7 @@ class Conv2dWorkload:
                                                          self.stride, self.pad)
 
     def check(self, cfg: HwConfig) -> None:
-        """Raise :class:`UnsupportedError` unless the layer maps onto ``cfg``'s tiles and data widths."""
-        VdlaTarget(cfg).check_data_widths()
+        """Raise :class:`UnsupportedError` unless the layer maps onto ``cfg``'s tiles."""
         for name, value, block, what in (("n", self.n, cfg.batch, "BATCH"), ("ic", self.ic, cfg.block_in, "BLOCK_IN"),
                                           ("oc", self.oc, cfg.block_out, "BLOCK_OUT")):
             if value <= 0 or value % block:
