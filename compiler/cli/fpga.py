@@ -67,6 +67,7 @@ def _build(args: argparse.Namespace) -> int:
     out = Path(args.output) if args.output else Path(f"vdla-fpga-{args.board}-{cfg.name}")
     result = build_bitstream(args.board, cfg, out, run=not args.no_run)
     print(f"wrote the {result.board} project for config {result.config} to {result.project_dir}")
+    print(f"build id 0x{result.build_id:08x} (bitstream.json)")
     if not result.ran:
         print(f"build it on a machine with the board's tools: {result.run_hint}")
         return 0
