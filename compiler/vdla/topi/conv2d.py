@@ -168,16 +168,22 @@ def conv2d_schedule(wl: Conv2dWorkload, knobs: Conv2dKnobs, target: VdlaTarget, 
         s.compute_inline(stage)
 
     # Output tiles; the outer tile axis first (loop_order), one axis split across virtual threads.
+    # Column tiles belong to the row axis (inside its tiles, outside its virtual thread), so the
+    # input copy placed at that axis's innermost loop covers one row x column tile.
     n, o, y, x, b, j = s.get_loops(t.out)
     o_o, o_i = s.split(o, factor=knobs.oc_tile)
     y_o, y_i = s.split(y, factor=knobs.oh_tile)
+    x_o, x_i = (None, x) if g.ow_tiles == 1 else s.split(x, factor=g.ow_tile)
     axes = {"oc": [o_o], "oh": [y_o]}
+    vthread = None
     if knobs.virtual_threads > 1:
-        outer, v = s.split(axes[knobs.vt_axis][0], factor=knobs.virtual_threads)
-        axes[knobs.vt_axis] = [outer, v]
+        outer, vthread = s.split(axes[knobs.vt_axis][0], factor=knobs.virtual_threads)
+        axes[knobs.vt_axis] = [outer, vthread]
+    if x_o is not None:
+        axes["oh"].insert(1, x_o)
     first, second = ("oc", "oh") if knobs.loop_order == "oc_oh" else ("oh", "oc")
     tile_loops = [n] + axes[first] + axes[second]
-    s.reorder(*tile_loops, o_i, y_i, x, b, j)
+    s.reorder(*tile_loops, o_i, y_i, x_i, b, j)
     s.compute_at(acc, tile_loops[-1])
 
     # The reduction: input-channel chunks outside, the GEMM block (b, j, k) innermost.
@@ -194,8 +200,8 @@ def conv2d_schedule(wl: Conv2dWorkload, knobs: Conv2dKnobs, target: VdlaTarget, 
     s.compute_at(inp, at["inp"])
 
     s.compact_buffers()
-    if knobs.virtual_threads > 1:
-        s.bind(axes[knobs.vt_axis][1], "vthread")
+    if vthread is not None:
+        s.bind(vthread, "vthread")
     s.tensorize(s.get_loops(acc)[-3], gemm.update)
     s.tensorize(s.get_loops(init)[-2], gemm.reset)
     return s

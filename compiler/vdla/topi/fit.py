@@ -42,15 +42,16 @@ def shape_error(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> str | None
         return f"virtual_threads must be >= 1, got {k.virtual_threads}"
     if k.vt_axis not in ("oc", "oh") or k.loop_order not in ("oc_oh", "oh_oc"):
         return f"vt_axis must be 'oc' or 'oh' and loop_order 'oc_oh' or 'oh_oc', got {k}"
-    for name, tile, total in (("oc_tile", k.oc_tile, ocb), ("oh_tile", k.oh_tile, wl.oh), ("ic_tile", k.ic_tile, icb)):
+    for name, tile, total in (("oc_tile", k.oc_tile, ocb), ("oh_tile", k.oh_tile, wl.oh), ("ic_tile", k.ic_tile, icb),
+                              ("ow_tile", k.tile_ow(wl), wl.ow)):
         if tile <= 0 or total % tile:
             return f"{name}={tile} must divide {total}"
     g = geometry(wl, k, cfg)
     split = g.oc_tiles if k.vt_axis == "oc" else g.oh_tiles
     if split % k.virtual_threads:
         return f"{k.virtual_threads} virtual threads must divide the {split} {k.vt_axis} tiles"
-    if k.oh_tile * wl.ow > MAX_LOOP or k.oc_tile > MAX_LOOP:
-        return f"tile {k.oc_tile}x{k.oh_tile}x{wl.ow} exceeds the {LOOP_ITER_W}-bit instruction loop"
+    if k.oh_tile * g.ow_tile > MAX_LOOP or k.oc_tile > MAX_LOOP:
+        return f"tile {k.oc_tile}x{k.oh_tile}x{g.ow_tile} exceeds the {LOOP_ITER_W}-bit instruction loop"
     return None
 
 
@@ -213,7 +214,7 @@ def _sram_footprint(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, bias: boo
 
 def _tile_sizes(wl: Conv2dWorkload, k: Conv2dKnobs, g: TileGeometry) -> tuple[int, int, int]:
     """SRAM tiles of one thread's input, weight and accumulator buffers."""
-    return k.ic_tile * g.in_rows * g.in_cols, k.oc_tile * k.ic_tile * wl.kh * wl.kw, k.oc_tile * k.oh_tile * wl.ow
+    return k.ic_tile * g.in_rows * g.in_cols, k.oc_tile * k.ic_tile * wl.kh * wl.kw, k.oc_tile * k.oh_tile * g.ow_tile
 
 
 def _copies(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> tuple[int, int]:
@@ -248,12 +249,13 @@ def _uop_nests(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> tuple[list[
     output tile; the bias-add's src steps one bias row per output-channel block)."""
     g = geometry(wl, k, cfg)
     row_step = 1 if wl.kh == 1 else wl.stride  # a 1x1 kernel reads a stage of just the rows it uses
-    ohw, taps = k.oh_tile * wl.ow, wl.kh * wl.kw
-    gemm = _unfolded([(k.oc_tile, (ohw, 0, k.ic_tile * taps)), (k.oh_tile, (wl.ow, row_step * g.in_cols, 0)),
-                      (wl.ow, (1, wl.stride, 0)), (k.ic_tile, (0, g.in_rows * g.in_cols, taps)),
+    ow, taps = g.ow_tile, wl.kh * wl.kw
+    ohw = k.oh_tile * ow
+    gemm = _unfolded([(k.oc_tile, (ohw, 0, k.ic_tile * taps)), (k.oh_tile, (ow, row_step * g.in_cols, 0)),
+                      (ow, (1, wl.stride, 0)), (k.ic_tile, (0, g.in_rows * g.in_cols, taps)),
                       (wl.kh, (0, g.in_cols, wl.kw)), (wl.kw, (0, 1, 1))],
                      (cfg.acc_buff_depth, cfg.inp_buff_depth, cfg.wgt_buff_depth))
-    epi = _unfolded([(k.oc_tile, (ohw, 1, 0)), (k.oh_tile, (wl.ow, 0, 0)), (wl.ow, (1, 0, 0))],
+    epi = _unfolded([(k.oc_tile, (ohw, 1, 0)), (k.oh_tile, (ow, 0, 0)), (ow, (1, 0, 0))],
                     (cfg.acc_buff_depth, cfg.acc_buff_depth, cfg.wgt_buff_depth))
     return gemm, epi
 
