@@ -15,6 +15,7 @@ adds its own fields in its flow module, keyed by the board name.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from importlib.resources import files
 from pathlib import Path
 
 from vdla_hw.errors import UsageError
@@ -161,7 +162,9 @@ class Board:
         return FPGA_SCRIPTS_DIR / self.name.replace("-", "_")
 
 
-FPGA_SCRIPTS_DIR = Path(__file__).resolve().parents[2] / "fpga_scripts"
+# The scripts are package data of the ``fpga_scripts`` package, so a wheel install has them as well as a
+# checkout; every flow copies from here (a regular package: ``files`` is a real folder on disk).
+FPGA_SCRIPTS_DIR = Path(str(files("fpga_scripts")))
 
 BOARDS: dict[str, Board] = {b.name: b for b in (
     Board("pynq-z2", "TUL PYNQ-Z2 (Zynq-7020)", "xc7z020clg400-1", "vivado",
