@@ -42,6 +42,11 @@ def vector_lanes(target: Target | None, dtype_bits: int = 32) -> int:
     return (target or host_target()).vector_lanes(dtype_bits)
 
 
+def vector_registers(target: Target | None) -> int:
+    """Architectural vector registers of the target (the host by default): 32 with AVX-512, else 16."""
+    return 32 if (target or host_target()).vector_bits >= 512 else 16
+
+
 def schedule_elementwise(s: Schedule, t: Tensor | str, lanes: int,
                          parallel: bool = True) -> None:
     """Vectorize the innermost axis by ``lanes`` (a shorter axis whole; a tail stays a
