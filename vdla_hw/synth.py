@@ -19,6 +19,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from vdla_hw.config import HwConfig, load_config
+from vdla_hw.fpga.boards import BOARDS
 from vdla_hw.rtl_build import RtlBuildError, build_dir, rtl_sources
 from vdla_hw.progress import ticking
 
@@ -36,7 +37,13 @@ class Device:
     bram36: int
 
 
-ZYNQ_7020 = Device("xc7z020 (PYNQ-Z1)", luts=53_200, ffs=106_400, dsps=220, bram36=140)
+def _device(board: str, name: str) -> Device:
+    res = BOARDS[board].resources
+    assert res is not None, board
+    return Device(name, luts=res.luts, ffs=res.ffs, dsps=res.dsps, bram36=int(res.bram36))
+
+
+ZYNQ_7020 = _device("pynq-z2", "xc7z020 (PYNQ-Z1)")
 
 # LUTs used by each LUT-RAM / shift-register primitive (Xilinx 7-series).
 _LUTRAM_LUTS = {

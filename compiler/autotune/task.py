@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.codegen.llvm import Target, host_target, parse_target
+from compiler.codegen.llvm import Target, host_target, parse_target, using_target
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.errors import UsageError
 
@@ -171,9 +171,9 @@ def extract_tasks(graph: Any, target: str = "llvm", *, cpu_target: str = "llvm",
         from compiler.graph.lower_llvm import draft_kernel
         from compiler.graph.passes import optimize_for_cpu
 
-        g = optimize_for_cpu(graph)
         recorder = _Recorder()
-        with dispatch.dispatching(recorder):
+        with using_target(parse_target(cpu_target)), dispatch.dispatching(recorder):
+            g = optimize_for_cpu(graph)
             for n in g.nodes:
                 if n.op == "fused":
                     draft_kernel(n, g, n.name)

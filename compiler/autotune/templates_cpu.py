@@ -15,7 +15,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from compiler import te, topi
-from compiler.codegen.llvm import codegen, export_library, parse_target
+from compiler.codegen.llvm import Target, codegen, export_library, parse_target, using_target
 from compiler.schedule import Schedule
 from compiler.tir.pipeline import lower
 from compiler.tir.stmt import PrimFunc
@@ -54,15 +54,30 @@ class CpuTemplate(Template):
     def lanes(self) -> int:
         return _ISA_BITS.get(self.isa, 128) // 32
 
+    @property
+    def target(self) -> Target:
+        """The CPU the task compiles for (its defaults and schedules are sized for it, not the host)."""
+        return parse_target(self.task.target.rsplit(" (", 1)[0])
+
+    def default(self) -> Config:
+        with using_target(self.target):
+            return self.target_default()
+
+    def target_default(self) -> Config:
+        """:meth:`default`, called with the task's target current."""
+        raise NotImplementedError
+
     def program(self, config: Config) -> PrimFunc:
-        return self.schedule(config)[0].func
+        with using_target(self.target):
+            return self.schedule(config)[0].func
 
     def build(self, config: Config, directory: Path) -> Path:
-        s, args = self.schedule(config)
-        lowered = lower(s, "llvm")
+        with using_target(self.target):
+            s, args = self.schedule(config)
+            lowered = lower(s, "llvm")
         params = tuple(t.buffer for t in args)
         func = PrimFunc(self.kind, params, lowered.body, lowered.attrs)
-        module = codegen([func], parse_target(self.task.target.rsplit(" (", 1)[0]), name=self.kind)
+        module = codegen([func], self.target, name=self.kind)
         return Path(export_library(module, directory / f"{self.kind}.so"))
 
     def inputs(self, seed: int = 0) -> list[np.ndarray]:
@@ -144,7 +159,7 @@ class Conv2dNCHWcTemplate(CpuTemplate):
             Axis("parallel", (False, True)),
         ), legal)
 
-    def default(self) -> Config:
+    def target_default(self) -> Config:
         from compiler.graph.lower_llvm_nn import default_conv_knobs
 
         k = default_conv_knobs(self.tensors()[1])
@@ -194,7 +209,7 @@ class DepthwiseTemplate(CpuTemplate):
         return ConfigSpace((Axis("ow_vector", tuple(widths)), Axis("unroll_kw", (False, True)),
                             Axis("parallel", (False, True))))
 
-    def default(self) -> Config:
+    def target_default(self) -> Config:
         k = topi.default_depthwise_knobs(self.tensors()[1])
         return Config((("ow_vector", k.ow_vector), ("unroll_kw", k.unroll_kw), ("parallel", k.parallel)))
 
@@ -235,8 +250,8 @@ class DepthwiseNCHWcTemplate(CpuTemplate):
         return ConfigSpace((Axis("ow_block", divisors(ow, max(budget, int(self.default()["ow_block"])))),
                             Axis("unroll_kw", (False, True)), Axis("parallel", (False, True))))
 
-    def default(self) -> Config:
-        k = topi.default_depthwise_nchwc_knobs(self.tensors()[1], parse_target(self.task.target.rsplit(" (", 1)[0]))
+    def target_default(self) -> Config:
+        k = topi.default_depthwise_nchwc_knobs(self.tensors()[1])
         return Config((("ow_block", k.ow_block), ("unroll_kw", k.unroll_kw), ("parallel", k.parallel)))
 
     def knobs(self, config: Config) -> topi.DepthwiseNCHWcKnobs:
@@ -279,7 +294,7 @@ class DenseTemplate(CpuTemplate):
                             Axis("k_unroll", (1, 2, 4, 8)), Axis("parallel", (False, True)),
                             Axis("outer_order", ("m_n", "n_m"))))
 
-    def default(self) -> Config:
+    def target_default(self) -> Config:
         from compiler.graph.lower_llvm_nn import default_dense_knobs
 
         k = default_dense_knobs(self.task.wl["m"], self.task.wl["n"])

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
 
 import numpy as np
 
@@ -32,12 +31,6 @@ from compiler.tir import op as tir
 from compiler.tir.ir import PrimExpr
 from compiler.topi.utils import largest_divisor, schedule_elementwise, vector_lanes
 
-#: Widest channel block of the blocked conv2d (one AVX-512 register of fp32).
-_CONV_BLOCK = 16
-#: Output columns per register tile of the conv micro-kernel.  topi's default fills 28 of the 32
-#: registers; 14 ran as fast on ResNet-18's layers here (the FMA latency is hidden either way) and
-#: halves the unrolled code LLVM has to compile.
-_OW_BLOCK = 14
 
 
 def conv_workload(data: Tensor, kernel: Tensor, stride: Sequence[int], pad: Sequence[int]) -> dict[str, int]:
@@ -49,9 +42,8 @@ def conv_workload(data: Tensor, kernel: Tensor, stride: Sequence[int], pad: Sequ
 
 
 def default_conv_knobs(conv: Tensor) -> topi.Conv2dNCHWcKnobs:
-    """topi's default register tile with the column block capped at :data:`_OW_BLOCK`."""
-    knobs = topi.default_conv2d_nchwc_knobs(conv)
-    return replace(knobs, ow_block=largest_divisor(_shape(conv)[3], min(knobs.ow_block, _OW_BLOCK)))
+    """topi's default register tile for the target being compiled for (the tuner's default config)."""
+    return topi.default_conv2d_nchwc_knobs(conv)
 
 
 def dense_workload(x: Tensor, packed: Tensor, out_features: int) -> dict[str, int]:
@@ -141,8 +133,9 @@ def _fast_conv2d(node: Node, x: Tensor, weight: np.ndarray, bias: Tensor | None,
     n, h, w = shape[0], shape[2], shape[3]
     c = shape[1] * in_block
     o, cg = weight.shape[0], weight.shape[1]
-    ib = in_block if in_block > 1 else math.gcd(cg, _CONV_BLOCK)
-    ob = out_block if out_block > 1 else math.gcd(o // groups, _CONV_BLOCK)
+    lanes = vector_lanes(None)  # the widest channel block: one vector register of fp32
+    ib = in_block if in_block > 1 else math.gcd(cg, lanes)
+    ob = out_block if out_block > 1 else math.gcd(o // groups, lanes)
     pt, pl, pb, pr = a["padding"]
     src = x
     if (pt, pl) != (pb, pr):

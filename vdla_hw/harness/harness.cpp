@@ -320,6 +320,18 @@ void vh_dram_load(void* h, const uint8_t* data, uint64_t n, uint64_t size) {
   std::memcpy(mem.data(), data, n);
 }
 
+// Grow (or shrink) DRAM to `size` bytes, keeping its contents; new bytes are zero.
+void vh_dram_resize(void* h, uint64_t size) { static_cast<Harness*>(h)->dram().memory().resize(size, 0); }
+
+// Host-side write of `n` bytes at `offset` (the emulated board's cache flush); returns 0, or
+// -1 if the range is outside DRAM.
+int vh_dram_write(void* h, const uint8_t* data, uint64_t offset, uint64_t n) {
+  auto& mem = static_cast<Harness*>(h)->dram().memory();
+  if (offset + n > mem.size()) return -1;
+  std::memcpy(mem.data() + offset, data, n);
+  return 0;
+}
+
 // Copy `n` DRAM bytes from `offset` to `out`; returns 0, or -1 if the range is outside DRAM.
 int vh_dram_read(void* h, uint8_t* out, uint64_t offset, uint64_t n) {
   const auto& mem = static_cast<Harness*>(h)->dram().memory();
