@@ -7,8 +7,8 @@ convs) are used as they are, plain NCHW ones are blocked / unblocked inside the 
 Grouped convs take the same micro-kernel with channel blocks inside a group (the output channels
 of a group are the vector); depthwise ones (one channel per group) topi's blocked depthwise kernel
 on ``NCHW{c}c`` data (a block of channels is the vector), or its NCHW schedule on plain data.
-Float dense and float MatMul with a constant 2-D right operand (a transformer's linear layers) run
-topi's ``dense_pack``, register tiles sized from the target's vector registers; pooling (NCHW or NCHWc) and
+Float dense (and, through :mod:`compiler.graph.lower_llvm_matmul`, float MatMul) runs topi's
+``dense_pack``, register tiles sized from the target's vector registers; pooling (NCHW or NCHWc) and
 softmax over the last axis use topi's schedules.  Every other case (integer operands, packed layouts, groups, dilation,
 ceil mode, ...) is a plain reduction with the reference's exact semantics.
 """
@@ -24,7 +24,7 @@ from compiler import te, topi
 from compiler.autotune import dispatch
 from compiler.graph.ir import Node
 from compiler.graph.layout import parse_layout, unpack
-from compiler.graph.lower_llvm import KernelBuilder, Operand, _c, _out_shape, _relayout, _shape, reduced_index
+from compiler.graph.lower_llvm import KernelBuilder, Operand, _c, _relayout, _shape, reduced_index
 from compiler.graph.ops import register_lowering
 from compiler.te import Tensor
 from compiler.tir import op as tir
@@ -266,7 +266,7 @@ def _dense(node: Node, xs: Sequence[Operand]) -> Tensor:
     xd = _relayout(x, dl, "NC", parse_layout(dl).primal_shape(_shape(x)), f"{node.name}_data")
     acc = node.type.dtype
     if acc == "float32" and weight is not None:
-        out = _dense_packed(xd, unpack(weight, kl), kb, node.name)
+        out = dense_packed(xd, unpack(weight, kl), kb, node.name)
     else:
         wk = (kb.constant(unpack(weight, kl), f"{node.name}_w") if weight is not None
               else _relayout(w, kl, "OI", parse_layout(kl).primal_shape(_shape(w)), f"{node.name}_wt"))
@@ -296,7 +296,7 @@ def default_dense_knobs(m: int, n: int) -> topi.DenseKnobs:
                            outer_order="n_m" if m > rows else "m_n")
 
 
-def _dense_packed(x: Tensor, weight: np.ndarray, kb: KernelBuilder, name: str) -> Tensor:
+def dense_packed(x: Tensor, weight: np.ndarray, kb: KernelBuilder, name: str) -> Tensor:
     """``x [M, K] @ weight[N, K].T`` in float32 through topi's ``dense_pack`` (weights packed at compile time).
 
     With more rows than one register tile, the rows are zero-padded to a multiple of the tile (a
@@ -323,62 +323,6 @@ def _dense_packed(x: Tensor, weight: np.ndarray, kb: KernelBuilder, name: str) -
     if mp == m:
         return out
     return te.compute((m, n), lambda i, j: out[i, j], name=f"{name}_crop")
-
-
-@register_lowering("matmul", "llvm")
-def _matmul(node: Node, xs: Sequence[Operand]) -> Tensor:
-    a, b = xs[0].tensor, xs[1].tensor
-    sa, sb = _shape(a), _shape(b)
-    out = _out_shape(node)
-    k = sa[-1]
-    if xs[1].value is not None and len(sb) == 2 and len(sa) >= 2 and node.type.dtype == "float32":
-        return _matmul_const(node, a, xs[1].value, xs[0].kernel)
-    r = te.reduce_axis(k, "rk")
-
-    def fn(*i: PrimExpr) -> PrimExpr:
-        # NumPy matmul: a 1-D operand gains (then loses) a unit axis; leading axes broadcast.
-        lead = i[: len(out) - (len(sa) > 1) - (len(sb) > 1)]
-        ia = (r,) if len(sa) == 1 else tuple(_bcast_lead(sa[:-2], lead)) + (i[len(lead)], r)
-        jb = i[-1] if len(sb) > 1 else None
-        ib = (r,) if len(sb) == 1 else tuple(_bcast_lead(sb[:-2], lead)) + (r, jb)
-        return te.sum(a[ia] * b[ib], axis=r)
-
-    return te.compute(out, fn, name=node.name)
-
-
-def _matmul_const(node: Node, a: Tensor, b: np.ndarray, kb: KernelBuilder) -> Tensor:
-    """``a [..., M, K] @ b [K, N]`` with a constant ``b`` (a transformer's linear layers): the
-    leading axes and M are one row axis of a packed dense."""
-    sa = _shape(a)
-    lead, k = sa[:-1], sa[-1]
-    rows = math.prod(lead)
-    strides = [math.prod(lead[d + 1:]) for d in range(len(lead))]
-
-    def unflat(r: PrimExpr) -> tuple[PrimExpr, ...]:
-        # Unit axes index 0, so a batch-1 activation needs no division.
-        return tuple(0 if size == 1 else (r // st) % size if st > 1 else r % size if d else r
-                     for d, (size, st) in enumerate(zip(lead, strides)))
-
-    flat = a if len(sa) == 2 else te.compute((rows, k), lambda r, j: a[unflat(r) + (j,)], name=f"{node.name}_flat")
-    mm = _dense_packed(flat, np.ascontiguousarray(b.T), kb, node.name)
-    if len(sa) == 2:
-        return mm
-    return te.compute(node.type.shape, lambda *i: mm[_flat_index(i[:-1], lead), i[-1]], name=node.name)
-
-
-def _flat_index(idx: Sequence[PrimExpr], shape: Sequence[int]) -> PrimExpr:
-    """Row-major flat index of ``idx`` in ``shape`` (unit axes skipped)."""
-    flat: PrimExpr | None = None
-    for i, size in zip(idx, shape):
-        if size == 1:
-            continue
-        flat = i if flat is None else flat * size + i
-    return flat if flat is not None else _c(0, "int32")
-
-
-def _bcast_lead(shape: Sequence[int], lead: Sequence[PrimExpr]) -> list[PrimExpr | int]:
-    tail = lead[len(lead) - len(shape):] if shape else ()
-    return [0 if s == 1 else i for s, i in zip(shape, tail)]
 
 
 @register_lowering("softmax", "llvm")

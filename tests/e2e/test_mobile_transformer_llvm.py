@@ -2,8 +2,9 @@
 
 * depthwise convs between blocked convs run topi's channel-blocked depthwise kernel, so the
   activations stay ``NCHW16c`` from the first 1x1 conv to the last (no round trip through NCHW);
-* MatMul with a constant right operand (a transformer's linear layers) and Gemm run the packed
-  dense kernel, rows padded to the register tile (a prime row count like ViT's 197 tokens).
+* MatMul with a constant right operand (a transformer's linear layers) runs the packed dense
+  kernel, rows padded to the register tile (a prime row count like ViT's 197 tokens);
+* MatMul of two activations (attention) runs topi's batched micro-kernel on padded copies.
 
 Tolerance: fp32 against onnxruntime's fp32, ``rtol = 1e-5`` and ``atol = 1e-5 x max |output|``
 (reductions of at most a few hundred terms).
@@ -111,3 +112,38 @@ def test_transformer_mlp_matmuls_match_onnxruntime(rows: int) -> None:
     ir = compiled.llvm_module.ir_text
     assert "m1_dense" in ir and "m2_dense" in ir
     assert ("m1_rows" in ir) == (rows == 13)
+
+
+ATTENTION = {
+    # ViT's attention at a small size: Q and K^T scaled, 5 heads, a prime token count (padded rows/columns).
+    "heads": ((1, 5, 13, 16), (1, 5, 16, 13), (0, 1, 3, 2)),
+    # A rank-3 batch against a broadcast (batch-1) right operand, 24 columns: more than one vector.
+    "broadcast_right": ((3, 7, 20), (1, 20, 24), None),
+    # A 2-D left operand against a batch of right operands.
+    "broadcast_left": ((9, 8), (2, 8, 40), None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ATTENTION))
+def test_batched_matmul_of_activations_matches_onnxruntime(case: str) -> None:
+    """MatMul of two graph inputs, the left one scaled and the right one (for "heads") transposed first."""
+    a_shape, b_shape, perm = ATTENTION[case]
+    k_shape = b_shape if perm is None else tuple(b_shape[p] for p in perm)
+    nodes = [helper.make_node("Mul", ["x", "s"], ["q"]),
+             helper.make_node("Transpose", ["k"], ["kt"], perm=list(perm)) if perm else
+             helper.make_node("Identity", ["k"], ["kt"]),
+             helper.make_node("MatMul", ["q", "kt"], ["y"])]
+    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, shape) for n, shape in (("x", a_shape),
+                                                                                          ("k", k_shape))]
+    graph = helper.make_graph(nodes, "attention", inputs, [onnx.ValueInfoProto(name="y")],
+                              [numpy_helper.from_array(np.float32(0.25), "s")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    inferred = {v.name: v for v in onnx.shape_inference.infer_shapes(model, strict_mode=True).graph.value_info}
+    model.graph.output[0].CopyFrom(inferred["y"])
+    rng = np.random.default_rng(3)
+    feed = {"x": rng.standard_normal(a_shape).astype(np.float32), "k": rng.standard_normal(k_shape).astype(np.float32)}
+    compiled = build_model(from_onnx(model), target="llvm")
+    got, want = compiled.run(feed)[0], _ort(model, feed)
+    np.testing.assert_allclose(got, want, rtol=TOL, atol=TOL * float(np.abs(want).max()))
+    assert "y_bmm" in compiled.llvm_module.ir_text  # topi's batched micro-kernel, not the generic reduction
