@@ -24,7 +24,7 @@ from vdla_hw.errors import UsageError
 
 from . import dispatch
 
-CPU_KINDS = ("conv2d_nchwc", "depthwise_conv2d_nchw", "dense_pack")
+CPU_KINDS = ("conv2d_nchwc", "depthwise_conv2d_nchw", "depthwise_conv2d_nchwc", "dense_pack")
 VDLA_KINDS = ("vdla_conv2d",)
 
 
@@ -95,6 +95,8 @@ class Task:
                     f"_k{w['kh']}s{w['stride_h']}")
         if self.kind == "depthwise_conv2d_nchw":
             return f"dw_{w['c']}x{w['h']}x{w['w']}_k{w['kh']}s{w['stride_h']}"
+        if self.kind == "depthwise_conv2d_nchwc":
+            return f"dwc_{w['c_outer'] * w['c_block']}x{w['h']}x{w['w']}_k{w['kh']}s{w['stride_h']}"
         if self.kind == "dense_pack":
             return f"dense_{w['m']}x{w['k']}x{w['n']}"
         return f"vdla_conv_{w['ic']}x{w['h']}x{w['w']}_{w['oc']}_k{w['kh']}s{w['stride']}"

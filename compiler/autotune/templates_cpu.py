@@ -1,4 +1,4 @@
-"""CPU templates over topi's x86 schedules: blocked conv2d (NCHWc), depthwise conv2d, packed dense.
+"""CPU templates over topi's x86 schedules: blocked conv2d (NCHWc), depthwise conv2d (NCHW and NCHWc), packed dense.
 
 The register budget of the column block comes from the task's target ISA (32 vector registers
 with AVX-512, 16 with AVX2), not from the host's.  Measurement runs the shared library the
@@ -231,6 +231,51 @@ class DepthwiseTemplate(CpuTemplate):
         return 2 * math.prod(int(s.value) for s in out.shape) * self.task.wl["kh"] * self.task.wl["kw"]
 
 
+class DepthwiseNCHWcTemplate(CpuTemplate):
+    """topi's channel-blocked depthwise conv2d: column register tile, kernel-width unroll, threads."""
+
+    kind = "depthwise_conv2d_nchwc"
+
+    def tensors(self) -> tuple[list[te.Tensor], te.Tensor]:
+        w = self.task.wl
+        data = te.placeholder((w["n"], w["c_outer"], w["h"], w["w"], w["c_block"]), "float32", "data")
+        kernel = te.placeholder((w["c_outer"], w["kh"], w["kw"], w["c_block"]), "float32", "kernel")
+        out = topi.depthwise_conv2d_nchwc(data, kernel, (w["stride_h"], w["stride_w"]), (w["pad_h"], w["pad_w"]))
+        return [data, kernel], out
+
+    def make_space(self) -> ConfigSpace:
+        ow = int(self.tensors()[1].shape[3].value)
+        vectors = -(-self.task.wl["c_block"] // self.lanes)
+        budget = max(1, (_VECTOR_REGISTERS.get(self.isa, 16) - 2 * vectors) // vectors)
+        return ConfigSpace((Axis("ow_block", divisors(ow, max(budget, int(self.default()["ow_block"])))),
+                            Axis("unroll_kw", (False, True)), Axis("parallel", (False, True))))
+
+    def target_default(self) -> Config:
+        k = topi.default_depthwise_nchwc_knobs(self.tensors()[1])
+        return Config((("ow_block", k.ow_block), ("unroll_kw", k.unroll_kw), ("parallel", k.parallel)))
+
+    def knobs(self, config: Config) -> topi.DepthwiseNCHWcKnobs:
+        return topi.DepthwiseNCHWcKnobs(**config.to_dict())  # type: ignore[arg-type]
+
+    def schedule(self, config: Config) -> tuple[Schedule, list[te.Tensor]]:
+        ins, out = self.tensors()
+        return topi.schedule_depthwise_conv2d_nchwc(out, self.knobs(config)), ins + [out]
+
+    def reference(self, inputs: list[np.ndarray]) -> np.ndarray:
+        data, kernel = inputs
+        n, co, h, w, cb = data.shape
+        x = data.transpose(0, 1, 4, 2, 3).reshape(n, co * cb, h, w)
+        wt = kernel.transpose(0, 3, 1, 2).reshape(co * cb, 1, kernel.shape[1], kernel.shape[2])
+        wl = self.task.wl
+        y = _conv_nchw(x, wt, (wl["stride_h"], wl["stride_w"]), (wl["pad_h"], wl["pad_w"]), groups=co * cb)
+        return y.reshape(n, co, cb, y.shape[2], y.shape[3]).transpose(0, 1, 3, 4, 2)
+
+    @property
+    def flops(self) -> int:
+        out = self.tensors()[1]
+        return 2 * math.prod(int(s.value) for s in out.shape) * self.task.wl["kh"] * self.task.wl["kw"]
+
+
 class DenseTemplate(CpuTemplate):
     """topi's packed dense: vectors per register tile, rows per tile, reduction unroll, threads."""
 
@@ -246,12 +291,15 @@ class DenseTemplate(CpuTemplate):
     def make_space(self) -> ConfigSpace:
         # The schedule splits with a tail, so k_unroll need not divide K.
         return ConfigSpace((Axis("n_vectors", (1, 2, 3, 4, 6, 8)), Axis("m_block", divisors(self.task.wl["m"], 8)),
-                            Axis("k_unroll", (1, 2, 4, 8)), Axis("parallel", (False, True))))
+                            Axis("k_unroll", (1, 2, 4, 8)), Axis("parallel", (False, True)),
+                            Axis("outer_order", ("m_n", "n_m"))))
 
     def target_default(self) -> Config:
-        k = topi.default_dense_knobs(self.tensors()[1], n_vector=self.task.wl["n_block"])
+        from compiler.graph.lower_llvm_nn import default_dense_knobs
+
+        k = default_dense_knobs(self.task.wl["m"], self.task.wl["n"])
         return Config((("n_vectors", k.n_vectors), ("m_block", k.m_block), ("k_unroll", k.k_unroll),
-                       ("parallel", k.parallel)))
+                       ("parallel", k.parallel), ("outer_order", k.outer_order)))
 
     def knobs(self, config: Config) -> topi.DenseKnobs:
         return topi.DenseKnobs(n_vector=self.task.wl["n_block"], **config.to_dict())  # type: ignore[arg-type]
@@ -272,4 +320,5 @@ class DenseTemplate(CpuTemplate):
         return 2 * w["m"] * w["n"] * w["k"]
 
 
-CPU_TEMPLATES: dict[str, Any] = {t.kind: t for t in (Conv2dNCHWcTemplate, DepthwiseTemplate, DenseTemplate)}
+CPU_TEMPLATES: dict[str, Any] = {t.kind: t for t in (Conv2dNCHWcTemplate, DepthwiseTemplate, DepthwiseNCHWcTemplate,
+                                                      DenseTemplate)}

@@ -512,6 +512,7 @@ __all__ = ["CpuKernel", "KernelBuilder", "KernelDraft", "Operand", "build_kernel
 
 # The compute-heavy operators' lowerings use the helpers above; importing them registers them.
 from compiler.graph import lower_llvm_nn  # noqa: E402,F401
+from compiler.graph import lower_llvm_matmul  # noqa: E402,F401
 
 # The indexing and float-math lowerings use the helpers above too.
 from compiler.graph import lower_llvm_index  # noqa: E402,F401

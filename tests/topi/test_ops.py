@@ -126,6 +126,35 @@ def test_depthwise_conv2d(case: dict[str, int]) -> None:
 
 
 @ISA_SETTINGS
+@given(conv_case, st.sampled_from([4, 8, 16]), st.booleans())
+def test_depthwise_conv2d_nchwc(cpu_target: str, case: dict[str, int], block: int, narrow: bool) -> None:
+    """Channel-blocked depthwise conv (default tile, and a one-column tile) against NumPy."""
+    c, size, k, stride, pad = (case[n] for n in ("c", "size", "k", "stride", "pad"))
+    if size + 2 * pad < k:
+        return
+    rng = np.random.default_rng(case["seed"])
+    x, w = randn(rng, 1, c * block, size, size + 1), randn(rng, c * block, 1, k, k)
+    xb = x.reshape(1, c, block, size, size + 1).transpose(0, 1, 3, 4, 2)
+    wb = w.reshape(c, block, k, k).transpose(0, 2, 3, 1)
+    tx, tw = te.placeholder(xb.shape, name="x"), te.placeholder(wb.shape, name="w")
+    out = topi.depthwise_conv2d_nchwc(tx, tw, stride, pad)
+    knobs = topi.DepthwiseNCHWcKnobs(ow_block=1, unroll_kw=False) if narrow else None
+    got = compile_run(topi.schedule_depthwise_conv2d_nchwc(out, knobs), [tx, tw], out, [xb, wb])
+    want = ref.conv2d_nchw(x, w, stride, pad, groups=c * block)
+    want = want.reshape(1, c, block, *want.shape[2:]).transpose(0, 1, 3, 4, 2)
+    np.testing.assert_allclose(got, want, **REDUCE_TOL)
+
+
+def test_depthwise_conv2d_nchwc_rejects_mismatched_blocks() -> None:
+    tx, tw = te.placeholder((1, 2, 8, 8, 16), name="x"), te.placeholder((2, 3, 3, 8), name="w")
+    with pytest.raises(topi.TopiError, match="block both with the same channel block"):
+        topi.depthwise_conv2d_nchwc(tx, tw, 1, 1)
+    out = topi.depthwise_conv2d_nchwc(tx, te.placeholder((2, 3, 3, 16), name="w16"), 1, 1)
+    with pytest.raises(topi.TopiError, match="ow_block 3 must divide the output width 8"):
+        topi.schedule_depthwise_conv2d_nchwc(out, topi.DepthwiseNCHWcKnobs(ow_block=3))
+
+
+@ISA_SETTINGS
 @given(st.integers(1, 5), st.integers(1, 70), st.integers(1, 40), st.sampled_from([8, 16]),
        st.integers(0, 2**16))
 def test_dense_and_dense_pack(cpu_target: str, m: int, n: int, k: int, block: int, seed: int) -> None:
@@ -141,6 +170,10 @@ def test_dense_and_dense_pack(cpu_target: str, m: int, n: int, k: int, block: in
     twp = te.placeholder(wp.shape, name="wp")
     out = topi.dense_pack(tx, twp, n)
     np.testing.assert_allclose(compile_run(topi.schedule_dense(out), [tx, twp], out, [x, wp]),
+                               expect, **REDUCE_TOL)
+    # Column panels outermost (the transformer schedule), a multi-row tile, several vectors per tile.
+    knobs = topi.DenseKnobs(n_vector=block, n_vectors=2, m_block=m, k_unroll=3, outer_order="n_m")
+    np.testing.assert_allclose(compile_run(topi.schedule_dense(out, knobs), [tx, twp], out, [x, wp]),
                                expect, **REDUCE_TOL)
 
 
