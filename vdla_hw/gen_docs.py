@@ -91,7 +91,7 @@ ALU_DOCS = {
 
 OPCODE_DOCS = {
     Opcode.LOAD: "DRAM → SRAM copy of a 2D block, with zero padding",
-    Opcode.STORE: "accumulator SRAM → DRAM copy of a 2D block, narrowed to the output width",
+    Opcode.STORE: "accumulator SRAM → DRAM copy of a 2D block, requantized (shift, ReLU, clip) and narrowed to the output width",
     Opcode.GEMM: "matrix multiply-accumulate over a micro-op range in a two-level loop",
     Opcode.ALU: "element-wise accumulator operation over a micro-op range in a two-level loop",
     Opcode.FINISH: "ends the program",
@@ -245,7 +245,7 @@ def _overview(common: Layout) -> str:
         MemType.WGT: "BLOCK_OUT × BLOCK_IN weights (a row per output channel)",
         MemType.INP: "BATCH × BLOCK_IN inputs",
         MemType.ACC: "BATCH × BLOCK_OUT accumulators",
-        MemType.OUT: "BATCH × BLOCK_OUT outputs (accumulators narrowed to the output width)",
+        MemType.OUT: "BATCH × BLOCK_OUT outputs (accumulators requantized and narrowed to the output width)",
     }
     mem_rows = [
         (f"`{m.name}`", int(m), elems[m], "STORE" if m == MemType.OUT else f"LOAD on {load_modules[m]}") for m in MemType
