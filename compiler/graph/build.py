@@ -171,11 +171,13 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
     t0 = time.perf_counter()
     # Every CPU schedule sizes its vectors and register tiles for the target compiled for, not the host.
     with using_target(parse_target(cpu_target)):
-        return _build(graph, target, config, calibrate, skip_first_conv, cpu_target, virtual_threads, name, t0)
+        return _build(graph, target, config, calibrate, skip_first_conv, cpu_target, virtual_threads, name, t0,
+                      calibration, per_channel)
 
 
 def _build(graph: Graph, target: str, config: str | HwConfig, calibrate: Samples | Mapping[str, np.ndarray] | np.ndarray | None,
-           skip_first_conv: bool, cpu_target: str, virtual_threads: int, name: str, t0: float) -> CompiledModule:
+           skip_first_conv: bool, cpu_target: str, virtual_threads: int, name: str, t0: float,
+           calibration: str | Calibration, per_channel: bool) -> CompiledModule:
     cfg = load_config(config) if isinstance(config, str) else config
     sqnr: list[LayerSqnr] = []
     if target == "vdla":
