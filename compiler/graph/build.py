@@ -15,10 +15,11 @@ exactly falls back to the CPU; the module's partition report (``CompiledModule.p
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -157,6 +158,17 @@ def _signature(kernel: CpuKernel) -> tuple[tuple[tuple[int, ...], str], ...]:
     return tuple((tuple(int(d.value) for d in b.shape), b.dtype) for b in kernel.func.params)  # type: ignore[attr-defined]
 
 
+def _for_cpu_target(build: Callable[..., CompiledModule]) -> Callable[..., CompiledModule]:
+    """Run ``build`` with its ``cpu_target`` current (:func:`~compiler.codegen.llvm.using_target`): every
+    CPU schedule sizes its vectors and register tiles for the target compiled for, not the host."""
+    @functools.wraps(build)
+    def wrapper(*args: Any, cpu_target: str = "llvm", **kwargs: Any) -> CompiledModule:
+        with using_target(parse_target(cpu_target)):
+            return build(*args, cpu_target=cpu_target, **kwargs)
+    return wrapper
+
+
+@_for_cpu_target
 def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "default",
                 calibrate: Samples | Mapping[str, np.ndarray] | np.ndarray | None = None, *,
                 skip_first_conv: bool = True, cpu_target: str = "llvm", virtual_threads: int = 2,
@@ -169,15 +181,6 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
     if target not in TARGETS:
         raise GraphError(f"unknown target {target!r}; use one of {TARGETS}")
     t0 = time.perf_counter()
-    # Every CPU schedule sizes its vectors and register tiles for the target compiled for, not the host.
-    with using_target(parse_target(cpu_target)):
-        return _build(graph, target, config, calibrate, skip_first_conv, cpu_target, virtual_threads, name, t0,
-                      calibration, per_channel)
-
-
-def _build(graph: Graph, target: str, config: str | HwConfig, calibrate: Samples | Mapping[str, np.ndarray] | np.ndarray | None,
-           skip_first_conv: bool, cpu_target: str, virtual_threads: int, name: str, t0: float,
-           calibration: str | Calibration, per_channel: bool) -> CompiledModule:
     cfg = load_config(config) if isinstance(config, str) else config
     sqnr: list[LayerSqnr] = []
     if target == "vdla":
