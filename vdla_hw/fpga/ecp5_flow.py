@@ -30,6 +30,7 @@ from vdla_hw.cache import enforce_cap, mark_used
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.errors import ToolchainError, UnsupportedError, UsageError
 from vdla_hw.fpga import ecp5_selftest as selftest
+from vdla_hw.fpga.boards import BOARDS as BOARD_TABLE
 from vdla_hw.fpga.boards import Board
 from vdla_hw.fpga.flow import BuildResult
 from vdla_hw.progress import bar
@@ -58,11 +59,17 @@ class Ecp5Board:
     """Cells of the device by yosys/nextpnr type, for a clear error before placement fails."""
 
 
+def _cells(board: Board) -> dict[str, int]:
+    """The board's capacity (:data:`vdla_hw.fpga.boards.BOARDS`) by yosys/nextpnr ECP5 cell type."""
+    res = board.resources
+    assert res is not None and res.family == "ecp5", board.name
+    return {"TRELLIS_COMB": res.luts, "TRELLIS_FF": res.ffs, "DP16KD": int(2 * res.bram36), "MULT18X18D": res.dsps}
+
+
 BOARDS: dict[str, Ecp5Board] = {
     "ulx3s": Ecp5Board(
         name="ulx3s", part="LFE5U-85F", nextpnr_device="85k", package="CABGA381", speed=6, clock_mhz=25.0,
-        scripts=selftest.SCRIPTS_DIR, lpf="ulx3s.lpf",
-        capacity={"TRELLIS_COMB": 83_640, "TRELLIS_FF": 83_640, "DP16KD": 208, "MULT18X18D": 156},
+        scripts=selftest.SCRIPTS_DIR, lpf="ulx3s.lpf", capacity=_cells(BOARD_TABLE["ulx3s"]),
     ),
 }
 
