@@ -47,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("module", help="the .vdla file")
     p.add_argument("--input", action="append", required=True, metavar="[NAME=]X.npy",
                    help="an input array (.npy); NAME= is needed when the model has several inputs")
-    p.add_argument("--backend", default="fsim", help="backend of the VDLA nodes: fsim, cycle, rtl (default: fsim)")
+    p.add_argument("--backend", default="fsim", help="backend of the VDLA nodes: fsim, cycle, rtl, fpga (default: fsim)")
     p.add_argument("--config", help="hardware preset name or .json path of the device; a module compiled for "
                                     "another config is refused (default: the module's own)")
     p.add_argument("--profile", action="store_true", help="print per-node times (CPU) and cycles/utilization (VDLA)")
@@ -56,6 +56,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--output", metavar="Y.npy", help="write the (first) output here")
     p.add_argument("--json", metavar="OUT.json", help="write the profile as JSON (implies --profile)")
     add_pool_options(p)
+    p.add_argument("--board", help="with --backend fpga --pool: the board to run on (default: the one board of the "
+                   "pool loaded with the module's config; see vdla fpga deploy)")
     p.set_defaults(func=cmd_run)
 
 
@@ -164,7 +166,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             from runtime.pool.tasks import pool_runner
 
             # Each VDLA node's program runs on a pool worker offering the backend; CPU nodes stay here.
-            module.set_program_runner(pool_runner(stack.enter_context(pool_executor(args))))
+            module.set_program_runner(pool_runner(stack.enter_context(pool_executor(args)), board=args.board))
         if args.profile or args.trace or args.json:
             outputs, profile = module.profile(inputs, backend=args.backend, trace=args.trace)
             print(profile.table())

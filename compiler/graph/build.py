@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from vdla_hw.config import HwConfig, load_config
 
-from compiler.codegen.llvm import LLVMModule, codegen, export_library, jit, parse_target
+from compiler.codegen.llvm import LLVMModule, codegen, export_library, jit, parse_target, using_target
 from compiler.codegen.symbols import SymbolTable
 from compiler.graph.errors import GraphError, NotLoweredError
 from compiler.graph.ir import Attrs, ConstValue, Graph, Node
@@ -171,6 +171,13 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
     if target not in TARGETS:
         raise GraphError(f"unknown target {target!r}; use one of {TARGETS}")
     t0 = time.perf_counter()
+    # Every CPU schedule sizes its vectors and register tiles for the target compiled for, not the host.
+    with using_target(parse_target(cpu_target)):
+        return _build(graph, target, config, calibrate, skip_first_conv, cpu_target, virtual_threads, name, t0)
+
+
+def _build(graph: Graph, target: str, config: str | HwConfig, calibrate: Samples | Mapping[str, np.ndarray] | np.ndarray | None,
+           skip_first_conv: bool, cpu_target: str, virtual_threads: int, name: str, t0: float) -> CompiledModule:
     cfg = load_config(config) if isinstance(config, str) else config
     sqnr: list[LayerSqnr] = []
     if target == "vdla":

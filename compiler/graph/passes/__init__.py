@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from vdla_hw.config import HwConfig
 
+from compiler.codegen.llvm import current_target
 from compiler.graph.ir import Graph
 from compiler.graph.passes.alter_layout import LayoutRewriter, alter_layout
 from compiler.graph.passes.cpu_layout import cpu_layout
@@ -24,9 +25,12 @@ from compiler.graph.passes.calibration import Calibration, calibrate, parse_cali
 from compiler.graph.passes.quantize import QuantizedModel, quantize, quantize_model
 
 
-def optimize_for_cpu(graph: Graph, block: int = 16) -> Graph:
+def optimize_for_cpu(graph: Graph, block: int | None = None) -> Graph:
     """The float pipeline for the llvm target: fold batch norms and constants, keep activations
-    between convs blocked by ``block`` channels (one vector register of fp32), then fuse."""
+    between convs blocked by ``block`` channels (default: one vector register of fp32 on the target
+    being compiled for, :func:`~compiler.codegen.llvm.current_target`), then fuse."""
+    if block is None:
+        block = current_target().vector_lanes(32)
     return fuse_ops(cpu_layout(fold_constant(fold_batch_norm(graph)), block))
 
 
