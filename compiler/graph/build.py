@@ -33,8 +33,8 @@ from compiler.graph.errors import GraphError, NotLoweredError
 from compiler.graph.ir import Attrs, ConstValue, Graph, Node
 from compiler.graph.lower_llvm import CpuKernel, compile_draft, draft_kernel
 from compiler.graph.lower_vdla import VdlaKernel, compile_kernel
-from compiler.graph.passes import (Calibration, lower_quantized_for_vdla, optimize_for_cpu, plan_memory,
-                                   quantize_for_vdla)
+from compiler.graph.passes import (Calibration, QuantizedModel, lower_quantized_for_vdla, optimize_for_cpu,
+                                   plan_memory, quantize_for_vdla)
 from compiler.graph.passes.sqnr import LayerSqnr, layer_sqnr
 from runtime.graph_executor import GraphModule
 from runtime.partition_report import PartitionEntry, read_partition
@@ -60,6 +60,8 @@ class CompiledModule:
     """VDLA kernels that run on the CPU instead, with the reason."""
     sqnr: list[LayerSqnr] = field(default_factory=list)
     """Target vdla: every quantized layer's SQNR on (up to 8 of) the calibration samples, worst first."""
+    quantized: QuantizedModel | None = None
+    """Target vdla: the integer graph before packing and partitioning (what every device computes)."""
 
     def run(self, inputs: Mapping[str, np.ndarray] | np.ndarray, backend: str = "fsim", **options: Any) -> list[np.ndarray]:
         return self.module.run(inputs, backend=backend, **options)
@@ -248,7 +250,8 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
                                        "sqnr": [r.to_json() for r in sqnr]}
     programs = {nd["program"]: vdla_kernels[nd["name"]].program for nd in nodes if nd["device"] == "vdla"}
     module = GraphModule(description, params, library, programs)
-    return CompiledModule(module, g, llvm_module, time.perf_counter() - t0, fallbacks, sqnr)
+    return CompiledModule(module, g, llvm_module, time.perf_counter() - t0, fallbacks, sqnr,
+                          quantized if target == "vdla" else None)
 
 
 __all__ = ["CompiledModule", "TARGETS", "build_model"]
