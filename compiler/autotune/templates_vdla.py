@@ -45,6 +45,7 @@ class VdlaConv2dTemplate(Template):
 
     kind = "vdla_conv2d"
     unit = "cycles"
+    prior_feature = -1  # log2 of tiling.estimate_cycles over the GEMM core's ideal cycles
 
     def __init__(self, task: Task, hw_config: dict[str, Any]) -> None:
         super().__init__(task)
@@ -89,9 +90,14 @@ class VdlaConv2dTemplate(Template):
 
     def features(self, config: Config) -> np.ndarray:
         k = self.knobs(config)
-        fp = footprint(self.workload, k, self.target.config)
+        cfg = self.target.config
+        fp = footprint(self.workload, k, cfg)
+        estimate = estimate_cycles(self.workload, k, cfg)
         extra = [math.log2(1 + fp.get(s, 0)) for s in _SCOPES]
-        extra.append(math.log2(1 + estimate_cycles(self.workload, k, self.target.config)))
+        # Shape-free forms carry across tasks (transfer learning): buffer occupancy and the estimate
+        # over the GEMM core's ideal cycles.
+        extra += [fp.get(s, 0) / self.target.scope(s).depth for s in _SCOPES]
+        extra += [math.log2(1 + estimate), math.log2(estimate * cfg.macs_per_cycle / self.workload.macs)]
         return np.concatenate([super().features(config), np.asarray(extra, np.float32)])
 
     def build(self, config: Config, directory: Path) -> Path:

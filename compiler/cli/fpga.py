@@ -105,6 +105,9 @@ def _deploy(args: argparse.Namespace) -> int:
 def _boards(args: argparse.Namespace) -> int:
     for board in BOARDS.values():
         print(f"{board.name:<12} {board.part:<22} {board.flow:<8} {board.title}")
+        if board.resources is not None:
+            r = board.resources
+            print(f"{'':<12} {r.luts:,} LUTs, {r.ffs:,} FFs, {r.dsps:,} DSPs, {r.bram36:g} BRAM36 ({r.family})")
         for note in board.notes:
             print(f"{'':<12} {note}")
     return 0

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from vdla_hw.cache import cache_dir
 from vdla_hw.config import ConfigError, HwConfig
-from vdla_hw.errors import ToolchainError, UnsupportedError, VdlaError
+from vdla_hw.errors import DeviceFaultError, ToolchainError, UnsupportedError, VdlaError
 from vdla_hw.hw_cost import HardwareCost, hardware_cost
 
 from .sweep import SweepPoint
@@ -51,8 +51,8 @@ class PointResult:
     values: dict[str, str]
     failure: str | None = None
     """None for a measured point, else ``validation``, ``fit`` (a layer no tiling fits, or one the
-    config cannot map), ``tool`` (lint, synthesis or place-and-route failed) or ``program`` (a run
-    faulted or differed from NumPy)."""
+    config cannot map), ``tool`` (lint, synthesis or place-and-route failed), ``device`` (the pool
+    could not run a job) or ``program`` (a run faulted or differed from NumPy)."""
     reason: str | None = None
     hardware: HardwareCost | None = None
     layers: tuple[LayerTime, ...] = ()
@@ -115,6 +115,8 @@ def _failure_kind(exc: VdlaError) -> str:
         return "fit"
     if isinstance(exc, ToolchainError):
         return "tool"
+    if isinstance(exc, DeviceFaultError):  # the pool lost a worker, a job timed out
+        return "device"
     return "program"
 
 
@@ -158,7 +160,7 @@ def evaluate_point(point: SweepPoint, workloads: Workloads, fmax: bool = False, 
     except VdlaError as exc:
         result = replace(base, failure=_failure_kind(exc), reason=f"{exc}" + (f" (hint: {exc.hint})" if exc.hint else ""),
                          seconds=round(time.perf_counter() - t0, 1))
-        if result.failure == "tool":  # a missing or interrupted tool may work next time: not cached
+        if result.failure in ("tool", "device"):  # a missing tool, a lost worker may work next time: not cached
             return result
     else:
         result = replace(base, hardware=hw, layers=layers, seconds=round(time.perf_counter() - t0, 1))

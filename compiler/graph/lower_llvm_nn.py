@@ -156,7 +156,8 @@ def _fast_conv2d(node: Node, x: Tensor, weight: np.ndarray, bias: Tensor | None,
     # The tuner's conv2d_nchwc task has no groups: grouped convs keep the default register tile.
     tuned = dispatch.query("conv2d_nchwc", conv_workload(data, wt, a["strides"], (pt, pl))) if groups == 1 else None
     knobs = tuned or default_conv_knobs(conv)
-    kb.scheduled(conv, lambda s: topi.schedule_conv2d_nchwc(conv, knobs, s=s), [data, wt])
+    kb.scheduled(conv, lambda s: topi.schedule_conv2d_nchwc(conv, knobs, s=s), [data, wt],
+                 with_epilogue=lambda s, stage: topi.schedule_conv2d_nchwc(conv, knobs, s=s, epilogue=stage))
     if out_block > 1:
         if bias is None:
             return conv

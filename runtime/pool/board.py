@@ -38,7 +38,6 @@ import numpy as np
 
 from runtime.pool.bundle import (
     Bundle,
-    Manifest,
     board_key,
     bundle_id,
     check_board,
@@ -49,6 +48,7 @@ from runtime.pool.jobs import run_job
 from runtime.pool.kinds import fpga_kind
 from runtime.program import Program
 from vdla_hw.errors import BadFileError, DeviceFaultError, UsageError
+from vdla_hw.fpga.manifest import Manifest
 
 STORE_ENV = "VDLA_BOARD_STORE"
 """Set in a board worker's process: its job processes find the store (and the current bitstream) there."""

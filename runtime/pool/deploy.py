@@ -15,15 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from runtime.pool.board import Deployment, board_info, deploy_job
-from runtime.pool.bundle import (
-    Bundle,
-    board_key,
-    check_board,
-    read_bundle,
-    read_manifest,
-)
+from runtime.pool.bundle import Bundle, board_key, check_board, read_bundle
 from runtime.pool.errors import NoDeviceError
 from vdla_hw.errors import DeviceFaultError
+from vdla_hw.fpga.manifest import read_manifest
 
 DEPLOY_TIMEOUT_S = 1800.0
 

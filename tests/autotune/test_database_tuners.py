@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+
 from compiler.autotune.database import ApplyBest, Database, Record, read_log
 from compiler.autotune.executor import LocalExecutor
 from compiler.autotune.measure import Measurer

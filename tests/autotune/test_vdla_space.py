@@ -6,8 +6,16 @@ import pytest
 
 from compiler.vdla import VdlaTarget
 from compiler.vdla.target import SCOPE_INP, SCOPE_UOP
-from compiler.vdla.topi import (Conv2dKnobs, Conv2dWorkload, Requantize, check_conv2d, compile_conv2d, fits, footprint,
-                                requant_shift)
+from compiler.vdla.topi import (
+    Conv2dKnobs,
+    Conv2dWorkload,
+    Requantize,
+    check_conv2d,
+    compile_conv2d,
+    fits,
+    footprint,
+    requant_shift,
+)
 
 # (workload, knobs with column tiles): both loop orders, both thread axes, a hoisted copy, a stride.
 COLUMN_TILED = [

@@ -86,3 +86,24 @@ def test_a_rerun_hits_the_cache(first_run: tuple[Path, dict], tmp_path: Path, ca
         assert not before[p["label"]]["cached"]
         assert p["layers"] == before[p["label"]]["layers"] and p["hardware"] == before[p["label"]]["hardware"]
     assert "FAILED (validation)" in table and "FAILED (fit)" in table and "alu_ii=2 acc_depth=512" in table
+
+
+def test_a_model_sweep_times_the_layers_the_graph_compiler_puts_on_the_vdla(
+        first_run: tuple[Path, dict], tmp_path: Path) -> None:
+    """A real torch-exported ONNX model: its first conv stays float on the CPU, the other two run on
+    the VDLA (the synthesis of tiny is the first run's, from the cache)."""
+    torch = pytest.importorskip("torch")
+    net = torch.nn.Sequential(torch.nn.Conv2d(8, 32, 3, padding=1), torch.nn.ReLU(),
+                              torch.nn.Conv2d(32, 32, 3, padding=1), torch.nn.ReLU(),
+                              torch.nn.Conv2d(32, 16, 1), torch.nn.ReLU())
+    torch.manual_seed(0)
+    model = tmp_path / "net.onnx"
+    torch.onnx.export(net.eval(), torch.randn(1, 8, 8, 8), str(model), input_names=["x"], output_names=["y"],
+                      opset_version=18, dynamo=False)
+    out = tmp_path / "out"
+    assert main(["--quiet", "dse", "--model", str(model), "--config", "tiny", "--sweep", "alu_ii=2", "-o", str(out)]) == 0
+    (point,) = json.loads((out / "dse.json").read_text())["points"]
+    assert point["ok"] and point["digest"] == load_config("tiny").digest
+    assert sorted(lt["macs"] for lt in point["layers"]) == [32 * 16 * 64, 32 * 32 * 9 * 64]
+    assert all(lt["cycles"] >= lt["macs"] / load_config("tiny").macs_per_cycle for lt in point["layers"])
+    assert point["hardware"] == next(p for p in first_run[1]["points"] if p["ok"])["hardware"]

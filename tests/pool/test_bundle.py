@@ -2,41 +2,36 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 import pytest
 
 from runtime.pool.bundle import (
-    FORMAT,
-    MANIFEST,
     Bundle,
     board_key,
     bundle_id,
     check_board,
     read_bundle,
-    read_manifest,
     unpack_bundle,
 )
 from vdla_hw.config import load_config
 from vdla_hw.errors import BadFileError, UsageError
+from vdla_hw.fpga.boards import get_board
+from vdla_hw.fpga.manifest import MANIFEST_NAME as MANIFEST
+from vdla_hw.fpga.manifest import read_manifest, write_manifest
 
 
 def make_folder(folder: Path, board: str = "pynq-z2", config: str = "tiny") -> Path:
     """A folder shaped like the output of vdla fpga build after its tools ran: config, bit, hwh, manifest."""
-    cfg = load_config(config)
     files = {"bit": ("out/vdla.bit", bytes(range(256)) * 64), "hwh": ("out/vdla.hwh", b"<hwh/>")}
     for rel, data in files.values():
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
         (folder / rel).write_bytes(data)
-    (folder / "config.json").write_text(cfg.to_json() + "\n")
     (folder / "src").mkdir()
     (folder / "src" / "big_source.sv").write_text("// a board needs no sources\n")
-    manifest = {"format": FORMAT, "board": board, "config": cfg.name, "config_digest": cfg.digest,
-                "build_id": 0x1234, "files": {role: rel for role, (rel, _) in files.items()},
-                "sha256": {role: hashlib.sha256(data).hexdigest() for role, (_, data) in files.items()}}
-    (folder / MANIFEST).write_text(json.dumps(manifest, indent=1))
+    write_manifest(folder, get_board(board), load_config(config), 0x1234,
+                   {role: folder / rel for role, (rel, _) in files.items()})
     return folder
 
 
@@ -65,7 +60,7 @@ def test_changed_or_missing_file_is_refused(tmp_path: Path) -> None:
     data = bytearray(bit.read_bytes())
     data[100] ^= 1
     bit.write_bytes(bytes(data))
-    with pytest.raises(BadFileError, match=r"out/vdla.bit does not match its manifest"):
+    with pytest.raises(BadFileError, match=r"out/vdla.bit is not the bit file bitstream.json describes"):
         read_bundle(folder)
     bit.unlink()
     with pytest.raises(BadFileError, match=r"the bit file .*out/vdla.bit .* is missing"):
@@ -83,7 +78,7 @@ def test_tampered_bundle_is_refused_where_it_is_unpacked(tmp_path: Path) -> None
     """What a worker checks again: bytes changed after the client's check."""
     bundle = read_bundle(make_folder(tmp_path / "a"))
     files = {**bundle.files, "out/vdla.hwh": b"<hwh tampered/>"}
-    with pytest.raises(BadFileError, match="does not match"):
+    with pytest.raises(BadFileError, match="is not the hwh file"):
         unpack_bundle(Bundle(bundle.source, files), tmp_path / "b")
 
 

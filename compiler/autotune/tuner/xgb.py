@@ -9,6 +9,11 @@ move through the space by one-knob steps under the model's score (a space of at 
 ``exhaustive`` legal configs is scored whole instead: cheaper than the walk and exact); the best
 unvisited points are picked greedily with a penalty on similarity to those already picked
 (diversity); an ε share of the batch is random, to keep exploring where the model is wrong.
+
+A template with an analytic cost estimate among its features (``Template.prior_feature``: the VDLA
+tiling model) gives the model its starting point: the estimate is every prediction's base margin,
+the trees learn where the cycle model disagrees with it, and the first batch follows the estimate
+before anything is measured.
 """
 
 from __future__ import annotations
@@ -86,16 +91,38 @@ class XGBTuner(Tuner):
             xs.append(x)
             ys.append(y)
             sizes.append(len(y))
-        dtrain = xgb.DMatrix(np.concatenate(xs), label=np.concatenate(ys))
+        x = np.concatenate(xs)
+        dtrain = xgb.DMatrix(x, label=np.concatenate(ys))
         dtrain.set_group(sizes)
+        margin = self._margin(x)
+        if margin is not None:
+            dtrain.set_base_margin(margin)
         params = {"objective": "rank:pairwise", "eta": 0.3, "max_depth": 6, "min_child_weight": 1,
                   "seed": self.rng.randrange(1 << 30), "nthread": 1, "verbosity": 0}
         self.model = xgb.train(params, dtrain, num_boost_round=self.rounds)
 
+    def _margin(self, x: np.ndarray) -> np.ndarray | None:
+        """The prior score of feature rows (higher is faster), or None without a prior."""
+        col = self.template.prior_feature
+        return None if col is None else -x[:, col].astype(np.float32)
+
+    @property
+    def ready(self) -> bool:
+        """Whether configs can be scored: a trained model, or the template's prior alone."""
+        return self.model is not None or self.template.prior_feature is not None
+
     def predict(self, indices: Sequence[int]) -> np.ndarray:
+        """Scores of ``indices`` (higher is predicted faster)."""
         import xgboost as xgb
 
-        return self.model.predict(xgb.DMatrix(np.stack([self.features(i) for i in indices])))  # type: ignore[union-attr]
+        x = np.stack([self.features(i) for i in indices])
+        margin = self._margin(x)
+        if self.model is None:
+            return margin  # type: ignore[return-value]  # ready: the prior alone
+        data = xgb.DMatrix(x)
+        if margin is not None:
+            data.set_base_margin(margin)
+        return self.model.predict(data)
 
     def _anneal(self, keep: int) -> list[tuple[float, int]]:
         """Walk ``walkers`` annealing chains; the ``keep`` best-scored unvisited legal points they saw."""
@@ -148,7 +175,7 @@ class XGBTuner(Tuner):
         return sum(x == y for x, y in zip(da, db)) / max(len(da), 1)
 
     def next_batch(self, n: int) -> list[int]:
-        if self.model is None:
+        if not self.ready:
             return self.random_unvisited(n)
         explore = round(self.epsilon * n)
         candidates = self._scored(3 * n)

@@ -167,11 +167,16 @@ class _Quantizer:
         self.layers.append(QuantizedLayer(replaces.name, out, scale, op, mbits))
 
     def fused_relu(self, node: Node) -> Node | None:
-        """The relu that alone reads ``node``'s output, if any (it folds into the requantization)."""
+        """The relu that alone reads ``node``'s output, if any (it folds into the requantization).
+
+        Per-channel, a ReLU6-like ``clip(0, hi)`` folds too: its output's scale is at most
+        ``hi / 127`` (calibrated on the clipped values), so the int8 clamp at 127 bounds it, and
+        its saturated values come out exactly (with ``max`` calibration ``hi`` is 127 steps)."""
         users = self.graph.consumers[node.name]
         if len(users) == 1 and node.name not in self.graph.outputs:
             user = self.graph.node(users[0])
-            if user.op == "relu":
+            if user.op == "relu" or (self.per_channel and user.op == "clip" and user.attrs.get("a_min") == 0
+                                     and (user.attrs.get("a_max") or 0) > 0):
                 return user
         return None
 

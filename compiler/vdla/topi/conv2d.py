@@ -31,6 +31,7 @@ from compiler.tir import IntImm, PrimFunc, all_of
 from compiler.tir.ir import max_, min_
 
 from ..intrin import GemmIntrin
+from ..passes.fold_requant_store import ATTR as REQUANT_ON_STORE
 from ..target import SCOPE_ACC, SCOPE_INP, SCOPE_WGT, VdlaTarget
 from .fit import check_knobs
 from .tiling import Conv2dKnobs, Conv2dWorkload, geometry
@@ -44,12 +45,22 @@ class Requantize:
 
     With ``multiplier`` an int32 per-output-channel tile ``m`` (loaded like the bias) multiplies the
     accumulators before the common shift: per-channel requantization scales ``m[c] * 2**-shift``.
+
+    ``on_store``: the STORE does the shift, ReLU and clip on the way out (``fold_requant_store``), so
+    the compute module runs only the bias add (and the multiply); False runs the whole epilogue on the
+    ALU (the code generated before requantizing stores, kept to measure the difference).
     """
 
     shift: int = 0
     relu: bool = True
     bias: bool = True
     multiplier: bool = False
+    on_store: bool = True
+
+    @property
+    def alu_imm(self) -> bool:
+        """Whether immediate ALU operations (ReLU, shift, clip) run on the compute module."""
+        return not self.on_store
 
 
 @dataclass(frozen=True)
@@ -145,7 +156,7 @@ def conv2d_schedule(wl: Conv2dWorkload, knobs: Conv2dKnobs, target: VdlaTarget, 
 
     ``dump(step, func)``, when given, sees the program after every primitive.
     """
-    check_knobs(wl, knobs, target, epilogue.bias, epilogue.multiplier)
+    check_knobs(wl, knobs, target, epilogue.bias, epilogue.multiplier, epilogue.alu_imm)
     g = geometry(wl, knobs, target.config)
     t = conv2d_compute(wl, target, epilogue)
     s = create_schedule(t.out, t.params, name)
@@ -225,7 +236,8 @@ def conv2d_func(wl: Conv2dWorkload, knobs: Conv2dKnobs, target: VdlaTarget, epil
                 name: str = "conv2d", dump: Dump | None = None) -> PrimFunc:
     """The scheduled program of :func:`conv2d_schedule`, with the workload and knobs as attributes."""
     func = conv2d_schedule(wl, knobs, target, epilogue, name, dump).func
-    attrs = (("target", "vdla"), ("config", target.config.name), ("workload", wl), ("knobs", knobs))
+    attrs = (("target", "vdla"), ("config", target.config.name), ("workload", wl), ("knobs", knobs),
+             (REQUANT_ON_STORE, epilogue.on_store))
     return PrimFunc(func.name, func.params, func.body, attrs)
 
 
