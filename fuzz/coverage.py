@@ -2,7 +2,8 @@
 
 Bins (names are ``group:...``):
 
-- ``load`` memory type x padding x strided row (micro-op loads cannot pad); ``store`` strided or not;
+- ``load`` memory type x padding x strided row (micro-op loads cannot pad); ``store`` strided or not,
+  and its requantization (shift or not x clip x ReLU);
 - ``loop`` GEMM (reset or multiply-accumulate) and ALU loop shapes: single iteration, outer only,
   inner only or both, with zero or non-zero index factors, over one or several micro-ops;
 - ``alu`` every ALU op with a positive immediate, a negative immediate (a left shift for SHR)
@@ -39,6 +40,7 @@ def universe(cfg: HwConfig) -> list[str]:
     for mem in (MemType.INP, MemType.WGT, MemType.ACC):
         bins += [f"load:{mem.name}:pad={p}:stride={s}" for p in "ny" for s in "ny"]
     bins += [f"store:stride={s}" for s in "ny"]
+    bins += [f"store:requant:shift={s}:clip={c}:relu={r}" for s in "ny" for c in "ny" for r in "ny"]
     for kind in ("GEMM-reset", "GEMM", "ALU"):
         bins += [f"loop:{kind}:{shape}:factors={f}:uops={u}" for shape in ("1x1", "Nx1", "1xN", "NxN")
                  for f in ("0", "n") for u in ("1", "n") if not (shape == "1x1" and f == "n")]
@@ -85,6 +87,8 @@ def _insn_bins(insn: object) -> set[str]:
         strided = "y" if insn.x_stride > insn.x_size and insn.y_size > 1 else "n"
         if insn.opcode == Opcode.STORE:
             hit.add(f"store:stride={strided}")
+            yn = {True: "y", False: "n"}
+            hit.add(f"store:requant:shift={yn[insn.shift > 0]}:clip={yn[insn.clip]}:relu={yn[insn.relu]}")
         elif insn.mem_type == MemType.UOP:
             hit.add("load:UOP")
         else:

@@ -98,7 +98,8 @@ def _emit(pb: ProgramBuilder, src: dict[str, BufferSpec], op: object, flags: dic
     elif isinstance(op, UopLoadOp):
         pb.load_uops(pb.uops(list(op.uops), f"uops_{tag}"), op.sram, **flags)
     elif isinstance(op, StoreOp):
-        pb.store(op.sram, src["out"].addr + op.offset, op.y, op.x, op.stride, **flags)
+        pb.store(op.sram, src["out"].addr + op.offset, op.y, op.x, op.stride, shift=op.shift, clip=op.clip,
+                 relu=op.relu, **flags)
     elif isinstance(op, GemmOp):
         lp = op.loop
         pb.gemm(lp.bgn, lp.end, iter_out=lp.iter_out, iter_in=lp.iter_in, dst_factor=lp.dst, src_factor=lp.src,
@@ -332,4 +333,7 @@ class _Drawer:
         sram = lo + int(rng.choice(starts))
         stride = x + rng.choice((0, 0, 2))
         offset = rng.randint(0, _DATA_TILES - ((y - 1) * stride + x))
-        return StoreOp(sram, offset, y, x, stride)
+        if rng.random() < 0.5:  # half plain narrowing stores, half requantizing ones
+            return StoreOp(sram, offset, y, x, stride)
+        return StoreOp(sram, offset, y, x, stride, rng.randint(0, self.cfg.acc_width - 1), rng.random() < 0.5,
+                       rng.random() < 0.5)

@@ -94,13 +94,17 @@ class AluStep:
 
 @dataclass(frozen=True)
 class StoreOp:
-    """STORE of ``y x x`` accumulators from ``sram`` to the output buffer at element ``offset``."""
+    """STORE of ``y x x`` accumulators from ``sram`` to the output buffer at element ``offset``,
+    requantized by ``shift`` / ``clip`` / ``relu`` (all off: the plain narrowing)."""
 
     sram: int
     offset: int
     y: int
     x: int
     stride: int
+    shift: int = 0
+    clip: bool = False
+    relu: bool = False
 
 
 ComputeOp = Union[LoadOp, UopLoadOp, GemmOp, AluStep]

@@ -239,10 +239,13 @@ class ProgramBuilder:
         return self.load(MemType.UOP, sram_base, uops.addr, 1, n, n, **deps)
 
     def store(self, sram_base: int, dram_base: int, y_size: int, x_size: int, x_stride: int, *,
-              pop_prev: bool = False, pop_next: bool = False, push_prev: bool = False, push_next: bool = False) -> int:
-        """STORE accumulators ``[sram_base, +y*x)`` narrowed to OUT at DRAM ``dram_base`` (row stride ``x_stride``)."""
+              pop_prev: bool = False, pop_next: bool = False, push_prev: bool = False, push_next: bool = False,
+              shift: int = 0, clip: bool = False, relu: bool = False) -> int:
+        """STORE accumulators ``[sram_base, +y*x)`` requantized to OUT (``>> shift``, optional ReLU and
+        saturation, then narrowed) at DRAM ``dram_base`` (row stride ``x_stride``)."""
         return self.emit(MemInsn(Opcode.STORE, MemType.OUT, sram_base, dram_base, y_size, x_size, x_stride,
-                                 deps=_deps(pop_prev, pop_next, push_prev, push_next)))
+                                 deps=_deps(pop_prev, pop_next, push_prev, push_next), shift=shift, clip=clip,
+                                 relu=relu))
 
     def gemm(self, uop_bgn: int, uop_end: int, *, iter_out: int = 1, iter_in: int = 1,
              dst_factor: tuple[int, int] = (0, 0), src_factor: tuple[int, int] = (0, 0),

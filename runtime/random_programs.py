@@ -157,7 +157,10 @@ class _Generator:
         y, x = rng.randint(1, 3), rng.randint(1, 4)
         sram = self._near_dst(region, y * x)
         r0, c0 = rng.randint(0, self.out_rows - y), rng.randint(0, self.out_cols - x)
-        self.pb.store(sram, self.out.addr + r0 * self.out_cols + c0, y, x, self.out_cols, **deps)
+        requant = rng.random() < 0.5  # half plain narrowing stores, half requantizing ones
+        self.pb.store(sram, self.out.addr + r0 * self.out_cols + c0, y, x, self.out_cols, **deps,
+                      shift=rng.randint(0, self.cfg.acc_width - 1) if requant else 0,
+                      clip=requant and rng.random() < 0.5, relu=requant and rng.random() < 0.5)
 
     def _compute(self, region: int, **deps: bool) -> None:
         rng = self.rng

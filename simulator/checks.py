@@ -30,6 +30,9 @@ def check_insn(cfg: HwConfig, insn: Insn, index: int) -> TokenOps:
                 raise ProtocolError(f"{where}: STORE of memory type {insn.mem_type.name}; only OUT can be stored")
             if any(pads):
                 raise ProtocolError(f"{where}: STORE cannot pad; set all pads to 0")
+            if insn.shift >= cfg.acc_width:
+                raise ProtocolError(f"{where}: STORE shift {insn.shift} is not below the {cfg.acc_width}-bit "
+                                    f"accumulator width; use a shift in [0, {cfg.acc_width - 1}]")
         elif insn.mem_type == MemType.OUT:
             raise ProtocolError(f"{where}: LOAD of memory type OUT; load accumulators with mem_type ACC")
         elif insn.mem_type == MemType.UOP and any(pads):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vdla_hw.config import HwConfig
-from vdla_hw.isa import AluInsn, AluOp, FinishInsn, GemmInsn, Insn, MemInsn, MemType, Opcode
+from vdla_hw.isa import AluInsn, AluOp, FinishInsn, GemmInsn, Insn, MemInsn, MemType, Opcode, requantize
 
 from simulator import packing
 from simulator.errors import MemoryAccessError, ProtocolError, UninitializedReadError
@@ -266,7 +266,7 @@ def _store(state: MachineState, insn: MemInsn, index: int) -> InsnEffect:
     if missing is not None:
         raise _uninitialized(insn, index, "ACC", insn.sram_base + missing, f"tile {missing} of the STORE")
     tiles = state.acc[insn.sram_base : insn.sram_base + n].reshape(y, x, cfg.batch * cfg.block_out)
-    data = packing.encode(tiles, cfg.out_width)
+    data = packing.encode(requantize(tiles, insn.shift, insn.clip, insn.relu, cfg.out_width), cfg.out_width)
     if isinstance(where, slice):
         state.dram[where] = data.reshape(-1)
     else:

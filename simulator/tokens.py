@@ -71,6 +71,8 @@ def describe(insn: Insn) -> str:
     if isinstance(insn, MemInsn):
         pad = (insn.y_pad0, insn.y_pad1, insn.x_pad0, insn.x_pad1)
         pad_s = f" pad={pad}" if any(pad) else ""
+        pad_s += f" shift={insn.shift}" if insn.shift else ""
+        pad_s += "".join(f" {w}" for w, on in (("clip", insn.clip), ("relu", insn.relu)) if on)
         return (
             f"{insn.opcode.name} {insn.mem_type.name} sram={insn.sram_base} dram={insn.dram_base} "
             f"{insn.y_size}x{insn.x_size} stride={insn.x_stride}{pad_s}{tail}"

@@ -7,6 +7,7 @@ One instruction per line, a mnemonic, its words, then ``key=value`` operands::
     ALU SHR imm=-3 uop=0:1 iter=16,1 dst=1,0
     ALU ADD acc uop=0:1 iter=16,1 dst=1,0 src=1,0
     STORE OUT sram=0 dram=0 y=1 x=16 stride=16 deps=pop_prev,push_prev
+    STORE OUT clip relu sram=0 dram=16 y=1 x=16 stride=16 shift=8
     FINISH
 
     .uops
@@ -51,6 +52,11 @@ RESET_WORD = "reset"
 """GEMM word: zero the accumulators instead of accumulating."""
 ACC_WORD = "acc"
 """ALU word: the second operand is the accumulator tile ``acc[src]`` (otherwise ``imm=`` is required)."""
+CLIP_WORD = "clip"
+"""STORE word: saturate to the signed output range instead of wrapping."""
+RELU_WORD = "relu"
+"""STORE word: lower bound 0 (after the shift)."""
+STORE_WORDS = (CLIP_WORD, RELU_WORD)
 
 
 class AsmError(IsaError):
@@ -85,6 +91,9 @@ MEM_KEYS: tuple[Key, ...] = (
     Key("x", ("x_size",), "elements per row"),
     Key("stride", ("x_stride",), "DRAM elements between the starts of consecutive rows"),
     Key("pad", ("y_pad0", "y_pad1", "x_pad0", "x_pad1"), "zero rows/columns: top, bottom, left, right", default=(0, 0, 0, 0)),
+)
+STORE_KEYS: tuple[Key, ...] = tuple(k for k in MEM_KEYS if k.name != "pad") + (
+    Key("shift", ("shift",), "arithmetic right shift of each accumulator lane before clip and narrowing", default=(0,)),
 )
 LOOP_KEYS: tuple[Key, ...] = (
     Key("uop", ("uop_bgn", "uop_end"), "micro-op range [begin, end)", sep=":"),
@@ -169,10 +178,17 @@ def _parse_insn(tokens: list[str], layouts: dict[str, Layout], lineno: int) -> I
     words = [t for t in tokens[1:] if "=" not in t]
     pairs = [t for t in tokens[1:] if "=" in t]
     op = Opcode[mnemonic]
-    if op in (Opcode.LOAD, Opcode.STORE):
+    if op == Opcode.LOAD:
         mem_type = _one_word(words, {m.name: m for m in MemType}, f"{mnemonic} memory type", lineno)
         values, deps = _parse_keys(pairs, MEM_KEYS, layouts["mem"], mnemonic, lineno)
         return MemInsn(op, mem_type, **values, deps=deps)
+    if op == Opcode.STORE:
+        flag_words = [w for w in words if w.lower() in STORE_WORDS]
+        flags = _flag_words(flag_words, STORE_WORDS, mnemonic, lineno)
+        mem_type = _one_word([w for w in words if w.lower() not in STORE_WORDS], {m.name: m for m in MemType},
+                             f"{mnemonic} memory type", lineno)
+        values, deps = _parse_keys(pairs, STORE_KEYS, layouts["store"], mnemonic, lineno)
+        return MemInsn(op, mem_type, **values, deps=deps, clip=CLIP_WORD in flags, relu=RELU_WORD in flags)
     if op == Opcode.GEMM:
         reset = _flag_words(words, (RESET_WORD,), mnemonic, lineno)
         values, deps = _parse_keys(pairs, GEMM_KEYS, layouts["gemm"], mnemonic, lineno)
@@ -268,6 +284,9 @@ def format_insn(insn: Insn) -> str:
     if isinstance(insn, MemInsn):
         words = [insn.opcode.name, MemType(insn.mem_type).name]
         keys: Sequence[Key] = MEM_KEYS
+        if insn.opcode == Opcode.STORE:
+            words += [w for w, on in ((CLIP_WORD, insn.clip), (RELU_WORD, insn.relu)) if on]
+            keys = STORE_KEYS
     elif isinstance(insn, GemmInsn):
         words = ["GEMM"] + ([RESET_WORD] if insn.reset else [])
         keys = GEMM_KEYS

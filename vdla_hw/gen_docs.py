@@ -38,7 +38,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DOC_PATH = PROJECT_ROOT / "docs" / "isa.md"
 REGEN_CMD = "vdla hw gen-docs"
 
-LAYOUT_TITLES = {"mem": "LOAD / STORE", "gemm": "GEMM", "alu": "ALU", "finish": "FINISH", "uop": "micro-op"}
+LAYOUT_TITLES = {"mem": "LOAD", "store": "STORE", "gemm": "GEMM", "alu": "ALU", "finish": "FINISH", "uop": "micro-op"}
 
 # Meaning of each layout field; (layout, field) entries override the plain field name.
 FIELD_DOCS: dict[str | tuple[str, str], str] = {
@@ -57,6 +57,9 @@ FIELD_DOCS: dict[str | tuple[str, str], str] = {
     "y_pad1": "zero rows below the block (LOAD only)",
     "x_pad0": "zero elements left of each row (LOAD only)",
     "x_pad1": "zero elements right of each row (LOAD only)",
+    "shift": "arithmetic right shift of each accumulator lane (STORE only)",
+    "clip": "1: saturate to the signed output range instead of wrapping (STORE only)",
+    "relu": "1: lower bound 0 after the shift (STORE only)",
     "reset": "1: write zeros to the accumulators instead of accumulating",
     "uop_bgn": "first micro-op of the loop body",
     "uop_end": "one past the last micro-op of the loop body",
@@ -88,7 +91,7 @@ ALU_DOCS = {
 
 OPCODE_DOCS = {
     Opcode.LOAD: "DRAM → SRAM copy of a 2D block, with zero padding",
-    Opcode.STORE: "accumulator SRAM → DRAM copy of a 2D block, narrowed to the output width",
+    Opcode.STORE: "accumulator SRAM → DRAM copy of a 2D block, requantized (shift, ReLU, clip) and narrowed to the output width",
     Opcode.GEMM: "matrix multiply-accumulate over a micro-op range in a two-level loop",
     Opcode.ALU: "element-wise accumulator operation over a micro-op range in a two-level loop",
     Opcode.FINISH: "ends the program",
@@ -242,7 +245,7 @@ def _overview(common: Layout) -> str:
         MemType.WGT: "BLOCK_OUT × BLOCK_IN weights (a row per output channel)",
         MemType.INP: "BATCH × BLOCK_IN inputs",
         MemType.ACC: "BATCH × BLOCK_OUT accumulators",
-        MemType.OUT: "BATCH × BLOCK_OUT outputs (accumulators narrowed to the output width)",
+        MemType.OUT: "BATCH × BLOCK_OUT outputs (accumulators requantized and narrowed to the output width)",
     }
     mem_rows = [
         (f"`{m.name}`", int(m), elems[m], "STORE" if m == MemType.OUT else f"LOAD on {load_modules[m]}") for m in MemType
@@ -289,7 +292,10 @@ def _semantics() -> str:
         "from `sram_base`; padding elements are zero. DRAM element `(r, c)` of the block is at "
         "`dram_base + r·x_stride + c`; addresses, sizes and strides count elements of the memory type.\n"
         "- **STORE** (memory type `OUT` only, no padding) writes `acc[sram_base + r·x_size + c]` to DRAM element "
-        "`dram_base + r·x_stride + c`, keeping the low `out_width` bits of each accumulator (two's complement wrap).\n"
+        "`dram_base + r·x_stride + c`, requantizing each accumulator lane `a` on the way out: "
+        "`v = a >> shift` (arithmetic), then `v = max(v, 0)` if `relu`, then `v = clamp(v, -2^(out_width-1), "
+        "2^(out_width-1) - 1)` if `clip`, then the low `out_width` bits of `v` (two's complement wrap). `shift=0` "
+        "with `clip` and `relu` clear is the plain narrowing; `shift` must be below `acc_width`.\n"
         "- **GEMM** and **ALU** run a two-level loop over a micro-op range:\n\n"
         "  ```\n"
         "  for i0 in range(iter_out):\n"
@@ -312,14 +318,15 @@ def _syntax() -> str:
 
     alu_ops = "|".join(a.name for a in AluOp)
     forms = [
-        ("LOAD / STORE", form(f"LOAD|STORE {'|'.join(m.name for m in MemType)}", asm.MEM_KEYS)),
+        ("LOAD", form(f"LOAD {'|'.join(m.name for m in MemType)}", asm.MEM_KEYS)),
+        ("STORE", form(f"STORE OUT [{asm.CLIP_WORD}] [{asm.RELU_WORD}]", asm.STORE_KEYS)),
         ("GEMM", form(f"GEMM [{asm.RESET_WORD}]", asm.GEMM_KEYS)),
         ("ALU, immediate", form(f"ALU {alu_ops}", [replace(k, default=None) if k.name == "imm" else k for k in asm.ALU_KEYS])),
         ("ALU, tensor", form(f"ALU {alu_ops} {asm.ACC_WORD}", asm.ALU_KEYS)),
         ("FINISH", form("FINISH", ())),
     ]
     operand_rows = []
-    for title, keys in (("LOAD/STORE", asm.MEM_KEYS), ("GEMM", asm.GEMM_KEYS), ("ALU", asm.ALU_KEYS)):
+    for title, keys in (("LOAD", asm.MEM_KEYS), ("STORE", asm.STORE_KEYS), ("GEMM", asm.GEMM_KEYS), ("ALU", asm.ALU_KEYS)):
         for k in keys:
             default = "required" if k.default is None else k.sep.join(map(str, k.default))
             operand_rows.append((title, f"`{k.syntax}`", default, k.doc))
@@ -337,6 +344,7 @@ def _syntax() -> str:
         + "\n"
         + _table(("Format", "Operand", "Default", "Meaning"), operand_rows)
         + "\n"
+        f"- `{asm.CLIP_WORD}` (STORE) saturates to the output range, `{asm.RELU_WORD}` (STORE) bounds below by 0.\n"
         f"- `{asm.RESET_WORD}` (GEMM) zeroes the accumulators. An ALU takes either `imm=N` (immediate operand) or the "
         f"word `{asm.ACC_WORD}` (second operand `acc[src]`; an `imm=` given with it is kept in the word but unused).\n"
         f"- `{asm.DEPS_KEY}=` takes a comma-separated subset of {', '.join(f'`{n}`' for n in DEP_FLAG_NAMES)}.\n"

@@ -133,7 +133,7 @@ def _isa_params(cfg: HwConfig) -> list[str]:
     lines += _enum("mem_type_e", "MEMTYPE_W", isa_mod.MEMTYPE_W, "MEM", MemType)
     lines += _enum("alu_op_e", "ALUOP_W", isa_mod.ALUOP_W, "ALU", AluOp)
     lines.append("")
-    structs = {"mem": "mem_insn_t", "gemm": "gemm_insn_t", "alu": "alu_insn_t", "finish": "finish_insn_t", "uop": "uop_t"}
+    structs = {"mem": "mem_insn_t", "store": "store_insn_t", "gemm": "gemm_insn_t", "alu": "alu_insn_t", "finish": "finish_insn_t", "uop": "uop_t"}
     for key, type_name in structs.items():
         lines += _struct(isa.layouts[key], type_name)
         lines.append("")

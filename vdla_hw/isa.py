@@ -42,6 +42,8 @@ STRIDE_W = 16
 PAD_W = 4
 LOOP_ITER_W = 14
 IMM_W = 16
+SHIFT_W = 5
+"""STORE's requantization shift: 0..31, enough for any accumulator width (at most 32 bits)."""
 
 
 class IsaError(BadFileError):
@@ -128,6 +130,12 @@ class MemInsn:
     whole tile, e.g. BATCH x BLOCK_IN inputs), not bytes.  A load writes
     ``(y_pad0 + y_size + y_pad1) x (x_pad0 + x_size + x_pad1)`` consecutive SRAM
     elements starting at ``sram_base``; padding elements are zero.
+
+    A STORE requantizes each accumulator lane on its way out (:func:`requantize`):
+    an arithmetic right shift by ``shift``, then ``relu`` (lower bound 0) and ``clip``
+    (saturate to the signed output range), then it keeps the low output-width bits.
+    ``shift=0`` with both flags clear is the plain wrapping narrow.  A STORE cannot pad
+    (its encoding holds these fields where a LOAD holds the pads); a LOAD cannot requantize.
     """
 
     opcode: Opcode
@@ -142,6 +150,22 @@ class MemInsn:
     x_pad0: int = 0
     x_pad1: int = 0
     deps: DepFlags = NO_DEPS
+    shift: int = 0
+    clip: bool = False
+    relu: bool = False
+
+
+def requantize(acc: np.ndarray, shift: int, clip: bool, relu: bool, out_width: int) -> np.ndarray:
+    """What a STORE writes for accumulator lanes ``acc``: ``(acc >> shift)``, then ReLU (max 0) if
+    ``relu``, saturation to the signed ``out_width``-bit range if ``clip``, then the low
+    ``out_width`` bits (two's-complement wrap), as int64 values in the signed output range."""
+    v = np.asarray(acc, dtype=np.int64) >> np.int64(shift)
+    if relu:
+        v = np.maximum(v, 0)
+    if clip:
+        v = np.clip(v, -(1 << (out_width - 1)), (1 << (out_width - 1)) - 1)
+    half = np.int64(1 << (out_width - 1))
+    return ((v + half) & np.int64((1 << out_width) - 1)) - half
 
 
 @dataclass(frozen=True)
@@ -352,24 +376,23 @@ class Isa:
             ("iter_out", LOOP_ITER_W),
             ("iter_in", LOOP_ITER_W),
         ]
+        block: list[_Spec] = [
+            ("mem_type", MEMTYPE_W),
+            _index("sram_base", self.sram_idx_w, widest),
+            ("dram_base", DRAM_ADDR_W),
+            ("y_size", SIZE_W),
+            ("x_size", SIZE_W),
+            ("x_stride", STRIDE_W),
+        ]
         self.mem = _layout(
             "mem",
-            _COMMON
-            + [
-                ("mem_type", MEMTYPE_W),
-                _index("sram_base", self.sram_idx_w, widest),
-                ("dram_base", DRAM_ADDR_W),
-                ("y_size", SIZE_W),
-                ("x_size", SIZE_W),
-                ("x_stride", STRIDE_W),
-                ("y_pad0", PAD_W),
-                ("y_pad1", PAD_W),
-                ("x_pad0", PAD_W),
-                ("x_pad1", PAD_W),
-            ],
+            _COMMON + block + [("y_pad0", PAD_W), ("y_pad1", PAD_W), ("x_pad0", PAD_W), ("x_pad1", PAD_W)],
             INSN_BITS,
             cfg,
         )
+        # STORE shares LOAD's fields up to the stride (fetch and the dependency gates read them
+        # through either layout); where a LOAD keeps its pads, a STORE keeps its requantization.
+        self.store = _layout("store", _COMMON + block + [("shift", SHIFT_W), ("clip", 1), ("relu", 1)], INSN_BITS, cfg)
         self.gemm = _layout(
             "gemm",
             _COMMON
@@ -412,7 +435,7 @@ class Isa:
 
     @property
     def layouts(self) -> dict[str, Layout]:
-        return {"mem": self.mem, "gemm": self.gemm, "alu": self.alu, "finish": self.finish, "uop": self.uop}
+        return {"mem": self.mem, "store": self.store, "gemm": self.gemm, "alu": self.alu, "finish": self.finish, "uop": self.uop}
 
     # ---- instructions -----------------------------------------------------------------
     def encode(self, insn: Insn) -> int:
@@ -422,12 +445,13 @@ class Isa:
             if op not in (Opcode.LOAD, Opcode.STORE):
                 raise IsaError(f"a MemInsn must have opcode LOAD or STORE, got {op!r}")
             _check_enum("mem_type", insn.mem_type, MemType)
+            _check_mem_fields(insn)
         if isinstance(insn, AluInsn):
             _check_enum("alu_op", insn.alu_op, AluOp)
         values = {f.name: getattr(insn, f.name) for f in fields(insn) if f.name != "deps"}
         values.update({n: int(getattr(insn.deps, n)) for n in DEP_FLAG_NAMES})
         values["opcode"] = int(op)
-        layout = {Opcode.LOAD: self.mem, Opcode.STORE: self.mem, Opcode.GEMM: self.gemm}.get(op)
+        layout = {Opcode.LOAD: self.mem, Opcode.STORE: self.store, Opcode.GEMM: self.gemm}.get(op)
         layout = layout or (self.alu if op == Opcode.ALU else self.finish)
         return layout.pack(values)
 
@@ -441,14 +465,18 @@ class Isa:
         except ValueError:
             raise IsaError(f"malformed instruction 0x{word:032x}: opcode {raw} is not one of {[o.name for o in Opcode]}") from None
         if op in (Opcode.LOAD, Opcode.STORE):
-            v = self.mem.unpack(word)
+            v = (self.mem if op == Opcode.LOAD else self.store).unpack(word)
             try:
                 mem_type = MemType(v["mem_type"])
             except ValueError:
                 raise IsaError(
                     f"malformed {op.name} 0x{word:032x}: memory type {v['mem_type']} is not one of {[m.name for m in MemType]}"
                 ) from None
-            rest = {k: v[k] for k in ("sram_base", "dram_base", "y_size", "x_size", "x_stride", "y_pad0", "y_pad1", "x_pad0", "x_pad1")}
+            rest = {k: v[k] for k in ("sram_base", "dram_base", "y_size", "x_size", "x_stride")}
+            if op == Opcode.LOAD:
+                rest.update({k: v[k] for k in ("y_pad0", "y_pad1", "x_pad0", "x_pad1")})
+            else:
+                rest.update(shift=v["shift"], clip=bool(v["clip"]), relu=bool(v["relu"]))
             return MemInsn(op, mem_type, **rest, deps=_deps(v))
         if op == Opcode.GEMM:
             v = self.gemm.unpack(word)
@@ -510,6 +538,15 @@ class Isa:
 def _check_enum(name: str, value: object, enum: type[IntEnum]) -> None:
     if value not in set(enum):
         raise IsaError(f"{name} = {value!r} is not one of {[e.name for e in enum]}")
+
+
+def _check_mem_fields(insn: MemInsn) -> None:
+    """The fields a LOAD or STORE has no bits for must hold their defaults."""
+    if insn.opcode == Opcode.STORE and (insn.y_pad0 or insn.y_pad1 or insn.x_pad0 or insn.x_pad1):
+        raise IsaError("STORE cannot pad (its encoding holds shift/clip/relu where a LOAD holds the pads); "
+                       "set all pads to 0")
+    if insn.opcode == Opcode.LOAD and (insn.shift or insn.clip or insn.relu):
+        raise IsaError("only a STORE requantizes; set shift=0, clip and relu off on a LOAD")
 
 
 def _deps(v: dict[str, int]) -> DepFlags:

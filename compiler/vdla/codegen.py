@@ -126,7 +126,9 @@ def codegen(func: PrimFunc, target: VdlaTarget) -> tuple[Program, dict[str, Para
             if dma.load:
                 pb.load(_MEM[dma.sram.scope], dma.sram_base, base, dma.y_size, dma.x_size, dma.x_stride, pad=dma.pad, **fl)
             else:
-                pb.store(dma.sram_base, base, dma.y_size, dma.x_size, dma.x_stride, **fl)
+                r = dma.requant
+                pb.store(dma.sram_base, base, dma.y_size, dma.x_size, dma.x_stride, shift=r.shift, clip=r.clip,
+                         relu=r.relu, **fl)
             continue
         if is_finish(insn):
             pb.finish(**fl)

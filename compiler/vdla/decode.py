@@ -17,7 +17,7 @@ from compiler.tir import AttrStmt, Buffer, For, IntImm, PrimExpr, Stmt, Var
 
 from .affine import NotAffineError, affine, eval_int
 from .intrin import ALU_UOP, GEMM_RESET_UOP, GEMM_UOP
-from .stmt import DEPS, FINISH, LOAD, STORE, UOP_LOOP, UOP_SCOPE, buffer_arg, int_arg, packed_call
+from .stmt import DEPS, FINISH, LOAD, STORE, UOP_LOOP, UOP_SCOPE, Requant, buffer_arg, int_arg, packed_call
 from .target import SCOPE_ACC, SCOPE_INP, SCOPE_WGT
 
 Range = tuple[str, int, int]
@@ -35,6 +35,7 @@ class Dma:
     x_size: int
     x_stride: int
     pad: tuple[int, int, int, int] = (0, 0, 0, 0)
+    requant: Requant = Requant()
 
     @property
     def sram_tiles(self) -> int:
@@ -75,8 +76,9 @@ def as_dma(stmt: Stmt) -> Dma | None:
     if name == LOAD:
         return Dma(True, buffer_arg(a[0]), int_arg(a[1]), buffer_arg(a[2]), int_arg(a[3]), int_arg(a[4]),
                    int_arg(a[5]), int_arg(a[6]), tuple(int_arg(x) for x in a[7:11]))  # type: ignore[arg-type]
+    shift, clip, relu = (int_arg(x) for x in a[7:10])
     return Dma(False, buffer_arg(a[2]), int_arg(a[3]), buffer_arg(a[0]), int_arg(a[1]), int_arg(a[4]),
-               int_arg(a[5]), int_arg(a[6]))
+               int_arg(a[5]), int_arg(a[6]), requant=Requant(shift, bool(clip), bool(relu)))
 
 
 def is_finish(stmt: Stmt) -> bool:

@@ -12,7 +12,7 @@ from typing import Callable
 from compiler.tir import PrimFunc
 from compiler.tir.transform import lower_blocks
 
-from .passes import (allocate_sram, fold_uop_loop, inject_alu_op, inject_dma_copy, inject_uop_scope,
+from .passes import (allocate_sram, fold_requant_store, fold_uop_loop, inject_alu_op, inject_dma_copy, inject_uop_scope,
                      inject_virtual_thread, insert_dep_token, unroll_stream)
 from .target import VdlaTarget
 
@@ -24,6 +24,7 @@ def passes(target: VdlaTarget) -> list[tuple[str, Pass]]:
     return [
         ("lower_blocks", lower_blocks),                                    # schedule blocks -> plain statements
         ("inject_uop_scope", partial(inject_uop_scope, target=target)),   # tensorized uops -> instruction scopes
+        ("fold_requant_store", fold_requant_store),                        # epilogue tail -> requantizing STORE
         ("inject_alu_op", partial(inject_alu_op, target=target)),         # fused epilogue -> in-place ALU uops
         ("inject_dma_copy", partial(inject_dma_copy, target=target)),     # copy nests -> 2-D LOAD/STORE
         ("fold_uop_loop", partial(fold_uop_loop, target=target)),         # outer uop loops -> insn loop fields

@@ -4,8 +4,10 @@ After the VDLA passes a program consists of ordinary TIR (loops, allocations) ar
 these statements:
 
 - ``vdla.load(sram, sram_tile, dram, dram_tile, y_size, x_size, x_stride, y_pad0, y_pad1, x_pad0, x_pad1)``
-  and ``vdla.store(dram, dram_tile, sram, sram_tile, y_size, x_size, x_stride)``: 2-D DMA
-  of whole tiles with the ISA's semantics (``inject_dma_copy``);
+  and ``vdla.store(dram, dram_tile, sram, sram_tile, y_size, x_size, x_stride, shift, clip, relu)``: 2-D
+  DMA of whole tiles with the ISA's semantics (``inject_dma_copy``);
+- the expression ``vdla.requant(x, shift, clip, relu, out_bits)``: what a requantizing STORE does to
+  each accumulator lane (``fold_requant_store`` puts it into result stores);
 - ``vdla.gemm_uop`` / ``vdla.alu_uop`` micro-ops (``intrin.py``) inside an
   ``AttrStmt(UOP_SCOPE)`` that marks one GEMM or ALU instruction; ``fold_uop_loop``
   annotates up to two loops of that nest with :data:`UOP_LOOP` (their index factors);
@@ -18,6 +20,7 @@ interpreter runs every intermediate program.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,10 +29,13 @@ from compiler.tir import AttrStmt, BufferHandle, Call, Evaluate, IntImm, PrimExp
 from compiler.tir.op import call_packed
 from compiler.tir.ir import Buffer
 
+from vdla_hw.isa import requantize
+
 from .intrin import ALU_UOP, GEMM_RESET_UOP, GEMM_UOP, UOP_SCOPE
 
 LOAD = "vdla.load"
 STORE = "vdla.store"
+REQUANT = "vdla.requant"
 UOP_LOOP = "vdla.uop_loop"
 """For annotation: this loop is an instruction loop level; value = (dst, src, wgt) factors."""
 DEPS = "vdla.deps"
@@ -44,9 +50,35 @@ def dma_load(sram: Buffer, sram_tile: Any, dram: Buffer, dram_tile: Any, y_size:
 
 
 def dma_store(dram: Buffer, dram_tile: Any, sram: Buffer, sram_tile: Any, y_size: Any, x_size: Any,
-              x_stride: Any) -> Evaluate:
-    """A 2-D STORE of accumulator tiles, narrowed to the output type of ``dram``."""
-    return call_packed(STORE, dram, dram_tile, sram, sram_tile, y_size, x_size, x_stride)
+              x_stride: Any, requant: Requant | None = None) -> Evaluate:
+    """A 2-D STORE of accumulator tiles, requantized (``requant``, else plain) and narrowed to the output
+    type of ``dram``."""
+    r = requant or Requant()
+    return call_packed(STORE, dram, dram_tile, sram, sram_tile, y_size, x_size, x_stride, r.shift, int(r.clip),
+                       int(r.relu))
+
+
+@dataclass(frozen=True)
+class Requant:
+    """The requantization fields of a STORE (see :func:`vdla_hw.isa.requantize`)."""
+
+    shift: int = 0
+    clip: bool = False
+    relu: bool = False
+
+
+def requant(x: PrimExpr, r: Requant, out_bits: int) -> PrimExpr:
+    """The expression ``vdla.requant(x, ...)``: ``x`` requantized as a STORE does, to ``out_bits`` bits."""
+    args = (StringImm(REQUANT), x, IntImm(r.shift), IntImm(int(r.clip)), IntImm(int(r.relu)), IntImm(out_bits))
+    return Call(x.dtype, "call_packed", args)
+
+
+def requant_parts(e: PrimExpr) -> tuple[PrimExpr, Requant, int] | None:
+    """``(x, fields, out_bits)`` when ``e`` is a :func:`requant` expression, else None."""
+    if isinstance(e, Call) and e.op == "call_packed" and isinstance(e.args[0], StringImm) and e.args[0].value == REQUANT:
+        x, shift, clip, relu, bits = e.args[1:]
+        return x, Requant(int_arg(shift), bool(int_arg(clip)), bool(int_arg(relu))), int_arg(bits)
+    return None
 
 
 def finish() -> Evaluate:
@@ -105,10 +137,19 @@ def _load(sram: np.ndarray, s0: int, dram: np.ndarray, d0: int, ys: int, xs: int
 
 
 @register_packed(STORE)
-def _store(dram: np.ndarray, d0: int, sram: np.ndarray, s0: int, ys: int, xs: int, stride: int) -> None:
+def _store(dram: np.ndarray, d0: int, sram: np.ndarray, s0: int, ys: int, xs: int, stride: int, shift: int = 0,
+           clip: int = 0, relu: int = 0) -> None:
     dst, src = _tile_rows(dram), _tile_rows(sram)
+    bits = dst.dtype.itemsize * 8
     for r in range(ys):
-        dst[d0 + r * stride: d0 + r * stride + xs] = src[s0 + r * xs: s0 + (r + 1) * xs].astype(dst.dtype)
+        rows = requantize(src[s0 + r * xs: s0 + (r + 1) * xs], shift, bool(clip), bool(relu), bits)
+        dst[d0 + r * stride: d0 + r * stride + xs] = rows.astype(dst.dtype)
+
+
+@register_packed(REQUANT)
+def _requant(x: Any, shift: int, clip: int, relu: int, bits: int) -> Any:
+    out = requantize(x, shift, bool(clip), bool(relu), bits)
+    return int(out) if out.ndim == 0 else out
 
 
 @register_packed(FINISH)

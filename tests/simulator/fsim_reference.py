@@ -70,7 +70,7 @@ class RefMachine:
             for r in range(insn.y_size):
                 for c in range(insn.x_size):
                     vals = self.tile(MemType.ACC, insn.sram_base + r * insn.x_size + c).reshape(-1)
-                    out = bytes(wrap(int(v), cfg.out_width) & 0xFF for v in vals)
+                    out = bytes(wrap(_requant(int(v), insn, cfg.out_width), cfg.out_width) & 0xFF for v in vals)
                     addr = (insn.dram_base + r * insn.x_stride + c) * ob
                     self.dram[addr : addr + ob] = out
             return
@@ -123,3 +123,13 @@ def run_reference(cfg: HwConfig, insns: list[Insn], dram: np.ndarray) -> RefMach
     for insn in insns:
         machine.step(insn)
     return machine
+
+
+def _requant(v: int, insn: MemInsn, width: int) -> int:
+    """A STORE's requantization of one lane, written out independently of the simulator's."""
+    v >>= insn.shift
+    if insn.relu and v < 0:
+        v = 0
+    if insn.clip:
+        v = min(max(v, -(2 ** (width - 1))), 2 ** (width - 1) - 1)
+    return v

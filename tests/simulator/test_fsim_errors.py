@@ -146,6 +146,12 @@ def test_illegal_instruction_is_a_protocol_error(cfg, insn, pattern: str) -> Non
         run_fsim(cfg, [insn, FinishInsn()], np.zeros(256, np.uint8))
 
 
+def test_store_shift_beyond_the_accumulator_is_a_protocol_error(cfg) -> None:
+    store = MemInsn(Opcode.STORE, MemType.OUT, 0, 0, 1, 1, 1, shift=cfg.acc_width)
+    with pytest.raises(ProtocolError, match=rf"STORE shift {cfg.acc_width} is not below the {cfg.acc_width}-bit"):
+        run_fsim(cfg, [store, FinishInsn()], np.zeros(256, np.uint8))
+
+
 def test_watchdog(cfg) -> None:
     pb, _, _ = _builder(cfg)
     for _ in range(10):

@@ -127,6 +127,28 @@ def test_store_narrows_with_wraparound(preset: str) -> None:
     np.testing.assert_array_equal(prog.read("out", result.dram), ((values + 128) % 256) - 128)
 
 
+@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("shift, clip, relu", [(0, True, False), (0, False, True), (3, True, True), (5, False, False)])
+def test_store_requantizes(preset: str, shift: int, clip: bool, relu: bool) -> None:
+    cfg = load_config(preset)
+    pb = ProgramBuilder(cfg)
+    lanes = np.array([3000, -3000, 127, -129, 1 << 20, -(1 << 20), 40, -41])
+    values = np.resize(lanes, (cfg.batch, cfg.block_out))
+    acc = pb.alloc("acc", "acc", values.shape, values)
+    out = pb.alloc("out", "out", values.shape)
+    pb.load(MemType.ACC, 2, acc.addr, 1, 1, 1, push_next=True)
+    pb.store(2, out.addr, 1, 1, 1, pop_prev=True, push_prev=True, shift=shift, clip=clip, relu=relu)
+    pb.finish(pop_next=True)
+    prog = pb.build()
+    result = run_fsim(cfg, prog.instructions, prog.dram)
+    hi = (1 << (cfg.out_width - 1)) - 1
+    want = values // (1 << shift)  # floor division: the arithmetic shift
+    if relu:
+        want = np.maximum(want, 0)
+    want = np.clip(want, -hi - 1, hi) if clip else ((want + hi + 1) % (2 * hi + 2)) - hi - 1
+    np.testing.assert_array_equal(prog.read("out", result.dram), want)
+
+
 # ---- random programs vs the sequential reference -------------------------------------------
 
 DOMAIN = 16  # SRAM elements each random program touches per buffer
@@ -165,7 +187,8 @@ def random_program(draw: st.DrawFn, preset: str) -> tuple[ProgramBuilder, int]:
     if first:
         pb.gemm(0, 0, pop_prev=True)
     pb.gemm(0, 0, push_next=True)
-    pb.store(0, out.addr, 1, DOMAIN, DOMAIN, pop_prev=True, push_prev=True)
+    pb.store(0, out.addr, 1, DOMAIN, DOMAIN, pop_prev=True, push_prev=True, shift=draw(st.integers(0, cfg.acc_width - 1)),
+             clip=draw(st.booleans()), relu=draw(st.booleans()))
     pb.finish(pop_next=True)
     return pb, DOMAIN
 

@@ -81,11 +81,51 @@ def test_schedule_uses_the_generic_primitives() -> None:
     assert "data_pad_vdla.inp: int8[1, 1, 5, 8, 1, 16]" in text and "conv_vdla.acc: int32[1, 1, 3, 6, 1, 16]" in text
 
 
-def test_epilogue_becomes_in_place_alu_ops_in_order(stages) -> None:  # type: ignore[no-untyped-def]
-    func = dict(stages)["unroll_stream"]
-    ops = [as_uop_insn(s).alu_op.name for s in func.body.body.body.body.stmts  # type: ignore[union-attr]
-           if as_uop_insn(s) is not None and as_uop_insn(s).kind == "alu"]
-    assert ops[:8:2] == ops[1:8:2] == ["ADD", "MAX", "SHR", "MIN"]  # the two virtual threads interleave  # bias, ReLU, requantize shift, clip (no lower clip after ReLU)
+def _alu_ops_and_stores(func):  # type: ignore[no-untyped-def]
+    stmts = [split_deps(s)[1] for s in func.body.body.body.body.stmts]  # type: ignore[union-attr]
+    ops = [as_uop_insn(s).alu_op.name for s in stmts if as_uop_insn(s) is not None and as_uop_insn(s).kind == "alu"]
+    stores = [as_dma(s) for s in stmts if as_dma(s) is not None and not as_dma(s).load]
+    return ops, stores
+
+
+def test_epilogue_tail_folds_into_the_store(stages) -> None:  # type: ignore[no-untyped-def]
+    ops, stores = _alu_ops_and_stores(dict(stages)["unroll_stream"])
+    assert ops == ["ADD"] * len(ops) and len(ops) == len(stores)  # only the bias add stays on the ALU
+    assert {(d.requant.shift, d.requant.clip, d.requant.relu) for d in stores} == {(EPI.shift, True, True)}
+    text = {name: str(func) for name, func in stages}
+    assert "vdla.requant" not in text["inject_uop_scope"] and "vdla.requant" in text["fold_requant_store"]
+
+
+def test_epilogue_becomes_in_place_alu_ops_in_order_without_on_store() -> None:
+    func = conv2d_func(WL, KNOBS, TARGET, Requantize(shift=9, on_store=False))
+    for _, fn in passes(TARGET):
+        func = fn(func)
+    ops, stores = _alu_ops_and_stores(func)
+    # bias, ReLU, requantize shift, clip (no lower clip after ReLU); the two virtual threads interleave
+    assert ops[:8:2] == ops[1:8:2] == ["ADD", "MAX", "SHR", "MIN"]
+    assert {(d.requant.shift, d.requant.clip, d.requant.relu) for d in stores} == {(0, False, False)}
+
+
+@pytest.mark.parametrize("epi, alu, store", [
+    (Requantize(shift=5, relu=False), ["ADD"], (5, True, False)),       # signed clip: lower bound OUT_MIN
+    (Requantize(shift=0, relu=True), ["ADD"], (0, True, True)),         # no shift: ReLU + clip only
+    (Requantize(shift=3, relu=False, bias=False), [], (3, True, False)),  # nothing left for the ALU
+])
+def test_fold_requant_store_variants_run_bit_exact(epi, alu, store) -> None:  # type: ignore[no-untyped-def]
+    func = conv2d_func(WL, KNOBS, TARGET, epi)
+    data, kernel, bias = random_conv_data(WL, seed=3)
+    want = ref.conv2d_reference(data, kernel, bias if epi.bias else None, 1, 1, epi.shift, epi.relu)
+    for name, fn in passes(TARGET):
+        func = fn(func)
+        if name == "fold_requant_store":
+            out = np.zeros((1, WL.oc // 16, WL.oh, WL.ow, 1, 16), np.int8)
+            args = [ref.pack_data(TARGET.config, data), ref.pack_kernel(TARGET.config, kernel)]
+            args += [ref.pack_bias(TARGET.config, bias)] if epi.bias else []
+            interpret(func, *args, out)
+            assert np.array_equal(ref.unpack_output(out), want)
+    ops, stores = _alu_ops_and_stores(func)
+    assert sorted(set(ops)) == alu
+    assert {(d.requant.shift, d.requant.clip, d.requant.relu) for d in stores} == {store}
 
 
 def test_in_place_epilogue_refuses_a_later_reader() -> None:
@@ -123,3 +163,18 @@ def test_compiled_program_is_bit_exact(backend: str) -> None:
     cfg = TARGET.config
     got = module(ref.pack_data(cfg, data), ref.pack_kernel(cfg, kernel), ref.pack_bias(cfg, bias), backend=backend)
     assert np.array_equal(ref.unpack_output(got), ref.conv2d_reference(data, kernel, bias, 1, 1, EPI.shift, EPI.relu))
+
+
+def test_fold_requant_store_leaves_what_the_store_cannot_do_exactly() -> None:
+    from compiler.tir import FloorDiv, Var
+    from compiler.tir.ir import Max, Min
+    from compiler.vdla.passes.fold_requant_store import _peel
+    from compiler.vdla.stmt import Requant
+
+    x = Var("x", "int32")
+    assert _peel(Min(x, IntImm(127)), 8) is None                   # an upper bound alone is no saturating clip
+    assert _peel(Max(x, IntImm(-128)), 8) is None                  # nor a lower bound alone
+    assert _peel(Min(Max(x, IntImm(-100)), IntImm(127)), 8) is None  # a bound that is not the output range
+    assert _peel(FloorDiv(x, IntImm(6)), 8) is None                # not a power of two
+    assert _peel(Min(FloorDiv(Max(x, IntImm(0)), IntImm(16)), IntImm(127)), 8) == (x, Requant(4, True, True))
+    assert _peel(Max(FloorDiv(x, IntImm(2)), IntImm(0)), 8) == (x, Requant(1, False, True))

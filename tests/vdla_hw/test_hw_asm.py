@@ -17,6 +17,7 @@ ALU SHR imm=-3 uop=0:1 iter=16,1 dst=1,0
 ALU ADD acc uop=0:1 iter=16,1 dst=1,0 src=1,0
 ALU MAX acc imm=7 uop=0:1 iter=1,1 dst=0,0 src=0,0
 STORE OUT sram=0 dram=0 y=1 x=16 stride=16 deps=pop_prev,push_prev
+STORE OUT clip relu sram=16 dram=16 y=1 x=16 stride=16 shift=9
 FINISH
 
 .uops
@@ -34,6 +35,7 @@ def test_canonical_text_round_trips_to_the_expected_records():
         AluInsn(AluOp.ADD, False, 0, 0, 1, 16, 1, 1, 0, 1, 0),
         AluInsn(AluOp.MAX, False, 7, 0, 1, 1, 1, 0, 0, 0, 0),
         MemInsn(Opcode.STORE, MemType.OUT, 0, 0, 1, 16, 16, deps=DepFlags(pop_prev=True, push_prev=True)),
+        MemInsn(Opcode.STORE, MemType.OUT, 16, 16, 1, 16, 16, shift=9, clip=True, relu=True),
         FinishInsn(),
     ]
     assert uops == [Uop(0, 0, 0), Uop(1, 2, 3)]
@@ -50,6 +52,7 @@ def test_free_form_spelling_means_the_same_program():
     ALU acc add uop=0:1 iter=16,1 dst=1,0 src=1,0
     ALU MAX imm=7 ACC uop=0:1 iter=1,1 dst=0,0
     STORE OUT sram=0 dram=0 y=1 x=16 stride=16 DEPS=PUSH_PREV,POP_PREV
+    store relu shift=9 out Clip sram=16 dram=16 y=1 x=16 stride=16
     .UOPS
       0   0  0
     1 2 0x3 ; last
@@ -99,6 +102,11 @@ LOOP = "uop=0:1 iter=1,1 dst=0,0"
         ("ALU ADD MUL imm=1 " + LOOP, 1, "ADD MUL", "expected exactly one ALU operation"),
         ("ALU ADD imm=32768 " + LOOP, 1, "imm=32768", "imm = 32768 does not fit its 16-bit field; allowed [-32768, 32767]"),
         ("ALU ADD imm=1 wgt=0,0 " + LOOP, 1, "wgt=0,0", "unknown operand for ALU; allowed: imm, uop, iter, dst, src, deps"),
+        ("STORE OUT sram=0 dram=0 y=1 x=1 stride=1 pad=0,0,0,0", 1, "pad=0,0,0,0",
+         "unknown operand for STORE; allowed: sram, dram, y, x, stride, shift, deps"),
+        (BASE + " shift=1", 1, "shift=1", "unknown operand for LOAD"),
+        ("STORE OUT clip clip sram=0 dram=0 y=1 x=1 stride=1", 1, "clip", "repeated word for STORE"),
+        ("STORE OUT sram=0 dram=0 y=1 x=1 stride=1 shift=32", 1, "shift=32", "shift = 32 does not fit its 5-bit field"),
         ("FINISH now", 1, "now", "FINISH takes no words"),
         (".data", 1, ".data", "unknown directive; allowed: .insns, .uops"),
         (".uops\n1 2", 2, "1 2", "a micro-op line is three integers: DST SRC WGT"),

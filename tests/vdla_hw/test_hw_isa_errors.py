@@ -87,7 +87,8 @@ def test_decode_program_names_the_instruction_and_checks_length(isa):
     "insn, field",
     [
         (MemInsn(Opcode.LOAD, MemType.INP, 0, 0, 1 << 16, 1, 1), "mem.y_size"),
-        (MemInsn(Opcode.STORE, MemType.OUT, -1, 0, 1, 1, 1), "mem.sram_base"),
+        (MemInsn(Opcode.STORE, MemType.OUT, -1, 0, 1, 1, 1), "store.sram_base"),
+        (MemInsn(Opcode.STORE, MemType.OUT, 0, 0, 1, 1, 1, shift=32), "store.shift"),
         (MemInsn(Opcode.LOAD, MemType.INP, 0, 1 << 32, 1, 1, 1), "mem.dram_base"),
         (MemInsn(Opcode.LOAD, MemType.INP, 0, 0, 1, 1, 1, x_pad1=16), "mem.x_pad1"),
         (GemmInsn(False, 0, 1, 1 << 14, 1, 0, 0, 0, 0, 0, 0), "gemm.iter_out"),
@@ -99,6 +100,19 @@ def test_decode_program_names_the_instruction_and_checks_length(isa):
 )
 def test_encode_out_of_range_field_names_it(isa, insn, field):
     with pytest.raises(IsaError, match=rf"^{field} = -?\d+ does not fit its \d+-bit field \(allowed \[-?\d+, \d+\]\)"):
+        isa.encode(insn)
+
+
+@pytest.mark.parametrize(
+    "insn, pattern",
+    [
+        (MemInsn(Opcode.STORE, MemType.OUT, 0, 0, 1, 1, 1, 0, 0, 1, 0), "STORE cannot pad"),
+        (MemInsn(Opcode.LOAD, MemType.INP, 0, 0, 1, 1, 1, shift=2), "only a STORE requantizes"),
+        (MemInsn(Opcode.LOAD, MemType.ACC, 0, 0, 1, 1, 1, relu=True), "only a STORE requantizes"),
+    ],
+)
+def test_encode_rejects_fields_the_format_has_no_bits_for(isa, insn, pattern):
+    with pytest.raises(IsaError, match=pattern):
         isa.encode(insn)
 
 

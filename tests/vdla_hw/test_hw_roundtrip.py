@@ -28,9 +28,9 @@ from vdla_hw.isa import (
 )
 
 PRESETS = preset_names()
-FORMATS = {"mem": MemInsn, "gemm": GemmInsn, "alu": AluInsn, "finish": FinishInsn}
+FORMATS = {"mem": MemInsn, "store": MemInsn, "gemm": GemmInsn, "alu": AluInsn, "finish": FinishInsn}
+OPCODES = {"mem": [Opcode.LOAD], "store": [Opcode.STORE]}
 ENUM_CHOICES: dict[str, list[IntEnum]] = {
-    "opcode": [Opcode.LOAD, Opcode.STORE],
     "mem_type": list(MemType),
     "alu_op": list(AluOp),
 }
@@ -46,6 +46,10 @@ def insn_st(isa: Isa, fmt: str) -> st.SearchStrategy:
     for f in dataclasses.fields(cls):
         if f.name == "deps":
             args[f.name] = deps_st
+        elif f.name == "opcode":
+            args[f.name] = st.sampled_from(OPCODES[fmt])
+        elif f.name not in {lf.name for lf in layout.fields}:
+            args[f.name] = st.just(f.default)  # no bits in this format (a STORE's pads, a LOAD's shift)
         elif f.name in ENUM_CHOICES:
             args[f.name] = st.sampled_from(ENUM_CHOICES[f.name])
         elif f.type in (bool, "bool"):

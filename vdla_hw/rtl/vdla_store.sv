@@ -2,10 +2,12 @@
 // output tiles to DRAM (row r at element dram_base + r*x_stride) from consecutive
 // accumulator elements starting at sram_base.
 //
-// It keeps the output buffer: a copy of the accumulator buffer narrowed to OUT_WIDTH
-// (each lane keeps its low bits, two's-complement wrap), written whenever compute writes
-// an accumulator. Store reads this copy, so it never competes with compute for the
-// accumulator SRAM's one read port. Tokens: pop_prev pops compute->store (c2s),
+// It keeps the output buffer: a full-width copy of the accumulator buffer, written whenever
+// compute writes an accumulator. Store reads this copy, so it never competes with compute
+// for the accumulator SRAM's one read port. Each element read is requantized on its way
+// into the element queue (no extra cycle): every lane is shifted right arithmetically by
+// `shift`, bounded below by 0 if `relu`, saturated to the signed OUT_WIDTH range if `clip`,
+// then narrowed to its low OUT_WIDTH bits (shift 0, flags clear: the plain wrap). Tokens: pop_prev pops compute->store (c2s),
 // push_prev pushes store->compute (s2c). A STORE completes when DRAM has acknowledged
 // every write burst.
 `default_nettype none
@@ -47,8 +49,8 @@ module vdla_store (
 
   logic                 exec_start, exec_done, gate_busy;
   logic [INSN_BITS-1:0] insn_bits;
-  /* verilator lint_off UNUSEDSIGNAL */  // a store has no padding; opcode and flags are the gate's
-  vdla_pkg::mem_insn_t  insn;
+  /* verilator lint_off UNUSEDSIGNAL */  // opcode and flags are the gate's
+  vdla_pkg::store_insn_t insn;
   /* verilator lint_on UNUSEDSIGNAL */
 
   /* verilator lint_off PINCONNECTEMPTY */  // outputs this module does not need are left open
@@ -62,19 +64,31 @@ module vdla_store (
     .push_next_valid(), .push_next_ready(1'b0),
     .busy(gate_busy)
   );
-  assign insn = vdla_pkg::mem_insn_t'(insn_bits);
+  assign insn = vdla_pkg::store_insn_t'(insn_bits);
 
-  // ---- the output buffer: narrowed accumulators ---------------------------------------------
-  function automatic logic [OUT_ELEM_BITS-1:0] narrow(input logic [ACC_ELEM_BITS-1:0] a);
-    for (int l = 0; l < LANES; l++) narrow[l * OUT_WIDTH +: OUT_WIDTH] = a[l * ACC_WIDTH +: OUT_WIDTH];
+  // ---- the output buffer: a copy of the accumulators, requantized as it is read -----------------
+  localparam logic signed [ACC_WIDTH-1:0] OUT_MAX = ACC_WIDTH'((1 << (OUT_WIDTH - 1)) - 1);
+  localparam logic signed [ACC_WIDTH-1:0] OUT_MIN = -OUT_MAX - 1;
+
+  function automatic logic [OUT_ELEM_BITS-1:0] requant(input logic [ACC_ELEM_BITS-1:0] a,
+                                                       input logic [STORE_SHIFT_W-1:0] sh,
+                                                       input logic clip, input logic relu);
+    logic signed [ACC_WIDTH-1:0] v;
+    for (int l = 0; l < LANES; l++) begin
+      v = $signed(a[l * ACC_WIDTH +: ACC_WIDTH]) >>> sh;
+      if (relu && v < 0) v = '0;
+      if (clip && v > OUT_MAX) v = OUT_MAX;
+      if (clip && v < OUT_MIN) v = OUT_MIN;
+      requant[l * OUT_WIDTH +: OUT_WIDTH] = v[OUT_WIDTH-1:0];
+    end
   endfunction
 
   logic                     rd_en;
   logic [AIW-1:0]           rd_addr;
-  logic [OUT_ELEM_BITS-1:0] rd_data;
-  vdla_sram #(.WIDTH(OUT_ELEM_BITS), .DEPTH(OUT_BUFF_DEPTH)) u_out_sram (
+  logic [ACC_ELEM_BITS-1:0] rd_data;
+  vdla_sram #(.WIDTH(ACC_ELEM_BITS), .DEPTH(OUT_BUFF_DEPTH)) u_out_sram (
     .clk, .rd_en, .rd_addr, .rd_data,
-    .wr_en(acc_wr_en), .wr_addr(acc_wr_addr), .wr_data(narrow(acc_wr_data))
+    .wr_en(acc_wr_en), .wr_addr(acc_wr_addr), .wr_data(acc_wr_data)
   );
 
   // ---- row commands ----------------------------------------------------------------------
@@ -131,7 +145,7 @@ module vdla_store (
 
   vdla_fifo #(.WIDTH(OUT_ELEM_BITS), .DEPTH(ELEM_FIFO), .STRICT_PUSH(1'b1)) u_elems (
     .clk, .rst_n, .clear,
-    .in_valid(rd_pending), .in_ready(), .in_data(rd_data),  // rd_en leaves room
+    .in_valid(rd_pending), .in_ready(), .in_data(requant(rd_data, insn.shift, insn.clip, insn.relu)),  // rd_en leaves room
     .out_valid(el_valid), .out_ready(el_ready), .out_data(el_data),
     .count(queued)
   );

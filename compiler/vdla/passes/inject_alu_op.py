@@ -8,7 +8,8 @@ constant (an immediate) or another accumulator-scope tile with the same lanes (a
 row).  The ALU only works in place (``acc[dst] = op(acc[dst], imm | acc[src])``), so the
 chain is evaluated innermost first, each operation an instruction scope over the tile
 loops writing ``acc`` itself, and the store becomes ``out[...] = cast(acc[...])``, which
-``inject_dma_copy`` turns into a STORE.  Writing ``acc`` in place is legal because the
+``inject_dma_copy`` turns into a STORE.  A ``vdla.requant`` wrapper that ``fold_requant_store``
+put around the chain stays on the store (``cast(vdla.requant(acc[...]))``): the STORE does it.  Writing ``acc`` in place is legal because the
 store is its last use: no later statement of the enclosing sequence may read it, and every
 loop of the nest must index a different tile (checked).
 """
@@ -21,6 +22,7 @@ from compiler.tir.functor import collect, uses_var
 from compiler.tir.ir import Max, Min, Mul
 
 from ..intrin import ALU_OPS, UOP_SCOPE, alu_uop
+from ..stmt import requant, requant_parts
 from ..target import SCOPE_ACC, VdlaTarget
 from .common import VdlaLoweringError, const_extent, is_vdla_scope, perfect_nest, rebuild_nest, tile_index
 
@@ -61,6 +63,9 @@ class _Inject(Mutator):
         if not (isinstance(store, BufferStore) and not is_vdla_scope(store.buffer) and len(loops) > nt):
             return None
         value = store.value.value if isinstance(store.value, Cast) else store.value
+        on_store = requant_parts(value)
+        if on_store is not None:
+            value = on_store[0]
         if _is_acc_load(value) or not collect(value, _is_acc_load):
             return None  # a plain copy, or no accumulator involved
         if [const_extent(lp) for lp in loops[-nt:]] != list(self.tile):
@@ -74,7 +79,8 @@ class _Inject(Mutator):
                 raise VdlaLoweringError(f"loop {lp.loop_var.name} of the store of {store.buffer.name} does not "
                                         f"index the accumulator {root.buffer.name}: the in-place epilogue would "
                                         f"apply twice to one tile")
-        final = Cast(store.value.dtype, root) if isinstance(store.value, Cast) else root
+        kept: PrimExpr = root if on_store is None else requant(root, on_store[1], on_store[2])
+        final = Cast(store.value.dtype, kept) if isinstance(store.value, Cast) else kept
         copy = rebuild_nest(loops, BufferStore(store.buffer, final, store.indices))
         return seq(*chain, copy), root.buffer
 

@@ -2,7 +2,8 @@
 
 A copy nest is a perfect loop nest whose body is ``sram[t, i, j] = dram[..., i, j]``
 (optionally ``if_then_else(in_bounds, dram[...], 0)``, which becomes zero padding) or
-``dram[..., i, j] = cast(sram[t, i, j])`` (a STORE), where the two innermost loops
+``dram[..., i, j] = cast(sram[t, i, j])`` (a STORE; ``cast(vdla.requant(sram[t, i, j], ...))`` is a
+requantizing STORE), where the two innermost loops
 ``i, j`` cover exactly one tile.  Above the tile loops, loops whose strides are contiguous
 in both memories are fused; the innermost remaining loop becomes the DMA's x dimension,
 the next one its y dimension (any DRAM row stride, consecutive SRAM rows), and loops
@@ -21,7 +22,7 @@ from compiler.tir.ir import Max, Min
 from compiler.tir.functor import substitute, uses_var
 
 from ..affine import NotAffineError, affine, simplify
-from ..stmt import dma_load, dma_store
+from ..stmt import dma_load, dma_store, requant_parts
 from ..target import VdlaTarget
 from .common import VdlaLoweringError, const_extent, is_vdla_scope, perfect_nest, rebuild_nest, tile_index
 
@@ -87,12 +88,17 @@ class _Inject(Mutator):
                 return None
         if isinstance(value, Cast):
             value = value.value
+        on_store = requant_parts(value)
+        if on_store is not None:
+            value = on_store[0]
         if not isinstance(value, BufferLoad):
             return None
         dst, src = store.buffer, value.buffer
         if is_vdla_scope(dst) == is_vdla_scope(src):
             return None
         is_load = is_vdla_scope(dst)
+        if is_load and on_store is not None:
+            raise VdlaLoweringError(f"copy into {dst.name}: only a STORE requantizes, a LOAD copies as is")
         sram, dram = (dst, src) if is_load else (src, dst)
         scope = self.target.scope(sram.scope)
         ntile = len(scope.tile)
@@ -170,7 +176,8 @@ class _Inject(Mutator):
                                  (yp[0], yp[1], xp[0], xp[1]))
         else:
             dram_base = simplify(substitute(dram_idx, at_origin))
-            dma = dma_store(dram, dram_base, sram, sram_base, y.extent, x.extent, y.dram_coef)
+            dma = dma_store(dram, dram_base, sram, sram_base, y.extent, x.extent, y.dram_coef,
+                            None if on_store is None else on_store[1])
         kept = [lp for lp in outer if lp.loop_var in keep]
         return rebuild_nest(kept, dma)
 

@@ -31,6 +31,7 @@ from compiler.tir import IntImm, PrimFunc, all_of
 from compiler.tir.ir import max_, min_
 
 from ..intrin import GemmIntrin
+from ..passes.fold_requant_store import ATTR as REQUANT_ON_STORE
 from ..target import SCOPE_ACC, SCOPE_INP, SCOPE_WGT, VdlaTarget
 from .fit import check_knobs
 from .tiling import Conv2dKnobs, Conv2dWorkload, geometry
@@ -40,11 +41,26 @@ Dump = Callable[[str, PrimFunc], None]
 
 @dataclass(frozen=True)
 class Requantize:
-    """The epilogue after the accumulation: ``clip((acc + bias) [ReLU] >> shift)`` to the output type."""
+    """The epilogue after the accumulation: ``clip(((acc + bias) [ReLU]) [* m[c]] >> shift)`` to the output type.
+
+    With ``multiplier`` an int32 per-output-channel tile ``m`` (loaded like the bias) multiplies the
+    accumulators before the common shift: per-channel requantization scales ``m[c] * 2**-shift``.
+
+    ``on_store``: the STORE does the shift, ReLU and clip on the way out (``fold_requant_store``), so
+    the compute module runs only the bias add (and the multiply); False runs the whole epilogue on the
+    ALU (the code generated before requantizing stores, kept to measure the difference).
+    """
 
     shift: int = 0
     relu: bool = True
     bias: bool = True
+    multiplier: bool = False
+    on_store: bool = True
+
+    @property
+    def alu_imm(self) -> bool:
+        """Whether immediate ALU operations (ReLU, shift, clip) run on the compute module."""
+        return not self.on_store
 
 
 @dataclass(frozen=True)
@@ -59,10 +75,13 @@ class Conv2dTensors:
     """What the reduction reads: ``data`` or its padded / row-subsampled stage."""
     conv: te.Tensor
     epilogue: tuple[te.Tensor, ...]
+    scale: te.Tensor | None = None
+    """The per-channel multiplier tile (``Requantize.multiplier``)."""
 
     @property
     def params(self) -> list[te.Tensor]:
-        return [self.data, self.kernel] + ([self.bias] if self.bias is not None else []) + [self.out]
+        extra = [t for t in (self.bias, self.scale) if t is not None]
+        return [self.data, self.kernel] + extra + [self.out]
 
 
 def conv2d_compute(wl: Conv2dWorkload, target: VdlaTarget, epilogue: Requantize = Requantize()) -> Conv2dTensors:
@@ -109,16 +128,21 @@ def conv2d_compute(wl: Conv2dWorkload, target: VdlaTarget, epilogue: Requantize 
     if epilogue.relu:
         x = _stage(shape, lambda v, *_: max_(v, IntImm(0, acc_t)), x, "relu")
         stages.append(x)
+    scale = None
+    if epilogue.multiplier:
+        scale = te.placeholder((ocb, b_, bo), acc_t, "scale")
+        x = _stage(shape, lambda v, o, b, j: v * scale[o, b, j], x, "scale_mul")  # type: ignore[index]
+        stages.append(x)
     if epilogue.shift:
         x = _stage(shape, lambda v, *_: v // IntImm(1 << epilogue.shift, acc_t), x, "shr")
         stages.append(x)
-    if not epilogue.relu:  # after ReLU and an arithmetic shift the value is >= 0: no lower clip
+    if not epilogue.relu or epilogue.multiplier:  # ReLU, then >> keeps values >= 0 (a multiplier may wrap)
         x = _stage(shape, lambda v, *_: max_(v, IntImm(-hi - 1, acc_t)), x, "clip_lo")
         stages.append(x)
     x = _stage(shape, lambda v, *_: min_(v, IntImm(hi, acc_t)), x, "clip_hi")
     stages.append(x)
     out = te.compute(shape, lambda n, o, y, x_, b, j: x[n, o, y, x_, b, j].astype(out_t), "out")
-    return Conv2dTensors(data, kernel, bias, out, source, conv, tuple(stages))
+    return Conv2dTensors(data, kernel, bias, out, source, conv, tuple(stages), scale)
 
 
 def _stage(shape, fn, prev: te.Tensor, name: str) -> te.Tensor:  # type: ignore[no-untyped-def]
@@ -132,7 +156,7 @@ def conv2d_schedule(wl: Conv2dWorkload, knobs: Conv2dKnobs, target: VdlaTarget, 
 
     ``dump(step, func)``, when given, sees the program after every primitive.
     """
-    check_knobs(wl, knobs, target, epilogue.bias)
+    check_knobs(wl, knobs, target, epilogue.bias, epilogue.multiplier, epilogue.alu_imm)
     g = geometry(wl, knobs, target.config)
     t = conv2d_compute(wl, target, epilogue)
     s = create_schedule(t.out, t.params, name)
@@ -147,6 +171,8 @@ def conv2d_schedule(wl: Conv2dWorkload, knobs: Conv2dKnobs, target: VdlaTarget, 
     wgt = s.cache_read(t.kernel, SCOPE_WGT)
     if t.bias is not None:
         s.cache_read(t.bias, SCOPE_ACC)  # the whole bias stays resident: loaded once, up front
+    if t.scale is not None:
+        s.cache_read(t.scale, SCOPE_ACC)  # so does the per-channel multiplier, stacked after the bias
     acc = s.cache_write(t.conv, SCOPE_ACC)
     s.compute_inline(t.conv)
     for stage in t.epilogue:
@@ -210,7 +236,8 @@ def conv2d_func(wl: Conv2dWorkload, knobs: Conv2dKnobs, target: VdlaTarget, epil
                 name: str = "conv2d", dump: Dump | None = None) -> PrimFunc:
     """The scheduled program of :func:`conv2d_schedule`, with the workload and knobs as attributes."""
     func = conv2d_schedule(wl, knobs, target, epilogue, name, dump).func
-    attrs = (("target", "vdla"), ("config", target.config.name), ("workload", wl), ("knobs", knobs))
+    attrs = (("target", "vdla"), ("config", target.config.name), ("workload", wl), ("knobs", knobs),
+             (REQUANT_ON_STORE, epilogue.on_store))
     return PrimFunc(func.name, func.params, func.body, attrs)
 
 

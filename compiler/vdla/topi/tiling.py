@@ -15,8 +15,6 @@ from vdla_hw.config import HwConfig
 from vdla_hw.errors import UnsupportedError
 from vdla_hw.isa import LOOP_ITER_W
 
-from ..target import VdlaTarget
-
 MAX_LOOP = (1 << LOOP_ITER_W) - 1
 
 
@@ -53,8 +51,7 @@ class Conv2dWorkload:
                                                          self.stride, self.pad)
 
     def check(self, cfg: HwConfig) -> None:
-        """Raise :class:`UnsupportedError` unless the layer maps onto ``cfg``'s tiles and data widths."""
-        VdlaTarget(cfg).check_data_widths()
+        """Raise :class:`UnsupportedError` unless the layer maps onto ``cfg``'s tiles."""
         for name, value, block, what in (("n", self.n, cfg.batch, "BATCH"), ("ic", self.ic, cfg.block_in, "BLOCK_IN"),
                                           ("oc", self.oc, cfg.block_out, "BLOCK_OUT")):
             if value <= 0 or value % block:
@@ -125,10 +122,11 @@ def hoisted(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> str | None:
     return "wgt" if k.loop_order == "oc_oh" else "inp"
 
 
-def estimate_cycles(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> float:
+def estimate_cycles(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, alu_imm: bool = False) -> float:
     """A quick analytic estimate of the program's cycles (used to pick default knobs).
 
-    Compute: GEMM iterations, resets and the 4-op ALU epilogue plus per-instruction
+    Compute: GEMM iterations, resets and the ALU epilogue (the bias add; with ``alu_imm`` also
+    ReLU, shift and clip, which otherwise the STORE does on the way out) plus per-instruction
     pipeline fill; memory: DRAM bytes over the bus plus a latency per DMA row.  With two
     or more virtual threads the two overlap, with one they mostly add up.
     """
@@ -138,8 +136,9 @@ def estimate_cycles(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> float:
     tiles = nb * g.oc_tiles * g.oh_tiles * g.ow_tiles
     out_tiles = k.oc_tile * k.oh_tile * g.ow_tile
     gemm_insns = tiles * (g.ic_chunks + 1)
-    compute = (tiles * out_tiles * (1 + 4 * t.alu_ii) + wl.macs // cfg.macs_per_cycle
-               + gemm_insns * (t.gemm_pipeline_depth + t.insn_overhead) + tiles * 4 * t.alu_pipeline_depth)
+    alu_ops = 4 if alu_imm else 1
+    compute = (tiles * out_tiles * (1 + alu_ops * t.alu_ii) + wl.macs // cfg.macs_per_cycle
+               + gemm_insns * (t.gemm_pipeline_depth + t.insn_overhead) + tiles * alu_ops * t.alu_pipeline_depth)
     hoist = hoisted(wl, k, cfg)
     inp_loads = tiles * g.ic_chunks if hoist != "inp" else nb * g.oh_tiles * g.ow_tiles
     wgt_loads = tiles * g.ic_chunks if hoist != "wgt" else nb * g.oc_tiles

@@ -130,6 +130,41 @@ package vdla_pkg;
     opcode_e opcode;
   } mem_insn_t;
 
+  // store: 106 of 128 bits used
+  localparam int STORE_OPCODE_W = 3;
+  localparam int STORE_POP_PREV_W = 1;
+  localparam int STORE_POP_NEXT_W = 1;
+  localparam int STORE_PUSH_PREV_W = 1;
+  localparam int STORE_PUSH_NEXT_W = 1;
+  localparam int STORE_MEM_TYPE_W = 3;
+  localparam int STORE_SRAM_BASE_W = 9;
+  localparam int STORE_DRAM_BASE_W = 32;
+  localparam int STORE_Y_SIZE_W = 16;
+  localparam int STORE_X_SIZE_W = 16;
+  localparam int STORE_X_STRIDE_W = 16;
+  localparam int STORE_SHIFT_W = 5;
+  localparam int STORE_CLIP_W = 1;
+  localparam int STORE_RELU_W = 1;
+  localparam int STORE_RSVD_W = 22;  // reserved bits above the fields
+  localparam int STORE_T_BITS = STORE_RSVD_W + STORE_OPCODE_W + STORE_POP_PREV_W + STORE_POP_NEXT_W + STORE_PUSH_PREV_W + STORE_PUSH_NEXT_W + STORE_MEM_TYPE_W + STORE_SRAM_BASE_W + STORE_DRAM_BASE_W + STORE_Y_SIZE_W + STORE_X_SIZE_W + STORE_X_STRIDE_W + STORE_SHIFT_W + STORE_CLIP_W + STORE_RELU_W;
+  typedef struct packed {
+    logic [STORE_RSVD_W-1:0] rsvd;
+    logic relu;
+    logic clip;
+    logic [STORE_SHIFT_W-1:0] shift;
+    logic [STORE_X_STRIDE_W-1:0] x_stride;
+    logic [STORE_X_SIZE_W-1:0] x_size;
+    logic [STORE_Y_SIZE_W-1:0] y_size;
+    logic [STORE_DRAM_BASE_W-1:0] dram_base;
+    logic [STORE_SRAM_BASE_W-1:0] sram_base;
+    mem_type_e mem_type;
+    logic push_next;
+    logic push_prev;
+    logic pop_next;
+    logic pop_prev;
+    opcode_e opcode;
+  } store_insn_t;
+
   // gemm: 107 of 128 bits used
   localparam int GEMM_OPCODE_W = 3;
   localparam int GEMM_POP_PREV_W = 1;
@@ -242,6 +277,7 @@ package vdla_pkg;
   // elaboration when this is false.
   localparam bit STRUCT_WIDTHS_OK =
     MEM_T_BITS == INSN_BITS &&
+    STORE_T_BITS == INSN_BITS &&
     GEMM_T_BITS == INSN_BITS &&
     ALU_T_BITS == INSN_BITS &&
     FINISH_T_BITS == INSN_BITS &&

@@ -1,5 +1,5 @@
-"""vdla_store against fsim: strided rows narrowed from int32 accumulators (two's-complement
-wrap), bytes outside the rows untouched, under random AXI back-pressure; the s2c token
+"""vdla_store against fsim: strided rows requantized from int32 accumulators (random shift,
+ReLU and saturating clip, or the plain two's-complement wrap), bytes outside the rows untouched, under random AXI back-pressure; the s2c token
 is pushed only after DRAM acknowledged every write."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ N_ACC = 64
 
 
 @cocotb.test()
-async def narrowing_stores_match_fsim(dut):
+async def requantizing_stores_match_fsim(dut):
     cfg = test_config()
     rng = np.random.default_rng(env_int("SEED", 17))
     dram = rng.integers(0, 256, DRAM_BYTES, dtype=np.uint8)
@@ -49,8 +49,12 @@ async def narrowing_stores_match_fsim(dut):
         y, x = int(rng.integers(0, 4)), int(rng.integers(1, 7))
         stride = x + int(rng.integers(0, 3))
         base = int(rng.integers(0, DRAM_BYTES // eb - y * stride - 1))
+        # Every other store is the plain narrowing; the rest requantize with random fields.
+        requant = k % 2 == 1
         insn = MemInsn(Opcode.STORE, MemType.OUT, int(rng.integers(0, N_ACC - y * x + 1)), base, y, x, stride,
-                       deps=DepFlags(pop_prev=True, push_prev=True))
+                       deps=DepFlags(pop_prev=True, push_prev=True),
+                       shift=int(rng.integers(0, cfg.acc_width)) if requant else 0,
+                       clip=requant and bool(rng.integers(0, 2)), relu=requant and bool(rng.integers(0, 2)))
         dut.cmd_insn.value = cfg.isa.encode(insn)
         dut.cmd_valid.value = 1
         await RisingEdge(dut.clk)

@@ -1,4 +1,4 @@
-"""STORE with narrowing, against fsim, on tiny (default) and the other presets (slow)."""
+"""STORE with requantization (shift, ReLU, clip) and narrowing, against fsim, on tiny (default) and the other presets (slow)."""
 
 from __future__ import annotations
 
