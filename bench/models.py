@@ -21,7 +21,12 @@ Hygiene (TOOLCHAIN.md): the script re-executes itself with glibc's malloc thresh
 and ``OPENBLAS_CORETYPE`` unset (unless ``--keep-openblas-coretype``); ``OMP_NUM_THREADS``,
 ``OPENBLAS_NUM_THREADS`` and ``MKL_NUM_THREADS`` are 1, and every library's own thread count is 1.
 
-Run: ``python bench/models.py [--models resnet18,mobilenet_v2] [--quick] [--rounds N] [--resolution 224]``;
+``--cpu-target "llvm -mcpu=haswell"`` compiles ours for another ISA than the host's (here: AVX2 on an
+AVX-512 host).  The peers still run their host kernels, so that is not an AVX2-host figure: it shows
+what our AVX2 code gives up against the host's best peer.
+
+Run: ``python bench/models.py [--models resnet18,mobilenet_v2] [--quick] [--rounds N] [--resolution 224]
+[--cpu-target TARGET]``;
 needs the bench extra (torch, torchvision, onnxruntime); writes ``bench/results/models.json``.
 """
 from __future__ import annotations
@@ -52,7 +57,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "models")]
 
 from zoo import export, make_model  # noqa: E402
 
-from compiler.codegen.llvm.target import host_target  # noqa: E402
+from compiler.codegen.llvm.target import host_target, parse_target  # noqa: E402
 from compiler.frontend.onnx import from_onnx  # noqa: E402
 from compiler.graph.build import build_model  # noqa: E402
 
@@ -74,7 +79,7 @@ def _interleaved(contenders: dict[str, Callable[[], Any]], rounds: int, desc: st
     return times
 
 
-def bench_model(name: str, resolution: int, rounds: int, quiet: bool) -> dict[str, Any]:
+def bench_model(name: str, resolution: int, rounds: int, quiet: bool, cpu_target: str = "llvm") -> dict[str, Any]:
     """Compile ``name``, check it against onnxruntime, and time the three contenders interleaved."""
     import onnxruntime as ort
     import torch
@@ -86,7 +91,7 @@ def bench_model(name: str, resolution: int, rounds: int, quiet: bool) -> dict[st
     model = export(net, xt, "torchscript")
     in_name = model.graph.input[0].name
 
-    compiled = build_model(from_onnx(model), target="llvm", name=name)
+    compiled = build_model(from_onnx(model), target="llvm", name=name, cpu_target=cpu_target)
     compiled.module.set_num_threads(1)
 
     opts = ort.SessionOptions()
@@ -138,6 +143,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, help="interleaved rounds per model (default 20; --quick: 5)")
     ap.add_argument("--keep-openblas-coretype", action="store_true")
     ap.add_argument("--quiet", action="store_true", help="no progress bars")
+    ap.add_argument("--cpu-target", default="llvm",
+                    help="LLVM target of our kernels, e.g. 'llvm -mcpu=haswell' (default: the host)")
     ap.add_argument("--output", default=str(ROOT / "bench" / "results" / "models.json"))
     args = ap.parse_args()
     resolution = args.resolution or (QUICK_RESOLUTION if args.quick else 224)
@@ -149,15 +156,20 @@ def main() -> None:
 
     target = host_target()
     isa = [f for f in ("avx512f", "avx512vnni", "avx2", "fma") if f in target.features]
+    ours = parse_target(args.cpu_target)
+    ours_isa = [f for f in ("avx512f", "avx2", "fma") if f in ours.features]
+    print(f"ours compiled for: {ours.cpu} ({', '.join(ours_isa) or 'no AVX'})"
+          + ("" if ours == target else "; the peers use the host's ISA"))
     print(f"host CPU: {target.cpu} ({', '.join(isa) or 'no AVX'}); one thread each; torch {torch.__version__}, "
           f"onnxruntime {ort.__version__}; OPENBLAS_CORETYPE {os.environ.get('OPENBLAS_CORETYPE', 'unset')}; "
           f"{' '.join(f'{k}={v}' for k, v in MALLOC_ENV.items())}")
-    out: dict[str, Any] = {"cpu": target.cpu, "isa": isa, "resolution": resolution, "rounds": rounds,
+    out: dict[str, Any] = {"cpu": target.cpu, "isa": isa, "ours_target": {"cpu": ours.cpu, "isa": ours_isa},
+                           "resolution": resolution, "rounds": rounds,
                            "torch": torch.__version__, "onnxruntime": ort.__version__, "malloc_env": MALLOC_ENV,
                            "thread_env": THREAD_ENV, "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
                            "load_average_before": os.getloadavg(), "models": []}
     for name in names:
-        r = bench_model(name, resolution, rounds, args.quiet)
+        r = bench_model(name, resolution, rounds, args.quiet, args.cpu_target)
         out["models"].append(r)
         if not args.quiet:
             print(f"  {name}: compiled in {r['compile_seconds']:.1f} s", flush=True)

@@ -113,8 +113,9 @@ def _order_params(func: PrimFunc, args: Sequence[Tensor | Buffer] | None) -> Pri
 
 
 def build(sch: Lowerable, args: Sequence[Tensor | Buffer] | None = None,
-          target: str | Target = "llvm", name: str | None = None) -> Module:
-    """Lower ``sch`` (a Schedule or a PrimFunc), generate native code for ``target`` and
+          target: str | Target | None = None, name: str | None = None) -> Module:
+    """Lower ``sch`` (a Schedule or a PrimFunc), generate native code for ``target`` (default: the
+    target being compiled for, :func:`~compiler.codegen.llvm.current_target`, else the host) and
     JIT it. ``args`` fixes the parameter order (default: the schedule's); ``name`` the
     exported function name (default: the PrimFunc's)."""
     if not isinstance(sch, PrimFunc) and not isinstance(getattr(sch, "func", None), PrimFunc):

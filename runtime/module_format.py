@@ -28,7 +28,9 @@ Members:
         "input": {"value": name, "buffer": str, "perm": [int] | null},
         "output": {"buffer": str, "shape": [int], "perm": [int] | null}}],
      "partition": [{"name", "device", "ops": [str], "anchor": str | null,   # target vdla only
-                    "reason": str | null}]}                 # see runtime.partition_report
+                    "reason": str | null}],                 # see runtime.partition_report
+     "quantization": {"calibration": str, "per_channel": bool,    # target vdla only: per-layer SQNR,
+                      "sqnr": [{"name", "op", "sqnr_db", "scale", "multiplier_bits"}]}}   # worst first
 
 ``perm`` re-orders a value's axes before it is reshaped into the program buffer (input),
 or after the buffer is read back in ``shape`` (output: the inverse permutation).

@@ -67,3 +67,29 @@ def compiled_files(tmp_path_factory: pytest.TempPathFactory) -> CompiledFiles:
         assert main(["compile", str(model), "--target", "vdla", "--config", config, "--calibrate",
                      str(d / "calib.npz"), "-o", str(d / f"cnn_{config}.vdla")]) == 0
     return CompiledFiles(model, d / "cnn_default.vdla", d / "cnn_tiny.vdla", d / "x.npy", d / "calib.npz")
+
+
+def _cpu_targets() -> dict[str, str]:
+    """The ISAs the CPU tests compile for: the host's best, and AVX2 when the host has more (so an
+    AVX-512 machine still checks the AVX2 code); one entry on an AVX2-only host."""
+    from compiler.codegen.llvm import host_target
+
+    targets = {"host": "llvm"}
+    if "avx512f" in host_target().features:
+        targets["avx2"] = AVX2_TARGET
+    return targets
+
+
+#: The AVX2 (+FMA) target of the ISA matrix: 16 ymm registers, no AVX-512.
+AVX2_TARGET = "llvm -mcpu=haswell"
+
+
+@pytest.fixture(params=list(_cpu_targets()))
+def cpu_target(request: pytest.FixtureRequest):
+    """The LLVM target string of one ISA of the matrix, current for the test (``build`` and the
+    schedules' defaults compile for it)."""
+    from compiler.codegen.llvm import parse_target, using_target
+
+    spec = _cpu_targets()[request.param]
+    with using_target(parse_target(spec)):
+        yield spec

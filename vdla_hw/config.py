@@ -289,11 +289,13 @@ class HwConfig:
 
 
 # Allowed inclusive ranges of the log2/plain integer fields (public: the docs generator prints them).
+# Data values are 8 or 16 bits (32 for accumulators): the compiler's integer types.  4-bit values,
+# which the simulators could pack, are refused here rather than by the compiler after validation.
 RANGES: dict[str, tuple[int, int]] = {
-    "log_inp_width": (2, 4),
-    "log_wgt_width": (2, 4),
+    "log_inp_width": (3, 4),
+    "log_wgt_width": (3, 4),
     "log_acc_width": (4, 5),
-    "log_out_width": (2, 4),
+    "log_out_width": (3, 4),
     "log_batch": (0, 3),
     "log_block_in": (1, 6),
     "log_block_out": (1, 6),
@@ -332,6 +334,7 @@ CONFIG_RULES: tuple[str, ...] = (
     "`alu_pipeline_depth - 1` (no forwarding beyond the accumulator SRAM's write-through bypass).",
     "The accumulator is at least as wide as an input × weight product "
     "(`acc_width >= inp_width + wgt_width`); the output is no wider than the accumulator.",
+    "Input, weight and output values are 8 or 16 bits wide (the compiler's integer types; no 4-bit values).",
     "`gemm_lut_macs` is at most the GEMM core's multipliers (`macs_per_cycle`).",
     "Every SRAM buffer holds at least two of its elements (double buffering; a non-empty index).",
     "Every instruction and micro-op field derived from the buffer depths fits its 128-bit instruction / "

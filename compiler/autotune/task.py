@@ -18,13 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from compiler.codegen.llvm import Target, host_target, parse_target
+from compiler.codegen.llvm import Target, host_target, parse_target, using_target
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.errors import UsageError
 
 from . import dispatch
 
-CPU_KINDS = ("conv2d_nchwc", "depthwise_conv2d_nchw", "dense_pack")
+CPU_KINDS = ("conv2d_nchwc", "depthwise_conv2d_nchw", "depthwise_conv2d_nchwc", "dense_pack")
 VDLA_KINDS = ("vdla_conv2d",)
 
 
@@ -95,6 +95,8 @@ class Task:
                     f"_k{w['kh']}s{w['stride_h']}")
         if self.kind == "depthwise_conv2d_nchw":
             return f"dw_{w['c']}x{w['h']}x{w['w']}_k{w['kh']}s{w['stride_h']}"
+        if self.kind == "depthwise_conv2d_nchwc":
+            return f"dwc_{w['c_outer'] * w['c_block']}x{w['h']}x{w['w']}_k{w['kh']}s{w['stride_h']}"
         if self.kind == "dense_pack":
             return f"dense_{w['m']}x{w['k']}x{w['n']}"
         return f"vdla_conv_{w['ic']}x{w['h']}x{w['w']}_{w['oc']}_k{w['kh']}s{w['stride']}"
@@ -169,9 +171,9 @@ def extract_tasks(graph: Any, target: str = "llvm", *, cpu_target: str = "llvm",
         from compiler.graph.lower_llvm import draft_kernel
         from compiler.graph.passes import optimize_for_cpu
 
-        g = optimize_for_cpu(graph)
         recorder = _Recorder()
-        with dispatch.dispatching(recorder):
+        with using_target(parse_target(cpu_target)), dispatch.dispatching(recorder):
+            g = optimize_for_cpu(graph)
             for n in g.nodes:
                 if n.op == "fused":
                     draft_kernel(n, g, n.name)

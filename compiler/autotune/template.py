@@ -73,6 +73,10 @@ class Template(ABC):
     def run(self, artifact: Path, check: bool, repeats: int, warmup: int, flush_bytes: int) -> RunOutcome:
         """Run the artifact, checking its output against the reference when ``check``."""
 
+    prior_feature: int | None = None
+    """The column of :meth:`features` holding an analytic cost estimate (log2 cycles, lower is faster),
+    if the template has one: the model starts from it and learns the corrections."""
+
     def features(self, config: Config) -> np.ndarray:
         return program_features(self.program(config))
 

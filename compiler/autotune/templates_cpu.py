@@ -1,4 +1,4 @@
-"""CPU templates over topi's x86 schedules: blocked conv2d (NCHWc), depthwise conv2d, packed dense.
+"""CPU templates over topi's x86 schedules: blocked conv2d (NCHWc), depthwise conv2d (NCHW and NCHWc), packed dense.
 
 The register budget of the column block comes from the task's target ISA (32 vector registers
 with AVX-512, 16 with AVX2), not from the host's.  Measurement runs the shared library the
@@ -15,7 +15,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from compiler import te, topi
-from compiler.codegen.llvm import codegen, export_library, parse_target
+from compiler.codegen.llvm import Target, codegen, export_library, parse_target, using_target
 from compiler.schedule import Schedule
 from compiler.tir.pipeline import lower
 from compiler.tir.stmt import PrimFunc
@@ -54,15 +54,30 @@ class CpuTemplate(Template):
     def lanes(self) -> int:
         return _ISA_BITS.get(self.isa, 128) // 32
 
+    @property
+    def target(self) -> Target:
+        """The CPU the task compiles for (its defaults and schedules are sized for it, not the host)."""
+        return parse_target(self.task.target.rsplit(" (", 1)[0])
+
+    def default(self) -> Config:
+        with using_target(self.target):
+            return self.target_default()
+
+    def target_default(self) -> Config:
+        """:meth:`default`, called with the task's target current."""
+        raise NotImplementedError
+
     def program(self, config: Config) -> PrimFunc:
-        return self.schedule(config)[0].func
+        with using_target(self.target):
+            return self.schedule(config)[0].func
 
     def build(self, config: Config, directory: Path) -> Path:
-        s, args = self.schedule(config)
-        lowered = lower(s, "llvm")
+        with using_target(self.target):
+            s, args = self.schedule(config)
+            lowered = lower(s, "llvm")
         params = tuple(t.buffer for t in args)
         func = PrimFunc(self.kind, params, lowered.body, lowered.attrs)
-        module = codegen([func], parse_target(self.task.target.rsplit(" (", 1)[0]), name=self.kind)
+        module = codegen([func], self.target, name=self.kind)
         return Path(export_library(module, directory / f"{self.kind}.so"))
 
     def inputs(self, seed: int = 0) -> list[np.ndarray]:
@@ -144,7 +159,7 @@ class Conv2dNCHWcTemplate(CpuTemplate):
             Axis("parallel", (False, True)),
         ), legal)
 
-    def default(self) -> Config:
+    def target_default(self) -> Config:
         from compiler.graph.lower_llvm_nn import default_conv_knobs
 
         k = default_conv_knobs(self.tensors()[1])
@@ -194,7 +209,7 @@ class DepthwiseTemplate(CpuTemplate):
         return ConfigSpace((Axis("ow_vector", tuple(widths)), Axis("unroll_kw", (False, True)),
                             Axis("parallel", (False, True))))
 
-    def default(self) -> Config:
+    def target_default(self) -> Config:
         k = topi.default_depthwise_knobs(self.tensors()[1])
         return Config((("ow_vector", k.ow_vector), ("unroll_kw", k.unroll_kw), ("parallel", k.parallel)))
 
@@ -209,6 +224,51 @@ class DepthwiseTemplate(CpuTemplate):
         w = self.task.wl
         return _conv_nchw(inputs[0], inputs[1], (w["stride_h"], w["stride_w"]), (w["pad_h"], w["pad_w"]),
                           groups=w["c"])
+
+    @property
+    def flops(self) -> int:
+        out = self.tensors()[1]
+        return 2 * math.prod(int(s.value) for s in out.shape) * self.task.wl["kh"] * self.task.wl["kw"]
+
+
+class DepthwiseNCHWcTemplate(CpuTemplate):
+    """topi's channel-blocked depthwise conv2d: column register tile, kernel-width unroll, threads."""
+
+    kind = "depthwise_conv2d_nchwc"
+
+    def tensors(self) -> tuple[list[te.Tensor], te.Tensor]:
+        w = self.task.wl
+        data = te.placeholder((w["n"], w["c_outer"], w["h"], w["w"], w["c_block"]), "float32", "data")
+        kernel = te.placeholder((w["c_outer"], w["kh"], w["kw"], w["c_block"]), "float32", "kernel")
+        out = topi.depthwise_conv2d_nchwc(data, kernel, (w["stride_h"], w["stride_w"]), (w["pad_h"], w["pad_w"]))
+        return [data, kernel], out
+
+    def make_space(self) -> ConfigSpace:
+        ow = int(self.tensors()[1].shape[3].value)
+        vectors = -(-self.task.wl["c_block"] // self.lanes)
+        budget = max(1, (_VECTOR_REGISTERS.get(self.isa, 16) - 2 * vectors) // vectors)
+        return ConfigSpace((Axis("ow_block", divisors(ow, max(budget, int(self.default()["ow_block"])))),
+                            Axis("unroll_kw", (False, True)), Axis("parallel", (False, True))))
+
+    def target_default(self) -> Config:
+        k = topi.default_depthwise_nchwc_knobs(self.tensors()[1])
+        return Config((("ow_block", k.ow_block), ("unroll_kw", k.unroll_kw), ("parallel", k.parallel)))
+
+    def knobs(self, config: Config) -> topi.DepthwiseNCHWcKnobs:
+        return topi.DepthwiseNCHWcKnobs(**config.to_dict())  # type: ignore[arg-type]
+
+    def schedule(self, config: Config) -> tuple[Schedule, list[te.Tensor]]:
+        ins, out = self.tensors()
+        return topi.schedule_depthwise_conv2d_nchwc(out, self.knobs(config)), ins + [out]
+
+    def reference(self, inputs: list[np.ndarray]) -> np.ndarray:
+        data, kernel = inputs
+        n, co, h, w, cb = data.shape
+        x = data.transpose(0, 1, 4, 2, 3).reshape(n, co * cb, h, w)
+        wt = kernel.transpose(0, 3, 1, 2).reshape(co * cb, 1, kernel.shape[1], kernel.shape[2])
+        wl = self.task.wl
+        y = _conv_nchw(x, wt, (wl["stride_h"], wl["stride_w"]), (wl["pad_h"], wl["pad_w"]), groups=co * cb)
+        return y.reshape(n, co, cb, y.shape[2], y.shape[3]).transpose(0, 1, 3, 4, 2)
 
     @property
     def flops(self) -> int:
@@ -231,12 +291,15 @@ class DenseTemplate(CpuTemplate):
     def make_space(self) -> ConfigSpace:
         # The schedule splits with a tail, so k_unroll need not divide K.
         return ConfigSpace((Axis("n_vectors", (1, 2, 3, 4, 6, 8)), Axis("m_block", divisors(self.task.wl["m"], 8)),
-                            Axis("k_unroll", (1, 2, 4, 8)), Axis("parallel", (False, True))))
+                            Axis("k_unroll", (1, 2, 4, 8)), Axis("parallel", (False, True)),
+                            Axis("outer_order", ("m_n", "n_m"))))
 
-    def default(self) -> Config:
-        k = topi.default_dense_knobs(self.tensors()[1], n_vector=self.task.wl["n_block"])
+    def target_default(self) -> Config:
+        from compiler.graph.lower_llvm_nn import default_dense_knobs
+
+        k = default_dense_knobs(self.task.wl["m"], self.task.wl["n"])
         return Config((("n_vectors", k.n_vectors), ("m_block", k.m_block), ("k_unroll", k.k_unroll),
-                       ("parallel", k.parallel)))
+                       ("parallel", k.parallel), ("outer_order", k.outer_order)))
 
     def knobs(self, config: Config) -> topi.DenseKnobs:
         return topi.DenseKnobs(n_vector=self.task.wl["n_block"], **config.to_dict())  # type: ignore[arg-type]
@@ -257,4 +320,5 @@ class DenseTemplate(CpuTemplate):
         return 2 * w["m"] * w["n"] * w["k"]
 
 
-CPU_TEMPLATES: dict[str, Any] = {t.kind: t for t in (Conv2dNCHWcTemplate, DepthwiseTemplate, DenseTemplate)}
+CPU_TEMPLATES: dict[str, Any] = {t.kind: t for t in (Conv2dNCHWcTemplate, DepthwiseTemplate, DepthwiseNCHWcTemplate,
+                                                      DenseTemplate)}

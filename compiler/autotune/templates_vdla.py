@@ -41,10 +41,11 @@ _SCOPES = ("vdla.inp", "vdla.wgt", "vdla.acc", "vdla.uop")
 
 
 class VdlaConv2dTemplate(Template):
-    """Tiles (output channels, rows, input channels), virtual threads, their axis and the loop order."""
+    """Tiles (output channels, rows, columns, input channels), virtual threads, their axis and the loop order."""
 
     kind = "vdla_conv2d"
     unit = "cycles"
+    prior_feature = -1  # log2 of tiling.estimate_cycles over the GEMM core's ideal cycles
 
     def __init__(self, task: Task, hw_config: dict[str, Any]) -> None:
         super().__init__(task)
@@ -61,6 +62,7 @@ class VdlaConv2dTemplate(Template):
         return ConfigSpace((
             Axis("oc_tile", divisors(wl.oc // cfg.block_out)),
             Axis("oh_tile", divisors(wl.oh)),
+            Axis("ow_tile", divisors(wl.ow)),
             Axis("ic_tile", divisors(wl.ic // cfg.block_in)),
             Axis("virtual_threads", VIRTUAL_THREADS),
             Axis("vt_axis", ("oc", "oh")),
@@ -73,20 +75,29 @@ class VdlaConv2dTemplate(Template):
             k = default_knobs(self.workload, self.target, 2)
         except ValueError:
             k = default_knobs(self.workload, self.target, 1)
-        return Config((("oc_tile", k.oc_tile), ("oh_tile", k.oh_tile), ("ic_tile", k.ic_tile),
+        return Config((("oc_tile", k.oc_tile), ("oh_tile", k.oh_tile), ("ow_tile", k.tile_ow(self.workload)),
+                       ("ic_tile", k.ic_tile),
                        ("virtual_threads", k.virtual_threads), ("vt_axis", k.vt_axis), ("loop_order", k.loop_order)))
 
     def knobs(self, config: Config) -> Conv2dKnobs:
-        return Conv2dKnobs(**config.to_dict())  # type: ignore[arg-type]
+        values = config.to_dict()
+        if values["ow_tile"] == self.workload.ow:  # whole rows: the knobs the lowering picks by itself
+            values["ow_tile"] = None
+        return Conv2dKnobs(**values)  # type: ignore[arg-type]
 
     def program(self, config: Config) -> PrimFunc:
         return conv2d_func(self.workload, self.knobs(config), self.target, self.epilogue)
 
     def features(self, config: Config) -> np.ndarray:
         k = self.knobs(config)
-        fp = footprint(self.workload, k, self.target.config)
+        cfg = self.target.config
+        fp = footprint(self.workload, k, cfg)
+        estimate = estimate_cycles(self.workload, k, cfg)
         extra = [math.log2(1 + fp.get(s, 0)) for s in _SCOPES]
-        extra.append(math.log2(1 + estimate_cycles(self.workload, k, self.target.config)))
+        # Shape-free forms carry across tasks (transfer learning): buffer occupancy and the estimate
+        # over the GEMM core's ideal cycles.
+        extra += [fp.get(s, 0) / self.target.scope(s).depth for s in _SCOPES]
+        extra += [math.log2(1 + estimate), math.log2(estimate * cfg.macs_per_cycle / self.workload.macs)]
         return np.concatenate([super().features(config), np.asarray(extra, np.float32)])
 
     def build(self, config: Config, directory: Path) -> Path:

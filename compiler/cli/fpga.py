@@ -4,6 +4,10 @@
 and runs the board's tools when they are installed. When they are not (Vivado is not on PATH), the
 project is still written and the command fails (status 2) naming the missing tool and the command
 that builds the folder on another machine; ``--no-run`` writes the project and succeeds.
+
+``vdla fpga deploy --board B --bitstream DIR --pool ADDR [--worker NAME]`` ships a built folder to
+the pool's board workers of B (``vdla pool worker ADDR --board B``), which check it and then offer
+``fpga-<board>-<config digest>`` (docs/fpga.md, "Deploy").
 """
 
 from __future__ import annotations
@@ -11,7 +15,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from compiler.cli.pool import add_tls_options, pool_executor
 from vdla_hw.config import load_config
+from vdla_hw.errors import UsageError
 from vdla_hw.fpga.boards import BOARDS
 from vdla_hw.fpga.flow import build_bitstream
 
@@ -34,6 +40,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-run", action="store_true", help="only write the project; do not run the tools")
     p.set_defaults(func=_build)
 
+    p = sub.add_parser("deploy", help="ship a bitstream folder to the pool's board workers, which check and offer it",
+                       description="Send a folder written by vdla fpga build to every board worker of the board "
+                       "(vdla pool worker ADDR --board B), or the one --worker names. Each verifies the files "
+                       "against the manifest, loads the bitstream, checks CONFIG_ID and BUILD_ID and runs a "
+                       "self-test program bit-exact against the functional model; only then does it offer "
+                       "fpga-<board>-<config digest>.")
+    p.add_argument("--board", required=True, help=f"the board: {', '.join(BOARDS)}")
+    p.add_argument("--bitstream", required=True, metavar="DIR", help="the folder vdla fpga build wrote")
+    p.add_argument("--pool", required=True, metavar="ADDR", help="the pool's scheduler, e.g. tcp://127.0.0.1:8786")
+    p.add_argument("--worker", metavar="NAME", help="deploy to this board worker only (default: every one of --board)")
+    p.add_argument("--timeout", type=float, default=1800.0, metavar="S",
+                   help="seconds to wait for the workers' checks (default: 1800)")
+    add_tls_options(p)
+    p.set_defaults(func=_deploy)
+
     p = sub.add_parser("boards", help="list the boards and their parts")
     p.set_defaults(func=_boards)
 
@@ -46,6 +67,7 @@ def _build(args: argparse.Namespace) -> int:
     out = Path(args.output) if args.output else Path(f"vdla-fpga-{args.board}-{cfg.name}")
     result = build_bitstream(args.board, cfg, out, run=not args.no_run)
     print(f"wrote the {result.board} project for config {result.config} to {result.project_dir}")
+    print(f"build id 0x{result.build_id:08x} (bitstream.json)")
     if not result.ran:
         print(f"build it on a machine with the board's tools: {result.run_hint}")
         return 0
@@ -56,9 +78,36 @@ def _build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _deploy(args: argparse.Namespace) -> int:
+    if args.board not in BOARDS and args.board.replace("_", "-") not in BOARDS:
+        raise UsageError(f"unknown board {args.board!r}; boards: {', '.join(BOARDS)}")
+    from runtime.pool.deploy import deploy, load_bundle
+
+    bundle = load_bundle(args.bitstream, args.board)  # a bad folder fails here, before the pool is contacted
+    with pool_executor(args) as executor:
+        outcomes = deploy(executor, bundle, args.board, worker=args.worker, timeout_s=args.timeout)
+    print(f"deployed {args.bitstream} to {len(outcomes)} board worker(s) of {args.board}:")
+    errors = []
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            errors.append(outcome)
+            print(f"  FAILED, not offered: {outcome}")
+            continue
+        print(f"  {outcome.worker}: offers {outcome.kind} (config {outcome.config_name!r}, "
+              f"build 0x{outcome.build_id:08x})")
+        for check in outcome.checks:
+            print(f"    ok  {check}")
+    if errors:
+        raise errors[0]
+    return 0
+
+
 def _boards(args: argparse.Namespace) -> int:
     for board in BOARDS.values():
         print(f"{board.name:<12} {board.part:<22} {board.flow:<8} {board.title}")
+        if board.resources is not None:
+            r = board.resources
+            print(f"{'':<12} {r.luts:,} LUTs, {r.ffs:,} FFs, {r.dsps:,} DSPs, {r.bram36:g} BRAM36 ({r.family})")
         for note in board.notes:
             print(f"{'':<12} {note}")
     return 0

@@ -35,6 +35,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "pool",
     "tune",
     "fpga",
+    "dse",
 )
 
 

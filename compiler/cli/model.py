@@ -32,6 +32,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,...",
                    help="fix a symbolic input shape, e.g. x=1,3,224,224 (repeatable)")
     p.add_argument("--quantize-first-conv", action="store_true", help="quantize the first conv too (default: float)")
+    p.add_argument("--calibration", default="max", metavar="METHOD",
+                   help="int8 calibration (vdla): max, percentile[:P] (default P 99.99) or kl (default: max)")
+    p.add_argument("--per-tensor", action="store_true",
+                   help="one power-of-two scale per weight tensor instead of per-channel scales (vdla)")
     p.add_argument("--cpu-target", default="llvm", help="LLVM target of the CPU kernels (default: this host)")
     p.add_argument("--tuning-log", metavar="TUNE.jsonl",
                    help="apply the best config per task from a `vdla tune` log (others keep the default)")
@@ -43,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("module", help="the .vdla file")
     p.add_argument("--input", action="append", required=True, metavar="[NAME=]X.npy",
                    help="an input array (.npy); NAME= is needed when the model has several inputs")
-    p.add_argument("--backend", default="fsim", help="backend of the VDLA nodes: fsim, cycle, rtl (default: fsim)")
+    p.add_argument("--backend", default="fsim", help="backend of the VDLA nodes: fsim, cycle, rtl, fpga (default: fsim)")
     p.add_argument("--config", help="hardware preset name or .json path of the device; a module compiled for "
                                     "another config is refused (default: the module's own)")
     p.add_argument("--profile", action="store_true", help="print per-node times (CPU) and cycles/utilization (VDLA)")
@@ -52,7 +56,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--output", metavar="Y.npy", help="write the (first) output here")
     p.add_argument("--json", metavar="OUT.json", help="write the profile as JSON (implies --profile)")
     add_pool_options(p)
+    p.add_argument("--board", help="with --backend fpga --pool: the board to run on (default: the one board of the "
+                   "pool loaded with the module's config; see vdla fpga deploy)")
     p.set_defaults(func=cmd_run)
+
+
+SQNR_SHOWN = 10  # layers `vdla compile` lists (the worst)
 
 
 def _shapes(items: list[str]) -> dict[str, tuple[int, ...]]:
@@ -84,9 +93,12 @@ def _calibration(path: str, input_names: list[str]) -> list[dict[str, np.ndarray
 def cmd_compile(args: argparse.Namespace) -> int:
     from compiler.frontend.onnx import from_onnx
     from compiler.graph.build import build_model
+    from compiler.graph.passes.calibration import parse_calibration
+    from compiler.graph.passes.sqnr import format_sqnr
 
     graph = from_onnx(args.model, shapes=_shapes(args.shape) or None)
     samples = None
+    calibration = parse_calibration(args.calibration)  # a bad method is refused before any work
     if args.target == "vdla":
         if not args.calibrate:
             raise UsageError("--target vdla quantizes to int8: pass --calibrate data.npz with sample inputs")
@@ -107,7 +119,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
     with dispatching(apply) if apply is not None else nullcontext():
         compiled = build_model(graph, target=args.target, config=args.config, calibrate=samples,
                                skip_first_conv=not args.quantize_first_conv, cpu_target=args.cpu_target,
-                               name=Path(args.model).stem)
+                               name=Path(args.model).stem, calibration=calibration,
+                               per_channel=not args.per_tensor)
     path = compiled.export(args.output)
     where = ", ".join(f"{k} {v}" for k, v in sorted(compiled.placement().items()))
     print(f"compiled {args.model} for {args.target} in {compiled.compile_seconds:.2f} s: {where} nodes -> {path}")
@@ -115,6 +128,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
         from runtime.partition_report import format_partition
 
         print(format_partition(compiled.partition()))
+        scheme = "per-tensor" if args.per_tensor else "per-channel"
+        print(f"int8 ({scheme}, calibration {calibration}): per-layer SQNR on the calibration inputs, worst first")
+        print(format_sqnr(compiled.sqnr, limit=SQNR_SHOWN))
     if apply is not None:
         print(f"tuning log {args.tuning_log}: best config applied to {len(apply.applied)} tasks, "
               f"default kept for {len(apply.fallbacks)}")
@@ -150,7 +166,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             from runtime.pool.tasks import pool_runner
 
             # Each VDLA node's program runs on a pool worker offering the backend; CPU nodes stay here.
-            module.set_program_runner(pool_runner(stack.enter_context(pool_executor(args))))
+            module.set_program_runner(pool_runner(stack.enter_context(pool_executor(args)), board=args.board))
         if args.profile or args.trace or args.json:
             outputs, profile = module.profile(inputs, backend=args.backend, trace=args.trace)
             print(profile.table())

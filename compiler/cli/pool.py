@@ -3,6 +3,7 @@
     vdla pool up                                   a pool on 127.0.0.1, one worker per core
     vdla pool scheduler [--host H --certs DIR --node N]
     vdla pool worker ADDR --device vdla-cycle=2 --device vdla-rtl@default --device cpu
+    vdla pool worker ADDR --board pynq-z2 [--emulate]   a board worker (vdla fpga deploy loads it)
     vdla pool status ADDR
     vdla pool resources --device vdla-cycle=4     the same devices as a `dask worker --resources` string
     vdla pool certs DIR --node scheduler --node w1 --node me
@@ -81,7 +82,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("address", help="the scheduler, e.g. tcp://127.0.0.1:8786 or tls://10.0.0.1:8786")
     p.add_argument("--device", action="append", default=[], metavar="KIND[@CONFIG][=N]",
                    help="a device this worker offers, N jobs at a time (repeatable; default: cpu, vdla-fsim, "
-                        "vdla-cycle): cpu, vdla-fsim, vdla-cycle, vdla-rtl[@CONFIG], fpga-<board>[@CONFIG]")
+                        "vdla-cycle): cpu, vdla-fsim, vdla-cycle, vdla-rtl[@CONFIG] (boards: --board)")
+    p.add_argument("--board", help="a board worker: owns this FPGA board and offers it once vdla fpga deploy has "
+                   "loaded and checked a bitstream (no --device then)")
+    p.add_argument("--emulate", action="store_true", help="with --board: the board is the Verilated RTL of each "
+                   "deployed bitstream's config (no hardware needed)")
+    p.add_argument("--store", metavar="DIR", help="with --board: where deployed bitstreams are kept "
+                   "(default: $VDLA_BOARD_DIR or ~/.vdla/boards, /NAME)")
     p.add_argument("--nthreads", type=int, default=0, help="jobs at once (default: the largest N, else cores)")
     p.add_argument("--name", help="worker name (default: Dask's)")
     p.add_argument("--host", help="interface to listen on (default: 127.0.0.1 for a loopback scheduler)")
@@ -154,6 +161,10 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     require_pool()
+    if args.board:
+        return _board_worker(args)
+    if args.emulate or args.store:
+        raise UsageError("--emulate and --store are for board workers", hint="add --board B")
     from runtime.pool.node import check_devices, run_worker
 
     cores = os.cpu_count() or 1
@@ -163,6 +174,37 @@ def cmd_worker(args: argparse.Namespace) -> int:
     run_worker(args.address, devices, nthreads=nthreads, name=args.name, host=args.host, security=_security(args),
                on_ready=lambda addr: print(f"worker at {addr} offering {', '.join(d.kind for d in devices)}",
                                            flush=True))
+    return 0
+
+
+def _board_worker(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from runtime.pool.board import BoardSpec, BoardWorker, default_store, install
+    from runtime.pool.bundle import board_key
+    from runtime.pool.node import run_worker
+    from vdla_hw.fpga.boards import BOARDS
+
+    if args.device:
+        raise UsageError("a board worker offers only its board", hint="start another worker for --device ...")
+    if board_key(args.board) not in {board_key(b) for b in BOARDS}:
+        raise UsageError(f"unknown board {args.board!r}; boards: {', '.join(BOARDS)}")
+    spec = BoardSpec(board_key(args.board), args.emulate, Path(args.store) if args.store
+                     else default_store(args.board, args.name))
+    spec.save()
+    worker = BoardWorker(spec, args.name)
+    install(worker)
+    worker.recheck(_progress)
+
+    def ready(addr: str) -> None:
+        what = f"{'emulated ' if spec.emulate else ''}board {spec.board}"
+        offer = (f"offering {worker.kind}" if worker.kind
+                 else "offering nothing until vdla fpga deploy loads a bitstream")
+        print(f"worker at {addr} for {what}, store {spec.store}, {offer}", flush=True)
+
+    # One thread: the board runs one program (or one deploy) at a time.
+    run_worker(args.address, [], nthreads=1, name=args.name, host=args.host, security=_security(args),
+               on_ready=ready, dynamic=worker.resources)
     return 0
 
 

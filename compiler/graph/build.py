@@ -26,13 +26,15 @@ from typing import Any
 import numpy as np
 from vdla_hw.config import HwConfig, load_config
 
-from compiler.codegen.llvm import LLVMModule, codegen, export_library, jit, parse_target
+from compiler.codegen.llvm import LLVMModule, codegen, export_library, jit, parse_target, using_target
 from compiler.codegen.symbols import SymbolTable
 from compiler.graph.errors import GraphError, NotLoweredError
 from compiler.graph.ir import Attrs, ConstValue, Graph, Node
 from compiler.graph.lower_llvm import CpuKernel, compile_draft, draft_kernel
 from compiler.graph.lower_vdla import VdlaKernel, compile_kernel
-from compiler.graph.passes import optimize_for_cpu, optimize_for_vdla, plan_memory
+from compiler.graph.passes import (Calibration, lower_quantized_for_vdla, optimize_for_cpu, plan_memory,
+                                   quantize_for_vdla)
+from compiler.graph.passes.sqnr import LayerSqnr, layer_sqnr
 from runtime.graph_executor import GraphModule
 from runtime.partition_report import PartitionEntry, read_partition
 from runtime.module_format import FORMAT, VERSION
@@ -41,6 +43,7 @@ from vdla_hw.progress import bar, ticking
 TARGETS = ("llvm", "vdla")
 
 Samples = Sequence[Mapping[str, np.ndarray]]
+SQNR_SAMPLES = 8  # calibration samples the per-layer SQNR report runs (both graphs, NumPy executor)
 
 
 @dataclass
@@ -54,6 +57,8 @@ class CompiledModule:
     compile_seconds: float
     fallbacks: dict[str, str] = field(default_factory=dict)
     """VDLA kernels that run on the CPU instead, with the reason."""
+    sqnr: list[LayerSqnr] = field(default_factory=list)
+    """Target vdla: every quantized layer's SQNR on (up to 8 of) the calibration samples, worst first."""
 
     def run(self, inputs: Mapping[str, np.ndarray] | np.ndarray, backend: str = "fsim", **options: Any) -> list[np.ndarray]:
         return self.module.run(inputs, backend=backend, **options)
@@ -155,14 +160,30 @@ def _signature(kernel: CpuKernel) -> tuple[tuple[tuple[int, ...], str], ...]:
 def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "default",
                 calibrate: Samples | Mapping[str, np.ndarray] | np.ndarray | None = None, *,
                 skip_first_conv: bool = True, cpu_target: str = "llvm", virtual_threads: int = 2,
-                name: str = "model") -> CompiledModule:
-    """Compile ``graph`` for ``target`` (``"llvm"`` or ``"vdla"``); see the module doc."""
+                name: str = "model", calibration: str | Calibration = "max",
+                per_channel: bool = True) -> CompiledModule:
+    """Compile ``graph`` for ``target`` (``"llvm"`` or ``"vdla"``); see the module doc.
+
+    ``calibration`` (``max``, ``percentile[:P]``, ``kl``) and ``per_channel`` choose the int8
+    quantization of target vdla (:func:`~compiler.graph.passes.quantize_model`)."""
     if target not in TARGETS:
         raise GraphError(f"unknown target {target!r}; use one of {TARGETS}")
     t0 = time.perf_counter()
+    # Every CPU schedule sizes its vectors and register tiles for the target compiled for, not the host.
+    with using_target(parse_target(cpu_target)):
+        return _build(graph, target, config, calibrate, skip_first_conv, cpu_target, virtual_threads, name, t0)
+
+
+def _build(graph: Graph, target: str, config: str | HwConfig, calibrate: Samples | Mapping[str, np.ndarray] | np.ndarray | None,
+           skip_first_conv: bool, cpu_target: str, virtual_threads: int, name: str, t0: float) -> CompiledModule:
     cfg = load_config(config) if isinstance(config, str) else config
+    sqnr: list[LayerSqnr] = []
     if target == "vdla":
-        g = optimize_for_vdla(graph, cfg, _samples(calibrate, graph), skip_first_conv=skip_first_conv)
+        samples = _samples(calibrate, graph)
+        quantized = quantize_for_vdla(graph, samples, skip_first_conv=skip_first_conv, calibration=calibration,
+                                      per_channel=per_channel)
+        sqnr = layer_sqnr(quantized, samples[:SQNR_SAMPLES])
+        g = lower_quantized_for_vdla(quantized.graph, cfg)
     else:
         g = optimize_for_cpu(graph)
     cpu_kernels: list[CpuKernel] = []
@@ -218,9 +239,11 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
     }
     if target == "vdla":
         description["partition"] = [e.to_json() for e in report]
+        description["quantization"] = {"calibration": str(quantized.calibration), "per_channel": per_channel,
+                                       "sqnr": [r.to_json() for r in sqnr]}
     programs = {nd["program"]: vdla_kernels[nd["name"]].program for nd in nodes if nd["device"] == "vdla"}
     module = GraphModule(description, params, library, programs)
-    return CompiledModule(module, g, llvm_module, time.perf_counter() - t0, fallbacks)
+    return CompiledModule(module, g, llvm_module, time.perf_counter() - t0, fallbacks, sqnr)
 
 
 __all__ = ["CompiledModule", "TARGETS", "build_model"]

@@ -49,6 +49,9 @@ class KernelBuilder:
     """(placeholder, source): a graph value's name, or a constant computed at compile time."""
     schedules: list[Callable[[Schedule], None]] = field(default_factory=list)
     anchors: set[int] = field(default_factory=set)
+    epilogues: dict[int, tuple[Callable[[Schedule], None], Callable[[Schedule, Tensor], None]]] = \
+        field(default_factory=dict)
+    """Per anchor output op (id): its schedule, and the schedule that also fuses an element-wise epilogue."""
 
     def constant(self, array: np.ndarray, hint: str) -> Tensor:
         """A kernel parameter holding ``array`` (e.g. weights re-laid out for a topi operator)."""
@@ -56,10 +59,15 @@ class KernelBuilder:
         self.params.append((t, np.array(array, order="C")))
         return t
 
-    def scheduled(self, out: Tensor, fn: Callable[[Schedule], None], inputs: Sequence[Tensor]) -> Tensor:
+    def scheduled(self, out: Tensor, fn: Callable[[Schedule], None], inputs: Sequence[Tensor],
+                  with_epilogue: Callable[[Schedule, Tensor], None] | None = None) -> Tensor:
         """Mark ``out`` as scheduled by ``fn`` (a topi schedule of ``out`` computed from ``inputs``):
-        it and the stages topi made on the way are left to ``fn``, never inlined or re-scheduled."""
+        it and the stages topi made on the way are left to ``fn``, never inlined or re-scheduled.
+        ``with_epilogue(s, stage)`` replaces ``fn`` when the kernel's output is an element-wise
+        ``stage`` of ``out``'s shape over it (:func:`compile_draft` picks)."""
         self.schedules.append(fn)
+        if with_epilogue is not None:
+            self.epilogues[id(out.op)] = (fn, with_epilogue)
         outside = {id(op) for op in te.topo_ops(list(inputs))}
         self.anchors.update(id(op) for op in te.topo_ops([out]) if id(op) not in outside)
         return out
@@ -442,14 +450,46 @@ def draft_kernel(node: Node, graph: Graph, name: str) -> KernelDraft:
     return KernelDraft(name, kb, out, tuple((t, src) for t, src in kb.params if id(t.op) in used))
 
 
+def _fusable_anchor(kb: KernelBuilder, out: Tensor) -> int | None:
+    """The anchor (op id) whose element-wise epilogue ``out`` is: ``out`` has its shape and reaches it
+    through element-wise stages only (inlined into ``out``); None when there is no such single anchor."""
+    if id(out.op) in kb.anchors or not isinstance(out.op, ComputeOp) or out.op.reduce_axis:
+        return None
+    found: set[int] = set()
+    stack, seen = [out.op], set()
+    while stack:
+        op = stack.pop()
+        for t in op.input_tensors():
+            if id(t.op) in seen:
+                continue
+            seen.add(id(t.op))
+            if id(t.op) in kb.epilogues and _shape(t) == _shape(out):
+                found.add(id(t.op))
+            elif id(t.op) in kb.anchors:
+                return None  # an anchor that cannot absorb the epilogue: keep the stages apart
+            elif isinstance(t.op, ComputeOp):
+                if t.op.reduce_axis:
+                    return None
+                stack.append(t.op)
+    return found.pop() if len(found) == 1 else None
+
+
 def compile_draft(draft: KernelDraft) -> PrimFunc:
-    """Schedule and lower a draft into the PrimFunc ``draft.name(params..., out)``."""
+    """Schedule and lower a draft into the PrimFunc ``draft.name(params..., out)``.
+
+    When the output is an element-wise epilogue of a conv (bias, residual add, ReLU), the conv's
+    schedule computes it tile by tile inside the output's loops (:func:`_fusable_anchor`)."""
     kb, out = draft.kb, draft.out
     s = create_schedule(out)
+    fused = _fusable_anchor(kb, out)
+    plain, with_epilogue = kb.epilogues[fused] if fused is not None else (None, None)
     for fn in kb.schedules:
-        fn(s)
+        if fn is not plain:
+            fn(s)
     _inline_elementwise(s, out, kb)
-    if id(out.op) not in kb.anchors:
+    if with_epilogue is not None:
+        with_epilogue(s, out)
+    elif id(out.op) not in kb.anchors:
         ro = out.op.reduce_axis if isinstance(out.op, ComputeOp) else ()
         if not ro:
             schedule_elementwise(s, out, vector_lanes(None))
@@ -472,6 +512,7 @@ __all__ = ["CpuKernel", "KernelBuilder", "KernelDraft", "Operand", "build_kernel
 
 # The compute-heavy operators' lowerings use the helpers above; importing them registers them.
 from compiler.graph import lower_llvm_nn  # noqa: E402,F401
+from compiler.graph import lower_llvm_matmul  # noqa: E402,F401
 
 # The indexing and float-math lowerings use the helpers above too.
 from compiler.graph import lower_llvm_index  # noqa: E402,F401

@@ -5,8 +5,10 @@ Float conv2d with constant weights runs topi's blocked NCHWc micro-kernel (weigh
 compile time); data and output in ``NCHW{c}c`` (what the ``cpu_layout`` pass gives eligible
 convs) are used as they are, plain NCHW ones are blocked / unblocked inside the same kernel.
 Grouped convs take the same micro-kernel with channel blocks inside a group (the output channels
-of a group are the vector); depthwise ones (one channel per group) topi's depthwise schedule.
-Float dense with constant weights runs topi's ``dense_pack``; pooling (NCHW or NCHWc) and
+of a group are the vector); depthwise ones (one channel per group) topi's blocked depthwise kernel
+on ``NCHW{c}c`` data (a block of channels is the vector), or its NCHW schedule on plain data.
+Float dense (and, through :mod:`compiler.graph.lower_llvm_matmul`, float MatMul) runs topi's
+``dense_pack``, register tiles sized from the target's vector registers; pooling (NCHW or NCHWc) and
 softmax over the last axis use topi's schedules.  Every other case (integer operands, packed layouts, groups, dilation,
 ceil mode, ...) is a plain reduction with the reference's exact semantics.
 """
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
 
 import numpy as np
 
@@ -23,19 +24,13 @@ from compiler import te, topi
 from compiler.autotune import dispatch
 from compiler.graph.ir import Node
 from compiler.graph.layout import parse_layout, unpack
-from compiler.graph.lower_llvm import KernelBuilder, Operand, _c, _out_shape, _relayout, _shape, reduced_index
+from compiler.graph.lower_llvm import KernelBuilder, Operand, _c, _relayout, _shape, reduced_index
 from compiler.graph.ops import register_lowering
 from compiler.te import Tensor
 from compiler.tir import op as tir
 from compiler.tir.ir import PrimExpr
-from compiler.topi.utils import largest_divisor, vector_lanes
+from compiler.topi.utils import largest_divisor, schedule_elementwise, vector_lanes
 
-#: Widest channel block of the blocked conv2d (one AVX-512 register of fp32).
-_CONV_BLOCK = 16
-#: Output columns per register tile of the conv micro-kernel.  topi's default fills 28 of the 32
-#: registers; 14 ran as fast on ResNet-18's layers here (the FMA latency is hidden either way) and
-#: halves the unrolled code LLVM has to compile.
-_OW_BLOCK = 14
 
 
 def conv_workload(data: Tensor, kernel: Tensor, stride: Sequence[int], pad: Sequence[int]) -> dict[str, int]:
@@ -47,9 +42,8 @@ def conv_workload(data: Tensor, kernel: Tensor, stride: Sequence[int], pad: Sequ
 
 
 def default_conv_knobs(conv: Tensor) -> topi.Conv2dNCHWcKnobs:
-    """topi's default register tile with the column block capped at :data:`_OW_BLOCK`."""
-    knobs = topi.default_conv2d_nchwc_knobs(conv)
-    return replace(knobs, ow_block=largest_divisor(_shape(conv)[3], min(knobs.ow_block, _OW_BLOCK)))
+    """topi's default register tile for the target being compiled for (the tuner's default config)."""
+    return topi.default_conv2d_nchwc_knobs(conv)
 
 
 def dense_workload(x: Tensor, packed: Tensor, out_features: int) -> dict[str, int]:
@@ -64,6 +58,15 @@ def depthwise_workload(data: Tensor, kernel: Tensor, stride: Sequence[int], pad:
     _, _, kh, kw = _shape(kernel)
     return {"n": n, "c": c, "h": h, "w": w, "kh": kh, "kw": kw, "stride_h": stride[0], "stride_w": stride[1],
             "pad_h": pad[0], "pad_w": pad[1]}
+
+
+def depthwise_nchwc_workload(data: Tensor, kernel: Tensor, stride: Sequence[int], pad: Sequence[int]
+                             ) -> dict[str, int]:
+    """The auto-tuner's description of one channel-blocked depthwise conv2d."""
+    n, co, h, w, cb = _shape(data)
+    _, kh, kw, _ = _shape(kernel)
+    return {"n": n, "c_outer": co, "h": h, "w": w, "c_block": cb, "kh": kh, "kw": kw, "stride_h": stride[0],
+            "stride_w": stride[1], "pad_h": pad[0], "pad_w": pad[1]}
 
 
 def _acc_dtype(node: Node) -> str:
@@ -130,8 +133,9 @@ def _fast_conv2d(node: Node, x: Tensor, weight: np.ndarray, bias: Tensor | None,
     n, h, w = shape[0], shape[2], shape[3]
     c = shape[1] * in_block
     o, cg = weight.shape[0], weight.shape[1]
-    ib = in_block if in_block > 1 else math.gcd(cg, _CONV_BLOCK)
-    ob = out_block if out_block > 1 else math.gcd(o // groups, _CONV_BLOCK)
+    lanes = vector_lanes(None)  # the widest channel block: one vector register of fp32
+    ib = in_block if in_block > 1 else math.gcd(cg, lanes)
+    ob = out_block if out_block > 1 else math.gcd(o // groups, lanes)
     pt, pl, pb, pr = a["padding"]
     src = x
     if (pt, pl) != (pb, pr):
@@ -152,7 +156,8 @@ def _fast_conv2d(node: Node, x: Tensor, weight: np.ndarray, bias: Tensor | None,
     # The tuner's conv2d_nchwc task has no groups: grouped convs keep the default register tile.
     tuned = dispatch.query("conv2d_nchwc", conv_workload(data, wt, a["strides"], (pt, pl))) if groups == 1 else None
     knobs = tuned or default_conv_knobs(conv)
-    kb.scheduled(conv, lambda s: topi.schedule_conv2d_nchwc(conv, knobs, s=s), [data, wt])
+    kb.scheduled(conv, lambda s: topi.schedule_conv2d_nchwc(conv, knobs, s=s), [data, wt],
+                 with_epilogue=lambda s, stage: topi.schedule_conv2d_nchwc(conv, knobs, s=s, epilogue=stage))
     if out_block > 1:
         if bias is None:
             return conv
@@ -180,6 +185,29 @@ def _depthwise_conv2d(node: Node, x: Tensor, weight: np.ndarray, bias: Tensor | 
     if bias is None:
         return conv
     return te.compute(node.type.shape, lambda b, k, y, xx: conv[b, k, y, xx] + bias[k], name=node.name)
+
+
+def _depthwise_nchwc(node: Node, x: Tensor, weight: np.ndarray, bias: Tensor | None, kb: KernelBuilder,
+                     block: int) -> Tensor:
+    """Float depthwise conv2d (+ bias) on ``NCHW{block}c`` data through topi's blocked depthwise kernel."""
+    a = node.attrs
+    pt, pl, pb, pr = a["padding"]
+    src = x
+    if (pt, pl) != (pb, pr):
+        ph, pw = min(pt, pb), min(pl, pr)
+        src = _pad_spatial(x, pt - ph, pb - ph, pl - pw, pr - pw, f"{node.name}_pad")
+        pt, pl = ph, pw
+    c, kh, kw = weight.shape[0], weight.shape[2], weight.shape[3]
+    blocked = weight.reshape(c // block, block, kh, kw).transpose(0, 2, 3, 1)
+    wt = kb.constant(np.ascontiguousarray(blocked), f"{node.name}_w")
+    conv = topi.depthwise_conv2d_nchwc(src, wt, stride=tuple(a["strides"]), padding=(pt, pl),
+                                       name=f"{node.name}_dwc")
+    knobs = dispatch.query("depthwise_conv2d_nchwc", depthwise_nchwc_workload(src, wt, a["strides"], (pt, pl)))
+    kb.scheduled(conv, lambda s: topi.schedule_depthwise_conv2d_nchwc(conv, knobs, s=s), [src, wt])
+    if bias is None:
+        return conv
+    return te.compute(_shape(conv), lambda b, k, y, xx, i: conv[b, k, y, xx, i] + bias[k * block + i],
+                      name=node.name)
 
 
 def _grouped_blocks_fit(weight_shape: Sequence[int], groups: int, in_block: int, out_block: int) -> bool:
@@ -210,6 +238,10 @@ def _conv2d(node: Node, xs: Sequence[Operand]) -> Tensor:
             and in_block is not None and out_block is not None
             and _grouped_blocks_fit(unpack(weight, kl).shape, a["groups"], in_block, out_block)):
         return _fast_conv2d(node, x, unpack(weight, kl), bias, kb, in_block, out_block)
+    if (node.type.dtype == "float32" and weight is not None and in_block is not None and in_block > 1
+            and in_block == out_block and tuple(a["dilation"]) == (1, 1)
+            and unpack(weight, kl).shape[:2] == (a["groups"], 1) and a["groups"] == _shape(x)[1] * in_block):
+        return _depthwise_nchwc(node, x, unpack(weight, kl), bias, kb, in_block)
     if (node.type.dtype == "float32" and weight is not None and dl == "NCHW" and ol == "NCHW"
             and tuple(a["dilation"]) == (1, 1) and a["groups"] > 1 and a["groups"] == _shape(x)[1]
             and unpack(weight, kl).shape[:2] == (a["groups"], 1)):
@@ -235,15 +267,7 @@ def _dense(node: Node, xs: Sequence[Operand]) -> Tensor:
     xd = _relayout(x, dl, "NC", parse_layout(dl).primal_shape(_shape(x)), f"{node.name}_data")
     acc = node.type.dtype
     if acc == "float32" and weight is not None:
-        lanes = vector_lanes(None)
-        wt = unpack(weight, kl)
-        nb = -(-n // lanes)
-        packed = np.zeros((nb * lanes, wt.shape[1]), wt.dtype)
-        packed[:n] = wt
-        pw = kb.constant(np.ascontiguousarray(packed.reshape(nb, lanes, -1).transpose(0, 2, 1)), f"{node.name}_w")
-        mm = topi.dense_pack(xd, pw, n, name=f"{node.name}_dense")
-        knobs = dispatch.query("dense_pack", dense_workload(xd, pw, n))
-        out = kb.scheduled(mm, lambda s: topi.schedule_dense(mm, knobs, s=s), [xd, pw])
+        out = dense_packed(xd, unpack(weight, kl), kb, node.name)
     else:
         wk = (kb.constant(unpack(weight, kl), f"{node.name}_w") if weight is not None
               else _relayout(w, kl, "OI", parse_layout(kl).primal_shape(_shape(w)), f"{node.name}_wt"))
@@ -256,28 +280,50 @@ def _dense(node: Node, xs: Sequence[Operand]) -> Tensor:
     return _relayout(out, "NC", ol, node.type.shape, node.name)
 
 
-@register_lowering("matmul", "llvm")
-def _matmul(node: Node, xs: Sequence[Operand]) -> Tensor:
-    a, b = xs[0].tensor, xs[1].tensor
-    sa, sb = _shape(a), _shape(b)
-    out = _out_shape(node)
-    k = sa[-1]
-    r = te.reduce_axis(k, "rk")
-
-    def fn(*i: PrimExpr) -> PrimExpr:
-        # NumPy matmul: a 1-D operand gains (then loses) a unit axis; leading axes broadcast.
-        lead = i[: len(out) - (len(sa) > 1) - (len(sb) > 1)]
-        ia = (r,) if len(sa) == 1 else tuple(_bcast_lead(sa[:-2], lead)) + (i[len(lead)], r)
-        jb = i[-1] if len(sb) > 1 else None
-        ib = (r,) if len(sb) == 1 else tuple(_bcast_lead(sb[:-2], lead)) + (r, jb)
-        return te.sum(a[ia] * b[ib], axis=r)
-
-    return te.compute(out, fn, name=node.name)
+def _dense_tile(m: int, n: int) -> tuple[int, int]:
+    """(rows, vectors) of the register tile of a float dense/matmul: ``rows x vectors`` accumulators
+    plus a weight vector per column and one broadcast fit the vector registers."""
+    lanes = vector_lanes(None)
+    vectors = max(1, min(4 if lanes >= 16 else 2, n // lanes))
+    registers = topi.vector_registers(None)
+    rows = max(1, min(m, (registers - vectors - 1) // vectors, 6))
+    return rows, vectors
 
 
-def _bcast_lead(shape: Sequence[int], lead: Sequence[PrimExpr]) -> list[PrimExpr | int]:
-    tail = lead[len(lead) - len(shape):] if shape else ()
-    return [0 if s == 1 else i for s, i in zip(shape, tail)]
+def default_dense_knobs(m: int, n: int) -> topi.DenseKnobs:
+    """The graph's default packed-dense schedule for ``m`` rows (already padded to the tile) and ``n`` outputs."""
+    rows, vectors = _dense_tile(m, n)
+    return topi.DenseKnobs(n_vector=vector_lanes(None), n_vectors=vectors, m_block=largest_divisor(m, rows),
+                           outer_order="n_m" if m > rows else "m_n")
+
+
+def dense_packed(x: Tensor, weight: np.ndarray, kb: KernelBuilder, name: str) -> Tensor:
+    """``x [M, K] @ weight[N, K].T`` in float32 through topi's ``dense_pack`` (weights packed at compile time).
+
+    With more rows than one register tile, the rows are zero-padded to a multiple of the tile (a
+    prime count such as ViT's 197 tokens would otherwise leave one-row tiles that stream the
+    weights once per row) and the column panels become the outer loop.
+    """
+    m, k = _shape(x)
+    n = weight.shape[0]
+    lanes = vector_lanes(None)
+    nb = -(-n // lanes)
+    packed = np.zeros((nb * lanes, k), weight.dtype)
+    packed[:n] = weight
+    pw = kb.constant(np.ascontiguousarray(packed.reshape(nb, lanes, -1).transpose(0, 2, 1)), f"{name}_w")
+    rows, _ = _dense_tile(m, n)
+    mp = -(-m // rows) * rows
+    xs = x
+    if mp != m:
+        xs = te.compute((mp, k), lambda i, j: tir.if_then_else(i < m, x[tir.min(i, m - 1), j], _c(0.0, x.dtype)),
+                        name=f"{name}_rows")
+        kb.scheduled(xs, lambda s: schedule_elementwise(s, xs, lanes, False), [x])
+    mm = topi.dense_pack(xs, pw, n, name=f"{name}_dense")
+    knobs = dispatch.query("dense_pack", dense_workload(xs, pw, n)) or default_dense_knobs(mp, n)
+    out = kb.scheduled(mm, lambda s: topi.schedule_dense(mm, knobs, s=s), [xs, pw])
+    if mp == m:
+        return out
+    return te.compute((m, n), lambda i, j: out[i, j], name=f"{name}_crop")
 
 
 @register_lowering("softmax", "llvm")

@@ -2,8 +2,9 @@
 becomes one VDLA program.
 
 The GEMM's lowering starts a :class:`VdlaGemm` description; each ALU op after it
-(``relu``, ``right_shift``, ``clip``, the narrowing ``cast``) folds into it, checking
-that the chain is one the accelerator's epilogue runs exactly: ``(acc + bias) >> shift``,
+(``relu``, a per-channel ``multiply``, ``right_shift``, ``clip``, the narrowing ``cast``) folds
+into it, checking that the chain is one the accelerator's epilogue runs exactly:
+``((acc + bias) [relu] * m[c]) >> shift``,
 clamped to ``[0 | -128, 127]`` and narrowed by the STORE.  A chain outside that form raises
 :class:`~compiler.graph.NotLoweredError` naming the reason, and ``build_model`` runs the
 kernel on the CPU instead.  :func:`compile_kernel` compiles the description with
@@ -52,6 +53,8 @@ class VdlaGemm:
     out_type: TensorType
     cfg: HwConfig
     relu: bool = False
+    multiplier: np.ndarray | None = None
+    """Per-output-channel int32 multipliers (the ALU MUL before the shift), when the chain has one."""
     shift: int | None = None
     clip: tuple[int, int] | None = None
     narrowed: bool = False
@@ -65,7 +68,8 @@ class VdlaGemm:
         lo = max(self.clip[0], 0) if self.relu else self.clip[0]
         if self.clip[1] != hi or lo not in (0, -hi - 1):
             raise NotLoweredError(f"clip bounds {self.clip} are not the int8 range (or [0, {hi}] after relu)")
-        return Requantize(shift=self.shift or 0, relu=lo == 0, bias=self.bias is not None)
+        return Requantize(shift=self.shift or 0, relu=lo == 0, bias=self.bias is not None,
+                          multiplier=self.multiplier is not None)
 
 
 def _gemm_checks(node: Node, xs: Sequence[VdlaOperand]) -> HwConfig:
@@ -129,7 +133,42 @@ def _gemm(node: Node, xs: Sequence[object]) -> VdlaGemm:
 
 @register_lowering("relu", "vdla")
 def _relu(node: Node, xs: Sequence[object]) -> VdlaGemm:
-    return replace(_gemm(node, xs), relu=True, out_type=node.type)
+    g = _gemm(node, xs)
+    if g.multiplier is not None:
+        raise NotLoweredError(f"relu {node.name!r}: the VDLA epilogue applies ReLU before the multiplier")
+    return replace(g, relu=True, out_type=node.type)
+
+
+@register_lowering("multiply", "vdla")
+def _multiply(node: Node, xs: Sequence[object]) -> VdlaGemm:
+    gemms = [x for x in xs if isinstance(x, VdlaGemm)]
+    consts = [x for x in xs if isinstance(x, VdlaOperand)]
+    if len(gemms) != 1 or len(consts) != 1:
+        raise NotLoweredError(f"multiply {node.name!r}: the VDLA epilogue multiplies the accumulator by a constant")
+    g = _gemm(node, gemms)
+    if g.multiplier is not None or g.shift is not None or g.clip is not None:
+        raise NotLoweredError(f"multiply {node.name!r}: the VDLA epilogue multiplies once, before the shift")
+    m = per_channel_vector(consts[0].value, g.out_type.shape, g.workload.oc)
+    if m is None or consts[0].type.dtype != "int32":
+        raise NotLoweredError(f"multiply {node.name!r}: the multiplier must be an int32 constant per output "
+                              f"channel (the same for every pixel)")
+    return replace(g, multiplier=m, out_type=node.type)
+
+
+def per_channel_vector(value: np.ndarray | None, out_shape: Sequence[int], channels: int) -> np.ndarray | None:
+    """The per-channel values of a constant broadcast against a packed GEMM output
+    (``(N/B, C/BO, [H, W,] B, BO)``), or None when it varies along any other axis."""
+    if value is None:
+        return None
+    if value.size == 1:
+        return np.full(channels, value.reshape(()), np.int32)
+    if value.ndim != len(out_shape) or value.shape[1] * value.shape[-1] != channels:
+        return None
+    per = value[(0, slice(None)) + (0,) * (value.ndim - 3) + (slice(None),)]
+    if not np.array_equal(value, np.broadcast_to(per.reshape((1, per.shape[0]) + (1,) * (value.ndim - 3) +
+                                                             (per.shape[1],)), value.shape)):
+        return None
+    return per.reshape(-1).astype(np.int32)
 
 
 @register_lowering("right_shift", "vdla")
@@ -219,11 +258,11 @@ def compile_kernel(node: Node, graph: Graph, cfg: HwConfig, virtual_threads: int
     compiled = _compile(g.workload, VdlaTarget(cfg), epilogue, virtual_threads, node.name)
     wl = g.workload
     data = np.zeros((wl.n // cfg.batch, wl.ic // cfg.block_in, wl.h, wl.w, cfg.batch, cfg.block_in), np.int8)
-    args = [data, g.kernel] + ([pack_bias(cfg, g.bias)] if g.bias is not None else [])
+    args = [data, g.kernel] + [pack_bias(cfg, v) for v in (g.bias, g.multiplier) if v is not None]
     program = compiled.module.bind(*args)
     perm = (1, 0, 2, 3) if g.op == "dense" else None
     out_shape = tuple(np.empty(node.type.shape, np.bool_).transpose(perm).shape) if perm else node.type.shape
     return VdlaKernel(node.name, program, data_value, perm, out_shape, perm, wl, epilogue)
 
 
-__all__ = ["VdlaGemm", "VdlaKernel", "VdlaOperand", "compile_kernel", "kernel_gemm"]
+__all__ = ["VdlaGemm", "VdlaKernel", "VdlaOperand", "compile_kernel", "kernel_gemm", "per_channel_vector"]

@@ -9,11 +9,12 @@ from .batch_matmul import (BatchMatmulKnobs, batch_matmul, default_batch_matmul_
 from .batch_norm import batch_norm_inference, schedule_batch_norm
 from .conv2d import (Conv2dNCHWKnobs, conv2d_nchw, default_conv2d_nchw_knobs, pad_nchw,
                      schedule_conv2d_nchw)
-from .conv2d_nchwc import (Conv2dNCHWcKnobs, conv2d_nchwc, default_conv2d_nchwc_knobs,
+from .conv2d_nchwc import (Conv2dNCHWcKnobs, conv2d_nchwc, default_conv2d_nchwc_knobs, max_accumulators,
                            default_nchwc_blocks, schedule_conv2d_nchwc)
 from .dense import DenseKnobs, default_dense_knobs, dense, dense_pack, schedule_dense
-from .depthwise import (DepthwiseKnobs, default_depthwise_knobs, depthwise_conv2d_nchw,
-                        schedule_depthwise_conv2d_nchw)
+from .depthwise import (DepthwiseKnobs, DepthwiseNCHWcKnobs, default_depthwise_knobs,
+                        default_depthwise_nchwc_knobs, depthwise_conv2d_nchw, depthwise_conv2d_nchwc,
+                        schedule_depthwise_conv2d_nchw, schedule_depthwise_conv2d_nchwc)
 from .elementwise import (abs, add, bias_add, broadcast_shape, clip, divide, erf, exp,
                           leaky_relu, log, maximum, minimum, multiply, negative, power, relu,
                           schedule_injective, sigmoid, sqrt, subtract, tanh)
@@ -21,20 +22,21 @@ from .layout import (nchw_to_nchwc, nchwc_to_nchw, oihw_to_blocked, pack_dense_w
                      schedule_layout, transpose)
 from .pooling import PoolKnobs, global_pool, pool2d, schedule_pool
 from .softmax import SoftmaxKnobs, schedule_softmax, softmax
-from .utils import TopiError
+from .utils import TopiError, vector_registers
 
 __all__ = [
-    "BatchMatmulKnobs", "Conv2dNCHWKnobs", "Conv2dNCHWcKnobs", "DenseKnobs", "DepthwiseKnobs",
+    "BatchMatmulKnobs", "Conv2dNCHWKnobs", "Conv2dNCHWcKnobs", "DenseKnobs", "DepthwiseKnobs", "DepthwiseNCHWcKnobs",
     "PoolKnobs", "SoftmaxKnobs", "TopiError", "abs", "add", "batch_matmul",
     "batch_norm_inference", "bias_add", "broadcast_shape", "clip", "conv2d_nchw",
     "conv2d_nchwc", "default_batch_matmul_knobs", "default_conv2d_nchw_knobs",
-    "default_conv2d_nchwc_knobs", "default_dense_knobs", "default_depthwise_knobs",
-    "default_nchwc_blocks", "dense", "dense_pack", "depthwise_conv2d_nchw", "divide", "erf",
+    "default_conv2d_nchwc_knobs", "default_dense_knobs", "default_depthwise_knobs", "default_depthwise_nchwc_knobs",
+    "default_nchwc_blocks", "dense", "max_accumulators", "dense_pack", "depthwise_conv2d_nchw",
+    "depthwise_conv2d_nchwc", "divide", "erf",
     "exp", "global_pool", "leaky_relu", "log", "maximum", "minimum", "multiply",
     "nchw_to_nchwc", "nchwc_to_nchw", "negative", "oihw_to_blocked", "pack_dense_weight",
     "pad_nchw", "pool2d", "power", "relu", "schedule_batch_matmul", "schedule_batch_norm",
     "schedule_conv2d_nchw", "schedule_conv2d_nchwc", "schedule_dense",
-    "schedule_depthwise_conv2d_nchw", "schedule_injective", "schedule_layout",
+    "schedule_depthwise_conv2d_nchw", "schedule_depthwise_conv2d_nchwc", "schedule_injective", "schedule_layout",
     "schedule_pool", "schedule_softmax", "sigmoid", "softmax", "sqrt", "subtract", "tanh",
-    "transpose",
+    "transpose", "vector_registers",
 ]

@@ -23,11 +23,14 @@ from .. import te
 from ..codegen.llvm import Target
 from ..schedule import Schedule, create_schedule
 from ..te import ComputeOp, Tensor
-from .utils import TopiError, const_shape, largest_divisor, vector_lanes
+from .utils import TopiError, const_shape, largest_divisor, vector_lanes, vector_registers
 
-#: Spare vector registers (32 zmm with AVX-512) after accumulators and weights.
-_MAX_ACCUMULATORS = 28
+#: Vector registers a register tile leaves free: weight vectors, the broadcast input, addresses.
+_SPARE_REGISTERS = 4
 _REDUCE_ORDERS = ("ic_kh_kw", "kh_kw_ic")
+#: Marks the padding stage ``pad_nchwc`` made, which the conv schedule owns (any other input stage is
+#: the caller's to schedule).
+_PAD_TAG = "pad_nchwc"
 _OUTER_ORDERS = ("oc_y", "y_oc")
 
 
@@ -55,7 +58,7 @@ def pad_nchwc(data: Tensor, ph: int, pw: int, name: str = "pad") -> Tensor:
         inside = (y >= ph) & (y < h + ph) & (x >= pw) & (x < w + pw)
         return te.if_then_else(inside, data[i, j, y - ph, x - pw, k], te.const(0.0, data.dtype))
 
-    return te.compute((n, c, h + 2 * ph, w + 2 * pw, cb), f, name=name)
+    return te.compute((n, c, h + 2 * ph, w + 2 * pw, cb), f, name=name, tag=_PAD_TAG)
 
 
 def conv2d_nchwc(data: Tensor, kernel: Tensor, stride: int | tuple[int, int] = 1,
@@ -129,36 +132,75 @@ def default_nchwc_blocks(in_channels: int, out_channels: int,
     return largest_divisor(in_channels, lanes), largest_divisor(out_channels, lanes)
 
 
+def max_accumulators(target: Target | None = None) -> int:
+    """Accumulator vectors a register tile may hold on ``target`` (by default the one being compiled
+    for): 28 of AVX-512's 32 zmm, 12 of AVX2's 16 ymm."""
+    return vector_registers(target) - _SPARE_REGISTERS
+
+
+def default_register_tile(out_width: int, oc_outer: int, vectors_per_column: int,
+                          accumulators: int) -> tuple[int, int]:
+    """``(oc_block, ow_block)`` of the default two-dimensional register tile.
+
+    Columns first, up to half the accumulator budget (14 of AVX-512's 28: a 28-column row ran slower
+    on ResNet-18's layers), unless the widths that divide the row jump past that (a 7-wide row on
+    AVX2's 12 accumulators takes 7 columns, not 1); then as many output-channel blocks (at most 4)
+    as the register file holds with their weight vectors and one broadcast input beside the
+    accumulators (4 x 7 tiles need 33 of 32 zmm and spill).
+    """
+    fits = [d for d in range(1, out_width + 1) if out_width % d == 0 and d * vectors_per_column <= accumulators]
+    half = [d for d in fits if 2 * d * vectors_per_column <= accumulators] or [1]
+    ow_block = max(fits) if max(fits) > 2 * max(half) else max(half)
+    registers = accumulators + _SPARE_REGISTERS
+    room = (registers - 1) // (vectors_per_column * (ow_block + 1))
+    oc_block = largest_divisor(oc_outer, max(1, min(4, room, accumulators // (ow_block * vectors_per_column))))
+    return oc_block, ow_block
+
+
 def default_conv2d_nchwc_knobs(out: Tensor, target: Target | None = None) -> Conv2dNCHWcKnobs:
-    """The widest register tile that fits the vector register file."""
-    _, _, _, ow, ocb = const_shape(out)
+    """The register tile that best fills the target's vector register file (:func:`default_register_tile`)."""
+    _, oco, _, ow, ocb = const_shape(out)
     data, kernel = out.op.input_tensors()
     vectors_per_column = max(1, -(-ocb // vector_lanes(target)))
+    oc_block, ow_block = default_register_tile(ow, oco, vectors_per_column, max_accumulators(target))
     # Keep the smaller operand in cache while sweeping the bigger one once.
     kernel_smaller = math.prod(const_shape(kernel)) < math.prod(const_shape(data))
     # Unrolling a wide kernel row multiplies the loop body past the micro-op cache.
     kw = const_shape(kernel)[3]
-    return Conv2dNCHWcKnobs(ow_block=largest_divisor(ow, _MAX_ACCUMULATORS // vectors_per_column),
-                            unroll_kw=kw <= 3,
+    return Conv2dNCHWcKnobs(ow_block=ow_block, oc_block=oc_block, unroll_kw=kw <= 3,
                             outer_order="y_oc" if kernel_smaller else "oc_y")
 
 
 def schedule_conv2d_nchwc(out: Tensor, knobs: Conv2dNCHWcKnobs | None = None,
-                          s: Schedule | None = None, target: Target | None = None) -> Schedule:
-    """The x86 schedule of ``conv2d_nchwc``'s output (a fresh schedule unless ``s``)."""
+                          s: Schedule | None = None, target: Target | None = None,
+                          epilogue: Tensor | None = None) -> Schedule:
+    """The x86 schedule of ``conv2d_nchwc``'s output (a fresh schedule unless ``s``).
+
+    ``epilogue``: an element-wise stage of the conv's shape that reads it (bias, residual add, ReLU
+    already inlined into it).  The register tile then loops over the epilogue, the conv is computed
+    at its column-block loop into a tile-sized buffer (registers, after LLVM's SROA) and each tile
+    is stored once, through the epilogue: no conv-sized temporary and no second pass over it.
+    """
     if s is None:
-        s = create_schedule(out)
+        s = create_schedule(epilogue if epilogue is not None else out)
     knobs = knobs or default_conv2d_nchwc_knobs(out, target)
     knobs.validate(const_shape(out)[3], const_shape(out)[1])
     pad = out.op.input_tensors()[0]
-    if isinstance(pad.op, ComputeOp):
+    if isinstance(pad.op, ComputeOp) and pad.op.tag == _PAD_TAG:
         _schedule_pad(s, pad, knobs.parallel)
+    if epilogue is not None:
+        if const_shape(epilogue) != const_shape(out):
+            raise TopiError(f"epilogue {epilogue.name} has shape {const_shape(epilogue)}, the conv "
+                            f"{out.name} {const_shape(out)}: only a same-shape element-wise stage fuses")
+        return _schedule_with_epilogue(s, out, epilogue, knobs)
     b, oc, y, x, o, rc, ry, rx, ri = s.get_loops(out)
     xo, xi = s.split(x, factor=knobs.ow_block)
     tile = (xi, o)
     if knobs.oc_block > 1:
         oc, oci = s.split(oc, factor=knobs.oc_block)
-        tile = (oci, xi, o)
+        # Columns outside channel blocks: one broadcast input feeds oc_block FMAs and dies, while the
+        # oc_block weight vectors stay live; the other order keeps every broadcast live and spills.
+        tile = (xi, oci, o)
         s.unroll(oci)
     reduce = (rc, ry, rx, ri) if knobs.reduce_order == "ic_kh_kw" else (ry, rx, rc, ri)
     outer = (b, oc, y) if knobs.outer_order == "oc_y" else (b, y, oc)
@@ -170,6 +212,31 @@ def schedule_conv2d_nchwc(out: Tensor, knobs: Conv2dNCHWcKnobs | None = None,
     fused = s.fuse(*outer)
     if knobs.parallel:
         s.parallel(fused)
+    return s
+
+
+def _schedule_with_epilogue(s: Schedule, conv: Tensor, epilogue: Tensor, knobs: Conv2dNCHWcKnobs) -> Schedule:
+    b, oc, y, x, o = s.get_loops(epilogue)
+    xo, xi = s.split(x, factor=knobs.ow_block)
+    oc, oci = s.split(oc, factor=knobs.oc_block)
+    outer = (b, oc, y) if knobs.outer_order == "oc_y" else (b, y, oc)
+    s.reorder(*outer, xo, oci, xi, o)
+    s.vectorize(o)
+    s.unroll(xi)
+    s.unroll(oci)
+    s.compute_at(conv, xo)
+    _, oc_t, _, x_t, o_t, rc, ry, rx, ri = s.get_loops(conv)[-9:]
+    reduce = (rc, ry, rx, ri) if knobs.reduce_order == "ic_kh_kw" else (ry, rx, rc, ri)
+    s.reorder(*reduce, x_t, oc_t, o_t)  # columns outside channel blocks, as above
+    s.unroll(x_t)
+    s.unroll(oc_t)
+    s.vectorize(o_t)
+    if knobs.unroll_kw:
+        s.unroll(rx)
+    fused = s.fuse(*outer)
+    if knobs.parallel:
+        s.parallel(fused)
+    s.compact_buffers()
     return s
 
 

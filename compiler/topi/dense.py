@@ -3,7 +3,10 @@
 ``dense`` takes the weights as stored by frameworks (``[N, K]``). ``dense_pack`` takes
 them packed to ``[ceil(N/b), K, b]`` (``layout.pack_dense_weight``, once at compile time),
 so ``b`` consecutive outputs are one contiguous weight vector: the schedule keeps
-``m_block x n_vectors`` vector accumulators in registers and streams the weights once.
+``m_block x n_vectors`` vector accumulators in registers.  With ``outer_order="n_m"`` the column
+panel of one tile (``K x n_vectors`` vectors) is the outer loop and every row tile reuses it from
+cache, so the weights stream from memory once however many rows there are (transformer
+activations: ~200 rows); ``"m_n"`` sweeps all the weights per row tile (best for a few rows).
 """
 from __future__ import annotations
 
@@ -44,13 +47,15 @@ def dense_pack(x: Tensor, packed: Tensor, out_features: int,
 class DenseKnobs:
     """``n_vector``: outputs per vector (the packing block for dense_pack);
     ``n_vectors``: vectors per register tile (independent FMA chains); ``m_block``: rows
-    per register tile; ``k_unroll``: unroll factor of the reduction loop; ``parallel``."""
+    per register tile; ``k_unroll``: unroll factor of the reduction loop; ``parallel``;
+    ``outer_order``: ``"m_n"`` (row tiles outermost) or ``"n_m"`` (column panels outermost)."""
 
     n_vector: int
     n_vectors: int = 4
     m_block: int = 1
     k_unroll: int = 4
     parallel: bool = True
+    outer_order: str = "m_n"
 
 
 def default_dense_knobs(out: Tensor, target: Target | None = None,
@@ -73,17 +78,20 @@ def schedule_dense(out: Tensor, knobs: DenseKnobs | None = None, s: Schedule | N
     m, n = const_shape(out)
     if m % knobs.m_block or knobs.n_vector < 1 or knobs.n_vectors < 1 or knobs.k_unroll < 1:
         raise TopiError(f"bad dense knobs {knobs} for output {m}x{n}")
+    if knobs.outer_order not in ("m_n", "n_m"):
+        raise TopiError(f"dense outer_order {knobs.outer_order!r} is not 'm_n' or 'n_m'")
     i, j, r = s.get_loops(out)
     io, ii = s.split(i, factor=knobs.m_block)
     jo, jv = s.split(j, factor=knobs.n_vector * knobs.n_vectors)
     jvo, jvi = s.split(jv, factor=knobs.n_vector)
     ro, ri = s.split(r, factor=knobs.k_unroll)
-    s.reorder(io, jo, ro, ri, ii, jvo, jvi)
+    outer = (io, jo) if knobs.outer_order == "m_n" else (jo, io)
+    s.reorder(*outer, ro, ri, ii, jvo, jvi)
     s.unroll(ri)
     s.unroll(ii)
     s.unroll(jvo)
     s.vectorize(jvi)
-    fused = s.fuse(io, jo)
+    fused = s.fuse(*outer)
     k = const_shape(out.op.input_tensors()[0])[1]
     if knobs.parallel and m * n * k >= PARALLEL_MIN_ELEMENTS * 4:
         s.parallel(fused)

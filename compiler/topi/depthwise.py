@@ -1,7 +1,10 @@
-"""Depthwise 2-D convolution, NCHW (data ``[N, C, H, W]``, weights ``[C, 1, KH, KW]``).
+"""Depthwise 2-D convolution: every channel is convolved with its own filter.
 
-Every channel is convolved with its own filter. The schedule vectorizes output columns
-and unrolls the kernel width; it is memory-bound, so there is no register tile.
+Two layouts: plain NCHW (data ``[N, C, H, W]``, weights ``[C, 1, KH, KW]``), whose schedule
+vectorizes output columns and unrolls the kernel width; and channel-blocked NCHWc (data
+``[N, C/cb, H, W, cb]``, weights ``[C/cb, KH, KW, cb]``), what the CPU graph uses between blocked
+convs, whose schedule vectorizes the channel block and keeps a tile of output columns in
+registers (strided convs vectorize as well as unit-stride ones, the channels being contiguous).
 """
 from __future__ import annotations
 
@@ -12,8 +15,9 @@ from ..codegen.llvm import Target
 from ..schedule import Schedule, create_schedule
 from ..te import ComputeOp, Tensor
 from .conv2d import pad_nchw
-from .conv2d_nchwc import _pair, conv_out_size
-from .utils import TopiError, const_shape, schedule_elementwise, vector_lanes
+from .conv2d_nchwc import _pair, conv_out_size, pad_nchwc
+from .utils import (TopiError, const_shape, largest_divisor, schedule_elementwise, vector_lanes,
+                    vector_registers)
 
 
 def depthwise_conv2d_nchw(data: Tensor, kernel: Tensor, stride: int | tuple[int, int] = 1,
@@ -66,6 +70,84 @@ def schedule_depthwise_conv2d_nchw(out: Tensor, knobs: DepthwiseKnobs | None = N
     xo, xi = s.split(x, factor=knobs.ow_vector)
     s.reorder(b, c, y, xo, ry, rx, xi)
     s.vectorize(xi)
+    if knobs.unroll_kw:
+        s.unroll(rx)
+    fused = s.fuse(b, c, y)
+    if knobs.parallel:
+        s.parallel(fused)
+    return s
+
+
+# ---- channel-blocked layout ---------------------------------------------------------------------
+def depthwise_conv2d_nchwc(data: Tensor, kernel: Tensor, stride: int | tuple[int, int] = 1,
+                           padding: int | tuple[int, int] = 0,
+                           name: str = "depthwise_conv2d_nchwc") -> Tensor:
+    """Depthwise conv of channel-blocked data ``[N, C/cb, H, W, cb]`` with weights ``[C/cb, KH, KW, cb]``:
+    ``out[n, c, y, x, i] = sum(pad(data)[n, c, y*sh+ky, x*sw+kx, i] * kernel[c, ky, kx, i])``.
+
+    The ``cb`` channels of one position are one vector, as in ``conv2d_nchwc``, so a depthwise
+    conv between two blocked convs needs no layout change."""
+    sh, sw = _pair(stride, "stride")
+    ph, pw = _pair(padding, "padding")
+    if sh == 0 or sw == 0:
+        raise TopiError("stride must be positive")
+    n, co, h, w, cb = const_shape(data)
+    kco, kh, kw, kcb = const_shape(kernel)
+    if (kco, kcb) != (co, cb):
+        raise TopiError(f"depthwise kernel must be [{co}, KH, KW, {cb}] for data {data.name} "
+                        f"{[n, co, h, w, cb]}, got {[kco, kh, kw, kcb]}: block both with the same channel block")
+    oh, ow = conv_out_size(h, kh, sh, ph), conv_out_size(w, kw, sw, pw)
+    padded = pad_nchwc(data, ph, pw, name=f"{name}_pad")
+    ry, rx = te.reduce_axis(kh, "ry"), te.reduce_axis(kw, "rx")
+    return te.compute((n, co, oh, ow, cb),
+                      lambda b, c, y, x, i: te.sum(padded[b, c, y * sh + ry, x * sw + rx, i] * kernel[c, ry, rx, i],
+                                                   axis=[ry, rx]),
+                      name=name)
+
+
+@dataclass(frozen=True)
+class DepthwiseNCHWcKnobs:
+    """``ow_block``: output columns per register tile (divides the output width; each column holds
+    the channel block's vectors); ``unroll_kw``: unroll the kernel width; ``parallel``: run channel
+    blocks x rows on all threads."""
+
+    ow_block: int
+    unroll_kw: bool = True
+    parallel: bool = True
+
+    def validate(self, out_width: int) -> None:
+        if self.ow_block < 1 or out_width % self.ow_block:
+            raise TopiError(f"ow_block {self.ow_block} must divide the output width {out_width}")
+
+
+def default_depthwise_nchwc_knobs(out: Tensor, target: Target | None = None) -> DepthwiseNCHWcKnobs:
+    """The widest column tile whose accumulators leave two registers for a weight and an input."""
+    _, _, _, ow, cb = const_shape(out)
+    vectors = max(1, -(-cb // vector_lanes(target)))
+    budget = max(1, (vector_registers(target) - 2 * vectors) // vectors)
+    kw = const_shape(out.op.input_tensors()[1])[2]
+    return DepthwiseNCHWcKnobs(ow_block=largest_divisor(ow, budget), unroll_kw=kw <= 7)
+
+
+def schedule_depthwise_conv2d_nchwc(out: Tensor, knobs: DepthwiseNCHWcKnobs | None = None,
+                                    s: Schedule | None = None, target: Target | None = None) -> Schedule:
+    """Register tile of ``ow_block`` columns x the channel vector; per kernel tap one weight
+    vector feeds ``ow_block`` FMAs with the inputs of those columns."""
+    s = s or create_schedule(out)
+    knobs = knobs or default_depthwise_nchwc_knobs(out, target)
+    knobs.validate(const_shape(out)[3])
+    pad = out.op.input_tensors()[0]
+    if isinstance(pad.op, ComputeOp):
+        pb, pc, py, _, pi = s.get_loops(pad)
+        s.vectorize(pi)
+        fused_pad = s.fuse(pb, pc, py)
+        if knobs.parallel:
+            s.parallel(fused_pad)
+    b, c, y, x, i, ry, rx = s.get_loops(out)
+    xo, xi = s.split(x, factor=knobs.ow_block)
+    s.reorder(b, c, y, xo, ry, rx, xi, i)
+    s.unroll(xi)
+    s.vectorize(i)
     if knobs.unroll_kw:
         s.unroll(rx)
     fused = s.fuse(b, c, y)

@@ -1,9 +1,13 @@
 """Max / average pooling and global pooling, in NCHW or NCHWc layout.
 
 In NCHWc the vectorized axis is the channel block (always contiguous, whatever the
-stride); in NCHW it is the output columns. Padding is a separate stage (``-inf`` for max,
-0 for average); average pooling divides by the window size (``count_include_pad``, the
-PyTorch default) or by the number of in-bounds elements.
+stride); in NCHW it is the output columns. Max pooling in NCHWc needs no padded copy: with the
+padding smaller than the window (checked) every window holds an element of the input, and clamping
+a tap outside the input to the nearest row/column repeats an element of the same window, which
+leaves the maximum unchanged (in NCHW a clamped column would turn the vector load into a gather, so
+it pads with ``-inf`` in a separate stage). Average pooling pads with 0 in a separate stage and
+divides by the window size (``count_include_pad``, the PyTorch default) or by the number of
+in-bounds elements.
 """
 from __future__ import annotations
 
@@ -18,6 +22,8 @@ from .conv2d_nchwc import _pair, conv_out_size
 from .utils import TopiError, const_shape, schedule_elementwise, vector_lanes
 
 _LAYOUTS = ("NCHW", "NCHWc")
+#: Marks the padding stage pool2d made (the pool schedule owns it; any other input stage is the caller's).
+_PAD_TAG = "pool_pad"
 
 
 def _spatial(layout: str, rank: int) -> int:
@@ -42,7 +48,7 @@ def _pad(data: Tensor, ph: int, pw: int, value: float, name: str) -> Tensor:
         src = i[:2] + (y - ph, x - pw) + i[4:]
         return te.if_then_else(inside, data[src], te.const(value, data.dtype))
 
-    return te.compute(out_shape, f, name=name)
+    return te.compute(out_shape, f, name=name, tag=_PAD_TAG)
 
 
 def pool2d(data: Tensor, kernel: int | tuple[int, int], stride: int | tuple[int, int] = 1,
@@ -62,10 +68,18 @@ def pool2d(data: Tensor, kernel: int | tuple[int, int], stride: int | tuple[int,
     h, w = shape[2], shape[3]
     oh, ow = conv_out_size(h, kh, sh, ph), conv_out_size(w, kw, sw, pw)
     name = name or f"{pool_type}_pool2d"
-    fill = float("-inf") if pool_type == "max" else 0.0
-    padded = _pad(data, ph, pw, fill, f"{name}_pad")
     ry, rx = te.reduce_axis(kh, "ry"), te.reduce_axis(kw, "rx")
     out_shape = shape[:2] + (oh, ow) + shape[4:]
+    if pool_type == "max" and layout == "NCHWc":
+        def clamped(v, pad: int, size: int):  # noqa: ANN001, ANN202 - te index expressions
+            return tir_op.min(tir_op.max(v - pad, 0), size - 1) if pad else v
+
+        def window_max(*i):  # noqa: ANN002, ANN202
+            src = i[:2] + (clamped(i[2] * sh + ry, ph, h), clamped(i[3] * sw + rx, pw, w)) + i[4:]
+            return te.max(data[src], axis=[ry, rx])
+
+        return te.compute(out_shape, window_max, name=name)
+    padded = _pad(data, ph, pw, float("-inf") if pool_type == "max" else 0.0, f"{name}_pad")
     reducer = te.max if pool_type == "max" else te.sum
 
     def window(*i):  # noqa: ANN002, ANN202
@@ -114,7 +128,7 @@ def schedule_pool(out: Tensor, knobs: PoolKnobs | None = None, s: Schedule | Non
     if out.op.input_tensors() and not getattr(out.op, "reduce_axis", ()):
         stages.insert(0, out.op.input_tensors()[0])  # the sum stage of an average
     pad = stages[0].op.input_tensors()[0]
-    if isinstance(pad.op, ComputeOp):
+    if isinstance(pad.op, ComputeOp) and pad.op.tag == _PAD_TAG:
         schedule_elementwise(s, pad, knobs.vector, knobs.parallel)
     for t in stages:
         if getattr(t.op, "reduce_axis", ()):

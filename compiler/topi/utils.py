@@ -6,7 +6,7 @@ from typing import Sequence
 
 
 from vdla_hw.errors import UnsupportedError
-from ..codegen.llvm import Target, host_target
+from ..codegen.llvm import Target, current_target
 from ..schedule import Schedule
 from ..te import Tensor
 from ..tir.ir import IntImm, PrimExpr, Var
@@ -38,8 +38,14 @@ def largest_divisor(n: int, at_most: int) -> int:
 
 
 def vector_lanes(target: Target | None, dtype_bits: int = 32) -> int:
-    """Lanes of one vector register of the target (the host by default)."""
-    return (target or host_target()).vector_lanes(dtype_bits)
+    """Lanes of one vector register of the target (by default the one being compiled for,
+    :func:`~compiler.codegen.llvm.current_target`)."""
+    return (target or current_target()).vector_lanes(dtype_bits)
+
+
+def vector_registers(target: Target | None) -> int:
+    """Architectural vector registers of the target (by default the one being compiled for)."""
+    return (target or current_target()).vector_registers
 
 
 def schedule_elementwise(s: Schedule, t: Tensor | str, lanes: int,

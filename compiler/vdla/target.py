@@ -14,11 +14,10 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Mapping
 
-from vdla_hw.config import RANGES, HwConfig, load_config
+from vdla_hw.config import HwConfig, load_config
 from vdla_hw.isa import MemType
 from vdla_hw.errors import UnsupportedError
 
-from compiler.tir import dtype
 
 SCOPE_INP = "vdla.inp"
 SCOPE_WGT = "vdla.wgt"
@@ -30,14 +29,6 @@ SCOPES = (SCOPE_INP, SCOPE_WGT, SCOPE_ACC, SCOPE_UOP)
 class CapacityError(UnsupportedError):
     """A schedule needs more of an on-chip buffer than the config provides."""
 
-
-def _has_int_type(bits: int) -> bool:
-    """Whether the compiler's IR has a signed integer type of ``bits`` bits."""
-    try:
-        dtype.split(f"int{bits}")
-    except ValueError:
-        return False
-    return True
 
 
 @dataclass(frozen=True)
@@ -112,19 +103,6 @@ class VdlaTarget:
             return self.scopes[name]
         except KeyError:
             raise ValueError(f"{name!r} is not a VDLA memory scope; scopes: {', '.join(SCOPES)}") from None
-
-    def check_data_widths(self) -> None:
-        """Raise :class:`UnsupportedError` naming the config field of a data width the compiler cannot
-        express (its integer types are 8, 16, 32 and 64 bits wide)."""
-        c = self.config
-        for field, bits in (("log_inp_width", c.inp_width), ("log_wgt_width", c.wgt_width),
-                            ("log_acc_width", c.acc_width), ("log_out_width", c.out_width)):
-            if not _has_int_type(bits):
-                lo, hi = RANGES[field]
-                ok = [v for v in range(lo, hi + 1) if _has_int_type(1 << v)]
-                raise UnsupportedError(
-                    f"config {c.name!r}: {field} = {getattr(c, field)} gives {bits}-bit values, which the VDLA "
-                    f"compiler has no integer type for", hint=f"set {field} to one of {ok}")
 
     @property
     def out_dtype(self) -> str:

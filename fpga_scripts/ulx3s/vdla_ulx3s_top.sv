@@ -21,6 +21,7 @@ module vdla_ulx3s_top #(
   parameter int    INSN_ADDR = 0,                  // byte address of the first instruction
   parameter int    INSN_COUNT = 1,
   parameter int    TIMEOUT_CYCLES = 1 << 24,
+  parameter logic [31:0] BUILD_ID = '0,             // the bitstream's build id (bitstream.json)
   parameter DRAM_FILE = "selftest_dram.hex",
   parameter EXPECT_FILE = "selftest_expect.hex"
 ) (
@@ -61,7 +62,7 @@ module vdla_ulx3s_top #(
   logic [AXI_DATA_WIDTH/8-1:0] m_wstrb;
 
   /* verilator lint_off PINCONNECTEMPTY */  // IDs, sizes and burst types are fixed by vdla_top
-  vdla_top u_vdla (
+  vdla_top #(.BUILD_ID(BUILD_ID)) u_vdla (
     .clk, .rst_n,
     .s_axil_awaddr(awaddr), .s_axil_awvalid(awvalid), .s_axil_awready(awready),
     .s_axil_wdata(wdata), .s_axil_wstrb(4'hf), .s_axil_wvalid(wvalid), .s_axil_wready(wready),

@@ -60,6 +60,8 @@ set clock_actual [get_property CONFIG.$vdla_ps_actual_clock_prop $ps]
 puts "VDLA: fabric clock requested $vdla_clock_mhz MHz, the PS gives $clock_actual MHz"
 
 set accel [create_bd_cell -type module -reference $vdla_wrapper_top vdla]
+# The build id of bitstream.json: the driver reads it back from the BUILD_ID register.
+set_property CONFIG.BUILD_ID $vdla_build_id $accel
 set rst [create_bd_cell -type ip -vlnv xilinx.com:ip:proc_sys_reset rst]
 # SmartConnects convert the protocol (GP/HP ports of the Zynq-7000 are AXI3), the data width and
 # (control side) AXI4 to AXI4-Lite.

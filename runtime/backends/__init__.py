@@ -26,6 +26,7 @@ BACKENDS: dict[str, str] = {
     "fsim": "runtime.backends.fsim:FsimBackend",
     "cycle": "runtime.backends.cycle:CycleBackend",
     "rtl": "runtime.backends.rtl:RtlBackend",
+    "fpga": "runtime.backends.fpga:FpgaBackend",
 }
 """Backend name -> ``"module:Class"``, imported on first use."""
 

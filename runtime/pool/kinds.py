@@ -10,11 +10,13 @@ resources, so the stock Dask scheduler places jobs (nothing project-specific run
 - ``vdla-fsim``, ``vdla-cycle`` -- the functional and cycle models (pure Python).
 - ``vdla-rtl-<digest>`` -- the Verilated RTL of the config whose
   :attr:`~vdla_hw.config.HwConfig.digest` is ``<digest>``.
-- ``fpga-<board>-<digest>`` -- a board loaded with that config's bitstream.
+- ``fpga-<board>-<digest>`` -- a board loaded with that config's bitstream. A board worker
+  (:mod:`runtime.pool.board`) advertises it once ``vdla fpga deploy`` has loaded and checked a
+  bitstream; it is not a ``--device``.
 
 On the command line a worker's device is written ``KIND[=N]`` (N concurrent jobs);
-``vdla-rtl`` and ``fpga-<board>`` take a config as ``@CONFIG`` (a preset name or a JSON
-path; default: the ``default`` preset), e.g. ``vdla-rtl@small=2``.
+``vdla-rtl`` takes a config as ``@CONFIG`` (a preset name or a JSON path; default: the
+``default`` preset), e.g. ``vdla-rtl@tiny=2``.
 """
 
 from __future__ import annotations
@@ -99,16 +101,15 @@ def backend_of(kind: str) -> str:
 
 @dataclass(frozen=True)
 class DeviceSpec:
-    """One ``--device KIND[=N]`` of a worker: the kind, its concurrency and (rtl/fpga) its config."""
+    """One ``--device KIND[=N]`` of a worker: the kind, its concurrency and (rtl) its config."""
 
     kind: str
     slots: int
     config: HwConfig | None = None
-    board: str | None = None
 
 
 def _config_for(kind: str, named: str | None) -> HwConfig:
-    """The config a ``vdla-rtl``/``fpga`` spec names: ``@CONFIG``, or a digest matched against the presets."""
+    """The config a ``vdla-rtl`` spec names: ``@CONFIG``, or a digest matched against the presets."""
     if named is not None:
         return load_config(named)
     m = re.search(r"-([0-9a-f]{12})$", kind)
@@ -139,12 +140,12 @@ def parse_device(spec: str, default_slots: int) -> DeviceSpec:
     if kind == "vdla-rtl" or kind.startswith("vdla-rtl-"):
         cfg = _config_for(kind, config if at else None)
         return DeviceSpec(rtl_kind(cfg), slots, cfg)
-    m = re.fullmatch(r"fpga-([a-z0-9_]+)(?:-[0-9a-f]{12})?", kind)
-    if m:
-        cfg = _config_for(kind, config if at else None)
-        return DeviceSpec(fpga_kind(m.group(1), cfg), slots, cfg, m.group(1))
-    raise KindError(f"unknown device {spec!r}; use cpu, vdla-fsim, vdla-cycle, vdla-rtl[@CONFIG] or "
-                    "fpga-<board>[@CONFIG], each optionally =N")
+    if kind.startswith("fpga"):
+        raise KindError(f"device {spec!r}: a board is offered by a board worker once a bitstream is deployed and "
+                        "checked, not by --device", hint="vdla pool worker ADDR --board B, then vdla fpga deploy "
+                        "--board B --bitstream DIR --pool ADDR")
+    raise KindError(f"unknown device {spec!r}; use cpu, vdla-fsim, vdla-cycle or vdla-rtl[@CONFIG], each optionally "
+                    "=N (boards: vdla pool worker --board B)")
 
 
 def worker_resources(devices: list[DeviceSpec], cpu_features: frozenset[str]) -> dict[str, float]:
@@ -160,8 +161,11 @@ def worker_resources(devices: list[DeviceSpec], cpu_features: frozenset[str]) ->
 
 
 def kinds_of(resources: dict[str, float]) -> list[str]:
-    """The device kinds a worker's resources stand for, ``cpu-<feature>`` folded into ``cpu``."""
-    return sorted(k for k in resources if not k.startswith("cpu-"))
+    """The device kinds a worker's resources stand for, ``cpu-<feature>`` folded into ``cpu``.
+
+    A kind at 0 was withdrawn (a board worker replacing its bitstream; Dask cannot drop a resource).
+    """
+    return sorted(k for k, v in resources.items() if not k.startswith("cpu-") and v > 0)
 
 
 def satisfies(resources: dict[str, float], need: dict[str, float]) -> bool:

@@ -115,8 +115,13 @@ def run_scheduler(host: str = "127.0.0.1", port: int = DEFAULT_PORT, security: S
 
 def run_worker(scheduler: str, devices: list[DeviceSpec], *, nthreads: int, name: str | None = None,
                host: str | None = None, security: Security | None = None,
-               on_ready: Callable[[str], None] = print) -> None:
-    """Run a Dask worker offering ``devices`` until SIGINT/SIGTERM (or its scheduler is gone for good)."""
+               on_ready: Callable[[str], None] = print,
+               dynamic: Callable[[], dict[str, float]] = dict) -> None:
+    """Run a Dask worker offering ``devices`` until SIGINT/SIGTERM (or its scheduler is gone for good).
+
+    ``dynamic()`` adds resources that change while the worker runs (a board worker's current
+    bitstream): a worker that rejoins a restarted scheduler joins with their values then.
+    """
     scheduler_host = scheduler.split("://")[-1].rsplit(":", 1)[0]
     if host is None:
         host = "127.0.0.1" if is_loopback(scheduler_host) else None
@@ -127,8 +132,8 @@ def run_worker(scheduler: str, devices: list[DeviceSpec], *, nthreads: int, name
                          hint="pass --certs DIR --node NAME (see vdla pool certs)")
     protocol = "tls" if security is not None else "tcp"
     res = resources(devices)
-    asyncio.run(_serve(lambda: Worker(scheduler, nthreads=nthreads, resources=res, name=name, host=host,
-                                      security=security, protocol=protocol, dashboard=False,
+    asyncio.run(_serve(lambda: Worker(scheduler, nthreads=nthreads, resources={**res, **dynamic()}, name=name,
+                                      host=host, security=security, protocol=protocol, dashboard=False,
                                       dashboard_address="127.0.0.1:0"), on_ready, rejoin=True))
 
 

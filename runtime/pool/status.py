@@ -8,6 +8,7 @@ from typing import Any
 import cloudpickle
 from distributed import Client
 
+from runtime.pool.board import board_info
 from runtime.pool.jobs import RECENT_S, job_counts
 from runtime.pool.kinds import kinds_of
 
@@ -31,6 +32,7 @@ def pool_status(client: Client) -> dict[str, Any]:
     finally:
         cloudpickle.unregister_pickle_by_value(module)
     counts = client.run(job_counts)
+    boards = client.run(board_info, on_error="return")  # a stock Dask worker without this project: no board
     workers = []
     for addr, w in sorted(info.get("workers", {}).items()):
         resources = w.get("resources") or {}
@@ -41,6 +43,7 @@ def pool_status(client: Client) -> dict[str, Any]:
             "cpu_features": sorted(k[4:] for k in resources if k.startswith("cpu-")),
             "running": queues["processing"].get(addr, 0),
             "jobs_total": c.get("jobs_total", 0), "jobs_per_s": c.get("jobs_per_s", 0.0),
+            "board": boards.get(addr) if isinstance(boards.get(addr), dict) else None,
         })
     return {"scheduler": info.get("address"), "dashboard": _dashboard(client, info), "workers": workers,
             "waiting_for_a_worker": queues["waiting_for_a_worker"], "recent_window_s": RECENT_S}
@@ -72,6 +75,12 @@ def format_status(status: dict[str, Any]) -> str:
         if w["cpu_features"]:
             simd = [f for f in w["cpu_features"] if f.startswith(("avx", "sse4", "fma", "neon", "sve", "asimd"))]
             lines.append(f"{w['name']}: cpu features {' '.join(simd)} (+{len(w['cpu_features']) - len(simd)} more)")
+    for w in status["workers"]:
+        if w["board"]:
+            b = w["board"]
+            lines.append(f"{w['name']}: {'emulated ' if b['emulate'] else ''}board {b['board']}, "
+                         + (f"bitstream of config {b['config']!r} checked" if b["kind"]
+                            else "no bitstream (vdla fpga deploy loads one)"))
     dash = status["dashboard"]
     lines.append(f"dashboard: {dash}" if dash else "dashboard: not served (start the scheduler with bokeh installed "
                  "and --dashboard HOST:PORT)")

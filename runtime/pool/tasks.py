@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
+import re
 from typing import Any, Callable
 
 from runtime.backends import run as run_program
+from runtime.pool.board import run_on_board
+from runtime.pool.bundle import board_key
+from runtime.pool.errors import NoDeviceError
 from runtime.pool.kinds import backend_kind
 from runtime.program import Program
 from runtime.result import RunResult
+from vdla_hw.config import HwConfig
 from vdla_hw.errors import UsageError
 
 FILE_OPTIONS = ("trace", "plot", "fst")
@@ -32,8 +37,12 @@ def submit_program(executor: Any, program: Program, backend: str, *, board: str 
     if files:
         raise UsageError(f"option(s) {files} write files, which a pool run would leave on the worker",
                          hint="run without --pool to get the file on this machine")
+    if backend == "fpga":
+        board = board_key(board) if board else fpga_board(executor, program.config)
     kind = backend_kind(backend, program.config, board)
-    remote = executor.submit(run_on_backend, program, backend, dict(options), device_kind=kind, timeout_s=timeout_s)
+    # A board worker runs the bitstream it checked at deploy time, not whatever the fpga backend would open.
+    job = run_on_board if backend == "fpga" else run_on_backend
+    remote = executor.submit(job, program, backend, dict(options), device_kind=kind, timeout_s=timeout_s)
     result: cf.Future[RunResult] = cf.Future()
     result.set_running_or_notify_cancel()
 
@@ -49,11 +58,41 @@ def submit_program(executor: Any, program: Program, backend: str, *, board: str 
     return result
 
 
+def fpga_board(executor: Any, cfg: HwConfig) -> str:
+    """The board of the pool loaded with ``cfg``'s bitstream, when exactly one board is."""
+    kind = re.compile(rf"fpga-([a-z0-9_]+)-{cfg.digest}")
+    workers = executor.workers(refresh=True)
+    boards = sorted({m.group(1) for w in workers.values() for k, v in (w.get("resources") or {}).items()
+                     if v > 0 and (m := kind.fullmatch(k))})
+    if len(boards) == 1:
+        return boards[0]
+    if boards:
+        raise UsageError(f"boards {', '.join(boards)} of the pool are loaded with config {cfg.label()}: "
+                         "say which one to use", hint=f"pass --board, e.g. --board {boards[0]}")
+    from runtime.pool.executor import describe_workers
+
+    raise NoDeviceError(f"no board of the pool at {executor.address} is loaded with config {cfg.label()}; workers "
+                        f"present: {describe_workers(workers)}",
+                        hint=f"deploy a bitstream built for it: vdla fpga deploy --board B --bitstream DIR "
+                             f"--pool {executor.address}")
+
+
 def pool_runner(executor: Any, *, board: str | None = None,
                 timeout_s: float | None = None) -> Callable[..., RunResult]:
-    """A drop-in for :func:`runtime.backends.run` that runs each program on the pool (for the graph executor)."""
+    """A drop-in for :func:`runtime.backends.run` that runs each program on the pool (for the graph executor).
+
+    With the ``fpga`` backend and no ``board``, the programs run on the one board of the pool loaded
+    with their config (looked up once per config).
+    """
+    boards: dict[str, str] = {}
 
     def run(program: Program, backend: str = "fsim", **options: Any) -> RunResult:
-        return submit_program(executor, program, backend, board=board, timeout_s=timeout_s, **options).result()
+        where = board
+        if backend == "fpga" and where is None:
+            digest = program.config.digest
+            if digest not in boards:
+                boards[digest] = fpga_board(executor, program.config)
+            where = boards[digest]
+        return submit_program(executor, program, backend, board=where, timeout_s=timeout_s, **options).result()
 
     return run

@@ -6,9 +6,11 @@ import json
 
 import numpy as np
 import pytest
+
 from compiler.autotune.database import ApplyBest, Database, Record, read_log
 from compiler.autotune.executor import LocalExecutor
 from compiler.autotune.measure import Measurer
+from compiler.autotune.space import Config, ConfigSpace
 from compiler.autotune.task import Task, make_task
 from compiler.autotune.template import template_for
 from compiler.autotune.tuner import TUNERS, XGBTuner, make_tuner, tune_task
@@ -53,12 +55,30 @@ def test_apply_best_gives_the_best_knobs_and_names_fallbacks(vdla_task: Task, hw
     assert apply.query("conv2d_nchwc", {"n": 1}) is None  # a CPU kernel of a VDLA model: not this target's task
 
 
-@pytest.mark.parametrize("name", TUNERS)
+def _restricted(template, keep: int):  # type: ignore[no-untyped-def]
+    """``template`` with only ``keep`` of its legal configs left legal (a small space)."""
+    space = template.space
+    members = set(space.legal_indices()[::3][:keep])
+
+    def legal(c: Config) -> None:
+        if space.index_of(c) not in members:
+            raise ValueError("outside the subset")
+
+    template._space = ConfigSpace(space.axes, legal)
+    return template
+
+
+@pytest.mark.parametrize("name", TUNERS + ("xgb-whole",))
 def test_tuners_propose_unique_legal_unvisited_configs(name: str, vdla_task: Task, hw_config: dict) -> None:
     template = template_for(vdla_task, hw_config)
-    tuner = make_tuner(name, template, seed=1)
+    if name == "xgb-whole":
+        template = _restricted(template, 40)
+    tuner = make_tuner(name.split("-")[0], template, seed=1)
     if isinstance(tuner, XGBTuner):
         tuner.sa_steps = 4  # keeps the test short; the walk itself is what is exercised
+        # "xgb" walks with annealing; "xgb-whole" has a space small enough to be scored whole.
+        tuner.exhaustive = 64 if name == "xgb-whole" else 0
+        assert (tuner.small_space() is None) == (name == "xgb")
     legal = set(template.space.legal_indices())
     first = tuner.next_batch(6)
     assert len(first) == len(set(first)) == 6 and set(first) <= legal
@@ -73,7 +93,7 @@ def test_xgb_learns_from_similar_tasks_before_measuring(vdla_task: Task, hw_conf
     other = make_task("vdla_conv2d", dict(small_vdla_conv, oc=64))
     transfer = [_record(other, hw_config, k, 100.0 + k) for k in range(8)]
     template = template_for(vdla_task, hw_config)
-    tuner = XGBTuner(template, seed=0, transfer=transfer, sa_steps=6)
+    tuner = XGBTuner(template, seed=0, transfer=transfer, sa_steps=6, exhaustive=0)
     assert tuner.model is not None
     batch = tuner.next_batch(4)
     assert len(set(batch)) == 4

@@ -10,7 +10,7 @@ import pytest
 from compiler.autotune.executor import JobTimeout, LocalExecutor, WorkerDied
 from compiler.autotune.measure import MeasureOptions, Measurer, Status
 from compiler.autotune.space import Config
-from compiler.autotune.task import Task
+from compiler.autotune.task import Task, make_task
 
 
 def _sleep(seconds: float) -> float:
@@ -36,6 +36,24 @@ def test_cpu_configs_are_checked_and_timed(cpu_task: Task, executor: LocalExecut
         assert r.status == Status.OK, r.detail
         assert len(r.costs) == 3 and 0 < r.cost < 1.0
         assert "relative error" in r.detail
+
+
+@pytest.mark.parametrize("kind, workload", [
+    ("depthwise_conv2d_nchwc", {"n": 1, "c_outer": 2, "h": 9, "w": 12, "c_block": 16, "kh": 3, "kw": 3,
+                                "stride_h": 2, "stride_w": 2, "pad_h": 1, "pad_w": 1}),
+    ("dense_pack", {"m": 12, "k": 40, "n": 48, "n_block": 16}),
+])
+def test_depthwise_and_dense_spaces_measure_correct_programs(kind: str, workload: dict, executor: LocalExecutor
+                                                             ) -> None:
+    """The blocked depthwise and the packed dense (both outer orders) spaces: default and the first
+    and last legal configs build, run and match NumPy."""
+    m = Measurer(make_task(kind, workload), executor, MeasureOptions(repeats=1))
+    space = m.template.space
+    assert space.why_illegal(m.template.default()) is None
+    legal = space.legal_indices()
+    configs = [m.template.default(), space.get(legal[0]), space.get(legal[-1])]
+    for r in m.measure(configs):
+        assert r.status == Status.OK, (r.config, r.detail)
 
 
 def test_vdla_configs_are_measured_in_cycles_and_invalid_ones_never_built(vdla_task: Task, hw_config: dict,

@@ -34,9 +34,10 @@ def _blocked_net(pool: str, count_include_pad: bool) -> Graph:
 
 @pytest.mark.parametrize(("pool", "count_include_pad"), [("max_pool2d", False), ("avg_pool2d", False),
                                                          ("avg_pool2d", True)])
-def test_blocked_convs_pools_and_elementwise_match_the_reference(pool: str, count_include_pad: bool) -> None:
+def test_blocked_convs_pools_and_elementwise_match_the_reference(pool: str, count_include_pad: bool,
+                                                                  cpu_target: str) -> None:
     graph = _blocked_net(pool, count_include_pad)
-    compiled = build_model(graph, target="llvm")
+    compiled = build_model(graph, target="llvm", cpu_target=cpu_target)
     compiled.module.set_num_threads(1)
     transforms = [n for n in compiled.graph.nodes if n.op == "fused"
                   for m in n.attrs["body"].nodes if m.op == "layout_transform"]

@@ -1,9 +1,10 @@
 """Every backend detects the same program faults, with the same error class, naming the same instruction.
 
 Each fault is a small program built with :class:`ProgramBuilder` whose faulting instruction
-is not the first one; it runs on fsim, cycle and rtl (the tiny config: one cached Verilator
-build serves every case). The rtl backend finds memory faults with its functional pre-check
-and deadlocks and watchdog expiry on the design itself (docs/rtl.md, "Faults").
+is not the first one; it runs on fsim, cycle, rtl and fpga (the emulated board; the tiny config:
+one cached Verilator build per backend serves every case). The rtl backend finds memory faults
+with its functional pre-check and deadlocks and watchdog expiry on the design itself
+(docs/rtl.md, "Faults"); the fpga backend's pre-check also refuses deadlocks (docs/fpga.md).
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ from vdla_hw.config import HwConfig, load_config
 from vdla_hw.errors import ProgramFaultError
 from vdla_hw.isa import INSN_BYTES, AluOp, MemType, Uop, opcode_of
 
-BACKENDS = ("fsim", "cycle", "rtl")
+BACKENDS = ("fsim", "cycle", "rtl", "fpga")
+_ON_BOARD = {"fpga": {"emulate": True}}
+"""Options that put a backend on the machine here: the fpga backend on the emulated board (the RTL)."""
 
 
 @pytest.fixture(scope="module")
@@ -170,13 +173,14 @@ FAULTS: dict[str, Fault] = {
 }
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("name", list(FAULTS))
+# The fpga backend's watchdog is wall-clock time on a board whose driver cannot see which
+# instruction each module is on; tests/fpga/test_fpga_backend.py tests it on a program that never ends.
+@pytest.mark.parametrize("name,backend", [(n, b) for n in FAULTS for b in BACKENDS if (n, b) != ("watchdog", "fpga")])
 def test_backends_agree_on_fault(cfg: HwConfig, name: str, backend: str) -> None:
     fault = FAULTS[name]
     program = fault.build(cfg)
     with pytest.raises(fault.error) as info:
-        run(program, backend, **fault.options(backend))
+        run(program, backend, **fault.options(backend), **_ON_BOARD.get(backend, {}))
     text = str(info.value)
     assert fault.fragment in text
     if fault.index >= 0:  # the instruction's index, then its disassembly (or the undecodable word)
@@ -185,7 +189,9 @@ def test_backends_agree_on_fault(cfg: HwConfig, name: str, backend: str) -> None
     else:  # the watchdog names where the machine was, which differs by backend but is an instruction
         assert "instruction " in text
     # The RTL detects deadlocks and its watchdog itself; memory faults only through the pre-check.
-    found_by_precheck = backend == "rtl" and fault.error in (MemoryAccessError, UninitializedReadError)
+    # A board would hang on a deadlock until the next bitstream load: the fpga pre-check refuses it.
+    found_by_precheck = (backend == "rtl" and fault.error in (MemoryAccessError, UninitializedReadError)) or (
+        backend == "fpga" and fault.error in (MemoryAccessError, UninitializedReadError, DeadlockError))
     assert ("functional pre-check" in text) == found_by_precheck
 
 
@@ -194,7 +200,7 @@ def test_fault_free_program_runs_everywhere(cfg: HwConfig, backend: str) -> None
     """The programs above differ from a correct one by a single change: the correct one runs
     on every backend with the same result, so the faults are what each backend rejects."""
     program = _gemm_program(cfg)
-    np.testing.assert_array_equal(run(program, backend).dram, run(program, "fsim").dram)
+    np.testing.assert_array_equal(run(program, backend, **_ON_BOARD.get(backend, {})).dram, run(program, "fsim").dram)
 
 
 def test_zeroed_sram_opt_in_accepts_unwritten_reads(cfg: HwConfig) -> None:

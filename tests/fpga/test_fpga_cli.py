@@ -97,6 +97,7 @@ def test_boards_lists_every_board(capsys):
     out = capsys.readouterr().out
     for board in BOARDS.values():
         assert board.name in out and board.part in out
+    assert "53,200 LUTs, 106,400 FFs, 220 DSPs, 140 BRAM36 (xc7)" in out  # the PYNQ-Z2's Zynq-7020
 
 
 def test_ulx3s_no_run_writes_the_self_test_top_its_constraints_and_ram_images(tmp_path, capsys):

@@ -17,6 +17,8 @@ from vivado_stub import VivadoStub
 from vdla_hw import regmap
 from vdla_hw.config import load_config
 from vdla_hw.fpga.boards import BOARDS, Board
+from vdla_hw.fpga.flow import build_bitstream
+from vdla_hw.fpga.manifest import choose_build_id, read_manifest
 from vdla_hw.fpga.vivado import board_tcl, write_project
 from vdla_hw.fpga.wrapper import CTRL_INTF, MEM_INTF, WRAPPER_TOP, generate_wrapper
 from vdla_hw.gen_sv import generate_package
@@ -165,3 +167,26 @@ def test_docs_board_table_matches_the_board_table():
         base = f"0x{board.ps.reg_base >> 16:04X}_{board.ps.reg_base & 0xFFFF:04X}"
         row = f"| `{board.name}` | {board.part} | `{board.ps.ip}` | {board.ps.gp_intf}, {base} | {board.ps.hp_intf} ("
         assert row in doc, row
+
+
+@pytest.mark.parametrize("board", ZYNQ_BOARDS, ids=lambda b: b.name)
+def test_the_build_id_of_the_manifest_reaches_the_accelerator_cell(board: Board, tmp_path: Path):
+    """``vdla fpga build`` picks the build id, records it in bitstream.json and sets it on the block
+    design's cell, whose wrapper hands it to vdla_top's BUILD_ID parameter."""
+    result = build_bitstream(board.name, "tiny", tmp_path / "proj", run=False)
+    manifest = read_manifest(tmp_path / "proj")
+    assert manifest.build_id == result.build_id == choose_build_id(board, load_config("tiny")) != 0
+    assert (manifest.board, manifest.config, manifest.files) == (board.name, "tiny", {})
+    stub = VivadoStub(tmp_path / "proj")
+    stub.source(tmp_path / "proj" / "build.tcl")
+    assert ("CONFIG.BUILD_ID", str(manifest.build_id), "vdla") in [c.args for c in stub.named("set_property")]
+    wrapper = (tmp_path / "proj" / "src" / f"{WRAPPER_TOP}.v").read_text()
+    assert "parameter [31:0] BUILD_ID" in wrapper and "vdla_top #(.BUILD_ID(BUILD_ID)) u_vdla" in wrapper
+
+
+def test_the_build_id_follows_the_sources_and_the_config():
+    board = BOARDS["pynq-z2"]
+    tiny, default = load_config("tiny"), load_config("default")
+    assert choose_build_id(board, tiny) == choose_build_id(board, tiny)
+    ids = {choose_build_id(board, tiny), choose_build_id(board, default), choose_build_id(BOARDS["zcu104"], tiny)}
+    assert len(ids) == 3

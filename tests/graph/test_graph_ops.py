@@ -94,3 +94,24 @@ def test_avg_pool_ceil_mode_divisors() -> None:
     assert out[0, 0, 0, 0] == pytest.approx(0.25)  # 1 real of 4 counted positions
     exclude = get_op("avg_pool2d").reference([x], attrs.replace(count_include_pad=False))
     np.testing.assert_allclose(exclude, 1.0)
+
+
+def test_matmul_type_follows_numpy_shape_rules() -> None:
+    """The matmul relation derives shapes by NumPy's rules (1-D operands, broadcast batches) and
+    rejects what np.matmul rejects, from the shapes alone."""
+    import itertools
+
+    from compiler.graph.errors import TypeInferenceError
+    from compiler.graph.ir import TensorType
+
+    shapes = [(3,), (4,), (2, 3), (3, 4), (5, 3, 4), (1, 3, 4), (2, 1, 3, 4), (5, 4, 3), (7, 1, 4, 3), (3, 1)]
+    relation = get_op("matmul").relation
+    for a, b in itertools.product(shapes, repeat=2):
+        types = [TensorType(a, "float32"), TensorType(b, "float32")]
+        try:
+            want = np.matmul(np.zeros(a), np.zeros(b)).shape
+        except ValueError:
+            with pytest.raises(TypeInferenceError, match="not compatible"):
+                relation(types, Attrs({}))
+            continue
+        assert relation(types, Attrs({})).shape == want, (a, b)

@@ -12,6 +12,7 @@ from compiler.graph.passes import (
     run_planned,
 )
 from compiler.graph.vdla_rules import ALU_OPS
+from compiler.vdla.topi.reference import dense_reference
 from helpers import conv_net, rand
 from runtime.workloads import reference_output
 
@@ -105,7 +106,7 @@ def test_quantized_dense_is_exactly_the_vdla_gemm_bias_relu_requantize() -> None
     y = b.op("dense", [x, b.const(rand(rng, (32, 64), 0.1)), b.const(rand(rng, (32,), 0.1))], "fc")
     g = b.build([b.op("relu", [y], "act")])
     feed = {"x": rand(rng, (16, 64))}
-    q = quantize(g, [feed], skip_first_conv=False)
+    q = quantize(g, [feed], skip_first_conv=False, per_channel=False)
     values = run_all(q, feed)
     node = {n.op: n for n in q.nodes}
     a, w, bias = values[node["dense"].inputs[0]], values[node["dense"].inputs[1]], values[node["dense"].inputs[2]]
@@ -113,6 +114,33 @@ def test_quantized_dense_is_exactly_the_vdla_gemm_bias_relu_requantize() -> None
     got = values[node["cast"].name]
     np.testing.assert_array_equal(got, reference_output(CFG, a, w.T, bias, shift))  # the runtime's VDLA reference
     assert node["dense"].type.dtype == "int32" and got.dtype == np.int8
+
+
+def test_per_channel_dense_is_exactly_the_vdla_gemm_bias_relu_multiplier_requantize() -> None:
+    rng = np.random.default_rng(3)
+    b = GraphBuilder()
+    x = b.input("x", (16, 64), "float32")
+    w = rand(rng, (32, 64), 0.1) * np.geomspace(0.01, 10, 32, dtype=np.float32)[:, None]  # channel ranges differ 1000x
+    y = b.op("dense", [x, b.const(w), b.const(rand(rng, (32,), 0.1))], "fc")
+    g = b.build([b.op("relu", [y], "act")])
+    feed = {"x": rand(rng, (16, 64))}
+    q = quantize(g, [feed], skip_first_conv=False)
+    values = run_all(q, feed)
+    node = {n.op: n for n in q.nodes}
+    a, wq, bias = (values[i] for i in node["dense"].inputs)
+    m = values[node["multiply"].inputs[1]].reshape(-1)
+    assert m.dtype == np.int32 and len(set(m.tolist())) > 16  # one multiplier per channel
+    got = values[node["cast"].name]
+    want = dense_reference(a, wq, bias, node["right_shift"].attrs["shift"], True, multiplier=m)
+    np.testing.assert_array_equal(got, want)  # the topi reference of the VDLA epilogue with a multiplier
+    # Per-channel weight scales keep the small channels' weights that one power-of-two scale for the
+    # whole tensor rounds coarsely: the output's SQNR is higher.
+    ref = run_graph(g, feed)[0]
+    sqnr = {}
+    for pc in (False, True):
+        noise = run_graph(quantize(g, [feed], skip_first_conv=False, per_channel=pc), feed)[0] - ref
+        sqnr[pc] = 10 * np.log10(np.sum(ref ** 2) / np.sum(noise ** 2))
+    assert sqnr[True] > sqnr[False] + 2
 
 
 def test_quantize_keeps_the_first_conv_float_on_request(net) -> None:

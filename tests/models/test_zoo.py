@@ -16,8 +16,9 @@ from zoo import EXPORTERS, FAMILIES, MODELS, check_model
 MATRIX_MODELS = ("resnet18", "mobilenet_v3_small", "vit_b_16")
 
 
-def _assert_matches(name: str, exporter: str, size: int, batch: int = 1, opset: int | None = None) -> None:
-    match = check_model(name, exporter, size, batch, opset)
+def _assert_matches(name: str, exporter: str, size: int, batch: int = 1, opset: int | None = None,
+                    family: bool = False) -> None:
+    match = check_model(name, exporter, size, batch, opset, family)
     assert match.max_abs_ref > 0, "a zero output compares nothing"
     assert match.max_abs_err <= 1e-4 * match.max_abs_ref, match
     assert match.top5_equal, match
@@ -25,12 +26,12 @@ def _assert_matches(name: str, exporter: str, size: int, batch: int = 1, opset: 
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_family_torchscript_export(family: str) -> None:
-    _assert_matches(family, "torchscript", 32)
+    _assert_matches(family, "torchscript", 32, family=True)
 
 
 @pytest.mark.parametrize("family", ["vit", "mobilenet_v3"])
 def test_family_dynamo_export(family: str) -> None:
-    _assert_matches(family, "dynamo", 32)
+    _assert_matches(family, "dynamo", 32, family=True)
 
 
 @pytest.mark.slow

@@ -73,11 +73,12 @@ def _family_model(family: str, image_size: int) -> torch.nn.Module:
     raise ValueError(f"unknown family {family!r}; use one of {FAMILIES}")
 
 
-def make_model(name: str, seed: int = 0, image_size: int | None = None) -> torch.nn.Module:
-    """``name`` (a zoo model or a family) with seeded random weights and randomized BatchNorm statistics, in eval mode."""
+def make_model(name: str, seed: int = 0, image_size: int | None = None, family: bool = False) -> torch.nn.Module:
+    """``name`` (a zoo model, or with ``family`` a family's small member: ``mobilenet_v2`` is both) with
+    seeded random weights and randomized BatchNorm statistics, in eval mode."""
     tv = import_torchvision()
     torch.manual_seed(seed)
-    if name in FAMILIES:
+    if family:
         model = _family_model(name, image_size or 32).eval()
     else:
         kwargs: dict = {"weights": None}
@@ -146,8 +147,9 @@ def compare(model: onnx.ModelProto, x: np.ndarray) -> Match:
     return Match(float(np.abs(got - want).max()), float(np.abs(want).max()), bool((top == ref_top).all()))
 
 
-def check_model(name: str, exporter: str, size: int, batch: int = 1, opset: int | None = None) -> Match:
-    """Build, export, compile and compare one zoo model."""
-    model = make_model(name, image_size=size)
+def check_model(name: str, exporter: str, size: int, batch: int = 1, opset: int | None = None,
+                family: bool = False) -> Match:
+    """Build, export, compile and compare one zoo model (or with ``family``, a family's small member)."""
+    model = make_model(name, image_size=size, family=family)
     x = torch.from_numpy(np.random.default_rng(7).standard_normal((batch, 3, size, size)).astype(np.float32))
     return compare(export(model, x, exporter, opset), x.numpy())

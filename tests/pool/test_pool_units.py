@@ -15,7 +15,8 @@ import pytest
 from cryptography import x509
 
 from runtime.pool.jobs import host_lock
-from runtime.pool.kinds import KindError, backend_kind, parse_device, resources_for, satisfies, worker_resources
+from runtime.pool.kinds import (KindError, backend_kind, kinds_of, parse_device, resources_for, satisfies,
+                                worker_resources)
 from runtime.pool.security import check_bind, make_certs
 from vdla_hw.config import load_config
 from vdla_hw.errors import UsageError
@@ -45,6 +46,11 @@ def test_kinds_map_to_resources_a_worker_must_all_have() -> None:
     for bad in ("gpu", "vdla-cycle=0", "vdla-rtl-123", "cpu-AVX!"):
         with pytest.raises(KindError):
             parse_device(bad, 1) if "=" in bad or bad == "gpu" else resources_for(bad)
+    # a board is offered only by a board worker, after a deploy has checked its bitstream
+    with pytest.raises(KindError, match="board worker") as err:
+        parse_device("fpga-pynq_z2@tiny", 1)
+    assert "vdla fpga deploy" in err.value.hint
+    assert kinds_of({"fpga-pynq_z2-0123456789ab": 0, "vdla-cycle": 2, "cpu-avx2": 1}) == ["vdla-cycle"]
 
 
 def test_exclusive_host_lock_waits_for_shared_jobs_and_blocks_new_ones(tmp_path: Path, monkeypatch) -> None:
@@ -107,7 +113,7 @@ def test_certs_are_signed_by_one_ca_and_off_loopback_needs_them(tmp_path: Path) 
 
 def test_worker_side_never_imports_the_compiler() -> None:
     code = ("import sys, runtime.pool.jobs, runtime.pool.node, runtime.pool.child, runtime.pool.status; "
-            "import runtime.pool.tasks; "
+            "import runtime.pool.tasks, runtime.pool.board, runtime.pool.deploy; "
             "print(sorted(m for m in sys.modules if m == 'compiler' or m.startswith('compiler.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[2])

@@ -135,7 +135,7 @@ def test_device_copy_run_copy_back() -> None:
 
 
 def test_backend_registry_errors() -> None:
-    assert set(backend_names()) == {"fsim", "cycle", "rtl"}  # every name has a module behind it
+    assert set(backend_names()) == {"fsim", "cycle", "rtl", "fpga"}  # every name has a module behind it
     with pytest.raises(BackendError, match=r"unknown backend 'nope'; available backends: fsim"):
         get_backend("nope")
     program, _ = tiled_gemm_program(load_config("tiny"), 4, 4, 4)

@@ -22,6 +22,8 @@ from compiler.schedule import Schedule
 from . import reference as ref
 
 SETTINGS = settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+#: For tests run once per ISA of the ``cpu_target`` matrix (the fixture is the same for every example).
+ISA_SETTINGS = settings(SETTINGS, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 REDUCE_TOL = {"rtol": 1e-4, "atol": 1e-4}
 MATH_TOL = {"rtol": 2e-6, "atol": 1e-6}
 
@@ -57,9 +59,9 @@ def test_conv2d_nchw(case: dict[str, int]) -> None:
     np.testing.assert_allclose(got, ref.conv2d_nchw(x, w, stride, pad), **REDUCE_TOL)
 
 
-@SETTINGS
+@ISA_SETTINGS
 @given(conv_case, st.sampled_from([1, 2, 4]), st.sampled_from([1, 4, 16]))
-def test_conv2d_nchwc_with_layout_transforms(case: dict[str, int], ib: int, ob: int) -> None:
+def test_conv2d_nchwc_with_layout_transforms(cpu_target: str, case: dict[str, int], ib: int, ob: int) -> None:
     size, k, stride, pad = (case[n] for n in ("size", "k", "stride", "pad"))
     if size + 2 * pad < k:
         return
@@ -82,9 +84,9 @@ def test_conv2d_nchwc_with_layout_transforms(case: dict[str, int], ib: int, ob: 
     np.testing.assert_allclose(unpacked, ref.conv2d_nchw(x, w, stride, pad), **REDUCE_TOL)
 
 
-@SETTINGS
+@ISA_SETTINGS
 @given(conv_case, st.integers(2, 4), st.sampled_from([(1, 4), (2, 8), (4, 16), (8, 8)]))
-def test_grouped_conv2d_nchwc(case: dict[str, int], groups: int, blocks: tuple[int, int]) -> None:
+def test_grouped_conv2d_nchwc(cpu_target: str, case: dict[str, int], groups: int, blocks: tuple[int, int]) -> None:
     """Grouped conv2d on the blocked micro-kernel: each channel block inside one group, against NumPy."""
     size, k, stride, pad = (case[n] for n in ("size", "k", "stride", "pad"))
     if size + 2 * pad < k:
@@ -123,10 +125,39 @@ def test_depthwise_conv2d(case: dict[str, int]) -> None:
     np.testing.assert_allclose(got, ref.conv2d_nchw(x, w, stride, pad, groups=c), **REDUCE_TOL)
 
 
-@SETTINGS
+@ISA_SETTINGS
+@given(conv_case, st.sampled_from([4, 8, 16]), st.booleans())
+def test_depthwise_conv2d_nchwc(cpu_target: str, case: dict[str, int], block: int, narrow: bool) -> None:
+    """Channel-blocked depthwise conv (default tile, and a one-column tile) against NumPy."""
+    c, size, k, stride, pad = (case[n] for n in ("c", "size", "k", "stride", "pad"))
+    if size + 2 * pad < k:
+        return
+    rng = np.random.default_rng(case["seed"])
+    x, w = randn(rng, 1, c * block, size, size + 1), randn(rng, c * block, 1, k, k)
+    xb = x.reshape(1, c, block, size, size + 1).transpose(0, 1, 3, 4, 2)
+    wb = w.reshape(c, block, k, k).transpose(0, 2, 3, 1)
+    tx, tw = te.placeholder(xb.shape, name="x"), te.placeholder(wb.shape, name="w")
+    out = topi.depthwise_conv2d_nchwc(tx, tw, stride, pad)
+    knobs = topi.DepthwiseNCHWcKnobs(ow_block=1, unroll_kw=False) if narrow else None
+    got = compile_run(topi.schedule_depthwise_conv2d_nchwc(out, knobs), [tx, tw], out, [xb, wb])
+    want = ref.conv2d_nchw(x, w, stride, pad, groups=c * block)
+    want = want.reshape(1, c, block, *want.shape[2:]).transpose(0, 1, 3, 4, 2)
+    np.testing.assert_allclose(got, want, **REDUCE_TOL)
+
+
+def test_depthwise_conv2d_nchwc_rejects_mismatched_blocks() -> None:
+    tx, tw = te.placeholder((1, 2, 8, 8, 16), name="x"), te.placeholder((2, 3, 3, 8), name="w")
+    with pytest.raises(topi.TopiError, match="block both with the same channel block"):
+        topi.depthwise_conv2d_nchwc(tx, tw, 1, 1)
+    out = topi.depthwise_conv2d_nchwc(tx, te.placeholder((2, 3, 3, 16), name="w16"), 1, 1)
+    with pytest.raises(topi.TopiError, match="ow_block 3 must divide the output width 8"):
+        topi.schedule_depthwise_conv2d_nchwc(out, topi.DepthwiseNCHWcKnobs(ow_block=3))
+
+
+@ISA_SETTINGS
 @given(st.integers(1, 5), st.integers(1, 70), st.integers(1, 40), st.sampled_from([8, 16]),
        st.integers(0, 2**16))
-def test_dense_and_dense_pack(m: int, n: int, k: int, block: int, seed: int) -> None:
+def test_dense_and_dense_pack(cpu_target: str, m: int, n: int, k: int, block: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
     x, w = randn(rng, m, k), randn(rng, n, k)
     tx, tw = te.placeholder(x.shape, name="x"), te.placeholder(w.shape, name="w")
@@ -139,6 +170,10 @@ def test_dense_and_dense_pack(m: int, n: int, k: int, block: int, seed: int) -> 
     twp = te.placeholder(wp.shape, name="wp")
     out = topi.dense_pack(tx, twp, n)
     np.testing.assert_allclose(compile_run(topi.schedule_dense(out), [tx, twp], out, [x, wp]),
+                               expect, **REDUCE_TOL)
+    # Column panels outermost (the transformer schedule), a multi-row tile, several vectors per tile.
+    knobs = topi.DenseKnobs(n_vector=block, n_vectors=2, m_block=m, k_unroll=3, outer_order="n_m")
+    np.testing.assert_allclose(compile_run(topi.schedule_dense(out, knobs), [tx, twp], out, [x, wp]),
                                expect, **REDUCE_TOL)
 
 
@@ -154,11 +189,11 @@ def test_batch_matmul(batches: tuple[int, int], m: int, n: int, k: int, seed: in
     np.testing.assert_allclose(got, np.matmul(a.astype(np.float64), b), **REDUCE_TOL)
 
 
-@SETTINGS
+@ISA_SETTINGS
 @given(st.integers(1, 5), st.integers(3, 12), st.sampled_from([2, 3]), st.sampled_from([1, 2]),
        st.integers(0, 1), st.sampled_from(["max", "avg"]), st.booleans(),
        st.sampled_from(["NCHW", "NCHWc"]), st.integers(0, 2**16))
-def test_pool2d(c: int, size: int, k: int, stride: int, pad: int, kind: str,
+def test_pool2d(cpu_target: str, c: int, size: int, k: int, stride: int, pad: int, kind: str,
                 include_pad: bool, layout: str, seed: int) -> None:
     rng = np.random.default_rng(seed)
     x = randn(rng, 1, 4 * c, size, size)

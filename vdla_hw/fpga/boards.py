@@ -15,6 +15,7 @@ adds its own fields in its flow module, keyed by the board name.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from importlib.resources import files
 from pathlib import Path
 
 from vdla_hw.errors import UsageError
@@ -112,6 +113,33 @@ ZYNQMP_PS = ZynqPs(
 
 
 @dataclass(frozen=True)
+class Resources:
+    """What an FPGA offers, in the units of its family's synthesis report.
+
+    ``luts`` are the family's LUTs (LUT6 on the Xilinx parts, LUT4 on ECP5), ``dsps`` its multiplier
+    slices (DSP48E1/E2; MULT18X18D on ECP5) and ``bram36`` its block RAM in 36 Kbit units (an ECP5
+    DP16KD is 18 Kbit: half of one).
+    """
+
+    family: str
+    """``xc7``, ``zynqmp`` (UltraScale+) or ``ecp5``: which synthesis estimate describes it."""
+    luts: int
+    ffs: int
+    dsps: int
+    bram36: float
+
+    def shortfall(self, need: dict[str, float]) -> list[str]:
+        """Each resource of ``need`` (keys ``luts``, ``ffs``, ``dsps``, ``bram36``) beyond this device."""
+        return [f"{need[k]:g} {k} > {getattr(self, k):g}" for k in ("luts", "ffs", "dsps", "bram36")
+                if need.get(k, 0) > getattr(self, k)]
+
+
+# A yosys synth_xilinx (xc7) estimate describes the UltraScale+ parts too: LUT6, DSP48 and 36 Kbit
+# block RAM alike.  An ECP5 fit needs the ECP5 flow's own synthesis.
+XC7_ESTIMATE_FAMILIES = ("xc7", "zynqmp")
+
+
+@dataclass(frozen=True)
 class Board:
     """One FPGA board: its name on the command line, its part and the flow that builds for it."""
 
@@ -123,6 +151,8 @@ class Board:
     board_part: str = ""
     """Vivado board-file pattern (``get_board_parts``); used for the PS preset when installed."""
     ps: ZynqPs | None = None
+    resources: Resources | None = None
+    """The FPGA's capacity (``vdla dse`` reports which boards a config fits)."""
     notes: tuple[str, ...] = field(default=())
     """What a user of the real board should know (shown by ``vdla fpga boards``)."""
 
@@ -132,19 +162,25 @@ class Board:
         return FPGA_SCRIPTS_DIR / self.name.replace("-", "_")
 
 
-FPGA_SCRIPTS_DIR = Path(__file__).resolve().parents[2] / "fpga_scripts"
+# The scripts are package data of the ``fpga_scripts`` package, so a wheel install has them as well as a
+# checkout; every flow copies from here (a regular package: ``files`` is a real folder on disk).
+FPGA_SCRIPTS_DIR = Path(str(files("fpga_scripts")))
 
 BOARDS: dict[str, Board] = {b.name: b for b in (
     Board("pynq-z2", "TUL PYNQ-Z2 (Zynq-7020)", "xc7z020clg400-1", "vivado",
           board_part="*:pynq-z2:*", ps=ZYNQ7000_PS,
+          resources=Resources("xc7", luts=53_200, ffs=106_400, dsps=220, bram36=140),
           notes=("512 MiB DDR3 behind HP0; the accelerator's 32-bit master sees it from 0x0",)),
     Board("ultra96-v2", "Avnet Ultra96-V2 (Zynq UltraScale+ ZU3EG)", "xczu3eg-sbva484-1-e", "vivado",
           board_part="*:ultra96v2:*", ps=ZYNQMP_PS,
+          resources=Resources("zynqmp", luts=70_560, ffs=141_120, dsps=360, bram36=216),
           notes=("2 GiB LPDDR4; HP0_FPD maps the low 2 GiB, which the 32-bit master reaches",)),
     Board("zcu104", "AMD ZCU104 (Zynq UltraScale+ ZU7EV)", "xczu7ev-ffvc1156-2-e", "vivado",
           board_part="*:zcu104:*", ps=ZYNQMP_PS,
+          resources=Resources("zynqmp", luts=230_400, ffs=460_800, dsps=1_728, bram36=312),
           notes=("2 GiB PS DDR4; HP0_FPD maps the low 2 GiB, which the 32-bit master reaches",)),
     Board("ulx3s", "Radiona ULX3S (Lattice ECP5-85F)", "LFE5U-85F-6CABGA381", "ecp5_flow",
+          resources=Resources("ecp5", luts=83_640, ffs=83_640, dsps=156, bram36=104),
           notes=("open flow from pip (yosys, nextpnr-ecp5, ecppack); the DRAM is on-chip block RAM holding a "
                  "self-test program, LEDs show done/pass/fail/fault (docs/fpga_ecp5.md)",
                  "only the tiny preset fits the 85F")),

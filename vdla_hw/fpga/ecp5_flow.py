@@ -30,6 +30,7 @@ from vdla_hw.cache import enforce_cap, mark_used
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.errors import ToolchainError, UnsupportedError, UsageError
 from vdla_hw.fpga import ecp5_selftest as selftest
+from vdla_hw.fpga.boards import BOARDS as BOARD_TABLE
 from vdla_hw.fpga.boards import Board
 from vdla_hw.fpga.flow import BuildResult
 from vdla_hw.progress import bar
@@ -58,11 +59,17 @@ class Ecp5Board:
     """Cells of the device by yosys/nextpnr type, for a clear error before placement fails."""
 
 
+def _cells(board: Board) -> dict[str, int]:
+    """The board's capacity (:data:`vdla_hw.fpga.boards.BOARDS`) by yosys/nextpnr ECP5 cell type."""
+    res = board.resources
+    assert res is not None and res.family == "ecp5", board.name
+    return {"TRELLIS_COMB": res.luts, "TRELLIS_FF": res.ffs, "DP16KD": int(2 * res.bram36), "MULT18X18D": res.dsps}
+
+
 BOARDS: dict[str, Ecp5Board] = {
     "ulx3s": Ecp5Board(
         name="ulx3s", part="LFE5U-85F", nextpnr_device="85k", package="CABGA381", speed=6, clock_mhz=25.0,
-        scripts=selftest.SCRIPTS_DIR, lpf="ulx3s.lpf",
-        capacity={"TRELLIS_COMB": 83_640, "TRELLIS_FF": 83_640, "DP16KD": 208, "MULT18X18D": 156},
+        scripts=selftest.SCRIPTS_DIR, lpf="ulx3s.lpf", capacity=_cells(BOARD_TABLE["ulx3s"]),
     ),
 }
 
@@ -169,14 +176,14 @@ def _digest_sources(cfg: HwConfig, board: Ecp5Board, files: Sequence[Path]) -> s
     return h.hexdigest()[:10]
 
 
-def work_dir(cfg: HwConfig, board: Ecp5Board) -> Path:
+def work_dir(cfg: HwConfig, board: Ecp5Board, build_id: int = 0) -> Path:
     """The cache entry of ``cfg`` on ``board``: ``<cache>/rtl/ecp5-<board>-<config>-<digest>-<sources>``.
 
     It is an entry of the build cache like the Verilator builds, so ``$VDLA_CACHE_MAX_GB``
     evicts it when it is the least recently used.
     """
     files = selftest.top_sources(cfg) + [board.scripts / board.lpf]
-    path = cache_root() / f"ecp5-{board.name}-{cfg.name}-{cfg.digest}-{_digest_sources(cfg, board, files)}"
+    path = cache_root() / f"ecp5-{board.name}-{cfg.name}-{cfg.digest}-{_digest_sources(cfg, board, files)}-{build_id:08x}"
     if str(path.resolve()).startswith("/tmp/"):
         raise ToolchainError(f"the ECP5 build folder {path} is under /tmp, which the YoWASP tools cannot see",
                              hint="set VDLA_CACHE_DIR to a folder outside /tmp")
@@ -241,17 +248,18 @@ def _copy_out(work: Path, result: Ecp5Result, out_dir: Path | None) -> Ecp5Resul
 
 
 def build_ecp5(config: HwConfig | str, out_dir: Path | str | None = None, progress: bool = True, *,
-               board: str = "ulx3s", seed: int = 1, use_cache: bool = True) -> Ecp5Result:
+               board: str = "ulx3s", seed: int = 1, use_cache: bool = True, build_id: int = 0) -> Ecp5Result:
     """Simulate, synthesize, place, route and pack the self-test top of ``config`` for ``board``.
 
     The self-test first runs under Verilator on the same top and hex files and must pass;
     then yosys, nextpnr-ecp5 (``seed``) and ecppack make the ``.bit``. The bitstream, the
-    report, the logs and ``ecp5_result.json`` are copied to ``out_dir`` when given.
+    report, the logs and ``ecp5_result.json`` are copied to ``out_dir`` when given. ``build_id``
+    is the top's BUILD_ID parameter (what the BUILD_ID register reads).
     """
     cfg = load_config(config)
     brd = board_record(board)
     run_yosys, run_nextpnr, run_ecppack = _tools()
-    work = work_dir(cfg, brd)
+    work = work_dir(cfg, brd, build_id)
     cached = work / RESULT_FILE
     mark_used(work)
     if use_cache and cached.exists():
@@ -276,7 +284,7 @@ def build_ecp5(config: HwConfig | str, out_dir: Path | str | None = None, progre
         for src in selftest.top_sources(cfg) + [brd.scripts / brd.lpf]:
             shutil.copyfile(src, work / src.name)
             names.append(src.name)
-        params = " ".join(f"-set {k} {v}" for k, v in image.parameters().items())
+        params = " ".join(f"-set {k} {v}" for k, v in {**image.parameters(), "BUILD_ID": f"32'h{build_id:08x}"}.items())
         script = (f"read_verilog -sv {' '.join(n for n in names if n.endswith('.sv'))}; "
                   f"chparam {params} {selftest.TOP}; "
                   f"synth_ecp5 -top {selftest.TOP} -json top.json; tee -q -o stat.json stat -json")
@@ -322,7 +330,7 @@ def build_ecp5(config: HwConfig | str, out_dir: Path | str | None = None, progre
     return out
 
 
-def build(board: Board, cfg: HwConfig, out_dir: Path, *, run: bool) -> BuildResult:
+def build(board: Board, cfg: HwConfig, out_dir: Path, *, run: bool, build_id: int = 0) -> BuildResult:
     """``vdla fpga build`` for an ECP5 board: :func:`build_ecp5`, reported as a :class:`BuildResult`.
 
     Without ``run`` only the self-test top's sources, constraints and RAM images are written
@@ -335,8 +343,9 @@ def build(board: Board, cfg: HwConfig, out_dir: Path, *, run: bool) -> BuildResu
         for src in selftest.top_sources(cfg) + [brd.scripts / brd.lpf]:
             shutil.copyfile(src, out_dir / src.name)
         selftest.write_hex_files(selftest.selftest_image(cfg), cfg, out_dir)
-        return BuildResult(board=board.name, config=cfg.label(), project_dir=out_dir, ran=False, run_hint=rerun)
-    result = build_ecp5(cfg, out_dir, board=board.name)
+        return BuildResult(board=board.name, config=cfg.label(), project_dir=out_dir, ran=False, run_hint=rerun,
+                           build_id=build_id)
+    result = build_ecp5(cfg, out_dir, board=board.name, build_id=build_id)
     summary = {
         "LUT4": str(result.luts), "FF": str(result.ffs), "MULT18X18D": str(result.dsps), "DP16KD": str(result.brams),
         "Fmax (nextpnr)": f"{result.fmax_mhz:.2f} MHz (constraint {result.constraint_mhz:g} MHz, "
@@ -345,4 +354,5 @@ def build(board: Board, cfg: HwConfig, out_dir: Path, *, run: bool) -> BuildResu
     }
     outputs = {"bitstream": result.bitstream, "report": result.report, **result.logs}
     return BuildResult(board=board.name, config=cfg.label(), project_dir=out_dir, ran=True, run_hint=rerun,
-                      outputs=outputs, summary=summary)
+                       outputs=outputs, summary=summary, build_id=build_id,
+                       bitstream_files={"bit": Path(out_dir) / result.bitstream.name})

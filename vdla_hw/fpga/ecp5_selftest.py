@@ -23,6 +23,7 @@ import numpy as np
 
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.errors import ToolchainError
+from vdla_hw.fpga.boards import FPGA_SCRIPTS_DIR
 from vdla_hw.rtl_build import (
     BUILD_JOBS,
     VERILATOR_BUILD_ARGS,
@@ -33,7 +34,7 @@ from vdla_hw.rtl_build import (
     verilator_bin,
 )
 
-SCRIPTS_DIR = Path(__file__).resolve().parents[2] / "fpga_scripts" / "ulx3s"
+SCRIPTS_DIR = FPGA_SCRIPTS_DIR / "ulx3s"
 TOP = "vdla_ulx3s_top"
 TOP_SOURCES: tuple[str, ...] = ("vdla_axi_bram.sv", "vdla_ulx3s_top.sv")
 """The board-specific sources, compiled after the accelerator's (in this order)."""

@@ -26,11 +26,27 @@ class BuildResult:
     """Produced files by name (bitstream, reports ...); empty when not run."""
     summary: dict[str, str] = field(default_factory=dict)
     """Figures the flow reports (clock, slack, resources ...) as text; empty when not run."""
+    build_id: int = 0
+    """The BUILD_ID the design was given (:func:`vdla_hw.fpga.manifest.choose_build_id`)."""
+    bitstream_files: dict[str, Path] = field(default_factory=dict)
+    """The files the board's driver loads, by role: ``bit`` and (Zynq boards) ``hwh``; empty when not run."""
 
 
 def build_bitstream(board_name: str, config: HwConfig | str, out_dir: Path, *, run: bool = True) -> BuildResult:
-    """Write (and with ``run``, build) the project of ``config`` for the board called ``board_name``."""
+    """Write (and with ``run``, build) the project of ``config`` for the board called ``board_name``.
+
+    The folder's ``bitstream.json`` (:mod:`vdla_hw.fpga.manifest`) is written with the project
+    and rewritten with the bitstream's files once the tools have produced them.
+    """
+    from vdla_hw.fpga.manifest import choose_build_id, write_manifest
+
     board = get_board(board_name)
     cfg = load_config(config)
     flow = importlib.import_module(f"vdla_hw.fpga.{board.flow}")
-    return flow.build(board, cfg, Path(out_dir), run=run)
+    out_dir = Path(out_dir).resolve()
+    build_id = choose_build_id(board, cfg)
+    write_manifest(out_dir, board, cfg, build_id)
+    result = flow.build(board, cfg, out_dir, run=run, build_id=build_id)
+    if result.ran:
+        write_manifest(out_dir, board, cfg, build_id, result.bitstream_files)
+    return result

@@ -96,7 +96,7 @@ def source_names(cfg: HwConfig) -> list[str]:
     return [f"{SRC_DIR}/{p.name}" for p in rtl_sources(cfg)] + [f"{SRC_DIR}/{WRAPPER_TOP}.v"]
 
 
-def params_tcl(board: Board, cfg: HwConfig) -> str:
+def params_tcl(board: Board, cfg: HwConfig, build_id: int = 0) -> str:
     """The text of ``params.tcl``: what ``build.tcl`` needs from the config and the register map."""
     if board.ps is None:
         raise ValueError(f"board {board.name} has no Zynq PS: it is not built with Vivado")
@@ -106,6 +106,7 @@ def params_tcl(board: Board, cfg: HwConfig) -> str:
          "`vdla fpga build`. Do not edit."),
         _set("vdla_config_name", tcl_word(cfg.name)),
         _set("vdla_config_digest", tcl_word(cfg.digest)),
+        _set("vdla_build_id", str(build_id)),
         _set("vdla_clock_mhz", tcl_word(cfg.clock_mhz)),
         _set("vdla_bus_width", str(cfg.bus_width)),
         _set("vdla_hp_width", str(board.ps.hp_width(cfg.bus_width))),
@@ -120,12 +121,8 @@ def params_tcl(board: Board, cfg: HwConfig) -> str:
     return "\n".join(lines)
 
 
-def write_project(board: Board, cfg: HwConfig, out_dir: Path) -> Path:
+def write_project(board: Board, cfg: HwConfig, out_dir: Path, build_id: int = 0) -> Path:
     """Write the Vivado project folder of ``cfg`` for ``board`` into ``out_dir``; returns its ``build.tcl``."""
-    if not COMMON_TCL.is_file():
-        raise ToolchainError(f"the Vivado scripts are not here ({COMMON_TCL} is missing)",
-                             hint="vdla fpga build needs the fpga_scripts/ folder of a source checkout: "
-                                  "install vdla from it with `pip install -e .`")
     out_dir = Path(out_dir)
     src = out_dir / SRC_DIR
     src.mkdir(parents=True, exist_ok=True)
@@ -133,7 +130,7 @@ def write_project(board: Board, cfg: HwConfig, out_dir: Path) -> Path:
         shutil.copyfile(path, src / path.name)
     (src / f"{WRAPPER_TOP}.v").write_text(generate_wrapper(cfg))
     (out_dir / "board.tcl").write_text(board_tcl(board))
-    (out_dir / "params.tcl").write_text(params_tcl(board, cfg))
+    (out_dir / "params.tcl").write_text(params_tcl(board, cfg, build_id))
     (out_dir / "config.json").write_text(cfg.to_json() + "\n")
     (out_dir / "vdla.core").write_text(generate_core(board, cfg, source_names(cfg)))
     build = out_dir / "build.tcl"
@@ -152,18 +149,18 @@ def read_summary(path: Path) -> dict[str, str]:
     return {p[0]: (p[1] if len(p) > 1 else "") for p in pairs}
 
 
-def build(board: Board, cfg: HwConfig, out_dir: Path, *, run: bool = True) -> BuildResult:
+def build(board: Board, cfg: HwConfig, out_dir: Path, *, run: bool = True, build_id: int = 0) -> BuildResult:
     """Write the project; with ``run``, build the bitstream with the ``vivado`` on ``PATH``.
 
     Without Vivado the project is still written, then :class:`ToolchainError` says so and how to
     build the folder on another machine.
     """
     out_dir = Path(out_dir).resolve()
-    write_project(board, cfg, out_dir)
+    write_project(board, cfg, out_dir, build_id)
     command = run_command()
     elsewhere = f"cd {shlex.quote(str(out_dir))} && {shlex.join(command)}"
     result = BuildResult(board=board.name, config=cfg.label(), project_dir=out_dir, ran=False,
-                         run_hint=elsewhere, outputs={}, summary={})
+                         run_hint=elsewhere, outputs={}, summary={}, build_id=build_id)
     if not run:
         return result
     vivado = shutil.which("vivado")
@@ -188,4 +185,5 @@ def build(board: Board, cfg: HwConfig, out_dir: Path, *, run: bool = True) -> Bu
         raise ToolchainError(f"Vivado finished but did not write {', '.join(missing)} in {out_dir / OUT_DIR}",
                              hint=f"see {log}")
     return BuildResult(board=board.name, config=cfg.label(), project_dir=out_dir, ran=True, run_hint=elsewhere,
-                       outputs=outputs, summary=read_summary(outputs["summary.txt"]))
+                       outputs=outputs, summary=read_summary(outputs["summary.txt"]), build_id=build_id,
+                       bitstream_files={"bit": outputs["vdla.bit"], "hwh": outputs["vdla.hwh"]})

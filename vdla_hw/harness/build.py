@@ -54,17 +54,22 @@ class PortInfo:
 
 
 def harness_library(cfg: HwConfig | str, *, trace: bool = False, coverage: bool = False,
-                    rtl_dir: Path | str | None = None) -> Path:
+                    rtl_dir: Path | str | None = None, build_id: int = 0) -> Path:
     """The harness shared library for ``cfg`` (built on first use, then cached).
 
     ``trace=True`` selects a variant with FST tracing compiled in (slower per cycle,
     so it is only built when a waveform is asked for); ``coverage=True`` one with
     Verilator's line and toggle coverage (``vh_coverage_write``).  ``rtl_dir`` builds
-    the RTL module files of another folder (a modified copy of ``vdla_hw/rtl``).
+    the RTL module files of another folder (a modified copy of ``vdla_hw/rtl``).  A non-zero
+    ``build_id`` sets ``vdla_top``'s BUILD_ID parameter (an emulated bitstream's build id).
     """
     cfg = load_config(cfg)
     sources = rtl_sources(cfg, rtl_dir=rtl_dir)
     flags = _verilator_flags(trace, coverage)
+    if not 0 <= build_id <= 0xFFFF_FFFF:
+        raise ValueError(f"build_id {build_id} does not fit the 32-bit BUILD_ID register")
+    if build_id:
+        flags.append(f"-GBUILD_ID=32'h{build_id:08x}")
     purpose = "harness" + ("-fst" if trace else "") + ("-cov" if coverage else "")
     folder = build_dir(cfg, purpose, list(sources) + list(HARNESS_SOURCES), {"flags": flags, "make": _MAKE_FLAGS})
     lib = folder / LIB_NAME

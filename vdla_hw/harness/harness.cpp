@@ -101,6 +101,7 @@ class Harness {
   }
 
   ~Harness() {
+    use_context();
 #ifdef VDLA_TRACE
     if (trace_) trace_->close();
 #endif
@@ -115,11 +116,18 @@ class Harness {
   }
 
   VerilatedContext* context() { return ctx_.get(); }
+
+  // Verilator keeps one "current context" per thread, set when a model is created. With two
+  // harnesses in one process (two RtlSim objects), the later one's context stays current after
+  // it is destroyed, and the earlier model's final() then hung on the freed context: every entry
+  // point that evaluates the model makes its own context current first.
+  void use_context() { Verilated::threadContextp(ctx_.get()); }
   const std::string& error() const { return error_.empty() ? dram_.error() : error_; }
   uint64_t cycle() const { return cycle_; }
   std::vector<Port>& ports() { return ports_; }
 
   void reset(uint32_t cycles) {
+    use_context();
     error_.clear();
     g_vl_output.clear();
     idle_axil();
@@ -160,6 +168,7 @@ class Harness {
   // Run until the done output rises, `max_cycles` pass or the DRAM model reports an error.
   // Returns 0 (done), 1 (cycle limit) or 2 (error, see error()).
   int run(uint64_t max_cycles) {
+    use_context();
     for (uint64_t k = 0; k < max_cycles; ++k) {
       if (top_->VDLA_DONE_PORT) return 0;
       tick();
@@ -170,6 +179,7 @@ class Harness {
 
   // ---- the AXI-lite register driver ------------------------------------------------------
   bool reg_write(uint32_t offset, uint32_t value) {
+    use_context();
     top_->s_axil_awaddr = offset;
     top_->s_axil_wdata = value;
     top_->s_axil_wstrb = 0xF;
@@ -200,6 +210,7 @@ class Harness {
   }
 
   bool reg_read(uint32_t offset, uint32_t* value) {
+    use_context();
     top_->s_axil_araddr = offset;
     top_->s_axil_arvalid = 1;
     top_->s_axil_rready = 0;
@@ -225,6 +236,7 @@ class Harness {
 
   // Pin-level access for the per-cycle Python path (the pyverilator-style baseline).
   void eval_clock(uint8_t clk) {
+    use_context();
     top_->clk = clk;
     top_->eval();
     dump(2 * cycle_ + clk);
@@ -318,6 +330,18 @@ void vh_dram_load(void* h, const uint8_t* data, uint64_t n, uint64_t size) {
   auto& mem = static_cast<Harness*>(h)->dram().memory();
   mem.assign(size, 0);
   std::memcpy(mem.data(), data, n);
+}
+
+// Grow (or shrink) DRAM to `size` bytes, keeping its contents; new bytes are zero.
+void vh_dram_resize(void* h, uint64_t size) { static_cast<Harness*>(h)->dram().memory().resize(size, 0); }
+
+// Host-side write of `n` bytes at `offset` (the emulated board's cache flush); returns 0, or
+// -1 if the range is outside DRAM.
+int vh_dram_write(void* h, const uint8_t* data, uint64_t offset, uint64_t n) {
+  auto& mem = static_cast<Harness*>(h)->dram().memory();
+  if (offset + n > mem.size()) return -1;
+  std::memcpy(mem.data() + offset, data, n);
+  return 0;
 }
 
 // Copy `n` DRAM bytes from `offset` to `out`; returns 0, or -1 if the range is outside DRAM.

@@ -97,6 +97,8 @@ def _load(path: Path) -> ctypes.CDLL:
         "vh_trace_window": ([vp, u64, u64], None),
         "vh_dram_load": ([vp, u8p, u64, u64], None),
         "vh_dram_read": ([vp, u8p, u64, u64], i32),
+        "vh_dram_resize": ([vp, u64], None),
+        "vh_dram_write": ([vp, u8p, u64, u64], i32),
         "vh_reg_write": ([vp, u32, u32], i32),
         "vh_reg_read": ([vp, u32], ctypes.c_int64),
         "vh_run": ([vp, u64], i32),
@@ -130,16 +132,18 @@ class RtlSim:
     of the harness is built on first use).  ``latency`` defaults to the config's
     ``timing.dram_latency``.  ``coverage`` selects the variant with Verilator line and
     toggle coverage (see :meth:`write_coverage`); ``rtl_dir`` simulates the RTL module
-    files of another folder (a modified copy of ``vdla_hw/rtl``).
+    files of another folder (a modified copy of ``vdla_hw/rtl``); ``build_id`` is the
+    ``vdla_top`` parameter BUILD_ID (what a bitstream's BUILD_ID register reads).
     """
 
     def __init__(self, cfg: HwConfig | str, *, fst: str | Path | None = None, latency: DramLatency | None = None,
-                 coverage: bool = False, rtl_dir: str | Path | None = None) -> None:
+                 coverage: bool = False, rtl_dir: str | Path | None = None, build_id: int = 0) -> None:
         self._h = None
         self.cfg = load_config(cfg)
         self.latency = latency or DramLatency.of(self.cfg)
         self.coverage = coverage
-        self.library = harness_library(self.cfg, trace=fst is not None, coverage=coverage, rtl_dir=rtl_dir)
+        self.library = harness_library(self.cfg, trace=fst is not None, coverage=coverage, rtl_dir=rtl_dir,
+                                       build_id=build_id)
         """The shared library of this model (its build folder holds the Verilated sources)."""
         self._lib = _load(self.library)
         path = str(Path(fst).resolve()).encode() if fst is not None else None
@@ -196,6 +200,17 @@ class RtlSim:
             raise ValueError(f"DRAM bytes [{offset}, {offset + n}) lie outside the {self.dram_size}-byte DRAM")
         return out
 
+    def resize_dram(self, size: int) -> None:
+        """Grow (or shrink) DRAM to ``size`` bytes, keeping its contents (new bytes are zero)."""
+        self._lib.vh_dram_resize(self._h, size)
+        self.dram_size = size
+
+    def write_dram(self, offset: int, data: np.ndarray) -> None:
+        """Write ``data`` (bytes) into DRAM at ``offset``, as a host does through its cache."""
+        buf = np.ascontiguousarray(data, dtype=np.uint8).reshape(-1)
+        if self._lib.vh_dram_write(self._h, _u8ptr(buf), offset, buf.size):
+            raise ValueError(f"DRAM bytes [{offset}, {offset + buf.size}) lie outside the {self.dram_size}-byte DRAM")
+
     @property
     def axi_bytes(self) -> tuple[int, int]:
         """Bytes the DRAM model has served on the bus: (read, written)."""
@@ -203,11 +218,19 @@ class RtlSim:
 
     # ---- control registers --------------------------------------------------------------
     def write_reg(self, name: str, value: int) -> None:
-        self._lib.vh_reg_write(self._h, regmap.offset(name), value)
-        self._check()
+        self.write_reg_at(regmap.offset(name), value)
 
     def read_reg(self, name: str) -> int:
-        value = self._lib.vh_reg_read(self._h, regmap.offset(name))
+        return self.read_reg_at(regmap.offset(name))
+
+    def write_reg_at(self, offset: int, value: int) -> None:
+        """One AXI-lite write of the 32-bit ``value`` to register byte ``offset``."""
+        self._lib.vh_reg_write(self._h, offset, value)
+        self._check()
+
+    def read_reg_at(self, offset: int) -> int:
+        """One AXI-lite read of the register at byte ``offset``."""
+        value = self._lib.vh_reg_read(self._h, offset)
         if value < 0:
             self._check()
         return int(value)

@@ -5,9 +5,15 @@ their scheduled programs (:mod:`compiler.autotune.features`), not from knob valu
 learns on one task carries to similar ones: records of other tasks of the same kind from earlier
 logs join the training data as their own ranking groups (transfer learning), and guide the first
 batch before anything of this task is measured.  Each batch: parallel simulated-annealing walkers
-move through the space by one-knob steps under the model's score; the best unvisited points they
-pass are picked greedily with a penalty on similarity to those already picked (diversity); an
-ε share of the batch is random, to keep exploring where the model is wrong.
+move through the space by one-knob steps under the model's score (a space of at most
+``exhaustive`` legal configs is scored whole instead: cheaper than the walk and exact); the best
+unvisited points are picked greedily with a penalty on similarity to those already picked
+(diversity); an ε share of the batch is random, to keep exploring where the model is wrong.
+
+A template with an analytic cost estimate among its features (``Template.prior_feature``: the VDLA
+tiling model) gives the model its starting point: the estimate is every prediction's base margin,
+the trees learn where the cycle model disagrees with it, and the first batch follows the estimate
+before anything is measured.
 """
 
 from __future__ import annotations
@@ -37,10 +43,13 @@ class XGBTuner(Tuner):
     name = "xgb"
 
     def __init__(self, template: Template, seed: int = 0, transfer: Sequence[Record] = (), walkers: int = 4,
-                 sa_steps: int = 24, epsilon: float = 0.1, diversity: float = 0.5, rounds: int = 60) -> None:
+                 sa_steps: int = 24, epsilon: float = 0.1, diversity: float = 0.5, rounds: int = 60,
+                 exhaustive: int = 1024) -> None:
         super().__init__(template, seed)
         self.walkers, self.sa_steps, self.epsilon, self.diversity, self.rounds = (walkers, sa_steps, epsilon,
                                                                                   diversity, rounds)
+        self.exhaustive = exhaustive
+        self._small: list[int] | None = None
         self._features: dict[int, np.ndarray] = {}
         self.costs: dict[int, float] = {}
         self.model = None
@@ -82,16 +91,38 @@ class XGBTuner(Tuner):
             xs.append(x)
             ys.append(y)
             sizes.append(len(y))
-        dtrain = xgb.DMatrix(np.concatenate(xs), label=np.concatenate(ys))
+        x = np.concatenate(xs)
+        dtrain = xgb.DMatrix(x, label=np.concatenate(ys))
         dtrain.set_group(sizes)
+        margin = self._margin(x)
+        if margin is not None:
+            dtrain.set_base_margin(margin)
         params = {"objective": "rank:pairwise", "eta": 0.3, "max_depth": 6, "min_child_weight": 1,
                   "seed": self.rng.randrange(1 << 30), "nthread": 1, "verbosity": 0}
         self.model = xgb.train(params, dtrain, num_boost_round=self.rounds)
 
+    def _margin(self, x: np.ndarray) -> np.ndarray | None:
+        """The prior score of feature rows (higher is faster), or None without a prior."""
+        col = self.template.prior_feature
+        return None if col is None else -x[:, col].astype(np.float32)
+
+    @property
+    def ready(self) -> bool:
+        """Whether configs can be scored: a trained model, or the template's prior alone."""
+        return self.model is not None or self.template.prior_feature is not None
+
     def predict(self, indices: Sequence[int]) -> np.ndarray:
+        """Scores of ``indices`` (higher is predicted faster)."""
         import xgboost as xgb
 
-        return self.model.predict(xgb.DMatrix(np.stack([self.features(i) for i in indices])))  # type: ignore[union-attr]
+        x = np.stack([self.features(i) for i in indices])
+        margin = self._margin(x)
+        if self.model is None:
+            return margin  # type: ignore[return-value]  # ready: the prior alone
+        data = xgb.DMatrix(x)
+        if margin is not None:
+            data.set_base_margin(margin)
+        return self.model.predict(data)
 
     def _anneal(self, keep: int) -> list[tuple[float, int]]:
         """Walk ``walkers`` annealing chains; the ``keep`` best-scored unvisited legal points they saw."""
@@ -119,15 +150,35 @@ class XGBTuner(Tuner):
                     points[k], scores[k] = m, s
         return sorted(((s, i) for i, s in seen.items()), reverse=True)[:keep]
 
+    def small_space(self) -> list[int] | None:
+        """Every legal index when there are at most ``exhaustive`` of them (the space is scored whole), else None."""
+        if self._small is None:
+            legal: list[int] = []
+            if self.space.size <= 16 * self.exhaustive:
+                legal = [i for i in range(self.space.size) if self.is_legal(i)]
+            self._small = legal if 0 < len(legal) <= self.exhaustive else []
+        return self._small or None
+
+    def _scored(self, keep: int) -> list[tuple[float, int]]:
+        """The ``keep`` best-scored unvisited points: of the whole space when it is small, else of the walk."""
+        small = self.small_space()
+        if small is None:
+            return self._anneal(keep)
+        rest = [i for i in small if i not in self.visited]
+        if not rest:
+            return []
+        scores = self.predict(rest)
+        return sorted(((float(s), i) for s, i in zip(scores, rest)), reverse=True)[:keep]
+
     def _similarity(self, a: int, b: int) -> float:
         da, db = self.space.digits(a), self.space.digits(b)
         return sum(x == y for x, y in zip(da, db)) / max(len(da), 1)
 
     def next_batch(self, n: int) -> list[int]:
-        if self.model is None:
+        if not self.ready:
             return self.random_unvisited(n)
         explore = round(self.epsilon * n)
-        candidates = self._anneal(3 * n)
+        candidates = self._scored(3 * n)
         picked: list[int] = []
         if candidates:
             top, low = candidates[0][0], candidates[-1][0]

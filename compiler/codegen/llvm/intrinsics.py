@@ -7,8 +7,9 @@ fabs, rounding) or libm calls (lane by lane for vectors). Vector fp32 ``exp`` (s
 sigmoid) is inlined: Cody-Waite range reduction ``x = n ln2 + r`` and a degree-6
 polynomial (Cephes ``expf``, ~1 ulp), scaled by ``2^n`` as two exponent-field products so
 results that overflow become inf and tiny ones denormal or 0, as in libm. ``erf`` has no
-intrinsic and calls libm's ``erff``/``erf`` per lane. ``rsqrt`` and ``sigmoid`` are
-expanded in IR so LLVM can vectorize and fuse around them.
+intrinsic: vector fp32 ``erf`` (a transformer's Gelu) is inlined too, scalars call libm's
+``erff``/``erf``. ``rsqrt`` and ``sigmoid`` are expanded in IR so LLVM can vectorize and
+fuse around them.
 """
 from __future__ import annotations
 
@@ -44,6 +45,8 @@ class MathEmitter:
         ty = value_type(dtype)
         if op == "exp" and dt.element(dtype) == "float32" and dt.lanes(dtype) > 1:
             return self._vector_expf(b, args[0], dtype)
+        if op == "erf" and dt.element(dtype) == "float32" and dt.lanes(dtype) > 1:
+            return self._vector_erff(b, args[0], dtype)
         if op in _LLVM_UNARY:
             fn = self._declare(f"llvm.{_LLVM_UNARY[op]}.{type_suffix(dtype)}", ty, [ty])
             return b.call(fn, args)
@@ -92,12 +95,47 @@ class MathEmitter:
 
         return b.fmul(b.fmul(poly, pow2(half), flags=f), pow2(b.sub(ni, half)), flags=f)
 
+    def _vector_erff(self, b: ir.IRBuilder, x: ir.Value, dtype: str) -> ir.Value:
+        """fp32 erf within ~2.5 ulp (1.2e-7 absolute) of the exact value.
+
+        ``|x| <= 1``: ``x * P(x^2)``; above, ``sign(x) * (1 - exp(-x^2) * Q(1/|x|))`` with ``|x|``
+        clamped at 4 (where erf rounds to 1 in fp32); ``P`` and ``Q`` are least-squares fits on
+        Chebyshev nodes of ``erf(x)/x`` and ``erfc(x) exp(x^2)``.  NaN takes the first branch and
+        stays NaN; infinities give +-1.
+        """
+        ty = value_type(dtype)
+        f = FLOAT_FLAGS
+
+        def poly(coefs: tuple[float, ...], z: ir.Value) -> ir.Value:
+            acc = _splat(ty, coefs[-1])
+            for c in coefs[-2::-1]:
+                acc = b.fadd(b.fmul(acc, z, flags=f), _splat(ty, c), flags=f)
+            return acc
+
+        small = b.fmul(x, poly(_ERF_SMALL, b.fmul(x, x, flags=f)), flags=f)
+        ax = self.call(b, "fabs", dtype, [x])
+        four = _splat(ty, 4.0)
+        axc = b.select(b.fcmp_ordered(">", ax, four), four, ax)
+        tail = b.fmul(self._vector_expf(b, b.fneg(b.fmul(axc, axc, flags=f)), dtype),
+                      poly(_ERFC_SCALED, b.fdiv(_splat(ty, 1.0), axc, flags=f)), flags=f)
+        big = b.fsub(_splat(ty, 1.0), tail, flags=f)
+        big = b.select(b.fcmp_ordered("<", x, _splat(ty, 0.0)), b.fneg(big), big)
+        return b.select(b.fcmp_ordered(">", ax, _splat(ty, 1.0)), big, small)
+
 
 _LOG2E = 1.44269504088896341
 _LN2_HI = 0.693359375
 _LN2_LO = -2.12194440e-4
 _EXP_POLY = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
              1.6666665459e-1, 5.0000001201e-1)
+
+#: erf(x) / x as a polynomial in x^2 on [0, 1] (relative error 4e-8).
+_ERF_SMALL = (1.1283791065216064, -0.37612348794937134, 0.11280364543199539, -0.026716390624642372,
+              0.004923280794173479, -0.0005654108827002347)
+#: erfc(x) exp(x^2) as a polynomial in u = 1/x on [1/4, 1] (relative error 3e-8).
+_ERFC_SCALED = (0.00014589364582207054, 0.561318039894104, 0.02404867112636566, -0.39137062430381775,
+                0.27308711409568787, 0.1622374802827835, -0.4490048289299011, 0.37459802627563477,
+                -0.15350189805030823, 0.026025723665952682)
 
 
 def _splat(ty: ir.Type, value: float) -> ir.Constant:

@@ -149,10 +149,16 @@ def _matmul_relation(types: Sequence[TensorType], attrs: Attrs) -> TensorType:
     a, b = types[0].shape, types[1].shape
     if not a or not b:
         raise TypeInferenceError("matmul: operands must have rank >= 1")
+    # NumPy's rules on shapes alone (evaluating np.matmul on dummy arrays multiplies them: ~1 s for
+    # one ViT layer's operands): a 1-D operand gains a unit axis (dropped again), leading axes broadcast.
+    a2, b2 = ((1,) + a if len(a) == 1 else a), (b + (1,) if len(b) == 1 else b)
     try:
-        out = np.matmul(np.empty(a, np.int8), np.empty(b, np.int8)).shape
+        if a2[-1] != b2[-2]:
+            raise ValueError
+        lead = np.broadcast_shapes(a2[:-2], b2[:-2])
     except ValueError:
         raise TypeInferenceError(f"matmul: shapes {a} and {b} are not compatible (NumPy matmul rules)") from None
+    out = tuple(lead) + (a2[-2],) * (len(a) > 1) + (b2[-1],) * (len(b) > 1)
     return TensorType(out, dtype)
 
 

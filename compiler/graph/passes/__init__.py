@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from vdla_hw.config import HwConfig
 
+from compiler.codegen.llvm import current_target
 from compiler.graph.ir import Graph
 from compiler.graph.passes.alter_layout import LayoutRewriter, alter_layout
 from compiler.graph.passes.cpu_layout import cpu_layout
@@ -20,25 +21,42 @@ from compiler.graph.passes.fold_constant import fold_constant
 from compiler.graph.passes.fuse_ops import fuse_ops, fusion_groups
 from compiler.graph.passes.partition import partition, placement
 from compiler.graph.passes.plan_memory import MemoryPlan, plan_memory, run_planned
-from compiler.graph.passes.quantize import calibrate, quantize
+from compiler.graph.passes.calibration import Calibration, calibrate, parse_calibration
+from compiler.graph.passes.quantize import QuantizedModel, quantize, quantize_model
 
 
-def optimize_for_cpu(graph: Graph, block: int = 16) -> Graph:
+def optimize_for_cpu(graph: Graph, block: int | None = None) -> Graph:
     """The float pipeline for the llvm target: fold batch norms and constants, keep activations
-    between convs blocked by ``block`` channels (one vector register of fp32), then fuse."""
+    between convs blocked by ``block`` channels (default: one vector register of fp32 on the target
+    being compiled for, :func:`~compiler.codegen.llvm.current_target`), then fuse."""
+    if block is None:
+        block = current_target().vector_lanes(32)
     return fuse_ops(cpu_layout(fold_constant(fold_batch_norm(graph)), block))
 
 
 def optimize_for_vdla(graph: Graph, cfg: HwConfig, samples: Sequence[Mapping[str, np.ndarray]],
-                      *, skip_first_conv: bool = True) -> Graph:
+                      *, skip_first_conv: bool = True, calibration: str | Calibration = "max",
+                      per_channel: bool = True) -> Graph:
     """The int8 pipeline: quantize with ``samples``, pack for ``cfg``, fuse and partition."""
-    g = fold_constant(fold_batch_norm(graph))
-    g = quantize(g, samples, skip_first_conv=skip_first_conv)
+    return lower_quantized_for_vdla(quantize_for_vdla(graph, samples, skip_first_conv=skip_first_conv,
+                                                      calibration=calibration, per_channel=per_channel).graph, cfg)
+
+
+def quantize_for_vdla(graph: Graph, samples: Sequence[Mapping[str, np.ndarray]], *, skip_first_conv: bool = True,
+                      calibration: str | Calibration = "max", per_channel: bool = True) -> QuantizedModel:
+    """The first half of :func:`optimize_for_vdla`: fold batch norms and constants, quantize."""
+    return quantize_model(fold_constant(fold_batch_norm(graph)), samples, skip_first_conv=skip_first_conv,
+                          calibration=calibration, per_channel=per_channel)
+
+
+def lower_quantized_for_vdla(g: Graph, cfg: HwConfig) -> Graph:
+    """The second half of :func:`optimize_for_vdla`: pack a quantized graph for ``cfg``, fuse, partition."""
     g = fold_constant(alter_layout(g, cfg))
     return partition(fuse_ops(g), cfg)
 
 
 __all__ = [
-    "LayoutRewriter", "MemoryPlan", "alter_layout", "cpu_layout", "calibrate", "fold_batch_norm", "fold_constant", "fuse_ops", "fusion_groups",
-    "optimize_for_cpu", "optimize_for_vdla", "partition", "placement", "plan_memory", "quantize", "run_planned",
+    "Calibration", "LayoutRewriter", "MemoryPlan", "QuantizedModel", "alter_layout", "cpu_layout", "calibrate", "fold_batch_norm", "fold_constant", "fuse_ops", "fusion_groups",
+    "lower_quantized_for_vdla", "optimize_for_cpu", "optimize_for_vdla", "parse_calibration", "partition", "placement",
+    "plan_memory", "quantize", "quantize_for_vdla", "quantize_model", "run_planned",
 ]

@@ -167,11 +167,17 @@ class LayoutRewriter:
 
     def binary(self, n: Node, lay: str) -> bool:
         """Emit ``n`` in packed layout ``lay``; False when an operand cannot follow."""
-        primal_shape = parse_layout(lay).primal_shape(next(
-            self.b.type_of(self.rw[i]).shape for i in n.inputs if self.layout.get(self.rw[i]) == lay))
-        if n.type.shape != primal_shape:
+        packed = next(self.rw[i] for i in n.inputs if self.layout.get(self.rw[i]) == lay)
+        primal_shape = parse_layout(lay).primal_shape(self.b.type_of(packed).shape)
+        padded = self.channels.get(packed)
+        if padded is not None and not all(self.rw[i] == packed or self.b.const_value(self.rw[i]) is not None
+                                          for i in n.inputs):
+            return False  # a second variable operand would need the same padding
+        if n.type.shape != primal_shape and (padded is None or n.type.shape[1] != padded or
+                                             n.type.shape[:1] + n.type.shape[2:] != primal_shape[:1] + primal_shape[2:]):
             return False
         inputs = []
+        keeps_zero = n.op in ("add", "subtract", "multiply", "maximum", "minimum")
         for i in n.inputs:
             v = self.rw[i]
             const = self.b.const_value(v) if v not in self.layout else None
@@ -179,18 +185,29 @@ class LayoutRewriter:
                 inputs.append(v)
             elif const is not None and const.size == 1:
                 inputs.append(v)  # a scalar broadcasts against any layout
+                keeps_zero = keeps_zero and (n.op == "multiply" or not const.any())
             elif const is not None:
-                c4 = const.reshape((1,) * (4 - const.ndim) + const.shape) if const.ndim <= 4 else None
-                if c4 is None or len(primal_shape) != 4:
+                rank = len(primal_shape)
+                c4 = const.reshape((1,) * (rank - const.ndim) + const.shape) if const.ndim <= rank else None
+                if c4 is None or rank not in (2, 4):
                     return False
-                full = np.broadcast_to(c4, primal_shape[:2] + c4.shape[2:])
+                full = np.broadcast_to(c4, n.type.shape[:2] + c4.shape[2:])
+                if padded is not None:  # zeros for the padding channels (f(0, 0) = 0 keeps them zero)
+                    grow = [(0, 0)] * rank
+                    grow[1] = (0, primal_shape[1] - padded)
+                    full = np.pad(full, grow)
                 inputs.append(self.b.const(transform(np.ascontiguousarray(full), parse_layout(lay).primal, lay),
                                            f"{v}_{lay}"))
             elif self.b.type_of(v).shape == primal_shape:
                 inputs.append(self.convert(v, lay))
             else:
                 return False
-        self.layout[self.rw.copy(n, inputs)] = lay
+        out = self.rw.copy(n, inputs)
+        self.layout[out] = lay
+        if padded is not None:
+            self.channels[out] = padded
+            if packed in self.zeros and keeps_zero:
+                self.zeros.add(out)
         return True
 
     def run(self) -> Graph:

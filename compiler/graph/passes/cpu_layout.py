@@ -10,7 +10,8 @@ left only where a consumer needs the plain layout (e.g. a flatten before the cla
 
 A conv2d is eligible when it is float32 with constant weights, no dilation, its output channels
 are a multiple of the block and, if grouped, so are its input and output channels per group (a
-block never straddles two groups; depthwise convs stay ``NCHW``).  Its data stays ``NCHW`` when the input channels
+block never straddles two groups) or it is depthwise (a block of independent channels is one vector
+of ``compiler.topi.depthwise_conv2d_nchwc``, so the 1x1 convs around it stay blocked too).  Its data stays ``NCHW`` when the input channels
 are not (the 3-channel first conv reads the image as is); weights stay ``OIHW`` in the graph,
 since the lowering re-blocks constants at compile time anyway.
 """
@@ -29,6 +30,11 @@ def blocked_layout(block: int) -> str:
     return f"NCHW{block}c"
 
 
+def is_depthwise(channels: int, out_channels: int, groups: int) -> bool:
+    """Whether a conv with these channel counts and groups is depthwise (one in and one out channel per group)."""
+    return groups > 1 and channels == groups == out_channels
+
+
 def cpu_conv_layouts(node: Node, types: Sequence[TensorType], graph: Graph, block: int) -> dict[str, str] | None:
     """The layouts the CPU runs ``node`` in, or None to leave it as it is (see the module doc)."""
     if node.op != "conv2d" or node.attrs["data_layout"] != "NCHW" or node.attrs["kernel_layout"] != "OIHW":
@@ -42,10 +48,11 @@ def cpu_conv_layouts(node: Node, types: Sequence[TensorType], graph: Graph, bloc
         return None
     groups = node.attrs["groups"]
     channels, out_channels = data.shape[1], weight.shape[0]
-    if groups > 1:
-        # A block must not straddle two groups; depthwise convs (one channel per group) stay NCHW.
-        if (channels // groups) % block or (out_channels // groups) % block:
-            return None
+    # A block must not straddle two groups, except in a depthwise conv, whose channels are independent
+    # (a block of them is one vector of topi's blocked depthwise kernel).
+    if (groups > 1 and not is_depthwise(channels, out_channels, groups)
+            and ((channels // groups) % block or (out_channels // groups) % block)):
+        return None
     if out_channels % block:
         return None
     lay = blocked_layout(block)

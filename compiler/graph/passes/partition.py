@@ -25,13 +25,16 @@ CPU, VDLA = "llvm", "vdla"
 
 
 def _alu_capable(body: Graph, node: Node, chain_end: str) -> bool:
-    """An ALU op reading the chain's last value, with any other operand a scalar constant."""
+    """An ALU op reading the chain's last value, with any other operand a scalar constant (or, for a
+    multiply, a per-channel tile: ``lower_vdla`` checks it is a constant)."""
     if node.op not in ALU_OPS or node.inputs[0] != chain_end or body.node(chain_end).type.dtype != "int32":
         return False
     if node.op == "cast" and node.type.dtype != "int8":
         return False
     others = [body.node(i) for i in node.inputs[1:]]
-    return all(o.op == "input" and o.type.size == 1 for o in others) and node.type.shape == body.node(chain_end).type.shape
+    shape = body.node(chain_end).type.shape
+    tile_ok = node.op == "multiply" and len(others) == 1 and len(others[0].type.shape) == len(shape)
+    return all(o.op == "input" and (o.type.size == 1 or tile_ok) for o in others) and node.type.shape == shape
 
 
 def _vdla_prefix(body: Graph, cfg: HwConfig) -> tuple[list[str] | None, str | None]:

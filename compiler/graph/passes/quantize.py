@@ -1,48 +1,54 @@
-"""int8 quantization with power-of-two scales, realized exactly as the VDLA computes.
+"""int8 quantization realized exactly as the VDLA computes: per-tensor powers of two, or per-channel
+weight scales with an integer multiplier per output channel.
 
-Every quantized value ``q`` (int8) stands for ``q * 2**-e``; its exponent ``e`` is chosen
-from calibration (the largest magnitude seen on the sample inputs) so the range fits in
-int8.  A conv2d/dense with a constant weight becomes::
+Every quantized value ``q`` (int8) stands for ``q * scale``, the scale chosen by calibration
+(:mod:`.calibration`: the threshold ``T`` of the value's magnitude fits int8).  Two schemes:
 
-    acc = conv2d(x_q:int8, w_q:int8, bias_q:int32, out_dtype=int32)   # int32 accumulate (wraps)
-    acc = relu(acc)                              # when a relu follows (fused, before the shift)
-    y_q = cast(clip(right_shift(acc, s), -128, 127), int8)
+* per-tensor (``per_channel=False``): every scale a power of two ``2**-e``, one per weight
+  tensor too.  A conv2d/dense with a constant weight becomes::
 
-with ``s = e_x + e_w - e_y``: the GEMM core, one ALU SHR, two ALU clips and the STORE
-narrowing.  Round-to-nearest comes for free: ``2**(s-1)`` is folded into the int32 bias.
-A residual ``add`` of quantized values aligns both operands to the finer exponent with
-left shifts, adds in int32 and requantizes the same way.  relu, max_pool2d, reshape and
-transpose pass int8 values through unchanged; every other operator runs in float on
-dequantized inputs, and graph outputs are dequantized.  With ``skip_first_conv`` the
-first convolution stays in float (its few input channels suit the CPU better).
+      acc = conv2d(x_q:int8, w_q:int8, bias_q:int32, out_dtype=int32)   # int32 accumulate (wraps)
+      acc = relu(acc)                              # when a relu follows (fused, before the shift)
+      y_q = cast(clip(right_shift(acc, s), -128, 127), int8)
+
+  with ``s = e_x + e_w - e_y``: the GEMM core, one ALU SHR, two ALU clips and the STORE narrowing.
+
+* per-channel (the default): activation scales ``T / 127``, weight scales ``max|w[c]| / 127`` per
+  output channel.  The requantization ``s_x * s_w[c] / s_y`` becomes ``m[c] * 2**-s``, one ALU MUL
+  by an int32 per-channel tile (``multiply`` by a constant) before the common shift::
+
+      acc = relu(conv2d(x_q, w_q, bias_q))       # relu when one follows
+      y_q = cast(clip(right_shift(multiply(acc, m), s), -128, 127), int8)
+
+  ``s`` is the largest shift whose multipliers cannot overflow int32 for ANY int8 input: per
+  channel, ``(128 * sum|w_q[c]| + |bias_q[c]|) * m[c] < 2**31`` (see :func:`requant_multipliers`);
+  the bound is checked when the graph is built, so the accumulators never wrap at run time.
+
+Round-to-nearest comes for free: ``2**(s-1)`` (per-tensor) or ``2**(s-1) / m[c]`` (per-channel)
+is folded into the int32 bias.  A residual ``add`` of quantized values rescales both operands to
+the output (left/right shifts, or integer multipliers), adds in int32 and requantizes the same
+way.  relu, max_pool2d, reshape and transpose pass int8 values through unchanged; every other
+operator runs in float on dequantized inputs, and graph outputs are dequantized.  With
+``skip_first_conv`` the first convolution stays in float (its few input channels suit the CPU
+better).  :func:`quantize_model` also returns which value each quantized layer's output replaced
+(for :mod:`.sqnr`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from compiler.graph.errors import GraphError
-from compiler.graph.executor import run_all
 from compiler.graph.ir import Graph, Node
+from compiler.graph.passes.calibration import Calibration, calibrate, parse_calibration
 from compiler.graph.passes.rewrite import Rewriter
 
 QMIN, QMAX = -128, 127
+ACC_BITS = 32  # the int32 accumulator the multipliers must not overflow
 _PASSTHROUGH = {"relu", "max_pool2d", "reshape", "transpose"}
-
-
-def calibrate(graph: Graph, samples: Sequence[Mapping[str, np.ndarray]]) -> dict[str, float]:
-    """The largest magnitude every float value takes over the sample inputs."""
-    if not samples:
-        raise GraphError("calibration needs at least one sample input")
-    ranges: dict[str, float] = {}
-    for sample in samples:
-        for name, v in run_all(graph, sample).items():
-            if np.issubdtype(v.dtype, np.floating):
-                ranges[name] = max(ranges.get(name, 0.0), float(np.max(np.abs(v))) if v.size else 0.0)
-    return ranges
 
 
 def exponent_for(max_abs: float) -> int:
@@ -58,58 +64,127 @@ def quantize_weight(w: np.ndarray) -> tuple[np.ndarray, int]:
     return np.clip(np.rint(w.astype(np.float64) * 2.0 ** e), -QMAX, QMAX).astype(np.int8), e
 
 
+def quantize_weight_per_channel(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric int8 weights with one scale per output channel (axis 0): ``(w_q, s_w)``."""
+    absmax = np.max(np.abs(w.reshape(w.shape[0], -1)), axis=1).astype(np.float64)
+    s_w = np.where(absmax > 0, absmax / QMAX, 1.0)
+    q = np.rint(w.astype(np.float64) / s_w.reshape((-1,) + (1,) * (w.ndim - 1)))
+    return np.clip(q, -QMAX, QMAX).astype(np.int8), s_w
+
+
+def requant_multipliers(ratio: np.ndarray, bound: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
+    """Integer multipliers ``m`` and a common shift ``s`` with ``m * 2**-s ~= ratio`` (per channel),
+    and the rounding term ``r = 2**(s-1) / m`` to add before multiplying: ``(acc + r) * m >> s``.
+
+    ``bound[c]`` is the largest magnitude channel ``c``'s accumulator can take; ``s`` is the largest
+    shift (hence the finest multipliers) with ``(bound + r) * m < 2**31`` for every channel.
+    """
+    limit = 1 << (ACC_BITS - 1)
+    for s in range(ACC_BITS - 2, -1, -1):
+        m = np.rint(ratio * 2.0 ** s)
+        r = np.rint(2.0 ** (s - 1) / np.maximum(m, 1)) if s else np.zeros_like(m)
+        if np.all((bound + r) * m < limit):
+            return m.astype(np.int64), s, r.astype(np.int64)
+    raise ValueError(f"no int32 requantization of ratios up to {ratio.max():g} for accumulators up to {bound.max():g}")
+
+
+@dataclass(frozen=True)
+class QuantizedLayer:
+    """One quantized node's output: the float value it replaces and its int8 value and scale(s)."""
+
+    name: str
+    """The float value (in the graph given to :func:`quantize_model`)."""
+    value: str
+    """The int8 value of the quantized graph."""
+    scale: float
+    op: str
+    multiplier_bits: int = 0
+    """The widest per-channel multiplier (0 without multipliers)."""
+
+
+@dataclass(frozen=True)
+class QuantizedModel:
+    """The quantized graph and what :func:`quantize_model` did to each layer."""
+
+    graph: Graph
+    source: Graph
+    """The float graph that was quantized (the names of ``layers`` are its values)."""
+    layers: tuple[QuantizedLayer, ...]
+    calibration: Calibration
+    per_channel: bool
+
+
 class _Quantizer:
-    def __init__(self, graph: Graph, ranges: Mapping[str, float], skip_first_conv: bool) -> None:
-        self.graph, self.ranges = graph, ranges
+    def __init__(self, graph: Graph, ranges: Mapping[str, float], skip_first_conv: bool, per_channel: bool) -> None:
+        self.graph, self.ranges, self.per_channel = graph, ranges, per_channel
         self.rw = Rewriter(graph)
         self.b = self.rw.builder
-        self.exp: dict[str, int] = {}  # new int8 value -> its exponent
+        self.scale: dict[str, float] = {}  # new int8 value -> its scale
         self.float_of: dict[str, str] = {}  # new int8 value -> its dequantized float value
         self.int_of: dict[str, str] = {}  # new float value -> its quantized int8 value
         self.absorbed: set[str] = set()  # old relu nodes folded into the op before them
+        self.layers: list[QuantizedLayer] = []
         convs = [n for n in graph.nodes if n.op == "conv2d"]
         self.float_convs = {convs[0].name} if skip_first_conv and convs else set()
 
+    def scale_for(self, old: str) -> float:
+        """The scale of old value ``old`` (as float32, the precision the graph stores it in)."""
+        t = self.ranges[old]
+        if not self.per_channel:
+            return 2.0 ** -exponent_for(t)
+        return float(np.float32(t / QMAX)) if t > 0 and math.isfinite(t) else 1.0
+
     # ---- borders between float and int8 --------------------------------------------------------
-    def as_int8(self, old: str) -> tuple[str, int]:
+    def as_int8(self, old: str) -> tuple[str, float]:
         new = self.rw[old]
-        if new in self.exp:
-            return new, self.exp[new]
+        if new in self.scale:
+            return new, self.scale[new]
         if new not in self.int_of:
-            e = exponent_for(self.ranges[old])
-            scale = self.b.const(np.float32(2.0 ** -e), f"{old}_scale")
-            zero = self.b.const(np.int8(0), f"{old}_zero")
-            q = self.b.op("quantize_linear", [new, scale, zero], f"{old}_q")
-            self.exp[q] = e
+            scale = self.scale_for(old)
+            q = self.b.op("quantize_linear", [new, self.b.const(np.float32(scale), f"{old}_scale"),
+                                              self.b.const(np.int8(0), f"{old}_zero")], f"{old}_q")
+            self.scale[q] = scale
             self.int_of[new] = q
         q = self.int_of[new]
-        return q, self.exp[q]
+        return q, self.scale[q]
 
     def as_float(self, new: str) -> str:
-        if new not in self.exp:
+        if new not in self.scale:
             return new
         if new not in self.float_of:
-            scale = self.b.const(np.float32(2.0 ** -self.exp[new]), f"{new}_scale")
+            scale = self.b.const(np.float32(self.scale[new]), f"{new}_scale")
             zero = self.b.const(np.int8(0), f"{new}_zero")
             self.float_of[new] = self.b.op("dequantize_linear", [new, scale, zero], f"{new}_dq")
         return self.float_of[new]
 
-    def requantize(self, acc: str, shift: int, e_out: int, replaces: str) -> None:
-        """int32 accumulator -> int8 with exponent ``e_out``: shift, clip, narrow."""
+    def requantize(self, acc: str, shift: int, scale: float, replaces: Node, op: str, mbits: int = 0) -> None:
+        """int32 accumulator -> int8 with ``scale``: shift, clip, narrow."""
         if shift:
-            acc = self.b.op("right_shift", [acc], f"{replaces}_shift", shift=shift)
-        acc = self.b.op("clip", [acc], f"{replaces}_clip", a_min=QMIN, a_max=QMAX)
-        out = self.rw.emit("cast", [acc], replaces, dtype="int8")
-        self.exp[out] = e_out
+            acc = self.b.op("right_shift", [acc], f"{replaces.name}_shift", shift=shift)
+        acc = self.b.op("clip", [acc], f"{replaces.name}_clip", a_min=QMIN, a_max=QMAX)
+        out = self.rw.emit("cast", [acc], replaces.name, dtype="int8")
+        self.scale[out] = scale
+        self.layers.append(QuantizedLayer(replaces.name, out, scale, op, mbits))
 
     def fused_relu(self, node: Node) -> Node | None:
-        """The relu that alone reads ``node``'s output, if any (it folds into the requantization)."""
+        """The relu that alone reads ``node``'s output, if any (it folds into the requantization).
+
+        Per-channel, a ReLU6-like ``clip(0, hi)`` folds too: its output's scale is at most
+        ``hi / 127`` (calibrated on the clipped values), so the int8 clamp at 127 bounds it, and
+        its saturated values come out exactly (with ``max`` calibration ``hi`` is 127 steps)."""
         users = self.graph.consumers[node.name]
         if len(users) == 1 and node.name not in self.graph.outputs:
             user = self.graph.node(users[0])
-            if user.op == "relu":
+            if user.op == "relu" or (self.per_channel and user.op == "clip" and user.attrs.get("a_min") == 0
+                                     and (user.attrs.get("a_max") or 0) > 0):
                 return user
         return None
+
+    def relu_acc(self, acc: str, relu: Node | None) -> str:
+        if relu is None:
+            return acc
+        self.absorbed.add(relu.name)
+        return self.b.op("relu", [acc], f"{relu.name}_acc")
 
     # ---- rewrites ------------------------------------------------------------------------------
     def quantizable(self, n: Node) -> bool:
@@ -118,41 +193,57 @@ class _Quantizer:
         return all(self.graph.node(i).op == "constant" for i in n.inputs[1:]) and n.attrs.get("groups", 1) == 1
 
     def linear(self, n: Node) -> None:
-        x, e_x = self.as_int8(n.inputs[0])
-        w_q, e_w = quantize_weight(self.graph.node(n.inputs[1]).value)
+        x, s_x = self.as_int8(n.inputs[0])
+        w = self.graph.node(n.inputs[1]).value
         relu = self.fused_relu(n)
         out_node = relu or n
-        e_out = exponent_for(self.ranges[out_node.name])
-        shift = e_x + e_w - e_out
-        bias = self.graph.node(n.inputs[2]).value.astype(np.float64) if len(n.inputs) == 3 else np.zeros(w_q.shape[0])
-        bias_q = np.rint(bias * 2.0 ** (e_x + e_w)) + (1 << (shift - 1) if shift > 0 else 0)
+        s_y = self.scale_for(out_node.name)
+        bias = self.graph.node(n.inputs[2]).value.astype(np.float64) if len(n.inputs) == 3 else np.zeros(w.shape[0])
+        if self.per_channel:
+            w_q, s_w = quantize_weight_per_channel(w)
+            bias_q = np.rint(bias / (s_x * s_w))
+            bound = 128.0 * np.abs(w_q.reshape(w_q.shape[0], -1).astype(np.int64)).sum(axis=1) + np.abs(bias_q)
+            m, shift, rnd = requant_multipliers(s_x * s_w / s_y, bound)
+            bias_q = bias_q + rnd
+        else:
+            w_q, e_w = quantize_weight(w)
+            e_x = -round(math.log2(s_x))
+            shift = e_x + e_w + round(math.log2(s_y))
+            bias_q = np.rint(bias * 2.0 ** (e_x + e_w)) + (1 << (shift - 1) if shift > 0 else 0)
         inputs = [x, self.b.const(w_q, f"{n.name}_wq"), self.b.const(bias_q.astype(np.int32), f"{n.name}_bq")]
-        acc = self.rw.copy(n, inputs, out_dtype="int32")
-        if relu is not None:
-            acc = self.b.op("relu", [acc], f"{relu.name}_acc")
-            self.absorbed.add(relu.name)
-        self.requantize(acc, shift, e_out, out_node.name)
+        acc = self.relu_acc(self.rw.copy(n, inputs, out_dtype="int32"), relu)
+        mbits = 0
+        if self.per_channel:
+            shape = (1, -1) + (1,) * (len(n.type.shape) - 2)
+            acc = self.b.op("multiply", [acc, self.b.const(m.astype(np.int32).reshape(shape), f"{n.name}_m")],
+                            f"{out_node.name}_mul")
+            mbits = int(m.max()).bit_length()
+        self.requantize(acc, shift, s_y, out_node, n.op, mbits)
         if relu is not None:
             self.rw.bind(n.name, self.rw[relu.name])
 
     def residual_add(self, n: Node) -> None:
-        (a, e_a), (c, e_c) = self.as_int8(n.inputs[0]), self.as_int8(n.inputs[1])
+        (a, s_a), (c, s_c) = self.as_int8(n.inputs[0]), self.as_int8(n.inputs[1])
         relu = self.fused_relu(n)
         out_node = relu or n
-        e_out = exponent_for(self.ranges[out_node.name])
-        e = max(e_a, e_c)
+        s_y = self.scale_for(out_node.name)
         terms = []
-        for v, ev in ((a, e_a), (c, e_c)):
-            wide = self.b.op("cast", [v], f"{v}_i32", dtype="int32")
-            terms.append(self.b.op("right_shift", [wide], f"{v}_align", shift=ev - e) if ev != e else wide)
+        if self.per_channel:
+            m, shift, _ = requant_multipliers(np.array([s_a, s_c]) / s_y, np.full(2, 512.0))  # 2x margin: two terms
+            for v, mv in zip((a, c), m):
+                wide = self.b.op("cast", [v], f"{v}_i32", dtype="int32")
+                terms.append(self.b.op("multiply", [wide, self.b.const(np.int32(mv), f"{v}_m")], f"{v}_scaled"))
+        else:
+            e_a, e_c = (-round(math.log2(v)) for v in (s_a, s_c))
+            e = max(e_a, e_c)
+            for v, ev in ((a, e_a), (c, e_c)):
+                wide = self.b.op("cast", [v], f"{v}_i32", dtype="int32")
+                terms.append(self.b.op("right_shift", [wide], f"{v}_align", shift=ev - e) if ev != e else wide)
+            shift = e + round(math.log2(s_y))
         acc = self.b.op("add", terms, f"{n.name}_acc")
-        shift = e - e_out
         if shift > 0:
             acc = self.b.op("add", [acc, self.b.const(np.int32(1 << (shift - 1)), f"{n.name}_round")], f"{n.name}_rnd")
-        if relu is not None:
-            acc = self.b.op("relu", [acc], f"{relu.name}_acc")
-            self.absorbed.add(relu.name)
-        self.requantize(acc, shift, e_out, out_node.name)
+        self.requantize(self.relu_acc(acc, relu), shift, s_y, out_node, "add")
 
     def run(self) -> Graph:
         for n in self.graph.nodes:
@@ -164,9 +255,9 @@ class _Quantizer:
                 self.linear(n)
             elif n.op == "add" and n.type.dtype.startswith("float") and self._any_int8(n) and self._same_shape(n):
                 self.residual_add(n)
-            elif n.op in _PASSTHROUGH and self.rw[n.inputs[0]] in self.exp:
+            elif n.op in _PASSTHROUGH and self.rw[n.inputs[0]] in self.scale:
                 out = self.rw.copy(n)
-                self.exp[out] = self.exp[self.rw[n.inputs[0]]]
+                self.scale[out] = self.scale[self.rw[n.inputs[0]]]
             else:
                 self.rw.copy(n, [self.as_float(self.rw[i]) for i in n.inputs])
         for o in self.graph.outputs:
@@ -174,16 +265,33 @@ class _Quantizer:
         return self.rw.finish()
 
     def _any_int8(self, n: Node) -> bool:
-        return any(self.rw[i] in self.exp for i in n.inputs)
+        return any(self.rw[i] in self.scale for i in n.inputs)
 
     def _same_shape(self, n: Node) -> bool:
         return all(self.graph.node(i).type.shape == n.type.shape for i in n.inputs)
 
 
-def quantize(graph: Graph, samples: Sequence[Mapping[str, np.ndarray]], *, skip_first_conv: bool = True) -> Graph:
+def quantize_model(graph: Graph, samples: Sequence[Mapping[str, np.ndarray]], *, skip_first_conv: bool = True,
+                   calibration: str | Calibration = "max", per_channel: bool = True) -> QuantizedModel:
     """Quantize conv2d/dense (and the residual adds, relus and max pools between them) to int8.
 
-    ``samples`` are calibration inputs (name -> array, like :func:`run_graph`'s ``inputs``).
-    Run :func:`fold_batch_norm` first so batch norms are part of the convolutions' weights.
+    ``samples`` are calibration inputs (name -> array, like :func:`run_graph`'s ``inputs``);
+    ``calibration`` is ``max``, ``percentile[:P]`` or ``kl`` (:func:`parse_calibration`);
+    ``per_channel`` picks per-channel weight scales with integer multipliers over per-tensor powers
+    of two.  Run :func:`fold_batch_norm` first so batch norms are part of the convolutions' weights.
     """
-    return _Quantizer(graph, calibrate(graph, samples), skip_first_conv).run()
+    cal = parse_calibration(calibration)
+    q = _Quantizer(graph, calibrate(graph, samples, cal), skip_first_conv, per_channel)
+    out = q.run()
+    return QuantizedModel(out, graph, tuple(q.layers), cal, per_channel)
+
+
+def quantize(graph: Graph, samples: Sequence[Mapping[str, np.ndarray]], *, skip_first_conv: bool = True,
+             calibration: str | Calibration = "max", per_channel: bool = True) -> Graph:
+    """The graph of :func:`quantize_model`."""
+    return quantize_model(graph, samples, skip_first_conv=skip_first_conv, calibration=calibration,
+                          per_channel=per_channel).graph
+
+
+__all__ = ["QuantizedLayer", "QuantizedModel", "calibrate", "exponent_for", "quantize", "quantize_model",
+           "quantize_weight", "quantize_weight_per_channel", "requant_multipliers"]

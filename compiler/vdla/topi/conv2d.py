@@ -41,16 +41,20 @@ Dump = Callable[[str, PrimFunc], None]
 
 @dataclass(frozen=True)
 class Requantize:
-    """The epilogue after the accumulation: ``clip((acc + bias) [ReLU] >> shift)`` to the output type.
+    """The epilogue after the accumulation: ``clip(((acc + bias) [ReLU]) [* m[c]] >> shift)`` to the output type.
+
+    With ``multiplier`` an int32 per-output-channel tile ``m`` (loaded like the bias) multiplies the
+    accumulators before the common shift: per-channel requantization scales ``m[c] * 2**-shift``.
 
     ``on_store``: the STORE does the shift, ReLU and clip on the way out (``fold_requant_store``), so
-    the compute module runs only the bias add; False runs the whole epilogue on the ALU (the code
-    generated before requantizing stores, kept to measure the difference).
+    the compute module runs only the bias add (and the multiply); False runs the whole epilogue on the
+    ALU (the code generated before requantizing stores, kept to measure the difference).
     """
 
     shift: int = 0
     relu: bool = True
     bias: bool = True
+    multiplier: bool = False
     on_store: bool = True
 
     @property
@@ -71,10 +75,13 @@ class Conv2dTensors:
     """What the reduction reads: ``data`` or its padded / row-subsampled stage."""
     conv: te.Tensor
     epilogue: tuple[te.Tensor, ...]
+    scale: te.Tensor | None = None
+    """The per-channel multiplier tile (``Requantize.multiplier``)."""
 
     @property
     def params(self) -> list[te.Tensor]:
-        return [self.data, self.kernel] + ([self.bias] if self.bias is not None else []) + [self.out]
+        extra = [t for t in (self.bias, self.scale) if t is not None]
+        return [self.data, self.kernel] + extra + [self.out]
 
 
 def conv2d_compute(wl: Conv2dWorkload, target: VdlaTarget, epilogue: Requantize = Requantize()) -> Conv2dTensors:
@@ -121,16 +128,21 @@ def conv2d_compute(wl: Conv2dWorkload, target: VdlaTarget, epilogue: Requantize 
     if epilogue.relu:
         x = _stage(shape, lambda v, *_: max_(v, IntImm(0, acc_t)), x, "relu")
         stages.append(x)
+    scale = None
+    if epilogue.multiplier:
+        scale = te.placeholder((ocb, b_, bo), acc_t, "scale")
+        x = _stage(shape, lambda v, o, b, j: v * scale[o, b, j], x, "scale_mul")  # type: ignore[index]
+        stages.append(x)
     if epilogue.shift:
         x = _stage(shape, lambda v, *_: v // IntImm(1 << epilogue.shift, acc_t), x, "shr")
         stages.append(x)
-    if not epilogue.relu:  # after ReLU and an arithmetic shift the value is >= 0: no lower clip
+    if not epilogue.relu or epilogue.multiplier:  # ReLU, then >> keeps values >= 0 (a multiplier may wrap)
         x = _stage(shape, lambda v, *_: max_(v, IntImm(-hi - 1, acc_t)), x, "clip_lo")
         stages.append(x)
     x = _stage(shape, lambda v, *_: min_(v, IntImm(hi, acc_t)), x, "clip_hi")
     stages.append(x)
     out = te.compute(shape, lambda n, o, y, x_, b, j: x[n, o, y, x_, b, j].astype(out_t), "out")
-    return Conv2dTensors(data, kernel, bias, out, source, conv, tuple(stages))
+    return Conv2dTensors(data, kernel, bias, out, source, conv, tuple(stages), scale)
 
 
 def _stage(shape, fn, prev: te.Tensor, name: str) -> te.Tensor:  # type: ignore[no-untyped-def]
@@ -144,7 +156,7 @@ def conv2d_schedule(wl: Conv2dWorkload, knobs: Conv2dKnobs, target: VdlaTarget, 
 
     ``dump(step, func)``, when given, sees the program after every primitive.
     """
-    check_knobs(wl, knobs, target, epilogue.bias, epilogue.alu_imm)
+    check_knobs(wl, knobs, target, epilogue.bias, epilogue.multiplier, epilogue.alu_imm)
     g = geometry(wl, knobs, target.config)
     t = conv2d_compute(wl, target, epilogue)
     s = create_schedule(t.out, t.params, name)
@@ -159,22 +171,30 @@ def conv2d_schedule(wl: Conv2dWorkload, knobs: Conv2dKnobs, target: VdlaTarget, 
     wgt = s.cache_read(t.kernel, SCOPE_WGT)
     if t.bias is not None:
         s.cache_read(t.bias, SCOPE_ACC)  # the whole bias stays resident: loaded once, up front
+    if t.scale is not None:
+        s.cache_read(t.scale, SCOPE_ACC)  # so does the per-channel multiplier, stacked after the bias
     acc = s.cache_write(t.conv, SCOPE_ACC)
     s.compute_inline(t.conv)
     for stage in t.epilogue:
         s.compute_inline(stage)
 
     # Output tiles; the outer tile axis first (loop_order), one axis split across virtual threads.
+    # Column tiles belong to the row axis (inside its tiles, outside its virtual thread), so the
+    # input copy placed at that axis's innermost loop covers one row x column tile.
     n, o, y, x, b, j = s.get_loops(t.out)
     o_o, o_i = s.split(o, factor=knobs.oc_tile)
     y_o, y_i = s.split(y, factor=knobs.oh_tile)
+    x_o, x_i = (None, x) if g.ow_tiles == 1 else s.split(x, factor=g.ow_tile)
     axes = {"oc": [o_o], "oh": [y_o]}
+    vthread = None
     if knobs.virtual_threads > 1:
-        outer, v = s.split(axes[knobs.vt_axis][0], factor=knobs.virtual_threads)
-        axes[knobs.vt_axis] = [outer, v]
+        outer, vthread = s.split(axes[knobs.vt_axis][0], factor=knobs.virtual_threads)
+        axes[knobs.vt_axis] = [outer, vthread]
+    if x_o is not None:
+        axes["oh"].insert(1, x_o)
     first, second = ("oc", "oh") if knobs.loop_order == "oc_oh" else ("oh", "oc")
     tile_loops = [n] + axes[first] + axes[second]
-    s.reorder(*tile_loops, o_i, y_i, x, b, j)
+    s.reorder(*tile_loops, o_i, y_i, x_i, b, j)
     s.compute_at(acc, tile_loops[-1])
 
     # The reduction: input-channel chunks outside, the GEMM block (b, j, k) innermost.
@@ -191,8 +211,8 @@ def conv2d_schedule(wl: Conv2dWorkload, knobs: Conv2dKnobs, target: VdlaTarget, 
     s.compute_at(inp, at["inp"])
 
     s.compact_buffers()
-    if knobs.virtual_threads > 1:
-        s.bind(axes[knobs.vt_axis][1], "vthread")
+    if vthread is not None:
+        s.bind(vthread, "vthread")
     s.tensorize(s.get_loops(acc)[-3], gemm.update)
     s.tensorize(s.get_loops(init)[-2], gemm.reset)
     return s

@@ -26,11 +26,12 @@ from .tiling import MAX_LOOP, Conv2dKnobs, Conv2dWorkload, TileGeometry, estimat
 
 
 def footprint(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, bias: bool = True,
-              alu_imm: bool = False) -> dict[str, int]:
+              scale: bool = False, alu_imm: bool = False) -> dict[str, int]:
     """Elements each on-chip buffer needs: SRAM tiles (all virtual threads, plus the resident bias when
-    ``bias``) and micro-ops (every distinct micro-op list of the program, see :func:`uop_count`)."""
-    sram = _sram_footprint(wl, k, cfg, bias)
-    sram[SCOPE_UOP] = uop_count(wl, k, cfg, bias, alu_imm)
+    ``bias`` and the resident per-channel multiplier when ``scale``) and micro-ops (every distinct
+    micro-op list of the program, see :func:`uop_count`)."""
+    sram = _sram_footprint(wl, k, cfg, bias, scale)
+    sram[SCOPE_UOP] = uop_count(wl, k, cfg, bias, scale, alu_imm)
     return sram
 
 
@@ -41,66 +42,67 @@ def shape_error(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> str | None
         return f"virtual_threads must be >= 1, got {k.virtual_threads}"
     if k.vt_axis not in ("oc", "oh") or k.loop_order not in ("oc_oh", "oh_oc"):
         return f"vt_axis must be 'oc' or 'oh' and loop_order 'oc_oh' or 'oh_oc', got {k}"
-    for name, tile, total in (("oc_tile", k.oc_tile, ocb), ("oh_tile", k.oh_tile, wl.oh), ("ic_tile", k.ic_tile, icb)):
+    for name, tile, total in (("oc_tile", k.oc_tile, ocb), ("oh_tile", k.oh_tile, wl.oh), ("ic_tile", k.ic_tile, icb),
+                              ("ow_tile", k.tile_ow(wl), wl.ow)):
         if tile <= 0 or total % tile:
             return f"{name}={tile} must divide {total}"
     g = geometry(wl, k, cfg)
     split = g.oc_tiles if k.vt_axis == "oc" else g.oh_tiles
     if split % k.virtual_threads:
         return f"{k.virtual_threads} virtual threads must divide the {split} {k.vt_axis} tiles"
-    if k.oh_tile * wl.ow > MAX_LOOP or k.oc_tile > MAX_LOOP:
-        return f"tile {k.oc_tile}x{k.oh_tile}x{wl.ow} exceeds the {LOOP_ITER_W}-bit instruction loop"
+    if k.oh_tile * g.ow_tile > MAX_LOOP or k.oc_tile > MAX_LOOP:
+        return f"tile {k.oc_tile}x{k.oh_tile}x{g.ow_tile} exceeds the {LOOP_ITER_W}-bit instruction loop"
     return None
 
 
 def overflows(wl: Conv2dWorkload, k: Conv2dKnobs, target: VdlaTarget, bias: bool = True,
-              alu_imm: bool = False) -> dict[str, int]:
+              scale: bool = False, alu_imm: bool = False) -> dict[str, int]:
     """The buffers the knobs overflow, with the elements each would need (empty when everything fits)."""
     cfg = target.config
-    need = _sram_footprint(wl, k, cfg, bias)
+    need = _sram_footprint(wl, k, cfg, bias, scale)
     gemm, epi = _uop_sizes(wl, k, cfg)
     vt, depth = k.virtual_threads, cfg.uop_buff_depth
     # Each thread's GEMM list is distinct (so are its reset lists and the bias lists): the exact
     # count, which builds the lists, is needed only between these bounds.
-    bias_lists = _bias_lists(wl, k, cfg) if bias else 0
+    bias_lists = _bias_lists(wl, k, cfg) * (int(bias) + int(scale))
     upper = vt * (gemm + (2 if alu_imm else 1) * epi) + bias_lists * epi
     lower = max(vt * gemm, vt * epi, bias_lists * epi)
-    need[SCOPE_UOP] = upper if upper <= depth or lower > depth else uop_count(wl, k, cfg, bias, alu_imm)
+    need[SCOPE_UOP] = upper if upper <= depth or lower > depth else uop_count(wl, k, cfg, bias, scale, alu_imm)
     return {scope: n for scope, n in need.items() if n > target.scope(scope).depth}
 
 
 def fits(target: VdlaTarget | HwConfig, wl: Conv2dWorkload, knobs: Conv2dKnobs, bias: bool = True,
-         alu_imm: bool = False) -> str | None:
+         scale: bool = False, alu_imm: bool = False) -> str | None:
     """Why ``knobs`` cannot compile ``wl`` for the config (an illegal tiling or the buffers it overflows),
     or None when the schedule fits every buffer.  Cheap and never raises for a tiling it rejects."""
     tgt = target if isinstance(target, VdlaTarget) else VdlaTarget(target)
     try:
         wl.check(tgt.config)
-    except UnsupportedError as exc:  # channels or data widths this config cannot map: the reason itself
+    except UnsupportedError as exc:  # channels this config cannot map: the reason itself
         return str(exc)
     reason = shape_error(wl, knobs, tgt.config)
     if reason is not None:
         return reason
-    over = overflows(wl, knobs, tgt, bias, alu_imm)
+    over = overflows(wl, knobs, tgt, bias, scale, alu_imm)
     what = f"conv2d {wl} with {knobs}"
     return "; ".join(tgt.scope(s).overflow(n, what) or "" for s, n in over.items()) or None
 
 
 def check_knobs(wl: Conv2dWorkload, k: Conv2dKnobs, target: VdlaTarget, bias: bool = True,
-                alu_imm: bool = False) -> None:
+                scale: bool = False, alu_imm: bool = False) -> None:
     """Raise :class:`UnsupportedError` for knobs that do not tile the layer, :class:`CapacityError` (with
     the config field to enlarge) when a buffer overflows."""
     wl.check(target.config)
     reason = shape_error(wl, k, target.config)
     if reason is not None:
         raise UnsupportedError(reason, hint="choose knobs from knob_space(), or leave them to the compiler")
-    over = overflows(wl, k, target, bias, alu_imm)
+    over = overflows(wl, k, target, bias, scale, alu_imm)
     for scope, tiles in over.items():
         target.scope(scope).check_fits(tiles, f"conv2d {wl} with {k}")
 
 
 def knob_space(wl: Conv2dWorkload, target: VdlaTarget, virtual_threads: tuple[int, ...] = (1, 2),
-               bias: bool = True, alu_imm: bool = False) -> list[Conv2dKnobs]:
+               bias: bool = True, scale: bool = False, alu_imm: bool = False) -> list[Conv2dKnobs]:
     """Every knob setting that tiles the layer and fits the config (the auto-tuner's search space)."""
     cfg = target.config
     wl.check(cfg)
@@ -109,13 +111,13 @@ def knob_space(wl: Conv2dWorkload, target: VdlaTarget, virtual_threads: tuple[in
     for oc_t, oh_t, ic_t, vt, axis, order in product(_divisors(ocb), _divisors(wl.oh), _divisors(icb), virtual_threads,
                                                      ("oc", "oh"), ("oc_oh", "oh_oc")):
         k = Conv2dKnobs(oc_t, oh_t, ic_t, vt, axis, order)
-        if shape_error(wl, k, cfg) is None and not overflows(wl, k, target, bias, alu_imm):
+        if shape_error(wl, k, cfg) is None and not overflows(wl, k, target, bias, scale, alu_imm):
             out.append(k)
     return out
 
 
 def default_knobs(wl: Conv2dWorkload, target: VdlaTarget, virtual_threads: int = 2, bias: bool = True,
-                  alu_imm: bool = False) -> Conv2dKnobs:
+                  scale: bool = False, alu_imm: bool = False) -> Conv2dKnobs:
     """The fitting knobs with the lowest estimated cycles for ``virtual_threads`` threads (split over
     output-channel or row tiles, whichever is faster), else for fewer threads down to one.
 
@@ -124,13 +126,13 @@ def default_knobs(wl: Conv2dWorkload, target: VdlaTarget, virtual_threads: int =
     if virtual_threads < 1:
         raise UnsupportedError(f"virtual_threads must be >= 1, got {virtual_threads}")
     for vt in range(virtual_threads, 0, -1):
-        space = knob_space(wl, target, (vt,), bias, alu_imm)
+        space = knob_space(wl, target, (vt,), bias, scale, alu_imm)
         if space:
             return min(space, key=lambda k: (estimate_cycles(wl, k, target.config, alu_imm), -k.oh_tile))
-    raise _no_tiling(wl, target, bias, alu_imm)
+    raise _no_tiling(wl, target, bias, scale, alu_imm)
 
 
-def _no_tiling(wl: Conv2dWorkload, target: VdlaTarget, bias: bool, alu_imm: bool) -> UnsupportedError:
+def _no_tiling(wl: Conv2dWorkload, target: VdlaTarget, bias: bool, scale: bool, alu_imm: bool) -> UnsupportedError:
     """The error for a layer no single-thread tiling fits: the tiling that needs the least extra
     buffer, and the config change that makes it fit."""
     cfg = target.config
@@ -143,7 +145,7 @@ def _no_tiling(wl: Conv2dWorkload, target: VdlaTarget, bias: bool, alu_imm: bool
         if reason is not None:
             shape_reasons.append(reason)
             continue
-        over = overflows(wl, k, target, bias, alu_imm)
+        over = overflows(wl, k, target, bias, scale, alu_imm)
         grow = sum(target.scope(s).log_size_for(n) - getattr(cfg, target.scope(s).field) for s, n in over.items())
         if best is None or grow < best[0]:
             best = (grow, k, over)
@@ -166,14 +168,16 @@ def _no_tiling(wl: Conv2dWorkload, target: VdlaTarget, bias: bool, alu_imm: bool
         hint=f"enlarge {enlarge}{valid}, or run this layer on the CPU")
 
 
-def uop_count(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, bias: bool = True, alu_imm: bool = False) -> int:
+def uop_count(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, bias: bool = True, scale: bool = False,
+              alu_imm: bool = False) -> int:
     """Micro-ops the conv2d program loads into the micro-op buffer: the total length of its distinct
     micro-op lists, derived from the schedule's loop nests and SRAM placement without lowering.
 
     Per virtual thread: the GEMM list, the accumulator reset, with ``alu_imm`` the immediate ALU epilogue
     (ReLU, shift and clip share one list: the operation is an instruction field; without it the STORE
     requantizes and no immediate ALU op runs) and, with a bias, one bias-add
-    list per output-channel tile the thread computes (its micro-ops name that tile's bias row).  Code
+    list per output-channel tile the thread computes (its micro-ops name that tile's bias row), and
+    likewise one multiply list per tile with a per-channel multiplier (``scale``).  Code
     generation loads each distinct list once, so equal lists of different instructions count once:
     a list is its offsets from its first micro-op (a pattern) plus that first micro-op.
     """
@@ -187,29 +191,33 @@ def uop_count(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, bias: bool = Tr
     sizes = [len(gemm), len(epi), len(epi)]
     lists: set[tuple[int, Uop]] = set()
     for t in range(k.virtual_threads):
-        # allocate_sram stacks the resident bias first, then thread 0's buffers below thread 1's.
-        a0 = (g.ocb if bias else 0) + t * acc
+        # allocate_sram stacks the resident bias first, the multiplier next, then thread 0's buffers
+        # below thread 1's.
+        a0 = g.ocb * (int(bias) + int(scale)) + t * acc
         lists.add((ids[0], (a0, t * inp if inp_copies > 1 else 0, t * wgt if wgt_copies > 1 else 0)))
         lists.add((ids[1], (a0, 0, 0)))   # reset
         if alu_imm:
             lists.add((ids[1], (a0, a0, 0)))  # immediate ALU ops: src is the buffer's base
         if bias:
             lists.update((ids[2], (a0, o * k.oc_tile, 0)) for o in _thread_oc_tiles(k, g, t))
+        if scale:
+            base = g.ocb if bias else 0
+            lists.update((ids[2], (a0, base + o * k.oc_tile, 0)) for o in _thread_oc_tiles(k, g, t))
     size_of = {pid: size for pid, size in zip(ids, sizes)}
     return sum(size_of[pid] for pid, _ in lists)
 
 
-def _sram_footprint(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, bias: bool) -> dict[str, int]:
+def _sram_footprint(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, bias: bool, scale: bool) -> dict[str, int]:
     g = geometry(wl, k, cfg)
     inp, wgt, acc = _tile_sizes(wl, k, g)
     inp_copies, wgt_copies = _copies(wl, k, cfg)
     return {SCOPE_INP: inp_copies * inp, SCOPE_WGT: wgt_copies * wgt,
-            SCOPE_ACC: k.virtual_threads * acc + (g.ocb if bias else 0)}
+            SCOPE_ACC: k.virtual_threads * acc + g.ocb * (int(bias) + int(scale))}
 
 
 def _tile_sizes(wl: Conv2dWorkload, k: Conv2dKnobs, g: TileGeometry) -> tuple[int, int, int]:
     """SRAM tiles of one thread's input, weight and accumulator buffers."""
-    return k.ic_tile * g.in_rows * g.in_cols, k.oc_tile * k.ic_tile * wl.kh * wl.kw, k.oc_tile * k.oh_tile * wl.ow
+    return k.ic_tile * g.in_rows * g.in_cols, k.oc_tile * k.ic_tile * wl.kh * wl.kw, k.oc_tile * k.oh_tile * g.ow_tile
 
 
 def _copies(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> tuple[int, int]:
@@ -244,12 +252,13 @@ def _uop_nests(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> tuple[list[
     output tile; the bias-add's src steps one bias row per output-channel block)."""
     g = geometry(wl, k, cfg)
     row_step = 1 if wl.kh == 1 else wl.stride  # a 1x1 kernel reads a stage of just the rows it uses
-    ohw, taps = k.oh_tile * wl.ow, wl.kh * wl.kw
-    gemm = _unfolded([(k.oc_tile, (ohw, 0, k.ic_tile * taps)), (k.oh_tile, (wl.ow, row_step * g.in_cols, 0)),
-                      (wl.ow, (1, wl.stride, 0)), (k.ic_tile, (0, g.in_rows * g.in_cols, taps)),
+    ow, taps = g.ow_tile, wl.kh * wl.kw
+    ohw = k.oh_tile * ow
+    gemm = _unfolded([(k.oc_tile, (ohw, 0, k.ic_tile * taps)), (k.oh_tile, (ow, row_step * g.in_cols, 0)),
+                      (ow, (1, wl.stride, 0)), (k.ic_tile, (0, g.in_rows * g.in_cols, taps)),
                       (wl.kh, (0, g.in_cols, wl.kw)), (wl.kw, (0, 1, 1))],
                      (cfg.acc_buff_depth, cfg.inp_buff_depth, cfg.wgt_buff_depth))
-    epi = _unfolded([(k.oc_tile, (ohw, 1, 0)), (k.oh_tile, (wl.ow, 0, 0)), (wl.ow, (1, 0, 0))],
+    epi = _unfolded([(k.oc_tile, (ohw, 1, 0)), (k.oh_tile, (ow, 0, 0)), (ow, (1, 0, 0))],
                     (cfg.acc_buff_depth, cfg.acc_buff_depth, cfg.wgt_buff_depth))
     return gemm, epi
 

@@ -55,9 +55,10 @@ class CompiledConv:
     padded: bool = False
     """Compiled with the input channels zero-padded to BLOCK_IN (``workload`` is the unpadded layer)."""
 
-    def pack_inputs(self, data: np.ndarray, kernel: np.ndarray, bias: np.ndarray | None) -> list[np.ndarray]:
-        """NCHW data, OIHW kernel and bias as the module's packed inputs (input channels zero-padded
-        when the layer was compiled with ``pad_channels``)."""
+    def pack_inputs(self, data: np.ndarray, kernel: np.ndarray, bias: np.ndarray | None,
+                    multiplier: np.ndarray | None = None) -> list[np.ndarray]:
+        """NCHW data, OIHW kernel, bias and per-channel multiplier as the module's packed inputs (input
+        channels zero-padded when the layer was compiled with ``pad_channels``)."""
         cfg = self.module.target.config
         extra = self.workload.with_padded_channels(cfg).ic - data.shape[1] if self.padded else 0
         if extra:
@@ -66,12 +67,17 @@ class CompiledConv:
         args = [ref.pack_data(cfg, data), ref.pack_kernel(cfg, kernel)]
         if self.epilogue.bias:
             args.append(ref.pack_bias(cfg, bias if bias is not None else np.zeros(kernel.shape[0], np.int32)))
+        if self.epilogue.multiplier:
+            if multiplier is None:
+                raise ValueError("this layer was compiled with a per-channel multiplier: pass `multiplier`")
+            args.append(ref.pack_bias(cfg, multiplier))  # one int32 per output channel, the bias's layout
         return args
 
     def run_nchw(self, data: np.ndarray, kernel: np.ndarray, bias: np.ndarray | None, backend: str = "fsim",
-                 **options: object) -> tuple[np.ndarray, object]:
+                 multiplier: np.ndarray | None = None, **options: object) -> tuple[np.ndarray, object]:
         """Run on NCHW int8 data / OIHW kernel; returns the NCHW int8 output and the run result."""
-        outs, result = self.module.run(*self.pack_inputs(data, kernel, bias), backend=backend, **options)
+        outs, result = self.module.run(*self.pack_inputs(data, kernel, bias, multiplier), backend=backend,
+                                       **options)
         return ref.unpack_output(outs["out"]), result
 
 
@@ -83,7 +89,7 @@ def compile_conv2d(wl: Conv2dWorkload, target: VdlaTarget | str = "default", kno
     not a multiple of BLOCK_IN with zero channels added (``CompiledConv.pack_inputs`` adds them)."""
     tgt = target if isinstance(target, VdlaTarget) else VdlaTarget.from_config(target)
     hw = wl.with_padded_channels(tgt.config) if pad_channels else wl
-    k = knobs or default_knobs(hw, tgt, virtual_threads, epilogue.bias, epilogue.alu_imm)
+    k = knobs or default_knobs(hw, tgt, virtual_threads, epilogue.bias, epilogue.multiplier, epilogue.alu_imm)
     func = conv2d_func(hw, k, tgt, epilogue, dump=None if dump is None else lambda step, f: dump(f"schedule: {step}", f))
     return CompiledConv(wl, k, epilogue, build(func, tgt, dump), hw is not wl)
 
@@ -107,10 +113,12 @@ def check_conv2d(compiled: CompiledConv, seed: int = 0, backend: str = "fsim", *
     """Run ``compiled`` on seeded data and compare bit-exactly with NumPy; returns (equal, result, got, expected)."""
     wl, ep = compiled.workload, compiled.epilogue
     data, kernel, bias = random_conv_data(wl, seed)
-    got, result = compiled.run_nchw(data, kernel, bias if ep.bias else None, backend, **options)
+    # Multipliers up to 2**9 make some products wrap the int32 accumulator: the wrap is checked too.
+    mult = np.random.default_rng(seed + 1).integers(1, 1 << 9, wl.oc).astype(np.int32) if ep.multiplier else None
+    got, result = compiled.run_nchw(data, kernel, bias if ep.bias else None, backend, mult, **options)
     cfg = compiled.module.target.config
     want = ref.conv2d_reference(data, kernel, bias if ep.bias else None, wl.stride, wl.pad, ep.shift, ep.relu,
-                                cfg.out_width, cfg.acc_width)
+                                cfg.out_width, cfg.acc_width, mult)
     return bool(np.array_equal(got, want)), result, got, want
 
 
@@ -126,7 +134,7 @@ def tune_conv2d(wl: Conv2dWorkload, target: VdlaTarget | str = "default", virtua
 
     tgt = target if isinstance(target, VdlaTarget) else VdlaTarget.from_config(target)
     ep = epilogue or Requantize(shift=requant_shift(wl))
-    space = sorted(knob_space(wl, tgt, (virtual_threads,), ep.bias, ep.alu_imm),
+    space = sorted(knob_space(wl, tgt, (virtual_threads,), ep.bias, ep.multiplier, ep.alu_imm),
                    key=lambda k: estimate_cycles(wl, k, tgt.config, ep.alu_imm))
     best: tuple[int, CompiledConv] | None = None
     for knobs in space[:candidates]:

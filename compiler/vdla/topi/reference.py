@@ -16,8 +16,10 @@ from vdla_hw.config import HwConfig
 
 
 def conv2d_reference(data: np.ndarray, kernel: np.ndarray, bias: np.ndarray | None, stride: int, pad: int,
-                     shift: int, relu: bool, out_width: int = 8, acc_width: int = 32) -> np.ndarray:
-    """int8 NCHW conv2d + bias, then ReLU (optional), arithmetic shift right and clip, as int8 NCHW."""
+                     shift: int, relu: bool, out_width: int = 8, acc_width: int = 32,
+                     multiplier: np.ndarray | None = None) -> np.ndarray:
+    """int8 NCHW conv2d + bias, then ReLU (optional), the per-output-channel ``multiplier`` (optional,
+    wrapping like the int32 accumulator), arithmetic shift right and clip, as int8 NCHW."""
     n, c, h, w = data.shape
     o, c2, kh, kw = kernel.shape
     if c != c2:
@@ -32,19 +34,26 @@ def conv2d_reference(data: np.ndarray, kernel: np.ndarray, bias: np.ndarray | No
             acc += np.einsum("nchw,oc->nohw", patch, k[:, :, i, j], optimize=True)
     if bias is not None:
         acc += bias.astype(np.int64)[None, :, None, None]
-    half = 1 << (acc_width - 1)
-    acc = ((acc + half) & ((1 << acc_width) - 1)) - half
+    acc = _wrap(acc, acc_width)
     if relu:
         acc = np.maximum(acc, 0)
+    if multiplier is not None:
+        acc = _wrap(acc * multiplier.astype(np.int64)[None, :, None, None], acc_width)
     lo, hi = -(1 << (out_width - 1)), (1 << (out_width - 1)) - 1
     return np.clip(acc >> shift, lo, hi).astype(np.int8 if out_width <= 8 else np.int32)
 
 
+def _wrap(acc: np.ndarray, width: int) -> np.ndarray:
+    """int64 values wrapped to ``width``-bit two's complement, as the accumulator SRAM holds them."""
+    half = 1 << (width - 1)
+    return ((acc + half) & ((1 << width) - 1)) - half
+
+
 def dense_reference(data: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, shift: int, relu: bool,
-                    out_width: int = 8, acc_width: int = 32) -> np.ndarray:
-    """int8 ``data (M, K) @ weight (N, K).T`` + bias, ReLU, shift, clip."""
+                    out_width: int = 8, acc_width: int = 32, multiplier: np.ndarray | None = None) -> np.ndarray:
+    """int8 ``data (M, K) @ weight (N, K).T`` + bias, ReLU, multiplier, shift, clip."""
     out = conv2d_reference(data[:, :, None, None], weight[:, :, None, None], bias, 1, 0, shift, relu,
-                           out_width, acc_width)
+                           out_width, acc_width, multiplier)
     return out[:, :, 0, 0]
 
 

@@ -2,9 +2,9 @@
 (``fit.py`` decides which knobs fit a config).
 
 The knob space is what the auto-tuner searches: tile sizes (output channels, output rows,
-input channels per chunk, all in blocks/rows), the number of virtual threads, the axis the
-threads split, and the loop order (which also decides which load is hoisted out of the
-inner tile loop when a chunk covers all input channels).
+output columns, input channels per chunk, in blocks/rows/columns), the number of virtual
+threads, the axis the threads split, and the loop order (which also decides which load is
+hoisted out of the inner tile loop when a chunk covers all input channels).
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from vdla_hw.config import HwConfig
 from vdla_hw.errors import UnsupportedError
 from vdla_hw.isa import LOOP_ITER_W
-
-from ..target import VdlaTarget
 
 MAX_LOOP = (1 << LOOP_ITER_W) - 1
 
@@ -53,8 +51,7 @@ class Conv2dWorkload:
                                                          self.stride, self.pad)
 
     def check(self, cfg: HwConfig) -> None:
-        """Raise :class:`UnsupportedError` unless the layer maps onto ``cfg``'s tiles and data widths."""
-        VdlaTarget(cfg).check_data_widths()
+        """Raise :class:`UnsupportedError` unless the layer maps onto ``cfg``'s tiles."""
         for name, value, block, what in (("n", self.n, cfg.batch, "BATCH"), ("ic", self.ic, cfg.block_in, "BLOCK_IN"),
                                           ("oc", self.oc, cfg.block_out, "BLOCK_OUT")):
             if value <= 0 or value % block:
@@ -70,7 +67,7 @@ class Conv2dWorkload:
 
 @dataclass(frozen=True)
 class Conv2dKnobs:
-    """Schedule knobs: tiles in blocks (channels) and rows, virtual threads and loop order."""
+    """Schedule knobs: tiles in blocks (channels), rows and columns, virtual threads and loop order."""
 
     oc_tile: int
     oh_tile: int
@@ -80,6 +77,13 @@ class Conv2dKnobs:
     """Axis split across the virtual threads: ``"oc"`` or ``"oh"``."""
     loop_order: str = "oc_oh"
     """``"oc_oh"`` (output-channel tiles outer) or ``"oh_oc"`` (row tiles outer)."""
+    ow_tile: int | None = None
+    """Output columns per tile (a divisor of the output width); None: whole output rows.  Column
+    tiles iterate right inside the row tiles, so a hoisted input copy covers one row x column tile."""
+
+    def tile_ow(self, wl: Conv2dWorkload) -> int:
+        """The output columns of one tile."""
+        return wl.ow if self.ow_tile is None else self.ow_tile
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,8 @@ class TileGeometry:
     oc_tiles: int
     oh_tiles: int
     ic_chunks: int
+    ow_tile: int
+    ow_tiles: int
     in_rows: int
     in_cols: int
 
@@ -99,8 +105,9 @@ def geometry(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> TileGeometry:
     ocb, icb = wl.oc // cfg.block_out, wl.ic // cfg.block_in
     one_row = wl.kh == 1
     in_rows = k.oh_tile if one_row else (k.oh_tile - 1) * wl.stride + wl.kh
-    return TileGeometry(ocb, icb, ocb // k.oc_tile, wl.oh // k.oh_tile, icb // k.ic_tile, in_rows,
-                        (wl.ow - 1) * wl.stride + wl.kw)
+    ow = k.tile_ow(wl)
+    return TileGeometry(ocb, icb, ocb // k.oc_tile, wl.oh // k.oh_tile, icb // k.ic_tile, ow, wl.ow // ow, in_rows,
+                        (ow - 1) * wl.stride + wl.kw)
 
 
 def hoisted(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> str | None:
@@ -126,14 +133,14 @@ def estimate_cycles(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, alu_imm: 
     t = cfg.timing
     g = geometry(wl, k, cfg)
     nb = wl.n // cfg.batch
-    tiles = nb * g.oc_tiles * g.oh_tiles
-    out_tiles = k.oc_tile * k.oh_tile * wl.ow
+    tiles = nb * g.oc_tiles * g.oh_tiles * g.ow_tiles
+    out_tiles = k.oc_tile * k.oh_tile * g.ow_tile
     gemm_insns = tiles * (g.ic_chunks + 1)
     alu_ops = 4 if alu_imm else 1
     compute = (tiles * out_tiles * (1 + alu_ops * t.alu_ii) + wl.macs // cfg.macs_per_cycle
                + gemm_insns * (t.gemm_pipeline_depth + t.insn_overhead) + tiles * alu_ops * t.alu_pipeline_depth)
     hoist = hoisted(wl, k, cfg)
-    inp_loads = tiles * g.ic_chunks if hoist != "inp" else nb * g.oh_tiles
+    inp_loads = tiles * g.ic_chunks if hoist != "inp" else nb * g.oh_tiles * g.ow_tiles
     wgt_loads = tiles * g.ic_chunks if hoist != "wgt" else nb * g.oc_tiles
     inp_bytes = inp_loads * k.ic_tile * g.in_rows * g.in_cols * cfg.inp_elem_bytes
     wgt_bytes = wgt_loads * k.oc_tile * k.ic_tile * wl.kh * wl.kw * cfg.wgt_elem_bytes

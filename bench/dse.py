@@ -1,0 +1,90 @@
+"""Design-space exploration of ResNet-18 on VDLA: a 12-point sweep plus the default preset as the peer.
+
+Every point: its RTL linted, yosys xc7 resources, the boards it fits, ResNet-18's conv layers
+C2-C12 compiled and timed on the cycle model (bit-exact against NumPy).  The default preset is
+evaluated in the same run and each point's speed-up and LUT ratio are reported against it.  Names
+the Pareto-optimal configs (latency against LUTs, among the configs that fit the board) for the
+PYNQ-Z2 and the ZCU104, and writes JSON and the Pareto plots to bench/results/.
+
+    python bench/dse.py [--jobs 2] [--quick] [--fmax]
+
+The sweep (on the default preset): block 4/8 x bus 64/128 bits x accumulator depth 512/1024/2048,
+with the input and weight buffers held at 2048 and 1024 elements and every multiplier on DSPs
+(``lut_macs=0``; the default preset builds 96 of its 256 from LUTs, which an 8x8 core does not have).
+Synthesis dominates the run: a 4x4 or 8x8 core takes minutes of yosys, the 16x16 default ~10
+minutes of CPU, a 32x32 core much longer; ``--sweep block=8,16,32 ...`` runs the larger space on
+a machine with the hours for it.  Results are cached per config (``vdla dse``'s cache): a re-run
+re-measures only what changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from compiler.codegen.llvm.target import host_target  # noqa: E402
+from compiler.dse.plots import plot_pareto  # noqa: E402
+from compiler.dse.report import board_front, format_table, to_json, write_json  # noqa: E402
+from compiler.dse.run import run_sweep  # noqa: E402
+from compiler.dse.sweep import SweepPoint, parse_sweep, sweep_points  # noqa: E402
+from compiler.dse.workloads import resnet18  # noqa: E402
+from vdla_hw.config import load_config  # noqa: E402
+
+SWEEP = ["block=4,8", "bus=64,128", "acc_depth=512,1024,2048", "inp_depth=2048", "wgt_depth=1024", "lut_macs=0"]
+BOARDS = ("pynq-z2", "zcu104")
+RESULTS = Path(__file__).parent / "results"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--jobs", type=int, default=2, help="configs evaluated at once (processes)")
+    p.add_argument("--quick", action="store_true", help="ResNet-18's quick subset (C5, C8, C11) instead of C2-C12")
+    p.add_argument("--fmax", action="store_true", help="nextpnr Fmax on the ECP5-85F where a config fits")
+    p.add_argument("--sweep", nargs="+", default=SWEEP, metavar="NAME=V1,V2",
+                   help=f"the sweep (as for vdla dse; default: {' '.join(SWEEP)})")
+    p.add_argument("--out", default=str(RESULTS / "dse.json"))
+    args = p.parse_args(argv)
+
+    host = host_target()
+    print(f"host: {host.cpu} ({', '.join(f for f in ('avx512f', 'avx2', 'fma') if f in host.features) or 'no SIMD'})")
+    base = load_config("default")
+    params = parse_sweep(args.sweep)
+    peer = SweepPoint((), base)
+    points = [peer] + sweep_points(base, params)
+    workloads = resnet18(args.quick)
+    start = time.perf_counter()
+    results = run_sweep(points, workloads, jobs=args.jobs, fmax=args.fmax)
+    reference, swept = results[0], results[1:]
+    reference = replace(reference, label="default (peer)")
+    print(f"\nVDLA {workloads.name} ({len(workloads.layers)} conv layers, cycle model) on {len(swept)} configs "
+          f"({' '.join(args.sweep)}) and the default preset")
+    print(format_table([reference, *swept], reference))
+    picks = {}
+    for board in BOARDS:
+        front = board_front([reference, *swept], board)
+        picks[board] = [r.label for r in front]
+        names = ", ".join(f"{r.label} ({r.latency_ms:.2f} ms, {r.hardware.luts:,} LUT)" for r in front)  # type: ignore[union-attr]
+        print(f"Pareto-optimal for {board} (fits its LUT/FF/DSP/BRAM; latency vs LUTs): {names or 'none fits'}")
+    measured = [r for r in swept if r.ok]
+    if reference.ok and measured:
+        best = min(measured, key=lambda r: r.latency_ms)
+        print(f"fastest swept config: {best.label}, {reference.latency_ms / best.latency_ms:.2f}x the default preset's "
+              f"speed at {best.hardware.luts / reference.hardware.luts:.2f}x its LUTs")  # type: ignore[union-attr]
+    out = Path(args.out)
+    meta = {"workloads": workloads.name, "layers": list(workloads.layers), "base_config": base.label(), "sweep": args.sweep,
+            "fmax": args.fmax, "host_cpu": host.cpu, "wall_seconds": round(time.perf_counter() - start, 1)}
+    doc = to_json([reference, *swept], meta, reference)
+    doc["picks"] = picks
+    write_json(out, doc)
+    png = plot_pareto([reference, *swept], out.with_name("dse_pareto.png"), f"ResNet-18 on VDLA: {len(swept) + 1} configs")
+    print(f"wrote {out} and {png} in {time.perf_counter() - start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

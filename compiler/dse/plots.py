@@ -1,0 +1,50 @@
+"""Pareto plots of a sweep: end-to-end latency against LUTs, DSPs and block RAM, one panel each."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from .evaluate import PointResult
+from .pareto import pareto_front
+
+AXES = (("luts", "LUTs (yosys xc7)"), ("dsps", "DSP slices"), ("bram36", "block RAM (36 Kbit units)"))
+
+
+def resource(result: PointResult, name: str) -> float:
+    assert result.hardware is not None
+    return float(getattr(result.hardware, name))
+
+
+def fronts(results: Sequence[PointResult]) -> dict[str, list[PointResult]]:
+    """The Pareto front of latency against each resource of :data:`AXES` (measured points only)."""
+    ok = [r for r in results if r.ok]
+    return {name: [ok[i] for i in pareto_front([(resource(r, name), r.latency_ms) for r in ok])] for name, _ in AXES}
+
+
+def plot_pareto(results: Sequence[PointResult], path: Path, title: str) -> Path:
+    """Write the three panels to ``path`` (PNG); the front of each is drawn as a line and labelled."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = [r for r in results if r.ok]
+    front = fronts(results)
+    fig, axes = plt.subplots(1, len(AXES), figsize=(6 * len(AXES), 4.8), constrained_layout=True)
+    for ax, (name, label) in zip(axes, AXES):
+        ax.scatter([resource(r, name) for r in ok], [r.latency_ms for r in ok], s=28, color="0.6", label="config")
+        best = sorted(front[name], key=lambda r: resource(r, name))
+        ax.plot([resource(r, name) for r in best], [r.latency_ms for r in best], "o-", color="tab:red", ms=6,
+                drawstyle="steps-post", label="Pareto front")
+        for r in best:
+            ax.annotate(r.label, (resource(r, name), r.latency_ms), fontsize=7, xytext=(4, 4), textcoords="offset points")
+        ax.set_xlabel(label)
+        ax.set_ylabel("latency (ms)")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(title)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
