@@ -15,10 +15,10 @@ config's cost is the fastest of its timed repeats, and the 24 fastest of the poo
 on a shared machine another process only ever slows a run down, and the reference must not be one
 lucky or unlucky sample.  A VDLA
 trial of C6 costs ~1-15 s of building and cycle-model time (configs with many small tiles emit many
-instructions), so its default pool is 240, not 1,000: the tuners then search that pool, and the
-reference is the best of 240 random trials.
+instructions), so its default pool is 96, not 1,000: the tuners then search that pool, and the
+reference is the best of 96 random trials.
 
-Run: ``python bench/tuner.py [--pool 1000] [--vdla-pool 240] [--seeds 9] [--quick]``; writes
+Run: ``python bench/tuner.py [--pool 1000] [--vdla-pool 96] [--seeds 25] [--quick]``; writes
 ``bench/results/tuner.json`` and a tuning-curve PNG per task (``bench/results/tuner_<task>.png``).
 """
 
@@ -184,8 +184,8 @@ def plot(name: str, unit: str, curves: dict[str, list[list[float]]], reference: 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--pool", type=int, default=1000, help="random configs measured per CPU task (default: 1000)")
-    ap.add_argument("--vdla-pool", type=int, default=240, help="random configs measured for VDLA C6 (default: 240)")
-    ap.add_argument("--seeds", type=int, default=9, help="tuner seeds per task (default: 9)")
+    ap.add_argument("--vdla-pool", type=int, default=96, help="random configs measured for VDLA C6 (default: 96)")
+    ap.add_argument("--seeds", type=int, default=25, help="tuner seeds per task (default: 25)")
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--refine", type=int, default=24, help="CPU: the fastest configs measured twice (default: 24)")

@@ -132,3 +132,25 @@ def test_a_spent_time_budget_leaves_each_task_its_first_batch(tmp_path, vdla_tas
         # The budget is spent before the second batch of every task: the default and one more, no further.
         assert len(records) == 2 and records[0].config == template_for(task, hw_config).default().to_dict()
         assert outcome.best is not None
+
+
+def test_xgb_batches_trade_score_for_diversity(vdla_task: Task, hw_config: dict) -> None:
+    import itertools
+
+    from compiler.vdla.topi import estimate_cycles
+
+    def spread(diversity: float) -> tuple[list[int], float]:
+        template = _restricted(template_for(vdla_task, hw_config), 60)
+        tuner = XGBTuner(template, seed=0, diversity=diversity, epsilon=0.0, exhaustive=64)
+        first = tuner.small_space()[:8]
+        # Costs from the tiling model stand in for measurements: what is tested is the batch selection.
+        tuner.update(first, [estimate_cycles(template.workload, template.knobs(template.space.get(i)),
+                                             template.target.config) for i in first])
+        batch = tuner.next_batch(8)
+        pairs = list(itertools.combinations(batch, 2))
+        return batch, sum(tuner._similarity(a, b) for a, b in pairs) / len(pairs)
+
+    greedy, greedy_similarity = spread(0.0)
+    diverse, diverse_similarity = spread(1.0)
+    assert greedy[0] == diverse[0]  # the best-scored config leads both batches
+    assert diverse_similarity < greedy_similarity
