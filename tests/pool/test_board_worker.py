@@ -92,3 +92,16 @@ def test_worker_checks_the_bytes_it_receives(board_pool) -> None:
             future.result(timeout=120)
         assert [b.kind for b in board_workers(ex.client)] == [None]
         assert not any((tmp / "store-b1" / "deployments").iterdir())  # nothing is kept
+
+
+def test_a_pool_job_cannot_pick_the_bitstream_or_run_off_a_board_worker(monkeypatch) -> None:
+    from runtime.pool.board import STORE_ENV, run_on_board
+    from runtime.random_programs import random_program
+    from vdla_hw.errors import UsageError
+
+    program = random_program(load_config("tiny"), 0)
+    with pytest.raises(UsageError, match=r"\['bitstream'\] choose the bitstream"):
+        run_on_board(program, "fpga", {"bitstream": "elsewhere"})
+    monkeypatch.delenv(STORE_ENV, raising=False)
+    with pytest.raises(UsageError, match="not a board worker"):
+        run_on_board(program, "fpga", {})
