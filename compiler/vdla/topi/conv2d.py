@@ -59,8 +59,9 @@ class Requantize:
 
     @property
     def alu_imm(self) -> bool:
-        """Whether immediate ALU operations (ReLU, shift, clip) run on the compute module."""
-        return not self.on_store
+        """Whether immediate ALU operations (ReLU, shift, clip) run on the compute module: without
+        ``on_store``, or for a ReLU before the multiplier (the STORE's ReLU comes after the shift)."""
+        return not self.on_store or (self.relu and self.multiplier)
 
 
 @dataclass(frozen=True)
