@@ -22,7 +22,7 @@ CLI = [sys.executable, "-m", "compiler.cli.main"]
 @pytest.fixture(scope="module")
 def board_pool(tmp_path_factory: pytest.TempPathFactory):
     """A scheduler, an emulated PYNQ-Z2 board worker and a simulator worker."""
-    from conftest import Pool
+    from pool_harness import Pool
 
     tmp = tmp_path_factory.mktemp("boards")
     p = Pool(tmp)

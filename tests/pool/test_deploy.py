@@ -43,7 +43,7 @@ def build_folder(env: dict, out: Path, config: str = "tiny") -> Path:
 @pytest.fixture(scope="module")
 def deployed(tmp_path_factory: pytest.TempPathFactory):
     """A scheduler and an emulated PYNQ-Z2 board worker, with the tiny config's bitstream deployed by the CLI."""
-    from conftest import Pool
+    from pool_harness import Pool
 
     tmp = tmp_path_factory.mktemp("deploy")
     p = Pool(tmp)

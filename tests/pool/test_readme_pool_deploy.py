@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT, START_TIMEOUT_S, free_port
+from pool_harness import ROOT, START_TIMEOUT_S, free_port
 
 
 def pool_deploy_lines() -> list[str]:
