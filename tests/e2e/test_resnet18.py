@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import onnxruntime as ort
 import pytest
-from conftest import rand_input, resnet18_onnx
+from e2e_models import rand_input, resnet18_onnx
 
 from compiler.frontend.onnx import from_onnx
 from compiler.graph import run_all, run_graph
