@@ -53,6 +53,7 @@ def _gemms(cfg: HwConfig, count: int, iters: int = 1) -> Program:
 
 def _alus(cfg: HwConfig, count: int, iters: int = 1, op: AluOp = AluOp.ADD) -> Program:
     pb, *_ = _start(cfg)
+    pb.gemm(0, 1, reset=True)  # the ALU reads a defined accumulator (the same in every size: no effect on a probe)
     for _ in range(count):
         pb.alu(op, 0, 1, imm=1, iter_out=iters)
     pb.finish()
