@@ -33,7 +33,7 @@ from vdla_hw.errors import BadFileError, DeviceFaultError, ToolchainError, Unsup
 from vdla_hw.fpga.boards import get_board
 from vdla_hw.fpga.flow import build_bitstream
 from vdla_hw.fpga.manifest import read_manifest, write_manifest
-from vdla_hw.isa import INSN_BYTES, MemInsn, MemType, Uop
+from vdla_hw.isa import INSN_BYTES, AluOp, MemInsn, MemType, Uop
 
 CASES = ["gemm", "gemm_vt2", "alu_shr", "alu_mul", "alu_chain", "padding", "tokens_full", "random0", "random1", "random2"]
 """The program suite the rtl backend passes (tests/rtl/backend/test_rtl_backend.py)."""
@@ -243,3 +243,24 @@ def test_the_real_board_path_with_pynq_present(folder: Path, tiny: HwConfig, tmp
     (built / "out" / "vdla.bit").write_bytes(b"another build")
     with pytest.raises(BadFileError, match="vdla.bit is not the bit file bitstream.json describes"):
         open_board(built, emulate=False)
+
+
+def test_device_api_on_the_fpga_backend(folder: Path, tiny: HwConfig) -> None:
+    """runtime.Device keeps its DRAM across runs on the fpga backend as on the others."""
+    from runtime import Device
+
+    dev = Device(tiny, backend="fpga", bitstream=str(folder), emulate=True)
+    x = np.arange(-8, 8).reshape(tiny.batch * 4, -1)[:, : tiny.block_out]
+    acc, out = dev.alloc("acc", "acc", x.shape), dev.alloc("out", "out", x.shape)
+    dev.copy_to(acc, x)
+    for factor in (3, 5):  # the second program runs on the DRAM the first one left
+        pb = dev.builder()
+        pb.load_uops(pb.uops([Uop(0, 0, 0)], name=f"uops_x{factor}"))
+        rows = x.shape[0] // tiny.batch
+        pb.load(MemType.ACC, 0, acc.addr, rows, 1, 1)
+        pb.alu(AluOp.MUL, 0, 1, imm=factor, iter_out=rows, dst_factor=(1, 0), push_next=True)
+        pb.store(0, out.addr, rows, 1, 1, pop_prev=True, push_prev=True)
+        pb.finish(pop_next=True)
+        assert dev.run(pb).backend == "fpga"
+        np.testing.assert_array_equal(dev.copy_from(out), factor * x)
+    np.testing.assert_array_equal(dev.copy_from(acc), x)
