@@ -35,7 +35,8 @@ from vdla_hw.errors import DeviceFaultError
 from vdla_hw.fpga.boards import get_board
 from vdla_hw.fpga.manifest import MANIFEST_NAME, manifest_config, read_manifest
 from vdla_hw.harness import RtlSim, RunStatus
-from vdla_hw.regmap import CONTROL_START, offset as reg_offset
+from vdla_hw.regmap import CONTROL_START
+from vdla_hw.regmap import offset as reg_offset
 
 IP_NAME = "vdla"
 """The accelerator's cell in the block design (fpga_scripts/vivado/build.tcl): its key in ``ip_dict``."""
@@ -60,7 +61,7 @@ class MmioAccess:
 class Device:
     """pynq's device base class: ``Device.active_device`` is what ``target=None`` / ``device=None`` mean."""
 
-    active_device: "Device | None" = None
+    active_device: Device | None = None
 
 
 class EmulatedDevice(Device):
@@ -111,7 +112,7 @@ class EmulatedDevice(Device):
             self.sim = None
 
     # ---- memory -----------------------------------------------------------------------------
-    def allocate(self, shape: int | tuple[int, ...], dtype: Any = "u4", **kwargs: Any) -> "PynqBuffer":
+    def allocate(self, shape: int | tuple[int, ...], dtype: Any = "u4", **kwargs: Any) -> PynqBuffer:
         """A physically contiguous, page-aligned buffer in the device memory (``pynq.allocate``)."""
         sim = self._design()
         host = np.zeros(shape, dtype=dtype)
@@ -172,7 +173,7 @@ class PynqBuffer(np.ndarray):
     coherent: bool
 
     @classmethod
-    def _wrap(cls, host: np.ndarray, device: EmulatedDevice, address: int) -> "PynqBuffer":
+    def _wrap(cls, host: np.ndarray, device: EmulatedDevice, address: int) -> PynqBuffer:
         buf = host.view(cls)
         buf._owner, buf.device_address, buf.coherent = device, address, False
         return buf
@@ -213,7 +214,7 @@ class PynqBuffer(np.ndarray):
             raise ValueError("this buffer was freed (or is not a device buffer)")
         return self._owner
 
-    def __enter__(self) -> "PynqBuffer":
+    def __enter__(self) -> PynqBuffer:
         return self
 
     def __exit__(self, *exc: object) -> None:

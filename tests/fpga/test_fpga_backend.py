@@ -19,9 +19,8 @@ import pytest
 
 from runtime import run
 from runtime.backends import BackendError
-from runtime.fpga import FpgaTimeoutError, open_board
+from runtime.fpga import FpgaTimeoutError, emulated_pynq, open_board
 from runtime.fpga import board as board_module
-from runtime.fpga import emulated_pynq
 from runtime.fpga.emulated_pynq import CMA_BASE, MmioAccess
 from runtime.fpga.relocate import alignment
 from runtime.program import Program, ProgramBuilder
@@ -29,7 +28,12 @@ from runtime.system_programs import build_case
 from simulator.errors import DeadlockError
 from vdla_hw import regmap
 from vdla_hw.config import HwConfig, load_config
-from vdla_hw.errors import BadFileError, DeviceFaultError, ToolchainError, UnsupportedError
+from vdla_hw.errors import (
+    BadFileError,
+    DeviceFaultError,
+    ToolchainError,
+    UnsupportedError,
+)
 from vdla_hw.fpga.boards import get_board
 from vdla_hw.fpga.flow import build_bitstream
 from vdla_hw.fpga.manifest import read_manifest, write_manifest
