@@ -17,9 +17,10 @@ part of vdla is built on (docs/fpga.md, "The fpga backend").
 * a buffer's ndarray is the CPU's cached view: ``flush()`` copies it into the device memory and
   ``invalidate()`` copies the device memory back, so a driver that forgets either reads or runs
   on stale data here too;
-* MMIO reaches the design's AXI-lite registers at the board's register base; every access is
-  recorded in :attr:`EmulatedDevice.trace`. While the accelerator runs, time passes between two
-  host accesses: before each read the design is clocked :attr:`EmulatedDevice.slice_cycles`
+* MMIO reaches the design's AXI-lite registers at the board's register base; every access (and
+  every allocate / flush / invalidate / free, :class:`MemoryOp`) is recorded in
+  :attr:`EmulatedDevice.trace`. While the accelerator runs, time passes between two host
+  accesses: before each register read the design is clocked :attr:`EmulatedDevice.slice_cycles`
   cycles (less if it finishes), the way a board's accelerator runs while the CPU polls.
 """
 
@@ -58,6 +59,16 @@ class MmioAccess:
     value: int
 
 
+@dataclass(frozen=True)
+class MemoryOp:
+    """One memory operation of the host on the emulated board: ``op`` is ``"allocate"``, ``"flush"``,
+    ``"invalidate"`` or ``"free"``, on ``nbytes`` bytes at physical ``address``."""
+
+    op: str
+    address: int
+    nbytes: int
+
+
 class Device:
     """pynq's device base class: ``Device.active_device`` is what ``target=None`` / ``device=None`` mean."""
 
@@ -70,7 +81,8 @@ class EmulatedDevice(Device):
     def __init__(self, name: str = "emulated", *, slice_cycles: int = SLICE_CYCLES) -> None:
         self.name = name
         self.slice_cycles = slice_cycles
-        self.trace: list[MmioAccess] = []
+        self.trace: list[MmioAccess | MemoryOp] = []
+        """Every register access and memory operation of the host, in order."""
         self.sim: RtlSim | None = None
         self.reg_base = 0
         self._top = CMA_BASE
@@ -123,18 +135,22 @@ class EmulatedDevice(Device):
             sim.resize_dram(self._top)
         sim.write_dram(addr, np.zeros(nbytes, dtype=np.uint8))  # a reused region starts cleared
         self._live[addr] = nbytes
+        self.trace.append(MemoryOp("allocate", addr, host.nbytes))
         return PynqBuffer._wrap(host, self, addr)
 
     def free(self, address: int) -> None:
-        self._live.pop(address, None)
+        self.trace.append(MemoryOp("free", address, self._live.pop(address, 0)))
         # Regions at the top are handed out again (one buffer per run: the memory does not grow).
         self._top = max((a + n for a, n in self._live.items()), default=CMA_BASE)
 
     def flush(self, address: int, data: np.ndarray) -> None:
-        self._design().write_dram(address, data.view(np.uint8).reshape(-1))
+        raw = data.view(np.uint8).reshape(-1)
+        self.trace.append(MemoryOp("flush", address, raw.size))
+        self._design().write_dram(address, raw)
 
     def invalidate(self, address: int, out: np.ndarray) -> None:
         raw = out.view(np.uint8).reshape(-1)
+        self.trace.append(MemoryOp("invalidate", address, raw.size))
         raw[:] = self._design().read_dram(address, raw.size)
 
     # ---- registers --------------------------------------------------------------------------

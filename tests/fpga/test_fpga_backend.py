@@ -21,7 +21,7 @@ from runtime import run
 from runtime.backends import BackendError
 from runtime.fpga import FpgaTimeoutError, emulated_pynq, open_board
 from runtime.fpga import board as board_module
-from runtime.fpga.emulated_pynq import CMA_BASE, MmioAccess
+from runtime.fpga.emulated_pynq import CMA_BASE, MemoryOp, MmioAccess
 from runtime.fpga.relocate import alignment
 from runtime.program import Program, ProgramBuilder
 from runtime.system_programs import build_case
@@ -55,9 +55,10 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def _regs(trace: list[MmioAccess]) -> list[tuple[str, str]]:
+def _steps(trace: list[MmioAccess | MemoryOp]) -> list[tuple[str, str]]:
+    """The trace as (operation, register name) and (memory operation, "") steps."""
     names = {r.offset: r.name for r in regmap.REGISTERS}
-    return [(a.op, names[a.offset]) for a in trace]
+    return [(a.op, names[a.offset]) if isinstance(a, MmioAccess) else (a.op, "") for a in trace]
 
 
 def test_driver_register_sequence(folder: Path, tiny: HwConfig) -> None:
@@ -75,16 +76,21 @@ def test_driver_register_sequence(folder: Path, tiny: HwConfig) -> None:
         result = board.run(program)
         polls = result.extra["status_polls"]
         assert polls > 1  # 64-cycle slices: the driver saw the accelerator busy first
-        assert _regs(trace) == [("read", "CONFIG_ID"), ("read", "STATUS"), ("write", "INSN_ADDR"), ("write", "INSN_COUNT"),
-                                ("write", "CONTROL")] + [("read", "STATUS")] * polls + [("read", "CYCLES_LO"),
-                                                                                         ("read", "CYCLES_HI")]
+        # Registers, and the buffer's cache maintenance: flushed before the start, invalidated after done.
+        assert _steps(trace) == [("read", "CONFIG_ID"), ("read", "STATUS"), ("allocate", ""), ("flush", ""),
+                                 ("write", "INSN_ADDR"), ("write", "INSN_COUNT"), ("write", "CONTROL")] + \
+            [("read", "STATUS")] * polls + [("read", "CYCLES_LO"), ("read", "CYCLES_HI"), ("invalidate", ""), ("free", "")]
         base = result.extra["physical_address"]
         assert base >= CMA_BASE and base % alignment(tiny) == 0
-        assert [a.value for a in trace[2:5]] == [base + program.insn_addr, program.insn_count, regmap.CONTROL_START]
-        statuses = [a.value for a in trace[5:5 + polls]]
+        allocated, flushed, invalidated = trace[2], trace[3], trace[-2]
+        assert allocated.address <= base < base + program.dram.size <= allocated.address + allocated.nbytes
+        whole = (allocated.address, allocated.nbytes)  # both cover the whole buffer
+        assert (flushed.address, flushed.nbytes) == (invalidated.address, invalidated.nbytes) == whole
+        assert [a.value for a in trace[4:7]] == [base + program.insn_addr, program.insn_count, regmap.CONTROL_START]
+        statuses = [a.value for a in trace[7:7 + polls]]
         assert all(s & regmap.STATUS_BUSY and not s & regmap.STATUS_DONE for s in statuses[:-1])
         assert statuses[-1] & regmap.STATUS_DONE
-        assert trace[-2].value | trace[-1].value << 32 == result.cycles > 0
+        assert trace[-4].value | trace[-3].value << 32 == result.cycles > 0
         # The device memory holds the relocated instructions: every LOAD/STORE moved by base.
         sim = board.device.sim
         raw = sim.read_dram(base + program.insn_addr, program.insn_count * INSN_BYTES)
@@ -124,7 +130,7 @@ def test_a_program_of_another_config_is_refused_naming_both(folder: Path, tiny: 
             board.run(build_case(default, "gemm"))
         assert tiny.label() in str(info.value) and default.label() in str(info.value)
         assert "--config" in info.value.hint
-        assert _regs(board.device.trace) == [("read", "CONFIG_ID")]  # nothing written, nothing started
+        assert _steps(board.device.trace) == [("read", "CONFIG_ID")]  # nothing written, nothing started
     finally:
         board.close()
 
