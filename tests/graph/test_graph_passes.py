@@ -91,6 +91,29 @@ def test_a_value_read_twice_is_a_group_boundary() -> None:
     assert fusion_groups(g) == [["r"], ["t", "s", "a"]]
 
 
+def test_silu_and_hardswish_fuse_into_the_conv_they_read_twice() -> None:
+    """x * sigmoid(x) and x * hardsigmoid(x) after a conv: one kernel (the conv output is read twice,
+    both times inside the group); a conv output read by two groups stays a boundary."""
+    rng = np.random.default_rng(5)
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 6, 6), "float32")
+    c1 = b.op("conv2d", [x, b.const(rand(rng, (16, 16, 1, 1)))], "c1")
+    silu = b.op("multiply", [c1, b.op("sigmoid", [c1], "sig")], "silu")
+    c2 = b.op("conv2d", [silu, b.const(rand(rng, (16, 16, 1, 1)))], "c2")
+    hs = b.op("divide", [b.op("clip", [b.op("add", [c2, b.const(np.float32(3))], "p3")], "cl", a_min=0.0, a_max=6.0),
+                         b.const(np.float32(6))], "hsig")
+    hswish = b.op("multiply", [c2, hs], "hswish")
+    c3 = b.op("conv2d", [hswish, b.const(rand(rng, (16, 16, 1, 1)))], "c3")
+    out = b.op("add", [b.op("relu", [c3], "r3"), b.op("tanh", [c3], "t3")], "sum")
+    graph = b.build([out])
+    groups = fusion_groups(graph)
+    assert ["c1", "sig", "silu"] in groups and ["c2", "p3", "cl", "hsig", "hswish"] in groups
+    assert ["c3"] in groups  # read by r3 and t3 only: the node merging them (sum) does not read c3
+    fused = fuse_ops(graph)
+    feed = {"x": rand(rng, (1, 16, 6, 6))}
+    np.testing.assert_allclose(run_graph(fused, feed)[0], run_graph(graph, feed)[0], rtol=1e-6, atol=1e-6)
+
+
 def test_fuse_ops_preserves_results_and_makes_kernels(net) -> None:
     graph, _, feed = net
     fused = fuse_ops(fold_batch_norm(graph))

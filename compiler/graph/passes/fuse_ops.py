@@ -8,7 +8,10 @@ Rules, applied greedily in topological order:
 
 opaque ops stay alone, and nothing fuses across a value that another group (or the graph
 output) also reads, so every group has exactly one output and its intermediate values
-never reach memory.  A group has at most one anchor (complex-out-fusable or reduction op).
+never reach memory.  A conv's (any anchor's) value read twice inside one group is private too:
+SiLU and HardSwish (``x * sigmoid(x)``, ``x * hardsigmoid(x)``) fuse with the conv producing
+``x``; a purely injective value read twice stays a boundary (inlining it into both readers would
+duplicate its whole expression).  A group has at most one anchor (complex-out-fusable or reduction op).
 
 Every computing node of the result is a ``fused`` node whose ``body`` is the group's
 sub-graph (constants stay outside as inputs, so parameters remain bindable); a
@@ -54,17 +57,31 @@ def fusion_groups(graph: Graph) -> list[list[str]]:
             continue
         pat = _pattern(n)
         merged: list[_Group] = []
+        inside = {n.name}
         has_anchor = False
-        for i in dict.fromkeys(n.inputs):
-            g = group_of.get(i)
-            # The producer's value must be private to n: read by nobody else and not a graph output.
-            if g is None or graph.consumers[i] != (n.name,) or i in outputs or not _can_absorb(pat, g.pattern):
-                continue
-            if g.pattern == OpPattern.COMPLEX_OUT_FUSABLE:
-                if has_anchor:
-                    continue  # one anchor per group: a second conv output stays a group input
-                has_anchor = True
-            merged.append(g)
+        pending = list(dict.fromkeys(n.inputs))
+        progress = True
+        while progress:  # absorbing one producer can make another's value private (a diamond)
+            progress = False
+            for i in list(pending):
+                g = group_of.get(i)
+                # The producer's value must be private: read only by n or, when it comes from an anchor
+                # (whose result is in a buffer, so a second read recomputes at most its epilogue), by n
+                # and the groups merged into it.
+                readers = set(graph.consumers[i])
+                private = readers == {n.name} or (g is not None and g.pattern != OpPattern.INJECTIVE
+                                                  and readers <= inside)
+                if g is None or any(g is m for m in merged) or i in outputs or not private or not _can_absorb(
+                        pat, g.pattern):
+                    continue
+                if g.pattern == OpPattern.COMPLEX_OUT_FUSABLE:
+                    if has_anchor:
+                        continue  # one anchor per group: a second conv output stays a group input
+                    has_anchor = True
+                merged.append(g)
+                inside.update(g.members)
+                pending.remove(i)
+                progress = True
         anchor = next((g.pattern for g in merged if g.pattern != OpPattern.INJECTIVE), None)
         group = _Group(pat if pat != OpPattern.INJECTIVE else (anchor or pat))
         for g in merged:
