@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,10 +53,15 @@ def plot_curve(task: Task, records: Sequence[Record], path: Path) -> Path:
 
 def tune_tasks(tasks: Sequence[Task], db: Database, executor: JobExecutor, trials: int, tuner: str = "xgb",
                batch: int = 8, hw_config: dict[str, Any] | None = None, options: MeasureOptions = MeasureOptions(),
-               curves: Path | None = None, quiet: bool = False, seed: int = 0) -> list[TaskOutcome]:
-    """Tune every task up to ``trials`` measured configs (those already in ``db`` count)."""
+               curves: Path | None = None, quiet: bool = False, seed: int = 0,
+               budget_s: float | None = None) -> list[TaskOutcome]:
+    """Tune every task up to ``trials`` measured configs (those already in ``db`` count).
+
+    With ``budget_s`` the whole run stops starting batches once that many seconds are spent: each task
+    gets an equal share of what is left when it starts (time a task leaves unused goes to the next)."""
     from tqdm import tqdm
 
+    end = None if budget_s is None else time.monotonic() + budget_s
     outcomes = []
     total = sum(max(0, trials - len(db.measured_keys(t))) for t in tasks)
     bar = tqdm(total=total, unit="trial", disable=quiet or not sys.stderr.isatty(), dynamic_ncols=True)
@@ -70,7 +76,8 @@ def tune_tasks(tasks: Sequence[Task], db: Database, executor: JobExecutor, trial
                 bar.set_postfix_str(f"best {p.best:.4g}")
 
             size = measurer.template.space.size
-            best = tune_task(tuner_obj, measurer, db, min(trials, size), batch, advance)
+            deadline = None if end is None else time.monotonic() + (end - time.monotonic()) / (len(tasks) - k)
+            best = tune_task(tuner_obj, measurer, db, min(trials, size), batch, advance, deadline)
             default_key = measurer.template.default().key
             default = [r.cost for r in db.of_task(task) if r.config_key == default_key]
             curve = None

@@ -160,9 +160,7 @@ class Conv2dNCHWcTemplate(CpuTemplate):
         ), legal)
 
     def target_default(self) -> Config:
-        from compiler.graph.lower_llvm_nn import default_conv_knobs
-
-        k = default_conv_knobs(self.tensors()[1])
+        k = topi.default_conv2d_nchwc_knobs(self.tensors()[1])
         return Config((("ow_block", k.ow_block), ("oc_block", k.oc_block), ("unroll_kw", k.unroll_kw),
                        ("reduce_order", k.reduce_order), ("outer_order", k.outer_order), ("parallel", k.parallel)))
 

@@ -1,6 +1,6 @@
 """``vdla dse``: sweep hardware configs against a workload and find the perf/area Pareto front.
 
-    vdla dse --layers resnet18 --sweep block=8,16,32 bus=64,128 --jobs 2 -o dse_out
+    vdla dse --layers resnet18 --sweep block=8,16,32 bus=64,128 inp_depth=2048 wgt_depth=1024 acc_depth=2048 lut_macs=0 -o out
     vdla dse --model m.onnx --sweep acc_depth=1024,2048 --config default -o dse_out
 
 Per config: its RTL linted, yosys resources, the boards it fits, (with ``--fmax``) nextpnr's Fmax

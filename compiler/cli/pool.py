@@ -189,7 +189,7 @@ def _board_worker(args: argparse.Namespace) -> int:
         raise UsageError("a board worker offers only its board", hint="start another worker for --device ...")
     if board_key(args.board) not in {board_key(b) for b in BOARDS}:
         raise UsageError(f"unknown board {args.board!r}; boards: {', '.join(BOARDS)}")
-    spec = BoardSpec(board_key(args.board), args.emulate, Path(args.store) if args.store
+    spec = BoardSpec(board_key(args.board), args.emulate, Path(args.store).resolve() if args.store
                      else default_store(args.board, args.name))
     spec.save()
     worker = BoardWorker(spec, args.name)

@@ -13,6 +13,7 @@ processes; a job the pool gives up on (after its retries) is logged as that conf
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,10 @@ from compiler.cli.pool import add_pool_options, pool_executor
 from vdla_hw.errors import UsageError
 
 TUNER_CHOICES = ("xgb", "ga", "random", "grid")
+DEFAULT_TRIALS = 64
+DEFAULT_BUDGET_MIN = 30.0
+"""A whole run starts no batch after 30 minutes; with 64 trials a ResNet-18 ``llvm`` run (12 tasks) needs
+~1.2 s per trial to finish them all (docs/autotune.md: the budget)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,13 +34,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                           "(CPU timing or VDLA cycle-model cycles) and append them to a JSON-lines log.")
     p.add_argument("model", help="the ONNX file")
     p.add_argument("--target", choices=("llvm", "vdla"), default="llvm", help="llvm (CPU, fp32) or vdla (int8)")
-    p.add_argument("--trials", type=int, required=True, help="configs to measure per task (the log's count included)")
+    p.add_argument("--trials", type=int, default=DEFAULT_TRIALS,
+                   help=f"configs to measure per task (the log's count included; default: {DEFAULT_TRIALS})")
+    p.add_argument("--time-budget", type=float, default=DEFAULT_BUDGET_MIN, metavar="MIN",
+                   help="start no batch after MIN minutes in all: each task gets an even share of what is left "
+                        f"(default: {DEFAULT_BUDGET_MIN:g}; 0: no limit)")
     p.add_argument("--log", required=True, metavar="TUNE.jsonl", help="the tuning log to write")
     p.add_argument("--resume", action="store_true", help="continue an existing log (skip measured configs)")
     p.add_argument("--tuner", choices=TUNER_CHOICES, default="xgb", help="search strategy (default: xgb)")
     p.add_argument("--batch", type=int, default=8, help="configs measured per batch (default: 8)")
-    p.add_argument("--workers", type=int, default=1,
-                   help="local measurement worker processes (default: 1; not used with --pool)")
+    p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
+                   help="local measurement worker processes (default: 2, or 1 on a one-core machine; not used with "
+                        "--pool); CPU timing runs alone either way")
     p.add_argument("--transfer", action="append", default=[], metavar="OLD.jsonl",
                    help="earlier logs whose records of similar tasks train the xgb model (repeatable)")
     p.add_argument("--config", default="default", help="hardware preset name or .json path (vdla; default: default)")
@@ -87,6 +97,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     if args.trials < 1 or args.batch < 1 or args.workers < 1:
         raise UsageError("--trials, --batch and --workers must be positive")
+    if not args.time_budget >= 0:
+        raise UsageError(f"--time-budget must be a number of minutes >= 0 (0: no limit), got {args.time_budget}")
     log = Path(args.log)
     if log.exists() and log.stat().st_size and not args.resume:
         raise UsageError(f"{log} already holds tuning records",
@@ -104,13 +116,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
     for extra in args.transfer:
         db.records[:0] = [r for r in read_log(extra) if r.task.key not in {t.key for t in tasks}]
     where = f"pool {args.pool}" if args.pool else f"{args.workers} local worker{'s' if args.workers > 1 else ''}"
+    budget = f" within {args.time_budget:g} min" if args.time_budget else ""
     print(f"tuning {len(tasks)} tasks of {args.model} for {args.target} ({tasks[0].target}, host {tasks[0].host}), "
-          f"{args.trials} trials each with {args.tuner} on {where}; log {log}")
+          f"up to {args.trials} trials each{budget} with {args.tuner} on {where}; log {log}")
     curves = Path(args.curves) if args.curves else log.with_name(log.stem + "_curves")
     with _executor(args) as executor:
         outcomes = tune_tasks(tasks, db, executor, args.trials, args.tuner, args.batch,
                               cfg.to_dict() if args.target == "vdla" else None, curves=curves, quiet=args.quiet,
-                              seed=args.seed)
+                              seed=args.seed, budget_s=60 * args.time_budget or None)
     for o in outcomes:
         unit = o.best.unit if o.best else ""
         best = f"{o.best.cost:.4g} {unit}" if o.best else "no config ran"

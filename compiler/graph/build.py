@@ -15,10 +15,11 @@ exactly falls back to the CPU; the module's partition report (``CompiledModule.p
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,8 +33,8 @@ from compiler.graph.errors import GraphError, NotLoweredError
 from compiler.graph.ir import Attrs, ConstValue, Graph, Node
 from compiler.graph.lower_llvm import CpuKernel, compile_draft, draft_kernel
 from compiler.graph.lower_vdla import VdlaKernel, compile_kernel
-from compiler.graph.passes import (Calibration, lower_quantized_for_vdla, optimize_for_cpu, plan_memory,
-                                   quantize_for_vdla)
+from compiler.graph.passes import (Calibration, QuantizedModel, lower_quantized_for_vdla, optimize_for_cpu,
+                                   plan_memory, quantize_for_vdla)
 from compiler.graph.passes.sqnr import LayerSqnr, layer_sqnr
 from runtime.graph_executor import GraphModule
 from runtime.partition_report import PartitionEntry, read_partition
@@ -59,6 +60,8 @@ class CompiledModule:
     """VDLA kernels that run on the CPU instead, with the reason."""
     sqnr: list[LayerSqnr] = field(default_factory=list)
     """Target vdla: every quantized layer's SQNR on (up to 8 of) the calibration samples, worst first."""
+    quantized: QuantizedModel | None = None
+    """Target vdla: the integer graph before packing and partitioning (what every device computes)."""
 
     def run(self, inputs: Mapping[str, np.ndarray] | np.ndarray, backend: str = "fsim", **options: Any) -> list[np.ndarray]:
         return self.module.run(inputs, backend=backend, **options)
@@ -157,6 +160,17 @@ def _signature(kernel: CpuKernel) -> tuple[tuple[tuple[int, ...], str], ...]:
     return tuple((tuple(int(d.value) for d in b.shape), b.dtype) for b in kernel.func.params)  # type: ignore[attr-defined]
 
 
+def _for_cpu_target(build: Callable[..., CompiledModule]) -> Callable[..., CompiledModule]:
+    """Run ``build`` with its ``cpu_target`` current (:func:`~compiler.codegen.llvm.using_target`): every
+    CPU schedule sizes its vectors and register tiles for the target compiled for, not the host."""
+    @functools.wraps(build)
+    def wrapper(*args: Any, cpu_target: str = "llvm", **kwargs: Any) -> CompiledModule:
+        with using_target(parse_target(cpu_target)):
+            return build(*args, cpu_target=cpu_target, **kwargs)
+    return wrapper
+
+
+@_for_cpu_target
 def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "default",
                 calibrate: Samples | Mapping[str, np.ndarray] | np.ndarray | None = None, *,
                 skip_first_conv: bool = True, cpu_target: str = "llvm", virtual_threads: int = 2,
@@ -169,13 +183,6 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
     if target not in TARGETS:
         raise GraphError(f"unknown target {target!r}; use one of {TARGETS}")
     t0 = time.perf_counter()
-    # Every CPU schedule sizes its vectors and register tiles for the target compiled for, not the host.
-    with using_target(parse_target(cpu_target)):
-        return _build(graph, target, config, calibrate, skip_first_conv, cpu_target, virtual_threads, name, t0)
-
-
-def _build(graph: Graph, target: str, config: str | HwConfig, calibrate: Samples | Mapping[str, np.ndarray] | np.ndarray | None,
-           skip_first_conv: bool, cpu_target: str, virtual_threads: int, name: str, t0: float) -> CompiledModule:
     cfg = load_config(config) if isinstance(config, str) else config
     sqnr: list[LayerSqnr] = []
     if target == "vdla":
@@ -243,7 +250,8 @@ def _build(graph: Graph, target: str, config: str | HwConfig, calibrate: Samples
                                        "sqnr": [r.to_json() for r in sqnr]}
     programs = {nd["program"]: vdla_kernels[nd["name"]].program for nd in nodes if nd["device"] == "vdla"}
     module = GraphModule(description, params, library, programs)
-    return CompiledModule(module, g, llvm_module, time.perf_counter() - t0, fallbacks, sqnr)
+    return CompiledModule(module, g, llvm_module, time.perf_counter() - t0, fallbacks, sqnr,
+                          quantized if target == "vdla" else None)
 
 
 __all__ = ["CompiledModule", "TARGETS", "build_model"]

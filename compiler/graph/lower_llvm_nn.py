@@ -41,11 +41,6 @@ def conv_workload(data: Tensor, kernel: Tensor, stride: Sequence[int], pad: Sequ
             "oc_block": ocb, "stride_h": stride[0], "stride_w": stride[1], "pad_h": pad[0], "pad_w": pad[1]}
 
 
-def default_conv_knobs(conv: Tensor) -> topi.Conv2dNCHWcKnobs:
-    """topi's default register tile for the target being compiled for (the tuner's default config)."""
-    return topi.default_conv2d_nchwc_knobs(conv)
-
-
 def dense_workload(x: Tensor, packed: Tensor, out_features: int) -> dict[str, int]:
     """The auto-tuner's description of one packed dense layer."""
     m, k = _shape(x)
@@ -155,7 +150,7 @@ def _fast_conv2d(node: Node, x: Tensor, weight: np.ndarray, bias: Tensor | None,
                              groups=groups)
     # The tuner's conv2d_nchwc task has no groups: grouped convs keep the default register tile.
     tuned = dispatch.query("conv2d_nchwc", conv_workload(data, wt, a["strides"], (pt, pl))) if groups == 1 else None
-    knobs = tuned or default_conv_knobs(conv)
+    knobs = tuned or topi.default_conv2d_nchwc_knobs(conv)
     kb.scheduled(conv, lambda s: topi.schedule_conv2d_nchwc(conv, knobs, s=s), [data, wt],
                  with_epilogue=lambda s, stage: topi.schedule_conv2d_nchwc(conv, knobs, s=s, epilogue=stage))
     if out_block > 1:

@@ -138,7 +138,7 @@ def max_accumulators(target: Target | None = None) -> int:
     return vector_registers(target) - _SPARE_REGISTERS
 
 
-def default_register_tile(out_width: int, oc_outer: int, vectors_per_column: int,
+def default_conv2d_nchwc_tile(out_width: int, oc_outer: int, vectors_per_column: int,
                           accumulators: int) -> tuple[int, int]:
     """``(oc_block, ow_block)`` of the default two-dimensional register tile.
 
@@ -158,11 +158,11 @@ def default_register_tile(out_width: int, oc_outer: int, vectors_per_column: int
 
 
 def default_conv2d_nchwc_knobs(out: Tensor, target: Target | None = None) -> Conv2dNCHWcKnobs:
-    """The register tile that best fills the target's vector register file (:func:`default_register_tile`)."""
+    """The register tile that best fills the target's vector register file (:func:`default_conv2d_nchwc_tile`)."""
     _, oco, _, ow, ocb = const_shape(out)
     data, kernel = out.op.input_tensors()
     vectors_per_column = max(1, -(-ocb // vector_lanes(target)))
-    oc_block, ow_block = default_register_tile(ow, oco, vectors_per_column, max_accumulators(target))
+    oc_block, ow_block = default_conv2d_nchwc_tile(ow, oco, vectors_per_column, max_accumulators(target))
     # Keep the smaller operand in cache while sweeping the bigger one once.
     kernel_smaller = math.prod(const_shape(kernel)) < math.prod(const_shape(data))
     # Unrolling a wide kernel row multiplies the loop body past the micro-op cache.

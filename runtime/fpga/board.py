@@ -193,6 +193,29 @@ def _check_program(program: Program, precheck: bool) -> None:
                         f"the board it would {what})", *args) from exc
 
 
+VIVADO_OUTPUTS = {"bit": "out/vdla.bit", "hwh": "out/vdla.hwh"}
+"""Where ``build.tcl`` writes the files pynq loads (fpga_scripts/vivado/build.tcl)."""
+
+
+def _bitfile(folder: Path, manifest: Any) -> Path:
+    """The ``.bit`` to load (its ``.hwh`` beside it): the manifest's, checked against their SHA-256.
+
+    A folder built by running ``build.tcl`` by hand (on another machine) has a manifest without
+    files; its Vivado outputs are used as they are -- the BUILD_ID register still proves after
+    loading that the bitstream is this folder's build.
+    """
+    files = check_files(folder, manifest)
+    if "bit" not in files:
+        files = {role: folder / rel for role, rel in VIVADO_OUTPUTS.items() if (folder / rel).is_file()}
+    if "bit" not in files or "hwh" not in files:
+        raise DeviceFaultError(
+            f"{folder} holds no bitstream: Vivado has not built it ({MANIFEST_NAME} lists no bit/hwh files and "
+            f"there is no {VIVADO_OUTPUTS['bit']} with its .hwh)",
+            hint=f"build it where Vivado is installed (see {folder / 'build.tcl'}), copy the folder back, or run "
+                 f"emulated ({EMULATE_ENV}=1)")
+    return files["bit"]
+
+
 def open_board(bitstream_dir: Path | str, *, emulate: bool | None = None,
                slice_cycles: int = emulated_pynq.SLICE_CYCLES) -> Board:
     """Load the bitstream folder ``bitstream_dir`` (``vdla fpga build`` output) onto a board.
@@ -216,13 +239,7 @@ def open_board(bitstream_dir: Path | str, *, emulate: bool | None = None,
         device = emulated_pynq.EmulatedDevice(f"emulated {board.name}", slice_cycles=slice_cycles)
         bitfile = folder / manifest.files.get("bit", MANIFEST_NAME)
     else:
-        files = check_files(folder, manifest)
-        if "bit" not in files or "hwh" not in files:
-            raise DeviceFaultError(
-                f"{folder} holds no bitstream: Vivado has not built it ({MANIFEST_NAME} lists no bit/hwh files)",
-                hint=f"build it where Vivado is installed (see {folder / 'build.tcl'}), copy the folder back, or run "
-                     f"emulated ({EMULATE_ENV}=1)")
-        device, bitfile = None, files["bit"]
+        device, bitfile = None, _bitfile(folder, manifest)
     overlay = pynq.Overlay(str(bitfile), device=device)
     ip = overlay.ip_dict[emulated_pynq.IP_NAME]
     mmio = pynq.MMIO(ip["phys_addr"], ip["addr_range"], device=device)

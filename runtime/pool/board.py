@@ -110,7 +110,11 @@ def check_bitstream(folder: str, emulate: bool, manifest: Manifest) -> Deploymen
     try:
         board = open_board(Path(folder), emulate=True if emulate else None)
     except DeviceFaultError as exc:  # open_board reads CONFIG_ID and BUILD_ID and refuses a mismatch
-        raise DeviceFaultError(f"the bitstream failed its register checks when loaded: {exc}", hint=exc.hint) from None
+        raise DeviceFaultError(
+            f"CONFIG_ID/BUILD_ID check: the loaded bitstream is not the design its manifest describes (config "
+            f"{manifest.config!r}, build 0x{manifest.build_id:08x}): {exc}",
+            hint=f"the folder's bitstream belongs to another config or build: rebuild the folder with vdla fpga "
+                 f"build --board {manifest.board} --config {manifest.config} and deploy it whole") from None
     try:
         cfg = board.config
         want_id = regmap.config_id(cfg)

@@ -116,3 +116,19 @@ def test_tune_task_measures_default_first_and_resumes_without_remeasuring(tmp_pa
     assert len(records) == 6 and len({r.config_key for r in records}) == 6
     assert best.cost == min(r.cost for r in records) <= records[0].cost
     assert all(json.loads(line)["task_key"] == vdla_task.key for line in path.read_text().splitlines())
+
+
+def test_a_spent_time_budget_leaves_each_task_its_first_batch(tmp_path, vdla_task: Task, hw_config: dict,
+                                                               small_vdla_conv: dict) -> None:
+    from compiler.autotune.session import tune_tasks
+
+    tasks = [vdla_task, make_task("vdla_conv2d", dict(small_vdla_conv, oc=64))]
+    db = Database(tmp_path / "t.jsonl")
+    with LocalExecutor(workers=2) as ex:
+        outcomes = tune_tasks(tasks, db, ex, trials=6, tuner="random", batch=2, hw_config=hw_config, quiet=True,
+                              budget_s=1e-9)
+    for task, outcome in zip(tasks, outcomes):
+        records = db.of_task(task)
+        # The budget is spent before the second batch of every task: the default and one more, no further.
+        assert len(records) == 2 and records[0].config == template_for(task, hw_config).default().to_dict()
+        assert outcome.best is not None

@@ -10,6 +10,8 @@ import dataclasses
 import importlib.util
 import json
 import re
+import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +21,7 @@ from runtime import run
 from runtime.backends import BackendError
 from runtime.fpga import FpgaTimeoutError, open_board
 from runtime.fpga import board as board_module
+from runtime.fpga import emulated_pynq
 from runtime.fpga.emulated_pynq import CMA_BASE, MmioAccess
 from runtime.fpga.relocate import alignment
 from runtime.program import Program, ProgramBuilder
@@ -211,3 +214,32 @@ def test_two_boards_in_one_process(folder: Path, tiny: HwConfig) -> None:
     program = build_case(tiny, "alu_shr")
     np.testing.assert_array_equal(first.run(program).dram, run(program, "fsim").dram)
     first.close()
+
+
+def test_the_real_board_path_with_pynq_present(folder: Path, tiny: HwConfig, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """``emulate=False`` with a ``pynq`` module importable: the driver loads the folder's Vivado outputs on
+    pynq's active device (here the stand-in plays pynq, its active device the emulated board)."""
+    monkeypatch.setitem(sys.modules, "pynq", emulated_pynq)
+    monkeypatch.setattr(emulated_pynq.Device, "active_device", emulated_pynq.EmulatedDevice())
+    built = tmp_path / "built"
+    shutil.copytree(folder, built)
+    with pytest.raises(DeviceFaultError, match="holds no bitstream: Vivado has not built it"):
+        open_board(built, emulate=False)
+    (built / "out").mkdir()
+    for name in ("vdla.bit", "vdla.hwh"):  # as `vivado -mode batch -source build.tcl` run by hand leaves them
+        (built / "out" / name).write_bytes(b"from Vivado")
+    board = open_board(built, emulate=False)
+    try:
+        assert not board.emulated and board.device is None  # pynq's active device, as on a board
+        program = build_case(tiny, "gemm_vt2")
+        np.testing.assert_array_equal(board.run(program).dram, run(program, "fsim").dram)
+    finally:
+        emulated_pynq.Device.active_device.close()
+    # Files recorded by `vdla fpga build` must be the ones in the folder.
+    manifest = read_manifest(built)
+    write_manifest(built, get_board(manifest.board), tiny, manifest.build_id,
+                   {"bit": built / "out" / "vdla.bit", "hwh": built / "out" / "vdla.hwh"})
+    (built / "out" / "vdla.bit").write_bytes(b"another build")
+    with pytest.raises(BadFileError, match="vdla.bit is not the bit file bitstream.json describes"):
+        open_board(built, emulate=False)

@@ -9,6 +9,7 @@ result to the log as soon as its batch is measured.
 from __future__ import annotations
 
 import random
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -73,8 +74,9 @@ class Progress:
 
 
 def tune_task(tuner: Tuner, measurer: Measurer, db: Database, trials: int, batch: int = 8,
-              on_result: Callable[[Progress], None] | None = None) -> Record | None:
-    """Measure up to ``trials`` configs of the task in total (counting those already in the log)."""
+              on_result: Callable[[Progress], None] | None = None, deadline: float | None = None) -> Record | None:
+    """Measure up to ``trials`` configs of the task in total (counting those already in the log); no new
+    batch starts after ``deadline`` (a ``time.monotonic()`` value), though the default is always measured."""
     task, template = measurer.task, measurer.template
     space = template.space
     done: list[tuple[int, float]] = []
@@ -85,6 +87,8 @@ def tune_task(tuner: Tuner, measurer: Measurer, db: Database, trials: int, batch
     best = min((c for _, c in done), default=float("inf"))
     default_index = space.index_of(template.default())
     while len(tuner.visited) < trials:
+        if deadline is not None and default_index in tuner.visited and time.monotonic() >= deadline:
+            break
         want = min(batch, trials - len(tuner.visited))
         if default_index not in tuner.visited:
             indices = [default_index] + [i for i in tuner.next_batch(want) if i != default_index][: want - 1]

@@ -11,8 +11,9 @@ Three methods (:func:`parse_calibration` reads the ``--calibration`` spelling):
   bin) has the least Kullback-Leibler divergence from the clipped reference distribution.
 
 Histogram methods run the graph twice over the samples: once for the ranges, once to fill the
-histograms over those ranges.  The graph's outputs always keep their largest magnitude (clipping
-the largest logits would change the prediction); exact zeros (ReLU outputs) are left out of the
+histograms over those ranges.  The graph's outputs and the outputs of bounded activations (``clip``
+with an upper bound, e.g. ReLU6) always keep their largest magnitude (clipping the largest logits
+would change the prediction; a bounded activation's values pile up at its bound); exact zeros (ReLU outputs) are left out of the
 histograms, as they quantize exactly at every scale and their spike would pull KL's threshold down.
 """
 
@@ -81,8 +82,11 @@ def calibrate(graph: Graph, samples: Sequence[Mapping[str, np.ndarray]],
             ranges[name] = max(ranges.get(name, 0.0), float(np.max(np.abs(v))) if v.size else 0.0)
     if cal.method == "max":
         return ranges
-    # The graph's outputs keep their full range: clipping the largest logits would change the argmax.
-    hists = {name: np.zeros(BINS, np.int64) for name, r in ranges.items() if r > 0 and name not in graph.outputs}
+    # The graph's outputs keep their full range: clipping the largest logits would change the argmax;
+    # so do bounded activations (ReLU6 and the like), whose range is their bound and whose values
+    # pile up at it: clipping below it would flatten every saturated value.
+    keep = set(graph.outputs) | {n.name for n in graph.nodes if n.op == "clip" and n.attrs.get("a_max") is not None}
+    hists = {name: np.zeros(BINS, np.int64) for name, r in ranges.items() if r > 0 and name not in keep}
     for sample in samples:
         for name, v in _float_values(graph, sample).items():
             if name in hists:

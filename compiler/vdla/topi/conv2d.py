@@ -59,8 +59,9 @@ class Requantize:
 
     @property
     def alu_imm(self) -> bool:
-        """Whether immediate ALU operations (ReLU, shift, clip) run on the compute module."""
-        return not self.on_store
+        """Whether immediate ALU operations (ReLU, shift, clip) run on the compute module: all of them
+        without ``on_store``; with a multiplier the ReLU before the multiply (which may wrap) stays."""
+        return not self.on_store or (self.multiplier and self.relu)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,81 @@
+"""The conv micro-kernel's default register tile, the fused epilogue and max pooling without a padded copy.
+
+Each test checks a property of the generated program (what fits the register file, which buffers
+exist and how big they are) and, where code runs, the results against NumPy, for every ISA of the
+``cpu_target`` matrix.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from compiler import te, topi
+from compiler.codegen.llvm import current_target
+from compiler.graph import GraphBuilder, run_graph
+from compiler.graph.build import build_model
+from compiler.graph.lower_llvm import build_kernel
+from compiler.graph.passes import optimize_for_cpu
+from compiler.tir.functor import collect
+from compiler.tir.pipeline import lower
+from compiler.tir.stmt import Allocate
+
+
+@pytest.mark.parametrize("accumulators", [28, 12])
+def test_default_tile_fits_the_register_file(accumulators: int) -> None:
+    registers = accumulators + 4
+    for width in range(1, 120):
+        for oc_outer in (1, 2, 3, 4, 8, 32):
+            for vectors in (1, 2):
+                ob, ow = topi.default_conv2d_nchwc_tile(width, oc_outer, vectors, accumulators)
+                assert width % ow == 0 and oc_outer % ob == 0
+                assert ob * ow * vectors <= accumulators or (ob, ow) == (1, 1)
+                # accumulators, the tile's weight vectors and one broadcast input
+                assert ob * ow * vectors + ob * vectors + 1 <= registers or (ob, ow) == (1, 1)
+    assert topi.default_conv2d_nchwc_tile(56, 4, 1, 28) == (2, 14)  # ResNet's 56/28/14-wide rows on AVX-512
+    assert topi.default_conv2d_nchwc_tile(7, 32, 1, 28) == (2, 7)
+
+
+def _conv_block(seed: int = 0) -> tuple:
+    rng = np.random.default_rng(seed)
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 14, 14), "float32")
+    h = b.op("conv2d", [x, b.const((rng.standard_normal((32, 16, 3, 3)) * 0.2).astype(np.float32)),
+                        b.const(rng.standard_normal(32).astype(np.float32))], "c1", padding=(1, 1, 1, 1))
+    h = b.op("relu", [b.op("add", [h, b.const(rng.standard_normal((32, 1, 1)).astype(np.float32))])], "r1")
+    p = b.op("max_pool2d", [h], "pool", pool_size=(3, 3), strides=(2, 2), padding=(1, 1, 1, 1))
+    y = b.op("conv2d", [p, b.const((rng.standard_normal((32, 32, 1, 1)) * 0.2).astype(np.float32))], "c2")
+    return b.build([y]), {"x": rng.standard_normal((1, 16, 14, 14)).astype(np.float32)}
+
+
+def test_fused_epilogue_keeps_one_register_tile_of_conv_output(cpu_target: str) -> None:
+    graph, feed = _conv_block()
+    g = optimize_for_cpu(graph)
+    lanes = current_target().vector_lanes()
+    node = next(n for n in g.nodes if n.op == "fused" and [m.op for m in n.attrs["body"].nodes].count("relu"))
+    func = build_kernel(node, g, "k").func
+    allocs = {a.buffer.name: int(a.buffer.size().value) for a in collect(func.body, lambda n: isinstance(n, Allocate))}
+    conv_bufs = [size for name, size in allocs.items() if name.endswith("_nchwc")]
+    # conv + bias + add + relu: the conv output exists only as one oc_block x ow_block tile of vectors
+    assert len(conv_bufs) == 1 and conv_bufs[0] <= topi.max_accumulators() * lanes < 32 * 14 * 14
+    compiled = build_model(graph, target="llvm", cpu_target=cpu_target)
+    compiled.module.set_num_threads(1)
+    want = run_graph(graph, feed)[0]
+    np.testing.assert_allclose(compiled.run(feed)[0], want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+def test_blocked_max_pool_reads_its_input_without_a_padded_copy(cpu_target: str) -> None:
+    lanes = current_target().vector_lanes()
+    x = np.random.default_rng(1).standard_normal((1, 2, 9, 9, lanes)).astype(np.float32)
+    tx = te.placeholder(x.shape, name="x")
+    out = topi.pool2d(tx, 3, 2, 1, "max", "NCHWc")
+    lowered = lower(topi.schedule_pool(out), "llvm")
+    assert not collect(lowered.body, lambda n: isinstance(n, Allocate))
+    from compiler.build import build
+
+    got = np.zeros([int(d.value) for d in out.shape], np.float32)
+    build(topi.schedule_pool(out), [tx, out])(x, got)
+    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1), (0, 0)), constant_values=-np.inf)
+    want = np.stack([np.stack([padded[:, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3].max(axis=(2, 3)) for j in range(5)], 2)
+                     for i in range(5)], 2)
+    np.testing.assert_array_equal(got, want)
