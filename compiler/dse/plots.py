@@ -22,6 +22,14 @@ def fronts(results: Sequence[PointResult]) -> dict[str, list[PointResult]]:
     return {name: [ok[i] for i in pareto_front([(resource(r, name), r.latency_ms) for r in ok])] for name, _ in AXES}
 
 
+def short_labels(results: Sequence[PointResult]) -> dict[int, str]:
+    """Each point's label without the ``name=value`` items every point shares (they only crowd a plot)."""
+    swept = [set(r.values.items()) for r in results if r.values]  # a peer outside the sweep has no values
+    shared = set.intersection(*swept) if swept else set()
+    return {id(r): " ".join(f"{k}={v}" for k, v in r.values.items() if (k, v) not in shared) or r.label
+            for r in results}
+
+
 def plot_pareto(results: Sequence[PointResult], path: Path, title: str) -> Path:
     """Write the three panels to ``path`` (PNG); the front of each is drawn as a line and labelled."""
     import matplotlib
@@ -31,6 +39,7 @@ def plot_pareto(results: Sequence[PointResult], path: Path, title: str) -> Path:
 
     ok = [r for r in results if r.ok]
     front = fronts(results)
+    labels = short_labels(ok)
     fig, axes = plt.subplots(1, len(AXES), figsize=(6 * len(AXES), 4.8), constrained_layout=True)
     for ax, (name, label) in zip(axes, AXES):
         ax.scatter([resource(r, name) for r in ok], [r.latency_ms for r in ok], s=28, color="0.6", label="config")
@@ -38,9 +47,12 @@ def plot_pareto(results: Sequence[PointResult], path: Path, title: str) -> Path:
         ax.plot([resource(r, name) for r in best], [r.latency_ms for r in best], "o-", color="tab:red", ms=6,
                 drawstyle="steps-post", label="Pareto front")
         for r in best:
-            ax.annotate(r.label, (resource(r, name), r.latency_ms), fontsize=7, xytext=(4, 4), textcoords="offset points")
+            ax.annotate(labels[id(r)], (resource(r, name), r.latency_ms), fontsize=7, xytext=(4, 4),
+                        textcoords="offset points")
         ax.set_xlabel(label)
         ax.set_ylabel("latency (ms)")
+        if max(r.latency_ms for r in ok) > 10 * min(r.latency_ms for r in ok):
+            ax.set_yscale("log")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle(title)

@@ -277,9 +277,11 @@ def _dense(node: Node, xs: Sequence[Operand]) -> Tensor:
 
 def _dense_tile(m: int, n: int) -> tuple[int, int]:
     """(rows, vectors) of the register tile of a float dense/matmul: ``rows x vectors`` accumulators
-    plus a weight vector per column and one broadcast fit the vector registers."""
+    plus a weight vector per column and one broadcast fit the vector registers.  The vectors divide
+    the output's vectors where they can: a column tile with a tail (96 outputs in tiles of 64) runs
+    its guarded loop ~15x slower."""
     lanes = vector_lanes(None)
-    vectors = max(1, min(4 if lanes >= 16 else 2, n // lanes))
+    vectors = largest_divisor(max(1, -(-n // lanes)), 4 if lanes >= 16 else 2)
     registers = topi.vector_registers(None)
     rows = max(1, min(m, (registers - vectors - 1) // vectors, 6))
     return rows, vectors
@@ -297,26 +299,27 @@ def dense_packed(x: Tensor, weight: np.ndarray, kb: KernelBuilder, name: str) ->
 
     With more rows than one register tile, the rows are zero-padded to a multiple of the tile (a
     prime count such as ViT's 197 tokens would otherwise leave one-row tiles that stream the
-    weights once per row) and the column panels become the outer loop.
+    weights once per row) and the column panels become the outer loop.  The outputs are padded
+    (zero weights) to a multiple of the column tile, so no tile has a guarded tail.
     """
     m, k = _shape(x)
     n = weight.shape[0]
     lanes = vector_lanes(None)
-    nb = -(-n // lanes)
-    packed = np.zeros((nb * lanes, k), weight.dtype)
+    rows, vectors = _dense_tile(m, n)
+    np_ = -(-n // (lanes * vectors)) * lanes * vectors
+    packed = np.zeros((np_, k), weight.dtype)
     packed[:n] = weight
-    pw = kb.constant(np.ascontiguousarray(packed.reshape(nb, lanes, -1).transpose(0, 2, 1)), f"{name}_w")
-    rows, _ = _dense_tile(m, n)
+    pw = kb.constant(np.ascontiguousarray(packed.reshape(np_ // lanes, lanes, -1).transpose(0, 2, 1)), f"{name}_w")
     mp = -(-m // rows) * rows
     xs = x
     if mp != m:
         xs = te.compute((mp, k), lambda i, j: tir.if_then_else(i < m, x[tir.min(i, m - 1), j], _c(0.0, x.dtype)),
                         name=f"{name}_rows")
         kb.scheduled(xs, lambda s: schedule_elementwise(s, xs, lanes, False), [x])
-    mm = topi.dense_pack(xs, pw, n, name=f"{name}_dense")
-    knobs = dispatch.query("dense_pack", dense_workload(xs, pw, n)) or default_dense_knobs(mp, n)
+    mm = topi.dense_pack(xs, pw, np_, name=f"{name}_dense")
+    knobs = dispatch.query("dense_pack", dense_workload(xs, pw, np_)) or default_dense_knobs(mp, np_)
     out = kb.scheduled(mm, lambda s: topi.schedule_dense(mm, knobs, s=s), [xs, pw])
-    if mp == m:
+    if (mp, np_) == (m, n):
         return out
     return te.compute((m, n), lambda i, j: out[i, j], name=f"{name}_crop")
 

@@ -14,15 +14,20 @@ import os
 from pathlib import Path
 from typing import ClassVar
 
+from runtime.backends import BackendError, BackendOption
+from runtime.fpga.board import (
+    DEFAULT_TIMEOUT,
+    EMULATE_ENV,
+    Board,
+    emulate_default,
+    open_board,
+)
+from runtime.program import Program
+from runtime.result import RunResult
 from vdla_hw.config import HwConfig
 from vdla_hw.fpga.boards import get_board
 from vdla_hw.fpga.manifest import choose_build_id, read_manifest, write_manifest
 from vdla_hw.rtl_build import cache_root
-
-from runtime.backends import BackendError, BackendOption
-from runtime.fpga.board import DEFAULT_TIMEOUT, EMULATE_ENV, Board, emulate_default, open_board
-from runtime.program import Program
-from runtime.result import RunResult
 
 BITSTREAM_ENV = "VDLA_FPGA_BITSTREAM"
 EMULATED_BOARD = "pynq-z2"

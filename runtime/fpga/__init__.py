@@ -6,6 +6,12 @@ The contract with the device pool (issue 13): ``open_board(bitstream_dir, *, emu
 folder's config (:mod:`runtime.fpga.emulated_pynq`). See docs/fpga.md, "The fpga backend".
 """
 
-from runtime.fpga.board import EMULATE_ENV, Board, FpgaTimeoutError, emulate_default, open_board
+from runtime.fpga.board import (
+    EMULATE_ENV,
+    Board,
+    FpgaTimeoutError,
+    emulate_default,
+    open_board,
+)
 
 __all__ = ["EMULATE_ENV", "Board", "FpgaTimeoutError", "emulate_default", "open_board"]

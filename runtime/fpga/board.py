@@ -31,17 +31,21 @@ from typing import Any
 
 import numpy as np
 
-from vdla_hw import regmap
-from vdla_hw.config import HwConfig
-from vdla_hw.errors import DeviceFaultError, ToolchainError, UnsupportedError
-from vdla_hw.fpga.boards import BOARDS, get_board
-from vdla_hw.fpga.manifest import MANIFEST_NAME, check_files, manifest_config, read_manifest
-from vdla_hw.isa import opcode_of
-
 from runtime.fpga import emulated_pynq
 from runtime.fpga.relocate import alignment, place_image, restore_image
 from runtime.program import Program
 from runtime.result import RunResult
+from vdla_hw import regmap
+from vdla_hw.config import HwConfig
+from vdla_hw.errors import DeviceFaultError, ToolchainError, UnsupportedError
+from vdla_hw.fpga.boards import BOARDS, get_board
+from vdla_hw.fpga.manifest import (
+    MANIFEST_NAME,
+    check_files,
+    manifest_config,
+    read_manifest,
+)
+from vdla_hw.isa import opcode_of
 
 EMULATE_ENV = "VDLA_FPGA_EMULATE"
 DEFAULT_TIMEOUT = 600.0
@@ -174,7 +178,12 @@ class Board:
 def _check_program(program: Program, precheck: bool) -> None:
     """The rtl backend's checks: the ISA's static rules always, fsim's run when ``precheck``."""
     from simulator.checks import check_opcodes, check_program
-    from simulator.errors import DeadlockError, SimTimeoutError, SimulationError
+    from simulator.errors import (
+        DeadlockError,
+        MemoryAccessError,
+        SimTimeoutError,
+        SimulationError,
+    )
     from simulator.fsim import run_fsim
 
     check_program(program.config, program.instructions)
@@ -186,8 +195,9 @@ def _check_program(program: Program, precheck: bool) -> None:
     except SimTimeoutError:
         return  # only fsim's step limit: a long program, left to the board
     except SimulationError as exc:
-        what = "hang the accelerator until the bitstream is reloaded" if isinstance(exc, DeadlockError) else \
-            "run on with wrong results or overwrite memory it does not own"
+        what = ("hang the accelerator until the bitstream is reloaded" if isinstance(exc, DeadlockError) else
+                "read or overwrite memory it does not own" if isinstance(exc, MemoryAccessError) else
+                "give results that differ from fsim's or from run to run")
         args = (exc.blocked, exc.queues) if isinstance(exc, DeadlockError) else ()
         raise type(exc)(f"{exc} (found by the fpga backend's functional pre-check, before loading the program: on "
                         f"the board it would {what})", *args) from exc

@@ -17,9 +17,10 @@ part of vdla is built on (docs/fpga.md, "The fpga backend").
 * a buffer's ndarray is the CPU's cached view: ``flush()`` copies it into the device memory and
   ``invalidate()`` copies the device memory back, so a driver that forgets either reads or runs
   on stale data here too;
-* MMIO reaches the design's AXI-lite registers at the board's register base; every access is
-  recorded in :attr:`EmulatedDevice.trace`. While the accelerator runs, time passes between two
-  host accesses: before each read the design is clocked :attr:`EmulatedDevice.slice_cycles`
+* MMIO reaches the design's AXI-lite registers at the board's register base; every access (and
+  every allocate / flush / invalidate / free, :class:`MemoryOp`) is recorded in
+  :attr:`EmulatedDevice.trace`. While the accelerator runs, time passes between two host
+  accesses: before each register read the design is clocked :attr:`EmulatedDevice.slice_cycles`
   cycles (less if it finishes), the way a board's accelerator runs while the CPU polls.
 """
 
@@ -35,7 +36,8 @@ from vdla_hw.errors import DeviceFaultError
 from vdla_hw.fpga.boards import get_board
 from vdla_hw.fpga.manifest import MANIFEST_NAME, manifest_config, read_manifest
 from vdla_hw.harness import RtlSim, RunStatus
-from vdla_hw.regmap import CONTROL_START, offset as reg_offset
+from vdla_hw.regmap import CONTROL_START
+from vdla_hw.regmap import offset as reg_offset
 
 IP_NAME = "vdla"
 """The accelerator's cell in the block design (fpga_scripts/vivado/build.tcl): its key in ``ip_dict``."""
@@ -57,10 +59,20 @@ class MmioAccess:
     value: int
 
 
+@dataclass(frozen=True)
+class MemoryOp:
+    """One memory operation of the host on the emulated board: ``op`` is ``"allocate"``, ``"flush"``,
+    ``"invalidate"`` or ``"free"``, on ``nbytes`` bytes at physical ``address``."""
+
+    op: str
+    address: int
+    nbytes: int
+
+
 class Device:
     """pynq's device base class: ``Device.active_device`` is what ``target=None`` / ``device=None`` mean."""
 
-    active_device: "Device | None" = None
+    active_device: Device | None = None
 
 
 class EmulatedDevice(Device):
@@ -69,7 +81,8 @@ class EmulatedDevice(Device):
     def __init__(self, name: str = "emulated", *, slice_cycles: int = SLICE_CYCLES) -> None:
         self.name = name
         self.slice_cycles = slice_cycles
-        self.trace: list[MmioAccess] = []
+        self.trace: list[MmioAccess | MemoryOp] = []
+        """Every register access and memory operation of the host, in order."""
         self.sim: RtlSim | None = None
         self.reg_base = 0
         self._top = CMA_BASE
@@ -111,7 +124,7 @@ class EmulatedDevice(Device):
             self.sim = None
 
     # ---- memory -----------------------------------------------------------------------------
-    def allocate(self, shape: int | tuple[int, ...], dtype: Any = "u4", **kwargs: Any) -> "PynqBuffer":
+    def allocate(self, shape: int | tuple[int, ...], dtype: Any = "u4", **kwargs: Any) -> PynqBuffer:
         """A physically contiguous, page-aligned buffer in the device memory (``pynq.allocate``)."""
         sim = self._design()
         host = np.zeros(shape, dtype=dtype)
@@ -122,18 +135,22 @@ class EmulatedDevice(Device):
             sim.resize_dram(self._top)
         sim.write_dram(addr, np.zeros(nbytes, dtype=np.uint8))  # a reused region starts cleared
         self._live[addr] = nbytes
+        self.trace.append(MemoryOp("allocate", addr, host.nbytes))
         return PynqBuffer._wrap(host, self, addr)
 
     def free(self, address: int) -> None:
-        self._live.pop(address, None)
+        self.trace.append(MemoryOp("free", address, self._live.pop(address, 0)))
         # Regions at the top are handed out again (one buffer per run: the memory does not grow).
         self._top = max((a + n for a, n in self._live.items()), default=CMA_BASE)
 
     def flush(self, address: int, data: np.ndarray) -> None:
-        self._design().write_dram(address, data.view(np.uint8).reshape(-1))
+        raw = data.view(np.uint8).reshape(-1)
+        self.trace.append(MemoryOp("flush", address, raw.size))
+        self._design().write_dram(address, raw)
 
     def invalidate(self, address: int, out: np.ndarray) -> None:
         raw = out.view(np.uint8).reshape(-1)
+        self.trace.append(MemoryOp("invalidate", address, raw.size))
         raw[:] = self._design().read_dram(address, raw.size)
 
     # ---- registers --------------------------------------------------------------------------
@@ -172,7 +189,7 @@ class PynqBuffer(np.ndarray):
     coherent: bool
 
     @classmethod
-    def _wrap(cls, host: np.ndarray, device: EmulatedDevice, address: int) -> "PynqBuffer":
+    def _wrap(cls, host: np.ndarray, device: EmulatedDevice, address: int) -> PynqBuffer:
         buf = host.view(cls)
         buf._owner, buf.device_address, buf.coherent = device, address, False
         return buf
@@ -213,7 +230,7 @@ class PynqBuffer(np.ndarray):
             raise ValueError("this buffer was freed (or is not a device buffer)")
         return self._owner
 
-    def __enter__(self) -> "PynqBuffer":
+    def __enter__(self) -> PynqBuffer:
         return self
 
     def __exit__(self, *exc: object) -> None:

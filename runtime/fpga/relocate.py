@@ -15,11 +15,10 @@ import math
 
 import numpy as np
 
+from runtime.program import Program
 from vdla_hw.config import HwConfig
 from vdla_hw.errors import DeviceFaultError
 from vdla_hw.isa import INSN_BYTES, MemInsn, MemType
-
-from runtime.program import Program
 
 AXI_BOUNDARY = 4096
 """AXI bursts do not cross 4 KiB boundaries: the DMA engines split there."""

@@ -6,6 +6,7 @@
   kernel, rows padded to the register tile (a prime row count like ViT's 197 tokens);
 * MatMul of two activations (attention) runs topi's batched micro-kernel on padded copies.
 
+Every test runs for the host's ISA and for AVX2 (the ``cpu_target`` fixture).
 Tolerance: fp32 against onnxruntime's fp32, ``rtol = 1e-5`` and ``atol = 1e-5 x max |output|``
 (reductions of at most a few hundred terms).
 """
@@ -18,8 +19,10 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from compiler.codegen.llvm import current_target
 from compiler.frontend.onnx import from_onnx
 from compiler.graph.build import build_model
+from compiler.graph.passes.cpu_layout import channel_block
 
 TOL = 1e-5
 
@@ -39,11 +42,10 @@ def _model(nodes: list, inits: list, x_shape: tuple[int, ...], out: str) -> onnx
     return model
 
 
-def _inverted_residual(channels: int, k: int, stride: int, pads: list[int], bias: bool, seed: int = 0
+def _inverted_residual(channels: int, wide: int, k: int, stride: int, pads: list[int], bias: bool, seed: int = 0
                        ) -> onnx.ModelProto:
-    """1x1 expand (x2) -> ReLU -> depthwise kxk -> Clip(0, 6) -> 1x1 project: MobileNetV2's block."""
+    """1x1 expand (to ``wide``) -> ReLU -> depthwise kxk -> Clip(0, 6) -> 1x1 project: MobileNetV2's block."""
     rng = np.random.default_rng(seed)
-    wide = 2 * channels
 
     def init(name: str, *shape: int, fan_in: int = 1) -> str:
         inits.append(numpy_helper.from_array((rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32), name))
@@ -62,23 +64,26 @@ def _inverted_residual(channels: int, k: int, stride: int, pads: list[int], bias
 
 
 DEPTHWISE = {
-    "k3_s1": (16, 3, 1, [1, 1, 1, 1], False),
-    "k5_s2_asymmetric_bias": (16, 5, 2, [2, 1, 1, 2], True),
-    "k3_s2_wide": (48, 3, 2, [1, 1, 1, 1], True),
+    "k3_s1": (16, 32, 3, 1, [1, 1, 1, 1], False),
+    "k5_s2_asymmetric_bias": (16, 32, 5, 2, [2, 1, 1, 2], True),
+    "k3_s2_wide": (48, 96, 3, 2, [1, 1, 1, 1], True),
+    # 24 channels: 8-channel blocks (half a vector on AVX-512), the MobileNets' 24/40/72/120/184.
+    "k3_s1_half_block": (16, 24, 3, 1, [1, 1, 1, 1], True),
 }
 
 
 @pytest.mark.parametrize("case", sorted(DEPTHWISE))
-def test_depthwise_between_blocked_convs_matches_onnxruntime(case: str) -> None:
-    channels, k, stride, pads, bias = DEPTHWISE[case]
-    model = _inverted_residual(channels, k, stride, pads, bias)
+def test_depthwise_between_blocked_convs_matches_onnxruntime(case: str, cpu_target: str) -> None:
+    channels, wide, k, stride, pads, bias = DEPTHWISE[case]
+    model = _inverted_residual(channels, wide, k, stride, pads, bias)
     x = np.random.default_rng(1).standard_normal((1, channels, 11, 10)).astype(np.float32)
-    compiled = build_model(from_onnx(model), target="llvm")
+    compiled = build_model(from_onnx(model), target="llvm", cpu_target=cpu_target)
     got, want = compiled.run({"x": x})[0], _ort(model, {"x": x})
     np.testing.assert_allclose(got, want, rtol=TOL, atol=TOL * float(np.abs(want).max()))
-    # The depthwise conv ran the blocked kernel, vectorized over a 16-channel block ...
+    # The depthwise conv ran the blocked kernel, vectorized over a channel block ...
     ir = compiled.llvm_module.ir_text
-    assert "d_dwc" in ir and "<16 x float>" in ir
+    block = channel_block(wide, current_target().vector_lanes(32))
+    assert "d_dwc" in ir and f"<{block} x float>" in ir
     # ... and every value between the input's and the output's layout change is channel-blocked.
     kernels = [n for n in compiled.graph.nodes if n.op == "fused"]
     assert [len(n.type.shape) for n in kernels] == [5, 5, 5, 4], [(n.name, n.type.shape) for n in kernels]
@@ -100,11 +105,12 @@ def _linear_block(rows: int, dim: int, hidden: int, seed: int = 0) -> onnx.Model
     return _model(nodes, inits, (1, rows, dim), "y")
 
 
-@pytest.mark.parametrize("rows", [1, 13])
-def test_transformer_mlp_matmuls_match_onnxruntime(rows: int) -> None:
-    model = _linear_block(rows, 48, 96)
-    x = np.random.default_rng(2).standard_normal((1, rows, 48)).astype(np.float32)
-    compiled = build_model(from_onnx(model), target="llvm")
+@pytest.mark.parametrize("rows, dim, hidden", [(1, 48, 96), (13, 48, 96), (13, 40, 100)])
+def test_transformer_mlp_matmuls_match_onnxruntime(rows: int, dim: int, hidden: int, cpu_target: str) -> None:
+    """40 and 100 outputs are not whole vectors: the packed weights get zero columns up to the tile."""
+    model = _linear_block(rows, dim, hidden)
+    x = np.random.default_rng(2).standard_normal((1, rows, dim)).astype(np.float32)
+    compiled = build_model(from_onnx(model), target="llvm", cpu_target=cpu_target)
     got, want = compiled.run({"x": x})[0], _ort(model, {"x": x})
     np.testing.assert_allclose(got, want, rtol=TOL, atol=TOL * float(np.abs(want).max()))
     # Both MatMuls ran the packed dense kernel (its stage names), not the generic reduction; 13 rows
@@ -125,7 +131,7 @@ ATTENTION = {
 
 
 @pytest.mark.parametrize("case", sorted(ATTENTION))
-def test_batched_matmul_of_activations_matches_onnxruntime(case: str) -> None:
+def test_batched_matmul_of_activations_matches_onnxruntime(case: str, cpu_target: str) -> None:
     """MatMul of two graph inputs, the left one scaled and the right one (for "heads") transposed first."""
     a_shape, b_shape, perm = ATTENTION[case]
     k_shape = b_shape if perm is None else tuple(b_shape[p] for p in perm)
@@ -143,7 +149,7 @@ def test_batched_matmul_of_activations_matches_onnxruntime(case: str) -> None:
     model.graph.output[0].CopyFrom(inferred["y"])
     rng = np.random.default_rng(3)
     feed = {"x": rng.standard_normal(a_shape).astype(np.float32), "k": rng.standard_normal(k_shape).astype(np.float32)}
-    compiled = build_model(from_onnx(model), target="llvm")
+    compiled = build_model(from_onnx(model), target="llvm", cpu_target=cpu_target)
     got, want = compiled.run(feed)[0], _ort(model, feed)
     np.testing.assert_allclose(got, want, rtol=TOL, atol=TOL * float(np.abs(want).max()))
     assert "y_bmm" in compiled.llvm_module.ir_text  # topi's batched micro-kernel, not the generic reduction

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from vdla_hw.config import load_config
-from vdla_hw.errors import UnsupportedError, UsageError
+from vdla_hw.errors import ToolchainError, UnsupportedError, UsageError
 from vdla_hw.fpga import ecp5_selftest as st
 from vdla_hw.fpga.ecp5_flow import (
     BOARDS,
@@ -22,6 +22,7 @@ from vdla_hw.fpga.ecp5_flow import (
     build_ecp5,
     check_fits,
     parse_report,
+    top_module_stats,
 )
 
 
@@ -105,6 +106,15 @@ def test_report_parsing_takes_the_clock_fmax_and_the_utilization() -> None:
     report = {"fmax": {"$glbnet$clk": {"achieved": 41.5, "constraint": 25.0}},
               "utilization": {"DP16KD": {"used": 7, "available": 208}}}
     assert parse_report(report) == (41.5, 25.0, {"DP16KD": {"used": 7, "available": 208}})
+
+
+def test_the_top_is_found_when_yosys_re_derived_it_for_its_parameters() -> None:
+    """chparam of BUILD_ID's 32-bit value makes yosys rename the top ``$paramod$<hash>\\vdla_ulx3s_top``."""
+    plain, derived = {"num_cells": 1}, {"num_cells": 2}
+    assert top_module_stats({"\\vdla_ulx3s_top": plain, "\\vdla_top": {}}, "vdla_ulx3s_top") is plain
+    assert top_module_stats({"$paramod$1001bb3e\\vdla_ulx3s_top": derived}, "vdla_ulx3s_top") is derived
+    with pytest.raises(ToolchainError, match="no module 'vdla_ulx3s_top'"):
+        top_module_stats({"\\vdla_top": plain}, "vdla_ulx3s_top")
 
 
 @pytest.mark.slow

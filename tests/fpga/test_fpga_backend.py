@@ -19,21 +19,25 @@ import pytest
 
 from runtime import run
 from runtime.backends import BackendError
-from runtime.fpga import FpgaTimeoutError, open_board
+from runtime.fpga import FpgaTimeoutError, emulated_pynq, open_board
 from runtime.fpga import board as board_module
-from runtime.fpga import emulated_pynq
-from runtime.fpga.emulated_pynq import CMA_BASE, MmioAccess
+from runtime.fpga.emulated_pynq import CMA_BASE, MemoryOp, MmioAccess
 from runtime.fpga.relocate import alignment
 from runtime.program import Program, ProgramBuilder
 from runtime.system_programs import build_case
 from simulator.errors import DeadlockError
 from vdla_hw import regmap
 from vdla_hw.config import HwConfig, load_config
-from vdla_hw.errors import BadFileError, DeviceFaultError, ToolchainError, UnsupportedError
+from vdla_hw.errors import (
+    BadFileError,
+    DeviceFaultError,
+    ToolchainError,
+    UnsupportedError,
+)
 from vdla_hw.fpga.boards import get_board
 from vdla_hw.fpga.flow import build_bitstream
 from vdla_hw.fpga.manifest import read_manifest, write_manifest
-from vdla_hw.isa import INSN_BYTES, MemInsn, MemType, Uop
+from vdla_hw.isa import INSN_BYTES, AluOp, MemInsn, MemType, Uop
 
 CASES = ["gemm", "gemm_vt2", "alu_shr", "alu_mul", "alu_chain", "padding", "tokens_full", "random0", "random1", "random2"]
 """The program suite the rtl backend passes (tests/rtl/backend/test_rtl_backend.py)."""
@@ -51,9 +55,10 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def _regs(trace: list[MmioAccess]) -> list[tuple[str, str]]:
+def _steps(trace: list[MmioAccess | MemoryOp]) -> list[tuple[str, str]]:
+    """The trace as (operation, register name) and (memory operation, "") steps."""
     names = {r.offset: r.name for r in regmap.REGISTERS}
-    return [(a.op, names[a.offset]) for a in trace]
+    return [(a.op, names[a.offset]) if isinstance(a, MmioAccess) else (a.op, "") for a in trace]
 
 
 def test_driver_register_sequence(folder: Path, tiny: HwConfig) -> None:
@@ -71,16 +76,21 @@ def test_driver_register_sequence(folder: Path, tiny: HwConfig) -> None:
         result = board.run(program)
         polls = result.extra["status_polls"]
         assert polls > 1  # 64-cycle slices: the driver saw the accelerator busy first
-        assert _regs(trace) == [("read", "CONFIG_ID"), ("read", "STATUS"), ("write", "INSN_ADDR"), ("write", "INSN_COUNT"),
-                                ("write", "CONTROL")] + [("read", "STATUS")] * polls + [("read", "CYCLES_LO"),
-                                                                                         ("read", "CYCLES_HI")]
+        # Registers, and the buffer's cache maintenance: flushed before the start, invalidated after done.
+        assert _steps(trace) == [("read", "CONFIG_ID"), ("read", "STATUS"), ("allocate", ""), ("flush", ""),
+                                 ("write", "INSN_ADDR"), ("write", "INSN_COUNT"), ("write", "CONTROL")] + \
+            [("read", "STATUS")] * polls + [("read", "CYCLES_LO"), ("read", "CYCLES_HI"), ("invalidate", ""), ("free", "")]
         base = result.extra["physical_address"]
         assert base >= CMA_BASE and base % alignment(tiny) == 0
-        assert [a.value for a in trace[2:5]] == [base + program.insn_addr, program.insn_count, regmap.CONTROL_START]
-        statuses = [a.value for a in trace[5:5 + polls]]
+        allocated, flushed, invalidated = trace[2], trace[3], trace[-2]
+        assert allocated.address <= base < base + program.dram.size <= allocated.address + allocated.nbytes
+        whole = (allocated.address, allocated.nbytes)  # both cover the whole buffer
+        assert (flushed.address, flushed.nbytes) == (invalidated.address, invalidated.nbytes) == whole
+        assert [a.value for a in trace[4:7]] == [base + program.insn_addr, program.insn_count, regmap.CONTROL_START]
+        statuses = [a.value for a in trace[7:7 + polls]]
         assert all(s & regmap.STATUS_BUSY and not s & regmap.STATUS_DONE for s in statuses[:-1])
         assert statuses[-1] & regmap.STATUS_DONE
-        assert trace[-2].value | trace[-1].value << 32 == result.cycles > 0
+        assert trace[-4].value | trace[-3].value << 32 == result.cycles > 0
         # The device memory holds the relocated instructions: every LOAD/STORE moved by base.
         sim = board.device.sim
         raw = sim.read_dram(base + program.insn_addr, program.insn_count * INSN_BYTES)
@@ -120,7 +130,7 @@ def test_a_program_of_another_config_is_refused_naming_both(folder: Path, tiny: 
             board.run(build_case(default, "gemm"))
         assert tiny.label() in str(info.value) and default.label() in str(info.value)
         assert "--config" in info.value.hint
-        assert _regs(board.device.trace) == [("read", "CONFIG_ID")]  # nothing written, nothing started
+        assert _steps(board.device.trace) == [("read", "CONFIG_ID")]  # nothing written, nothing started
     finally:
         board.close()
 
@@ -243,3 +253,24 @@ def test_the_real_board_path_with_pynq_present(folder: Path, tiny: HwConfig, tmp
     (built / "out" / "vdla.bit").write_bytes(b"another build")
     with pytest.raises(BadFileError, match="vdla.bit is not the bit file bitstream.json describes"):
         open_board(built, emulate=False)
+
+
+def test_device_api_on_the_fpga_backend(folder: Path, tiny: HwConfig) -> None:
+    """runtime.Device keeps its DRAM across runs on the fpga backend as on the others."""
+    from runtime import Device
+
+    dev = Device(tiny, backend="fpga", bitstream=str(folder), emulate=True)
+    x = np.arange(-8, 8).reshape(tiny.batch * 4, -1)[:, : tiny.block_out]
+    acc, out = dev.alloc("acc", "acc", x.shape), dev.alloc("out", "out", x.shape)
+    dev.copy_to(acc, x)
+    for factor in (3, 5):  # the second program runs on the DRAM the first one left
+        pb = dev.builder()
+        pb.load_uops(pb.uops([Uop(0, 0, 0)], name=f"uops_x{factor}"))
+        rows = x.shape[0] // tiny.batch
+        pb.load(MemType.ACC, 0, acc.addr, rows, 1, 1)
+        pb.alu(AluOp.MUL, 0, 1, imm=factor, iter_out=rows, dst_factor=(1, 0), push_next=True)
+        pb.store(0, out.addr, rows, 1, 1, pop_prev=True, push_prev=True)
+        pb.finish(pop_next=True)
+        assert dev.run(pb).backend == "fpga"
+        np.testing.assert_array_equal(dev.copy_from(out), factor * x)
+    np.testing.assert_array_equal(dev.copy_from(acc), x)

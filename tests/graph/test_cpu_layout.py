@@ -64,20 +64,21 @@ def test_a_grouped_conv_with_whole_blocks_per_group_stays_blocked() -> None:
     np.testing.assert_allclose(run_graph(blocked, feed)[0], run_graph(graph, feed)[0], rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("channels", [32, 24])
-def test_a_depthwise_conv_stays_blocked_when_its_channels_fill_blocks(channels: int) -> None:
+@pytest.mark.parametrize("channels, layout", [(32, "NCHW16c"), (24, "NCHW8c"), (20, None)])
+def test_a_depthwise_conv_stays_blocked_when_its_channels_fill_blocks(channels: int, layout: str | None) -> None:
+    """32 channels: 16-channel blocks; 24: half blocks (8); 20: neither, the convs stay NCHW."""
     rng = np.random.default_rng(4)
     b = GraphBuilder()
     x = b.input("x", (1, 16, 6, 6), "float32")
     y = b.op("conv2d", [x, b.const(rand(rng, (channels, 16, 1, 1)))], "expand")
     y = b.op("conv2d", [y, b.const(rand(rng, (channels, 1, 3, 3)))], "dw", groups=channels, padding=(1, 1, 1, 1))
     graph = b.build([y])
-    blocked = cpu_layout(graph)
+    blocked = cpu_layout(graph, 16)
     layouts = list(zip(_layouts(blocked, "conv2d", "data_layout"), _layouts(blocked, "conv2d", "out_layout")))
-    if channels == 32:
-        assert layouts == [("NCHW16c", "NCHW16c")] * 2
-    else:  # 24 channels are not whole 16-channel blocks: expand and depthwise stay NCHW
+    if layout is None:
         assert layouts == [("NCHW", None)] * 2  # untouched: no out_layout set
+    else:
+        assert layouts == [("NCHW16c", layout), (layout, layout)]
     feed = {"x": rand(rng, (1, 16, 6, 6))}
     np.testing.assert_allclose(run_graph(blocked, feed)[0], run_graph(graph, feed)[0], rtol=1e-5, atol=1e-5)
 
@@ -88,7 +89,7 @@ def test_convs_the_micro_kernel_cannot_take_are_left_alone(case: str) -> None:
     b = GraphBuilder()
     dtype = "int8" if case == "int8" else "float32"
     x = b.input("x", (1, 16, 6, 6), dtype)
-    out = 24 if case == "channels" else 16
+    out = 20 if case == "channels" else 16  # 20: not a multiple of the block nor of half of it
     w_shape = (out, 8 if case == "groups" else 16, 3, 3)
     if case == "runtime_weights":
         w = b.input("w", w_shape, "float32")

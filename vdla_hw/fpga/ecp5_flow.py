@@ -156,6 +156,15 @@ def parse_report(report: dict, clock: str = "clk") -> tuple[float, float, dict[s
     return float(slowest["achieved"]), float(slowest["constraint"]), util
 
 
+def top_module_stats(modules: dict[str, dict], top: str) -> dict:
+    r"""The ``stat -json`` entry of module ``top``: ``\top``, or ``$paramod$<hash>\top`` when yosys
+    re-derived it for a parameter set by ``chparam`` (BUILD_ID's 32-bit value does that)."""
+    for name, stats in modules.items():
+        if name.rsplit("\\", 1)[-1] == top:
+            return stats
+    raise ToolchainError(f"yosys reported no module {top!r} (modules: {sorted(modules)})", hint="see yosys.log")
+
+
 def check_fits(cells: dict[str, int], board: Ecp5Board, cfg: HwConfig) -> None:
     """Refuse a synthesized design that needs more of a cell type than the board's FPGA has."""
     need = {"TRELLIS_COMB": cells.get("LUT4", 0) + 2 * cells.get("CCU2C", 0) + 4 * cells.get("TRELLIS_DPR16X4", 0),
@@ -294,7 +303,7 @@ def build_ecp5(config: HwConfig | str, out_dir: Path | str | None = None, progre
         _run_tool("yosys", run_yosys, ["-q", "-w", "Package .* not found for import", "-l", "yosys.log", "-p", script],
                   work, work / "yosys.log")
         stat = json.loads((work / "stat.json").read_text())["modules"]
-        top = stat.get(f"\\{selftest.TOP}") or stat[selftest.TOP]
+        top = top_module_stats(stat, selftest.TOP)
         check_fits({k.lstrip("\\$"): int(v) for k, v in top["num_cells_by_type"].items()}, brd, cfg)
         stages.next(f"{cfg.name}: nextpnr-ecp5 place & route")
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.errors import BadFileError

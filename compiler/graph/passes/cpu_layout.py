@@ -9,11 +9,12 @@ so the blocked values flow through bias adds, ReLUs, residual adds and pooling
 left only where a consumer needs the plain layout (e.g. a flatten before the classifier).
 
 A conv2d is eligible when it is float32 with constant weights, no dilation, its output channels
-are a multiple of the block and, if grouped, so are its input and output channels per group (a
-block never straddles two groups) or it is depthwise (a block of independent channels is one vector
-of ``compiler.topi.depthwise_conv2d_nchwc``, so the 1x1 convs around it stay blocked too).  Its data stays ``NCHW`` when the input channels
-are not (the 3-channel first conv reads the image as is); weights stay ``OIHW`` in the graph,
-since the lowering re-blocks constants at compile time anyway.
+are a multiple of the block (or of half of it, at least 8: :func:`channel_block`) and, if grouped,
+so are its input and output channels per group (a block never straddles two groups) or it is
+depthwise (a block of independent channels is one vector of ``compiler.topi.depthwise_conv2d_nchwc``,
+so the 1x1 convs around it stay blocked too).  Its data stays ``NCHW`` when the input channels are
+not (the 3-channel first conv reads the image as is); weights stay ``OIHW`` in the graph, since
+the lowering re-blocks constants at compile time anyway.
 """
 
 from __future__ import annotations
@@ -48,15 +49,27 @@ def cpu_conv_layouts(node: Node, types: Sequence[TensorType], graph: Graph, bloc
         return None
     groups = node.attrs["groups"]
     channels, out_channels = data.shape[1], weight.shape[0]
+    in_block, out_block = channel_block(channels, block), channel_block(out_channels, block)
+    if out_block is None:
+        return None
     # A block must not straddle two groups, except in a depthwise conv, whose channels are independent
     # (a block of them is one vector of topi's blocked depthwise kernel).
     if (groups > 1 and not is_depthwise(channels, out_channels, groups)
-            and ((channels // groups) % block or (out_channels // groups) % block)):
+            and (in_block is None or (channels // groups) % in_block or (out_channels // groups) % out_block)):
         return None
-    if out_channels % block:
-        return None
-    lay = blocked_layout(block)
-    return {"data_layout": lay if channels % block == 0 else "NCHW", "kernel_layout": "OIHW", "out_layout": lay}
+    return {"data_layout": blocked_layout(in_block) if in_block else "NCHW", "kernel_layout": "OIHW",
+            "out_layout": blocked_layout(out_block)}
+
+
+def channel_block(channels: int, block: int) -> int | None:
+    """The channel block of a value with ``channels`` channels: ``block``, else half of it (the
+    MobileNets' 24, 40, 72, 120, 184 channels on AVX-512: half-width vectors beat a trip through
+    NCHW), else None (plain NCHW).  Every conv applies the same rule to the same count, so a value's
+    producer and consumers agree on its layout."""
+    for b in (block, block // 2):
+        if b >= 8 and channels % b == 0:
+            return b
+    return None
 
 
 def cpu_layout(graph: Graph, block: int = 16) -> Graph:
