@@ -6,10 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler.tir import Allocate, BufferLoad, Evaluate, For, IntImm, SeqStmt, run as interpret
+from compiler.tir import Allocate, AttrStmt, BufferLoad, Evaluate, For, IntImm, SeqStmt, run as interpret
+from vdla_hw.isa import AluOp
 from compiler.tir.functor import collect, replace_node
 from compiler.vdla import VdlaTarget, build, passes
-from compiler.vdla.passes import VdlaLoweringError, inject_alu_op
+from compiler.vdla.intrin import UOP_SCOPE, alu_uop
+from compiler.vdla.passes import VdlaLoweringError, fold_bias_init, inject_alu_op
 from compiler.vdla.decode import as_dma, as_uop_insn, split_deps
 from compiler.vdla.stmt import DEPS, UOP_LOOP
 from compiler.vdla.topi import Conv2dKnobs, Conv2dWorkload, Requantize, conv2d_func, conv2d_schedule
@@ -209,3 +211,22 @@ def test_fold_requant_store_leaves_what_the_store_cannot_do_exactly() -> None:
     assert _peel(FloorDiv(x, IntImm(6)), 8) is None                # not a power of two
     assert _peel(Min(FloorDiv(Max(x, IntImm(0)), IntImm(16)), IntImm(127)), 8) == (x, Requant(4, True, True))
     assert _peel(Max(FloorDiv(x, IntImm(2)), IntImm(0)), 8) == (x, Requant(1, False, True))
+
+
+def test_fold_bias_init_keeps_the_reset_when_the_accumulator_is_read_before_the_add() -> None:
+    func = conv2d_func(WL, KNOBS, TARGET, EPI)
+    for name, fn in passes(TARGET):
+        func = fn(func)
+        if name == "inject_alu_op":
+            break
+    tile = collect(func.body, lambda n: isinstance(n, SeqStmt) and "vdla.gemm_reset_uop" in str(n.stmts[0]))[0]
+    acc = tile.stmts[0].node
+    # An ALU op on the accumulator between its reset and the bias ADD sees the zeros: a MOV of the
+    # bias in the reset's place would change its result, so the pass must leave the tile alone.
+    probe = AttrStmt(acc, UOP_SCOPE, "alu", alu_uop(AluOp.MAX, acc, 0, imm=0))
+    broken = func.with_body(replace_node(func.body, tile, SeqStmt((tile.stmts[0], probe) + tile.stmts[1:])))
+    folded = str(fold_bias_init(broken))
+    mov = f", {int(AluOp.MOV)}, 0, 0)"  # the op / use_imm / imm arguments of a tensor MOV micro-op
+    assert folded.count("vdla.gemm_reset_uop") == 1 and mov not in folded
+    unbroken = str(fold_bias_init(func))
+    assert unbroken.count("vdla.gemm_reset_uop") == 0 and mov in unbroken
