@@ -51,10 +51,11 @@ def _gemms(cfg: HwConfig, count: int, iters: int = 1) -> Program:
     return pb.build()
 
 
-def _alus(cfg: HwConfig, count: int, iters: int = 1) -> Program:
+def _alus(cfg: HwConfig, count: int, iters: int = 1, op: AluOp = AluOp.ADD) -> Program:
     pb, *_ = _start(cfg)
+    pb.gemm(0, 1, reset=True)  # the ALU reads a defined accumulator (the same in every size: no effect on a probe)
     for _ in range(count):
-        pb.alu(AluOp.ADD, 0, 1, imm=1, iter_out=iters)
+        pb.alu(op, 0, 1, imm=1, iter_out=iters)
     pb.finish()
     return pb.build()
 
@@ -100,6 +101,8 @@ PROBES: tuple[Probe, ...] = (
     Probe("GEMM loop iteration", "iteration", lambda cfg, n: _gemms(cfg, REPEAT, n), 1, 9, lambda d: REPEAT * d),
     Probe("ALU instruction (1 iteration)", "insn", _alus, 1, 1 + REPEAT),
     Probe("ALU loop iteration", "iteration", lambda cfg, n: _alus(cfg, REPEAT, n), 1, 9, lambda d: REPEAT * d),
+    Probe("ALU MOV loop iteration", "iteration", lambda cfg, n: _alus(cfg, REPEAT, n, AluOp.MOV), 1, 9,
+          lambda d: REPEAT * d),
     Probe("LOAD ACC instruction (1 tile)", "insn", _acc_loads, 1, 1 + REPEAT),
     Probe("LOAD ACC tile in a row", "tile", lambda cfg, n: _acc_loads(cfg, REPEAT, 1, n), 1, 9, lambda d: REPEAT * d),
     Probe("LOAD ACC row", "row", lambda cfg, n: _acc_loads(cfg, REPEAT, n, 1), 1, 5, lambda d: REPEAT * d),

@@ -307,7 +307,10 @@ class _Drawer:
         return self._reset_all(t)
 
     def _legal_here(self, op: object, t: int) -> bool:
-        acc = access_of(op, self.uops)
+        try:
+            acc = access_of(op, self.uops)
+        except PlanError:  # e.g. a MOV reading what an earlier iteration of it writes
+            return False
         for buf, idx in list(acc.reads.items()) + list(acc.writes.items()):
             lo, hi = self._region(buf, t)
             if idx.size and (idx.min() < lo or idx.max() >= hi):

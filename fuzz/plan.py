@@ -25,6 +25,8 @@ import numpy as np
 from vdla_hw.config import HwConfig
 from vdla_hw.isa import AluOp, MemType, Uop
 
+from simulator.semantics import copy_forwarding_hazard
+
 SRAM_KINDS: tuple[str, ...] = ("uop", "inp", "wgt", "acc")
 
 
@@ -210,7 +212,13 @@ def access_of(op: object, uops: list[Uop | None]) -> Access:
         if not op.reset:
             reads.update(acc=dst, inp=loop_indices(loop, src_f, loop.src), wgt=loop_indices(loop, wgt_f, loop.wgt))
     else:
-        reads["acc"] = dst if op.imm is not None else np.concatenate([dst, loop_indices(loop, src_f, loop.src)])
+        src = None if op.imm is not None else loop_indices(loop, src_f, loop.src)
+        if op.op == AluOp.MOV:  # a copy reads only its operand, and no earlier iteration's write
+            if src is not None and copy_forwarding_hazard(dst, src) is not None:
+                raise PlanError(f"MOV over {loop} reads an accumulator an earlier iteration of it writes")
+            reads["acc"] = dst[:0] if src is None else src
+        else:
+            reads["acc"] = dst if src is None else np.concatenate([dst, src])
     return Access(reads, {"acc": dst})
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -29,6 +30,7 @@ from vdla_hw.config import HwConfig
 from vdla_hw.isa import AluOp, MemType, Uop
 
 from runtime.program import Program, ProgramBuilder
+from simulator.semantics import copy_forwarding_hazard
 
 _MAX_REGION = 48
 """Largest SRAM region (tiles) per buffer and thread: small keeps the programs fast to run."""
@@ -76,6 +78,7 @@ class _Generator:
         # Random initial output, so a store of zeros still changes DRAM.
         self.out = self.pb.alloc("out", "out", out_shape, nprng.integers(-half, half, size=out_shape))
         self.uop_ranges: dict[tuple[str, int], tuple[int, int]] = {}
+        self.uop_list: list[Uop] = []
         self.dsts: dict[int, list[int]] = {}
         """Per region: accumulator indices the micro-ops write (stores and ACC loads aim there)."""
 
@@ -99,7 +102,7 @@ class _Generator:
                 self.uop_ranges[(kind, region)] = (base, base + n)
         return uops
 
-    def _loop(self, kind: str, region: int) -> dict[str, object]:
+    def _loop(self, kind: str, region: int) -> dict[str, Any]:
         """A random micro-op sub-range and two-level loop that stays inside the region's upper half."""
         rng, size = self.rng, self.size
         bgn, end = self.uop_ranges[(kind, region)]
@@ -114,7 +117,7 @@ class _Generator:
             f_in = rng.randint(0, budget // (2 * iter_in)) if iter_in > 1 else 0
             return f_out, f_in
 
-        loop: dict[str, object] = {"uop_bgn": lo, "uop_end": hi, "iter_out": iter_out, "iter_in": iter_in,
+        loop: dict[str, Any] = {"uop_bgn": lo, "uop_end": hi, "iter_out": iter_out, "iter_in": iter_in,
                                    "dst_factor": factors(size.acc)}
         if kind == "gemm":
             loop["src_factor"] = factors(size.inp)
@@ -174,7 +177,22 @@ class _Generator:
             use_imm = rng.random() < 0.5
             imm = rng.randint(-8, 8) if op == AluOp.SHR else rng.randint(-(1 << 15), (1 << 15) - 1)
             loop = self._loop("alu", region)
+            if op == AluOp.MOV and not use_imm and self._copy_hazard(loop):
+                use_imm = True  # this loop's copy would read what an earlier iteration writes: illegal
             self.pb.alu(op, imm=imm if use_imm else None, **loop, **deps)  # type: ignore[arg-type]
+
+    def _copy_hazard(self, loop: dict[str, Any]) -> bool:
+        """True when a tensor-operand MOV over ``loop`` reads an accumulator an earlier iteration writes."""
+        used = self.uop_list[loop["uop_bgn"]:loop["uop_end"]]
+        outer = np.arange(loop["iter_out"], dtype=np.int64)[:, None, None]
+        inner = np.arange(loop["iter_in"], dtype=np.int64)[None, :, None]
+
+        def indices(fields: list[int], factors: tuple[int, int]) -> np.ndarray:
+            return (np.array(fields, dtype=np.int64)[None, None, :] + outer * factors[0] + inner * factors[1]).reshape(-1)
+
+        dst = indices([u.dst for u in used], loop["dst_factor"])
+        src = indices([u.src for u in used], loop["src_factor"])
+        return copy_forwarding_hazard(dst, src) is not None
 
     def _define_sram(self) -> None:
         """Load every tile of every region, copying the source buffer as often as needed.
@@ -200,7 +218,8 @@ class _Generator:
 
     def build(self, rounds: int) -> Program:
         rng, d = self.rng, self.threads
-        self.pb.load_uops(self.pb.uops(self._uops(), "uops"))
+        self.uop_list = self._uops()
+        self.pb.load_uops(self.pb.uops(self.uop_list, "uops"))
         self._define_sram()
         for r in range(rounds):
             region = r % d

@@ -39,10 +39,12 @@ class Counters:
             c["macs"] += effect.macs
         elif op == Opcode.ALU:
             c["uop_iters.alu"] += effect.uop_iters
+            if effect.alu_copy:  # the MOV share of the ALU iterations, which issue every cycle
+                c["uop_iters.alu_copy"] += effect.uop_iters
 
     def as_dict(self) -> dict[str, int]:
         """All counters, with every opcode and memory-type key present (zero if unused)."""
-        base = {"instructions": 0, "macs": 0, "uop_iters.gemm": 0, "uop_iters.alu": 0}
+        base = {"instructions": 0, "macs": 0, "uop_iters.gemm": 0, "uop_iters.alu": 0, "uop_iters.alu_copy": 0}
         base.update({f"insn.{op.name}": 0 for op in Opcode})
         base.update({f"dram_read_bytes.{m.name}": 0 for m in MemType if m != MemType.OUT})
         base.update({"dram_write_bytes.OUT": 0, "sram_elems_written": 0, "pad_elems": 0})

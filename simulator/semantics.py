@@ -34,7 +34,8 @@ class InsnEffect:
 
     For LOAD/STORE, ``rows`` DRAM rows of ``row_bytes`` bytes each were moved and
     ``sram_elems`` SRAM elements (tiles) were written or read, ``pad_elems`` of them
-    zero padding.  For GEMM/ALU, ``uop_iters`` = iter_out * iter_in * micro-ops.
+    zero padding.  For GEMM/ALU, ``uop_iters`` = iter_out * iter_in * micro-ops; ``alu_copy``
+    marks a MOV, whose iterations issue every cycle instead of every ``alu_ii``.
     """
 
     opcode: Opcode
@@ -45,6 +46,7 @@ class InsnEffect:
     pad_elems: int = 0
     uop_iters: int = 0
     macs: int = 0
+    alu_copy: bool = False
 
     @property
     def dram_bytes(self) -> int:
@@ -413,6 +415,8 @@ def _alu_apply(op: AluOp, a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
         return a + np.asarray(b, dtype=a.dtype)
     if op == AluOp.MUL:
         return a * np.asarray(b, dtype=a.dtype)
+    if op == AluOp.MOV:
+        return np.broadcast_to(np.asarray(b, dtype=a.dtype), a.shape)
     # SHR: arithmetic shift right by b, left by -b; amounts beyond the width saturate
     # (right: sign fill, left: zero), computed in int64 and narrowed by a wrapping cast.
     amount = np.asarray(b, dtype=np.int64)
@@ -429,8 +433,36 @@ def _alu_plan(state: MachineState, insn: AluInsn, index: int, bgn: int, end: int
     if not insn.use_imm:
         src = _indices(insn, state.uop_src[bgn:end], insn.src_factor_out, insn.src_factor_in)
         _check_indices(insn, index, "ACC", src, depth)
-    rows = np.unique(dst if src is None else np.concatenate((dst, src)))
+    if insn.alu_op == AluOp.MOV:
+        if src is not None:
+            _check_copy_forwarding(insn, index, dst, src)
+        # A copy never reads its destinations: only the sources must hold defined values.
+        rows = np.unique(dst[:0] if src is None else src)
+    else:
+        rows = np.unique(dst if src is None else np.concatenate((dst, src)))
     return _AluPlan(dst, src, _alu_hazard_free(dst, src, depth), rows)
+
+
+def copy_forwarding_hazard(dst: np.ndarray, src: np.ndarray) -> int | None:
+    """The first iteration of a tensor-operand MOV (destinations ``dst``, sources ``src`` in loop
+    order) that reads an accumulator an earlier iteration of it writes, or None.  A copy issues
+    every cycle, before that write lands, and the hardware does not forward it: such a MOV is illegal."""
+    first_write = np.full(int(max(dst.max(initial=0), src.max(initial=0))) + 1, dst.size, dtype=np.int64)
+    np.minimum.at(first_write, dst, np.arange(dst.size, dtype=np.int64))
+    late = np.flatnonzero(first_write[src] < np.arange(src.size))
+    return int(late[0]) if late.size else None
+
+
+def _check_copy_forwarding(insn: AluInsn, index: int, dst: np.ndarray, src: np.ndarray) -> None:
+    """Raise unless the MOV ``insn`` is free of :func:`copy_forwarding_hazard`."""
+    k = copy_forwarding_hazard(dst, src)
+    if k is not None:
+        writer = int(np.flatnonzero(dst == src[k])[0])
+        raise ProtocolError(
+            f"instruction {index} ({describe(insn)}): MOV iteration {k} reads ACC[{int(src[k])}], which iteration "
+            f"{writer} of the same MOV writes; a copy issues every cycle and does not see that "
+            f"write: copy from rows no earlier iteration writes, or split the MOV into two instructions"
+        )
 
 
 def _alu(state: MachineState, insn: AluInsn, index: int) -> InsnEffect:
@@ -443,8 +475,11 @@ def _alu(state: MachineState, insn: AluInsn, index: int) -> InsnEffect:
     if not _checked(state, plan):
         _require_uops_written(state, insn, index)
         if _first_unwritten(state, MemType.ACC, plan.rows) is not None:
-            _require_loop_written(state, insn, index, MemType.ACC, "dst", np.unique(dst))
+            if insn.alu_op != AluOp.MOV:
+                _require_loop_written(state, insn, index, MemType.ACC, "dst", np.unique(dst))
             _require_loop_written(state, insn, index, MemType.ACC, "src", plan.rows)
+        if insn.alu_op == AluOp.MOV:
+            _mark_written(state, MemType.ACC, dst)
         state.checked_plans.add(id(plan))
     acc = state.acc
     if plan.hazard_free:
@@ -456,7 +491,7 @@ def _alu(state: MachineState, insn: AluInsn, index: int) -> InsnEffect:
         for k in range(dst.size):
             operand = insn.imm if src is None else acc[src[k]]
             acc[dst[k]] = _alu_apply(insn.alu_op, acc[dst[k]], operand)
-    return InsnEffect(Opcode.ALU, uop_iters=iters)
+    return InsnEffect(Opcode.ALU, uop_iters=iters, alu_copy=insn.alu_op == AluOp.MOV)
 
 
 def _alu_hazard_free(dst: np.ndarray, src: np.ndarray | None, depth: int) -> bool:

@@ -77,6 +77,17 @@ class TimingConfig:
     """Row commands a DMA engine keeps in flight when its elements are narrower than the bus
     (the queue of lane offsets and counts it unpacks or packs beats with)."""
 
+    @property
+    def alu_copy_ii(self) -> int:
+        """Initiation interval of the ALU's copy (``MOV``): derived, never configured.  A copy reads
+        only its source, so the single accumulator read port takes one iteration per cycle."""
+        return 1
+
+    def alu_op_ii(self, reads_dst: bool) -> int:
+        """Cycles between consecutive micro-op iterations of an ALU op that does (or does not) read
+        its destination: ``alu_ii`` for the two-operand ops, ``alu_copy_ii`` for the copy."""
+        return self.alu_ii if reads_dst else self.alu_copy_ii
+
 
 @dataclass(frozen=True)
 class HwConfig:

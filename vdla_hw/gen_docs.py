@@ -87,6 +87,8 @@ ALU_DOCS = {
     AluOp.ADD: "a + b, wrapping",
     AluOp.SHR: "a >> b, arithmetic; a negative b shifts left by -b",
     AluOp.MUL: "a × b, wrapping",
+    AluOp.MOV: "b (a copy: `a` is not read, so it issues every `alu_copy_ii` = 1 cycle; no iteration may "
+    "read a destination an earlier iteration of the same MOV writes)",
 }
 
 OPCODE_DOCS = {

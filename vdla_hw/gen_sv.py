@@ -84,6 +84,7 @@ def _config_params(cfg: HwConfig) -> list[str]:
     for key in RTL_TIMING_FIELDS:
         lines.append(_param(key.upper(), getattr(cfg.timing, key)))
     lines.append(_param("LOG_DRAM_BURST_BYTES", cfg.timing.dram_burst_bytes.bit_length() - 1))
+    lines.append(_param("ALU_COPY_II", cfg.timing.alu_copy_ii, "derived: the ALU copy reads one operand"))
     return lines
 
 

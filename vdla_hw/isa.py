@@ -73,6 +73,10 @@ class AluOp(IntEnum):
     SHR = 3
     """Arithmetic shift right by the operand; a negative operand shifts left."""
     MUL = 4
+    MOV = 5
+    """Copy: ``acc[dst] = b``.  It never reads ``acc[dst]``, so it issues one micro-op iteration per
+    cycle (``TimingConfig.alu_copy_ii``); no iteration may read a destination an earlier
+    iteration of the same instruction writes (the pipeline does not forward it)."""
 
 
 class Module(IntEnum):
@@ -193,7 +197,8 @@ class GemmInsn:
 
 @dataclass(frozen=True)
 class AluInsn:
-    """Vector ALU over micro-ops: ``acc[dst] = op(acc[dst], imm if use_imm else acc[src])``.
+    """Vector ALU over micro-ops: ``acc[dst] = op(acc[dst], imm if use_imm else acc[src])``
+    (``MOV`` copies the operand without reading ``acc[dst]``).
 
     Indices follow the same two-level affine loop as :class:`GemmInsn`; both
     operands index the accumulator buffer.  ``imm`` is a signed 16-bit value.

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from vdla_hw.config import HwConfig
 from vdla_hw.errors import UsageError
-from vdla_hw.isa import AluInsn, GemmInsn, MemInsn, MemType, Opcode
+from vdla_hw.isa import AluInsn, AluOp, GemmInsn, MemInsn, MemType, Opcode
 
 from runtime.program import Program
 
@@ -60,7 +60,8 @@ def min_cycles(program: Program) -> int:
         if isinstance(insn, GemmInsn):
             compute += (insn.uop_end - insn.uop_bgn) * insn.iter_out * insn.iter_in
         elif isinstance(insn, AluInsn):
-            compute += (insn.uop_end - insn.uop_bgn) * insn.iter_out * insn.iter_in * cfg.timing.alu_ii
+            ii = cfg.timing.alu_op_ii(reads_dst=insn.alu_op != AluOp.MOV)
+            compute += (insn.uop_end - insn.uop_bgn) * insn.iter_out * insn.iter_in * ii
         elif isinstance(insn, MemInsn):
             elems = (insn.y_size + insn.y_pad0 + insn.y_pad1) * (insn.x_size + insn.x_pad0 + insn.x_pad1)
             beats = -(-elems * _elem_bytes(cfg, insn.mem_type) // cfg.bus_bytes)

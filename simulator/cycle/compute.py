@@ -6,8 +6,8 @@ micro-ops, the instruction's loop iterations), as the RTL's ``vdla_gemm`` /
 
 * GEMM: ``n + gemm_pipeline_depth + 1`` -- one micro-op iteration enters the core
   per cycle, the last result is written a pipeline depth later, done a cycle after.
-* ALU: ``(n - 1) * alu_ii + alu_pipeline_depth + 2`` -- a new iteration every
-  ``alu_ii`` cycles.
+* ALU: ``(n - 1) * ii + alu_pipeline_depth + 2`` -- a new iteration every
+  ``ii = alu_ii`` cycles, or ``alu_copy_ii`` (1) for a MOV, which never reads its destination.
 * An instruction with ``n = 0`` is done the cycle after it starts.
 * LOAD UOP / LOAD ACC: as a LOAD on the load unit (see :mod:`simulator.cycle.load`),
   sharing the DRAM read channel.
@@ -27,7 +27,7 @@ from simulator.cycle.unit import Context, Unit
 from simulator.errors import ProtocolError
 from simulator.tokens import describe
 from vdla_hw.config import TimingConfig
-from vdla_hw.isa import AluInsn, FinishInsn, GemmInsn, Insn, MemInsn, Module
+from vdla_hw.isa import AluInsn, AluOp, FinishInsn, GemmInsn, Insn, MemInsn, Module
 
 
 def loop_iterations(insn: GemmInsn | AluInsn) -> int:
@@ -42,9 +42,11 @@ def gemm_cycles(timing: TimingConfig, insn: GemmInsn) -> int:
 
 
 def alu_cycles(timing: TimingConfig, insn: AluInsn) -> int:
-    """Executor cycles of one ALU instruction: a new micro-op iteration every ``alu_ii`` cycles."""
+    """Executor cycles of one ALU instruction: a new micro-op iteration every ``alu_ii`` cycles
+    (``alu_copy_ii`` for a copy)."""
     n = loop_iterations(insn)
-    return (n - 1) * timing.alu_ii + timing.alu_pipeline_depth + 2 if n else 1
+    ii = timing.alu_op_ii(reads_dst=insn.alu_op != AluOp.MOV)
+    return (n - 1) * ii + timing.alu_pipeline_depth + 2 if n else 1
 
 
 class ComputeUnit(Unit):

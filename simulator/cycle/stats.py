@@ -112,7 +112,9 @@ def summarize(
     }
     dram_bytes = dram_bytes_read + dram_bytes_written
     macs = work["macs"]
-    compute_bound = work["uop_iters.gemm"] + work["uop_iters.alu"] * cfg.timing.alu_ii
+    copies = work["uop_iters.alu_copy"]
+    compute_bound = (work["uop_iters.gemm"] + (work["uop_iters.alu"] - copies) * cfg.timing.alu_ii
+                     + copies * cfg.timing.alu_copy_ii)
     memory_bound = -(-max(dram_bytes_read, dram_bytes_written) // cfg.bus_bytes)
     roofline = max(compute_bound, memory_bound)
     seconds = cycles / (cfg.clock_mhz * 1e6)

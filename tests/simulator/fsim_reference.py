@@ -115,6 +115,8 @@ def alu(op: AluOp, x: int, y: int, width: int) -> int:
         return wrap(x + y, width)
     if op == AluOp.MUL:
         return wrap(x * y, width)
+    if op == AluOp.MOV:
+        return wrap(y, width)
     return wrap(x >> y, width) if y >= 0 else wrap(x << min(-y, width), width)
 
 

@@ -12,6 +12,8 @@ from fsim_reference import alu as ref_alu
 from fsim_reference import run_reference
 from runtime.program import ProgramBuilder
 from simulator import MachineState, execute, run_fsim
+from simulator.errors import ProtocolError, UninitializedReadError
+from simulator.semantics import copy_forwarding_hazard
 from vdla_hw.config import load_config, preset_names
 from vdla_hw.isa import AluInsn, AluOp, MemType, Uop
 
@@ -113,6 +115,29 @@ def test_alu_read_after_write_within_one_instruction_is_sequential(preset: str) 
 
 
 @pytest.mark.parametrize("preset", PRESETS)
+def test_mov_initialises_unwritten_accumulators_and_rejects_unforwarded_reads(preset: str) -> None:
+    cfg = load_config(preset)
+    state = MachineState(cfg, np.zeros(64, np.uint8))
+    state.acc[8:10] = np.arange(2 * cfg.batch * cfg.block_out).reshape(state.acc[8:10].shape)
+    state.written[MemType.ACC][8:10] = True
+    state.written[MemType.UOP][:3] = True
+    words = cfg.isa.encode_uops([Uop(0, 8, 0), Uop(1, 9, 0), Uop(1, 0, 0)])
+    state.uop[:3] = words
+    state.uop_dst[:3], state.uop_src[:3], state.uop_wgt[:3] = cfg.isa.decode_uop_fields(words)
+    # acc[0..5] = bias rows 8, 9 three times over: a copy needs no defined destination.
+    execute(state, AluInsn(AluOp.MOV, False, 0, 0, 2, 1, 3, 0, 2, 0, 0), 0)
+    for d in range(6):
+        np.testing.assert_array_equal(state.acc[d], state.acc[8 + d % 2])
+    assert state.written[MemType.ACC][:6].all()
+    # A plain ADD would have needed its destination defined.
+    with pytest.raises(UninitializedReadError):
+        execute(state, AluInsn(AluOp.ADD, True, 1, 0, 1, 2, 1, 12, 0, 0, 0), 1)
+    # Micro-op 2 reads acc[0], which micro-op 0 of the same MOV wrote: not forwarded, so illegal.
+    with pytest.raises(ProtocolError, match="MOV iteration 2 reads ACC\\[0\\], which iteration 0"):
+        execute(state, AluInsn(AluOp.MOV, False, 0, 0, 3, 1, 1, 0, 0, 0, 0), 2)
+
+
+@pytest.mark.parametrize("preset", PRESETS)
 def test_store_narrows_with_wraparound(preset: str) -> None:
     cfg = load_config(preset)
     pb = ProgramBuilder(cfg)
@@ -154,6 +179,17 @@ def test_store_requantizes(preset: str, shift: int, clip: bool, relu: bool) -> N
 DOMAIN = 16  # SRAM elements each random program touches per buffer
 
 
+def _copy_hazard(uops: list[Uop], loops: dict) -> bool:  # type: ignore[type-arg]
+    """True when a tensor MOV over ``uops`` and ``loops`` reads what an earlier iteration of it writes."""
+    n_out, n_in = loops["iter_out"], loops["iter_in"]
+
+    def idx(field: str, f: tuple[int, int]) -> np.ndarray:
+        return np.array([getattr(u, field) + i * f[0] + j * f[1] for i in range(n_out) for j in range(n_in) for u in uops],
+                        dtype=np.int64)
+
+    return bool(uops) and copy_forwarding_hazard(idx("dst", loops["dst_factor"]), idx("src", loops["src_factor"])) is not None
+
+
 @st.composite
 def random_program(draw: st.DrawFn, preset: str) -> tuple[ProgramBuilder, int]:
     cfg = load_config(preset)
@@ -183,7 +219,8 @@ def random_program(draw: st.DrawFn, preset: str) -> tuple[ProgramBuilder, int]:
         else:
             op = draw(st.sampled_from(list(AluOp)))
             imm = draw(st.integers(-40, 40) if op == AluOp.SHR else st.integers(-32768, 32767))
-            pb.alu(op, bgn, end, imm=imm if draw(st.booleans()) else None, **loops)
+            use_imm = draw(st.booleans()) or (op == AluOp.MOV and _copy_hazard(uops[bgn:end], loops))
+            pb.alu(op, bgn, end, imm=imm if use_imm else None, **loops)
     if first:
         pb.gemm(0, 0, pop_prev=True)
     pb.gemm(0, 0, push_next=True)

@@ -6,13 +6,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler.tir import Allocate, BufferLoad, Evaluate, For, IntImm, SeqStmt, run as interpret
+from compiler.tir import Allocate, AttrStmt, BufferLoad, Evaluate, For, IntImm, SeqStmt, run as interpret
+from vdla_hw.isa import AluOp
 from compiler.tir.functor import collect, replace_node
 from compiler.vdla import VdlaTarget, build, passes
-from compiler.vdla.passes import VdlaLoweringError, inject_alu_op
+from compiler.vdla.intrin import UOP_SCOPE, alu_uop
+from compiler.vdla.passes import VdlaLoweringError, fold_bias_init, inject_alu_op
 from compiler.vdla.decode import as_dma, as_uop_insn, split_deps
 from compiler.vdla.stmt import DEPS, UOP_LOOP
 from compiler.vdla.topi import Conv2dKnobs, Conv2dWorkload, Requantize, conv2d_func, conv2d_schedule
+from compiler.vdla.target import SCOPE_UOP
+from compiler.vdla.topi.fit import footprint
+from compiler.vdla.topi.ops import check_conv2d, compile_conv2d
 from compiler.vdla.topi import reference as ref
 from compiler.vdla.topi.ops import random_conv_data
 
@@ -90,10 +95,37 @@ def _alu_ops_and_stores(func):  # type: ignore[no-untyped-def]
 
 def test_epilogue_tail_folds_into_the_store(stages) -> None:  # type: ignore[no-untyped-def]
     ops, stores = _alu_ops_and_stores(dict(stages)["unroll_stream"])
-    assert ops == ["ADD"] * len(ops) and len(ops) == len(stores)  # only the bias add stays on the ALU
+    # only the bias stays on the ALU, as the accumulators' initial value (fold_bias_init)
+    assert ops == ["MOV"] * len(ops) and len(ops) == len(stores)
     assert {(d.requant.shift, d.requant.clip, d.requant.relu) for d in stores} == {(EPI.shift, True, True)}
     text = {name: str(func) for name, func in stages}
     assert "vdla.requant" not in text["inject_uop_scope"] and "vdla.requant" in text["fold_requant_store"]
+
+
+def _resets(func) -> int:  # type: ignore[no-untyped-def]
+    stmts = [split_deps(s)[1] for s in func.body.body.body.body.stmts]  # type: ignore[union-attr]
+    return sum(1 for s in stmts if as_uop_insn(s) is not None and as_uop_insn(s).kind == "gemm" and as_uop_insn(s).reset)
+
+
+@pytest.mark.parametrize("bias_init", [True, False])
+def test_bias_initialises_the_accumulators_instead_of_reset_and_add(bias_init: bool) -> None:
+    func = conv2d_func(WL, KNOBS, TARGET, Requantize(shift=9, bias_init=bias_init))
+    data, kernel, bias = random_conv_data(WL, seed=5)
+    want = ref.conv2d_reference(data, kernel, bias, 1, 1, 9, True)
+    for name, fn in passes(TARGET):
+        func = fn(func)
+        if name == "fold_bias_init":
+            assert np.array_equal(_run(func, data, kernel, bias), want)
+    ops, stores = _alu_ops_and_stores(func)
+    # one ALU instruction per output tile either way; the GEMM resets go with the MOV
+    assert ops == ["MOV" if bias_init else "ADD"] * len(stores)
+    assert _resets(func) == (0 if bias_init else len(stores))
+    compiled = compile_conv2d(WL, TARGET, knobs=KNOBS, epilogue=Requantize(shift=9, bias_init=bias_init))
+    # the capacity model counts the micro-op lists code generation loads: no reset list with the MOV
+    loaded = compiled.module.program.buffers["uops"].nbytes // 4
+    assert footprint(WL, KNOBS, TARGET.config, bias_init=bias_init)[SCOPE_UOP] == loaded
+    for backend in ("fsim", "cycle"):
+        assert check_conv2d(compiled, seed=6, backend=backend)[0], backend
 
 
 def test_epilogue_becomes_in_place_alu_ops_in_order_without_on_store() -> None:
@@ -102,13 +134,14 @@ def test_epilogue_becomes_in_place_alu_ops_in_order_without_on_store() -> None:
         func = fn(func)
     ops, stores = _alu_ops_and_stores(func)
     # bias, ReLU, requantize shift, clip (no lower clip after ReLU); the two virtual threads interleave
-    assert ops[:8:2] == ops[1:8:2] == ["ADD", "MAX", "SHR", "MIN"]
+    assert ops[:8:2] == ops[1:8:2] == ["MOV", "MAX", "SHR", "MIN"]
     assert {(d.requant.shift, d.requant.clip, d.requant.relu) for d in stores} == {(0, False, False)}
 
 
 @pytest.mark.parametrize("epi, alu, store", [
-    (Requantize(shift=5, relu=False), ["ADD"], (5, True, False)),       # signed clip: lower bound OUT_MIN
-    (Requantize(shift=0, relu=True), ["ADD"], (0, True, True)),         # no shift: ReLU + clip only
+    (Requantize(shift=5, relu=False), ["MOV"], (5, True, False)),       # signed clip: lower bound OUT_MIN
+    (Requantize(shift=0, relu=True), ["MOV"], (0, True, True)),         # no shift: ReLU + clip only
+    (Requantize(shift=5, bias_init=False), ["ADD"], (5, True, True)),   # reset + bias ADD, as before
     (Requantize(shift=3, relu=False, bias=False), [], (3, True, False)),  # nothing left for the ALU
 ])
 def test_fold_requant_store_variants_run_bit_exact(epi, alu, store) -> None:  # type: ignore[no-untyped-def]
@@ -178,3 +211,22 @@ def test_fold_requant_store_leaves_what_the_store_cannot_do_exactly() -> None:
     assert _peel(FloorDiv(x, IntImm(6)), 8) is None                # not a power of two
     assert _peel(Min(FloorDiv(Max(x, IntImm(0)), IntImm(16)), IntImm(127)), 8) == (x, Requant(4, True, True))
     assert _peel(Max(FloorDiv(x, IntImm(2)), IntImm(0)), 8) == (x, Requant(1, False, True))
+
+
+def test_fold_bias_init_keeps_the_reset_when_the_accumulator_is_read_before_the_add() -> None:
+    func = conv2d_func(WL, KNOBS, TARGET, EPI)
+    for name, fn in passes(TARGET):
+        func = fn(func)
+        if name == "inject_alu_op":
+            break
+    tile = collect(func.body, lambda n: isinstance(n, SeqStmt) and "vdla.gemm_reset_uop" in str(n.stmts[0]))[0]
+    acc = tile.stmts[0].node
+    # An ALU op on the accumulator between its reset and the bias ADD sees the zeros: a MOV of the
+    # bias in the reset's place would change its result, so the pass must leave the tile alone.
+    probe = AttrStmt(acc, UOP_SCOPE, "alu", alu_uop(AluOp.MAX, acc, 0, imm=0))
+    broken = func.with_body(replace_node(func.body, tile, SeqStmt((tile.stmts[0], probe) + tile.stmts[1:])))
+    folded = str(fold_bias_init(broken))
+    mov = f", {int(AluOp.MOV)}, 0, 0)"  # the op / use_imm / imm arguments of a tensor MOV micro-op
+    assert folded.count("vdla.gemm_reset_uop") == 1 and mov not in folded
+    unbroken = str(fold_bias_init(func))
+    assert unbroken.count("vdla.gemm_reset_uop") == 0 and mov in unbroken

@@ -87,6 +87,7 @@ RTL_CHECKS: tuple[RtlCheck, ...] = (
     RtlCheck("vdla_lut_mul", "XW must be >= 1 and YW even and >= 2",
              holds=lambda c: c.inp_width >= 1 and c.wgt_width >= 2 and c.wgt_width % 2 == 0),
     RtlCheck("vdla_uop_loop", "II = %0d must be at least 1", holds=lambda c: c.timing.alu_ii >= 1),
+    RtlCheck("vdla_uop_loop", "II_FAST = %0d must be at least 1", holds=lambda c: c.timing.alu_copy_ii >= 1),
     RtlCheck("vdla_axi_rd_arb", "N = %0d must be at least 1", holds=lambda c: True),
     # The generated package's struct widths: the staleness tests keep the package current.
     RtlCheck("vdla_top", "an instruction struct of vdla_pkg is not INSN_BITS", holds=lambda c: True),

@@ -1,7 +1,7 @@
 // The vector ALU: acc[dst] = op(acc[dst], imm or acc[src]) lane by lane over an
 // accumulator tile (BATCH x BLOCK_OUT lanes of ACC_WIDTH bits), for MIN, MAX, ADD,
 // SHR (arithmetic right shift; a negative amount shifts left; amounts of ACC_WIDTH or
-// more give the sign fill / zero) and MUL (low ACC_WIDTH bits), all wrapping.
+// more give the sign fill / zero), MUL (low ACC_WIDTH bits), all wrapping, and MOV (copy).
 //
 // A micro-op iteration starts every ALU_II cycles. Stages (j = cycles after the loop
 // emits the iteration, D = ALU_PIPELINE_DEPTH >= 3):
@@ -12,6 +12,9 @@
 // The accumulator SRAM has one read port, so ALU_II >= 2; an iteration's first read
 // must not come before the previous iteration's write (the SRAM's write-through bypass
 // covers a read in the very cycle of that write), so ALU_II >= D - 1.
+// MOV reads only acc[src] (j = 1; no read at j = 2), so it issues every ALU_COPY_II = 1 cycles;
+// fsim rejects a MOV whose iteration reads a destination an earlier iteration of it writes,
+// the one case this does not forward.
 //
 // MUL needs only the low ACC_WIDTH bits, and the operands arrive in the cycle the result is
 // due (j = 3 with D = 3), so the multiplier cannot be shared over the II cycles without
@@ -59,8 +62,10 @@ module vdla_alu (
   logic           it_valid, loop_busy;
   logic [AIW-1:0] dst_off, src_off;
   /* verilator lint_off PINCONNECTEMPTY */  // outputs this module does not need are left open
-  vdla_uop_loop #(.II(ALU_II), .DST_W(AIW), .SRC_W(AIW), .WGT_W(1)) u_loop (
-    .clk, .rst_n, .clear, .start,
+  logic copy;  // the op never reads acc[dst]: one read per iteration
+  assign copy = insn.alu_op == ALU_MOV;
+  vdla_uop_loop #(.II(ALU_II), .II_FAST(ALU_COPY_II), .DST_W(AIW), .SRC_W(AIW), .WGT_W(1)) u_loop (
+    .clk, .rst_n, .clear, .start, .fast(copy),
     .uop_bgn(insn.uop_bgn), .uop_end(insn.uop_end), .iter_out(insn.iter_out), .iter_in(insn.iter_in),
     .dst_factor_out(insn.dst_factor_out), .dst_factor_in(insn.dst_factor_in),
     .src_factor_out(insn.src_factor_out), .src_factor_in(insn.src_factor_in),
@@ -84,6 +89,7 @@ module vdla_alu (
       ALU_MAX: alu_lane = sa > sb ? a : b;
       ALU_ADD: alu_lane = a + b;
       ALU_MUL: alu_lane = p;
+      ALU_MOV: alu_lane = b;
       ALU_SHR:
         if (!b[ACC_WIDTH-1]) alu_lane = b >= ACC_WIDTH'(ACC_WIDTH) ? {ACC_WIDTH{a[ACC_WIDTH-1]}} : ACC_WIDTH'(sa >>> b[SHW-1:0]);
         else alu_lane = nb >= ACC_WIDTH'(ACC_WIDTH) ? '0 : a << nb[SHW-1:0];
@@ -114,8 +120,9 @@ module vdla_alu (
   assign uop = vdla_pkg::uop_t'(uop_rd_data);
   assign imm = ACC_WIDTH'($signed(insn.imm));  // sign-extended
 
-  // j = 1 reads acc[src], j = 2 reads acc[dst]; ALU_II >= 2 keeps them from colliding.
-  assign acc_rd_en   = v[1] || v[2];
+  // j = 1 reads acc[src], j = 2 reads acc[dst]; ALU_II >= 2 keeps them from colliding, and a
+  // copy (one iteration per cycle) makes no j = 2 read.
+  assign acc_rd_en   = v[1] || (v[2] && !copy);
   assign acc_rd_addr = v[1] ? AIW'(uop.src) + src1_off : dst[2];
 
   always_ff @(posedge clk) begin

@@ -71,7 +71,7 @@ module vdla_gemm (
   logic [IIW-1:0]   src_off;
   logic [WIW-1:0]   wgt_off;
   vdla_uop_loop #(.II(1), .DST_W(AIW), .SRC_W(IIW), .WGT_W(WIW)) u_loop (
-    .clk, .rst_n, .clear, .start,
+    .clk, .rst_n, .clear, .start, .fast(1'b0),
     .uop_bgn(insn.uop_bgn), .uop_end(insn.uop_end), .iter_out(insn.iter_out), .iter_in(insn.iter_in),
     .dst_factor_out(insn.dst_factor_out), .dst_factor_in(insn.dst_factor_in),
     .src_factor_out(insn.src_factor_out), .src_factor_in(insn.src_factor_in),

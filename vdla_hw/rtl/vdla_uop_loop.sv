@@ -4,7 +4,8 @@
 // that order) it emits one iteration every II cycles: the micro-op index to read and
 // the loop offsets i0*factor_out + i1*factor_in of the three operands, kept as running
 // sums so no multiplier is needed. An empty loop emits nothing. `busy` stays high until
-// the last iteration has been emitted.
+// the last iteration has been emitted. With `fast` (held for the whole instruction) the
+// interval is II_FAST instead.
 `default_nettype none
 /* verilator lint_off IMPORTSTAR */  // yosys 0.70 reads package imports only at file scope
 import vdla_pkg::*;
@@ -12,6 +13,7 @@ import vdla_pkg::*;
 
 module vdla_uop_loop #(
   parameter int II = 1,
+  parameter int II_FAST = II,
   parameter int DST_W = 8,
   parameter int SRC_W = 8,
   parameter int WGT_W = 8
@@ -20,6 +22,7 @@ module vdla_uop_loop #(
   input  wire logic                          rst_n,
   input  wire logic                          clear,
   input  wire logic                          start,
+  input  wire logic                          fast,
   input  wire logic [LOG_UOP_BUFF_DEPTH-1:0] uop_bgn,
   input  wire logic [LOG_UOP_BUFF_DEPTH:0]   uop_end,
   input  wire logic [LOOP_ITER_W-1:0]        iter_out,
@@ -38,10 +41,14 @@ module vdla_uop_loop #(
   output logic                               busy
 );
   localparam int UW = LOG_UOP_BUFF_DEPTH;
-  localparam int IIW = II > 1 ? $clog2(II) : 1;
+  localparam int II_MAX = II > II_FAST ? II : II_FAST;
+  localparam int IIW = II_MAX > 1 ? $clog2(II_MAX) : 1;
 
   if (II < 1) begin : g_bad_ii
     $fatal(1, "vdla_uop_loop: II = %0d must be at least 1", II);
+  end
+  if (II_FAST < 1) begin : g_bad_ii_fast
+    $fatal(1, "vdla_uop_loop: II_FAST = %0d must be at least 1", II_FAST);
   end
 
   logic [LOOP_ITER_W-1:0] i0, i1;
@@ -77,7 +84,7 @@ module vdla_uop_loop #(
       i1       <= '0;
       {dst_o, dst_i, src_o, src_i, wgt_o, wgt_i} <= '0;
     end else if (busy) begin
-      wait_cnt <= wait_cnt == IIW'(II - 1) ? '0 : wait_cnt + 1'b1;
+      wait_cnt <= wait_cnt == (fast ? IIW'(II_FAST - 1) : IIW'(II - 1)) ? '0 : wait_cnt + 1'b1;
       if (it_valid) begin
         if (!last_u) begin
           u <= u + 1'b1;

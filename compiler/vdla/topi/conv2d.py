@@ -31,6 +31,7 @@ from compiler.tir import IntImm, PrimFunc, all_of
 from compiler.tir.ir import max_, min_
 
 from ..intrin import GemmIntrin
+from ..passes.fold_bias_init import ATTR as BIAS_INIT
 from ..passes.fold_requant_store import ATTR as REQUANT_ON_STORE
 from ..target import SCOPE_ACC, SCOPE_INP, SCOPE_WGT, VdlaTarget
 from .fit import check_knobs
@@ -49,6 +50,10 @@ class Requantize:
     ``on_store``: the STORE does the shift, ReLU and clip on the way out (``fold_requant_store``), so
     the compute module runs only the bias add (and the multiply); False runs the whole epilogue on the
     ALU (the code generated before requantizing stores, kept to measure the difference).
+
+    ``bias_init``: the accumulators start as a copy of the bias (one ALU MOV per tile at one cycle
+    per tile, ``fold_bias_init``) instead of a GEMM reset and an ALU ADD after the reduction; False
+    keeps the reset + ADD (to measure the difference).
     """
 
     shift: int = 0
@@ -56,6 +61,7 @@ class Requantize:
     bias: bool = True
     multiplier: bool = False
     on_store: bool = True
+    bias_init: bool = True
 
     @property
     def alu_imm(self) -> bool:
@@ -157,7 +163,7 @@ def conv2d_schedule(wl: Conv2dWorkload, knobs: Conv2dKnobs, target: VdlaTarget, 
 
     ``dump(step, func)``, when given, sees the program after every primitive.
     """
-    check_knobs(wl, knobs, target, epilogue.bias, epilogue.multiplier, epilogue.alu_imm)
+    check_knobs(wl, knobs, target, epilogue.bias, epilogue.multiplier, epilogue.alu_imm, epilogue.bias_init)
     g = geometry(wl, knobs, target.config)
     t = conv2d_compute(wl, target, epilogue)
     s = create_schedule(t.out, t.params, name)
@@ -238,7 +244,7 @@ def conv2d_func(wl: Conv2dWorkload, knobs: Conv2dKnobs, target: VdlaTarget, epil
     """The scheduled program of :func:`conv2d_schedule`, with the workload and knobs as attributes."""
     func = conv2d_schedule(wl, knobs, target, epilogue, name, dump).func
     attrs = (("target", "vdla"), ("config", target.config.name), ("workload", wl), ("knobs", knobs),
-             (REQUANT_ON_STORE, epilogue.on_store))
+             (REQUANT_ON_STORE, epilogue.on_store), (BIAS_INIT, epilogue.bias_init))
     return PrimFunc(func.name, func.params, func.body, attrs)
 
 

@@ -26,12 +26,12 @@ from .tiling import MAX_LOOP, Conv2dKnobs, Conv2dWorkload, TileGeometry, estimat
 
 
 def footprint(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, bias: bool = True,
-              scale: bool = False, alu_imm: bool = False) -> dict[str, int]:
+              scale: bool = False, alu_imm: bool = False, bias_init: bool = True) -> dict[str, int]:
     """Elements each on-chip buffer needs: SRAM tiles (all virtual threads, plus the resident bias when
     ``bias`` and the resident per-channel multiplier when ``scale``) and micro-ops (every distinct
     micro-op list of the program, see :func:`uop_count`)."""
     sram = _sram_footprint(wl, k, cfg, bias, scale)
-    sram[SCOPE_UOP] = uop_count(wl, k, cfg, bias, scale, alu_imm)
+    sram[SCOPE_UOP] = uop_count(wl, k, cfg, bias, scale, alu_imm, bias_init)
     return sram
 
 
@@ -56,7 +56,7 @@ def shape_error(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> str | None
 
 
 def overflows(wl: Conv2dWorkload, k: Conv2dKnobs, target: VdlaTarget, bias: bool = True,
-              scale: bool = False, alu_imm: bool = False) -> dict[str, int]:
+              scale: bool = False, alu_imm: bool = False, bias_init: bool = True) -> dict[str, int]:
     """The buffers the knobs overflow, with the elements each would need (empty when everything fits)."""
     cfg = target.config
     need = _sram_footprint(wl, k, cfg, bias, scale)
@@ -65,14 +65,15 @@ def overflows(wl: Conv2dWorkload, k: Conv2dKnobs, target: VdlaTarget, bias: bool
     # Each thread's GEMM list is distinct (so are its reset lists and the bias lists): the exact
     # count, which builds the lists, is needed only between these bounds.
     bias_lists = _bias_lists(wl, k, cfg) * (int(bias) + int(scale))
-    upper = vt * (gemm + (2 if alu_imm else 1) * epi) + bias_lists * epi
+    reset = not (bias and bias_init)
+    upper = vt * (gemm + (int(alu_imm) + int(reset)) * epi) + bias_lists * epi
     lower = max(vt * gemm, vt * epi, bias_lists * epi)
-    need[SCOPE_UOP] = upper if upper <= depth or lower > depth else uop_count(wl, k, cfg, bias, scale, alu_imm)
+    need[SCOPE_UOP] = upper if upper <= depth or lower > depth else uop_count(wl, k, cfg, bias, scale, alu_imm, bias_init)
     return {scope: n for scope, n in need.items() if n > target.scope(scope).depth}
 
 
 def fits(target: VdlaTarget | HwConfig, wl: Conv2dWorkload, knobs: Conv2dKnobs, bias: bool = True,
-         scale: bool = False, alu_imm: bool = False) -> str | None:
+         scale: bool = False, alu_imm: bool = False, bias_init: bool = True) -> str | None:
     """Why ``knobs`` cannot compile ``wl`` for the config (an illegal tiling or the buffers it overflows),
     or None when the schedule fits every buffer.  Cheap and never raises for a tiling it rejects."""
     tgt = target if isinstance(target, VdlaTarget) else VdlaTarget(target)
@@ -83,26 +84,26 @@ def fits(target: VdlaTarget | HwConfig, wl: Conv2dWorkload, knobs: Conv2dKnobs, 
     reason = shape_error(wl, knobs, tgt.config)
     if reason is not None:
         return reason
-    over = overflows(wl, knobs, tgt, bias, scale, alu_imm)
+    over = overflows(wl, knobs, tgt, bias, scale, alu_imm, bias_init)
     what = f"conv2d {wl} with {knobs}"
     return "; ".join(tgt.scope(s).overflow(n, what) or "" for s, n in over.items()) or None
 
 
 def check_knobs(wl: Conv2dWorkload, k: Conv2dKnobs, target: VdlaTarget, bias: bool = True,
-                scale: bool = False, alu_imm: bool = False) -> None:
+                scale: bool = False, alu_imm: bool = False, bias_init: bool = True) -> None:
     """Raise :class:`UnsupportedError` for knobs that do not tile the layer, :class:`CapacityError` (with
     the config field to enlarge) when a buffer overflows."""
     wl.check(target.config)
     reason = shape_error(wl, k, target.config)
     if reason is not None:
         raise UnsupportedError(reason, hint="choose knobs from knob_space(), or leave them to the compiler")
-    over = overflows(wl, k, target, bias, scale, alu_imm)
+    over = overflows(wl, k, target, bias, scale, alu_imm, bias_init)
     for scope, tiles in over.items():
         target.scope(scope).check_fits(tiles, f"conv2d {wl} with {k}")
 
 
 def knob_space(wl: Conv2dWorkload, target: VdlaTarget, virtual_threads: tuple[int, ...] = (1, 2),
-               bias: bool = True, scale: bool = False, alu_imm: bool = False) -> list[Conv2dKnobs]:
+               bias: bool = True, scale: bool = False, alu_imm: bool = False, bias_init: bool = True) -> list[Conv2dKnobs]:
     """Every knob setting that tiles the layer and fits the config (the auto-tuner's search space)."""
     cfg = target.config
     wl.check(cfg)
@@ -111,13 +112,13 @@ def knob_space(wl: Conv2dWorkload, target: VdlaTarget, virtual_threads: tuple[in
     for oc_t, oh_t, ic_t, vt, axis, order in product(_divisors(ocb), _divisors(wl.oh), _divisors(icb), virtual_threads,
                                                      ("oc", "oh"), ("oc_oh", "oh_oc")):
         k = Conv2dKnobs(oc_t, oh_t, ic_t, vt, axis, order)
-        if shape_error(wl, k, cfg) is None and not overflows(wl, k, target, bias, scale, alu_imm):
+        if shape_error(wl, k, cfg) is None and not overflows(wl, k, target, bias, scale, alu_imm, bias_init):
             out.append(k)
     return out
 
 
 def default_knobs(wl: Conv2dWorkload, target: VdlaTarget, virtual_threads: int = 2, bias: bool = True,
-                  scale: bool = False, alu_imm: bool = False) -> Conv2dKnobs:
+                  scale: bool = False, alu_imm: bool = False, bias_init: bool = True) -> Conv2dKnobs:
     """The fitting knobs with the lowest estimated cycles for ``virtual_threads`` threads (split over
     output-channel or row tiles, whichever is faster), else for fewer threads down to one.
 
@@ -126,13 +127,14 @@ def default_knobs(wl: Conv2dWorkload, target: VdlaTarget, virtual_threads: int =
     if virtual_threads < 1:
         raise UnsupportedError(f"virtual_threads must be >= 1, got {virtual_threads}")
     for vt in range(virtual_threads, 0, -1):
-        space = knob_space(wl, target, (vt,), bias, scale, alu_imm)
+        space = knob_space(wl, target, (vt,), bias, scale, alu_imm, bias_init)
         if space:
-            return min(space, key=lambda k: (estimate_cycles(wl, k, target.config, alu_imm), -k.oh_tile))
-    raise _no_tiling(wl, target, bias, scale, alu_imm)
+            return min(space, key=lambda k: (estimate_cycles(wl, k, target.config, alu_imm, bias and bias_init), -k.oh_tile))
+    raise _no_tiling(wl, target, bias, scale, alu_imm, bias_init)
 
 
-def _no_tiling(wl: Conv2dWorkload, target: VdlaTarget, bias: bool, scale: bool, alu_imm: bool) -> UnsupportedError:
+def _no_tiling(wl: Conv2dWorkload, target: VdlaTarget, bias: bool, scale: bool, alu_imm: bool,
+               bias_init: bool) -> UnsupportedError:
     """The error for a layer no single-thread tiling fits: the tiling that needs the least extra
     buffer, and the config change that makes it fit."""
     cfg = target.config
@@ -145,7 +147,7 @@ def _no_tiling(wl: Conv2dWorkload, target: VdlaTarget, bias: bool, scale: bool, 
         if reason is not None:
             shape_reasons.append(reason)
             continue
-        over = overflows(wl, k, target, bias, scale, alu_imm)
+        over = overflows(wl, k, target, bias, scale, alu_imm, bias_init)
         grow = sum(target.scope(s).log_size_for(n) - getattr(cfg, target.scope(s).field) for s, n in over.items())
         if best is None or grow < best[0]:
             best = (grow, k, over)
@@ -169,11 +171,12 @@ def _no_tiling(wl: Conv2dWorkload, target: VdlaTarget, bias: bool, scale: bool, 
 
 
 def uop_count(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, bias: bool = True, scale: bool = False,
-              alu_imm: bool = False) -> int:
+              alu_imm: bool = False, bias_init: bool = True) -> int:
     """Micro-ops the conv2d program loads into the micro-op buffer: the total length of its distinct
     micro-op lists, derived from the schedule's loop nests and SRAM placement without lowering.
 
-    Per virtual thread: the GEMM list, the accumulator reset, with ``alu_imm`` the immediate ALU epilogue
+    Per virtual thread: the GEMM list, the accumulator reset (none with ``bias`` and ``bias_init``: a MOV
+    of the bias rows, the bias-add list, initialises the accumulators), with ``alu_imm`` the immediate ALU epilogue
     (ReLU, shift and clip share one list: the operation is an instruction field; without it the STORE
     requantizes and no immediate ALU op runs) and, with a bias, one bias-add
     list per output-channel tile the thread computes (its micro-ops name that tile's bias row), and
@@ -195,7 +198,8 @@ def uop_count(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, bias: bool = Tr
         # below thread 1's.
         a0 = g.ocb * (int(bias) + int(scale)) + t * acc
         lists.add((ids[0], (a0, t * inp if inp_copies > 1 else 0, t * wgt if wgt_copies > 1 else 0)))
-        lists.add((ids[1], (a0, 0, 0)))   # reset
+        if not (bias and bias_init):
+            lists.add((ids[1], (a0, 0, 0)))   # reset (a bias initialisation's MOV replaces it)
         if alu_imm:
             lists.add((ids[1], (a0, a0, 0)))  # immediate ALU ops: src is the buffer's base
         if bias:

@@ -122,23 +122,28 @@ def hoisted(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> str | None:
     return "wgt" if k.loop_order == "oc_oh" else "inp"
 
 
-def estimate_cycles(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, alu_imm: bool = False) -> float:
+def estimate_cycles(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, alu_imm: bool = False,
+                    bias_init: bool = True) -> float:
     """A quick analytic estimate of the program's cycles (used to pick default knobs).
 
-    Compute: GEMM iterations, resets and the ALU epilogue (the bias add; with ``alu_imm`` also
-    ReLU, shift and clip, which otherwise the STORE does on the way out) plus per-instruction
-    pipeline fill; memory: DRAM bytes over the bus plus a latency per DMA row.  With two
-    or more virtual threads the two overlap, with one they mostly add up.
+    Compute: GEMM iterations, the accumulator initialisation and the ALU epilogue (with
+    ``bias_init`` one MOV of the bias per output tile at ``alu_copy_ii``; without it a GEMM reset
+    and a bias add at ``alu_ii``; with ``alu_imm`` also ReLU, shift and clip, which otherwise the
+    STORE does on the way out) plus per-instruction pipeline fill; memory: DRAM bytes over the bus
+    plus a latency per DMA row.  With two or more virtual threads the two overlap, with one they
+    mostly add up.
     """
     t = cfg.timing
     g = geometry(wl, k, cfg)
     nb = wl.n // cfg.batch
     tiles = nb * g.oc_tiles * g.oh_tiles * g.ow_tiles
     out_tiles = k.oc_tile * k.oh_tile * g.ow_tile
-    gemm_insns = tiles * (g.ic_chunks + 1)
-    alu_ops = 4 if alu_imm else 1
-    compute = (tiles * out_tiles * (1 + alu_ops * t.alu_ii) + wl.macs // cfg.macs_per_cycle
-               + gemm_insns * (t.gemm_pipeline_depth + t.insn_overhead) + tiles * alu_ops * t.alu_pipeline_depth)
+    gemm_insns = tiles * (g.ic_chunks + (0 if bias_init else 1))
+    imm_ops = 3 if alu_imm else 0
+    per_tile = (t.alu_copy_ii if bias_init else 1 + t.alu_ii) + imm_ops * t.alu_ii
+    compute = (tiles * out_tiles * per_tile + wl.macs // cfg.macs_per_cycle
+               + gemm_insns * (t.gemm_pipeline_depth + t.insn_overhead)
+               + tiles * (1 + imm_ops) * (t.alu_pipeline_depth + t.insn_overhead))
     hoist = hoisted(wl, k, cfg)
     inp_loads = tiles * g.ic_chunks if hoist != "inp" else nb * g.oh_tiles * g.ow_tiles
     wgt_loads = tiles * g.ic_chunks if hoist != "wgt" else nb * g.oc_tiles

@@ -72,6 +72,7 @@ package vdla_pkg;
   localparam int DMA_MAX_BURSTS = 8;
   localparam int DMA_NARROW_ROWS = 4;
   localparam int LOG_DRAM_BURST_BYTES = 6;
+  localparam int ALU_COPY_II = 1;  // derived: the ALU copy reads one operand
 
   // ---- ISA ----
   localparam int INSN_BITS = 128;
@@ -91,7 +92,7 @@ package vdla_pkg;
   localparam int SRAM_IDX_W = 9;  // sram_base of LOAD/STORE
   typedef enum logic [OPCODE_W-1:0] {OP_LOAD = 3'd0, OP_STORE = 3'd1, OP_GEMM = 3'd2, OP_ALU = 3'd3, OP_FINISH = 3'd4} opcode_e;
   typedef enum logic [MEMTYPE_W-1:0] {MEM_UOP = 3'd0, MEM_WGT = 3'd1, MEM_INP = 3'd2, MEM_ACC = 3'd3, MEM_OUT = 3'd4} mem_type_e;
-  typedef enum logic [ALUOP_W-1:0] {ALU_MIN = 3'd0, ALU_MAX = 3'd1, ALU_ADD = 3'd2, ALU_SHR = 3'd3, ALU_MUL = 3'd4} alu_op_e;
+  typedef enum logic [ALUOP_W-1:0] {ALU_MIN = 3'd0, ALU_MAX = 3'd1, ALU_ADD = 3'd2, ALU_SHR = 3'd3, ALU_MUL = 3'd4, ALU_MOV = 3'd5} alu_op_e;
 
   // mem: 115 of 128 bits used
   localparam int MEM_OPCODE_W = 3;

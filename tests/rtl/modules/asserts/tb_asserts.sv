@@ -72,7 +72,7 @@ module tb_asserts (
   );
 
   vdla_uop_loop #(.II(1), .DST_W(4), .SRC_W(4), .WGT_W(4)) u_loop (
-    .clk, .rst_n, .clear(1'b0), .start(u_start), .uop_bgn(u_bgn), .uop_end(u_end), .iter_out(LOOP_ITER_W'(1)),
+    .clk, .rst_n, .clear(1'b0), .start(u_start), .fast(1'b0), .uop_bgn(u_bgn), .uop_end(u_end), .iter_out(LOOP_ITER_W'(1)),
     .iter_in(LOOP_ITER_W'(1)), .dst_factor_out('0), .dst_factor_in('0), .src_factor_out('0), .src_factor_in('0),
     .wgt_factor_out('0), .wgt_factor_in('0), .it_valid(), .uop_idx(), .dst_off(), .src_off(), .wgt_off(), .busy()
   );
