@@ -114,6 +114,16 @@ def _pad_spatial(x: Tensor, top: int, bottom: int, left: int, right: int, name: 
     return te.compute(shape[:2] + (h + top + bottom, w + left + right) + shape[4:], padded, name=name)
 
 
+def _symmetric_source(node: Node, x: Tensor) -> tuple[Tensor, int, int]:
+    """``(source, pad_top, pad_left)`` for topi's symmetric padding: a node padded asymmetrically gets the
+    extra rows/columns here, and topi pads the rest."""
+    pt, pl, pb, pr = node.attrs["padding"]
+    if (pt, pl) == (pb, pr):
+        return x, pt, pl
+    ph, pw = min(pt, pb), min(pl, pr)
+    return _pad_spatial(x, pt - ph, pb - ph, pl - pw, pr - pw, f"{node.name}_pad"), ph, pw
+
+
 def _fast_conv2d(node: Node, x: Tensor, weight: np.ndarray, bias: Tensor | None, kb: KernelBuilder,
                  in_block: int, out_block: int) -> Tensor:
     """Float conv2d (+ bias) through topi's blocked NCHWc micro-kernel; weights blocked at compile time.
@@ -131,14 +141,8 @@ def _fast_conv2d(node: Node, x: Tensor, weight: np.ndarray, bias: Tensor | None,
     lanes = vector_lanes(None)  # the widest channel block: one vector register of fp32
     ib = in_block if in_block > 1 else math.gcd(cg, lanes)
     ob = out_block if out_block > 1 else math.gcd(o // groups, lanes)
-    pt, pl, pb, pr = a["padding"]
-    src = x
-    if (pt, pl) != (pb, pr):
-        # topi pads symmetrically: pad the extra rows/columns here, then let topi pad the rest.
-        ph, pw = min(pt, pb), min(pl, pr)
-        src = _pad_spatial(x, pt - ph, pb - ph, pl - pw, pr - pw, f"{node.name}_pad")
-        h, w = _shape(src)[2], _shape(src)[3]
-        pt, pl = ph, pw
+    src, pt, pl = _symmetric_source(node, x)
+    h, w = _shape(src)[2], _shape(src)[3]
     if in_block > 1:
         data = src
     else:
@@ -166,12 +170,7 @@ def _fast_conv2d(node: Node, x: Tensor, weight: np.ndarray, bias: Tensor | None,
 def _depthwise_conv2d(node: Node, x: Tensor, weight: np.ndarray, bias: Tensor | None, kb: KernelBuilder) -> Tensor:
     """Float NCHW depthwise conv2d (+ bias) through topi's depthwise schedule."""
     a = node.attrs
-    pt, pl, pb, pr = a["padding"]
-    src = x
-    if (pt, pl) != (pb, pr):
-        ph, pw = min(pt, pb), min(pl, pr)
-        src = _pad_spatial(x, pt - ph, pb - ph, pl - pw, pr - pw, f"{node.name}_pad")
-        pt, pl = ph, pw
+    src, pt, pl = _symmetric_source(node, x)
     wt = kb.constant(weight, f"{node.name}_w")
     conv = topi.depthwise_conv2d_nchw(src, wt, stride=tuple(a["strides"]), padding=(pt, pl),
                                       name=f"{node.name}_dw")
@@ -186,12 +185,7 @@ def _depthwise_nchwc(node: Node, x: Tensor, weight: np.ndarray, bias: Tensor | N
                      block: int) -> Tensor:
     """Float depthwise conv2d (+ bias) on ``NCHW{block}c`` data through topi's blocked depthwise kernel."""
     a = node.attrs
-    pt, pl, pb, pr = a["padding"]
-    src = x
-    if (pt, pl) != (pb, pr):
-        ph, pw = min(pt, pb), min(pl, pr)
-        src = _pad_spatial(x, pt - ph, pb - ph, pl - pw, pr - pw, f"{node.name}_pad")
-        pt, pl = ph, pw
+    src, pt, pl = _symmetric_source(node, x)
     c, kh, kw = weight.shape[0], weight.shape[2], weight.shape[3]
     blocked = weight.reshape(c // block, block, kh, kw).transpose(0, 2, 3, 1)
     wt = kb.constant(np.ascontiguousarray(blocked), f"{node.name}_w")
