@@ -25,8 +25,11 @@ and ``OPENBLAS_CORETYPE`` unset (unless ``--keep-openblas-coretype``); ``OMP_NUM
 AVX-512 host).  The peers still run their host kernels, so that is not an AVX2-host figure: it shows
 what our AVX2 code gives up against the host's best peer.
 
+``--profile [RATIO]`` then prints, for every model slower than RATIO (default 1.5) x onnxruntime, where
+the time goes on both sides (``bench/model_profile.py``) and keeps it in the JSON.
+
 Run: ``python bench/models.py [--models resnet18,mobilenet_v2] [--quick] [--rounds N] [--resolution 224]
-[--cpu-target TARGET]``;
+[--cpu-target TARGET] [--profile [RATIO]]``;
 needs the bench extra (torch, torchvision, onnxruntime); writes ``bench/results/models.json``.
 """
 from __future__ import annotations
@@ -44,26 +47,32 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
+from dataclasses import asdict  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any, Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
+from model_profile import format_profiles, profile_ort, profile_ours  # noqa: E402
 from peer_env import MALLOC_ENV, THREAD_ENV  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "models")]
 
-from zoo import export, make_model  # noqa: E402
+from zoo import MODELS, export, make_model  # noqa: E402
 
 from compiler.codegen.llvm.target import host_target, parse_target  # noqa: E402
 from compiler.frontend.onnx import from_onnx  # noqa: E402
 from compiler.graph.build import build_model  # noqa: E402
 
-DEFAULT_MODELS = ("resnet18", "resnet50", "mobilenet_v2", "regnet_x_400mf", "efficientnet_b0", "vit_b_16")
+#: Every model of the zoo (issue 16's fifteen), in its order.
+DEFAULT_MODELS = MODELS
 #: ``--quick``: resolution and rounds (vit_b_16 needs a multiple of its 16-pixel patch).
 QUICK_RESOLUTION, QUICK_ROUNDS = 64, 5
+NAME_WIDTH = max(len(m) for m in MODELS)
+#: Issue 16's target: every model within this factor of onnxruntime's single-thread latency.
+TARGET_RATIO = 1.5
 
 
 def _interleaved(contenders: dict[str, Callable[[], Any]], rounds: int, desc: str, quiet: bool) -> dict[str, list[float]]:
@@ -79,8 +88,10 @@ def _interleaved(contenders: dict[str, Callable[[], Any]], rounds: int, desc: st
     return times
 
 
-def bench_model(name: str, resolution: int, rounds: int, quiet: bool, cpu_target: str = "llvm") -> dict[str, Any]:
-    """Compile ``name``, check it against onnxruntime, and time the three contenders interleaved."""
+def bench_model(name: str, resolution: int, rounds: int, quiet: bool, cpu_target: str = "llvm",
+                profile_above: float | None = None) -> dict[str, Any]:
+    """Compile ``name``, check it against onnxruntime, and time the three contenders interleaved; with
+    ``profile_above``, a model slower than that many times onnxruntime is profiled op by op, both sides."""
     import onnxruntime as ort
     import torch
 
@@ -121,11 +132,16 @@ def bench_model(name: str, resolution: int, rounds: int, quiet: bool, cpu_target
                           "torch": torch_eager}, rounds, name, quiet)
     out["ms"] = {k: {"median": 1e3 * statistics.median(v), "best": 1e3 * min(v)} for k, v in times.items()}
     out["rounds"] = rounds
+    ratio = out["ms"]["ours"]["median"] / out["ms"]["ort"]["median"]
+    if profile_above is not None and ratio > profile_above:
+        ours, peer = profile_ours(compiled.module, feed), profile_ort(model.SerializeToString(), feed)
+        out["profile"] = {"ours": [asdict(o) for o in ours], "ort": [asdict(o) for o in peer]}
+        print(format_profiles(name, ours, peer), flush=True)
     return out
 
 
 def _row(r: dict[str, Any]) -> str:
-    head = f"{r['model']:<16} {r['resolution']:>4} {r['compile_seconds']:>9.2f}"
+    head = f"{r['model']:<{NAME_WIDTH}} {r['resolution']:>4} {r['compile_seconds']:>9.2f}"
     if not r["matches"]:
         return (f"{head}   does not match onnxruntime (ours {r['rel_err_ours_vs_ort']:.1e}, "
                 f"torch {r['rel_err_torch_vs_ort']:.1e} of max |output|): not timed")
@@ -145,6 +161,9 @@ def main() -> None:
     ap.add_argument("--quiet", action="store_true", help="no progress bars")
     ap.add_argument("--cpu-target", default="llvm",
                     help="LLVM target of our kernels, e.g. 'llvm -mcpu=haswell' (default: the host)")
+    ap.add_argument("--profile", nargs="?", type=float, const=TARGET_RATIO, metavar="RATIO",
+                    help=f"profile every model slower than RATIO x onnxruntime (default {TARGET_RATIO}), "
+                         f"op by op on both sides (bench/model_profile.py)")
     ap.add_argument("--output", default=str(ROOT / "bench" / "results" / "models.json"))
     args = ap.parse_args()
     resolution = args.resolution or (QUICK_RESOLUTION if args.quick else 224)
@@ -169,16 +188,20 @@ def main() -> None:
                            "thread_env": THREAD_ENV, "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
                            "load_average_before": os.getloadavg(), "models": []}
     for name in names:
-        r = bench_model(name, resolution, rounds, args.quiet, args.cpu_target)
+        r = bench_model(name, resolution, rounds, args.quiet, args.cpu_target, args.profile)
         out["models"].append(r)
         if not args.quiet:
             print(f"  {name}: compiled in {r['compile_seconds']:.1f} s", flush=True)
     out["load_average_after"] = os.getloadavg()
 
     print(f"\nfp32, batch 1, one thread, median of {rounds} interleaved rounds")
-    print(f"{'model':<16} {'px':>4} {'compile s':>9} {'ours ms':>9} {'ort ms':>9} {'torch ms':>9} {'ours/ort':>9}")
+    print(f"{'model':<{NAME_WIDTH}} {'px':>4} {'compile s':>9} {'ours ms':>9} {'ort ms':>9} {'torch ms':>9} {'ours/ort':>9}")
     for r in out["models"]:
         print(_row(r))
+    timed = [r for r in out["models"] if r["matches"]]
+    within = [r["model"] for r in timed if r["ms"]["ours"]["median"] <= TARGET_RATIO * r["ms"]["ort"]["median"]]
+    print(f"{len(within)} of {len(timed)} timed models within {TARGET_RATIO}x onnxruntime"
+          + (f"; above: {', '.join(sorted({r['model'] for r in timed} - set(within)))}" if len(within) < len(timed) else ""))
     print("load average (1, 5, 15 min) before / after: "
           + " / ".join(", ".join(f"{v:.2f}" for v in out[k]) for k in ("load_average_before", "load_average_after")))
     path = Path(args.output)
