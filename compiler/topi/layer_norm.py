@@ -35,7 +35,7 @@ def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor | None, eps: float, name: 
     rows = shape[:-1]
     inv_n = te.const(1.0 / n, "float32")
     shift = te.compute(rows, lambda *r: x[r + (0,)], name=f"{name}_shift")
-    total = lane_reduce(rows, n, lanes, lambda r, j: x[r + (j,)] - shift[r], "sum", 0.0, f"{name}_sum")
+    total = lane_reduce(rows, n, lanes, lambda r, j: x[r + (j,)] - shift[r], "sum", f"{name}_sum")
     mean = te.compute(rows, lambda *r: total[r] * inv_n, name=f"{name}_mean")
 
     def centered(r: tuple, j: PrimExpr) -> PrimExpr:
@@ -45,7 +45,7 @@ def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor | None, eps: float, name: 
         d = centered(r, j)
         return d * d
 
-    sq = lane_reduce(rows, n, lanes, dev2, "sum", 0.0, f"{name}_sq")
+    sq = lane_reduce(rows, n, lanes, dev2, "sum", f"{name}_sq")
     one = te.const(1.0, "float32")
     rstd = te.compute(rows, lambda *r: one / te.sqrt(sq[r] * inv_n + te.const(eps, "float32")), name=f"{name}_rstd")
 

@@ -20,10 +20,10 @@ LANES_SUFFIX = "_lanes"
 
 
 def lane_reduce(rows: tuple[int, ...], n: int, lanes: int, value: Callable[[tuple, PrimExpr], PrimExpr],
-                combine: str, pad: float, name: str) -> Tensor:
-    """``combine`` (``"sum"`` or ``"max"``) of ``value(row, j)`` over ``j < n`` per row, in two stages:
-    lane partials ``[*rows, lanes]`` (lane ``l`` takes ``j = k * lanes + l``; ``pad`` past ``n``), then
-    their reduction ``[*rows]``.  :func:`schedule_lane_reduce` vectorizes the first stage over lanes."""
+                combine: str, name: str) -> Tensor:
+    """``combine`` (``"sum"`` or ``"max"``) of the finite ``value(row, j)`` over ``j < n`` per row, in two
+    stages: lane partials ``[*rows, lanes]`` (lane ``l`` takes ``j = k * lanes + l``), then their reduction
+    ``[*rows]``.  :func:`schedule_lane_reduce` vectorizes the first stage over lanes."""
     chunks = -(-n // lanes)
     k = te.reduce_axis(chunks, "k")
     reducer = te.sum if combine == "sum" else te.max
@@ -33,9 +33,13 @@ def lane_reduce(rows: tuple[int, ...], n: int, lanes: int, value: Callable[[tupl
         j = k * lanes + lane
         if n % lanes == 0:
             return reducer(value(r, j), axis=k)
-        # Lanes past the row's end read its last element (in bounds) and contribute ``pad``.
+        # Lanes past the row's end read its last element again (in bounds): a max is unchanged, a sum
+        # takes it times 0.  A select whose branches load would be split into one branch per lane.
         v = value(r, tir.min(j, n - 1))
-        return reducer(tir.if_then_else(j < n, v, te.const(pad, "float32")), axis=k)
+        if combine == "max":
+            return reducer(v, axis=k)
+        inside = tir.if_then_else(j < n, te.const(1.0, "float32"), te.const(0.0, "float32"))
+        return reducer(v * inside, axis=k)
 
     part = te.compute(rows + (lanes,), partial, name=f"{name}{LANES_SUFFIX}")
     lane = te.reduce_axis(lanes, "l")

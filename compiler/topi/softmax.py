@@ -37,9 +37,9 @@ def softmax(x: Tensor, axis: int = -1, name: str = "softmax", lanes: int | None 
     def at(r: tuple, j: PrimExpr) -> tuple:
         return (r if len(shape) > 1 else ()) + (j,)
 
-    mx = lane_reduce(rows, n, lanes, lambda r, j: x[at(r, j)], "max", -math.inf, f"{name}_max")
+    mx = lane_reduce(rows, n, lanes, lambda r, j: x[at(r, j)], "max", f"{name}_max")
     ex = te.compute(shape, lambda *i: te.exp(x[i] - mx[row_of(i)]), name=f"{name}_exp")
-    sm = lane_reduce(rows, n, lanes, lambda r, j: ex[at(r, j)], "sum", 0.0, f"{name}_sum")
+    sm = lane_reduce(rows, n, lanes, lambda r, j: ex[at(r, j)], "sum", f"{name}_sum")
     one = te.const(1.0, "float32")
     inv = te.compute(rows, lambda *r: one / sm[r], name=f"{name}_inv")
     return te.compute(shape, lambda *i: ex[i] * inv[row_of(i)], name=name)
