@@ -65,3 +65,20 @@ def test_fire_concat_matches_onnxruntime(left: int, right: int, cpu_target: str)
     ops = [op for node in compiled.module.graph["nodes"] for op in node["ops"]]
     expected = 2 if len(blocks) == 1 else 2 + 3  # else: both halves to NCHW, the concat back to blocked
     assert ops.count("layout_transform") == expected, (blocks, ops)
+
+
+@pytest.mark.parametrize("channels", [(3, 5, 2, 7, 1), (16, 32, 32, 32, 32, 32, 32)])
+def test_many_input_concat_matches_numpy(channels: tuple[int, ...], cpu_target: str) -> None:
+    """A Concat of many graph inputs (a DenseNet stack; odd sizes stay NCHW), each element found by a
+    binary search over the inputs' start channels."""
+    names = [f"x{k}" for k in range(len(channels))]
+    graph = helper.make_graph(
+        [helper.make_node("Concat", names, ["c"], axis=1), helper.make_node("Relu", ["c"], ["y"])], "stack",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, (1, c, 5, 6)) for n, c in zip(names, channels)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, (1, sum(channels), 5, 6))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    rng = np.random.default_rng(2)
+    feed = {n: rng.standard_normal((1, c, 5, 6)).astype(np.float32) for n, c in zip(names, channels)}
+    compiled = build_model(from_onnx(model), target="llvm", cpu_target=cpu_target)
+    np.testing.assert_array_equal(compiled.run(feed)[0], np.maximum(np.concatenate(list(feed.values()), axis=1), 0))
