@@ -123,7 +123,7 @@ def test_bias_initialises_the_accumulators_instead_of_reset_and_add(bias_init: b
     compiled = compile_conv2d(WL, TARGET, knobs=KNOBS, epilogue=Requantize(shift=9, bias_init=bias_init))
     # the capacity model counts the micro-op lists code generation loads: no reset list with the MOV
     loaded = compiled.module.program.buffers["uops"].nbytes // 4
-    assert footprint(WL, KNOBS, TARGET.config, bias_init=bias_init)[SCOPE_UOP] == loaded
+    assert footprint(WL, KNOBS, TARGET.config, Requantize(shift=9, bias_init=bias_init))[SCOPE_UOP] == loaded
     for backend in ("fsim", "cycle"):
         assert check_conv2d(compiled, seed=6, backend=backend)[0], backend
 
