@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -24,50 +23,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from compiler.vdla.target import VdlaTarget  # noqa: E402
 from compiler.vdla.topi import RESNET18_CONVS, Requantize, check_conv2d, compile_conv2d, requant_shift, tune_conv2d  # noqa: E402
 from simulator.cycle import run_cycle  # noqa: E402
-from simulator.cycle.compute import loop_iterations  # noqa: E402
-from vdla_hw.isa import AluInsn, AluOp, GemmInsn, MemInsn, Module, module_of  # noqa: E402
-
-PARTS = ("gemm_iters", "gemm_pipeline", "alu_iters", "alu_pipeline", "load_uop_acc", "gate", "wait_token",
-         "wait_insn", "wait_queue_full", "idle")
+from simulator.cycle.breakdown import PARTS, compute_breakdown  # noqa: E402
+from vdla_hw.isa import Module, module_of  # noqa: E402
+from compiler.codegen.llvm.target import host_target  # noqa: E402
 
 
 def breakdown(program, cfg) -> dict[str, object]:  # type: ignore[no-untyped-def]
     """The compute module's cycles of one program, by cause (the parts sum to the run's cycles)."""
     res = run_cycle(cfg, program.instructions, program.dram, insn_addr=program.insn_addr, timeline=True)
-    t = cfg.timing
-    parts: Counter[str] = Counter()
-    kinds: Counter[str] = Counter()
-    for s in res.timeline.of_unit("compute", "insn"):  # type: ignore[union-attr]
-        index = int(s.name.rsplit("#", 1)[1])
-        insn = program.instructions[index]
-        span = s.end - s.start
-        if isinstance(insn, GemmInsn):
-            n = loop_iterations(insn)
-            parts["gemm_iters"] += n
-            parts["gemm_pipeline"] += span - n
-            kinds["GEMM reset" if insn.reset else "GEMM"] += 1
-        elif isinstance(insn, AluInsn):
-            n = loop_iterations(insn)
-            ii = t.alu_op_ii(reads_dst=insn.alu_op != AluOp.MOV)
-            parts["alu_iters"] += n * ii
-            parts["alu_pipeline"] += span - n * ii
-            kinds[f"ALU {insn.alu_op.name}"] += 1
-        elif isinstance(insn, MemInsn):
-            parts["load_uop_acc"] += span
-            kinds[f"LOAD {insn.mem_type.name}"] += 1
-        else:
-            parts["gate"] += span - 1  # FINISH: its executor cycle is booked below as the last
-            kinds["FINISH"] += 1
-        parts["gate"] += t.insn_overhead - 1  # the slice ends with the push cycle; one before, one after it
-    u = res.stats.units["compute"]
-    parts["wait_token"] = u.wait_token
-    parts["wait_insn"] = u.wait_queue_empty
-    parts["wait_queue_full"] = u.wait_queue_full
-    cycles = res.stats.cycles
-    parts["idle"] = cycles - sum(parts.values())
+    parts, kinds = compute_breakdown(cfg, program.instructions, res)
     n_compute = sum(1 for i in program.instructions if module_of(i) == Module.COMPUTE)
-    return {"cycles": cycles, "gemm_utilization": res.stats.gemm_utilization, "compute_insns": n_compute,
-            "kinds": dict(kinds), "parts": {p: parts[p] for p in PARTS}}
+    return {"cycles": res.stats.cycles, "gemm_utilization": res.stats.gemm_utilization, "compute_insns": n_compute,
+            "kinds": kinds, "parts": parts}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
             row = {"layer": name, "variant": key, "knobs": str(compiled.knobs),
                    **breakdown(compiled.module.program, target.config)}
             rows.append(row)
+    print(f"host: {host_target()} (cycle counts do not depend on it)")
     print(f"compute-module cycles by cause, config {target.config.name!r} (cycle model, 2 virtual threads)")
     print(f"{'layer':<5} {'variant':<7} {'cycles':>9} {'util':>6} " + " ".join(f"{p:>14}" for p in PARTS))
     for r in rows:
