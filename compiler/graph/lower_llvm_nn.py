@@ -201,7 +201,9 @@ def _depthwise_nchwc(node: Node, x: Tensor, weight: np.ndarray, bias: Tensor | N
     conv = topi.depthwise_conv2d_nchwc(src, wt, stride=tuple(a["strides"]), padding=(pt, pl),
                                        name=f"{node.name}_dwc")
     knobs = dispatch.query("depthwise_conv2d_nchwc", depthwise_nchwc_workload(src, wt, a["strides"], (pt, pl)))
-    kb.scheduled(conv, lambda s: topi.schedule_depthwise_conv2d_nchwc(conv, knobs, s=s), [src, wt])
+    kb.scheduled(conv, lambda s: topi.schedule_depthwise_conv2d_nchwc(conv, knobs, s=s), [src, wt],
+                 with_epilogue=lambda s, stage: topi.schedule_depthwise_conv2d_nchwc(conv, knobs, s=s,
+                                                                                     epilogue=stage))
     if bias is None:
         return conv
     return te.compute(_shape(conv), lambda b, k, y, xx, i: conv[b, k, y, xx, i] + bias[k * block + i],
