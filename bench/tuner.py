@@ -62,17 +62,31 @@ def _cache_path(task: Task) -> Path:
     return root / (hashlib.sha256(task.key.encode()).hexdigest()[:16] + ".json")
 
 
-def _cost(samples: list[float]) -> float:
-    """A config's cost from all its samples: the fastest (other processes on a shared machine only ever
-    slow a run down), inf for a failure."""
+def _cost(samples: list[float], repeats: int = 5) -> float:
+    """A config's cost from all its samples, stored round after round (``repeats`` per round): the median
+    over the rounds of each round's fastest repeat (inf for a failure).  Within a round the fastest repeat
+    is the run least slowed by other processes; across rounds spread over time, the median needs most of
+    them to be lucky (or loaded) to move, which one lucky sample -- the old reference -- could not."""
+    if not samples or not all(math.isfinite(c) for c in samples):
+        return math.inf
+    return statistics.median(min(samples[k:k + repeats]) for k in range(0, len(samples), repeats))
+
+
+def _optimistic(samples: list[float]) -> float:
+    """The fastest sample: how a config is ranked for re-measurement (a run slowed by another process
+    must not keep a fast config out of the ground truth)."""
     return min(samples) if samples and all(math.isfinite(c) for c in samples) else math.inf
 
 
-def measure_pool(name: str, measurer: Measurer, pool: int, seed: int, refine: int) -> dict[int, float]:
+def measure_pool(name: str, measurer: Measurer, pool: int, seed: int, refine: int,
+                 rounds: int = 4) -> dict[int, float]:
     """Costs of every config of the pool (index -> cost; inf for failures), cached per task.
 
-    CPU configs keep every timed repeat, and the ``refine`` fastest of the pool (plus the default) are
-    measured a second time, so a run slowed by another process does not decide the reference."""
+    CPU configs keep every timed repeat.  The ``refine`` fastest of the pool (ranked by their fastest
+    sample) and the default are then measured in ``rounds`` more rounds -- each round a fresh build and
+    run of every one of them, so their samples are spread over time and load -- and every config's
+    cost is :func:`_cost` of its samples: the reference (the pool's best) is a median over at least
+    ``rounds + 1`` rounds, not one noisy run."""
     from tqdm import tqdm
 
     template = measurer.template
@@ -98,10 +112,13 @@ def measure_pool(name: str, measurer: Measurer, pool: int, seed: int, refine: in
     run([i for i in chosen if space.get(i).key not in cached], f"measure {name}")
     if template.unit == "s":
         repeats = measurer.options.repeats
-        ranked = sorted(chosen, key=lambda i: _cost(cached[space.get(i).key]))
-        again = [i for i in dict.fromkeys(ranked[:refine] + [default]) if len(cached[space.get(i).key]) <= repeats]
-        run(again, f"re-measure {name}")
-    return {i: _cost(cached[space.get(i).key]) for i in chosen}
+        ranked = sorted(chosen, key=lambda i: _optimistic(cached[space.get(i).key]))
+        top = list(dict.fromkeys(ranked[:refine] + [default]))
+        for r in range(rounds):
+            again = [i for i in top if len(cached[space.get(i).key]) < (r + 2) * repeats]
+            run(again, f"re-measure {name} ({r + 1}/{rounds})")
+    repeats = measurer.options.repeats if template.unit == "s" else 1
+    return {i: _cost(cached[space.get(i).key], repeats) for i in chosen}
 
 
 def restrict(template: Template, members: set[int]) -> None:
@@ -188,7 +205,9 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=25, help="tuner seeds per task (default: 25)")
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--refine", type=int, default=24, help="CPU: the fastest configs measured twice (default: 24)")
+    ap.add_argument("--refine", type=int, default=24,
+                    help="CPU: the fastest configs re-measured for the ground truth (default: 24)")
+    ap.add_argument("--rounds", type=int, default=6, help="CPU: re-measurement rounds of those (default: 6)")
     ap.add_argument("--tasks", default="cpu,depthwise,vdla", help="which tasks (default: cpu,depthwise,vdla)")
     ap.add_argument("--quick", action="store_true", help="pools of 48, 3 seeds")
     args = ap.parse_args()
@@ -212,7 +231,7 @@ def main() -> int:
             template = measurer.template
             size, legal = template.space.size, len(template.space.legal_indices())
             t0 = time.perf_counter()
-            costs = measure_pool(name, measurer, pool, 0, args.refine)
+            costs = measure_pool(name, measurer, pool, 0, args.refine, args.rounds)
             measure_s = time.perf_counter() - t0
             restrict(template, set(costs))
             features = {i: template.features(template.space.get(i)) for i in costs}
