@@ -1,62 +1,24 @@
 """Layer normalization over the last axis, fp32: ``(x - mean) / sqrt(var + eps) * gamma + beta``.
 
-The row statistics are vector reductions: a row of ``n`` values is read as ``ceil(n / lanes)``
-vectors whose lane-wise partial sums (one register) are added up at the end, so the loads and
-adds run at the target's full vector width while each lane keeps an fp32 accumulator.  Both
-passes work on the row minus its first element (``x - x[0]`` is exact for values of one
+The row statistics are lane-partial vector reductions (:mod:`.reduction`) with fp32 accumulators.
+Both passes work on the row minus its first element (``x - x[0]`` is exact for values of one
 magnitude), so a mean that is large against the spread costs no precision: the first pass gives
-the shifted mean ``m``, the second the mean of ``(x - x[0] - m)^2`` (never ``E[x^2] - E[x]^2``).  Everything is computed inside the output's row loop, so a row is read
-from cache after its first pass; rows run in parallel when the tensor is big.
+the shifted mean ``m``, the second the mean of ``(x - x[0] - m)^2`` (never ``E[x^2] - E[x]^2``).
+Everything is computed inside the output's row loop, so a row is read from cache after its first
+pass; rows run in parallel when the tensor is big.
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from .. import te
 from ..codegen.llvm import Target
 from ..schedule import Schedule, create_schedule
 from ..te import Tensor
-from ..tir import op as tir
 from ..tir.ir import PrimExpr
+from .reduction import lane_reduce, schedule_lane_reduce
 from .utils import PARALLEL_MIN_ELEMENTS, TopiError, const_shape, vector_lanes
-
-#: Lane-partial stages are named ``<name>_<what>_lanes``; the schedules find them by this suffix.
-LANES_SUFFIX = "_lanes"
-
-
-def lane_reduce(rows: tuple[int, ...], n: int, lanes: int, value: Callable[[tuple, PrimExpr], PrimExpr],
-                combine: str, pad: float, name: str) -> Tensor:
-    """``combine`` (``"sum"`` or ``"max"``) of ``value(row, j)`` over ``j < n`` per row, in two stages:
-    lane partials ``[*rows, lanes]`` (lane ``l`` takes ``j = k * lanes + l``; ``pad`` past ``n``), then
-    their reduction ``[*rows]``.  :func:`schedule_lane_reduce` vectorizes the first stage over lanes."""
-    chunks = -(-n // lanes)
-    k = te.reduce_axis(chunks, "k")
-    reducer = te.sum if combine == "sum" else te.max
-
-    def partial(*ri: PrimExpr) -> PrimExpr:
-        r, lane = ri[:-1], ri[-1]
-        j = k * lanes + lane
-        if n % lanes == 0:
-            return reducer(value(r, j), axis=k)
-        # Lanes past the row's end read its last element (in bounds) and contribute ``pad``.
-        v = value(r, tir.min(j, n - 1))
-        return reducer(tir.if_then_else(j < n, v, te.const(pad, "float32")), axis=k)
-
-    part = te.compute(rows + (lanes,), partial, name=f"{name}{LANES_SUFFIX}")
-    lane = te.reduce_axis(lanes, "l")
-    return te.compute(rows, lambda *r: reducer(part[r + (lane,)], axis=lane), name=name)
-
-
-def schedule_lane_reduce(s: Schedule, total: Tensor, row: object) -> None:
-    """Place a :func:`lane_reduce` pair at ``row`` (a loop of the consumer), its partials vectorized."""
-    part = total.op.input_tensors()[0]
-    s.compute_at(total, row)
-    s.compute_at(part, row)
-    lane, k = s.get_loops(part)[-2:]
-    s.reorder(k, lane)
-    s.vectorize(lane)
 
 
 def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor | None, eps: float, name: str = "layer_norm",
@@ -73,7 +35,7 @@ def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor | None, eps: float, name: 
     rows = shape[:-1]
     inv_n = te.const(1.0 / n, "float32")
     shift = te.compute(rows, lambda *r: x[r + (0,)], name=f"{name}_shift")
-    total = lane_reduce(rows, n, lanes, lambda r, j: x[r + (j,)] - shift[r], "sum", 0.0, f"{name}_sum")
+    total = lane_reduce(rows, n, lanes, lambda r, j: x[r + (j,)] - shift[r], "sum", f"{name}_sum")
     mean = te.compute(rows, lambda *r: total[r] * inv_n, name=f"{name}_mean")
 
     def centered(r: tuple, j: PrimExpr) -> PrimExpr:
@@ -83,7 +45,7 @@ def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor | None, eps: float, name: 
         d = centered(r, j)
         return d * d
 
-    sq = lane_reduce(rows, n, lanes, dev2, "sum", 0.0, f"{name}_sq")
+    sq = lane_reduce(rows, n, lanes, dev2, "sum", f"{name}_sq")
     one = te.const(1.0, "float32")
     rstd = te.compute(rows, lambda *r: one / te.sqrt(sq[r] * inv_n + te.const(eps, "float32")), name=f"{name}_rstd")
 

@@ -78,3 +78,22 @@ def test_layer_norm_over_several_axes_matches_onnxruntime(cpu_target: str) -> No
     x = rng.standard_normal(shape).astype(np.float32)
     got, want, _ = _run_both(_model(node, shape, inits), x, cpu_target)
     np.testing.assert_allclose(got, want, rtol=TOL, atol=TOL * float(np.abs(want).max()))
+
+
+# (shape, axis, scale): attention scores with a ragged row (ViT's 197 tokens at a smaller size);
+# whole vectors; logits of magnitude ~1e3 (exp would overflow without subtracting the row max).
+SOFTMAX = {
+    "attention_ragged": ((1, 3, 11, 197), -1, 4.0),
+    "whole_vectors": ((4, 64), -1, 1.0),
+    "huge_logits": ((5, 40), -1, 1000.0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SOFTMAX))
+def test_softmax_matches_onnxruntime(case: str, cpu_target: str) -> None:
+    shape, axis, scale = SOFTMAX[case]
+    x = (np.random.default_rng(9).standard_normal(shape) * scale).astype(np.float32)
+    got, want, ir = _run_both(_model(helper.make_node("Softmax", ["x"], ["y"], axis=axis), shape, []), x, cpu_target)
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, want, rtol=TOL, atol=TOL * float(np.abs(want).max()))
+    _assert_vector_stage(ir, "y_sum_lanes")
