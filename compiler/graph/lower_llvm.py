@@ -488,6 +488,8 @@ def elementwise_workload(draft: KernelDraft) -> dict[str, int] | None:
         return None
     shape = _shape(out)
     size = math.prod(shape)
+    if size == 0:
+        return None  # an empty tensor: no loop to run, nothing to tune
     streams = sum(math.prod(_shape(t)) == size for t, _ in draft.params)
     return {"outer": size // shape[-1] if shape else 1, "inner": shape[-1] if shape else 1, "streams": streams}
 
