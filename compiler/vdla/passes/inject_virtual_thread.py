@@ -10,14 +10,26 @@ loads for a step stay together.  The result issues thread 1's loads before threa
 tokens order them the load of one thread overlaps the compute of the other -- the
 latency hiding of the decoupled pipeline.  Legal because virtual threads are
 independent: they write disjoint outputs and private on-chip buffers.
+
+An accumulator initialisation (a GEMM reset, or the MOV of the bias) reads nothing the load
+module brings, so merged position by position it would issue for every thread before the
+first thread's GEMMs: thread 1's MOV then waits for the STORE of its previous tile while
+thread 0's GEMMs could run.  Each one moves down to right before the first statement that
+shares a buffer with it (its thread's GEMMs), so a thread's init and GEMMs issue together and
+the other thread's GEMMs cover its store.
 """
 
 from __future__ import annotations
 
-from compiler.tir import Allocate, Buffer, For, ForKind, IntImm, Mutator, PrimExpr, PrimFunc, SeqStmt, Stmt, Var, seq
+from vdla_hw.isa import AluOp
 
-from ..stmt import LOAD, packed_call
-from .common import const_extent
+from compiler.tir import (Allocate, AttrStmt, Buffer, BufferHandle, BufferLoad, BufferStore, For, ForKind, IntImm,
+                          Mutator, PrimExpr, PrimFunc, SeqStmt, Stmt, Var, seq)
+from compiler.tir.functor import collect
+
+from ..intrin import ALU_UOP, GEMM_RESET_UOP, UOP_SCOPE
+from ..stmt import LOAD, int_arg, packed_call
+from .common import const_extent, perfect_nest
 
 
 class _ThreadCopy(Mutator):
@@ -54,13 +66,52 @@ def _merge(copies: list[Stmt]) -> Stmt:
     if all(isinstance(c, SeqStmt) for c in copies):
         runs = [_load_runs(c.stmts) for c in copies]  # type: ignore[union-attr]
         if all(len(r) == len(runs[0]) for r in runs):
-            return seq(*(seq(*col) if _is_load(col[0]) else _merge(list(col)) for col in zip(*runs)))
+            return seq(*_sink_inits([seq(*col) if _is_load(col[0]) else _merge(list(col)) for col in zip(*runs)]))
     if all(isinstance(c, Allocate) for c in copies):
         body = _merge([c.body for c in copies])  # type: ignore[union-attr]
         for c in reversed(copies):
             body = Allocate(c.buffer, body)  # type: ignore[union-attr]
         return body
     return seq(*copies)
+
+
+def _flat(stmts: list[Stmt]) -> list[Stmt]:
+    out: list[Stmt] = []
+    for s in stmts:
+        out.extend(_flat(list(s.stmts)) if isinstance(s, SeqStmt) else [s])
+    return out
+
+
+def _is_init(stmt: Stmt) -> bool:
+    """A GEMM reset or an ALU MOV scope: it writes its accumulators without reading them."""
+    if not (isinstance(stmt, AttrStmt) and stmt.key == UOP_SCOPE):
+        return False
+    call = packed_call(perfect_nest(stmt.body)[1])
+    if call is None:
+        return False
+    return call[0] == GEMM_RESET_UOP or (call[0] == ALU_UOP and int_arg(call[1][4]) == AluOp.MOV)
+
+
+def _buffers(stmt: Stmt) -> set[Var]:
+    """The data variables of every buffer ``stmt`` names."""
+    nodes = collect(stmt, lambda n: isinstance(n, (BufferHandle, BufferLoad, BufferStore)))
+    return {n.buffer.data for n in nodes}
+
+
+def _sink_inits(stmts: list[Stmt]) -> list[Stmt]:
+    """``stmts`` (flattened) with every accumulator initialisation moved down to right before the
+    first later statement sharing a buffer with it (see the module docstring)."""
+    out = _flat(stmts)
+    k = len(out) - 1
+    while k >= 0:
+        if _is_init(out[k]):
+            mine = _buffers(out[k])
+            j = k + 1
+            while j < len(out) and not (mine & _buffers(out[j])):
+                j += 1
+            out.insert(j - 1, out.pop(k))
+        k -= 1
+    return out
 
 
 def _is_load(stmt: Stmt) -> bool:
