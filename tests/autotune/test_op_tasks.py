@@ -12,7 +12,9 @@ torch = pytest.importorskip("torch")
 
 from compiler.autotune.database import ApplyBest, Database, Record, read_log
 from compiler.autotune.dispatch import dispatching
+from compiler.autotune.executor import LocalExecutor
 from compiler.autotune.measure import Measurer, Status
+from compiler.autotune.space import Config
 from compiler.autotune.task import Task, extract_tasks
 from compiler.autotune.template import template_for
 from compiler.frontend.onnx import from_onnx
@@ -59,7 +61,7 @@ def tasks(net: tuple) -> list[Task]:
     return extract_tasks(net[0])
 
 
-def _other_config(task: Task):  # noqa: ANN202 - a Config
+def _other_config(task: Task) -> Config:
     """The first legal config whose scheduled program differs from the default's."""
     template = template_for(task)
     default = to_text(template.program(template.default()))
@@ -87,7 +89,7 @@ def test_extraction_lists_pool_elementwise_and_batch_matmul_tasks(tasks: list[Ta
 
 
 @pytest.fixture(scope="module")
-def log(tasks: list[Task], executor, tmp_path_factory: pytest.TempPathFactory) -> Path:  # noqa: ANN001
+def log(tasks: list[Task], executor: LocalExecutor, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A log holding, per new task, one measured non-default config (its best, then)."""
     path = tmp_path_factory.mktemp("op_log") / "tune.jsonl"
     db = Database(path)
