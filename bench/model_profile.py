@@ -73,8 +73,8 @@ def profile_ort(model_bytes: bytes, feed: dict[str, np.ndarray], runs: int = 20)
 
 def format_profiles(name: str, ours: list[OpTime], peer: list[OpTime], top: int = 12) -> str:
     """Two side-by-side columns, each the ``top`` most expensive ops of one side."""
-    lines = [f"{name}: per-op kernel time, best of runs "
-             f"(ours {sum(o.ms for o in ours):.2f} ms, onnxruntime {sum(o.ms for o in peer):.2f} ms)",
+    totals = f"ours {sum(o.ms for o in ours):.2f} ms, onnxruntime {sum(o.ms for o in peer):.2f} ms"
+    lines = [f"{name}: per-op kernel time, best of runs ({totals})",
              f"  {'ours: fused ops':<52} {'ms':>8} {'n':>4}   {'onnxruntime: op type':<22} {'ms':>8} {'n':>4}"]
     for i in range(min(top, max(len(ours), len(peer)))):
         left = f"{ours[i].op[:52]:<52} {ours[i].ms:>8.3f} {ours[i].nodes:>4}" if i < len(ours) else " " * 66

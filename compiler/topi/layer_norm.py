@@ -18,7 +18,7 @@ from ..schedule import Schedule, create_schedule
 from ..te import Tensor
 from ..tir.ir import PrimExpr
 from .reduction import lane_reduce, schedule_lane_reduce
-from .utils import PARALLEL_MIN_ELEMENTS, TopiError, const_shape, vector_lanes
+from .utils import PARALLEL_MIN_ELEMENTS, TopiError, const_shape, input_named, vector_lanes
 
 
 def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor | None, eps: float, name: str = "layer_norm",
@@ -29,8 +29,8 @@ def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor | None, eps: float, name: 
     for t, what in ((gamma, "gamma"), (beta, "beta")):
         if t is not None and const_shape(t) != (n,):
             raise TopiError(f"layer_norm: {what} must have shape ({n},) (the last axis), got {const_shape(t)}")
-    if x.dtype != "float32":
-        raise TopiError(f"layer_norm is implemented for float32, got {x.dtype}")
+    if x.dtype != "float32" or len(shape) < 2:
+        raise TopiError(f"layer_norm is implemented for float32 rows (rank >= 2), got {x.dtype}{list(shape)}")
     lanes = lanes or vector_lanes(None)
     rows = shape[:-1]
     inv_n = te.const(1.0 / n, "float32")
@@ -56,10 +56,6 @@ def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor | None, eps: float, name: 
     return te.compute(shape, norm, name=name)
 
 
-def _input(t: Tensor, name: str) -> Tensor:
-    return next(i for i in t.op.input_tensors() if i.name == name)
-
-
 @dataclass(frozen=True)
 class LayerNormKnobs:
     """``vector``: lanes of the normalization stage; ``parallel`` over rows."""
@@ -73,12 +69,10 @@ def schedule_layer_norm(out: Tensor, knobs: LayerNormKnobs | None = None, s: Sch
     """Row loop outermost with both statistics computed inside it; the normalization vectorized."""
     s = s or create_schedule(out)
     knobs = knobs or LayerNormKnobs(vector=vector_lanes(target))
-    shift, mean, rstd = (_input(out, f"{out.name}_{what}") for what in ("shift", "mean", "rstd"))
-    sq, total = _input(rstd, f"{out.name}_sq"), _input(mean, f"{out.name}_sum")
+    shift, mean, rstd = (input_named(out, f"{out.name}_{what}") for what in ("shift", "mean", "rstd"))
+    sq, total = input_named(rstd, f"{out.name}_sq"), input_named(mean, f"{out.name}_sum")
     shape = const_shape(out)
     loops = s.get_loops(out)
-    if len(loops) == 1:
-        raise TopiError("layer_norm needs at least one row axis before the normalized one")
     row = s.fuse(*loops[:-1]) if len(loops) > 2 else loops[0]
     if shape[-1] >= knobs.vector:
         _, ci = s.split(loops[-1], factor=knobs.vector)

@@ -46,11 +46,13 @@ def lane_reduce(rows: tuple[int, ...], n: int, lanes: int, value: Callable[[tupl
     return te.compute(rows, lambda *r: reducer(part[r + (lane,)], axis=lane), name=name)
 
 
-def schedule_lane_reduce(s: Schedule, total: Tensor, row: object) -> None:
-    """Place a :func:`lane_reduce` pair at ``row`` (a loop of the consumer), its partials vectorized."""
+def schedule_lane_reduce(s: Schedule, total: Tensor, row: object | None) -> None:
+    """Place a :func:`lane_reduce` pair at ``row`` (a loop of the consumer; None: at the root), its
+    partials vectorized."""
     part = total.op.input_tensors()[0]
-    s.compute_at(total, row)
-    s.compute_at(part, row)
+    if row is not None:
+        s.compute_at(total, row)
+        s.compute_at(part, row)
     lane, k = s.get_loops(part)[-2:]
     s.reorder(k, lane)
     s.vectorize(lane)

@@ -17,7 +17,7 @@ from ..schedule import Schedule, create_schedule
 from ..te import Tensor
 from ..tir.ir import PrimExpr
 from .reduction import lane_reduce, schedule_lane_reduce
-from .utils import PARALLEL_MIN_ELEMENTS, TopiError, const_shape, vector_lanes
+from .utils import PARALLEL_MIN_ELEMENTS, TopiError, const_shape, input_named, vector_lanes
 
 
 def softmax(x: Tensor, axis: int = -1, name: str = "softmax", lanes: int | None = None) -> Tensor:
@@ -53,25 +53,18 @@ class SoftmaxKnobs:
     parallel: bool = True
 
 
-def _input(t: Tensor, name: str) -> Tensor:
-    return next(i for i in t.op.input_tensors() if i.name == name)
-
-
 def schedule_softmax(out: Tensor, knobs: SoftmaxKnobs | None = None, s: Schedule | None = None,
                      target: Target | None = None) -> Schedule:
     s = s or create_schedule(out)
     knobs = knobs or SoftmaxKnobs(vector=vector_lanes(target))
-    ex, inv = _input(out, f"{out.name}_exp"), _input(out, f"{out.name}_inv")
-    sm, mx = _input(inv, f"{out.name}_sum"), _input(ex, f"{out.name}_max")
+    ex, inv = input_named(out, f"{out.name}_exp"), input_named(out, f"{out.name}_inv")
+    sm, mx = input_named(inv, f"{out.name}_sum"), input_named(ex, f"{out.name}_max")
     shape = const_shape(out)
     vec = shape[-1] >= knobs.vector
     loops = s.get_loops(out)
     if len(loops) == 1:  # a single row: the stages stay at the root
         for total in (sm, mx):
-            part = _input(total, f"{total.name}_lanes")
-            lane, k = s.get_loops(part)[-2:]
-            s.reorder(k, lane)
-            s.vectorize(lane)
+            schedule_lane_reduce(s, total, None)
         for stage in (out, ex):
             if vec:
                 _, inner = s.split(s.get_loops(stage)[-1], factor=knobs.vector)

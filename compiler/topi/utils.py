@@ -30,6 +30,14 @@ def const_shape(t: Tensor | Sequence[PrimExpr]) -> tuple[int, ...]:
     return tuple(int(s.value) for s in shape)
 
 
+def input_named(t: Tensor, name: str) -> Tensor:
+    """The tensor called ``name`` among those ``t``'s operation reads (a schedule finding its stages)."""
+    found = [i for i in t.op.input_tensors() if i.name == name]
+    if not found:
+        raise TopiError(f"{t.name} reads no tensor named {name!r}: not the operator this schedule expects")
+    return found[0]
+
+
 def largest_divisor(n: int, at_most: int) -> int:
     """The largest divisor of ``n`` not above ``at_most`` (at least 1)."""
     for d in range(min(n, max(1, at_most)), 0, -1):
