@@ -32,8 +32,11 @@ set explicitly.
 AVX-512 host).  The peers still run their host kernels, so that is not an AVX2-host figure: it shows
 what our AVX2 code gives up against the host's best peer.
 
+``--profile [RATIO]`` then prints, for every model slower than RATIO (default 1.5) x onnxruntime, where
+the time goes on both sides (``bench/model_profile.py``) and keeps it in the JSON.
+
 Run: ``python bench/models.py [--models resnet18,mobilenet_v2] [--quick] [--rounds N] [--resolution 224]
-[--cpu-target TARGET] [--tuning-log resnet18=r18.jsonl ...] [--threads 1,all]``;
+[--cpu-target TARGET] [--tuning-log resnet18=r18.jsonl ...] [--threads 1,all] [--profile [RATIO]]``;
 needs the bench extra (torch, torchvision, onnxruntime); writes ``bench/results/models.json``.
 """
 from __future__ import annotations
@@ -51,26 +54,32 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
+from dataclasses import asdict  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any, Callable, Sequence  # noqa: E402
 
 import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
+from model_profile import format_profiles, profile_ort, profile_ours  # noqa: E402
 from peer_env import MALLOC_ENV, THREAD_ENV  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "models")]
 
-from zoo import export, make_model  # noqa: E402
+from zoo import MODELS, export, make_model  # noqa: E402
 
 from compiler.codegen.llvm.target import host_target, parse_target  # noqa: E402
 from compiler.frontend.onnx import from_onnx  # noqa: E402
 from compiler.graph.build import build_model  # noqa: E402
 
-DEFAULT_MODELS = ("resnet18", "resnet50", "mobilenet_v2", "regnet_x_400mf", "efficientnet_b0", "vit_b_16")
+#: Every model of the zoo (issue 16's fifteen), in its order.
+DEFAULT_MODELS = MODELS
 #: ``--quick``: resolution and rounds (vit_b_16 needs a multiple of its 16-pixel patch).
 QUICK_RESOLUTION, QUICK_ROUNDS = 64, 5
+NAME_WIDTH = max(len(m) for m in MODELS)
+#: Issue 16's target: every model within this factor of onnxruntime's single-thread latency.
+TARGET_RATIO = 1.5
 
 
 def _interleaved(contenders: dict[str, Callable[[], Any]], rounds: int, desc: str,
@@ -107,9 +116,11 @@ def _compile(model: Any, name: str, cpu_target: str, tuning_log: str | None) -> 
 
 
 def bench_model(name: str, resolution: int, rounds: int, quiet: bool, cpu_target: str = "llvm",
-                tuning_log: str | None = None, threads: Sequence[int] = (1,)) -> dict[str, Any]:
+                tuning_log: str | None = None, threads: Sequence[int] = (1,),
+                profile_above: float | None = None) -> dict[str, Any]:
     """Compile ``name`` (and with ``tuning_log``, a tuned build too), check it against onnxruntime,
-    and time the contenders interleaved, once per thread count of ``threads``."""
+    and time the contenders interleaved, once per thread count of ``threads``; with ``profile_above``,
+    a model whose one-thread time is above that many times onnxruntime's is profiled op by op, both sides."""
     import onnxruntime as ort
     import torch
 
@@ -163,11 +174,16 @@ def bench_model(name: str, resolution: int, rounds: int, quiet: bool, cpu_target
                                  for stat, f in (("median", statistics.median), ("best", min))}
                              for k, v in times.items()}
     torch.set_num_threads(1)
+    one = out["ms"].get("1")
+    if profile_above is not None and one and one["ours"]["wall_median"] > profile_above * one["ort"]["wall_median"]:
+        mine, peer = profile_ours(ours["ours"][0].module, feed), profile_ort(model.SerializeToString(), feed)
+        out["profile"] = {"ours": [asdict(o) for o in mine], "ort": [asdict(o) for o in peer]}
+        print(format_profiles(name, mine, peer), flush=True)
     return out
 
 
 def _row(r: dict[str, Any], threads: int, clock: str, tuned: bool) -> str:
-    head = f"{r['model']:<16} {r['resolution']:>4} {r['compile_seconds']:>9.2f}"
+    head = f"{r['model']:<{NAME_WIDTH}} {r['resolution']:>4} {r['compile_seconds']:>9.2f}"
     if not r["matches"]:
         errs = ", ".join(f"{k[8:-7]} {v:.1e}" for k, v in r.items() if k.startswith("rel_err_"))
         return f"{head}   does not match onnxruntime ({errs} of max |output|): not timed"
@@ -185,7 +201,7 @@ def _table(results: list[dict[str, Any]], threads: int, clock: str, rounds: int)
     what = {"wall": "wall-clock", "cpu": "CPU time of the calling thread"}[clock]
     print(f"\nfp32, batch 1, {threads} thread{'s' if threads > 1 else ''}, {what}, median of {rounds} interleaved rounds")
     names = ["ours"] + (["tuned"] if tuned else []) + ["ort", "torch"]
-    print(f"{'model':<16} {'px':>4} {'compile s':>9}" + "".join(f" {n + ' ms':>9}" for n in names)
+    print(f"{'model':<{NAME_WIDTH}} {'px':>4} {'compile s':>9}" + "".join(f" {n + ' ms':>9}" for n in names)
           + f" {'ours/ort':>9}" + (f" {'tuned/ort':>9}" if tuned else ""))
     for r in results:
         print(_row(r, threads, clock, tuned))
@@ -207,6 +223,9 @@ def main() -> None:
                     help="also time MODEL compiled with this tuning log (`vdla tune`) as 'tuned' (repeatable)")
     ap.add_argument("--threads", default="1",
                     help="comma-separated thread counts to time, 'all' = every core (default: 1)")
+    ap.add_argument("--profile", nargs="?", type=float, const=TARGET_RATIO, metavar="RATIO",
+                    help=f"profile every model slower than RATIO x onnxruntime (default {TARGET_RATIO}), "
+                         f"op by op on both sides (bench/model_profile.py)")
     ap.add_argument("--output", default=str(ROOT / "bench" / "results" / "models.json"))
     args = ap.parse_args()
     logs = dict(item.split("=", 1) for item in args.tuning_log if "=" in item)
@@ -236,7 +255,7 @@ def main() -> None:
                            "load_average_before": os.getloadavg(), "models": []}
     out["threads"] = threads
     for name in names:
-        r = bench_model(name, resolution, rounds, args.quiet, args.cpu_target, logs.get(name), threads)
+        r = bench_model(name, resolution, rounds, args.quiet, args.cpu_target, logs.get(name), threads, args.profile)
         out["models"].append(r)
         if not args.quiet:
             print(f"  {name}: compiled in {r['compile_seconds']:.1f} s"
@@ -247,6 +266,10 @@ def main() -> None:
         _table(out["models"], n, "wall", rounds)
         if n == 1:
             _table(out["models"], n, "cpu", rounds)
+    timed = [r for r in out["models"] if r["matches"] and "1" in r["ms"]]
+    within = [r["model"] for r in timed if r["ms"]["1"]["ours"]["wall_median"] <= TARGET_RATIO * r["ms"]["1"]["ort"]["wall_median"]]
+    print(f"{len(within)} of {len(timed)} models timed on one thread within {TARGET_RATIO}x onnxruntime (wall-clock)"
+          + (f"; above: {', '.join(sorted({r['model'] for r in timed} - set(within)))}" if len(within) < len(timed) else ""))
     print("load average (1, 5, 15 min) before / after: "
           + " / ".join(", ".join(f"{v:.2f}" for v in out[k]) for k in ("load_average_before", "load_average_after")))
     path = Path(args.output)
