@@ -103,6 +103,11 @@ def test_register_tiles_are_sized_for_the_compile_target(target: str, executor: 
     results = m.measure([two_d, too_big])
     assert results[0].status == Status.OK, results[0].detail
     assert results[1].status == Status.INVALID and f"{registers} vector registers" in results[1].detail
+    # Accumulators + a weight vector per channel block + a broadcast input must fit (no spilling tile).
+    spills = dict(m.template.default().to_dict(), ow_block=1, oc_block=4)
+    for ow in (1, 2, 4, 8):
+        fits = 4 * ow * vectors + 4 * vectors + 1 <= registers
+        assert (space.why_illegal(space.from_dict(dict(spills, ow_block=ow))) is None) == fits
 
 
 def test_leaving_the_executor_on_an_error_does_not_wait_for_queued_jobs() -> None:
