@@ -1,32 +1,42 @@
 """Benchmark: torchvision classification models compiled for ``llvm`` against onnxruntime and PyTorch
-eager, single thread, in one interleaved run; and the compile time of each.
+eager, in one interleaved run per thread count; and the compile time of each.
 
 Per model (random weights, randomized BatchNorm statistics: ``tests/models/zoo.py``), exported
 with the TorchScript exporter at batch 1:
 
 * ``compile s``: ``build_model(from_onnx(model), target="llvm")``, what ``vdla compile --target
   llvm`` runs (optimization, lowering, LLVM O3, JIT), from the in-memory ONNX model;
-* ``ours``: ``GraphModule.run`` of that module with one thread (input copy, every kernel, output copy);
-* ``ort``: onnxruntime on the same ONNX model, ``intra_op_num_threads = inter_op_num_threads = 1``,
-  all graph optimizations;
-* ``torch``: the same ``nn.Module`` in eager mode, ``torch.inference_mode()``, ``torch.set_num_threads(1)``.
+* ``ours``: ``GraphModule.run`` of that module (input copy, every kernel, output copy), default schedules;
+* ``tuned``: the same with ``--tuning-log MODEL=TUNE.jsonl`` applied (``vdla compile --tuning-log``):
+  the best logged config per task, the default for a task not in the log;
+* ``ort``: onnxruntime on the same ONNX model, ``intra_op_num_threads`` = the thread count,
+  ``inter_op_num_threads = 1``, all graph optimizations;
+* ``torch``: the same ``nn.Module`` in eager mode, ``torch.inference_mode()``, ``torch.set_num_threads``.
 
-Outputs are checked first (ours and torch against onnxruntime, max abs error <= 1e-4 x max |output|);
-a model that does not match is reported and not timed.  Then the three contenders are called in
-turn, one call each per round, so a burst of load from other processes on this shared machine hits
-all of them alike; the table gives the median over the rounds (the best is in the JSON).
+Outputs are checked first (ours, tuned and torch against onnxruntime, max abs error <= 1e-4 x max
+|output|); a model that does not match is reported and not timed.  Then the contenders are called
+in turn, one call each per round, so a burst of load from other processes on this shared machine
+hits all of them alike; the tables give the median over the rounds (the best is in the JSON), of
+wall-clock time and, with one thread, of the calling thread's CPU time: every contender then runs
+in the calling thread, and CPU time leaves out the time other processes hold the core.
+
+``--threads 1,all`` times one thread and every core (``all`` = ``os.cpu_count()``).
 
 Hygiene (TOOLCHAIN.md): the script re-executes itself with glibc's malloc thresholds raised
 (``MALLOC_MMAP_THRESHOLD_=268435456 MALLOC_TRIM_THRESHOLD_=1073741824``, the peers' best figures)
 and ``OPENBLAS_CORETYPE`` unset (unless ``--keep-openblas-coretype``); ``OMP_NUM_THREADS``,
-``OPENBLAS_NUM_THREADS`` and ``MKL_NUM_THREADS`` are 1, and every library's own thread count is 1.
+``OPENBLAS_NUM_THREADS`` and ``MKL_NUM_THREADS`` are 1, and every library's own thread count is
+set explicitly.
 
 ``--cpu-target "llvm -mcpu=haswell"`` compiles ours for another ISA than the host's (here: AVX2 on an
 AVX-512 host).  The peers still run their host kernels, so that is not an AVX2-host figure: it shows
 what our AVX2 code gives up against the host's best peer.
 
+``--profile [RATIO]`` then prints, for every model slower than RATIO (default 1.5) x onnxruntime, where
+the time goes on both sides (``bench/model_profile.py``) and keeps it in the JSON.
+
 Run: ``python bench/models.py [--models resnet18,mobilenet_v2] [--quick] [--rounds N] [--resolution 224]
-[--cpu-target TARGET]``;
+[--cpu-target TARGET] [--tuning-log resnet18=r18.jsonl ...] [--threads 1,all] [--profile [RATIO]]``;
 needs the bench extra (torch, torchvision, onnxruntime); writes ``bench/results/models.json``.
 """
 from __future__ import annotations
@@ -44,72 +54,106 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
+from dataclasses import asdict  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Any, Callable  # noqa: E402
+from typing import Any, Callable, Sequence  # noqa: E402
 
 import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
+from model_profile import format_profiles, profile_ort, profile_ours  # noqa: E402
 from peer_env import MALLOC_ENV, THREAD_ENV  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "models")]
 
-from zoo import export, make_model  # noqa: E402
+from zoo import MODELS, export, make_model  # noqa: E402
 
 from compiler.codegen.llvm.target import host_target, parse_target  # noqa: E402
 from compiler.frontend.onnx import from_onnx  # noqa: E402
 from compiler.graph.build import build_model  # noqa: E402
 
-DEFAULT_MODELS = ("resnet18", "resnet50", "mobilenet_v2", "regnet_x_400mf", "efficientnet_b0", "vit_b_16")
+#: Every model of the zoo (issue 16's fifteen), in its order.
+DEFAULT_MODELS = MODELS
 #: ``--quick``: resolution and rounds (vit_b_16 needs a multiple of its 16-pixel patch).
 QUICK_RESOLUTION, QUICK_ROUNDS = 64, 5
+NAME_WIDTH = max(len(m) for m in MODELS)
+#: Issue 16's target: every model within this factor of onnxruntime's single-thread latency.
+TARGET_RATIO = 1.5
 
 
-def _interleaved(contenders: dict[str, Callable[[], Any]], rounds: int, desc: str, quiet: bool) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {k: [] for k in contenders}
+def _interleaved(contenders: dict[str, Callable[[], Any]], rounds: int, desc: str,
+                 quiet: bool) -> dict[str, dict[str, list[float]]]:
+    """Per contender and round: wall time and the calling thread's CPU time of one call.
+
+    With one thread every contender runs its kernels in the calling thread, so its CPU time
+    leaves out the time other processes on this shared machine hold the core (wall time does not)."""
+    times: dict[str, dict[str, list[float]]] = {k: {"wall": [], "cpu": []} for k in contenders}
     for fn in contenders.values():  # warm up: first calls allocate, fault pages in, spin up pools
         fn()
         fn()
     for _ in tqdm(range(rounds), desc=desc, unit="round", disable=quiet or not sys.stderr.isatty()):
         for name, fn in contenders.items():
-            t0 = time.perf_counter()
+            c0, t0 = time.thread_time(), time.perf_counter()
             fn()
-            times[name].append(time.perf_counter() - t0)
+            times[name]["wall"].append(time.perf_counter() - t0)
+            times[name]["cpu"].append(time.thread_time() - c0)
     return times
 
 
-def bench_model(name: str, resolution: int, rounds: int, quiet: bool, cpu_target: str = "llvm") -> dict[str, Any]:
-    """Compile ``name``, check it against onnxruntime, and time the three contenders interleaved."""
+def _compile(model: Any, name: str, cpu_target: str, tuning_log: str | None) -> tuple[Any, dict[str, int] | None]:
+    """``build_model`` of the ONNX model, with the best configs of ``tuning_log`` applied when given
+    (what ``vdla compile --tuning-log`` does); the second item counts tuned and default tasks."""
+    if tuning_log is None:
+        return build_model(from_onnx(model), target="llvm", name=name, cpu_target=cpu_target), None
+    from compiler.autotune.database import ApplyBest, read_log
+    from compiler.autotune.dispatch import dispatching
+
+    apply = ApplyBest(read_log(tuning_log), "llvm", cpu_target, "default")
+    with dispatching(apply):
+        compiled = build_model(from_onnx(model), target="llvm", name=name, cpu_target=cpu_target)
+    return compiled, {"tuned_tasks": len(apply.applied), "default_tasks": len(apply.fallbacks)}
+
+
+def bench_model(name: str, resolution: int, rounds: int, quiet: bool, cpu_target: str = "llvm",
+                tuning_log: str | None = None, threads: Sequence[int] = (1,),
+                profile_above: float | None = None) -> dict[str, Any]:
+    """Compile ``name`` (and with ``tuning_log``, a tuned build too), check it against onnxruntime,
+    and time the contenders interleaved, once per thread count of ``threads``; with ``profile_above``,
+    a model whose one-thread time is above that many times onnxruntime's is profiled op by op, both sides."""
     import onnxruntime as ort
     import torch
 
-    torch.set_num_threads(1)
     net = make_model(name, image_size=resolution)
     x = np.random.default_rng(0).standard_normal((1, 3, resolution, resolution)).astype(np.float32)
     xt = torch.from_numpy(x)
     model = export(net, xt, "torchscript")
     in_name = model.graph.input[0].name
 
-    compiled = build_model(from_onnx(model), target="llvm", name=name, cpu_target=cpu_target)
-    compiled.module.set_num_threads(1)
+    ours = {"ours": _compile(model, name, cpu_target, None)}
+    if tuning_log is not None:
+        ours["tuned"] = _compile(model, name, cpu_target, tuning_log)
 
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = opts.inter_op_num_threads = 1
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    def session(n: int) -> Any:
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads, opts.inter_op_num_threads = n, 1
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+
     feed = {in_name: x}
-
-    want = sess.run(None, feed)[0]
-    got = compiled.run(feed)[0]
+    want = session(1).run(None, feed)[0]
     with torch.inference_mode():
         ref_torch = net(xt).numpy()
     scale = float(np.abs(want).max())
-    err_ours = float(np.abs(got - want).max()) / scale
-    err_torch = float(np.abs(ref_torch - want).max()) / scale
-    out: dict[str, Any] = {"model": name, "resolution": resolution, "compile_seconds": compiled.compile_seconds,
-                           "rel_err_ours_vs_ort": err_ours, "rel_err_torch_vs_ort": err_torch,
-                           "matches": err_ours <= 1e-4 and err_torch <= 1e-4}
+    out: dict[str, Any] = {"model": name, "resolution": resolution,
+                           "compile_seconds": ours["ours"][0].compile_seconds,
+                           "rel_err_torch_vs_ort": float(np.abs(ref_torch - want).max()) / scale}
+    for key, (compiled, tasks) in ours.items():
+        compiled.module.set_num_threads(1)
+        out[f"rel_err_{key}_vs_ort"] = float(np.abs(compiled.run(feed)[0] - want).max()) / scale
+        if tasks is not None:
+            out[f"{key}_compile_seconds"], out[f"{key}_tasks"] = compiled.compile_seconds, tasks
+    out["matches"] = all(v <= 1e-4 for k, v in out.items() if k.startswith("rel_err_"))
     if not out["matches"]:
         return out
 
@@ -117,20 +161,50 @@ def bench_model(name: str, resolution: int, rounds: int, quiet: bool, cpu_target
         with torch.inference_mode():
             net(xt)
 
-    times = _interleaved({"ours": lambda: compiled.run(feed), "ort": lambda: sess.run(None, feed),
-                          "torch": torch_eager}, rounds, name, quiet)
-    out["ms"] = {k: {"median": 1e3 * statistics.median(v), "best": 1e3 * min(v)} for k, v in times.items()}
-    out["rounds"] = rounds
+    out["ms"], out["rounds"] = {}, rounds
+    for n in threads:
+        torch.set_num_threads(n)
+        for compiled, _ in ours.values():
+            compiled.module.set_num_threads(n)
+        sess = session(n)
+        contenders = {key: (lambda c=compiled: c.run(feed)) for key, (compiled, _) in ours.items()}
+        contenders.update({"ort": lambda: sess.run(None, feed), "torch": torch_eager})
+        times = _interleaved(contenders, rounds, f"{name} {n} thr", quiet)
+        out["ms"][str(n)] = {k: {f"{clock}_{stat}": 1e3 * f(v[clock]) for clock in ("wall", "cpu")
+                                 for stat, f in (("median", statistics.median), ("best", min))}
+                             for k, v in times.items()}
+    torch.set_num_threads(1)
+    one = out["ms"].get("1")
+    if profile_above is not None and one and one["ours"]["wall_median"] > profile_above * one["ort"]["wall_median"]:
+        mine, peer = profile_ours(ours["ours"][0].module, feed), profile_ort(model.SerializeToString(), feed)
+        out["profile"] = {"ours": [asdict(o) for o in mine], "ort": [asdict(o) for o in peer]}
+        print(format_profiles(name, mine, peer), flush=True)
     return out
 
 
-def _row(r: dict[str, Any]) -> str:
-    head = f"{r['model']:<16} {r['resolution']:>4} {r['compile_seconds']:>9.2f}"
+def _row(r: dict[str, Any], threads: int, clock: str, tuned: bool) -> str:
+    head = f"{r['model']:<{NAME_WIDTH}} {r['resolution']:>4} {r['compile_seconds']:>9.2f}"
     if not r["matches"]:
-        return (f"{head}   does not match onnxruntime (ours {r['rel_err_ours_vs_ort']:.1e}, "
-                f"torch {r['rel_err_torch_vs_ort']:.1e} of max |output|): not timed")
-    ms = {k: v["median"] for k, v in r["ms"].items()}
-    return (f"{head} {ms['ours']:>9.2f} {ms['ort']:>9.2f} {ms['torch']:>9.2f} {ms['ours'] / ms['ort']:>8.2f}x")
+        errs = ", ".join(f"{k[8:-7]} {v:.1e}" for k, v in r.items() if k.startswith("rel_err_"))
+        return f"{head}   does not match onnxruntime ({errs} of max |output|): not timed"
+    ms = {k: v[f"{clock}_median"] for k, v in r["ms"][str(threads)].items()}
+    cols = ["ours"] + (["tuned"] if tuned else []) + ["ort", "torch"]
+    text = head + "".join(f" {ms[k]:>9.2f}" if k in ms else f" {'-':>9}" for k in cols)
+    text += f" {ms['ours'] / ms['ort']:>8.2f}x"
+    if tuned:
+        text += f" {ms['tuned'] / ms['ort']:>8.2f}x" if "tuned" in ms else f" {'-':>9}"
+    return text
+
+
+def _table(results: list[dict[str, Any]], threads: int, clock: str, rounds: int) -> None:
+    tuned = any("tuned_tasks" in r for r in results)
+    what = {"wall": "wall-clock", "cpu": "CPU time of the calling thread"}[clock]
+    print(f"\nfp32, batch 1, {threads} thread{'s' if threads > 1 else ''}, {what}, median of {rounds} interleaved rounds")
+    names = ["ours"] + (["tuned"] if tuned else []) + ["ort", "torch"]
+    print(f"{'model':<{NAME_WIDTH}} {'px':>4} {'compile s':>9}" + "".join(f" {n + ' ms':>9}" for n in names)
+          + f" {'ours/ort':>9}" + (f" {'tuned/ort':>9}" if tuned else ""))
+    for r in results:
+        print(_row(r, threads, clock, tuned))
 
 
 def main() -> None:
@@ -145,8 +219,19 @@ def main() -> None:
     ap.add_argument("--quiet", action="store_true", help="no progress bars")
     ap.add_argument("--cpu-target", default="llvm",
                     help="LLVM target of our kernels, e.g. 'llvm -mcpu=haswell' (default: the host)")
+    ap.add_argument("--tuning-log", action="append", default=[], metavar="MODEL=TUNE.jsonl",
+                    help="also time MODEL compiled with this tuning log (`vdla tune`) as 'tuned' (repeatable)")
+    ap.add_argument("--threads", default="1",
+                    help="comma-separated thread counts to time, 'all' = every core (default: 1)")
+    ap.add_argument("--profile", nargs="?", type=float, const=TARGET_RATIO, metavar="RATIO",
+                    help=f"profile every model slower than RATIO x onnxruntime (default {TARGET_RATIO}), "
+                         f"op by op on both sides (bench/model_profile.py)")
     ap.add_argument("--output", default=str(ROOT / "bench" / "results" / "models.json"))
     args = ap.parse_args()
+    logs = dict(item.split("=", 1) for item in args.tuning_log if "=" in item)
+    if len(logs) != len(args.tuning_log) or any(not Path(p).is_file() for p in logs.values()):
+        ap.error(f"--tuning-log takes MODEL=TUNE.jsonl with an existing log, got {args.tuning_log}")
+    threads = sorted({(os.cpu_count() or 1) if t == "all" else int(t) for t in args.threads.split(",") if t})
     resolution = args.resolution or (QUICK_RESOLUTION if args.quick else 224)
     rounds = args.rounds or (QUICK_ROUNDS if args.quick else 20)
     names = [m for m in args.models.split(",") if m]
@@ -160,25 +245,31 @@ def main() -> None:
     ours_isa = [f for f in ("avx512f", "avx2", "fma") if f in ours.features]
     print(f"ours compiled for: {ours.cpu} ({', '.join(ours_isa) or 'no AVX'})"
           + ("" if ours == target else "; the peers use the host's ISA"))
-    print(f"host CPU: {target.cpu} ({', '.join(isa) or 'no AVX'}); one thread each; torch {torch.__version__}, "
+    print(f"host CPU: {target.cpu} ({', '.join(isa) or 'no AVX'}); torch {torch.__version__}, "
           f"onnxruntime {ort.__version__}; OPENBLAS_CORETYPE {os.environ.get('OPENBLAS_CORETYPE', 'unset')}; "
-          f"{' '.join(f'{k}={v}' for k, v in MALLOC_ENV.items())}")
+          f"{' '.join(f'{k}={v}' for k, v in MALLOC_ENV.items())}; {os.cpu_count()} cores")
     out: dict[str, Any] = {"cpu": target.cpu, "isa": isa, "ours_target": {"cpu": ours.cpu, "isa": ours_isa},
                            "resolution": resolution, "rounds": rounds,
                            "torch": torch.__version__, "onnxruntime": ort.__version__, "malloc_env": MALLOC_ENV,
                            "thread_env": THREAD_ENV, "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
                            "load_average_before": os.getloadavg(), "models": []}
+    out["threads"] = threads
     for name in names:
-        r = bench_model(name, resolution, rounds, args.quiet, args.cpu_target)
+        r = bench_model(name, resolution, rounds, args.quiet, args.cpu_target, logs.get(name), threads, args.profile)
         out["models"].append(r)
         if not args.quiet:
-            print(f"  {name}: compiled in {r['compile_seconds']:.1f} s", flush=True)
+            print(f"  {name}: compiled in {r['compile_seconds']:.1f} s"
+                  + (f"; tuned build: {r['tuned_tasks']}" if "tuned_tasks" in r else ""), flush=True)
     out["load_average_after"] = os.getloadavg()
 
-    print(f"\nfp32, batch 1, one thread, median of {rounds} interleaved rounds")
-    print(f"{'model':<16} {'px':>4} {'compile s':>9} {'ours ms':>9} {'ort ms':>9} {'torch ms':>9} {'ours/ort':>9}")
-    for r in out["models"]:
-        print(_row(r))
+    for n in threads:
+        _table(out["models"], n, "wall", rounds)
+        if n == 1:
+            _table(out["models"], n, "cpu", rounds)
+    timed = [r for r in out["models"] if r["matches"] and "1" in r["ms"]]
+    within = [r["model"] for r in timed if r["ms"]["1"]["ours"]["wall_median"] <= TARGET_RATIO * r["ms"]["1"]["ort"]["wall_median"]]
+    print(f"{len(within)} of {len(timed)} models timed on one thread within {TARGET_RATIO}x onnxruntime (wall-clock)"
+          + (f"; above: {', '.join(sorted({r['model'] for r in timed} - set(within)))}" if len(within) < len(timed) else ""))
     print("load average (1, 5, 15 min) before / after: "
           + " / ".join(", ".join(f"{v:.2f}" for v in out[k]) for k in ("load_average_before", "load_average_after")))
     path = Path(args.output)

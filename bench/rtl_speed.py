@@ -3,8 +3,9 @@
 * **ctypes + C++ loop** (the ``rtl`` backend): the clock loop and the DRAM model run in
   C++ inside the harness library; Python crosses ctypes a handful of times per program.
 * **Python per cycle** (pyverilator-style): the same Verilated model, but Python pokes
-  and peeks the AXI pins through ctypes every cycle and answers DRAM with a Python
-  model of the same timing -- the way pyverilator drives a design.
+  and peeks the AXI pins through ctypes every cycle and answers DRAM with
+  :class:`vdla_hw.harness.py_dram.PinAxiDram` (the Python twin of the C++ model that
+  ``vdla hw shell`` uses) -- the way pyverilator drives a design.
 * **cocotb** (the system tests): cocotb 2.1 + cocotbext-axi's AXI RAM and AXI-lite
   master over VPI, no back-pressure.
 
@@ -23,7 +24,6 @@ import os
 import platform
 import sys
 import time
-from collections import deque
 from pathlib import Path
 
 import numpy as np
@@ -35,106 +35,81 @@ from runtime.workloads import tiled_gemm_program
 from vdla_hw import regmap
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.harness import DramLatency, RtlSim
+from vdla_hw.harness.py_dram import PinAxiDram
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = 1_000_000
 
 
-class PyAxiDram:
-    """The harness's DRAM model (vdla_hw/harness/axi_dram.h) in Python, driving pins one cycle at a time."""
+class SimPins:
+    """Name-based pin access to an :class:`RtlSim` (the ``Pins`` of :class:`PinAxiDram`).
 
-    def __init__(self, sim: RtlSim, image: np.ndarray, latency: DramLatency) -> None:
+    The AXI data ports are as wide as the bus, wider than the 64 bits ``peek``/``poke``
+    carry, so they go through bytes.
+    """
+
+    def __init__(self, sim: RtlSim) -> None:
         self.sim = sim
+        self.wide = {sim.port(name) for name in ("m_axi_rdata", "m_axi_wdata")}
         self.bus = sim.cfg.bus_bytes
-        self.mem = bytearray(image.tobytes()) + bytes(-image.size % self.bus)
-        self.latency = latency
-        self.p = {name[len("m_axi_"):]: k for name, k in sim.ports.items() if name.startswith("m_axi_")}
-        self.p.update({name: k for name, k in sim.ports.items() if name.startswith("s_axil_")})
-        self.reads: deque[list[int]] = deque()  # [addr, beats left, ready cycle]
-        self.writes: deque[list[int]] = deque()  # [addr, beats left]
-        self.responses: deque[int] = deque()  # ready cycle of each B response
-        self.now = 0
 
-    def cycle(self, axil: dict[str, int] | None = None) -> dict[str, int]:
-        """One clock cycle; ``axil`` pokes AXI-lite inputs.  Returns the sampled AXI-lite outputs."""
-        s, p = self.sim, self.p
-        for name, value in (axil or {}).items():
-            s.poke(p[name], value)
-        s.poke(p["arready"], int(len(self.reads) < 16))
-        s.poke(p["awready"], int(len(self.writes) < 16))
-        wready = bool(self.writes)
-        s.poke(p["wready"], int(wready))
-        rvalid = bool(self.reads) and self.reads[0][2] <= self.now
-        s.poke(p["rvalid"], int(rvalid))
-        if rvalid:
-            addr, left, _ = self.reads[0]
-            s.poke_bytes(p["rdata"], bytes(self.mem[addr : addr + self.bus]))
-            s.poke(p["rlast"], int(left == 1))
-        bvalid = bool(self.responses) and self.responses[0] <= self.now
-        s.poke(p["bvalid"], int(bvalid))
-        s.eval_clock(0)
-        if s.peek(p["arvalid"]) and len(self.reads) < 16:
-            self.reads.append([s.peek(p["araddr"]), s.peek(p["arlen"]) + 1, self.now + self.latency.read])
-        if rvalid and s.peek(p["rready"]):
-            head = self.reads[0]
-            head[0] += self.bus
-            head[1] -= 1
-            if not head[1]:
-                self.reads.popleft()
-        if s.peek(p["awvalid"]) and len(self.writes) < 16:
-            self.writes.append([s.peek(p["awaddr"]), s.peek(p["awlen"]) + 1])
-        if wready and s.peek(p["wvalid"]):
-            self._write_beat()
-        if bvalid and s.peek(p["bready"]):
-            self.responses.popleft()
-        seen = {name: s.peek(p[name]) for name in ("s_axil_awready", "s_axil_wready", "s_axil_bvalid",
-                                                     "s_axil_arready", "s_axil_rvalid", "s_axil_rdata")}
-        s.eval_clock(1)
-        self.now += 1
-        return seen
+    def peek(self, name: str) -> int:
+        port = self.sim.port(name)
+        if port in self.wide:
+            return int.from_bytes(self.sim.peek_bytes(port, self.bus), "little")
+        return self.sim.peek(port)
 
-    def _write_beat(self) -> None:
-        s, p = self.sim, self.p
-        head = self.writes[0]
-        data = s.peek_bytes(p["wdata"], self.bus)
-        strobe = int.from_bytes(s.peek_bytes(p["wstrb"], (self.bus + 7) // 8), "little")
-        for k in range(self.bus):
-            if strobe >> k & 1:
-                self.mem[head[0] + k] = data[k]
-        head[0] += self.bus
-        head[1] -= 1
-        if not head[1]:
-            self.writes.popleft()
-            self.responses.append(self.now + self.latency.write)
+    def poke(self, name: str, value: int) -> None:
+        port = self.sim.port(name)
+        if port in self.wide:
+            self.sim.poke_bytes(port, value.to_bytes(self.bus, "little"))
+        else:
+            self.sim.poke(port, value)
 
-    def write_reg(self, name: str, value: int) -> None:
-        """An AXI-lite register write, pin by pin."""
-        pins = {"s_axil_awaddr": regmap.offset(name), "s_axil_wdata": value, "s_axil_wstrb": 0xF,
-                "s_axil_awvalid": 1, "s_axil_wvalid": 1, "s_axil_bready": 1}
-        while not (seen := self.cycle(pins))["s_axil_awready"]:
-            pass
-        pins = {"s_axil_awvalid": 0, "s_axil_wvalid": 0, "s_axil_bready": 1}
-        while not seen["s_axil_bvalid"]:
-            seen = self.cycle(pins)
+
+def clock(sim: RtlSim, pins: SimPins, dram: PinAxiDram, axil: dict[str, int]) -> dict[str, int]:
+    """One clock cycle in ``Harness::tick``'s order; ``axil`` pokes AXI-lite inputs.  Returns the
+    AXI-lite outputs sampled before the rising edge."""
+    for name, value in axil.items():
+        pins.poke(name, value)
+    dram.drive()
+    sim.eval_clock(0)
+    dram.sample()
+    seen = {name: pins.peek(name) for name in ("s_axil_awready", "s_axil_bvalid")}
+    sim.eval_clock(1)
+    return seen
+
+
+def write_reg(sim: RtlSim, pins: SimPins, dram: PinAxiDram, name: str, value: int) -> None:
+    """An AXI-lite register write, pin by pin."""
+    axil = {"s_axil_awaddr": regmap.offset(name), "s_axil_wdata": value, "s_axil_wstrb": 0xF,
+            "s_axil_awvalid": 1, "s_axil_wvalid": 1, "s_axil_bready": 1}
+    while not (seen := clock(sim, pins, dram, axil))["s_axil_awready"]:
+        pass
+    axil = {"s_axil_awvalid": 0, "s_axil_wvalid": 0, "s_axil_bready": 1}
+    while not seen["s_axil_bvalid"]:
+        seen = clock(sim, pins, dram, axil)
 
 
 def python_loop(program: Program, max_cycles: int) -> tuple[int, float, float, np.ndarray]:
     """Run ``program`` with Python driving every cycle; returns (cycles, wall s, CPU s, final DRAM)."""
     cfg = program.config
     with RtlSim(cfg) as sim:
-        dram = PyAxiDram(sim, program.dram, DramLatency.of(cfg))
-        dram.write_reg("INSN_ADDR", program.insn_addr)
-        dram.write_reg("INSN_COUNT", program.insn_count)
+        pins, latency = SimPins(sim), DramLatency.of(cfg)
+        dram = PinAxiDram(pins, cfg.bus_bytes, latency.read, latency.write)
+        dram.load(program.dram)
+        write_reg(sim, pins, dram, "INSN_ADDR", program.insn_addr)
+        write_reg(sim, pins, dram, "INSN_COUNT", program.insn_count)
         start, cpu = time.perf_counter(), time.process_time()
         first = dram.now
-        dram.write_reg("CONTROL", regmap.CONTROL_START)
+        write_reg(sim, pins, dram, "CONTROL", regmap.CONTROL_START)
         done = sim.port("done")
         while not sim.peek(done):
             if dram.now - first > max_cycles:
                 raise SystemExit(f"the Python-driven run did not finish in {max_cycles} cycles")
-            dram.cycle()
+            clock(sim, pins, dram, {})
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-        return dram.now - first, seconds, cpu, np.frombuffer(bytes(dram.mem[: program.dram.size]), dtype=np.uint8)
+        return dram.now - first, seconds, cpu, dram.image(program.dram.size)
 
 
 def cocotb_loop(name: str, program: Program) -> tuple[int, float]:

@@ -1,7 +1,9 @@
 """Calibration: RTL cycles beside cycle-model cycles, per program, with the relative error.
 
 Runs every system-test program (:mod:`runtime.system_programs`) on every preset
-(``tiny``, ``default``, ``wide``) and ResNet-18-sized GEMMs on ``default``, on the ``rtl``
+(``tiny``, ``default``, ``wide``), ResNet-18-sized GEMMs on ``default``, and conv layers
+compiled by the VDLA compiler (bias MOV, requantizing STORE, 2 virtual threads: ResNet-18's
+1x1 layers C3 and C5 on ``default``, a small 1x1 and 3x3 layer on every preset), on the ``rtl``
 backend (the Verilated design with the harness's DRAM model at the config's
 ``timing.dram_latency``) and on the ``cycle`` backend, checks that both leave the same
 DRAM as fsim (:func:`runtime.calibration.calibrate`), and prints ``(cycle - rtl) / rtl``
@@ -24,6 +26,9 @@ from tqdm import tqdm
 from rtl_timing_probes import PROBES, measure
 
 from compiler.codegen.llvm.target import host_target
+from compiler.vdla.target import VdlaTarget
+from compiler.vdla.topi import (RESNET18_CONVS, Conv2dWorkload, Requantize, compile_conv2d, random_conv_data,
+                                requant_shift)
 from runtime.calibration import TARGET, calibrate
 from runtime.program import Program
 from runtime.system_programs import build_case, case_names
@@ -43,6 +48,25 @@ def workloads(config: str, randoms: int) -> list[tuple[str, Program]]:
         for name, (m, k, n) in RESNET_GEMMS.items():
             m_padded = -(-m // cfg.batch) * cfg.batch
             rows.append((f"{name} vt2", tiled_gemm_program(cfg, m_padded, k, n, virtual_threads=2)[0]))
+    return rows + compiled_convs(config)
+
+
+def compiled_convs(config: str) -> list[tuple[str, Program]]:
+    """Conv layers as the compiler emits them for ``config``, bound to seeded data."""
+    target = VdlaTarget.from_config(config)
+    cfg = target.config
+    layers = {f"conv 1x1 {4 * cfg.block_in}->{4 * cfg.block_out} 14x14":
+              Conv2dWorkload(cfg.batch, 4 * cfg.block_in, 14, 14, 4 * cfg.block_out, 1, 1, 1, 0),
+              f"conv 3x3 {2 * cfg.block_in}->{2 * cfg.block_out} 8x8":
+              Conv2dWorkload(cfg.batch, 2 * cfg.block_in, 8, 8, 2 * cfg.block_out, 3, 3, 1, 1)}
+    if config == "default":
+        layers.update({f"resnet18 {name} (compiled)": RESNET18_CONVS[name] for name in ("C3", "C5")})
+    rows = []
+    for name, wl in layers.items():
+        compiled = compile_conv2d(wl, target, epilogue=Requantize(shift=requant_shift(wl)))
+        data, kernel, bias = random_conv_data(wl)
+        rows.append((f"{name} vt{compiled.knobs.virtual_threads}",
+                     compiled.module.bind(*compiled.pack_inputs(data, kernel, bias))))
     return rows
 
 

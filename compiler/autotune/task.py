@@ -1,10 +1,11 @@
 """Tuning tasks: the unique tunable operators of a model, for one target on one host.
 
-A :class:`Task` is an operator kind (``conv2d_nchwc``, ``depthwise_conv2d_nchw``, ``dense_pack``,
-``vdla_conv2d``), its workload (the shapes the schedule sees), the compile target and the host
-features that decide its speed.  :func:`extract_tasks` finds a model's tasks by running the graph
-lowerings with a recording dispatcher, so a task is exactly what the lowering will later ask the
-tuning log for; operators that occur several times become one task with a weight.
+A :class:`Task` is an operator kind (``conv2d_nchwc``, ``depthwise_conv2d_nchw(c)``, ``dense_pack``,
+``batch_matmul``, ``pool2d``, ``elementwise``, ``vdla_conv2d``), its workload (the shapes the schedule
+sees), the compile target and the host features that decide its speed.  :func:`extract_tasks` finds
+a model's tasks by running the graph lowerings with a recording dispatcher, so a task is exactly
+what the lowering will later ask the tuning log for; operators that occur several times become one
+task with a weight.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from vdla_hw.errors import UsageError
 
 from . import dispatch
 
-CPU_KINDS = ("conv2d_nchwc", "depthwise_conv2d_nchw", "depthwise_conv2d_nchwc", "dense_pack")
+CPU_KINDS = ("conv2d_nchwc", "depthwise_conv2d_nchw", "depthwise_conv2d_nchwc", "dense_pack", "batch_matmul",
+             "pool2d", "elementwise")
 VDLA_KINDS = ("vdla_conv2d",)
 
 
@@ -99,6 +101,13 @@ class Task:
             return f"dwc_{w['c_outer'] * w['c_block']}x{w['h']}x{w['w']}_k{w['kh']}s{w['stride_h']}"
         if self.kind == "dense_pack":
             return f"dense_{w['m']}x{w['k']}x{w['n']}"
+        if self.kind == "batch_matmul":
+            return f"bmm_{max(w['batch_a'], w['batch_b'])}x{w['m']}x{w['k']}x{w['n']}"
+        if self.kind == "pool2d":
+            c = w["c"] * max(w["c_block"], 1)
+            return f"{'avg' if w['avg'] else 'max'}pool_{c}x{w['h']}x{w['w']}_k{w['kh']}s{w['stride_h']}"
+        if self.kind == "elementwise":
+            return f"eltwise_{w['outer']}x{w['inner']}_in{w['streams']}"
         return f"vdla_conv_{w['ic']}x{w['h']}x{w['w']}_{w['oc']}_k{w['kh']}s{w['stride']}"
 
     def with_weight(self, weight: int) -> Task:
@@ -168,7 +177,7 @@ def extract_tasks(graph: Any, target: str = "llvm", *, cpu_target: str = "llvm",
     from compiler.graph.build import TARGETS
 
     if target == "llvm":
-        from compiler.graph.lower_llvm import draft_kernel
+        from compiler.graph.lower_llvm import draft_kernel, elementwise_workload
         from compiler.graph.passes import optimize_for_cpu
 
         recorder = _Recorder()
@@ -176,7 +185,10 @@ def extract_tasks(graph: Any, target: str = "llvm", *, cpu_target: str = "llvm",
             g = optimize_for_cpu(graph)
             for n in g.nodes:
                 if n.op == "fused":
-                    draft_kernel(n, g, n.name)
+                    draft = draft_kernel(n, g, n.name)
+                    workload = elementwise_workload(draft)  # compile_draft asks for these knobs
+                    if workload is not None:
+                        dispatch.query("elementwise", workload)
         return _weighted([make_task(kind, wl, cpu_target) for kind, wl in recorder.seen])
     if target == "vdla":
         from compiler.graph.build import _samples

@@ -89,10 +89,13 @@ class Template(ABC):
 def template_for(task: Task, hw_config: dict[str, Any] | None = None) -> Template:
     """The template of ``task``'s kind; VDLA tasks need the hardware config (as ``HwConfig.to_dict()``)."""
     from .templates_cpu import CPU_TEMPLATES
+    from .templates_cpu_ops import OP_TEMPLATES
     from .templates_vdla import VdlaConv2dTemplate
 
     if task.kind in CPU_TEMPLATES:
         return CPU_TEMPLATES[task.kind](task)
+    if task.kind in OP_TEMPLATES:
+        return OP_TEMPLATES[task.kind](task)
     if task.kind == VdlaConv2dTemplate.kind:
         if hw_config is None:
             raise ValueError("a vdla_conv2d template needs the hardware config")

@@ -97,10 +97,16 @@ def _layer_norm(ctx: ImportContext, node: onnx.NodeProto) -> list[str]:
     t = ctx.type_of(x)
     axis = _axis(int(a.get("axis", -1)), t.ndim)
     axes = tuple(range(axis, t.ndim))
+    eps_value = float(a.get("epsilon", 1e-5))
+    affine = [v for v in (scale, bias) if v]
+    if len(node.output) == 1 and all(ctx.type_of(v).shape == t.shape[axis:] for v in affine):
+        # One fused op (a vectorized row kernel on the CPU) when only the normalized output is used
+        # and scale / bias need no broadcasting; otherwise the decomposition below.
+        return [ctx.op(node, "layer_norm", [x, *affine], axis=axis, epsilon=eps_value)]
     mean = ctx.op(node, "mean", [x], axes=axes, keepdims=True)
     centered = ctx.op(node, "subtract", [x, mean])
     var = ctx.op(node, "mean", [ctx.op(node, "multiply", [centered, centered])], axes=axes, keepdims=True)
-    eps = _scalar(ctx, node, float(a.get("epsilon", 1e-5)), t.dtype, "eps")
+    eps = _scalar(ctx, node, eps_value, t.dtype, "eps")
     std = ctx.op(node, "sqrt", [ctx.op(node, "add", [var, eps])])
     y = ctx.op(node, "multiply", [ctx.op(node, "divide", [centered, std]), scale])
     y = ctx.op(node, "add", [y, bias]) if bias else y

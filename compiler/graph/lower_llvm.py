@@ -22,12 +22,14 @@ distinct one once.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from compiler import te, topi
+from compiler.autotune import dispatch
 from compiler.graph.errors import NotLoweredError
 from compiler.graph.ir import Graph, Node
 from compiler.graph.layout import parse_layout
@@ -37,7 +39,7 @@ from compiler.te import ComputeOp, PlaceholderOp, Tensor
 from compiler.tir import op as tir
 from compiler.tir.ir import IterVar, PrimExpr, PrimFunc, const
 from compiler.tir.pipeline import lower as lower_tir
-from compiler.topi.utils import schedule_elementwise, vector_lanes
+from compiler.topi.utils import ElementwiseKnobs, schedule_elementwise, vector_lanes
 
 
 @dataclass
@@ -316,17 +318,17 @@ def _concatenate(node: Node, xs: Sequence[Operand]) -> Tensor:
     axis = node.attrs["axis"] % len(out)
     starts = np.cumsum([0] + [_shape(o.tensor)[axis] for o in xs]).tolist()
 
-    def fn(*i: PrimExpr) -> PrimExpr:
-        value: PrimExpr | None = None
-        for k in reversed(range(len(xs))):
+    def pick(i: Sequence[PrimExpr], lo: int, hi: int) -> PrimExpr:
+        """The element of inputs ``lo .. hi - 1`` at ``i``: a binary search over their start offsets, so
+        DenseNet's concatenations of up to ~50 inputs test log2 of that many bounds per element, not all."""
+        if hi - lo == 1:
             idx = list(i)
-            idx[axis] = i[axis] - starts[k]
-            v = xs[k].tensor[tuple(idx)]
-            value = v if value is None else tir.if_then_else(i[axis] < starts[k + 1], v, value)
-        assert value is not None
-        return value
+            idx[axis] = i[axis] - starts[lo]
+            return xs[lo].tensor[tuple(idx)]
+        mid = (lo + hi) // 2
+        return tir.if_then_else(i[axis] < starts[mid], pick(i, lo, mid), pick(i, mid, hi))
 
-    return te.compute(out, fn, name=node.name)
+    return te.compute(out, lambda *i: pick(i, 0, len(xs)), name=node.name)
 
 
 def _pad_index(i: PrimExpr, lo: int, size: int, mode: str) -> PrimExpr:
@@ -388,7 +390,10 @@ class CpuKernel:
 
 
 def _inline_elementwise(s: Schedule, out: Tensor, kb: KernelBuilder) -> None:
-    """Inline every element-wise stage whose consumers are all element-wise (never into a reduction)."""
+    """Inline every element-wise stage whose consumers are all element-wise (never into a reduction).
+
+    A topi operator's element-wise stages (a conv's zero padding) take their producers too: the
+    channel packing of an NCHW input then happens in the padding pass instead of a pass of its own."""
     ops = te.topo_ops([out])
     consumers: dict[int, list[ComputeOp]] = {}
     for op in ops:
@@ -398,7 +403,7 @@ def _inline_elementwise(s: Schedule, out: Tensor, kb: KernelBuilder) -> None:
         if op is out.op or not isinstance(op, ComputeOp) or op.reduce_axis or id(op) in kb.anchors:
             continue
         users = consumers.get(id(op), [])
-        if users and all(isinstance(u, ComputeOp) and not u.reduce_axis and id(u) not in kb.anchors for u in users):
+        if users and all(isinstance(u, ComputeOp) and not u.reduce_axis for u in users):
             s.compute_inline(op.outputs[0])
         else:
             schedule_elementwise(s, op.outputs[0], vector_lanes(None))
@@ -474,6 +479,24 @@ def _fusable_anchor(kb: KernelBuilder, out: Tensor) -> int | None:
     return found.pop() if len(found) == 1 else None
 
 
+def elementwise_workload(draft: KernelDraft) -> dict[str, int] | None:
+    """The auto-tuner's description of a float32 kernel made of element-wise stages only (no topi
+    schedule, no reduction: a residual add + ReLU, a layout copy, ...): the fused outer extent of its
+    output's loops, the innermost extent and how many full-size inputs it streams.  None for any
+    other kernel."""
+    out = draft.out
+    if draft.kb.anchors or out.dtype != "float32" or not isinstance(out.op, ComputeOp):
+        return None
+    if any(isinstance(op, ComputeOp) and op.reduce_axis for op in te.topo_ops([out])):
+        return None
+    shape = _shape(out)
+    size = math.prod(shape)
+    if size == 0:
+        return None  # an empty tensor: no loop to run, nothing to tune
+    streams = sum(math.prod(_shape(t)) == size for t, _ in draft.params)
+    return {"outer": size // shape[-1] if shape else 1, "inner": shape[-1] if shape else 1, "streams": streams}
+
+
 def compile_draft(draft: KernelDraft) -> PrimFunc:
     """Schedule and lower a draft into the PrimFunc ``draft.name(params..., out)``.
 
@@ -489,9 +512,12 @@ def compile_draft(draft: KernelDraft) -> PrimFunc:
     _inline_elementwise(s, out, kb)
     if with_epilogue is not None:
         with_epilogue(s, out)
-    elif id(out.op) not in kb.anchors:
-        ro = out.op.reduce_axis if isinstance(out.op, ComputeOp) else ()
-        if not ro:
+    else:
+        workload = elementwise_workload(draft)
+        if workload is not None:
+            knobs = dispatch.query("elementwise", workload) or ElementwiseKnobs(vector_lanes(None))
+            schedule_elementwise(s, out, knobs.vector, knobs.parallel)
+        elif id(out.op) not in kb.anchors and not (isinstance(out.op, ComputeOp) and out.op.reduce_axis):
             schedule_elementwise(s, out, vector_lanes(None))
     func = lower_tir(s, "llvm")
     order = [t.buffer for t, _ in draft.params] + [out.buffer]

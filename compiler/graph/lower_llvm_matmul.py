@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from compiler import te, topi
+from compiler.autotune import dispatch
 from compiler.graph.ir import Node
 from compiler.graph.lower_llvm import KernelBuilder, Operand, _c, _out_shape, _shape
 from compiler.graph.lower_llvm_nn import dense_packed
@@ -117,6 +118,12 @@ def _batch_tile(m: int, n: int) -> tuple[int, int, int]:
     return rows, vectors, lanes
 
 
+def default_batch_matmul_knobs(batch_a: int, batch_b: int, m: int, n: int) -> topi.BatchMatmulKnobs:
+    """The graph's default batched schedule for ``m`` rows and ``n`` columns (both already padded to the tile)."""
+    rows, vectors, lanes = _batch_tile(m, n)
+    return topi.BatchMatmulKnobs(m_block=rows, n_vector=lanes, n_vectors=vectors, parallel=max(batch_a, batch_b) > 1)
+
+
 def _batch_matmul(node: Node, a: Tensor, b: Tensor, kb: KernelBuilder) -> Tensor:
     """Float ``a [..., M, K] @ b [..., K, N]`` through topi's ``batch_matmul`` on padded contiguous copies."""
     sa, sb, out = _shape(a), _shape(b), node.type.shape
@@ -136,7 +143,8 @@ def _batch_matmul(node: Node, a: Tensor, b: Tensor, kb: KernelBuilder) -> Tensor
     for copy, src in ((ap, a), (bp, b)):
         kb.scheduled(copy, lambda s, c=copy: schedule_elementwise(s, c, lanes, False), [src])
     mm = topi.batch_matmul(ap, bp, name=f"{node.name}_bmm")
-    knobs = topi.BatchMatmulKnobs(m_block=rows, n_vector=lanes, n_vectors=vectors, parallel=max(ba, bb) > 1)
+    workload = {"batch_a": ba, "batch_b": bb, "m": mp, "k": k, "n": np_}
+    knobs = dispatch.query("batch_matmul", workload) or default_batch_matmul_knobs(ba, bb, mp, np_)
     kb.scheduled(mm, lambda s: topi.schedule_batch_matmul(mm, knobs, s=s), [ap, bp])
     lo = out[:-2]
     return te.compute(out, lambda *i: mm[(_flat_index(i[:-2], lo), i[-2], i[-1])], name=node.name)

@@ -64,6 +64,15 @@ def depthwise_nchwc_workload(data: Tensor, kernel: Tensor, stride: Sequence[int]
             "stride_w": stride[1], "pad_h": pad[0], "pad_w": pad[1]}
 
 
+def pool_workload(data: Tensor, pool: Sequence[int], stride: Sequence[int], pad: Sequence[int], kind: str,
+                  count_include_pad: bool) -> dict[str, int]:
+    """The auto-tuner's description of one pooling (``c_block`` 0: NCHW, else the NCHWc channel block)."""
+    shape = _shape(data)
+    return {"n": shape[0], "c": shape[1], "h": shape[2], "w": shape[3], "c_block": shape[4] if len(shape) == 5 else 0,
+            "kh": pool[0], "kw": pool[1], "stride_h": stride[0], "stride_w": stride[1], "pad_h": pad[0],
+            "pad_w": pad[1], "avg": int(kind == "avg"), "count_include_pad": int(count_include_pad and kind == "avg")}
+
+
 def _acc_dtype(node: Node) -> str:
     return node.type.dtype
 
@@ -192,7 +201,9 @@ def _depthwise_nchwc(node: Node, x: Tensor, weight: np.ndarray, bias: Tensor | N
     conv = topi.depthwise_conv2d_nchwc(src, wt, stride=tuple(a["strides"]), padding=(pt, pl),
                                        name=f"{node.name}_dwc")
     knobs = dispatch.query("depthwise_conv2d_nchwc", depthwise_nchwc_workload(src, wt, a["strides"], (pt, pl)))
-    kb.scheduled(conv, lambda s: topi.schedule_depthwise_conv2d_nchwc(conv, knobs, s=s), [src, wt])
+    kb.scheduled(conv, lambda s: topi.schedule_depthwise_conv2d_nchwc(conv, knobs, s=s), [src, wt],
+                 with_epilogue=lambda s, stage: topi.schedule_depthwise_conv2d_nchwc(conv, knobs, s=s,
+                                                                                     epilogue=stage))
     if bias is None:
         return conv
     return te.compute(_shape(conv), lambda b, k, y, xx, i: conv[b, k, y, xx, i] + bias[k * block + i],
@@ -338,6 +349,37 @@ def _softmax(node: Node, xs: Sequence[Operand]) -> Tensor:
     return te.compute(shape, lambda *i: ex[i] / sm[i[:axis] + i[axis + 1:]], name=node.name)
 
 
+@register_lowering("layer_norm", "llvm")
+def _layer_norm(node: Node, xs: Sequence[Operand]) -> Tensor:
+    x, kb = xs[0].tensor, xs[0].kernel
+    scale, bias = xs[1].tensor, (xs[2].tensor if len(xs) > 2 else None)
+    shape = _shape(x)
+    axis, eps = node.attrs["axis"] % len(shape), float(node.attrs["epsilon"])
+    if axis == len(shape) - 1 and len(shape) > 1 and x.dtype == "float32":
+        out = topi.layer_norm(x, scale, bias, eps, name=node.name)
+        return kb.scheduled(out, lambda s: topi.schedule_layer_norm(out, s=s), [x, scale, bias] if bias else [x, scale])
+    # Several normalized axes (or another float type): plain reductions in float64, the reference's order.
+    axes = list(range(axis, len(shape)))
+    count = _c(float(math.prod(shape[axis:])), "float64")
+    rs1 = [te.reduce_axis(shape[a], f"m{a}") for a in axes]
+    rs2 = [te.reduce_axis(shape[a], f"v{a}") for a in axes]
+    stat = tuple(shape[:axis]) + (1,) * len(axes)
+    f1, f2 = reduced_index(len(shape), axes, rs1, True), reduced_index(len(shape), axes, rs2, True)
+    total = te.compute(stat, lambda *i: te.sum(x[f1(i)].astype("float64"), axis=rs1), name=f"{node.name}_sum")
+
+    def dev(i: Sequence[PrimExpr]) -> PrimExpr:
+        return x[i].astype("float64") - total[tuple(i[:axis]) + (0,) * len(axes)] / count
+
+    sq = te.compute(stat, lambda *i: te.sum(dev(f2(i)) * dev(f2(i)), axis=rs2), name=f"{node.name}_sq")
+
+    def norm(*i: PrimExpr) -> PrimExpr:
+        v = sq[tuple(i[:axis]) + (0,) * len(axes)] / count + _c(eps, "float64")
+        y = dev(i) / te.sqrt(v) * scale[i[axis:]].astype("float64")
+        return (y + bias[i[axis:]].astype("float64") if bias is not None else y).astype(x.dtype)
+
+    return te.compute(shape, norm, name=node.name)
+
+
 # ---- pooling ----------------------------------------------------------------------------------------------
 def _topi_pool_ok(node: Node, x: Tensor) -> bool:
     a = node.attrs
@@ -351,9 +393,12 @@ def _pool(node: Node, xs: Sequence[Operand], kind: str) -> Tensor:
     if _topi_pool_ok(node, x):
         pt, pl, _, _ = a["padding"]
         layout = "NCHW" if parse_layout(a["layout"]).is_primal else "NCHWc"
+        include_pad = bool(a.get("count_include_pad", False))
         out = topi.pool2d(x, tuple(a["pool_size"]), tuple(a["strides"]), (pt, pl), kind, layout,
-                          count_include_pad=bool(a.get("count_include_pad", False)), name=node.name)
-        return kb.scheduled(out, lambda s: topi.schedule_pool(out, s=s), [x])
+                          count_include_pad=include_pad, name=node.name)
+        knobs = dispatch.query("pool2d", pool_workload(x, tuple(a["pool_size"]), tuple(a["strides"]), (pt, pl),
+                                                       kind, include_pad))
+        return kb.scheduled(out, lambda s: topi.schedule_pool(out, knobs, s=s), [x])
     lay = parse_layout(a["layout"])
     ah, aw = lay.axes.index("H"), lay.axes.index("W")
     shape = _shape(x)

@@ -19,6 +19,7 @@ from .depthwise import (DepthwiseKnobs, DepthwiseNCHWcKnobs, default_depthwise_k
 from .elementwise import (abs, add, bias_add, broadcast_shape, clip, divide, erf, exp,
                           leaky_relu, log, maximum, minimum, multiply, negative, power, relu,
                           schedule_injective, sigmoid, sqrt, subtract, tanh)
+from .layer_norm import LayerNormKnobs, layer_norm, schedule_layer_norm
 from .layout import (nchw_to_nchwc, nchwc_to_nchw, oihw_to_blocked, pack_dense_weight,
                      schedule_layout, transpose)
 from .pooling import PoolKnobs, global_pool, pool2d, schedule_pool
@@ -27,16 +28,16 @@ from .utils import TopiError, vector_registers
 
 __all__ = [
     "BatchMatmulKnobs", "Conv2dNCHWKnobs", "Conv2dNCHWcKnobs", "DenseKnobs", "DepthwiseKnobs", "DepthwiseNCHWcKnobs",
-    "PoolKnobs", "SoftmaxKnobs", "TopiError", "abs", "add", "batch_matmul",
+    "LayerNormKnobs", "PoolKnobs", "SoftmaxKnobs", "TopiError", "abs", "add", "batch_matmul",
     "batch_norm_inference", "bias_add", "broadcast_shape", "clip", "conv2d_nchw",
     "conv2d_nchwc", "default_conv2d_nchwc_tile", "default_batch_matmul_knobs", "default_conv2d_nchw_knobs",
     "default_conv2d_nchwc_knobs", "default_dense_knobs", "default_depthwise_knobs", "default_depthwise_nchwc_knobs",
     "default_nchwc_blocks", "dense", "max_accumulators", "dense_pack", "depthwise_conv2d_nchw",
     "depthwise_conv2d_nchwc", "divide", "erf",
-    "exp", "global_pool", "leaky_relu", "log", "maximum", "minimum", "multiply",
+    "exp", "global_pool", "layer_norm", "leaky_relu", "log", "maximum", "minimum", "multiply",
     "nchw_to_nchwc", "nchwc_to_nchw", "negative", "oihw_to_blocked", "pack_dense_weight",
     "pad_nchw", "pool2d", "power", "relu", "schedule_batch_matmul", "schedule_batch_norm",
-    "schedule_conv2d_nchw", "schedule_conv2d_nchwc", "schedule_dense",
+    "schedule_conv2d_nchw", "schedule_conv2d_nchwc", "schedule_dense", "schedule_layer_norm",
     "schedule_depthwise_conv2d_nchw", "schedule_depthwise_conv2d_nchwc", "schedule_injective", "schedule_layout",
     "schedule_pool", "schedule_softmax", "sigmoid", "softmax", "sqrt", "subtract", "tanh",
     "transpose", "vector_registers",

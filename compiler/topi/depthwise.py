@@ -130,14 +130,29 @@ def default_depthwise_nchwc_knobs(out: Tensor, target: Target | None = None) -> 
 
 
 def schedule_depthwise_conv2d_nchwc(out: Tensor, knobs: DepthwiseNCHWcKnobs | None = None,
-                                    s: Schedule | None = None, target: Target | None = None) -> Schedule:
+                                    s: Schedule | None = None, target: Target | None = None,
+                                    epilogue: Tensor | None = None) -> Schedule:
     """Register tile of ``ow_block`` columns x the channel vector; per kernel tap one weight
-    vector feeds ``ow_block`` FMAs with the inputs of those columns."""
-    s = s or create_schedule(out)
+    vector feeds ``ow_block`` FMAs with the inputs of those columns.
+
+    ``epilogue``: an element-wise stage of the conv's shape that reads it (bias, ReLU/clip, a
+    residual add).  The tile then loops over the epilogue and the conv is computed per tile into
+    registers and stored once through it, and the zero-padded input is made per output row (the
+    ``KH`` rows that row reads, in L1) instead of as a whole padded copy: a depthwise conv does
+    ~KH*KW FMAs per element, so the passes over memory, not the FMAs, were its time.
+    """
+    if s is None:
+        s = create_schedule(epilogue if epilogue is not None else out)
     knobs = knobs or default_depthwise_nchwc_knobs(out, target)
     knobs.validate(const_shape(out)[3])
     pad = out.op.input_tensors()[0]
-    if isinstance(pad.op, ComputeOp):
+    padded = isinstance(pad.op, ComputeOp)
+    if epilogue is not None:
+        if const_shape(epilogue) != const_shape(out):
+            raise TopiError(f"epilogue {epilogue.name} has shape {const_shape(epilogue)}, the depthwise conv "
+                            f"{out.name} {const_shape(out)}: only a same-shape element-wise stage fuses")
+        return _schedule_dw_with_epilogue(s, out, epilogue, pad if padded else None, knobs)
+    if padded:
         pb, pc, py, _, pi = s.get_loops(pad)
         s.vectorize(pi)
         fused_pad = s.fuse(pb, pc, py)
@@ -153,4 +168,28 @@ def schedule_depthwise_conv2d_nchwc(out: Tensor, knobs: DepthwiseNCHWcKnobs | No
     fused = s.fuse(b, c, y)
     if knobs.parallel:
         s.parallel(fused)
+    return s
+
+
+def _schedule_dw_with_epilogue(s: Schedule, conv: Tensor, epilogue: Tensor, pad: Tensor | None,
+                               knobs: DepthwiseNCHWcKnobs) -> Schedule:
+    b, c, y, x, i = s.get_loops(epilogue)
+    xo, xi = s.split(x, factor=knobs.ow_block)
+    s.reorder(b, c, y, xo, xi, i)
+    s.vectorize(i)
+    s.unroll(xi)
+    s.compute_at(conv, xo)
+    x_t, i_t, ry, rx = s.get_loops(conv)[-4:]
+    s.reorder(ry, rx, x_t, i_t)
+    s.unroll(x_t)
+    s.vectorize(i_t)
+    if knobs.unroll_kw:
+        s.unroll(rx)
+    if pad is not None:
+        s.compute_at(pad, y)
+        s.vectorize(s.get_loops(pad)[-1])
+    fused = s.fuse(b, c, y)
+    if knobs.parallel:
+        s.parallel(fused)
+    s.compact_buffers()
     return s

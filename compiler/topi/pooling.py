@@ -113,10 +113,15 @@ def global_pool(data: Tensor, pool_type: str = "avg", layout: str = "NCHW",
 @dataclass(frozen=True)
 class PoolKnobs:
     """``vector``: lanes of the vectorized axis (channel block in NCHWc, output columns in
-    NCHW); ``parallel``: run the outer loops on all threads."""
+    NCHW); ``parallel``: run the outer loops on all threads; ``ow_block``: output columns (NCHWc)
+    or column vectors (NCHW) computed together per window tap, an unrolled register tile;
+    ``unroll_kw``: unroll the window's column taps.  The defaults (1, False) are one column (one
+    vector) per window walk, the schedule the graph used before these knobs existed."""
 
     vector: int
     parallel: bool = True
+    ow_block: int = 1
+    unroll_kw: bool = False
 
 
 def schedule_pool(out: Tensor, knobs: PoolKnobs | None = None, s: Schedule | None = None,
@@ -141,17 +146,34 @@ def schedule_pool(out: Tensor, knobs: PoolKnobs | None = None, s: Schedule | Non
 def _schedule_window(s: Schedule, t: Tensor, knobs: PoolKnobs) -> None:
     loops = s.get_loops(t)
     nchwc = len(t.shape) == 5
+    ow = const_shape(t)[3]
+    if knobs.ow_block < 1:
+        raise TopiError(f"bad pool knobs {knobs} (ow_block must be positive)")
     if nchwc:
         b, c, y, x, i, ry, rx = loops
-        s.reorder(b, c, y, x, ry, rx, i)
+        if knobs.ow_block > 1:
+            # A tile of output columns shares each window tap's loop: ow_block vector accumulators.
+            xo, xu = s.split(x, factor=min(knobs.ow_block, ow))
+            s.reorder(b, c, y, xo, ry, rx, xu, i)
+            s.unroll(xu)
+        else:
+            s.reorder(b, c, y, x, ry, rx, i)
         s.vectorize(i)
-        outer = [b, c, y]
     else:
         b, c, y, x, ry, rx = loops
-        xo, xi = s.split(x, factor=min(knobs.vector, const_shape(t)[3]))
-        s.reorder(b, c, y, xo, ry, rx, xi)
+        lanes = min(knobs.vector, ow)
+        if knobs.ow_block > 1 and lanes * knobs.ow_block <= ow:
+            xo, xt = s.split(x, factor=lanes * knobs.ow_block)
+            xu, xi = s.split(xt, factor=lanes)
+            s.reorder(b, c, y, xo, ry, rx, xu, xi)
+            s.unroll(xu)
+        else:
+            xo, xi = s.split(x, factor=lanes)
+            s.reorder(b, c, y, xo, ry, rx, xi)
         s.vectorize(xi)
-        outer = [b, c, y]
+    if knobs.unroll_kw:
+        s.unroll(rx)
+    outer = [b, c, y]
     fused = s.fuse(*outer)
     if knobs.parallel and const_shape(t)[1] * const_shape(t)[2] > 8:
         s.parallel(fused)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Sequence
 
 
@@ -46,6 +47,15 @@ def vector_lanes(target: Target | None, dtype_bits: int = 32) -> int:
 def vector_registers(target: Target | None) -> int:
     """Architectural vector registers of the target (by default the one being compiled for)."""
     return (target or current_target()).vector_registers
+
+
+@dataclass(frozen=True)
+class ElementwiseKnobs:
+    """The knobs of :func:`schedule_elementwise`: ``vector`` lanes of the innermost axis (a multiple
+    or a fraction of the register's lanes) and whether big stages run their outer loop in parallel."""
+
+    vector: int
+    parallel: bool = True
 
 
 def schedule_elementwise(s: Schedule, t: Tensor | str, lanes: int,

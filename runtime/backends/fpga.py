@@ -26,15 +26,15 @@ from runtime.program import Program
 from runtime.result import RunResult
 from vdla_hw.config import HwConfig
 from vdla_hw.fpga.boards import get_board
-from vdla_hw.fpga.manifest import choose_build_id, read_manifest, write_manifest
+from vdla_hw.fpga.manifest import Manifest, choose_build_id, read_manifest, write_manifest
 from vdla_hw.rtl_build import cache_root
 
 BITSTREAM_ENV = "VDLA_FPGA_BITSTREAM"
 EMULATED_BOARD = "pynq-z2"
 """The board an emulated run without a bitstream folder pretends to be."""
 
-_OPEN: dict[tuple[Path, bool], Board] = {}
-"""Boards loaded by this process, by (folder, emulated)."""
+_OPEN: dict[tuple[Path, bool], tuple[Manifest, Board]] = {}
+"""Boards loaded by this process, by (folder, emulated), with the manifest they were loaded from."""
 
 
 def emulated_bitstream(cfg: HwConfig, board: str = EMULATED_BOARD) -> Path:
@@ -86,11 +86,17 @@ class FpgaBackend:
                     f"{BITSTREAM_ENV}; build one with `vdla fpga build`, or run on the emulated board (--emulate)")
             folder = emulated_bitstream(program.config)
         folder = Path(folder).resolve()
-        read_manifest(folder)  # a wrong folder is named before anything is loaded
+        manifest = read_manifest(folder)  # a wrong folder is named before anything is loaded
         key = (folder, emulate)
-        board = _OPEN.get(key)
+        loaded, board = _OPEN.get(key, (None, None))
+        if board is not None and loaded != manifest:
+            # The folder was redeployed since: its bitstream, not the one loaded earlier, must run.
+            del _OPEN[key]
+            board.close()
+            board = None
         if board is None:
-            board = _OPEN[key] = open_board(folder, emulate=emulate)
+            board = open_board(folder, emulate=emulate)
+            _OPEN[key] = (manifest, board)
         try:
             return board.run(program, timeout=timeout, precheck=not no_precheck)
         except BaseException:

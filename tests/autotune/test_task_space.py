@@ -32,7 +32,9 @@ def test_extracted_tasks_are_unique_weighted_and_keyed_by_host() -> None:
     tasks = extract_tasks(_mobile_block(np.random.default_rng(0)))
     kinds = sorted(t.kind for t in tasks)
     # The 32-channel depthwise conv sits between blocked convs: it runs (and tunes) in NCHW16c too.
-    assert kinds == ["conv2d_nchwc", "conv2d_nchwc", "dense_pack", "depthwise_conv2d_nchwc"]
+    # The element-wise kernels: the input's NCHW -> NCHW16c copy and the pooled result's unblocking.
+    assert kinds == ["conv2d_nchwc", "conv2d_nchwc", "dense_pack", "depthwise_conv2d_nchwc", "elementwise",
+                     "elementwise"]
     expand = [t for t in tasks if t.kind == "conv2d_nchwc" and t.wl["ic_outer"] * t.wl["ic_block"] == 16]
     assert [t.weight for t in expand] == [2]  # "expand" and "expand2" are one workload
     host = HostInfo.detect()
@@ -100,7 +102,7 @@ def test_dispatched_knobs_reach_the_lowering() -> None:
     want = build_model(graph).run(feed)[0]
     with dispatching(Spy()):
         got = build_model(graph).run(feed)[0]
-    assert sorted(set(seen)) == ["conv2d_nchwc", "dense_pack", "depthwise_conv2d_nchwc"]
+    assert sorted(set(seen)) == ["conv2d_nchwc", "dense_pack", "depthwise_conv2d_nchwc", "elementwise"]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 

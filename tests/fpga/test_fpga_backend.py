@@ -19,6 +19,7 @@ import pytest
 
 from runtime import run
 from runtime.backends import BackendError
+from runtime.backends import fpga as fpga_backend_module
 from runtime.fpga import FpgaTimeoutError, emulated_pynq, open_board
 from runtime.fpga import board as board_module
 from runtime.fpga.emulated_pynq import CMA_BASE, MemoryOp, MmioAccess
@@ -53,6 +54,26 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("bitstream") / "pynq-z2-tiny"
     build_bitstream("pynq-z2", "tiny", out, run=False)
     return out
+
+
+def test_a_redeployed_folder_is_loaded_again(folder: Path, tiny: HwConfig, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The backend keeps a board loaded between runs, but not past a redeploy of its folder: a folder
+    whose manifest changed is opened again (here the new manifest names a build the board does not hold,
+    so the second run is refused naming both ids instead of running the stale bitstream)."""
+    deployed = tmp_path / "deployed"
+    shutil.copytree(folder, deployed)
+    program = build_case(tiny, "alu_shr")
+    expected = run(program, "fsim").dram
+    np.testing.assert_array_equal(run(program, "fpga", bitstream=deployed, emulate=True).dram, expected)
+    real = read_manifest(deployed)
+    other = dataclasses.replace(real, build_id=real.build_id ^ 1)
+    monkeypatch.setattr(fpga_backend_module, "read_manifest", lambda _folder: other)
+    monkeypatch.setattr(board_module, "read_manifest", lambda _folder: other)
+    with pytest.raises(DeviceFaultError, match=f"build id {real.build_id:#010x}.*describes build {other.build_id:#010x}"):
+        run(program, "fpga", bitstream=deployed, emulate=True)
+    monkeypatch.undo()
+    np.testing.assert_array_equal(run(program, "fpga", bitstream=deployed, emulate=True).dram, expected)
 
 
 def _steps(trace: list[MmioAccess | MemoryOp]) -> list[tuple[str, str]]:

@@ -79,3 +79,56 @@ def test_blocked_max_pool_reads_its_input_without_a_padded_copy(cpu_target: str)
     want = np.stack([np.stack([padded[:, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3].max(axis=(2, 3)) for j in range(5)], 2)
                      for i in range(5)], 2)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_fused_depthwise_keeps_a_register_tile_and_pads_row_by_row(cpu_target: str, stride: int) -> None:
+    """A blocked depthwise conv + bias + clip (MobileNet's block) computes its output tile by tile in
+    registers and zero-pads only the rows one output row reads: no conv-sized or image-sized buffer."""
+    rng = np.random.default_rng(stride)
+    c, size = 32, 15
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, size, size), "float32")
+    h = b.op("conv2d", [x, b.const((rng.standard_normal((c, 16, 1, 1)) * 0.3).astype(np.float32))], "expand")
+    h = b.op("conv2d", [h, b.const((rng.standard_normal((c, 1, 3, 3)) * 0.3).astype(np.float32)),
+                        b.const(rng.standard_normal(c).astype(np.float32))], "dw",
+             padding=(1, 1, 1, 1), strides=(stride, stride), groups=c)
+    h = b.op("clip", [h], "clip", a_min=0.0, a_max=6.0)
+    y = b.op("conv2d", [h, b.const((rng.standard_normal((16, c, 1, 1)) * 0.3).astype(np.float32))], "project")
+    graph = b.build([y])
+    g = optimize_for_cpu(graph)
+    lanes = current_target().vector_lanes()
+    node = next(n for n in g.nodes if n.op == "fused" and "clip" in [m.op for m in n.attrs["body"].nodes])
+    func = build_kernel(node, g, "k").func
+    allocs = {a.buffer.name: int(a.buffer.size().value) for a in collect(func.body, lambda n: isinstance(n, Allocate))}
+    conv = [s for name, s in allocs.items() if name.endswith("_dwc")]
+    pad = [s for name, s in allocs.items() if name.endswith("_dwc_pad")]
+    assert len(conv) == 1 and conv[0] <= topi.vector_registers(None) * lanes
+    assert len(pad) == 1 and pad[0] == 3 * (size + 2) * lanes  # KH padded rows of one channel block
+    feed = {"x": rng.standard_normal((1, 16, size, size)).astype(np.float32)}
+    compiled = build_model(graph, target="llvm", cpu_target=cpu_target)
+    compiled.module.set_num_threads(1)
+    want = run_graph(graph, feed)[0]
+    np.testing.assert_allclose(compiled.run(feed)[0], want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+def test_stem_conv_packs_its_nchw_input_inside_the_padding_pass(cpu_target: str) -> None:
+    """The first conv of a model (3 NCHW input channels) blocks and zero-pads its input in one pass:
+    the padded buffer is its only copy of the input."""
+    rng = np.random.default_rng(3)
+    b = GraphBuilder()
+    x = b.input("x", (1, 3, 20, 20), "float32")
+    y = b.op("relu", [b.op("conv2d", [x, b.const((rng.standard_normal((16, 3, 3, 3)) * 0.3).astype(np.float32)),
+                                      b.const(rng.standard_normal(16).astype(np.float32))], "stem",
+                           padding=(1, 1, 1, 1), strides=(2, 2))], "r")
+    graph = b.build([y])
+    g = optimize_for_cpu(graph)
+    node = next(n for n in g.nodes if n.op == "fused")
+    func = build_kernel(node, g, "k").func
+    names = [a.buffer.name for a in collect(func.body, lambda n: isinstance(n, Allocate))]
+    assert [n for n in names if n.endswith(("_pack", "_pad"))] == ["stem_nchwc_pad"], names
+    feed = {"x": rng.standard_normal((1, 3, 20, 20)).astype(np.float32)}
+    compiled = build_model(graph, target="llvm", cpu_target=cpu_target)
+    compiled.module.set_num_threads(1)
+    want = run_graph(graph, feed)[0]
+    np.testing.assert_allclose(compiled.run(feed)[0], want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))

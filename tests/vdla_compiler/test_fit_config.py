@@ -92,19 +92,19 @@ def test_random_legal_config_compiles_small_conv(cfg, ic: int, oc: int, h: int, 
         compiled = compile_conv2d(wl, target, epilogue=epilogue)
     except CapacityError as exc:
         event("refused: no tiling fits")
-        _assert_hint_fits(exc, wl, target, bias)
+        _assert_hint_fits(exc, wl, target, epilogue)
         return
     event(f"compiled with {compiled.knobs.virtual_threads} virtual thread(s)")
-    assert fits(target, wl, compiled.knobs, bias) is None
-    assert footprint(wl, compiled.knobs, cfg, bias)[SCOPE_UOP] == _uops_loaded(compiled)
+    assert fits(target, wl, compiled.knobs, epilogue) is None
+    assert footprint(wl, compiled.knobs, cfg, epilogue)[SCOPE_UOP] == _uops_loaded(compiled)
     assert check_conv2d(compiled, seed=ic + oc + h)[0]
 
 
-def _assert_hint_fits(exc: CapacityError, wl: Conv2dWorkload, target: VdlaTarget, bias: bool) -> None:
+def _assert_hint_fits(exc: CapacityError, wl: Conv2dWorkload, target: VdlaTarget, ep: Requantize) -> None:
     changes = {f: int(v) for f, v in re.findall(r"(log_\w+_buff_size) from \d+ to (\d+)", exc.hint or "")}
     assert changes, exc.hint
     bigger = VdlaTarget(target.config.replace(**changes))
-    assert default_knobs(wl, bigger, 1, bias).virtual_threads == 1
+    assert default_knobs(wl, bigger, 1, ep).virtual_threads == 1
 
 
 def test_impossible_layer_names_the_field_to_enlarge() -> None:
@@ -115,7 +115,7 @@ def test_impossible_layer_names_the_field_to_enlarge() -> None:
     with pytest.raises(CapacityError, match=r"fits no tiling on config 'tiny'.* 1603 vdla\.inp tiles") as info:
         default_knobs(wl, tiny)
     assert "enlarge log_inp_buff_size from 11 to 13" in (info.value.hint or "")
-    _assert_hint_fits(info.value, wl, tiny, True)
+    _assert_hint_fits(info.value, wl, tiny, Requantize())
 
 
 def test_knobs_that_overflow_the_micro_op_buffer_are_refused_before_lowering() -> None:
@@ -125,7 +125,7 @@ def test_knobs_that_overflow_the_micro_op_buffer_are_refused_before_lowering() -
     reason = fits(tiny, wl, knobs)
     # GEMM 504 + reset 56 + bias add 7 x 56 micro-ops (+ 56 for the ALU's ReLU/shift/clip without on_store)
     assert reason is not None and "needs 952 vdla.uop tiles but the buffer holds 512" in reason
-    assert "needs 1008 vdla.uop tiles" in (fits(tiny, wl, knobs, alu_imm=True) or "")
+    assert "needs 1008 vdla.uop tiles" in (fits(tiny, wl, knobs, Requantize(on_store=False)) or "")
     with pytest.raises(CapacityError, match="vdla.uop") as info:
         compile_conv2d(wl, tiny, knobs=knobs)
     assert "log_uop_buff_size to 12" in (info.value.hint or "")

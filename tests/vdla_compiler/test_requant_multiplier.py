@@ -23,9 +23,9 @@ def test_multiplier_bit_exact_on_fsim_and_cycle(relu: bool, bias: bool, vt: int,
     wl = Conv2dWorkload(1, 32, 8, 8, 64, 3, 3, 1, 1)
     ep = Requantize(shift=14, relu=relu, bias=bias, multiplier=True)
     compiled = compile_conv2d(wl, DEFAULT, knobs=Conv2dKnobs(2, 4, 1, vt, axis, "oc_oh"), epilogue=ep)
-    fp = footprint(wl, compiled.knobs, DEFAULT.config, bias, scale=True, alu_imm=ep.alu_imm)
+    fp = footprint(wl, compiled.knobs, DEFAULT.config, ep)
     assert fp[SCOPE_UOP] == _uops_loaded(compiled)
-    assert fp[SCOPE_ACC] == footprint(wl, compiled.knobs, DEFAULT.config, bias)[SCOPE_ACC] + wl.oc // 16
+    assert fp[SCOPE_ACC] == footprint(wl, compiled.knobs, DEFAULT.config, Requantize(bias=bias))[SCOPE_ACC] + wl.oc // 16
     for backend in ("fsim", "cycle"):
         ok, _, got, want = check_conv2d(compiled, seed=3, backend=backend)
         assert ok, backend
@@ -35,7 +35,7 @@ def test_multiplier_bit_exact_on_fsim_and_cycle(relu: bool, bias: bool, vt: int,
 def test_default_knobs_account_for_the_multiplier_tile() -> None:
     wl = Conv2dWorkload(1, 64, 14, 14, 64, 3, 3, 1, 1)
     compiled = compile_conv2d(wl, DEFAULT, epilogue=Requantize(shift=12, multiplier=True))
-    assert footprint(wl, compiled.knobs, DEFAULT.config, True, scale=True, alu_imm=True)[SCOPE_UOP] == _uops_loaded(compiled)
+    assert footprint(wl, compiled.knobs, DEFAULT.config, compiled.epilogue)[SCOPE_UOP] == _uops_loaded(compiled)
     assert check_conv2d(compiled)[0]
 
 

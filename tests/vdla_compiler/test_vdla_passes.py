@@ -10,10 +10,11 @@ from compiler.tir import Allocate, AttrStmt, BufferLoad, Evaluate, For, IntImm, 
 from vdla_hw.isa import AluOp
 from compiler.tir.functor import collect, replace_node
 from compiler.vdla import VdlaTarget, build, passes
-from compiler.vdla.intrin import UOP_SCOPE, alu_uop
+from compiler.vdla.intrin import ALU_UOP, GEMM_RESET_UOP, UOP_SCOPE, alu_uop
+from compiler.vdla.passes.common import perfect_nest
 from compiler.vdla.passes import VdlaLoweringError, fold_bias_init, inject_alu_op
 from compiler.vdla.decode import as_dma, as_uop_insn, split_deps
-from compiler.vdla.stmt import DEPS, UOP_LOOP
+from compiler.vdla.stmt import DEPS, UOP_LOOP, packed_call
 from compiler.vdla.topi import Conv2dKnobs, Conv2dWorkload, Requantize, conv2d_func, conv2d_schedule
 from compiler.vdla.target import SCOPE_UOP
 from compiler.vdla.topi.fit import footprint
@@ -123,7 +124,7 @@ def test_bias_initialises_the_accumulators_instead_of_reset_and_add(bias_init: b
     compiled = compile_conv2d(WL, TARGET, knobs=KNOBS, epilogue=Requantize(shift=9, bias_init=bias_init))
     # the capacity model counts the micro-op lists code generation loads: no reset list with the MOV
     loaded = compiled.module.program.buffers["uops"].nbytes // 4
-    assert footprint(WL, KNOBS, TARGET.config, bias_init=bias_init)[SCOPE_UOP] == loaded
+    assert footprint(WL, KNOBS, TARGET.config, Requantize(shift=9, bias_init=bias_init))[SCOPE_UOP] == loaded
     for backend in ("fsim", "cycle"):
         assert check_conv2d(compiled, seed=6, backend=backend)[0], backend
 
@@ -230,3 +231,42 @@ def test_fold_bias_init_keeps_the_reset_when_the_accumulator_is_read_before_the_
     assert folded.count("vdla.gemm_reset_uop") == 1 and mov not in folded
     unbroken = str(fold_bias_init(func))
     assert unbroken.count("vdla.gemm_reset_uop") == 0 and mov in unbroken
+
+
+@pytest.mark.parametrize("bias_init", [True, False])
+@pytest.mark.parametrize("ic_tile, oh_tile, sunk", [(4, 2, True), (2, 2, True), (4, 4, False)],
+                         ids=["one-chunk", "chunk-loop-peeled", "one-tile-per-thread"])
+def test_each_thread_initialises_its_accumulators_right_before_its_gemms(bias_init: bool, ic_tile: int, oh_tile: int,
+                                                                         sunk: bool) -> None:
+    # Merged position by position, both threads' inits would come before thread 0's GEMMs, and thread
+    # 1's init would wait for the STORE of its previous tile while thread 0's GEMMs could run.  With
+    # the reduction chunked, the chunk loop's first iteration is peeled off to take them; with one
+    # tile per thread there is no store to wait for and the inits stay in front.
+    wl = Conv2dWorkload(1, 64, 8, 8, 32, 1, 1, 1, 0)
+    knobs = Conv2dKnobs(oc_tile=2, oh_tile=oh_tile, ic_tile=ic_tile, virtual_threads=2, vt_axis="oh", loop_order="oc_oh")
+    ep = Requantize(shift=8, bias_init=bias_init)
+    func = conv2d_func(wl, knobs, TARGET, ep)
+    for name, fn in passes(TARGET):
+        func = fn(func)
+        if name == "inject_virtual_thread":
+            break
+    scopes = [(s.value, s.node.name, _writes_without_reading(s))
+              for s in collect(func.body, lambda n: isinstance(n, AttrStmt) and n.key == UOP_SCOPE)]
+    inits = [i for i, (_, _, init) in enumerate(scopes) if init]
+    assert len(inits) == 2  # the tile loop's body: one init per thread
+    if sunk:
+        for i in inits:
+            kind, buf, init = scopes[i + 1]
+            assert (kind, buf, init) == ("gemm", scopes[i][1], False), scopes
+    else:
+        assert inits == [0, 1]
+    compiled = compile_conv2d(wl, TARGET, knobs=knobs, epilogue=ep)
+    for backend in ("fsim", "cycle"):
+        assert check_conv2d(compiled, seed=2, backend=backend)[0], backend
+
+
+def _writes_without_reading(scope: AttrStmt) -> bool:
+    """A GEMM reset or an ALU MOV scope."""
+    call = packed_call(perfect_nest(scope.body)[1])
+    assert call is not None
+    return call[0] == GEMM_RESET_UOP or (call[0] == ALU_UOP and call[1][4].value == AluOp.MOV)

@@ -1,4 +1,4 @@
-"""Neural-network operators: conv2d, dense, matmul (complex-out-fusable), batch_norm, softmax.
+"""Neural-network operators: conv2d, dense, matmul (complex-out-fusable), batch_norm, softmax, layer_norm.
 
 conv2d and dense take int8 operands with ``out_dtype="int32"``: the reference then
 accumulates exactly and wraps to 32 bits, which is what the VDLA GEMM core computes.
@@ -217,3 +217,28 @@ def _softmax_reference(xs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
 register_op(OpDef("softmax", OpPattern.OPAQUE, _softmax_relation, _softmax_reference, (1, 1), {"axis": -1},
                   "softmax along one axis"))
 
+
+
+# ---- layer_norm --------------------------------------------------------------------------------
+def _layer_norm_relation(types: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    x = types[0]
+    check_dtype("layer_norm", x, FLOATS)
+    axis = normalize_axis("layer_norm", attrs["axis"], x.ndim)
+    for t, what in zip(types[1:], ("scale", "bias")):
+        if t.shape != x.shape[axis:] or t.dtype != x.dtype:
+            raise TypeInferenceError(f"layer_norm: {what} must be {x.dtype}{list(x.shape[axis:])} (the normalized "
+                                     f"axes of the input), got {t}")
+    return x
+
+
+def _layer_norm_reference(xs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    x = xs[0].astype(np.float64)
+    axes = tuple(range(normalize_axis("layer_norm", attrs["axis"], x.ndim), x.ndim))
+    centered = x - x.mean(axis=axes, keepdims=True)
+    y = centered / np.sqrt((centered * centered).mean(axis=axes, keepdims=True) + attrs["epsilon"]) * xs[1]
+    return (y + xs[2] if len(xs) > 2 else y).astype(xs[0].dtype)
+
+
+register_op(OpDef("layer_norm", OpPattern.OPAQUE, _layer_norm_relation, _layer_norm_reference, (2, 3),
+                  {"axis": -1, "epsilon": 1e-5},
+                  "layer normalization over the axes from ``axis`` on, times scale, plus the optional bias"))

@@ -4,7 +4,7 @@
 the layouts of each conv2d/dense (or leaves it alone).  Packed values then flow through the
 operators that do not care about layout (elementwise ops, quantize/dequantize with scalar
 scales, pooling over H and W, binary ops whose other operand is packed too or is a
-constant); a ``layout_transform`` is inserted only where a producer's layout differs from
+constant, channel concatenations of values packed alike); a ``layout_transform`` is inserted only where a producer's layout differs from
 what its consumer needs, and graph outputs return to their primal layout.  Constant
 operands are packed at compile time instead of through a transform node.
 
@@ -210,6 +210,19 @@ class LayoutRewriter:
                 self.zeros.add(out)
         return True
 
+    def concat(self, n: Node, lay: str) -> bool:
+        """Emit a channel concatenation of values that are all in packed layout ``lay`` in that layout
+        (their channel blocks follow one another along the outer C axis); False when one is not, or is
+        channel-padded (its padding would land inside the result)."""
+        layout = parse_layout(lay)
+        inputs = [self.rw[i] for i in n.inputs]
+        if layout.primal != "NCHW" or n.attrs["axis"] % len(n.type.shape) != 1:
+            return False
+        if any(self.layout.get(v) != lay or v in self.channels for v in inputs):
+            return False
+        self.layout[self.rw.copy(n, inputs, axis=layout.axes.index("C"))] = lay
+        return True
+
     def run(self) -> Graph:
         for n in self.graph.nodes:
             lay = self.packed_input(n) if n.inputs else None
@@ -225,6 +238,8 @@ class LayoutRewriter:
             elif lay and n.op in _POOLS and parse_layout(lay).primal == "NCHW":
                 self.follow(self.rw.copy(n, layout=lay), n, lay)
             elif lay and n.op in _BINARY and self.binary(n, lay):
+                pass
+            elif lay and n.op == "concatenate" and self.concat(n, lay):
                 pass
             else:
                 self.rw.copy(n, [self.convert(self.rw[i], None) for i in n.inputs])

@@ -34,40 +34,11 @@ from ..intrin import GemmIntrin
 from ..passes.fold_bias_init import ATTR as BIAS_INIT
 from ..passes.fold_requant_store import ATTR as REQUANT_ON_STORE
 from ..target import SCOPE_ACC, SCOPE_INP, SCOPE_WGT, VdlaTarget
+from .epilogue import Requantize
 from .fit import check_knobs
 from .tiling import Conv2dKnobs, Conv2dWorkload, geometry
 
 Dump = Callable[[str, PrimFunc], None]
-
-
-@dataclass(frozen=True)
-class Requantize:
-    """The epilogue after the accumulation: ``clip(((acc + bias) [ReLU]) [* m[c]] >> shift)`` to the output type.
-
-    With ``multiplier`` an int32 per-output-channel tile ``m`` (loaded like the bias) multiplies the
-    accumulators before the common shift: per-channel requantization scales ``m[c] * 2**-shift``.
-
-    ``on_store``: the STORE does the shift, ReLU and clip on the way out (``fold_requant_store``), so
-    the compute module runs only the bias add (and the multiply); False runs the whole epilogue on the
-    ALU (the code generated before requantizing stores, kept to measure the difference).
-
-    ``bias_init``: the accumulators start as a copy of the bias (one ALU MOV per tile at one cycle
-    per tile, ``fold_bias_init``) instead of a GEMM reset and an ALU ADD after the reduction; False
-    keeps the reset + ADD (to measure the difference).
-    """
-
-    shift: int = 0
-    relu: bool = True
-    bias: bool = True
-    multiplier: bool = False
-    on_store: bool = True
-    bias_init: bool = True
-
-    @property
-    def alu_imm(self) -> bool:
-        """Whether immediate ALU operations (ReLU, shift, clip) run on the compute module: all of them
-        without ``on_store``; with a multiplier the ReLU before the multiply (which may wrap) stays."""
-        return not self.on_store or (self.multiplier and self.relu)
 
 
 @dataclass(frozen=True)
@@ -163,7 +134,7 @@ def conv2d_schedule(wl: Conv2dWorkload, knobs: Conv2dKnobs, target: VdlaTarget, 
 
     ``dump(step, func)``, when given, sees the program after every primitive.
     """
-    check_knobs(wl, knobs, target, epilogue.bias, epilogue.multiplier, epilogue.alu_imm, epilogue.bias_init)
+    check_knobs(wl, knobs, target, epilogue)
     g = geometry(wl, knobs, target.config)
     t = conv2d_compute(wl, target, epilogue)
     s = create_schedule(t.out, t.params, name)

@@ -21,17 +21,20 @@ from vdla_hw.config import ConfigError, HwConfig
 from vdla_hw.errors import UnsupportedError
 from vdla_hw.isa import LOOP_ITER_W
 
+from .epilogue import Requantize
 from ..target import SCOPE_ACC, SCOPE_INP, SCOPE_UOP, SCOPE_WGT, CapacityError, VdlaTarget
 from .tiling import MAX_LOOP, Conv2dKnobs, Conv2dWorkload, TileGeometry, estimate_cycles, geometry, hoisted
 
+_PLAIN = Requantize()
+"""The default epilogue: bias (initialising the accumulators), ReLU, the STORE requantizing."""
 
-def footprint(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, bias: bool = True,
-              scale: bool = False, alu_imm: bool = False, bias_init: bool = True) -> dict[str, int]:
-    """Elements each on-chip buffer needs: SRAM tiles (all virtual threads, plus the resident bias when
-    ``bias`` and the resident per-channel multiplier when ``scale``) and micro-ops (every distinct
-    micro-op list of the program, see :func:`uop_count`)."""
-    sram = _sram_footprint(wl, k, cfg, bias, scale)
-    sram[SCOPE_UOP] = uop_count(wl, k, cfg, bias, scale, alu_imm, bias_init)
+
+def footprint(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, ep: Requantize = _PLAIN) -> dict[str, int]:
+    """Elements each on-chip buffer needs: SRAM tiles (all virtual threads, plus the resident bias and
+    per-channel multiplier of the epilogue ``ep``) and micro-ops (every distinct micro-op list of the
+    program, see :func:`uop_count`)."""
+    sram = _sram_footprint(wl, k, cfg, ep)
+    sram[SCOPE_UOP] = uop_count(wl, k, cfg, ep)
     return sram
 
 
@@ -55,25 +58,22 @@ def shape_error(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> str | None
     return None
 
 
-def overflows(wl: Conv2dWorkload, k: Conv2dKnobs, target: VdlaTarget, bias: bool = True,
-              scale: bool = False, alu_imm: bool = False, bias_init: bool = True) -> dict[str, int]:
+def overflows(wl: Conv2dWorkload, k: Conv2dKnobs, target: VdlaTarget, ep: Requantize = _PLAIN) -> dict[str, int]:
     """The buffers the knobs overflow, with the elements each would need (empty when everything fits)."""
     cfg = target.config
-    need = _sram_footprint(wl, k, cfg, bias, scale)
+    need = _sram_footprint(wl, k, cfg, ep)
     gemm, epi = _uop_sizes(wl, k, cfg)
     vt, depth = k.virtual_threads, cfg.uop_buff_depth
     # Each thread's GEMM list is distinct (so are its reset lists and the bias lists): the exact
     # count, which builds the lists, is needed only between these bounds.
-    bias_lists = _bias_lists(wl, k, cfg) * (int(bias) + int(scale))
-    reset = not (bias and bias_init)
-    upper = vt * (gemm + (int(alu_imm) + int(reset)) * epi) + bias_lists * epi
+    bias_lists = _bias_lists(wl, k, cfg) * ep.resident_tiles
+    upper = vt * (gemm + (int(ep.alu_imm) + int(not ep.inits_from_bias)) * epi) + bias_lists * epi
     lower = max(vt * gemm, vt * epi, bias_lists * epi)
-    need[SCOPE_UOP] = upper if upper <= depth or lower > depth else uop_count(wl, k, cfg, bias, scale, alu_imm, bias_init)
+    need[SCOPE_UOP] = upper if upper <= depth or lower > depth else uop_count(wl, k, cfg, ep)
     return {scope: n for scope, n in need.items() if n > target.scope(scope).depth}
 
 
-def fits(target: VdlaTarget | HwConfig, wl: Conv2dWorkload, knobs: Conv2dKnobs, bias: bool = True,
-         scale: bool = False, alu_imm: bool = False, bias_init: bool = True) -> str | None:
+def fits(target: VdlaTarget | HwConfig, wl: Conv2dWorkload, knobs: Conv2dKnobs, ep: Requantize = _PLAIN) -> str | None:
     """Why ``knobs`` cannot compile ``wl`` for the config (an illegal tiling or the buffers it overflows),
     or None when the schedule fits every buffer.  Cheap and never raises for a tiling it rejects."""
     tgt = target if isinstance(target, VdlaTarget) else VdlaTarget(target)
@@ -84,26 +84,25 @@ def fits(target: VdlaTarget | HwConfig, wl: Conv2dWorkload, knobs: Conv2dKnobs, 
     reason = shape_error(wl, knobs, tgt.config)
     if reason is not None:
         return reason
-    over = overflows(wl, knobs, tgt, bias, scale, alu_imm, bias_init)
+    over = overflows(wl, knobs, tgt, ep)
     what = f"conv2d {wl} with {knobs}"
     return "; ".join(tgt.scope(s).overflow(n, what) or "" for s, n in over.items()) or None
 
 
-def check_knobs(wl: Conv2dWorkload, k: Conv2dKnobs, target: VdlaTarget, bias: bool = True,
-                scale: bool = False, alu_imm: bool = False, bias_init: bool = True) -> None:
+def check_knobs(wl: Conv2dWorkload, k: Conv2dKnobs, target: VdlaTarget, ep: Requantize = _PLAIN) -> None:
     """Raise :class:`UnsupportedError` for knobs that do not tile the layer, :class:`CapacityError` (with
     the config field to enlarge) when a buffer overflows."""
     wl.check(target.config)
     reason = shape_error(wl, k, target.config)
     if reason is not None:
         raise UnsupportedError(reason, hint="choose knobs from knob_space(), or leave them to the compiler")
-    over = overflows(wl, k, target, bias, scale, alu_imm, bias_init)
+    over = overflows(wl, k, target, ep)
     for scope, tiles in over.items():
         target.scope(scope).check_fits(tiles, f"conv2d {wl} with {k}")
 
 
 def knob_space(wl: Conv2dWorkload, target: VdlaTarget, virtual_threads: tuple[int, ...] = (1, 2),
-               bias: bool = True, scale: bool = False, alu_imm: bool = False, bias_init: bool = True) -> list[Conv2dKnobs]:
+               ep: Requantize = _PLAIN) -> list[Conv2dKnobs]:
     """Every knob setting that tiles the layer and fits the config (the auto-tuner's search space)."""
     cfg = target.config
     wl.check(cfg)
@@ -112,13 +111,13 @@ def knob_space(wl: Conv2dWorkload, target: VdlaTarget, virtual_threads: tuple[in
     for oc_t, oh_t, ic_t, vt, axis, order in product(_divisors(ocb), _divisors(wl.oh), _divisors(icb), virtual_threads,
                                                      ("oc", "oh"), ("oc_oh", "oh_oc")):
         k = Conv2dKnobs(oc_t, oh_t, ic_t, vt, axis, order)
-        if shape_error(wl, k, cfg) is None and not overflows(wl, k, target, bias, scale, alu_imm, bias_init):
+        if shape_error(wl, k, cfg) is None and not overflows(wl, k, target, ep):
             out.append(k)
     return out
 
 
-def default_knobs(wl: Conv2dWorkload, target: VdlaTarget, virtual_threads: int = 2, bias: bool = True,
-                  scale: bool = False, alu_imm: bool = False, bias_init: bool = True) -> Conv2dKnobs:
+def default_knobs(wl: Conv2dWorkload, target: VdlaTarget, virtual_threads: int = 2,
+                  ep: Requantize = _PLAIN) -> Conv2dKnobs:
     """The fitting knobs with the lowest estimated cycles for ``virtual_threads`` threads (split over
     output-channel or row tiles, whichever is faster), else for fewer threads down to one.
 
@@ -127,14 +126,13 @@ def default_knobs(wl: Conv2dWorkload, target: VdlaTarget, virtual_threads: int =
     if virtual_threads < 1:
         raise UnsupportedError(f"virtual_threads must be >= 1, got {virtual_threads}")
     for vt in range(virtual_threads, 0, -1):
-        space = knob_space(wl, target, (vt,), bias, scale, alu_imm, bias_init)
+        space = knob_space(wl, target, (vt,), ep)
         if space:
-            return min(space, key=lambda k: (estimate_cycles(wl, k, target.config, alu_imm, bias and bias_init), -k.oh_tile))
-    raise _no_tiling(wl, target, bias, scale, alu_imm, bias_init)
+            return min(space, key=lambda k: (estimate_cycles(wl, k, target.config, ep), -k.oh_tile))
+    raise _no_tiling(wl, target, ep)
 
 
-def _no_tiling(wl: Conv2dWorkload, target: VdlaTarget, bias: bool, scale: bool, alu_imm: bool,
-               bias_init: bool) -> UnsupportedError:
+def _no_tiling(wl: Conv2dWorkload, target: VdlaTarget, ep: Requantize) -> UnsupportedError:
     """The error for a layer no single-thread tiling fits: the tiling that needs the least extra
     buffer, and the config change that makes it fit."""
     cfg = target.config
@@ -147,7 +145,7 @@ def _no_tiling(wl: Conv2dWorkload, target: VdlaTarget, bias: bool, scale: bool, 
         if reason is not None:
             shape_reasons.append(reason)
             continue
-        over = overflows(wl, k, target, bias, scale, alu_imm, bias_init)
+        over = overflows(wl, k, target, ep)
         grow = sum(target.scope(s).log_size_for(n) - getattr(cfg, target.scope(s).field) for s, n in over.items())
         if best is None or grow < best[0]:
             best = (grow, k, over)
@@ -170,17 +168,16 @@ def _no_tiling(wl: Conv2dWorkload, target: VdlaTarget, bias: bool, scale: bool, 
         hint=f"enlarge {enlarge}{valid}, or run this layer on the CPU")
 
 
-def uop_count(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, bias: bool = True, scale: bool = False,
-              alu_imm: bool = False, bias_init: bool = True) -> int:
+def uop_count(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, ep: Requantize = _PLAIN) -> int:
     """Micro-ops the conv2d program loads into the micro-op buffer: the total length of its distinct
     micro-op lists, derived from the schedule's loop nests and SRAM placement without lowering.
 
-    Per virtual thread: the GEMM list, the accumulator reset (none with ``bias`` and ``bias_init``: a MOV
-    of the bias rows, the bias-add list, initialises the accumulators), with ``alu_imm`` the immediate ALU epilogue
-    (ReLU, shift and clip share one list: the operation is an instruction field; without it the STORE
-    requantizes and no immediate ALU op runs) and, with a bias, one bias-add
+    Per virtual thread: the GEMM list, the accumulator reset (none when ``ep.inits_from_bias``: a MOV
+    of the bias rows, the bias-add list, initialises the accumulators), with ``ep.alu_imm`` the immediate
+    ALU epilogue (ReLU, shift and clip share one list: the operation is an instruction field; without it
+    the STORE requantizes and no immediate ALU op runs) and, with a bias, one bias-add
     list per output-channel tile the thread computes (its micro-ops name that tile's bias row), and
-    likewise one multiply list per tile with a per-channel multiplier (``scale``).  Code
+    likewise one multiply list per tile with a per-channel multiplier (``ep.multiplier``).  Code
     generation loads each distinct list once, so equal lists of different instructions count once:
     a list is its offsets from its first micro-op (a pattern) plus that first micro-op.
     """
@@ -196,27 +193,27 @@ def uop_count(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, bias: bool = Tr
     for t in range(k.virtual_threads):
         # allocate_sram stacks the resident bias first, the multiplier next, then thread 0's buffers
         # below thread 1's.
-        a0 = g.ocb * (int(bias) + int(scale)) + t * acc
+        a0 = g.ocb * ep.resident_tiles + t * acc
         lists.add((ids[0], (a0, t * inp if inp_copies > 1 else 0, t * wgt if wgt_copies > 1 else 0)))
-        if not (bias and bias_init):
+        if not ep.inits_from_bias:
             lists.add((ids[1], (a0, 0, 0)))   # reset (a bias initialisation's MOV replaces it)
-        if alu_imm:
+        if ep.alu_imm:
             lists.add((ids[1], (a0, a0, 0)))  # immediate ALU ops: src is the buffer's base
-        if bias:
+        if ep.bias:
             lists.update((ids[2], (a0, o * k.oc_tile, 0)) for o in _thread_oc_tiles(k, g, t))
-        if scale:
-            base = g.ocb if bias else 0
+        if ep.multiplier:
+            base = g.ocb if ep.bias else 0
             lists.update((ids[2], (a0, base + o * k.oc_tile, 0)) for o in _thread_oc_tiles(k, g, t))
     size_of = {pid: size for pid, size in zip(ids, sizes)}
     return sum(size_of[pid] for pid, _ in lists)
 
 
-def _sram_footprint(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, bias: bool, scale: bool) -> dict[str, int]:
+def _sram_footprint(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, ep: Requantize) -> dict[str, int]:
     g = geometry(wl, k, cfg)
     inp, wgt, acc = _tile_sizes(wl, k, g)
     inp_copies, wgt_copies = _copies(wl, k, cfg)
     return {SCOPE_INP: inp_copies * inp, SCOPE_WGT: wgt_copies * wgt,
-            SCOPE_ACC: k.virtual_threads * acc + g.ocb * (int(bias) + int(scale))}
+            SCOPE_ACC: k.virtual_threads * acc + g.ocb * ep.resident_tiles}
 
 
 def _tile_sizes(wl: Conv2dWorkload, k: Conv2dKnobs, g: TileGeometry) -> tuple[int, int, int]:

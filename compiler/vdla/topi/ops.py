@@ -11,7 +11,8 @@ from vdla_hw.errors import UsageError
 from ..build import VdlaModule, build
 from ..target import VdlaTarget
 from . import reference as ref
-from .conv2d import Requantize, conv2d_func
+from .conv2d import conv2d_func
+from .epilogue import Requantize
 from .fit import default_knobs
 from .tiling import Conv2dKnobs, Conv2dWorkload
 
@@ -89,8 +90,7 @@ def compile_conv2d(wl: Conv2dWorkload, target: VdlaTarget | str = "default", kno
     not a multiple of BLOCK_IN with zero channels added (``CompiledConv.pack_inputs`` adds them)."""
     tgt = target if isinstance(target, VdlaTarget) else VdlaTarget.from_config(target)
     hw = wl.with_padded_channels(tgt.config) if pad_channels else wl
-    k = knobs or default_knobs(hw, tgt, virtual_threads, epilogue.bias, epilogue.multiplier, epilogue.alu_imm,
-                               epilogue.bias_init)
+    k = knobs or default_knobs(hw, tgt, virtual_threads, epilogue)
     func = conv2d_func(hw, k, tgt, epilogue, dump=None if dump is None else lambda step, f: dump(f"schedule: {step}", f))
     return CompiledConv(wl, k, epilogue, build(func, tgt, dump), hw is not wl)
 
@@ -135,8 +135,7 @@ def tune_conv2d(wl: Conv2dWorkload, target: VdlaTarget | str = "default", virtua
 
     tgt = target if isinstance(target, VdlaTarget) else VdlaTarget.from_config(target)
     ep = epilogue or Requantize(shift=requant_shift(wl))
-    space = sorted(knob_space(wl, tgt, (virtual_threads,), ep.bias, ep.multiplier, ep.alu_imm, ep.bias_init),
-                   key=lambda k: estimate_cycles(wl, k, tgt.config, ep.alu_imm, ep.bias and ep.bias_init))
+    space = sorted(knob_space(wl, tgt, (virtual_threads,), ep), key=lambda k: estimate_cycles(wl, k, tgt.config, ep))
     best: tuple[int, CompiledConv] | None = None
     for knobs in space[:candidates]:
         compiled = compile_conv2d(wl, tgt, knobs=knobs, epilogue=ep)

@@ -15,6 +15,8 @@ from vdla_hw.config import HwConfig
 from vdla_hw.errors import UnsupportedError
 from vdla_hw.isa import LOOP_ITER_W
 
+from .epilogue import Requantize
+
 MAX_LOOP = (1 << LOOP_ITER_W) - 1
 
 
@@ -122,14 +124,13 @@ def hoisted(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> str | None:
     return "wgt" if k.loop_order == "oc_oh" else "inp"
 
 
-def estimate_cycles(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, alu_imm: bool = False,
-                    bias_init: bool = True) -> float:
+def estimate_cycles(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, ep: Requantize = Requantize()) -> float:
     """A quick analytic estimate of the program's cycles (used to pick default knobs).
 
-    Compute: GEMM iterations, the accumulator initialisation and the ALU epilogue (with
-    ``bias_init`` one MOV of the bias per output tile at ``alu_copy_ii``; without it a GEMM reset
-    and a bias add at ``alu_ii``; with ``alu_imm`` also ReLU, shift and clip, which otherwise the
-    STORE does on the way out) plus per-instruction pipeline fill; memory: DRAM bytes over the bus
+    Compute: GEMM iterations, the accumulator initialisation and the ALU epilogue of ``ep`` (with
+    ``ep.inits_from_bias`` one MOV of the bias per output tile at ``alu_copy_ii``; without it a GEMM
+    reset and a bias add at ``alu_ii``; with ``ep.alu_imm`` also ReLU, shift and clip, which otherwise
+    the STORE does on the way out) plus per-instruction pipeline fill; memory: DRAM bytes over the bus
     plus a latency per DMA row.  With two or more virtual threads the two overlap, with one they
     mostly add up.
     """
@@ -138,8 +139,9 @@ def estimate_cycles(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, alu_imm: 
     nb = wl.n // cfg.batch
     tiles = nb * g.oc_tiles * g.oh_tiles * g.ow_tiles
     out_tiles = k.oc_tile * k.oh_tile * g.ow_tile
+    bias_init = ep.inits_from_bias
     gemm_insns = tiles * (g.ic_chunks + (0 if bias_init else 1))
-    imm_ops = 3 if alu_imm else 0
+    imm_ops = 3 if ep.alu_imm else 0
     per_tile = (t.alu_copy_ii if bias_init else 1 + t.alu_ii) + imm_ops * t.alu_ii
     compute = (tiles * out_tiles * per_tile + wl.macs // cfg.macs_per_cycle
                + gemm_insns * (t.gemm_pipeline_depth + t.insn_overhead)

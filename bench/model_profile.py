@@ -1,0 +1,83 @@
+"""Where a model's time goes, ours against onnxruntime: per-operator-type kernel times of both.
+
+Ours: :meth:`GraphModule.profile` (what ``vdla run --profile`` prints), each node the best of
+``repeat`` calls, grouped by its fused op string (``conv2d+relu``).  Onnxruntime: its own profiler
+(``SessionOptions.enable_profiling``), each node the best of the timed runs, grouped by op type
+(after its graph optimizations, so ``FusedConv`` is a conv with its activation).  Best-of per node
+filters out the other processes' bursts on a shared machine, which is what makes the two sides
+comparable when measured one after the other.  ``bench/models.py --profile`` prints this for every
+model above the target ratio.
+"""
+from __future__ import annotations
+
+import collections
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class OpTime:
+    """The summed best-of time of the nodes of one op (string or type) and their count."""
+
+    op: str
+    ms: float
+    nodes: int
+
+
+def _grouped(times: dict[str, tuple[str, float]]) -> list[OpTime]:
+    ms: dict[str, float] = collections.defaultdict(float)
+    count: collections.Counter[str] = collections.Counter()
+    for op, seconds in times.values():
+        ms[op] += 1e3 * seconds
+        count[op] += 1
+    return sorted((OpTime(op, t, count[op]) for op, t in ms.items()), key=lambda o: -o.ms)
+
+
+def profile_ours(module: Any, feed: dict[str, np.ndarray], repeat: int = 10) -> list[OpTime]:
+    """Per fused-op-string time of our compiled module (one thread as set by the caller)."""
+    _, prof = module.profile(feed, warmup=2, repeat=repeat)
+    return _grouped({n.name: (n.ops, n.seconds) for n in prof.nodes if n.device == "cpu"})
+
+
+def profile_ort(model_bytes: bytes, feed: dict[str, np.ndarray], runs: int = 20) -> list[OpTime]:
+    """Per-op-type time of onnxruntime, single thread, all graph optimizations, warm runs only."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = opts.inter_op_num_threads = 1
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    with tempfile.TemporaryDirectory(prefix="vdla_ort_prof_") as tmp:
+        opts.enable_profiling = True
+        opts.profile_file_prefix = str(Path(tmp) / "ort")
+        sess = ort.InferenceSession(model_bytes, opts, providers=["CPUExecutionProvider"])
+        for _ in range(2 * runs):
+            sess.run(None, feed)
+        events = json.loads(Path(sess.end_profiling()).read_text())
+    # The first half of the runs warms caches and allocators; only the later ones count.
+    starts = sorted(e["ts"] for e in events if e.get("name") == "model_run")
+    first = starts[runs] if len(starts) > runs else 0
+    best: dict[str, tuple[str, float]] = {}
+    for e in events:
+        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time") and e["ts"] >= first:
+            seconds = e["dur"] / 1e6
+            prev = best.get(e["name"])
+            if prev is None or seconds < prev[1]:
+                best[e["name"]] = (e["args"]["op_name"], seconds)
+    return _grouped(best)
+
+
+def format_profiles(name: str, ours: list[OpTime], peer: list[OpTime], top: int = 12) -> str:
+    """Two side-by-side columns, each the ``top`` most expensive ops of one side."""
+    lines = [f"{name}: per-op kernel time, best of runs "
+             f"(ours {sum(o.ms for o in ours):.2f} ms, onnxruntime {sum(o.ms for o in peer):.2f} ms)",
+             f"  {'ours: fused ops':<52} {'ms':>8} {'n':>4}   {'onnxruntime: op type':<22} {'ms':>8} {'n':>4}"]
+    for i in range(min(top, max(len(ours), len(peer)))):
+        left = f"{ours[i].op[:52]:<52} {ours[i].ms:>8.3f} {ours[i].nodes:>4}" if i < len(ours) else " " * 66
+        right = f"{peer[i].op[:22]:<22} {peer[i].ms:>8.3f} {peer[i].nodes:>4}" if i < len(peer) else ""
+        lines.append(f"  {left}   {right}")
+    return "\n".join(lines)

@@ -1,0 +1,52 @@
+"""The conv2d epilogue record: what happens to the accumulators after the reduction, and the
+derived facts the schedule, the fit model and the cost model read from it.
+
+Every knob function (``fit.py``, ``tiling.estimate_cycles``) takes the :class:`Requantize` itself,
+so an epilogue feature is one field here (plus the properties it implies), not a parameter
+threaded through every call site.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Requantize:
+    """The epilogue after the accumulation: ``clip(((acc + bias) [ReLU]) [* m[c]] >> shift)`` to the output type.
+
+    With ``multiplier`` an int32 per-output-channel tile ``m`` (loaded like the bias) multiplies the
+    accumulators before the common shift: per-channel requantization scales ``m[c] * 2**-shift``.
+
+    ``on_store``: the STORE does the shift, ReLU and clip on the way out (``fold_requant_store``), so
+    the compute module runs only the bias add (and the multiply); False runs the whole epilogue on the
+    ALU (the code generated before requantizing stores, kept to measure the difference).
+
+    ``bias_init``: the accumulators start as a copy of the bias (one ALU MOV per tile at one cycle
+    per tile, ``fold_bias_init``) instead of a GEMM reset and an ALU ADD after the reduction; False
+    keeps the reset + ADD (to measure the difference).
+    """
+
+    shift: int = 0
+    relu: bool = True
+    bias: bool = True
+    multiplier: bool = False
+    on_store: bool = True
+    bias_init: bool = True
+
+    @property
+    def alu_imm(self) -> bool:
+        """Whether immediate ALU operations (ReLU, shift, clip) run on the compute module: all of them
+        without ``on_store``; with a multiplier the ReLU before the multiply (which may wrap) stays."""
+        return not self.on_store or (self.multiplier and self.relu)
+
+    @property
+    def inits_from_bias(self) -> bool:
+        """Whether the accumulators start as the bias (a bias to start from, and ``bias_init``): no
+        GEMM reset and no bias ADD after the reduction."""
+        return self.bias and self.bias_init
+
+    @property
+    def resident_tiles(self) -> int:
+        """Per-output-channel tiles kept resident in the accumulator buffer: the bias, the multiplier."""
+        return int(self.bias) + int(self.multiplier)
