@@ -194,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, from {', '.join(MODELS)}")
     p.add_argument("--resolution", type=int, default=64, help="input size of the zoo models (default: 64)")
-    p.add_argument("--inputs", type=int, default=8, help="zoo: calibration and evaluation inputs each (default: 8)")
+    p.add_argument("--inputs", type=int, default=8, help="zoo: calibration inputs (also the BatchNorm fit) and evaluation inputs, each (default: 8)")
     p.add_argument("--quick", action="store_true", help="digits: the first 90 held-out images only")
     p.add_argument("--quiet", action="store_true")
     p.add_argument("--json", default=str(ROOT / "bench" / "results" / "int8_accuracy.json"))
