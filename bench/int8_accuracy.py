@@ -177,8 +177,8 @@ def _fsim_matches(task: Task, reference: np.ndarray) -> bool:
 
 
 def table(rows: Sequence[dict[str, Any]]) -> str:
-    head = (f"{'model':<21} {'scheme':<11} {'calibration':<16} {'float':>6} {'int8':>6} {'cos':>7} {'dep':>8} {'gain':>5} "
-            f"{'fsim':>5}  worst SQNR dB (5 layers)")
+    head = (f"{'model':<21} {'scheme':<11} {'calibration':<16} {'float':>6} {'int8':>6} {'cos':>7} {'dep':>8} "
+            f"{'gain':>5} {'fsim':>5}  worst SQNR dB (5 layers)")
     lines = [head, "-" * len(head)]
     for r in rows:
         top = lambda k: f"{100 * r[k]:6.2f}" if k in r else f"{'-':>6}"  # noqa: E731
@@ -194,7 +194,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, from {', '.join(MODELS)}")
     p.add_argument("--resolution", type=int, default=64, help="input size of the zoo models (default: 64)")
-    p.add_argument("--inputs", type=int, default=8, help="zoo: calibration and evaluation inputs each (default: 8)")
+    p.add_argument("--inputs", type=int, default=8,
+                   help="zoo: calibration inputs (also the BatchNorm fit) and evaluation inputs, each (default: 8)")
     p.add_argument("--quick", action="store_true", help="digits: the first 90 held-out images only")
     p.add_argument("--quiet", action="store_true")
     p.add_argument("--json", default=str(ROOT / "bench" / "results" / "int8_accuracy.json"))
