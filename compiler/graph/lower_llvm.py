@@ -390,7 +390,10 @@ class CpuKernel:
 
 
 def _inline_elementwise(s: Schedule, out: Tensor, kb: KernelBuilder) -> None:
-    """Inline every element-wise stage whose consumers are all element-wise (never into a reduction)."""
+    """Inline every element-wise stage whose consumers are all element-wise (never into a reduction).
+
+    A topi operator's element-wise stages (a conv's zero padding) take their producers too: the
+    channel packing of an NCHW input then happens in the padding pass instead of a pass of its own."""
     ops = te.topo_ops([out])
     consumers: dict[int, list[ComputeOp]] = {}
     for op in ops:
@@ -400,7 +403,7 @@ def _inline_elementwise(s: Schedule, out: Tensor, kb: KernelBuilder) -> None:
         if op is out.op or not isinstance(op, ComputeOp) or op.reduce_axis or id(op) in kb.anchors:
             continue
         users = consumers.get(id(op), [])
-        if users and all(isinstance(u, ComputeOp) and not u.reduce_axis and id(u) not in kb.anchors for u in users):
+        if users and all(isinstance(u, ComputeOp) and not u.reduce_axis for u in users):
             s.compute_inline(op.outputs[0])
         else:
             schedule_elementwise(s, op.outputs[0], vector_lanes(None))
@@ -488,6 +491,8 @@ def elementwise_workload(draft: KernelDraft) -> dict[str, int] | None:
         return None
     shape = _shape(out)
     size = math.prod(shape)
+    if size == 0:
+        return None  # an empty tensor: no loop to run, nothing to tune
     streams = sum(math.prod(_shape(t)) == size for t, _ in draft.params)
     return {"outer": size // shape[-1] if shape else 1, "inner": shape[-1] if shape else 1, "streams": streams}
 

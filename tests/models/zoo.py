@@ -102,6 +102,23 @@ def make_model(name: str, seed: int = 0, image_size: int | None = None, family: 
     return model
 
 
+def fit_batch_norm(model: torch.nn.Module, batch: torch.Tensor) -> None:
+    """Re-estimate every BatchNorm's running statistics on ``batch`` (in place; the model ends in eval mode).
+
+    The statistics become the batch's exact per-channel mean and (unbiased) variance over
+    samples and pixels -- what a trained network's BatchNorms hold for its own data -- instead of
+    the random values :func:`make_model` draws, with which most ReLU6s of a MobileNet saturate.
+    The affine weight and bias stay as drawn."""
+    for m in model.modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+            m.reset_running_stats()
+            m.momentum = None  # a cumulative average: after one batch, exactly its statistics
+    model.train()
+    with torch.no_grad():
+        model(batch)
+    model.eval()
+
+
 def export(model: torch.nn.Module, x: torch.Tensor, exporter: str, opset: int | None = None) -> onnx.ModelProto:
     """The model exported as a user would: ``torch.onnx.export`` with its defaults but the exporter/opset."""
     opts = {} if opset is None else {"opset_version": opset}

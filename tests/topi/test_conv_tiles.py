@@ -110,3 +110,25 @@ def test_fused_depthwise_keeps_a_register_tile_and_pads_row_by_row(cpu_target: s
     compiled.module.set_num_threads(1)
     want = run_graph(graph, feed)[0]
     np.testing.assert_allclose(compiled.run(feed)[0], want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+def test_stem_conv_packs_its_nchw_input_inside_the_padding_pass(cpu_target: str) -> None:
+    """The first conv of a model (3 NCHW input channels) blocks and zero-pads its input in one pass:
+    the padded buffer is its only copy of the input."""
+    rng = np.random.default_rng(3)
+    b = GraphBuilder()
+    x = b.input("x", (1, 3, 20, 20), "float32")
+    y = b.op("relu", [b.op("conv2d", [x, b.const((rng.standard_normal((16, 3, 3, 3)) * 0.3).astype(np.float32)),
+                                      b.const(rng.standard_normal(16).astype(np.float32))], "stem",
+                           padding=(1, 1, 1, 1), strides=(2, 2))], "r")
+    graph = b.build([y])
+    g = optimize_for_cpu(graph)
+    node = next(n for n in g.nodes if n.op == "fused")
+    func = build_kernel(node, g, "k").func
+    names = [a.buffer.name for a in collect(func.body, lambda n: isinstance(n, Allocate))]
+    assert [n for n in names if n.endswith(("_pack", "_pad"))] == ["stem_nchwc_pad"], names
+    feed = {"x": rng.standard_normal((1, 3, 20, 20)).astype(np.float32)}
+    compiled = build_model(graph, target="llvm", cpu_target=cpu_target)
+    compiled.module.set_num_threads(1)
+    want = run_graph(graph, feed)[0]
+    np.testing.assert_allclose(compiled.run(feed)[0], want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))

@@ -97,13 +97,16 @@ def test_unmappable_shape_raises_clear_error() -> None:
 
 
 @pytest.mark.slow
-def test_small_compiled_conv_on_rtl() -> None:
+@pytest.mark.parametrize("wl, knobs", [
+    (Conv2dWorkload(1, 32, 6, 6, 32, 3, 3, 1, 1), Conv2dKnobs(1, 3, 1, 2, "oc", "oc_oh")),
+    # one input-channel chunk: each thread's bias MOV issues right before its GEMM (inject_virtual_thread)
+    (Conv2dWorkload(1, 64, 8, 8, 32, 1, 1, 1, 0), Conv2dKnobs(2, 2, 4, 2, "oh", "oc_oh")),
+], ids=["3x3", "1x1"])
+def test_small_compiled_conv_on_rtl(wl: Conv2dWorkload, knobs: Conv2dKnobs) -> None:
     from runtime.backends.rtl import RtlBackend
 
     why = RtlBackend.unavailable()
     if why is not None:
         pytest.skip(why)
-    wl = Conv2dWorkload(1, 32, 6, 6, 32, 3, 3, 1, 1)
-    knobs = Conv2dKnobs(oc_tile=1, oh_tile=3, ic_tile=1, virtual_threads=2, vt_axis="oc", loop_order="oc_oh")
     ok, result, _, _ = check_conv2d(compile_conv2d(wl, DEFAULT, knobs=knobs, epilogue=Requantize(shift=9)), backend="rtl")
     assert ok and result.cycles > 0

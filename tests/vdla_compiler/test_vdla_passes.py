@@ -234,11 +234,16 @@ def test_fold_bias_init_keeps_the_reset_when_the_accumulator_is_read_before_the_
 
 
 @pytest.mark.parametrize("bias_init", [True, False])
-def test_each_thread_initialises_its_accumulators_right_before_its_gemms(bias_init: bool) -> None:
+@pytest.mark.parametrize("ic_tile, oh_tile, sunk", [(4, 2, True), (2, 2, True), (4, 4, False)],
+                         ids=["one-chunk", "chunk-loop-peeled", "one-tile-per-thread"])
+def test_each_thread_initialises_its_accumulators_right_before_its_gemms(bias_init: bool, ic_tile: int, oh_tile: int,
+                                                                         sunk: bool) -> None:
     # Merged position by position, both threads' inits would come before thread 0's GEMMs, and thread
-    # 1's init would wait for the STORE of its previous tile while thread 0's GEMMs could run.
+    # 1's init would wait for the STORE of its previous tile while thread 0's GEMMs could run.  With
+    # the reduction chunked, the chunk loop's first iteration is peeled off to take them; with one
+    # tile per thread there is no store to wait for and the inits stay in front.
     wl = Conv2dWorkload(1, 64, 8, 8, 32, 1, 1, 1, 0)
-    knobs = Conv2dKnobs(oc_tile=2, oh_tile=2, ic_tile=4, virtual_threads=2, vt_axis="oh", loop_order="oc_oh")
+    knobs = Conv2dKnobs(oc_tile=2, oh_tile=oh_tile, ic_tile=ic_tile, virtual_threads=2, vt_axis="oh", loop_order="oc_oh")
     ep = Requantize(shift=8, bias_init=bias_init)
     func = conv2d_func(wl, knobs, TARGET, ep)
     for name, fn in passes(TARGET):
@@ -249,9 +254,12 @@ def test_each_thread_initialises_its_accumulators_right_before_its_gemms(bias_in
               for s in collect(func.body, lambda n: isinstance(n, AttrStmt) and n.key == UOP_SCOPE)]
     inits = [i for i, (_, _, init) in enumerate(scopes) if init]
     assert len(inits) == 2  # the tile loop's body: one init per thread
-    for i in inits:
-        kind, buf, init = scopes[i + 1]
-        assert (kind, buf, init) == ("gemm", scopes[i][1], False), scopes
+    if sunk:
+        for i in inits:
+            kind, buf, init = scopes[i + 1]
+            assert (kind, buf, init) == ("gemm", scopes[i][1], False), scopes
+    else:
+        assert inits == [0, 1]
     compiled = compile_conv2d(wl, TARGET, knobs=knobs, epilogue=ep)
     for backend in ("fsim", "cycle"):
         assert check_conv2d(compiled, seed=2, backend=backend)[0], backend

@@ -16,7 +16,10 @@ module brings, so merged position by position it would issue for every thread be
 first thread's GEMMs: thread 1's MOV then waits for the STORE of its previous tile while
 thread 0's GEMMs could run.  Each one moves down to right before the first statement that
 shares a buffer with it (its thread's GEMMs), so a thread's init and GEMMs issue together and
-the other thread's GEMMs cover its store.
+the other thread's GEMMs cover its store -- into the first iteration of a loop over
+input-channel chunks too, peeled off for it.  Only where the threads' tiles repeat (a loop
+around the virtual threads runs more than once): in a thread's only tile there is no store
+to wait for, and an early init fills the wait for the first loads instead.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from vdla_hw.isa import AluOp
 
 from compiler.tir import (Allocate, AttrStmt, Buffer, BufferHandle, BufferLoad, BufferStore, For, ForKind, IntImm,
                           Mutator, PrimExpr, PrimFunc, SeqStmt, Stmt, Var, seq)
-from compiler.tir.functor import collect
+from compiler.tir.functor import collect, fresh_copy, substitute
 
 from ..intrin import ALU_UOP, GEMM_RESET_UOP, UOP_SCOPE
 from ..stmt import LOAD, int_arg, packed_call
@@ -58,21 +61,31 @@ def _same_bounds(loops: list[For]) -> bool:
                and lp.kind == first.kind and lp.annotations == first.annotations for lp in loops)
 
 
-def _merge(copies: list[Stmt]) -> Stmt:
+def _merge(copies: list[Stmt], repeats: int) -> Stmt:
+    """The thread copies merged position by position; ``repeats``: how often the loops around them
+    run (each init sinks to its GEMMs where that is more than once)."""
     first = copies[0]
     if all(isinstance(c, For) for c in copies) and _same_bounds(copies):  # type: ignore[arg-type]
-        return For(first.loop_var, first.min, first.extent, first.kind,  # type: ignore[union-attr]
-                   _merge([c.body for c in copies]), first.annotations)  # type: ignore[union-attr]
+        body = _merge([c.body for c in copies], repeats * _iterations(first))  # type: ignore[arg-type]
+        return For(first.loop_var, first.min, first.extent, first.kind, body, first.annotations)  # type: ignore[union-attr]
     if all(isinstance(c, SeqStmt) for c in copies):
         runs = [_load_runs(c.stmts) for c in copies]  # type: ignore[union-attr]
         if all(len(r) == len(runs[0]) for r in runs):
-            return seq(*_sink_inits([seq(*col) if _is_load(col[0]) else _merge(list(col)) for col in zip(*runs)]))
+            cols = [seq(*col) if _is_load(col[0]) else _merge(list(col), repeats) for col in zip(*runs)]
+            # Sinking pays off only when a thread's init would wait for the STORE of its previous
+            # tile; in a thread's only tile an early init fills the wait for its first loads instead.
+            return seq(*(_sink_inits(cols) if repeats > 1 else cols))
     if all(isinstance(c, Allocate) for c in copies):
-        body = _merge([c.body for c in copies])  # type: ignore[union-attr]
+        body = _merge([c.body for c in copies], repeats)  # type: ignore[union-attr]
         for c in reversed(copies):
             body = Allocate(c.buffer, body)  # type: ignore[union-attr]
         return body
     return seq(*copies)
+
+
+def _iterations(loop: For) -> int:
+    """The loop's iteration count (2 for "more than one" when it is not a constant)."""
+    return loop.extent.value if isinstance(loop.extent, IntImm) else 2
 
 
 def _flat(stmts: list[Stmt]) -> list[Stmt]:
@@ -100,18 +113,50 @@ def _buffers(stmt: Stmt) -> set[Var]:
 
 def _sink_inits(stmts: list[Stmt]) -> list[Stmt]:
     """``stmts`` (flattened) with every accumulator initialisation moved down to right before the
-    first later statement sharing a buffer with it (see the module docstring)."""
+    first later statement sharing a buffer with it, or into it (see :func:`_enter`)."""
     out = _flat(stmts)
     k = len(out) - 1
     while k >= 0:
         if _is_init(out[k]):
-            mine = _buffers(out[k])
-            j = k + 1
+            init = out.pop(k)
+            mine = _buffers(init)
+            j = k
             while j < len(out) and not (mine & _buffers(out[j])):
                 j += 1
-            out.insert(j - 1, out.pop(k))
+            inner = _enter(out[j], init) if j < len(out) else None
+            if inner is None:
+                out.insert(j, init)
+            else:
+                out[j] = inner
         k -= 1
     return out
+
+
+def _enter(stmt: Stmt, init: Stmt) -> Stmt | None:
+    """``stmt`` with ``init`` sunk into it, or None when it stays in front: through the allocations
+    a merged loop body opens, and into a serial loop's first iteration, peeled off (the stream is
+    unrolled anyway, so peeling costs no instruction)."""
+    buffers: list[Buffer] = []
+    body = stmt
+    while isinstance(body, Allocate):
+        buffers.append(body.buffer)
+        body = body.body
+    if isinstance(body, For):
+        if not (body.kind == ForKind.SERIAL and isinstance(body.min, IntImm) and body.min.value == 0
+                and isinstance(body.extent, IntImm) and body.extent.value >= 1):
+            return None
+        v, n = body.loop_var, body.extent.value
+        first = seq(*_sink_inits([init, fresh_copy(body.body, {v: IntImm(0, v.dtype)})]))
+        rest = [For(v, body.min, IntImm(n - 1, body.extent.dtype), body.kind,
+                    substitute(body.body, {v: v + IntImm(1, v.dtype)}), body.annotations)] if n > 1 else []
+        body = seq(first, *rest)
+    elif buffers:
+        body = seq(*_sink_inits([init, body]))
+    else:
+        return None
+    for b in reversed(buffers):
+        body = Allocate(b, body)
+    return body
 
 
 def _is_load(stmt: Stmt) -> bool:
@@ -144,11 +189,20 @@ def _load_runs(stmts: tuple[Stmt, ...]) -> list[Stmt]:
 
 
 class _Inject(Mutator):
+    def __init__(self) -> None:
+        self.repeats = 1
+        """Iterations of the loops around the statement visited: how often its tiles repeat."""
+
     def visit_For(self, loop: For) -> Stmt:
         if loop.kind != ForKind.VIRTUAL_THREAD:
-            return self.generic(loop)
+            outer = self.repeats
+            self.repeats *= _iterations(loop)
+            try:
+                return self.generic(loop)
+            finally:
+                self.repeats = outer
         body = self.visit(loop.body)  # inner virtual threads first
-        return _merge([_ThreadCopy(loop.loop_var, t).visit(body) for t in range(const_extent(loop))])
+        return _merge([_ThreadCopy(loop.loop_var, t).visit(body) for t in range(const_extent(loop))], self.repeats)
 
 
 def inject_virtual_thread(func: PrimFunc) -> PrimFunc:
