@@ -1,5 +1,5 @@
 """Benchmark: how many trials each tuner needs to reach 95% of the best of N random trials, on ResNet-18's
-C6 (CPU and VDLA) and a MobileNet depthwise layer.
+C6 (CPU and VDLA), its C2 (CPU) and a MobileNet depthwise layer.
 
 Per task, a reference pool of N random legal configs (``--pool``, the issue's 1,000; the whole legal
 space when it is smaller; the default config always in) is measured for real (CPU: seconds of
@@ -53,6 +53,7 @@ from vdla_hw.config import load_config
 
 C6_CPU = {"n": 1, "ic_outer": 8, "h": 28, "w": 28, "ic_block": 16, "oc_outer": 8, "kh": 3, "kw": 3,
           "oc_block": 16, "stride_h": 1, "stride_w": 1, "pad_h": 1, "pad_w": 1}
+C2_CPU = dict(C6_CPU, ic_outer=4, h=56, w=56, oc_outer=4)  # ResNet-18's layer1 3x3 conv, 64 -> 64 channels
 C6_VDLA = {"n": 1, "ic": 128, "h": 28, "w": 28, "oc": 128, "kh": 3, "kw": 3, "stride": 1, "pad": 1}
 DEPTHWISE = {"n": 1, "c": 144, "h": 56, "w": 56, "kh": 3, "kw": 3, "stride_h": 1, "stride_w": 1, "pad_h": 1,
              "pad_w": 1}
@@ -211,7 +212,7 @@ def main() -> int:
     ap.add_argument("--refine", type=int, default=24,
                     help="CPU: the fastest configs re-measured for the ground truth (default: 24)")
     ap.add_argument("--rounds", type=int, default=6, help="CPU: re-measurement rounds of those (default: 6)")
-    ap.add_argument("--tasks", default="cpu,depthwise,vdla", help="which tasks (default: cpu,depthwise,vdla)")
+    ap.add_argument("--tasks", default="cpu,c2,depthwise,vdla", help="which tasks (default: cpu,c2,depthwise,vdla)")
     ap.add_argument("--quick", action="store_true", help="pools of 48, 3 seeds")
     args = ap.parse_args()
     if args.quick:
@@ -221,6 +222,7 @@ def main() -> int:
           f"{host.cores} cores)")
     hw = load_config("default").to_dict()
     known = {"cpu": ("C6 cpu", make_task("conv2d_nchwc", C6_CPU), None, args.pool),
+             "c2": ("C2 cpu", make_task("conv2d_nchwc", C2_CPU), None, args.pool),
              "depthwise": ("depthwise cpu", make_task("depthwise_conv2d_nchw", DEPTHWISE), None, args.pool),
              "vdla": ("C6 vdla", make_task("vdla_conv2d", C6_VDLA), hw, args.vdla_pool)}
     if not set(args.tasks.split(",")) <= set(known):

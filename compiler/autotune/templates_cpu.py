@@ -170,6 +170,26 @@ class Conv2dNCHWcTemplate(CpuTemplate):
     def knobs(self, config: Config) -> topi.Conv2dNCHWcKnobs:
         return topi.Conv2dNCHWcKnobs(**config.to_dict())  # type: ignore[arg-type]
 
+    prior_feature = -1  # log2 of :meth:`estimate_cycles`
+
+    def estimate_cycles(self, config: Config) -> float:
+        """A register-tile model of the micro-kernel: per reduction step the tile's accumulators take one
+        FMA each and the step loads one broadcast per column and one weight vector per tile vector, two
+        of either per cycle; accumulators beyond the register file (less the weight and input registers)
+        are spilled, a store and a load each.  Loop orders and unrolling are left to the learned model."""
+        vectors = -(-self.task.wl["oc_block"] // self.lanes)
+        registers = _VECTOR_REGISTERS.get(self.isa, 16)
+        columns, rows = int(config["ow_block"]), int(config["oc_block"]) * vectors
+        accumulators = columns * rows
+        per_step = max(accumulators, columns + rows) / 2 + 2 * max(0, accumulators + 2 - registers) + 0.5
+        steps = self.flops / (2 * self.lanes * accumulators)
+        return steps * per_step
+
+    def features(self, config: Config) -> np.ndarray:
+        # The estimate is the model's prior (prior_feature): it ranks the first batch, the trees learn its errors.
+        return np.concatenate([super().features(config),
+                               np.asarray([math.log2(1 + self.estimate_cycles(config))], np.float32)])
+
     def schedule(self, config: Config) -> tuple[Schedule, list[te.Tensor]]:
         ins, out = self.tensors()
         return topi.schedule_conv2d_nchwc(out, self.knobs(config)), ins + [out]

@@ -147,3 +147,25 @@ def test_a_task_missing_from_the_log_falls_back_to_the_default(net: tuple, log: 
     assert len(pools) == 2 and all("not in the log" in why for why in pools.values())
     assert any(name.startswith("bmm") for name in apply.applied)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("workload", [
+    {"n": 1, "c": 1, "c_block": 16, "h": 9, "w": 9, "kh": 3, "kw": 3, "stride_h": 2, "stride_w": 2, "pad_h": 1,
+     "pad_w": 1, "avg": 0, "count_include_pad": 0},
+    {"n": 1, "c": 3, "c_block": 0, "h": 7, "w": 20, "kh": 3, "kw": 3, "stride_h": 1, "stride_w": 1, "pad_h": 1,
+     "pad_w": 1, "avg": 1, "count_include_pad": 0},
+], ids=["max_nchwc", "avg_nchw"])
+def test_every_pool_config_computes_the_pooling(workload: dict, tmp_path: Path) -> None:
+    """The pool knobs (column tile, unrolled window columns, vector width, threads) never change the result."""
+    from compiler.autotune.task import make_task
+
+    template = template_for(make_task("pool2d", workload))
+    space = template.space
+    programs = set()
+    for i in space.legal_indices():
+        config = space.get(i)
+        (tmp_path / str(i)).mkdir()
+        outcome = template.run(template.build(config, tmp_path / str(i)), True, 1, 0, 0)
+        assert outcome.correct, f"{config.key}: {outcome.detail}"
+        programs.add(to_text(template.program(config)))
+    assert len(programs) >= space.size // 2  # the knobs reach the schedule (parallel is inert on tiny outputs)
