@@ -114,9 +114,9 @@ class LayoutRewriter:
         padded through the ops that follow it in its layout; :meth:`convert` slices the padding away."""
         v = self.rw[n.inputs[0]]
         lay = self.layout.get(v)
-        if v in self.zeros and lay == lays["data_layout"] and parse_layout(lay).primal_shape(
-                self.b.type_of(v).shape)[1] == ic:
-            inputs = [v]  # already padded with zeros in this layout: no round trip through the CPU
+        if ((v in self.zeros or v not in self.channels) and lay == lays["data_layout"]
+                and parse_layout(lay).primal_shape(self.b.type_of(v).shape)[1] == ic):
+            inputs = [v]  # already in this layout with ic channels, any padding zero: no round trip through NCHW
         else:
             inputs = [self.convert(self.zero_padded(self.convert(v, None), ic), lays["data_layout"])]
         # A depthwise conv stays depthwise: one (zero) filter per extra channel, as many groups as channels.
