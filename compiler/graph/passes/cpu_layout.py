@@ -25,6 +25,10 @@ from compiler.graph.errors import GraphError
 from compiler.graph.ir import Graph, Node, TensorType
 from compiler.graph.passes.alter_layout import LayoutRewriter
 
+#: Input channels from which a conv whose input fills no block reads it zero-padded to whole blocks;
+#: below it (the image's 3 channels) it reads the plain NCHW input.
+MIN_PADDED_CHANNELS = 8
+
 
 def blocked_layout(block: int) -> str:
     """The channel-blocked activation layout ``NCHW{block}c``."""
@@ -49,7 +53,18 @@ def cpu_conv_layouts(node: Node, types: Sequence[TensorType], graph: Graph, bloc
         return None
     groups = node.attrs["groups"]
     channels, out_channels = data.shape[1], weight.shape[0]
+    if is_depthwise(channels, out_channels, groups) and channel_block(channels, block) is None:
+        padded = padded_channels(channels, block)  # in and out channels alike: one zero filter per extra channel
+        return {"data_layout": blocked_layout(block), "kernel_layout": "OIHW", "out_layout": blocked_layout(block),
+                "pad_channels": f"{padded},{padded}"}
     in_block, out_block = channel_block(channels, block), channel_block(out_channels, block)
+    if groups == 1 and (out_block is None or (in_block is None and channels >= MIN_PADDED_CHANNELS)):
+        # ShuffleNet's 58 and 116 channels: zero-padded to whole blocks beat the plain NCHW conv.
+        ic = channels if in_block is not None or channels < MIN_PADDED_CHANNELS else padded_channels(channels, block)
+        oc = out_channels if out_block is not None else padded_channels(out_channels, block)
+        in_block, out_block = channel_block(ic, block), channel_block(oc, block)
+        return {"data_layout": blocked_layout(in_block) if in_block else "NCHW", "kernel_layout": "OIHW",
+                "out_layout": blocked_layout(out_block), "pad_channels": f"{ic},{oc}"}
     if out_block is None:
         return None
     # A block must not straddle two groups, except in a depthwise conv, whose channels are independent
@@ -59,6 +74,11 @@ def cpu_conv_layouts(node: Node, types: Sequence[TensorType], graph: Graph, bloc
         return None
     return {"data_layout": blocked_layout(in_block) if in_block else "NCHW", "kernel_layout": "OIHW",
             "out_layout": blocked_layout(out_block)}
+
+
+def padded_channels(channels: int, block: int) -> int:
+    """``channels`` rounded up to a whole number of ``block``-channel blocks."""
+    return -(-channels // block) * block
 
 
 def channel_block(channels: int, block: int) -> int | None:
