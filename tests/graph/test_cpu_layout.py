@@ -100,6 +100,7 @@ def test_a_conv_whose_channels_fill_no_block_runs_zero_padded_to_whole_blocks() 
     assert [n.type.shape[1] for n in blocked.nodes if n.op == "conv2d"] == [4] * 3  # 4 blocks of 16: 64 channels
     assert sorted(_transforms(blocked)) == [("NCHW", "NCHW16c"), ("NCHW16c", "NCHW")]
     assert blocked.op_counts().get("pad", 0) == 0 and blocked.op_counts()["strided_slice"] == 1
+    assert cpu_layout(graph, 4) == graph  # a block below 8 lanes is no vector block: nothing to pad to
     feed = {"x": rand(rng, (1, 16, 6, 6))}
     want = run_graph(graph, feed)[0]
     np.testing.assert_allclose(run_graph(blocked, feed)[0], want, rtol=1e-5, atol=1e-5 * float(np.abs(want).max()))
