@@ -9,8 +9,8 @@ every trial answered from the table, starting from nothing (not from the default
 the trials it needed to get within 95% of the reference, and to the reference itself, are counted
 (median and range over the seeds).  The issue's target: xgb needs at most half of random's trials.
 
-Measurements are cached per task and config under ``$VDLA_CACHE_DIR/tuner_bench`` (VDLA cycles do
-not depend on the host; CPU task keys name the host), so a rerun measures only what is new.  The
+Measurements are cached per task, config space and config under ``$VDLA_CACHE_DIR/tuner_bench`` (VDLA
+cycles do not depend on the host; CPU task keys name the host), so a rerun measures only what is new.  The
 CPU ground truth is robust to a shared machine's load: every config is built and timed once (a
 round of 5 repeats), then the 24 fastest (``--refine``) and the default are measured in 6 more
 rounds (``--rounds``) spread over the run, and a config's cost is the median over its rounds of
@@ -61,9 +61,12 @@ TUNERS = ("xgb", "random", "ga")
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def _cache_path(task: Task) -> Path:
+def _cache_path(task: Task, space: ConfigSpace) -> Path:
+    """The cache file of ``task`` measured over ``space``: a changed space (a knob added, removed or given
+    other values) starts a new file, since a config key may then name another program."""
     root = Path(os.environ.get("VDLA_CACHE_DIR", Path.home() / ".cache" / "vdla")) / "tuner_bench"
-    return root / (hashlib.sha256(task.key.encode()).hexdigest()[:16] + ".json")
+    axes = json.dumps([[a.name, list(a.values)] for a in space.axes])
+    return root / (hashlib.sha256(f"{task.key}\n{axes}".encode()).hexdigest()[:16] + ".json")
 
 
 def _cost(samples: list[float], repeats: int = 5) -> float:
@@ -99,7 +102,7 @@ def measure_pool(name: str, measurer: Measurer, pool: int, seed: int, refine: in
     default = space.index_of(template.default())
     rng = random.Random(seed)
     chosen = legal if len(legal) <= pool else sorted(set(rng.sample(legal, pool - 1)) | {default})
-    path = _cache_path(measurer.task)
+    path = _cache_path(measurer.task, space)
     cached: dict[str, list[float]] = json.loads(path.read_text()) if path.exists() else {}
     cached = {k: v if isinstance(v, list) else [v] for k, v in cached.items()}
 

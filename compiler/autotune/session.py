@@ -78,8 +78,9 @@ def tune_tasks(tasks: Sequence[Task], db: Database, executor: JobExecutor, trial
             size = measurer.template.space.size
             deadline = None if end is None else time.monotonic() + (end - time.monotonic()) / (len(tasks) - k)
             best = tune_task(tuner_obj, measurer, db, min(trials, size), batch, advance, deadline)
-            default_key = measurer.template.default().key
-            default = [r.cost for r in db.of_task(task) if r.config_key == default_key]
+            space, default_key = measurer.template.space, measurer.template.default().key
+            # By the config as the space reads it, not the logged key (an old log's keys name removed knobs).
+            default = [r.cost for r in db.of_task(task) if space.from_dict(r.config).key == default_key]
             curve = None
             if curves is not None:
                 curve = plot_curve(task, db.of_task(task), curves / f"{k:02d}_{task.name}.png")

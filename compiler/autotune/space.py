@@ -93,7 +93,11 @@ class ConfigSpace:
         return index
 
     def from_dict(self, values: dict[str, Any]) -> Config:
-        """A config from its JSON form (checked against the space)."""
+        """A config from its JSON form (checked against the space).
+
+        Keys the space has no axis for are ignored, so a log written before a knob was removed from a
+        template (the CPU templates' ``parallel``) still replays: the schedule then takes that knob's
+        default.  A knob the space has but ``values`` lacks is an error (BadConfigError)."""
         config = Config(tuple((a.name, values.get(a.name)) for a in self.axes))
         self.index_of(config)
         return config

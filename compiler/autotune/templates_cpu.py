@@ -2,7 +2,12 @@
 
 The register budget of the column block comes from the task's target ISA (32 vector registers
 with AVX-512, 16 with AVX2), not from the host's.  Measurement runs the shared library the
-builder wrote, single-threaded, on seeded inputs, and checks the output against NumPy.
+builder wrote, single-threaded, on seeded inputs, and checks the output against NumPy.  Because every config
+is timed on one thread, whether a kernel runs its outer loop in parallel is not a knob (on one
+thread it cannot be measured, so a tuned value would be noise): every config keeps the schedule's
+own choice (the knob dataclass's ``parallel=True`` and topi's size heuristics), and the knobs a
+log gives run on all threads like the defaults.  Logs written while ``parallel`` was a knob still
+apply: :meth:`ConfigSpace.from_dict` ignores the stale key.
 """
 
 from __future__ import annotations
@@ -121,7 +126,7 @@ def _conv_nchw(x: np.ndarray, w: np.ndarray, stride: tuple[int, int], pad: tuple
 
 
 class Conv2dNCHWcTemplate(CpuTemplate):
-    """topi's blocked conv2d micro-kernel: column block, kernel-width unroll, loop orders, threads."""
+    """topi's blocked conv2d micro-kernel: column block, kernel-width unroll, loop orders."""
 
     kind = "conv2d_nchwc"
 
@@ -159,13 +164,12 @@ class Conv2dNCHWcTemplate(CpuTemplate):
             Axis("unroll_kw", (False, True)),
             Axis("reduce_order", ("ic_kh_kw", "kh_kw_ic")),
             Axis("outer_order", ("oc_y", "y_oc")),
-            Axis("parallel", (False, True)),
         ), legal)
 
     def target_default(self) -> Config:
         k = topi.default_conv2d_nchwc_knobs(self.tensors()[1])
         return Config((("ow_block", k.ow_block), ("oc_block", k.oc_block), ("unroll_kw", k.unroll_kw),
-                       ("reduce_order", k.reduce_order), ("outer_order", k.outer_order), ("parallel", k.parallel)))
+                       ("reduce_order", k.reduce_order), ("outer_order", k.outer_order)))
 
     def knobs(self, config: Config) -> topi.Conv2dNCHWcKnobs:
         return topi.Conv2dNCHWcKnobs(**config.to_dict())  # type: ignore[arg-type]
@@ -213,7 +217,7 @@ class Conv2dNCHWcTemplate(CpuTemplate):
 
 
 class DepthwiseTemplate(CpuTemplate):
-    """topi's NCHW depthwise conv2d: column vector width, kernel-width unroll, threads."""
+    """topi's NCHW depthwise conv2d: column vector width, kernel-width unroll."""
 
     kind = "depthwise_conv2d_nchw"
 
@@ -227,12 +231,11 @@ class DepthwiseTemplate(CpuTemplate):
     def make_space(self) -> ConfigSpace:
         ow = int(self.tensors()[1].shape[3].value)
         widths = sorted({v for v in (1, 2, 4, 8, 16, 32, 64) if v <= max(ow, 1)} | {int(self.default()["ow_vector"])})
-        return ConfigSpace((Axis("ow_vector", tuple(widths)), Axis("unroll_kw", (False, True)),
-                            Axis("parallel", (False, True))))
+        return ConfigSpace((Axis("ow_vector", tuple(widths)), Axis("unroll_kw", (False, True))))
 
     def target_default(self) -> Config:
         k = topi.default_depthwise_knobs(self.tensors()[1])
-        return Config((("ow_vector", k.ow_vector), ("unroll_kw", k.unroll_kw), ("parallel", k.parallel)))
+        return Config((("ow_vector", k.ow_vector), ("unroll_kw", k.unroll_kw)))
 
     def knobs(self, config: Config) -> topi.DepthwiseKnobs:
         return topi.DepthwiseKnobs(**config.to_dict())  # type: ignore[arg-type]
@@ -253,7 +256,7 @@ class DepthwiseTemplate(CpuTemplate):
 
 
 class DepthwiseNCHWcTemplate(CpuTemplate):
-    """topi's channel-blocked depthwise conv2d: column register tile, kernel-width unroll, threads."""
+    """topi's channel-blocked depthwise conv2d: column register tile, kernel-width unroll."""
 
     kind = "depthwise_conv2d_nchwc"
 
@@ -269,11 +272,11 @@ class DepthwiseNCHWcTemplate(CpuTemplate):
         vectors = -(-self.task.wl["c_block"] // self.lanes)
         budget = max(1, (_VECTOR_REGISTERS.get(self.isa, 16) - 2 * vectors) // vectors)
         return ConfigSpace((Axis("ow_block", divisors(ow, max(budget, int(self.default()["ow_block"])))),
-                            Axis("unroll_kw", (False, True)), Axis("parallel", (False, True))))
+                            Axis("unroll_kw", (False, True))))
 
     def target_default(self) -> Config:
         k = topi.default_depthwise_nchwc_knobs(self.tensors()[1])
-        return Config((("ow_block", k.ow_block), ("unroll_kw", k.unroll_kw), ("parallel", k.parallel)))
+        return Config((("ow_block", k.ow_block), ("unroll_kw", k.unroll_kw)))
 
     def knobs(self, config: Config) -> topi.DepthwiseNCHWcKnobs:
         return topi.DepthwiseNCHWcKnobs(**config.to_dict())  # type: ignore[arg-type]
@@ -298,7 +301,7 @@ class DepthwiseNCHWcTemplate(CpuTemplate):
 
 
 class DenseTemplate(CpuTemplate):
-    """topi's packed dense: vectors per register tile, rows per tile, reduction unroll, threads."""
+    """topi's packed dense: vectors per register tile, rows per tile, reduction unroll."""
 
     kind = "dense_pack"
 
@@ -312,15 +315,14 @@ class DenseTemplate(CpuTemplate):
     def make_space(self) -> ConfigSpace:
         # The schedule splits with a tail, so k_unroll need not divide K.
         return ConfigSpace((Axis("n_vectors", (1, 2, 3, 4, 6, 8)), Axis("m_block", divisors(self.task.wl["m"], 8)),
-                            Axis("k_unroll", (1, 2, 4, 8)), Axis("parallel", (False, True)),
-                            Axis("outer_order", ("m_n", "n_m"))))
+                            Axis("k_unroll", (1, 2, 4, 8)), Axis("outer_order", ("m_n", "n_m"))))
 
     def target_default(self) -> Config:
         from compiler.graph.lower_llvm_nn import default_dense_knobs
 
         k = default_dense_knobs(self.task.wl["m"], self.task.wl["n"])
         return Config((("n_vectors", k.n_vectors), ("m_block", k.m_block), ("k_unroll", k.k_unroll),
-                       ("parallel", k.parallel), ("outer_order", k.outer_order)))
+                       ("outer_order", k.outer_order)))
 
     def knobs(self, config: Config) -> topi.DenseKnobs:
         return topi.DenseKnobs(n_vector=self.task.wl["n_block"], **config.to_dict())  # type: ignore[arg-type]

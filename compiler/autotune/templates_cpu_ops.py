@@ -1,14 +1,17 @@
 """CPU templates of the lighter operators: pooling, fused element-wise kernels and batched matmul.
 
 * ``pool2d``: topi's window schedule (NCHW or NCHWc): columns per register tile, unrolled window
-  columns, threads, and (NCHW) the vector width.
+  columns, and (NCHW) the vector width.
 * ``elementwise``: a fused element-wise kernel the graph schedules with ``schedule_elementwise``
   (its output is not the epilogue of a conv).  The task keeps the loop nest the schedule sees --
   the fused outer extent, the innermost extent and how many full-size inputs it streams -- not the
   expression, so one task stands for every kernel of that shape (a residual add + ReLU, a layout
   copy, ...); it is measured on a stand-in of that nest (the ReLU of the sum of its streams).
 * ``batch_matmul``: topi's batched micro-kernel on the padded ``[B, M, K] x [B, K, N]`` copies the
-  MatMul lowering makes: rows and column vectors per register tile, reduction unroll, threads.
+  MatMul lowering makes: rows and column vectors per register tile, reduction unroll (threads
+  as the lowering's default: over the batch when there is one).
+
+No template has a ``parallel`` knob: see ``templates_cpu``.
 """
 
 from __future__ import annotations
@@ -62,13 +65,11 @@ class PoolTemplate(CpuTemplate):
             blocks = tuple(b for b in (1, 2, 4) if b == 1 or b * min(self.lanes, self.out_width) <= self.out_width)
             widths = tuple(sorted({v for v in (self.lanes // 2, self.lanes, 2 * self.lanes) if v >= 4}
                                   | {int(default["vector"])}))
-        return ConfigSpace((Axis("vector", widths), Axis("ow_block", blocks), Axis("unroll_kw", (False, True)),
-                            Axis("parallel", (False, True))))
+        return ConfigSpace((Axis("vector", widths), Axis("ow_block", blocks), Axis("unroll_kw", (False, True))))
 
     def target_default(self) -> Config:
         k = topi.PoolKnobs(vector=self.lanes)
-        return Config((("vector", k.vector), ("ow_block", k.ow_block), ("unroll_kw", k.unroll_kw),
-                       ("parallel", k.parallel)))
+        return Config((("vector", k.vector), ("ow_block", k.ow_block), ("unroll_kw", k.unroll_kw)))
 
     def knobs(self, config: Config) -> topi.PoolKnobs:
         return topi.PoolKnobs(**config.to_dict())  # type: ignore[arg-type]
@@ -126,11 +127,11 @@ class ElementwiseTemplate(CpuTemplate):
         inner = self.task.wl["inner"]
         widths = {v for v in (self.lanes // 2, self.lanes, 2 * self.lanes, 4 * self.lanes) if 4 <= v <= inner}
         widths |= {int(self.default()["vector"])}
-        return ConfigSpace((Axis("vector", tuple(sorted(widths))), Axis("parallel", (False, True))))
+        return ConfigSpace((Axis("vector", tuple(sorted(widths))),))
 
     def target_default(self) -> Config:
         k = ElementwiseKnobs(vector=self.lanes)
-        return Config((("vector", k.vector), ("parallel", k.parallel)))
+        return Config((("vector", k.vector),))
 
     def knobs(self, config: Config) -> ElementwiseKnobs:
         return ElementwiseKnobs(**config.to_dict())  # type: ignore[arg-type]
@@ -175,18 +176,23 @@ class BatchMatmulTemplate(CpuTemplate):
                                  f"the target has {registers}")
 
         return ConfigSpace((Axis("m_block", divisors(w["m"], 8)), Axis("n_vectors", vectors),
-                            Axis("k_unroll", (1, 2, 4, 8)), Axis("parallel", (False, True))), legal)
+                            Axis("k_unroll", (1, 2, 4, 8))), legal)
 
     def target_default(self) -> Config:
         from compiler.graph.lower_llvm_matmul import default_batch_matmul_knobs
 
         w = self.task.wl
         k = default_batch_matmul_knobs(w["batch_a"], w["batch_b"], w["m"], w["n"])
-        return Config((("m_block", k.m_block), ("n_vectors", k.n_vectors), ("k_unroll", k.k_unroll),
-                       ("parallel", k.parallel)))
+        return Config((("m_block", k.m_block), ("n_vectors", k.n_vectors), ("k_unroll", k.k_unroll)))
 
     def knobs(self, config: Config) -> topi.BatchMatmulKnobs:
-        return topi.BatchMatmulKnobs(n_vector=self.lanes, **config.to_dict())  # type: ignore[arg-type]
+        from compiler.graph.lower_llvm_matmul import default_batch_matmul_knobs
+
+        w = self.task.wl
+        # Threads are not tuned (see templates_cpu): keep the lowering's choice for this workload.
+        parallel = default_batch_matmul_knobs(w["batch_a"], w["batch_b"], w["m"], w["n"]).parallel
+        return topi.BatchMatmulKnobs(n_vector=self.lanes, parallel=parallel,
+                                     **config.to_dict())  # type: ignore[arg-type]
 
     def schedule(self, config: Config) -> tuple[Schedule, list[te.Tensor]]:
         ins, out = self.tensors()

@@ -156,7 +156,7 @@ def test_a_task_missing_from_the_log_falls_back_to_the_default(net: tuple, log: 
      "pad_w": 1, "avg": 1, "count_include_pad": 0},
 ], ids=["max_nchwc", "avg_nchw"])
 def test_every_pool_config_computes_the_pooling(workload: dict, tmp_path: Path) -> None:
-    """The pool knobs (column tile, unrolled window columns, vector width, threads) never change the result."""
+    """The pool knobs (column tile, unrolled window columns, vector width) never change the result."""
     from compiler.autotune.task import make_task
 
     template = template_for(make_task("pool2d", workload))
@@ -168,4 +168,4 @@ def test_every_pool_config_computes_the_pooling(workload: dict, tmp_path: Path) 
         outcome = template.run(template.build(config, tmp_path / str(i)), True, 1, 0, 0)
         assert outcome.correct, f"{config.key}: {outcome.detail}"
         programs.add(to_text(template.program(config)))
-    assert len(programs) >= space.size // 2  # the knobs reach the schedule (parallel is inert on tiny outputs)
+    assert len(programs) == len(space.legal_indices())  # every knob reaches the schedule

@@ -79,12 +79,14 @@ def tune_task(tuner: Tuner, measurer: Measurer, db: Database, trials: int, batch
     batch starts after ``deadline`` (a ``time.monotonic()`` value), though the default is always measured."""
     task, template = measurer.task, measurer.template
     space = template.space
-    done: list[tuple[int, float]] = []
+    done: dict[int, float] = {}
     for r in db.of_task(task):
-        done.append((space.index_of(space.from_dict(r.config)), r.cost))
+        # Records of a removed knob's values (an old log's parallel=False / True) are one config now.
+        i = space.index_of(space.from_dict(r.config))
+        done[i] = min(done.get(i, float("inf")), r.cost)
     if done:
-        tuner.update([i for i, _ in done], [c for _, c in done])
-    best = min((c for _, c in done), default=float("inf"))
+        tuner.update(list(done), list(done.values()))
+    best = min(done.values(), default=float("inf"))
     default_index = space.index_of(template.default())
     while len(tuner.visited) < trials:
         if deadline is not None and default_index in tuner.visited and time.monotonic() >= deadline:
