@@ -59,6 +59,7 @@ from pathlib import Path  # noqa: E402
 from typing import Any, Callable, Sequence  # noqa: E402
 
 import numpy as np  # noqa: E402
+import onnx  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 from model_profile import format_profiles, profile_ort, profile_ours  # noqa: E402
@@ -117,7 +118,7 @@ def _compile(model: Any, name: str, cpu_target: str, tuning_log: str | None) -> 
 
 def bench_model(name: str, resolution: int, rounds: int, quiet: bool, cpu_target: str = "llvm",
                 tuning_log: str | None = None, threads: Sequence[int] = (1,),
-                profile_above: float | None = None) -> dict[str, Any]:
+                profile_above: float | None = None, export_dir: Path | None = None) -> dict[str, Any]:
     """Compile ``name`` (and with ``tuning_log``, a tuned build too), check it against onnxruntime,
     and time the contenders interleaved, once per thread count of ``threads``; with ``profile_above``,
     a model whose one-thread time is above that many times onnxruntime's is profiled op by op, both sides."""
@@ -128,6 +129,10 @@ def bench_model(name: str, resolution: int, rounds: int, quiet: bool, cpu_target
     x = np.random.default_rng(0).standard_normal((1, 3, resolution, resolution)).astype(np.float32)
     xt = torch.from_numpy(x)
     model = export(net, xt, "torchscript")
+    if export_dir is not None:  # the very model and input this bench runs, for `vdla tune` / `vdla run`
+        export_dir.mkdir(parents=True, exist_ok=True)
+        onnx.save(model, export_dir / f"{name}.onnx")
+        np.save(export_dir / f"{name}_x.npy", x)
     in_name = model.graph.input[0].name
 
     ours = {"ours": _compile(model, name, cpu_target, None)}
@@ -226,6 +231,9 @@ def main() -> None:
     ap.add_argument("--profile", nargs="?", type=float, const=TARGET_RATIO, metavar="RATIO",
                     help=f"profile every model slower than RATIO x onnxruntime (default {TARGET_RATIO}), "
                          f"op by op on both sides (bench/model_profile.py)")
+    ap.add_argument("--export-onnx", type=Path, metavar="DIR",
+                    help="also write each model as exported and its input here (DIR/<model>.onnx, DIR/<model>_x.npy), "
+                         "e.g. for `vdla tune` and `vdla run`")
     ap.add_argument("--output", default=str(ROOT / "bench" / "results" / "models.json"))
     args = ap.parse_args()
     logs = dict(item.split("=", 1) for item in args.tuning_log if "=" in item)
@@ -255,7 +263,8 @@ def main() -> None:
                            "load_average_before": os.getloadavg(), "models": []}
     out["threads"] = threads
     for name in names:
-        r = bench_model(name, resolution, rounds, args.quiet, args.cpu_target, logs.get(name), threads, args.profile)
+        r = bench_model(name, resolution, rounds, args.quiet, args.cpu_target, logs.get(name), threads, args.profile,
+                        args.export_onnx)
         out["models"].append(r)
         if not args.quiet:
             print(f"  {name}: compiled in {r['compile_seconds']:.1f} s"

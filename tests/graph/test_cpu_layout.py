@@ -64,9 +64,10 @@ def test_a_grouped_conv_with_whole_blocks_per_group_stays_blocked() -> None:
     np.testing.assert_allclose(run_graph(blocked, feed)[0], run_graph(graph, feed)[0], rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("channels, layout", [(32, "NCHW16c"), (24, "NCHW8c"), (20, None)])
-def test_a_depthwise_conv_stays_blocked_when_its_channels_fill_blocks(channels: int, layout: str | None) -> None:
-    """32 channels: 16-channel blocks; 24: half blocks (8); 20: neither, the convs stay NCHW."""
+@pytest.mark.parametrize("channels, layout, padded", [(32, "NCHW16c", 32), (24, "NCHW8c", 24), (20, "NCHW16c", 32)])
+def test_a_depthwise_conv_stays_blocked_when_its_channels_fill_blocks(channels: int, layout: str, padded: int) -> None:
+    """32 channels: 16-channel blocks; 24: half blocks (8); 20: neither, zero-padded to 32 channels in
+    16-channel blocks (the depthwise conv gets 32 groups), the padding sliced off at the output."""
     rng = np.random.default_rng(4)
     b = GraphBuilder()
     x = b.input("x", (1, 16, 6, 6), "float32")
@@ -75,22 +76,43 @@ def test_a_depthwise_conv_stays_blocked_when_its_channels_fill_blocks(channels: 
     graph = b.build([y])
     blocked = cpu_layout(graph, 16)
     layouts = list(zip(_layouts(blocked, "conv2d", "data_layout"), _layouts(blocked, "conv2d", "out_layout")))
-    if layout is None:
-        assert layouts == [("NCHW", None)] * 2  # untouched: no out_layout set
-    else:
-        assert layouts == [("NCHW16c", layout), (layout, layout)]
+    assert layouts == [("NCHW16c", layout), (layout, layout)]
+    assert [n.type.shape[1] for n in blocked.nodes if n.op == "conv2d"] == [padded // int(layout[4:-1])] * 2
+    assert _layouts(blocked, "conv2d", "groups")[1] == padded
+    assert blocked.op_counts().get("strided_slice", 0) == (padded != channels)
+    assert blocked.output_types == graph.output_types
     feed = {"x": rand(rng, (1, 16, 6, 6))}
     np.testing.assert_allclose(run_graph(blocked, feed)[0], run_graph(graph, feed)[0], rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("case", ["channels", "groups", "runtime_weights", "int8"])
+def test_a_conv_whose_channels_fill_no_block_runs_zero_padded_to_whole_blocks() -> None:
+    """ShuffleNet's 58 channels: 16 -> 58 -> 58 -> 3x3 58 convs run on 64 channels in 16-channel blocks;
+    the second reads the first's zero-padded output as is, the padding leaves once at the output."""
+    rng = np.random.default_rng(5)
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 6, 6), "float32")
+    y = b.op("relu", [b.op("conv2d", [x, b.const(rand(rng, (58, 16, 1, 1)))], "c1")])
+    y = b.op("add", [b.op("conv2d", [y, b.const(rand(rng, (58, 58, 1, 1)))], "c2"), b.const(rand(rng, (58, 1, 1)))])
+    y = b.op("conv2d", [y, b.const(rand(rng, (58, 58, 3, 3)))], "c3", padding=(1, 1, 1, 1))
+    graph = b.build([y])
+    blocked = cpu_layout(graph, 16)
+    assert _layouts(blocked, "conv2d", "data_layout") == _layouts(blocked, "conv2d", "out_layout") == ["NCHW16c"] * 3
+    assert [n.type.shape[1] for n in blocked.nodes if n.op == "conv2d"] == [4] * 3  # 4 blocks of 16: 64 channels
+    assert sorted(_transforms(blocked)) == [("NCHW", "NCHW16c"), ("NCHW16c", "NCHW")]
+    assert blocked.op_counts().get("pad", 0) == 0 and blocked.op_counts()["strided_slice"] == 1
+    assert cpu_layout(graph, 4) == graph  # a block below 8 lanes is no vector block: nothing to pad to
+    feed = {"x": rand(rng, (1, 16, 6, 6))}
+    want = run_graph(graph, feed)[0]
+    np.testing.assert_allclose(run_graph(blocked, feed)[0], want, rtol=1e-5, atol=1e-5 * float(np.abs(want).max()))
+
+
+@pytest.mark.parametrize("case", ["groups", "runtime_weights", "int8"])
 def test_convs_the_micro_kernel_cannot_take_are_left_alone(case: str) -> None:
     rng = np.random.default_rng(2)
     b = GraphBuilder()
     dtype = "int8" if case == "int8" else "float32"
     x = b.input("x", (1, 16, 6, 6), dtype)
-    out = 20 if case == "channels" else 16  # 20: not a multiple of the block nor of half of it
-    w_shape = (out, 8 if case == "groups" else 16, 3, 3)
+    w_shape = (16, 8 if case == "groups" else 16, 3, 3)
     if case == "runtime_weights":
         w = b.input("w", w_shape, "float32")
     elif case == "int8":

@@ -114,17 +114,15 @@ class LayoutRewriter:
         padded through the ops that follow it in its layout; :meth:`convert` slices the padding away."""
         v = self.rw[n.inputs[0]]
         lay = self.layout.get(v)
-        if v in self.zeros and lay == lays["data_layout"] and parse_layout(lay).primal_shape(
-                self.b.type_of(v).shape)[1] == ic:
-            inputs = [v]  # already padded with zeros in this layout: no round trip through the CPU
+        if ((v in self.zeros or v not in self.channels) and lay == lays["data_layout"]
+                and parse_layout(lay).primal_shape(self.b.type_of(v).shape)[1] == ic):
+            inputs = [v]  # already in this layout with ic channels, any padding zero: no round trip through NCHW
         else:
-            x = self.convert(v, None)
-            shape = self.b.type_of(x).shape
-            if shape[1] != ic:
-                widths = [[0, 0]] * len(shape)
-                widths[1] = [0, ic - shape[1]]
-                x = self.b.op("pad", [x], f"{v}_padded", pad_width=widths, mode="constant", value=0.0)
-            inputs = [self.convert(x, lays["data_layout"])]
+            inputs = [self.convert(self.zero_padded(self.convert(v, None), ic), lays["data_layout"])]
+        # A depthwise conv stays depthwise: one (zero) filter per extra channel, as many groups as channels.
+        depthwise = n.attrs.get("groups", 1) == self.graph.node(n.inputs[0]).type.shape[1] > 1
+        if depthwise:
+            lays = dict(lays, groups=ic)
         for k, i in enumerate(n.inputs[1:], start=1):
             const = self.b.const_value(self.rw[i])
             if const is None:
@@ -132,7 +130,7 @@ class LayoutRewriter:
                                  "(the policy pads only such layers)")
             grow = [(0, 0)] * const.ndim
             grow[0] = (0, oc - const.shape[0])
-            if k == 1:
+            if k == 1 and not depthwise:
                 grow[1] = (0, ic - const.shape[1])
             padded = self.b.const(np.pad(const, grow), f"{self.rw[i]}_padded")
             inputs.append(self.convert(padded, lays["kernel_layout"]) if k == 1 else padded)
@@ -141,6 +139,19 @@ class LayoutRewriter:
         if oc != n.type.shape[1]:
             self.channels[out] = n.type.shape[1]
             self.zeros.add(out)  # zero weights and bias: the extra output channels are 0
+
+    def zero_padded(self, x: str, channels: int) -> str:
+        """Primal value ``x`` with zero channels appended up to ``channels`` (cached: the convs reading
+        one value share its padding)."""
+        shape = self.b.type_of(x).shape
+        if shape[1] == channels:
+            return x
+        key = (x, f"padded{channels}")
+        if key not in self.converted:
+            widths = [[0, 0]] * len(shape)
+            widths[1] = [0, channels - shape[1]]
+            self.converted[key] = self.b.op("pad", [x], f"{x}_padded", pad_width=widths, mode="constant", value=0.0)
+        return self.converted[key]
 
     def follow(self, new: str, n: Node, lay: str) -> None:
         """``new`` computed per channel from ``n``'s first input: same layout and padding (still zero

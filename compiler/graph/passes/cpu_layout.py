@@ -9,12 +9,18 @@ so the blocked values flow through bias adds, ReLUs, residual adds and pooling
 left only where a consumer needs the plain layout (e.g. a flatten before the classifier).
 
 A conv2d is eligible when it is float32 with constant weights, no dilation, its output channels
-are a multiple of the block (or of half of it, at least 8: :func:`channel_block`) and, if grouped,
+are a multiple of the block (or of half of it, at least 8: :func:`channel_block`; else see below) and, if grouped,
 so are its input and output channels per group (a block never straddles two groups) or it is
 depthwise (a block of independent channels is one vector of ``compiler.topi.depthwise_conv2d_nchwc``,
 so the 1x1 convs around it stay blocked too).  Its data stays ``NCHW`` when the input channels are
-not (the 3-channel first conv reads the image as is); weights stay ``OIHW`` in the graph, since
+few (the 3-channel first conv reads the image as is); weights stay ``OIHW`` in the graph, since
 the lowering re-blocks constants at compile time anyway.
+
+An ungrouped or depthwise conv whose channels fill no block (ShuffleNet's 58 and 116) runs with them
+zero-padded to whole blocks, through the channel padding of
+:meth:`~compiler.graph.passes.alter_layout.LayoutRewriter.padded_gemm` (the VDLA's): zero weights and
+bias keep the extra output channels zero, so the next padded conv reads them as they are, and the
+padding is sliced away where a consumer needs the real channels (a channel shuffle, the output).
 """
 
 from __future__ import annotations
@@ -24,6 +30,10 @@ from collections.abc import Sequence
 from compiler.graph.errors import GraphError
 from compiler.graph.ir import Graph, Node, TensorType
 from compiler.graph.passes.alter_layout import LayoutRewriter
+
+#: Input channels from which a conv whose input fills no block reads it zero-padded to whole blocks;
+#: below it (the image's 3 channels) it reads the plain NCHW input.
+MIN_PADDED_CHANNELS = 8
 
 
 def blocked_layout(block: int) -> str:
@@ -49,7 +59,19 @@ def cpu_conv_layouts(node: Node, types: Sequence[TensorType], graph: Graph, bloc
         return None
     groups = node.attrs["groups"]
     channels, out_channels = data.shape[1], weight.shape[0]
+    pads = channel_block(block, block) is not None  # a block too small to vectorize pads nothing
+    if pads and is_depthwise(channels, out_channels, groups) and channel_block(channels, block) is None:
+        padded = padded_channels(channels, block)  # in and out channels alike: one zero filter per extra channel
+        return {"data_layout": blocked_layout(block), "kernel_layout": "OIHW", "out_layout": blocked_layout(block),
+                "pad_channels": f"{padded},{padded}"}
     in_block, out_block = channel_block(channels, block), channel_block(out_channels, block)
+    if pads and groups == 1 and (out_block is None or (in_block is None and channels >= MIN_PADDED_CHANNELS)):
+        # ShuffleNet's 58 and 116 channels: zero-padded to whole blocks beat the plain NCHW conv.
+        ic = channels if in_block is not None or channels < MIN_PADDED_CHANNELS else padded_channels(channels, block)
+        oc = out_channels if out_block is not None else padded_channels(out_channels, block)
+        in_block, out_block = channel_block(ic, block), channel_block(oc, block)
+        return {"data_layout": blocked_layout(in_block) if in_block else "NCHW", "kernel_layout": "OIHW",
+                "out_layout": blocked_layout(out_block), "pad_channels": f"{ic},{oc}"}
     if out_block is None:
         return None
     # A block must not straddle two groups, except in a depthwise conv, whose channels are independent
@@ -59,6 +81,11 @@ def cpu_conv_layouts(node: Node, types: Sequence[TensorType], graph: Graph, bloc
         return None
     return {"data_layout": blocked_layout(in_block) if in_block else "NCHW", "kernel_layout": "OIHW",
             "out_layout": blocked_layout(out_block)}
+
+
+def padded_channels(channels: int, block: int) -> int:
+    """``channels`` rounded up to a whole number of ``block``-channel blocks."""
+    return -(-channels // block) * block
 
 
 def channel_block(channels: int, block: int) -> int | None:
