@@ -2,12 +2,13 @@
 
 The register budget of the column block comes from the task's target ISA (32 vector registers
 with AVX-512, 16 with AVX2), not from the host's.  Measurement runs the shared library the
-builder wrote, single-threaded, on seeded inputs, and checks the output against NumPy.  Because every config
-is timed on one thread, whether a kernel runs its outer loop in parallel is not a knob (on one
-thread it cannot be measured, so a tuned value would be noise): every config keeps the schedule's
-own choice (the knob dataclass's ``parallel=True`` and topi's size heuristics), and the knobs a
-log gives run on all threads like the defaults.  Logs written while ``parallel`` was a knob still
-apply: :meth:`ConfigSpace.from_dict` ignores the stale key.
+builder wrote, single-threaded, on seeded inputs, and checks the output against NumPy.
+
+Because every config is timed on one thread, whether a kernel runs its outer loop in parallel is
+not a knob (on one thread it cannot be measured, so a tuned value would be noise): every config
+keeps the schedule's own choice (the knob dataclass's ``parallel=True`` and topi's size
+heuristics), and the knobs a log gives run on all threads like the defaults.  Logs written while
+``parallel`` was a knob still apply: :meth:`ConfigSpace.from_dict` ignores the stale key.
 """
 
 from __future__ import annotations
