@@ -25,7 +25,9 @@ from compiler import te, topi
 from compiler.autotune import dispatch
 from compiler.graph.ir import Node
 from compiler.graph.lower_llvm import KernelBuilder, Operand, _c, _out_shape, _shape
-from compiler.graph.lower_llvm_nn import dense_packed
+# A module reference, not the function: lower_llvm_nn may be mid-import when this module loads
+# (importing it first imports lower_llvm, whose registrations import this module).
+from compiler.graph import lower_llvm_nn
 from compiler.graph.ops import register_lowering
 from compiler.te import Tensor
 from compiler.tir import op as tir
@@ -92,7 +94,7 @@ def _matmul_const(node: Node, a: Tensor, b: np.ndarray, kb: KernelBuilder) -> Te
     lead, k = sa[:-1], sa[-1]
     flat = a if len(sa) == 2 else te.compute((math.prod(lead), k), lambda r, j: a[_unflat(r, lead) + (j,)],
                                              name=f"{node.name}_flat")
-    mm = dense_packed(flat, np.ascontiguousarray(b.T), kb, node.name)
+    mm = lower_llvm_nn.dense_packed(flat, np.ascontiguousarray(b.T), kb, node.name)
     if len(sa) == 2:
         return mm
     return te.compute(node.type.shape, lambda *i: mm[_flat_index(i[:-1], lead), i[-1]], name=node.name)

@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import compiler.graph.lower_llvm  # noqa: F401  (the lowerings first: the dense default imports them)
 from compiler.autotune.database import ApplyBest, Database, read_log
 from compiler.autotune.dispatch import dispatching
 from compiler.autotune.session import tune_tasks
