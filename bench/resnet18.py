@@ -41,7 +41,6 @@ from pathlib import Path  # noqa: E402
 from typing import Any, Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
-import onnx  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 from peer_env import MALLOC_ENV  # noqa: E402
@@ -49,19 +48,10 @@ from peer_env import MALLOC_ENV  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "graph")]
 
-from make_models import DATA, fill_weights  # noqa: E402
+from make_models import resnet18_at  # noqa: E402
 
 from compiler.frontend.onnx import from_onnx  # noqa: E402
 from compiler.graph.build import build_model  # noqa: E402
-
-
-def _onnx_model(resolution: int) -> onnx.ModelProto:
-    model = fill_weights(onnx.load(str(DATA / "resnet18.onnx")))
-    for d, v in zip(model.graph.input[0].type.tensor_type.shape.dim, (1, 3, resolution, resolution)):
-        d.dim_value = v
-    del model.graph.value_info[:]
-    del model.graph.output[0].type.tensor_type.shape.dim[:]
-    return model
 
 
 def _interleaved(contenders: dict[str, Callable[[], Any]], rounds: int) -> dict[str, list[float]]:
@@ -82,7 +72,7 @@ def bench_llvm(resolution: int, rounds: int) -> dict[str, Any]:
     import torch
     from models import resnet18
 
-    model = _onnx_model(resolution)
+    model = resnet18_at(resolution)
     graph = from_onnx(model)
     compiled = build_model(graph, target="llvm")
     compiled.module.set_num_threads(1)
@@ -114,7 +104,7 @@ def bench_llvm(resolution: int, rounds: int) -> dict[str, Any]:
 
 
 def bench_vdla(resolution: int, config: str) -> dict[str, Any]:
-    graph = from_onnx(_onnx_model(resolution))
+    graph = from_onnx(resnet18_at(resolution))
     rng = np.random.default_rng(0)
     samples = [{"x": rng.standard_normal((1, 3, resolution, resolution)).astype(np.float32)} for _ in range(2)]
     t0 = time.perf_counter()

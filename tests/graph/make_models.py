@@ -67,6 +67,17 @@ def fill_weights(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProto:
     return out
 
 
+def resnet18_at(resolution: int) -> onnx.ModelProto:
+    """The committed ResNet-18 with seeded weights, its input fixed to ``(1, 3, resolution, resolution)``
+    and the stale 224-pixel shape annotations dropped (so onnxruntime infers them again)."""
+    model = fill_weights(onnx.load(str(DATA / "resnet18.onnx")))
+    for d, v in zip(model.graph.input[0].type.tensor_type.shape.dim, (1, 3, resolution, resolution)):
+        d.dim_value = v
+    del model.graph.value_info[:]
+    del model.graph.output[0].type.tensor_type.shape.dim[:]
+    return model
+
+
 def train_digits(epochs: int = 40, seed: int = 0):
     import torch
     from models import DigitsCNN
