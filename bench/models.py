@@ -239,6 +239,8 @@ def main() -> None:
     logs = dict(item.split("=", 1) for item in args.tuning_log if "=" in item)
     if len(logs) != len(args.tuning_log) or any(not Path(p).is_file() for p in logs.values()):
         ap.error(f"--tuning-log takes MODEL=TUNE.jsonl with an existing log, got {args.tuning_log}")
+    if args.export_onnx is not None and args.export_onnx.exists() and not args.export_onnx.is_dir():
+        ap.error(f"--export-onnx takes a folder; {args.export_onnx} is a file")
     threads = sorted({(os.cpu_count() or 1) if t == "all" else int(t) for t in args.threads.split(",") if t})
     resolution = args.resolution or (QUICK_RESOLUTION if args.quick else 224)
     rounds = args.rounds or (QUICK_ROUNDS if args.quick else 20)
