@@ -22,10 +22,15 @@ Value = int | str | bool
 
 @dataclass(frozen=True)
 class Axis:
-    """One knob: its name and the values it may take (in a fixed order)."""
+    """One knob: its name and the values it may take (in a fixed order).
+
+    ``absent``: for a knob added to a template after logs were written, the value those logs' configs
+    meant (the schedule's behaviour before the knob existed), so they still replay; None for a knob
+    every record must name."""
 
     name: str
     values: tuple[Value, ...]
+    absent: Value | None = None
 
     def __post_init__(self) -> None:
         if not self.values:
@@ -97,8 +102,11 @@ class ConfigSpace:
 
         Keys the space has no axis for are ignored, so a log written before a knob was removed from a
         template (the CPU templates' ``parallel``) still replays: the schedule then takes that knob's
-        default.  A knob the space has but ``values`` lacks is an error (BadConfigError)."""
-        config = Config(tuple((a.name, values.get(a.name)) for a in self.axes))
+        default.  A knob the space has but ``values`` lacks takes its axis's ``absent`` value (a knob
+        added since the log was written), or is an error (BadConfigError)."""
+        picks = tuple((a.name, values[a.name] if a.name in values else a.absent) for a in self.axes
+                      if a.name in values or a.absent is not None)
+        config = Config(picks)
         self.index_of(config)
         return config
 

@@ -127,7 +127,8 @@ def _conv_nchw(x: np.ndarray, w: np.ndarray, stride: tuple[int, int], pad: tuple
 
 
 class Conv2dNCHWcTemplate(CpuTemplate):
-    """topi's blocked conv2d micro-kernel: column block, kernel-width unroll, loop orders."""
+    """topi's blocked conv2d micro-kernel: register tile (columns, rows, channel blocks), kernel-width
+    unroll, loop orders, and where the input channels are reduced (per tile, row or plane)."""
 
     kind = "conv2d_nchwc"
 
@@ -144,33 +145,46 @@ class Conv2dNCHWcTemplate(CpuTemplate):
         w = self.task.wl
         return (w["w"] + 2 * w["pad_w"] - w["kw"]) // w["stride_w"] + 1
 
+    @property
+    def out_height(self) -> int:
+        w = self.task.wl
+        return (w["h"] + 2 * w["pad_h"] - w["kh"]) // w["stride_h"] + 1
+
     def make_space(self) -> ConfigSpace:
         vectors = -(-self.task.wl["oc_block"] // self.lanes)
         registers = _VECTOR_REGISTERS.get(self.isa, 16)
         budget = max(registers // vectors, int(self.default()["ow_block"]))
 
         def legal(c: Config) -> None:
-            # A two-dimensional tile holds its accumulators, its oc_block weight vectors and one broadcast
-            # input in registers (topi's default tile model); more spills (4x7 on AVX-512: 2x slower).
-            tile = int(c["oc_block"]) * int(c["ow_block"]) * vectors
-            live = tile + int(c["oc_block"]) * vectors + 1
-            if int(c["oc_block"]) > 1 and live > registers:
-                raise ValueError(f"a {c['oc_block']}x{c['ow_block']} register tile of {vectors}-register columns "
-                                 f"needs {live} registers (accumulators, weights, an input); the target has "
-                                 f"{registers} vector registers")
+            # A tile holds its accumulators, its oc_block weight vectors and one broadcast input in
+            # registers (topi's default tile model); more spills (4x7 on AVX-512: 2x slower).  A one-
+            # channel-block, one-row tile folds each broadcast into its FMA and is bounded by the axis.
+            rows, columns, blocks = int(c["oh_block"]), int(c["ow_block"]), int(c["oc_block"])
+            live = rows * columns * blocks * vectors + blocks * vectors + 1
+            if (blocks > 1 or rows > 1) and live > registers:
+                raise ValueError(f"a {rows}x{columns}x{blocks} (rows x columns x channel blocks) register tile "
+                                 f"of {vectors}-register columns needs {live} registers (accumulators, weights, "
+                                 f"an input); the target has {registers} vector registers")
+            topi.Conv2dNCHWcKnobs(**c.to_dict()).validate(self.out_width, self.task.wl["oc_outer"],
+                                                           self.out_height)
+            if c["reduce_at"] == "row" and columns == self.out_width and rows == 1:
+                raise ValueError("reduce_at 'row' with a one-tile row is reduce_at 'tile' with an extra buffer")
 
         return ConfigSpace((
             Axis("ow_block", divisors(self.out_width, budget)),
             Axis("oc_block", divisors(self.task.wl["oc_outer"], 4)),
+            Axis("oh_block", tuple(range(1, min(4, self.out_height) + 1)), absent=1),
             Axis("unroll_kw", (False, True)),
             Axis("reduce_order", ("ic_kh_kw", "kh_kw_ic")),
             Axis("outer_order", ("oc_y", "y_oc")),
+            Axis("reduce_at", ("tile", "row", "plane"), absent="tile"),
         ), legal)
 
     def target_default(self) -> Config:
         k = topi.default_conv2d_nchwc_knobs(self.tensors()[1])
-        return Config((("ow_block", k.ow_block), ("oc_block", k.oc_block), ("unroll_kw", k.unroll_kw),
-                       ("reduce_order", k.reduce_order), ("outer_order", k.outer_order)))
+        return Config((("ow_block", k.ow_block), ("oc_block", k.oc_block), ("oh_block", k.oh_block),
+                       ("unroll_kw", k.unroll_kw), ("reduce_order", k.reduce_order),
+                       ("outer_order", k.outer_order), ("reduce_at", k.reduce_at)))
 
     def knobs(self, config: Config) -> topi.Conv2dNCHWcKnobs:
         return topi.Conv2dNCHWcKnobs(**config.to_dict())  # type: ignore[arg-type]
@@ -179,12 +193,13 @@ class Conv2dNCHWcTemplate(CpuTemplate):
 
     def estimate_cycles(self, config: Config) -> float:
         """A register-tile model of the micro-kernel: per reduction step the tile's accumulators take one
-        FMA each and the step loads one broadcast per column and one weight vector per tile vector, two
+        FMA each and the step loads one broadcast per tile column (of every row) and one weight vector per
+        channel vector, two
         of either per cycle; accumulators beyond the register file (less the weight and input registers)
         are spilled, a store and a load each.  Loop orders and unrolling are left to the learned model."""
         vectors = -(-self.task.wl["oc_block"] // self.lanes)
         registers = _VECTOR_REGISTERS.get(self.isa, 16)
-        columns, rows = int(config["ow_block"]), int(config["oc_block"]) * vectors
+        columns, rows = int(config["oh_block"]) * int(config["ow_block"]), int(config["oc_block"]) * vectors
         accumulators = columns * rows
         per_step = max(accumulators, columns + rows) / 2 + 2 * max(0, accumulators + 2 - registers) + 0.5
         steps = self.flops / (2 * self.lanes * accumulators)
@@ -212,8 +227,7 @@ class Conv2dNCHWcTemplate(CpuTemplate):
     @property
     def flops(self) -> int:
         w = self.task.wl
-        oh = (w["h"] + 2 * w["pad_h"] - w["kh"]) // w["stride_h"] + 1
-        return (2 * w["n"] * w["oc_outer"] * w["oc_block"] * oh * self.out_width * w["ic_outer"] * w["ic_block"]
+        return (2 * w["n"] * w["oc_outer"] * w["oc_block"] * self.out_height * self.out_width * w["ic_outer"] * w["ic_block"]
                 * w["kh"] * w["kw"])
 
 

@@ -7,11 +7,12 @@ import pytest
 
 from compiler.autotune.dispatch import dispatching
 from compiler.autotune.space import Axis, Config, ConfigSpace
-from compiler.autotune.task import HostInfo, Task, extract_tasks
+from compiler.autotune.task import HostInfo, Task, extract_tasks, make_task
 from compiler.autotune.template import template_for
 from compiler.graph import GraphBuilder
 from compiler.graph.build import build_model
 from compiler.tir.printer import to_text
+from vdla_hw.errors import BadConfigError
 
 
 def _mobile_block(rng: np.random.Generator):
@@ -55,6 +56,29 @@ def test_space_index_and_config_round_trip() -> None:
     for i, c in enumerate(configs):
         assert space.index_of(c) == i
         assert space.from_dict(c.to_dict()) == c
+
+
+def test_a_knob_added_later_takes_its_old_meaning_in_old_logs() -> None:
+    space = ConfigSpace((Axis("a", (1, 2)), Axis("rows", (1, 2, 3), absent=1), Axis("at", ("tile", "plane"),
+                                                                                 absent="tile")))
+    # A record from before ``rows`` and ``at`` existed means what the schedule did then: 1 row, per tile.
+    assert space.from_dict({"a": 2}) == Config((("a", 2), ("rows", 1), ("at", "tile")))
+    assert space.from_dict({"a": 2, "rows": 3, "at": "plane"}).key == "a=2,rows=3,at=plane"
+    with pytest.raises(BadConfigError, match="has knobs"):
+        space.from_dict({"rows": 2})  # a knob without an old meaning must be named
+
+
+def test_cpu_conv_space_has_row_tiles_and_reduce_positions(cpu_task: Task) -> None:
+    template = template_for(make_task("conv2d_nchwc", dict(cpu_task.wl, oc_outer=8)))
+    registers = {"avx512": 32}.get(template.isa, 16)
+    space = template.space
+    assert {"oh_block", "reduce_at"} <= set(space.names)
+    legal = [space.get(i) for i in space.legal_indices()]
+    assert {c["reduce_at"] for c in legal} == {"tile", "row", "plane"}
+    assert max(int(c["oh_block"]) for c in legal) > 1
+    for c in legal:  # every legal tile fits the register file: accumulators, weights, one input
+        tile = int(c["oh_block"]) * int(c["ow_block"]) * int(c["oc_block"])
+        assert tile + int(c["oc_block"]) + 1 <= registers or (c["oh_block"], c["oc_block"]) == (1, 1)
 
 
 @pytest.mark.parametrize("which", ["cpu", "vdla"])

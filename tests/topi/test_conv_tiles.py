@@ -56,8 +56,10 @@ def test_fused_epilogue_keeps_one_register_tile_of_conv_output(cpu_target: str) 
     func = build_kernel(node, g, "k").func
     allocs = {a.buffer.name: int(a.buffer.size().value) for a in collect(func.body, lambda n: isinstance(n, Allocate))}
     conv_bufs = [size for name, size in allocs.items() if name.endswith("_nchwc")]
-    # conv + bias + add + relu: the conv output exists only as one oc_block x ow_block tile of vectors
-    assert len(conv_bufs) == 1 and conv_bufs[0] <= topi.max_accumulators() * lanes < 32 * 14 * 14
+    # conv + bias + add + relu: the conv output exists only as one register tile of vectors or, when
+    # the weights outweigh the data (AVX2's 8-channel blocks here), one channel group's partial-sum plane
+    assert len(conv_bufs) == 1
+    assert conv_bufs[0] <= max(topi.max_accumulators() * lanes, 14 * 14 * lanes) < 32 * 14 * 14
     compiled = build_model(graph, target="llvm", cpu_target=cpu_target)
     compiled.module.set_num_threads(1)
     want = run_graph(graph, feed)[0]

@@ -1,0 +1,115 @@
+"""The conv micro-kernel's row tiles (``oh_block``) and input-channel placement (``reduce_at``).
+
+Every combination runs against a float64 NumPy convolution, with and without a fused epilogue, on
+each ISA of the ``cpu_target`` matrix; the defaults are checked for what they promise (rows fill
+the accumulators of a short row, weight-heavy layers reduce outside the plane), and a bad knob is
+a clear error naming the fix.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from compiler import te, topi
+from compiler.build import build
+from compiler.codegen.llvm import current_target
+from compiler.schedule import create_schedule
+from compiler.topi.utils import TopiError
+
+
+def _reference(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndarray:
+    """Blocked NCHWc conv in float64: x [1, C/c, H, W, c], w [O/o, C/c, K, K, c, o]."""
+    _, ico, h, wd, icb = x.shape
+    oco, _, k, _, _, ocb = w.shape
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad), (0, 0)))
+    oh, ow = (h + 2 * pad - k) // stride + 1, (wd + 2 * pad - k) // stride + 1
+    out = np.zeros((1, oco, oh, ow, ocb))
+    for ky, kx in itertools.product(range(k), range(k)):
+        win = xp[0, :, ky:ky + stride * oh:stride, kx:kx + stride * ow:stride, :]  # [C/c, oh, ow, c]
+        out[0] += np.einsum("cyxi,pcij->pyxj", win, w[:, :, ky, kx].astype(np.float64))
+    return out
+
+
+def _run(h: int, ic: int, oc: int, k: int, stride: int, knobs: topi.Conv2dNCHWcKnobs | None,
+         epilogue: bool) -> tuple[np.ndarray, np.ndarray, topi.Conv2dNCHWcKnobs]:
+    lanes = current_target().vector_lanes()
+    rng = np.random.default_rng(h * 100 + ic + k)
+    x = rng.standard_normal((1, ic, h, h, lanes)).astype(np.float32)
+    w = (rng.standard_normal((oc, ic, k, k, lanes, lanes)) * 0.1).astype(np.float32)
+    bias = rng.standard_normal((oc, lanes)).astype(np.float32)
+    tx, tw = te.placeholder(x.shape, name="x"), te.placeholder(w.shape, name="w")
+    conv = topi.conv2d_nchwc(tx, tw, stride, k // 2)
+    knobs = knobs or topi.default_conv2d_nchwc_knobs(conv)
+    want = _reference(x, w, stride, k // 2)
+    if epilogue:
+        tb = te.placeholder(bias.shape, name="b")
+        out = te.compute(conv.shape, lambda n, c, y, xx, o: conv[n, c, y, xx, o] + tb[c, o], name="biased")
+        s = create_schedule(out)
+        topi.schedule_conv2d_nchwc(conv, knobs, s=s, epilogue=out)
+        args, inputs = [tx, tw, tb, out], [x, w, bias]
+        want = want + bias[None, :, None, None, :]
+    else:
+        out = conv
+        s = topi.schedule_conv2d_nchwc(conv, knobs)
+        args, inputs = [tx, tw, out], [x, w]
+    got = np.zeros([int(d.value) for d in out.shape], np.float32)
+    build(s, args)(*inputs, got)
+    return got, want, knobs
+
+
+# (height = width, input blocks, output blocks, kernel, stride): a 7-wide row (rows tile with a
+# partitioned last row), a stride-2 layer, a 1x1 layer.
+_LAYERS = [(7, 4, 8, 3, 1), (9, 2, 8, 3, 2), (6, 3, 8, 1, 1)]
+
+
+@pytest.mark.parametrize("layer", _LAYERS, ids=lambda v: "x".join(map(str, v)))
+@pytest.mark.parametrize("reduce_at", ["tile", "row", "plane"])
+@pytest.mark.parametrize("oh_block", [1, 2, 3])
+@pytest.mark.parametrize("epilogue", [False, True], ids=["conv", "conv+bias"])
+def test_every_row_tile_and_reduce_position_matches_numpy(cpu_target: str, layer: tuple[int, ...],
+                                                          reduce_at: str, oh_block: int, epilogue: bool) -> None:
+    h, ic, oc, k, stride = layer
+    ow = (h + 2 * (k // 2) - k) // stride + 1
+    ow_block = max(d for d in (1, 2, 3, 4, 7) if ow % d == 0)
+    knobs = topi.Conv2dNCHWcKnobs(ow_block=ow_block, oc_block=2, oh_block=oh_block, reduce_at=reduce_at,
+                                  outer_order="oc_y")
+    got, want, _ = _run(h, ic, oc, k, stride, knobs, epilogue)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+def test_short_rows_tile_two_rows_and_weight_heavy_layers_reduce_outside_the_plane(cpu_target: str) -> None:
+    lanes = current_target().vector_lanes()
+    # ResNet-18's layer4 conv (512 channels, 7x7): a 7-wide row holds 7 x oc_block vectors, and the
+    # rows fill what the accumulators leave; its 9.4 MB of weights dwarf the 100 KB of data.
+    conv = topi.conv2d_nchwc(te.placeholder((1, 512 // lanes, 7, 7, lanes)),
+                             te.placeholder((512 // lanes, 512 // lanes, 3, 3, lanes, lanes)), 1, 1)
+    knobs = topi.default_conv2d_nchwc_knobs(conv)
+    tile = knobs.oh_block * knobs.ow_block * knobs.oc_block
+    assert knobs.ow_block == 7 and tile <= topi.max_accumulators()
+    assert knobs.oh_block == topi.default_tile_rows(7, knobs.ow_block * knobs.oc_block, topi.max_accumulators())
+    assert tile + knobs.ow_block > topi.max_accumulators()  # one more row would not fit
+    assert knobs.reduce_at == "plane"
+    # A 56x56 layer with 64 channels: data outweighs weights, one row fills the tile.
+    conv = topi.conv2d_nchwc(te.placeholder((1, 64 // lanes, 56, 56, lanes)),
+                             te.placeholder((64 // lanes, 64 // lanes, 3, 3, lanes, lanes)), 1, 1)
+    knobs = topi.default_conv2d_nchwc_knobs(conv)
+    assert (knobs.oh_block, knobs.reduce_at) == (1, "tile")
+    got, want, _ = _run(7, 2, 8, 3, 1, None, True)  # the defaults on a small layer, through NumPy
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+@pytest.mark.parametrize("knobs, message", [
+    (dict(oh_block=0), "oh_block 0 must be between 1 and the output height 7"),
+    (dict(oh_block=8), "oh_block 8 must be between 1 and the output height 7"),
+    (dict(reduce_at="block"), "reduce_at 'block' is not one of"),
+    (dict(reduce_at="row", reduce_order="kh_kw_ic"), "reduce_order must be 'ic_kh_kw'"),
+    (dict(reduce_at="plane", outer_order="y_oc"), "outer_order must be 'oc_y'"),
+    (dict(reduce_at="plane", oc_block=4), "fewer than 4: choose a smaller oc_block"),
+])
+def test_bad_row_and_reduce_knobs_are_named(knobs: dict, message: str) -> None:
+    conv = topi.conv2d_nchwc(te.placeholder((1, 2, 7, 7, 16)), te.placeholder((8, 2, 3, 3, 16, 16)), 1, 1)
+    with pytest.raises(TopiError, match=message.replace("(", r"\(")):
+        topi.schedule_conv2d_nchwc(conv, topi.Conv2dNCHWcKnobs(**dict(dict(ow_block=7, oc_block=2), **knobs)))
