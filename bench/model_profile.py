@@ -1,7 +1,7 @@
 """Where a model's time goes, ours against onnxruntime: per-operator-type kernel times of both.
 
 Ours: :meth:`GraphModule.profile` (what ``vdla run --profile`` prints), each node the best of
-``repeat`` calls, grouped by its fused op string (``conv2d+relu``).  Onnxruntime: its own profiler
+``repeat`` whole runs, timed in its place, grouped by its fused op string (``conv2d+relu``).  Onnxruntime: its own profiler
 (``SessionOptions.enable_profiling``), each node the best of the timed runs, grouped by op type
 (after its graph optimizations, so ``FusedConv`` is a conv with its activation).  Best-of per node
 filters out the other processes' bursts on a shared machine, which is what makes the two sides
