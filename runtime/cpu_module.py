@@ -20,6 +20,28 @@ import numpy as np
 from runtime.file_checks import check_elf, read_bytes
 from vdla_hw.errors import BadFileError
 
+#: Alignment of the buffers the runtime allocates for kernels (a page: every plan offset is a
+#: multiple of 64, and a 64-byte vector access straddling two cache lines costs two).
+BUFFER_ALIGN = 4096
+
+
+def aligned_zeros(shape: tuple[int, ...] | int, dtype: Any = np.float32, align: int = BUFFER_ALIGN) -> np.ndarray:
+    """A zero-filled C-contiguous array whose data starts on an ``align``-byte boundary (NumPy's own
+    allocations are only 16-byte aligned: 48 of every 64 bytes of a zmm load stream would split)."""
+    dt = np.dtype(dtype)
+    count = int(np.prod(shape, dtype=np.int64))
+    raw = np.zeros(count * dt.itemsize + align, np.uint8)
+    start = (-raw.ctypes.data) % align
+    return raw[start:start + count * dt.itemsize].view(dt).reshape(shape)
+
+
+def aligned_copy(a: np.ndarray, align: int = BUFFER_ALIGN) -> np.ndarray:
+    """A writable, C-contiguous, ``align``-aligned copy of ``a``."""
+    out = aligned_zeros(a.shape, a.dtype, align)
+    out[...] = a
+    return out
+
+
 META_SYMBOL = "vdla_module_meta"
 THREADS_SYMBOL = "vdla_num_threads"
 META_FORMAT = 1

@@ -27,7 +27,7 @@ import numpy as np
 from vdla_hw.config import HwConfig, from_dict
 
 from runtime.backends import run as run_program
-from runtime.cpu_module import CpuModule, Function, load_module_bytes
+from runtime.cpu_module import CpuModule, Function, aligned_copy, aligned_zeros, load_module_bytes
 from runtime.memory import to_bytes
 from runtime.module_format import ModuleParts, read_module, write_module
 from runtime.program import Program
@@ -129,7 +129,7 @@ class GraphModule:
                  program_bytes: Mapping[str, bytes] | None = None) -> None:
         self.graph = dict(graph)
         # Private, writable copies: kernels take every argument as a writable buffer.
-        self.params = {k: np.array(v, copy=True, order="C") for k, v in params.items()}
+        self.params = {k: aligned_copy(np.asarray(v)) for k, v in params.items()}
         self.library = library
         self.programs = dict(programs)
         self.config: HwConfig | None = from_dict(graph["config"]) if graph.get("config") else None
@@ -138,9 +138,9 @@ class GraphModule:
         self._program_bytes = dict(program_bytes or {})
         self._values = {k: (tuple(v["shape"]), np.dtype(v["dtype"])) for k, v in graph["values"].items()}
         self._inputs = {i["name"]: (tuple(i["shape"]), np.dtype(i["dtype"])) for i in graph["inputs"]}
-        self._arena = np.zeros(max(1, int(graph["arena"]["bytes"])), np.uint8)
+        self._arena = aligned_zeros(max(1, int(graph["arena"]["bytes"])), np.uint8)
         self._slots = {name: self._slot(name, off) for name, off in graph["arena"]["offsets"].items()}
-        self._input_bufs = {k: np.zeros(s, d) for k, (s, d) in self._inputs.items()}
+        self._input_bufs = {k: aligned_zeros(s, d) for k, (s, d) in self._inputs.items()}
         self._calls = [self._prepare(n) if n["device"] == "cpu" else None for n in graph["nodes"]]
         self._run_program: Callable[..., Any] = run_program
 

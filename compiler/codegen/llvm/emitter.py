@@ -37,7 +37,9 @@ if TYPE_CHECKING:
 
 #: Unrolled loops longer than this stay loops (code size).
 MAX_UNROLL = 128
-#: Local allocations up to this many bytes live on the stack; bigger ones use malloc.
+#: Alignment of the heap allocations (a cache line, as the stack buffers get).
+HEAP_ALIGN = 64
+#: Local allocations up to this many bytes live on the stack; bigger ones use aligned_alloc.
 MAX_STACK_BYTES = 256 * 1024
 
 _ICMP = {EQ: "==", NE: "!=", LT: "<", LE: "<=", GT: ">", GE: ">="}
@@ -415,7 +417,12 @@ class FunctionEmitter:
         else:
             nbytes = self.b.mul(self.to_i64(self.expr(size), size.dtype),
                                 ir.Constant(I64, elem_bytes(buf.dtype)))
-            ptr = self.b.call(self.ctx.libc("malloc"), [nbytes], name=c_identifier(buf.name))
+            # Cache-line aligned like the stack buffers: malloc's 16-byte alignment makes every
+            # 64-byte vector access of a big temporary (a conv's partial-sum plane) split two lines.
+            # aligned_alloc wants a multiple of the alignment.
+            nbytes = self.b.and_(self.b.add(nbytes, ir.Constant(I64, HEAP_ALIGN - 1)), ir.Constant(I64, -HEAP_ALIGN))
+            ptr = self.b.call(self.ctx.libc("aligned_alloc"), [ir.Constant(I64, HEAP_ALIGN), nbytes],
+                              name=c_identifier(buf.name))
             self.vars[buf.data] = ptr
             self.stmt(s.body)
             self.b.call(self.ctx.libc("free"), [ptr])

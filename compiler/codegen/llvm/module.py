@@ -81,7 +81,7 @@ class ModuleContext:
         return fn if fn is not None else ir.Function(self.module, ty, name=name)
 
     def libc(self, name: str) -> ir.Function:
-        types = {"malloc": ir.FunctionType(PTR, [I64]), "free": ir.FunctionType(VOID, [PTR])}
+        types = {"aligned_alloc": ir.FunctionType(PTR, [I64, I64]), "free": ir.FunctionType(VOID, [PTR])}
         return self._declare(name, types[name])
 
     def gomp(self, name: str) -> ir.Function:
