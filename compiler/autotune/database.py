@@ -22,6 +22,7 @@ from runtime.file_checks import describe, wrong_kind
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.errors import BadFileError
 
+from .measure import config_cost
 from .space import Config
 from .task import VDLA_KINDS, HostInfo, Task, make_task
 
@@ -51,11 +52,7 @@ class Record:
 
     @property
     def cost(self) -> float:
-        if not self.ok:
-            return float("inf")
-        s = sorted(self.costs)
-        mid = len(s) // 2
-        return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
+        return config_cost(self.costs) if self.ok else float("inf")
 
     def to_json(self) -> dict[str, Any]:
         return {"format": LOG_FORMAT, "version": LOG_VERSION, "task": self.task.to_json(), "task_key": self.task.key,
