@@ -172,7 +172,8 @@ class Conv2dNCHWcTemplate(CpuTemplate):
                 raise ValueError("reduce_at 'row' with a one-tile row is reduce_at 'tile' with an extra buffer")
 
         return ConfigSpace((
-            Axis("ow_block", divisors(self.out_width, budget)),
+            # Widths that do not divide the row too: its last tile is partitioned off, narrower.
+            Axis("ow_block", tuple(range(1, min(budget, self.out_width) + 1))),
             Axis("oc_block", divisors(self.task.wl["oc_outer"], 4)),
             Axis("oh_block", tuple(range(1, min(4, self.out_height) + 1)), absent=1),
             Axis("unroll_kw", (False, True)),
@@ -204,7 +205,9 @@ class Conv2dNCHWcTemplate(CpuTemplate):
         accumulators = columns * rows
         per_step = max(accumulators, columns + rows) / 2 + 2 * max(0, accumulators + 2 - registers) + 0.5
         steps = self.flops / (2 * self.lanes * accumulators)
-        return steps * per_step
+        # A width that does not divide the row leaves a narrower last tile: charged as a full one.
+        ow = int(config["ow_block"])
+        return steps * per_step * (-(-self.out_width // ow) * ow / self.out_width)
 
     def features(self, config: Config) -> np.ndarray:
         # The estimate is the model's prior (prior_feature): it ranks the first batch, the trees learn its errors.

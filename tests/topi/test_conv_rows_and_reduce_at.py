@@ -80,6 +80,17 @@ def test_every_row_tile_and_reduce_position_matches_numpy(cpu_target: str, layer
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
 
 
+@pytest.mark.parametrize("layer", [(7, 2, 8, 3, 1), (9, 2, 8, 3, 2)], ids=["7wide", "5wide_s2"])
+@pytest.mark.parametrize("reduce_at", ["tile", "plane"])
+@pytest.mark.parametrize("epilogue", [False, True], ids=["conv", "conv+bias"])
+def test_a_column_block_that_does_not_divide_the_row_matches_numpy(cpu_target: str, layer: tuple[int, ...],
+                                                                   reduce_at: str, epilogue: bool) -> None:
+    # 3 columns of a 7-wide row: tiles of 3, 3 and a partitioned last one of 1 (5-wide: 3 and 2).
+    knobs = topi.Conv2dNCHWcKnobs(ow_block=3, oc_block=2, oh_block=2, reduce_at=reduce_at, outer_order="oc_y")
+    got, want, _ = _run(*layer, knobs, epilogue)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
 def test_short_rows_tile_two_rows_and_weight_heavy_layers_reduce_outside_the_plane(cpu_target: str) -> None:
     lanes = current_target().vector_lanes()
     # ResNet-18's layer4 conv (512 channels, 7x7): a 7-wide row holds 7 x oc_block vectors, and the
@@ -102,6 +113,7 @@ def test_short_rows_tile_two_rows_and_weight_heavy_layers_reduce_outside_the_pla
 
 
 @pytest.mark.parametrize("knobs, message", [
+    (dict(ow_block=8), "ow_block 8 must be between 1 and the output width 7"),
     (dict(oh_block=0), "oh_block 0 must be between 1 and the output height 7"),
     (dict(oh_block=8), "oh_block 8 must be between 1 and the output height 7"),
     (dict(reduce_at="block"), "reduce_at 'block' is not one of"),
