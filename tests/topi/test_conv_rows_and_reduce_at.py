@@ -22,7 +22,7 @@ from compiler.topi.utils import TopiError
 
 def _reference(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndarray:
     """Blocked NCHWc conv in float64: x [1, C/c, H, W, c], w [O/o, C/c, K, K, c, o]."""
-    _, ico, h, wd, icb = x.shape
+    h, wd = x.shape[2:4]
     oco, _, k, _, _, ocb = w.shape
     xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad), (0, 0)))
     oh, ow = (h + 2 * pad - k) // stride + 1, (wd + 2 * pad - k) // stride + 1
