@@ -71,7 +71,11 @@ def test_conv_defaults_follow_the_target_not_the_host(target: str, lanes: int, a
         data = te.placeholder((1, 4, 56, 56, lanes), name="data")
         kernel = te.placeholder((4, 4, 3, 3, lanes, lanes), name="kernel")
         knobs = topi.default_conv2d_nchwc_knobs(topi.conv2d_nchwc(data, kernel, 1, 1))
-    assert knobs.ow_block * knobs.oc_block <= accumulators and 56 % knobs.ow_block == 0
+    tile = knobs.oh_block * knobs.ow_block * knobs.oc_block
+    # The tile fills the target's accumulators with its weight vectors and an input beside them (AVX2:
+    # 6 x 2 of the 56-wide row, its last tile partitioned off; AVX-512: 14 x 2).
+    assert accumulators - knobs.oc_block < tile <= accumulators and knobs.ow_block <= 56
+    assert tile + knobs.oc_block + 1 <= accumulators + 4
 
 
 def test_graph_built_for_avx2_is_blocked_by_8_and_has_no_avx512() -> None:

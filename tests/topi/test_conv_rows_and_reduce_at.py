@@ -99,9 +99,11 @@ def test_short_rows_tile_two_rows_and_weight_heavy_layers_reduce_outside_the_pla
                              te.placeholder((512 // lanes, 512 // lanes, 3, 3, lanes, lanes)), 1, 1)
     knobs = topi.default_conv2d_nchwc_knobs(conv)
     tile = knobs.oh_block * knobs.ow_block * knobs.oc_block
-    assert knobs.ow_block == 7 and tile <= topi.max_accumulators()
+    assert tile <= topi.max_accumulators()
     assert knobs.oh_block == topi.default_tile_rows(7, knobs.ow_block * knobs.oc_block, topi.max_accumulators())
-    assert tile + knobs.ow_block > topi.max_accumulators()  # one more row would not fit
+    assert tile + knobs.ow_block * knobs.oc_block > topi.max_accumulators()  # one more row would not fit
+    if topi.max_accumulators() == 28:  # AVX-512: two rows of 7 x 2
+        assert (knobs.oh_block, knobs.ow_block, knobs.oc_block) == (2, 7, 2)
     assert knobs.reduce_at == "plane"
     # A 56x56 layer with 64 channels: data outweighs weights, one row fills the tile.
     conv = topi.conv2d_nchwc(te.placeholder((1, 64 // lanes, 56, 56, lanes)),
@@ -110,6 +112,24 @@ def test_short_rows_tile_two_rows_and_weight_heavy_layers_reduce_outside_the_pla
     assert (knobs.oh_block, knobs.reduce_at) == (1, "tile")
     got, want, _ = _run(7, 2, 8, 3, 1, None, True)  # the defaults on a small layer, through NumPy
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+def test_a_tile_with_room_for_a_column_widens_past_the_divisors() -> None:
+    # AVX2 (12 accumulators): the dividing 4 x 2 tile of a 56-wide row and 7 x 1 of a 14-wide one
+    # become 6 x 2; AVX-512's full tiles of ResNet's rows stay as they were.
+    for width, oc_outer in ((56, 8), (28, 16), (14, 32), (7, 64)):
+        ob, ow = topi.default_conv2d_nchwc_tile(width, oc_outer, 1, 12)
+        assert topi.widen_tile(width, oc_outer, 1, 12, ob, ow, 1) == (2, 6)
+    for width, oc_outer in ((56, 4), (28, 8), (14, 16), (112, 4)):
+        ob, ow = topi.default_conv2d_nchwc_tile(width, oc_outer, 1, 28)
+        assert topi.widen_tile(width, oc_outer, 1, 28, ob, ow, 1) == (ob, ow) == (2, 14)
+    assert topi.widen_tile(7, 32, 1, 28, 2, 7, 2) == (2, 7)  # a two-row tile is full
+    assert topi.widen_tile(7, 33, 1, 12, 1, 7, 1) == (1, 7)  # channel blocks that do not pair up
+    for accumulators in (12, 28):  # a widened tile fits: accumulators, 2 weight vectors, 1 input
+        for width in range(1, 120):
+            ob, ow = topi.widen_tile(width, 8, 1, accumulators, *topi.default_conv2d_nchwc_tile(width, 8, 1,
+                                                                                                 accumulators), 1)
+            assert ow <= width and ob * ow + ob + 1 <= accumulators + 4
 
 
 @pytest.mark.parametrize("knobs, message", [
