@@ -60,7 +60,19 @@ def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__, file=sys.stderr)
         return 2
-    return subprocess.run(argv, env=masked_env()).returncode
+    try:
+        env = masked_env()
+    except subprocess.CalledProcessError as exc:
+        print(f"avx2_host: building the CPUID shim failed ({' '.join(exc.cmd)} exited {exc.returncode}); "
+              f"install a C compiler (the `hw` extra brings ziglang)", file=sys.stderr)
+        return 2
+    try:
+        return subprocess.run(argv, env=env, check=False).returncode
+    except FileNotFoundError:
+        print(f"avx2_host: no such command: {argv[0]!r}", file=sys.stderr)
+        return 127
+    except KeyboardInterrupt:  # the child got the same Ctrl-C and stopped
+        return 130
 
 
 if __name__ == "__main__":

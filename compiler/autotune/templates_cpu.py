@@ -166,8 +166,7 @@ class Conv2dNCHWcTemplate(CpuTemplate):
                 raise ValueError(f"a {rows}x{columns}x{blocks} (rows x columns x channel blocks) register tile "
                                  f"of {vectors}-register columns needs {live} registers (accumulators, weights, "
                                  f"an input); the target has {registers} vector registers")
-            topi.Conv2dNCHWcKnobs(**c.to_dict()).validate(self.out_width, self.task.wl["oc_outer"],
-                                                           self.out_height)
+            self.knobs(c).validate(self.out_width, self.task.wl["oc_outer"], self.out_height)
             if c["reduce_at"] == "row" and columns == self.out_width and rows == 1:
                 raise ValueError("reduce_at 'row' with a one-tile row is reduce_at 'tile' with an extra buffer")
 

@@ -56,3 +56,10 @@ def test_a_process_under_the_shim_sees_and_compiles_for_avx2_only() -> None:
     unmasked = json.loads(plain.stdout.strip().splitlines()[-1])
     # The same conv on both ISAs agrees to float rounding.
     assert max(abs(a - b) for a, b in zip(masked["out"], unmasked["out"])) <= 1e-4 * max(map(abs, unmasked["out"]))
+
+
+def test_the_launcher_names_a_missing_command() -> None:
+    run = subprocess.run([sys.executable, "bench/avx2_host/run.py", "--", "no_such_command_here"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 127
+    assert "no such command: 'no_such_command_here'" in run.stderr and "Traceback" not in run.stderr
