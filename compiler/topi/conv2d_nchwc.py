@@ -209,9 +209,13 @@ def widen_tile(out_width: int, oc_outer: int, vectors_per_column: int, accumulat
     the row partitioned off narrower.  AVX2's 12 accumulators hold 4 x 2 of a 56-wide row and 7 x 1
     of a 14- or 7-wide one; 6 x 2 made ResNet-18 6.6% faster, ResNet-50 5.6% and MobileNetV2 3.6%
     (AVX2, one thread).  AVX-512's tiles of ResNet's rows are full already and stay as they are."""
-    if oh_block > 1 or oc_outer % 2 or (ow_block + 1) * oc_block * vectors_per_column > accumulators:
+    registers = accumulators + _SPARE_REGISTERS
+    # The widened tile's accumulators, its two channel blocks' weight vectors and a broadcast input.
+    columns = min(out_width, accumulators // (2 * vectors_per_column),
+                  (registers - 1 - 2 * vectors_per_column) // (2 * vectors_per_column))
+    if oh_block > 1 or oc_outer % 2 or 2 * columns <= oc_block * ow_block:
         return oc_block, ow_block
-    return 2, min(out_width, accumulators // (2 * vectors_per_column))
+    return 2, columns
 
 
 def default_conv2d_nchwc_knobs(out: Tensor, target: Target | None = None) -> Conv2dNCHWcKnobs:

@@ -125,6 +125,9 @@ def test_a_tile_with_room_for_a_column_widens_past_the_divisors() -> None:
         assert topi.widen_tile(width, oc_outer, 1, 28, ob, ow, 1) == (ob, ow) == (2, 14)
     assert topi.widen_tile(7, 32, 1, 28, 2, 7, 2) == (2, 7)  # a two-row tile is full
     assert topi.widen_tile(7, 33, 1, 12, 1, 7, 1) == (1, 7)  # channel blocks that do not pair up
+    # 16 channels on AVX2 are 2 vectors a column: 3 x 2 x 2 = 12 accumulators need 4 weight vectors and
+    # an input beside them, 17 of 16 registers; the dividing 2 x 2 x 2 stays.
+    assert topi.widen_tile(8, 2, 2, 12, 2, 2, 1) == (2, 2)
     for accumulators in (12, 28):  # a widened tile fits: accumulators, 2 weight vectors, 1 input
         for width in range(1, 120):
             ob, ow = topi.widen_tile(width, 8, 1, accumulators, *topi.default_conv2d_nchwc_tile(width, 8, 1,
