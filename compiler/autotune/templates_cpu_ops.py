@@ -65,7 +65,15 @@ class PoolTemplate(CpuTemplate):
             blocks = tuple(b for b in (1, 2, 4) if b == 1 or b * min(self.lanes, self.out_width) <= self.out_width)
             widths = tuple(sorted({v for v in (self.lanes // 2, self.lanes, 2 * self.lanes) if v >= 4}
                                   | {int(default["vector"])}))
-        return ConfigSpace((Axis("vector", widths), Axis("ow_block", blocks), Axis("unroll_kw", (False, True))))
+        return ConfigSpace((Axis("vector", widths), Axis("ow_block", blocks), Axis("unroll_kw", (False, True))),
+                           None if self.blocked else self._row_fits)
+
+    def _row_fits(self, c: Config) -> None:
+        # topi's NCHW schedule tiles column vectors only when the tile fits the row; a config whose
+        # tile does not builds the untiled program of ow_block 1 (a duplicate the search would time).
+        lanes = min(int(c["vector"]), self.out_width)
+        if int(c["ow_block"]) > 1 and lanes * int(c["ow_block"]) > self.out_width:
+            raise ValueError(f"{c['ow_block']} column vectors of {lanes} lanes exceed the {self.out_width}-wide row")
 
     def target_default(self) -> Config:
         k = topi.PoolKnobs(vector=self.lanes)
