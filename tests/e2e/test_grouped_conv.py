@@ -10,6 +10,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from compiler.codegen.llvm import host_target
 from compiler.frontend.onnx import from_onnx
 from compiler.graph.build import build_model
 
@@ -69,4 +70,4 @@ def test_grouped_conv_matches_onnxruntime(case: str) -> None:
     for i, conv in enumerate(convs):
         if conv["groups"] > 1:
             assert f"c{i}_nchwc" in ir, f"grouped conv c{i} did not take the blocked micro-kernel"
-            assert f"<{min(16, conv['out'] // conv['groups'])} x float>" in ir
+            assert f"<{min(host_target().vector_lanes(), conv['out'] // conv['groups'])} x float>" in ir
