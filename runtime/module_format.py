@@ -2,7 +2,7 @@
 
 Members:
 
-- ``manifest.json``: ``{"format": "vdla-module", "version": 2, "config": {"name", "digest"} | null,
+- ``manifest.json``: ``{"format": "vdla-module", "version": 3, "config": {"name", "digest"} | null,
   "members": {member: {"bytes": int, "sha256": hex}}}``, the hardware config the module was
   compiled for and a checksum of every other member; :func:`read_module` refuses a module
   whose members do not match it (a truncated, damaged or swapped-in member);
@@ -57,7 +57,8 @@ from vdla_hw.errors import BadConfigError, BadFileError
 FORMAT = "vdla-model"
 VERSION = 1
 MANIFEST_FORMAT = "vdla-module"
-MANIFEST_VERSION = 2
+MANIFEST_VERSION = 3
+"""3: the VDLA programs inside use the instruction layouts with the GEMM overwrite bit and the STORE bias."""
 MANIFEST_MEMBER = "manifest.json"
 GRAPH_MEMBER = "graph.json"
 PARAMS_MEMBER = "params.npz"

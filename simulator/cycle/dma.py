@@ -300,7 +300,8 @@ def _engine(
         command = grant + 1
 
 
-def write_rows(cfg: HwConfig, start: int, first_element: int, geo: RowGeometry, row_elems: int, elem_bytes: int) -> int:
+def write_rows(cfg: HwConfig, start: int, first_element: int, geo: RowGeometry, row_elems: int, elem_bytes: int,
+               row_reads: int = 0) -> int:
     """The cycle after the last write response of a block arrives (the engine is idle then).
 
     Elements reach the engine one per cycle from ``first_element`` on.  Elements at
@@ -308,7 +309,9 @@ def write_rows(cfg: HwConfig, start: int, first_element: int, geo: RowGeometry, 
     the engine takes one element per cycle and sends a beat the cycle after its last
     element, taking no element meanwhile, so a beat of m elements costs m + 1 cycles.
     A burst's first beat also waits until the burst's length, queued when it was
-    requested, is visible (``queue_latency``).
+    requested, is visible (``queue_latency``).  ``row_reads`` extra SRAM reads precede each
+    row's elements (a STORE's bias), so row ``r``'s first element comes no earlier than
+    ``first_element + r * row_elems + (r + 1) * row_reads``.
     """
     t = cfg.timing
     latency, max_bursts, max_rows, ql = t.dram_latency, t.dma_max_bursts, t.dma_narrow_rows, t.queue_latency
@@ -321,6 +324,8 @@ def write_rows(cfg: HwConfig, start: int, first_element: int, geo: RowGeometry, 
     for r, bursts in enumerate(geo.bursts):
         if narrow and r >= max_rows and row_first_element[r - max_rows] + 1 > command:
             command = row_first_element[r - max_rows] + 1
+        if row_reads:
+            ready = max(ready, first_element + r * row_elems + (r + 1) * row_reads)
         row_first_element.append(ready)
         request = command
         lane, left = geo.lanes[r], row_elems
