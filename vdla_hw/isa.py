@@ -502,6 +502,8 @@ class Isa:
             if op == Opcode.LOAD:
                 rest.update({k: v[k] for k in ("y_pad0", "y_pad1", "x_pad0", "x_pad1")})
             else:
+                if not v["bias"] and (v["bias_row"] or v["bias_step"]):
+                    raise IsaError(f"malformed STORE 0x{word:032x}: bias_row/bias_step are set but bias is not")
                 rest.update(shift=v["shift"], clip=bool(v["clip"]), relu=bool(v["relu"]), bias=bool(v["bias"]),
                             bias_row=v["bias_row"], bias_step=v["bias_step"])
             return MemInsn(op, mem_type, **rest, deps=_deps(v))
@@ -511,6 +513,8 @@ class Isa:
             args = {n: v[n] for n in names}
             args["reset"] = bool(args["reset"])
             args["overwrite"] = bool(args["overwrite"])
+            if args["reset"] and args["overwrite"]:
+                raise IsaError(f"malformed GEMM 0x{word:032x}: both reset and overwrite are set")
             return GemmInsn(**args, deps=_deps(v))
         if op == Opcode.ALU:
             v = self.alu.unpack(word)
