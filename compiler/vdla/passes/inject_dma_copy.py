@@ -130,16 +130,21 @@ class _Inject(Mutator):
         except NotAffineError as exc:
             raise VdlaLoweringError(f"copy between {sram.name} and {dram.name}: {exc}") from None
         padded = {v for v in vs if cond is not None and uses_var(cond, {v})}
+        b_coef = self._bias_coef(bias_load, tile_vars, unit, vs)
         groups: list[_Group] = []
         for lp in reversed(outer):  # innermost first: fuse loops contiguous in both memories
             v, ext = lp.loop_var, const_extent(lp)
             g = groups[-1] if groups else None
-            if (g is not None and v not in padded and not (set(g.vars) & padded)
+            # A bias is one tile per DRAM row: a loop that moves it never fuses with one that does not.
+            same_bias = b_coef is None or g is None or all((b_coef[v] == 0) == (b_coef[u] == 0) for u in g.vars)
+            if (g is not None and v not in padded and not (set(g.vars) & padded) and same_bias
                     and s_coef[v] == g.sram_coef * g.extent and d_coef[v] == g.dram_coef * g.extent):
                 g.vars.append(v)
                 g.extent *= ext
             else:
                 groups.append(_Group([v], ext, s_coef[v], d_coef[v]))
+        if groups and b_coef is not None and any(b_coef[v] for v in groups[0].vars):
+            groups.insert(0, _Group([], 1, 1, 1))  # the bias moves along the innermost loop: rows of one tile
         if groups and groups[0].sram_coef == 1 and groups[0].dram_coef != 1:
             # Strided in DRAM only: rows of one tile, the loop becomes the y dimension.
             groups.insert(0, _Group([], 1, 1, 1))
@@ -186,6 +191,19 @@ class _Inject(Mutator):
         kept = [lp for lp in outer if lp.loop_var in keep]
         return rebuild_nest(kept, dma)
 
+
+    @staticmethod
+    def _bias_coef(load: BufferLoad | None, tile_vars, unit, vs):  # type: ignore[no-untyped-def]
+        """The bias tile index's coefficient per copy loop, or None without a bias."""
+        if load is None:
+            return None
+        idx = tile_index(load.buffer, load.indices, tile_vars)
+        if idx is None:
+            raise VdlaLoweringError(f"the bias {load.buffer.name} of a STORE must be read as whole tiles")
+        try:
+            return affine(substitute(idx, unit), vs)[0]
+        except NotAffineError as exc:
+            raise VdlaLoweringError(f"the bias {load.buffer.name} of a STORE: {exc}") from None
 
     @staticmethod
     def _bias(load: BufferLoad, tile_vars, unit, vs, outer, x, y, at_origin):  # type: ignore[no-untyped-def]
