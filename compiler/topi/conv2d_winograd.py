@@ -103,7 +103,8 @@ def transform_weights(weight: np.ndarray, m: int, in_block: int, out_block: int)
 def _linear(coefs: np.ndarray, terms: list[PrimExpr]) -> PrimExpr:
     """``sum(c * t)`` over the non-zero coefficients, a ±1 coefficient without a multiply."""
     out: PrimExpr | None = None
-    for c, t in zip(coefs, terms):
+    # Positive terms first, so a negative one is a subtraction rather than a negation.
+    for c, t in sorted(zip(coefs, terms), key=lambda ct: ct[0] < 0):
         if c == 0:
             continue
         if abs(c) != 1:
@@ -284,4 +285,31 @@ def schedule_conv2d_winograd_nchwc(out: Tensor, knobs: WinogradKnobs | None = No
     s.unroll(ce)
     s.unroll(cj)
     s.vectorize(co)
+    # Each row's stages own buffers of one row of tiles (in L2, private to the thread running the row).
+    s.compact_buffers()
     return s
+
+
+def winograd_eligible(kernel_hw: tuple[int, int], stride: tuple[int, int], groups: int = 1) -> bool:
+    """Whether a conv can run as F(m x m, 3 x 3): a 3x3 kernel, stride 1, no groups."""
+    return tuple(kernel_hw) == (3, 3) and tuple(stride) == (1, 1) and groups == 1
+
+
+def default_winograd_tile(in_channels: int, out_channels: int, out_height: int, out_width: int,
+                          target: Target | None = None) -> int | None:
+    """The output tile ``m`` of the Winograd conv the default schedule takes for an eligible conv, or
+    None for the direct conv (the rule measured on the target's vector width, ``docs/cpu_speed.md``).
+
+    The transforms cost ~``4 a^3`` adds per tile and input (output) channel, the GEMM ``a^2`` FMAs per
+    tile and channel pair: the saving needs enough channels to pay for the transforms, and enough
+    tiles of a row to fill the GEMM's register tile."""
+    lanes = vector_lanes(target)
+    if min(in_channels, out_channels) < _MIN_CHANNELS * lanes // 8 or min(out_height, out_width) < _MIN_OUT_SIZE:
+        return None
+    return _DEFAULT_TILE
+
+
+#: The default rule's thresholds (measured: docs/cpu_speed.md, "Winograd").
+_MIN_CHANNELS = 64
+_MIN_OUT_SIZE = 8
+_DEFAULT_TILE = 4
