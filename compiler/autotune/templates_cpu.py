@@ -218,7 +218,7 @@ class Conv2dNCHWcTemplate(CpuTemplate):
         w = self.task.wl
         if not topi.winograd_eligible((w["kh"], w["kw"]), (w["stride_h"], w["stride_w"])):
             return ()
-        return tuple(m for m in topi.WINOGRAD_TILES if m <= max(self.out_width, self.out_height))
+        return tuple(m for m in topi.TUNED_TILES if m <= max(self.out_width, self.out_height))
 
     @staticmethod
     def winograd_tile(config: Config) -> int:
