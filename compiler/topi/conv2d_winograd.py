@@ -301,18 +301,22 @@ def winograd_eligible(kernel_hw: tuple[int, int], stride: tuple[int, int], group
 def default_winograd_tile(in_channels: int, out_channels: int, out_height: int, out_width: int,
                           target: Target | None = None) -> int | None:
     """The output tile ``m`` of the Winograd conv the default schedule takes for an eligible conv, or
-    None for the direct conv (the rule measured on the target's vector width, ``docs/cpu_speed.md``).
+    None for the direct conv: the rule measured on ResNet's layers (docs/cpu_speed.md, "Winograd").
 
-    The transforms cost ~``4 a^3`` adds per tile and input (output) channel, the GEMM ``a^2`` FMAs per
-    tile and channel pair: the saving needs enough channels to pay for the transforms, and enough
-    tiles of a row to fill the GEMM's register tile."""
-    lanes = vector_lanes(target)
-    if min(in_channels, out_channels) < _MIN_CHANNELS * lanes // 8 or min(out_height, out_width) < _MIN_OUT_SIZE:
+    F(4x4) on planes of at least 28 x 28 (64 x 56 x 56: 2.2x the direct conv; 128 x 28 x 28: 1.8x),
+    F(2x2) on 14 x 14 (256 channels: 1.3x; F(4x4) only 1.05x there: 14 is 3.5 tiles of 4 and the
+    transformed weights, streamed once per row of tiles, are 2.25x bigger), the direct conv below
+    (512 x 7 x 7: Winograd 1.5x slower, its 16 MB of transformed weights streamed per row).  Fewer
+    channels than one 64-wide block leave too little GEMM to pay for the transforms.  Measured with
+    AVX2 (the rule depends on the plane and channels, not on the vector width)."""
+    del target  # the same rule for every vector width until measured otherwise
+    if min(in_channels, out_channels) < _MIN_CHANNELS:
         return None
-    return _DEFAULT_TILE
+    size = min(out_height, out_width)
+    return 4 if size >= _F4_MIN_OUT else 2 if size >= _F2_MIN_OUT else None
 
 
 #: The default rule's thresholds (measured: docs/cpu_speed.md, "Winograd").
 _MIN_CHANNELS = 64
-_MIN_OUT_SIZE = 8
-_DEFAULT_TILE = 4
+_F4_MIN_OUT = 28
+_F2_MIN_OUT = 14
