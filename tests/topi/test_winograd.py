@@ -133,9 +133,11 @@ def test_default_rule_and_tuning_space_offer_both_algorithms() -> None:
                  "oc_block": 8, "stride_h": 1, "stride_w": 1, "pad_h": 1, "pad_w": 1}
     with using_target(parse_target("llvm -mcpu=haswell")):
         assert default_conv_tile(resnet_56) == 4
+        assert default_conv_tile({**resnet_56, "h": 14, "w": 14}) == 2
+        assert default_conv_tile({**resnet_56, "h": 7, "w": 7}) is None
         assert default_conv_tile({**resnet_56, "stride_h": 2, "stride_w": 2}) is None
         assert default_conv_tile({**resnet_56, "ic_outer": 2}) is None
-    task = Task("conv2d_nchwc", tuple(sorted({**resnet_56, "h": 12, "w": 12}.items())),
+    task = Task("conv2d_nchwc", tuple(sorted({**resnet_56, "h": 28, "w": 28}.items())),
                 "llvm -mcpu=haswell -mattr=+avx,+avx2,+fma (avx2)", "test/x86_64")
     tmpl = template_for(task)
     space = tmpl.space
