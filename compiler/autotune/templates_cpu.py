@@ -83,9 +83,14 @@ class CpuTemplate(Template):
             s, args = self.schedule(config)
             lowered = lower(s, "llvm")
         params = tuple(t.buffer for t in args)
-        func = PrimFunc(self.kind, params, lowered.body, lowered.attrs)
+        func = PrimFunc(self.function_name(config), params, lowered.body, lowered.attrs)
         module = codegen([func], self.target, name=self.kind)
         return Path(export_library(module, directory / f"{self.kind}.so"))
+
+    def function_name(self, config: Config) -> str:
+        """The name of the artifact's function: it tells :meth:`run` (which has only the artifact's
+        bytes) how to call it."""
+        return self.kind
 
     def inputs(self, seed: int = 0) -> list[np.ndarray]:
         rng = np.random.default_rng(seed)
@@ -105,7 +110,7 @@ class CpuTemplate(Template):
 
         module = load_module(artifact)
         module.set_num_threads(1)
-        fn = module[self.kind]
+        fn = module[module.entry_name]
         # Aligned as the graph runtime's buffers are: a misaligned operand costs a config up to 10%.
         raw = self.inputs()
         ins = [aligned_copy(a) for a in operands(raw)]
@@ -256,14 +261,16 @@ class Conv2dNCHWcTemplate(CpuTemplate):
         values.pop("algorithm", None)
         return topi.Conv2dNCHWcKnobs(**values)  # type: ignore[arg-type]
 
-    def build(self, config: Config, directory: Path) -> Path:
-        # The artifact's name says which operands it takes (run() has only the artifact).
-        path = super().build(config, directory)
+    def function_name(self, config: Config) -> str:
         tile = self.winograd_tile(config)
-        return path if not tile else Path(path.replace(path.with_name(f"{self.kind}.winograd_{tile}.so")))
+        return f"{self.kind}_winograd_{tile}" if tile else self.kind
 
     def run(self, artifact: Path, check: bool, repeats: int, warmup: int, flush_bytes: int) -> RunOutcome:
-        tile = int(artifact.stem.rsplit("_", 1)[1]) if ".winograd_" in artifact.name else 0
+        from runtime.cpu_module import load_module
+
+        # A Winograd artifact takes the transformed weights: its function's name says which tile.
+        name = load_module(artifact).entry_name
+        tile = int(name.rsplit("_", 1)[1]) if name.startswith(f"{self.kind}_winograd_") else 0
         if not tile:
             return super().run(artifact, check, repeats, warmup, flush_bytes)
         return self.run_operands(artifact, check, repeats, warmup, flush_bytes,

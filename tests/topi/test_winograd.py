@@ -152,3 +152,21 @@ def test_default_rule_and_tuning_space_offer_both_algorithms() -> None:
     strided = template_for(Task("conv2d_nchwc", tuple(sorted({**resnet_56, "stride_h": 2, "stride_w": 2}.items())),
                                 task.target, task.host))
     assert strided.space.get(0)["algorithm"] == "direct" and len(strided.space.axes[0].values) == 1
+
+
+def test_tuner_measures_a_winograd_config_through_its_artifact_bytes() -> None:
+    # The runner gets only the artifact's bytes: its function's name says it takes transformed weights.
+    from compiler.autotune.measure import MeasureOptions, build_job, run_job
+
+    wl = {"n": 1, "ic_outer": 2, "h": 8, "w": 8, "ic_block": 8, "oc_outer": 2, "kh": 3, "kw": 3, "oc_block": 8,
+          "stride_h": 1, "stride_w": 1, "pad_h": 1, "pad_w": 1}
+    task = Task("conv2d_nchwc", tuple(sorted(wl.items())), "llvm -mcpu=haswell -mattr=+avx,+avx2,+fma (avx2)",
+                "test/avx2")
+    tmpl = template_for(task)
+    config = tmpl.space.from_dict({**tmpl.default().to_dict(), "algorithm": "winograd_2", "ow_block": 2,
+                                   "oc_block": 2, "oh_block": 1, "unroll_kw": False, "reduce_order": "ic_kh_kw",
+                                   "outer_order": "oc_y", "reduce_at": "tile"})
+    assert tmpl.space.why_illegal(config) is None
+    outcome = run_job(task.to_json(), None, build_job(task.to_json(), None, config.to_dict()),
+                      MeasureOptions(repeats=1, warmup=0, flush_bytes=0))
+    assert outcome.correct, outcome.detail
