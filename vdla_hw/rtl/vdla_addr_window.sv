@@ -2,7 +2,8 @@
 // bytes from byte ADDR" passes to the DMA engine only when its bytes [ADDR, ADDR + COUNT *
 // 2^LOG_EB) lie in [base, limit) -- the rule fsim and the cycle model apply; otherwise it is
 // held back (never issued) and `fault` is high while it waits. `halt` holds back every
-// command (the machine stopped on a fault).
+// new command (the machine stopped on a fault); one the engine was already offered stays
+// offered until taken, as valid/ready requires (it is inside the window).
 //
 // The engines round a command out to whole bus beats (vdla_dma_rd/wr; writes strobe only the
 // command's bytes), so with a BUS_BYTES-aligned window, as drivers set it, no burst touches a
@@ -17,6 +18,9 @@ module vdla_addr_window #(
   parameter int LOG_EB = 0,
   parameter int CNT_W = SIZE_W
 ) (
+  input  wire logic                      clk,
+  input  wire logic                      rst_n,
+  input  wire logic                      clear,
   input  wire logic                      in_valid,
   output logic                           in_ready,
   input  wire logic [AXI_ADDR_WIDTH-1:0] addr,
@@ -35,9 +39,16 @@ module vdla_addr_window #(
   assign span_end  = W'(addr) + (W'(count) << LOG_EB);
   assign in_window = addr >= base && span_end <= W'(limit);
 
-  assign out_valid = in_valid && in_window && !halt;
-  assign in_ready  = out_ready && in_window && !halt;
+  logic shown, pass;  // shown: offered to the engine last cycle and not taken
+  assign pass      = in_window && (!halt || shown);
+  assign out_valid = in_valid && pass;
+  assign in_ready  = out_ready && pass;
   assign fault     = in_valid && !in_window && !halt;
+
+  always_ff @(posedge clk) begin
+    if (!rst_n || clear) shown <= 1'b0;
+    else shown <= out_valid && !out_ready;
+  end
 endmodule
 
 `default_nettype wire

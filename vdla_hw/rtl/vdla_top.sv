@@ -125,6 +125,7 @@ module vdla_top #(
                                       LOG_ACC_ELEM_BYTES};
   for (genvar k = 0; k < N_RD; k++) begin : g_rd_window
     vdla_addr_window #(.LOG_EB(RD_LOG_EB[k])) u_window (
+      .clk, .rst_n, .clear,
       .in_valid(c_valid[k]), .in_ready(c_ready[k]), .addr(cmd_addr[k]), .count(cmd_count[k]),
       .out_valid(cmd_valid[k]), .out_ready(cmd_ready[k]),
       .base(window_base), .limit(window_limit), .halt, .fault(win_fault[k])
@@ -196,14 +197,16 @@ module vdla_top #(
   localparam int IDX_W = $clog2(3 * CMD_QUEUE_DEPTH + 8) + 1;
   logic [31:0]          dispatched;  // instructions dispatched since start
   logic [IDX_W-1:0]     lq_idx, cq_idx, sq_idx;
-  logic                 fl_go, fc_go, fs_go, lq_go, cq_go, sq_go, lq_take, cq_take, sq_take;
+  logic                 fl_go, fc_go, fs_go, lq_take, cq_take, sq_take;
+  logic                 fl_shown, fc_shown, fs_shown;
   logic [31:0]          load_idx, compute_idx, store_idx;  // the instruction each module runs
-  assign fl_go = fl_valid && !halt;
-  assign fc_go = fc_valid && !halt;
-  assign fs_go = fs_valid && !halt;
-  assign lq_go = lq_valid && !halt;
-  assign cq_go = cq_valid && !halt;
-  assign sq_go = sq_valid && !halt;
+  // After a fault fetch dispatches nothing more; an instruction already offered to a full
+  // queue stays offered (valid/ready: an offer is never withdrawn). The modules run on through
+  // what their queues hold: their DMA commands are held back at the window (halt), so they
+  // stop at their next LOAD/STORE, and GEMM/ALU only touch SRAM.
+  assign fl_go = fl_valid && (!halt || fl_shown);
+  assign fc_go = fc_valid && (!halt || fc_shown);
+  assign fs_go = fs_valid && (!halt || fs_shown);
 
   function automatic logic [31:0] full_index(input logic [31:0] latest, input logic [IDX_W-1:0] low);
     full_index = latest - 32'(IDX_W'(latest[IDX_W-1:0] - low));
@@ -211,11 +214,15 @@ module vdla_top #(
 
   always_ff @(posedge clk) begin
     if (!rst_n || clear) begin
+      {fl_shown, fc_shown, fs_shown} <= '0;
       dispatched  <= '0;
       load_idx    <= '0;
       compute_idx <= '0;
       store_idx   <= '0;
     end else begin
+      fl_shown   <= fl_go && !fl_ready;
+      fc_shown   <= fc_go && !fc_ready;
+      fs_shown   <= fs_go && !fs_ready;
       dispatched <= dispatched + 32'((fl_go && fl_ready) || (fc_go && fc_ready) || (fs_go && fs_ready));
       if (lq_take) load_idx    <= full_index(dispatched, lq_idx);
       if (cq_take) compute_idx <= full_index(dispatched, cq_idx);
@@ -227,8 +234,8 @@ module vdla_top #(
     .clk, .rst_n, .clear, .start, .insn_addr, .insn_count,
     .dma_valid(c_valid[RD_FETCH]), .dma_ready(c_ready[RD_FETCH]), .dma_addr(cmd_addr[RD_FETCH]), .dma_count(cmd_count[RD_FETCH]),
     .el_valid(insn_el_valid), .el_ready(insn_el_ready), .el_data(insn_el_data),
-    .load_valid(fl_valid), .load_ready(fl_ready && !halt), .compute_valid(fc_valid), .compute_ready(fc_ready && !halt),
-    .store_valid(fs_valid), .store_ready(fs_ready && !halt), .insn(fetch_insn)
+    .load_valid(fl_valid), .load_ready(fl_ready && fl_go), .compute_valid(fc_valid), .compute_ready(fc_ready && fc_go),
+    .store_valid(fs_valid), .store_ready(fs_ready && fs_go), .insn(fetch_insn)
   );
 
   vdla_fifo #(.WIDTH(IDX_W + INSN_BITS), .DEPTH(CMD_QUEUE_DEPTH)) u_load_queue (
@@ -244,10 +251,9 @@ module vdla_top #(
     .clk, .rst_n, .clear, .in_valid(fs_go), .in_ready(fs_ready), .in_data({IDX_W'(dispatched), fetch_insn}),
     .out_valid(sq_valid), .out_ready(sq_take), .out_data({sq_idx, store_insn}), .count(sq_count)
   );
-  // After a fault no module takes another instruction.
-  assign lq_take = lq_go && lq_ready;
-  assign cq_take = cq_go && cq_ready;
-  assign sq_take = sq_go && sq_ready;
+  assign lq_take = lq_valid && lq_ready;
+  assign cq_take = cq_valid && cq_ready;
+  assign sq_take = sq_valid && sq_ready;
 
   // ---- dependency-token queues (a token carries no data) ------------------------------------
   logic l2c_push, l2c_push_ready, l2c_pop_valid, l2c_pop;
@@ -299,7 +305,7 @@ module vdla_top #(
 
   vdla_load u_load (
     .clk, .rst_n, .clear,
-    .cmd_valid(lq_go), .cmd_ready(lq_ready), .cmd_insn(load_insn),
+    .cmd_valid(lq_valid), .cmd_ready(lq_ready), .cmd_insn(load_insn),
     .c2l_valid(c2l_pop_valid), .c2l_ready(c2l_pop), .l2c_valid(l2c_push), .l2c_ready(l2c_push_ready),
     .busy(load_busy),
     .dma_valid(c_valid[RD_WGT:RD_INP]), .dma_ready(c_ready[RD_WGT:RD_INP]),
@@ -314,7 +320,7 @@ module vdla_top #(
 
   vdla_compute u_compute (
     .clk, .rst_n, .clear,
-    .cmd_valid(cq_go), .cmd_ready(cq_ready), .cmd_insn(compute_insn),
+    .cmd_valid(cq_valid), .cmd_ready(cq_ready), .cmd_insn(compute_insn),
     .l2c_valid(l2c_pop_valid), .l2c_ready(l2c_pop), .s2c_valid(s2c_pop_valid), .s2c_ready(s2c_pop),
     .c2l_valid(c2l_push), .c2l_ready(c2l_push_ready), .c2s_valid(c2s_push), .c2s_ready(c2s_push_ready),
     .drained, .finish,
@@ -334,7 +340,7 @@ module vdla_top #(
 
   vdla_store u_store (
     .clk, .rst_n, .clear,
-    .cmd_valid(sq_go), .cmd_ready(sq_ready), .cmd_insn(store_insn),
+    .cmd_valid(sq_valid), .cmd_ready(sq_ready), .cmd_insn(store_insn),
     .c2s_valid(c2s_pop_valid), .c2s_ready(c2s_pop), .s2c_valid(s2c_push), .s2c_ready(s2c_push_ready),
     .busy(store_busy), .acc_wr_en, .acc_wr_addr, .acc_wr_data,
     .dma_valid(st_cmd_valid), .dma_ready(st_cmd_ready), .dma_addr(st_cmd_addr), .dma_count(st_cmd_count),
@@ -345,6 +351,7 @@ module vdla_top #(
   // The store's DRAM commands through the address window.
   logic                      st_win_valid, st_win_ready, st_win_fault;
   vdla_addr_window #(.LOG_EB(LOG_OUT_ELEM_BYTES)) u_store_window (
+    .clk, .rst_n, .clear,
     .in_valid(st_cmd_valid), .in_ready(st_cmd_ready), .addr(st_cmd_addr), .count(st_cmd_count),
     .out_valid(st_win_valid), .out_ready(st_win_ready),
     .base(window_base), .limit(window_limit), .halt, .fault(st_win_fault)
