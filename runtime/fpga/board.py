@@ -9,7 +9,7 @@ program with this register sequence (docs/fpga.md, "The fpga backend"):
 2. read STATUS: refuse to start while the accelerator is busy;
 3. ``pynq.allocate`` one contiguous buffer, copy the program's image into it with its
    LOAD/STORE addresses moved to the buffer's physical address, ``flush()`` it;
-4. write INSN_ADDR (physical), INSN_COUNT, then CONTROL = start;
+4. write WINDOW_BASE/LIMIT (the job's buffer), INSN_ADDR (physical), INSN_COUNT, then CONTROL = start;
 5. read STATUS until done, or until the watchdog's time runs out (then read CYCLES and
    STATUS and raise :class:`FpgaTimeoutError` naming them);
 6. read CYCLES_LO, CYCLES_HI; ``invalidate()`` the buffer and copy the image back.
