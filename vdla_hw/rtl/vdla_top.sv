@@ -121,10 +121,12 @@ module vdla_top #(
   logic [N_RD-1:0][SIZE_W-1:0]         cmd_count;
   // The clients' DMA commands (c_*), each through the address window before its engine.
   logic [N_RD-1:0]                     c_valid, c_ready, win_fault;
-  localparam int RD_LOG_EB [N_RD] = '{LOG_INSN_BYTES, LOG_INP_ELEM_BYTES, LOG_WGT_ELEM_BYTES, LOG_UOP_ELEM_BYTES,
-                                      LOG_ACC_ELEM_BYTES};
+  // log2 element bytes of each read client, client RD_FETCH in the low byte (flat: yosys 0.70
+  // reads neither unpacked nor multi-dimensional array parameters)
+  localparam logic [8*N_RD-1:0] RD_LOG_EB = {8'(LOG_ACC_ELEM_BYTES), 8'(LOG_UOP_ELEM_BYTES), 8'(LOG_WGT_ELEM_BYTES),
+                                                8'(LOG_INP_ELEM_BYTES), 8'(LOG_INSN_BYTES)};
   for (genvar k = 0; k < N_RD; k++) begin : g_rd_window
-    vdla_addr_window #(.LOG_EB(RD_LOG_EB[k])) u_window (
+    vdla_addr_window #(.LOG_EB(int'(RD_LOG_EB[8*k +: 8]))) u_window (
       .clk, .rst_n, .clear,
       .in_valid(c_valid[k]), .in_ready(c_ready[k]), .addr(cmd_addr[k]), .count(cmd_count[k]),
       .out_valid(cmd_valid[k]), .out_ready(cmd_ready[k]),
@@ -209,7 +211,9 @@ module vdla_top #(
   assign fs_go = fs_valid && (!halt || fs_shown);
 
   function automatic logic [31:0] full_index(input logic [31:0] latest, input logic [IDX_W-1:0] low);
-    full_index = latest - 32'(IDX_W'(latest[IDX_W-1:0] - low));
+    logic [IDX_W-1:0] back;  // how far back it was dispatched, modulo 2^IDX_W
+    back = latest[IDX_W-1:0] - low;
+    full_index = latest - 32'(back);
   endfunction
 
   always_ff @(posedge clk) begin
@@ -239,16 +243,16 @@ module vdla_top #(
   );
 
   vdla_fifo #(.WIDTH(IDX_W + INSN_BITS), .DEPTH(CMD_QUEUE_DEPTH)) u_load_queue (
-    .clk, .rst_n, .clear, .in_valid(fl_go), .in_ready(fl_ready), .in_data({IDX_W'(dispatched), fetch_insn}),
+    .clk, .rst_n, .clear, .in_valid(fl_go), .in_ready(fl_ready), .in_data({dispatched[IDX_W-1:0], fetch_insn}),
     .out_valid(lq_valid), .out_ready(lq_take), .out_data({lq_idx, load_insn}), .count(lq_count)
   );
   /* verilator lint_off PINCONNECTEMPTY */  // outputs this module does not need are left open
   vdla_fifo #(.WIDTH(IDX_W + INSN_BITS), .DEPTH(CMD_QUEUE_DEPTH)) u_compute_queue (
-    .clk, .rst_n, .clear, .in_valid(fc_go), .in_ready(fc_ready), .in_data({IDX_W'(dispatched), fetch_insn}),
+    .clk, .rst_n, .clear, .in_valid(fc_go), .in_ready(fc_ready), .in_data({dispatched[IDX_W-1:0], fetch_insn}),
     .out_valid(cq_valid), .out_ready(cq_take), .out_data({cq_idx, compute_insn}), .count()
   );
   vdla_fifo #(.WIDTH(IDX_W + INSN_BITS), .DEPTH(CMD_QUEUE_DEPTH)) u_store_queue (
-    .clk, .rst_n, .clear, .in_valid(fs_go), .in_ready(fs_ready), .in_data({IDX_W'(dispatched), fetch_insn}),
+    .clk, .rst_n, .clear, .in_valid(fs_go), .in_ready(fs_ready), .in_data({dispatched[IDX_W-1:0], fetch_insn}),
     .out_valid(sq_valid), .out_ready(sq_take), .out_data({sq_idx, store_insn}), .count(sq_count)
   );
   assign lq_take = lq_valid && lq_ready;
@@ -372,7 +376,7 @@ module vdla_top #(
 
   // ---- faults --------------------------------------------------------------------------------
   localparam int N_FAULT = 8;
-  localparam logic [3:0] RD_BUF [N_RD] = '{BUF_INSN, BUF_INP, BUF_WGT, BUF_UOP, BUF_ACC};
+  localparam logic [4*N_RD-1:0] RD_BUF = {BUF_ACC, BUF_UOP, BUF_WGT, BUF_INP, BUF_INSN};
   logic [N_FAULT-1:0]       f_valid;
   logic [N_FAULT-1:0][7:0]  f_cause;
   logic [N_FAULT-1:0][31:0] f_insn, f_addr, f_iter;
@@ -381,7 +385,7 @@ module vdla_top #(
   always_comb begin
     for (int k = 0; k < N_RD; k++) begin
       f_valid[k] = win_fault[k];
-      f_cause[k] = {RD_BUF[k], k == RD_FETCH ? FAULT_FETCH_WINDOW : FAULT_DRAM_WINDOW};
+      f_cause[k] = {RD_BUF[4*k +: 4], k == RD_FETCH ? FAULT_FETCH_WINDOW : FAULT_DRAM_WINDOW};
       f_insn[k]  = k == RD_FETCH ? fetch_idx : (k == RD_INP || k == RD_WGT) ? load_idx : compute_idx;
       f_addr[k]  = 32'(cmd_addr[k]);
       f_iter[k]  = '0;
