@@ -9,6 +9,7 @@ messages the hardware's fault registers are turned back into (:mod:`runtime.back
 
 from __future__ import annotations
 
+from vdla_hw.errors import UsageError
 from vdla_hw.isa import INSN_BYTES, MemInsn
 
 from simulator.errors import MemoryAccessError
@@ -25,8 +26,8 @@ def resolve_window(window: Window | None, dram_size: int) -> Window:
         return 0, dram_size
     base, limit = (int(v) for v in window)
     if not 0 <= base <= limit <= ADDR_SPACE:
-        raise ValueError(f"DRAM window [{base}, {limit}) is not a byte range inside [0, 2**32); "
-                         f"give BASE <= LIMIT, e.g. --window 0:{dram_size}")
+        raise UsageError(f"DRAM window [{base}, {limit}) is not a byte range inside [0, 2**32)",
+                         hint="give byte addresses 0 <= BASE <= LIMIT <= 2**32 (omit --window for the whole DRAM image)")
     return base, limit
 
 
@@ -35,7 +36,8 @@ def parse_window(text: str) -> Window:
     try:
         base, limit = (int(part, 0) for part in text.split(":"))
     except ValueError:
-        raise ValueError(f"--window {text!r} is not BASE:LIMIT (byte addresses, e.g. 0:65536 or 0x1000:0x9000)") from None
+        raise UsageError(f"--window {text!r} is not BASE:LIMIT",
+                         hint="give byte addresses, e.g. --window 0:65536 or --window 0x1000:0x9000") from None
     return resolve_window((base, limit), limit)
 
 

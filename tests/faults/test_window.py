@@ -21,16 +21,19 @@ from runtime.program import ProgramBuilder
 from simulator.errors import MemoryAccessError
 from simulator.window import parse_window, resolve_window
 from vdla_hw.config import load_config
+from vdla_hw.errors import UsageError
 from vdla_hw.isa import FinishInsn, MemType
 
 
 def test_window_parsing_and_rules() -> None:
     assert parse_window("0x1000:0x2000") == (0x1000, 0x2000)
     assert resolve_window(None, 96) == (0, 96)
-    for bad in ("12", "a:b", "9:8"):
-        with pytest.raises(ValueError, match="--window|BASE <= LIMIT"):
+    for bad in ("12", "a:b"):
+        with pytest.raises(UsageError, match="is not BASE:LIMIT"):
             parse_window(bad)
-    with pytest.raises(ValueError, match="2\\*\\*32"):
+    with pytest.raises(UsageError, match=r"DRAM window \[9, 8\) is not a byte range"):
+        parse_window("9:8")
+    with pytest.raises(UsageError, match="2\\*\\*32"):
         resolve_window((0, (1 << 32) + 16), 64)
 
 
