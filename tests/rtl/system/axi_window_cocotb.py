@@ -70,16 +70,11 @@ class BusWatch:
                     beat_addr = None if int(dut.m_axi_wlast.value) else beat_addr + bb
 
 
-async def run_case(dut, case: dict, rng: random.Random) -> None:  # type: ignore[no-untyped-def]
+async def run_case(dut, case: dict, rng: random.Random, ram: AxiRam, host: AxiLiteMaster,  # type: ignore[no-untyped-def]
+                   size: int) -> None:
     program = Program.load(case["program"])
     cfg = program.config
     window = (case["base"], case["limit"])
-    size = -(-(program.dram.size + GUARD) // cfg.bus_bytes) * cfg.bus_bytes
-    ram = AxiRam(AxiBus.from_prefix(dut, "m_axi"), dut.clk, dut.rst_n, reset_active_level=False, size=size)
-    host = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst_n, reset_active_level=False)
-    for channel in (ram.write_if.aw_channel, ram.write_if.w_channel, ram.write_if.b_channel,
-                    ram.read_if.ar_channel, ram.read_if.r_channel):
-        channel.set_pause_generator(pauses(rng, 0.3))
     before = np.frombuffer(bytes(rng.getrandbits(8) for _ in range(size)), dtype=np.uint8).copy()
     before[: program.dram.size] = program.dram
     ram.write(0, before.tobytes())
@@ -137,5 +132,15 @@ async def run_case(dut, case: dict, rng: random.Random) -> None:  # type: ignore
 async def window_holds(dut) -> None:  # type: ignore[no-untyped-def]
     cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
     rng = random.Random(int(os.environ.get("VDLA_SEED", "3")))
-    for case in json.loads(os.environ["VDLA_WINDOW_CASES"]):
-        await run_case(dut, case, rng)
+    cases = json.loads(os.environ["VDLA_WINDOW_CASES"])
+    # One RAM model and one host for every case (a second model on the same bus would answer too).
+    bus_bytes = Program.load(cases[0]["program"]).config.bus_bytes
+    image = max(Program.load(c["program"]).dram.size for c in cases)
+    size = -(-(image + GUARD) // bus_bytes) * bus_bytes
+    ram = AxiRam(AxiBus.from_prefix(dut, "m_axi"), dut.clk, dut.rst_n, reset_active_level=False, size=size)
+    host = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst_n, reset_active_level=False)
+    for channel in (ram.write_if.aw_channel, ram.write_if.w_channel, ram.write_if.b_channel,
+                    ram.read_if.ar_channel, ram.read_if.r_channel):
+        channel.set_pause_generator(pauses(rng, 0.3))
+    for case in cases:
+        await run_case(dut, case, rng, ram, host, size)
