@@ -53,7 +53,7 @@ def _cause(klass: int, buf: int) -> int:
     return klass | buf << regmap.FAULT_BUF_SHIFT
 
 
-@pytest.mark.parametrize("config", configs_under_test(["tiny"]))
+@pytest.mark.parametrize("config", configs_under_test(["default"]))  # shares test_system.py's build
 def test_axi_master_stays_in_the_window(config: str) -> None:
     cfg = load_config(config)
     folder = build_dir(cfg, "system-axi-window", sources=[])
