@@ -4,6 +4,8 @@ pooling and means (the element-wise and data-movement ones live in :mod:`compile
 Float conv2d with constant weights runs topi's blocked NCHWc micro-kernel (weights blocked at
 compile time); data and output in ``NCHW{c}c`` (what the ``cpu_layout`` pass gives eligible
 convs) are used as they are, plain NCHW ones are blocked / unblocked inside the same kernel.
+Stride-1 3x3 convs take topi's Winograd F(m x m, 3 x 3) instead when a tuning log says so or, without
+one, by the measured rule of :func:`default_conv_tile` (weights transformed at compile time).
 Grouped convs take the same micro-kernel with channel blocks inside a group (the output channels
 of a group are the vector); depthwise ones (one channel per group) topi's blocked depthwise kernel
 on ``NCHW{c}c`` data (a block of channels is the vector), or its NCHW schedule on plain data.
