@@ -183,9 +183,29 @@ module vdla_store (
     end
   end
 
+  // Range checks: the element walk steps on element reads only; a row's bias read checks its own
+  // (unwrapped) index. The driver names whichever range the simulators report.
+  logic        el_fault, bias_fault, bias_seen;
+  logic [31:0] el_fault_elem, bias_at;
   vdla_sram_range #(.DEPTH(OUT_BUFF_DEPTH), .BASE_W(SRAM_IDX_W), .W(32)) u_range (
-    .clk, .rst_n, .clear, .start(exec_start), .base(insn.sram_base), .step(rd_en), .fault, .elem(fault_elem)
+    .clk, .rst_n, .clear, .start(exec_start), .base(insn.sram_base), .step(rd_en && !bias_next), .fault(el_fault),
+    .elem(el_fault_elem)
   );
+  assign bias_fault = rd_en && bias_next && bias_at >= 32'(OUT_BUFF_DEPTH) && !bias_seen;
+  assign fault      = el_fault || bias_fault;
+  assign fault_elem = bias_fault ? bias_at : el_fault_elem;
+  always_ff @(posedge clk) begin
+    if (!rst_n || clear) begin
+      bias_at   <= '0;
+      bias_seen <= 1'b0;
+    end else if (exec_start) begin
+      bias_at   <= 32'(insn.bias_row);
+      bias_seen <= 1'b0;
+    end else if (rd_en && bias_next) begin
+      bias_at <= bias_at + 32'(insn.bias_step);
+      if (bias_fault) bias_seen <= 1'b1;
+    end
+  end
 
   vdla_fifo #(.WIDTH(OUT_ELEM_BITS), .DEPTH(ELEM_FIFO), .STRICT_PUSH(1'b1)) u_elems (
     .clk, .rst_n, .clear,

@@ -185,16 +185,25 @@ def uop_count(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, ep: Requantize 
     inp, wgt, acc = _tile_sizes(wl, k, g)
     inp_copies, wgt_copies = _copies(wl, k, cfg)
     gemm, epi = _uop_lists(wl, k, cfg)
+    first, rest = _split_lists(wl, k, cfg)
     flat = tuple((d, 0, 0) for d, _, _ in epi)
     patterns: dict[tuple[Uop, ...], int] = {}
-    ids = [patterns.setdefault(tuple(p), len(patterns)) for p in (gemm, flat, epi)]
-    sizes = [len(gemm), len(epi), len(epi)]
+    ids = [patterns.setdefault(tuple(p), len(patterns)) for p in (gemm, flat, epi, first, rest)]
+    sizes = [len(gemm), len(epi), len(epi), len(first), len(rest)]
     lists: set[tuple[int, Uop]] = set()
     for t in range(k.virtual_threads):
         # allocate_sram stacks the resident bias first, the multiplier next, then thread 0's buffers
         # below thread 1's.
         a0 = g.ocb * ep.resident_tiles + t * acc
-        lists.add((ids[0], (a0, t * inp if inp_copies > 1 else 0, t * wgt if wgt_copies > 1 else 0)))
+        base = (a0, t * inp if inp_copies > 1 else 0, t * wgt if wgt_copies > 1 else 0)
+        if ep.bias_on_store:
+            # fold_bias_store: the first chunk's GEMM splits into the overwriting first step and the
+            # guarded rest; later chunks keep the whole list; the STORE adds the bias (no ALU list).
+            lists.update({(ids[3], base), (ids[4], base)} if rest else {(ids[3], base)})
+            if g.ic_chunks > 1:
+                lists.add((ids[0], base))
+            continue
+        lists.add((ids[0], base))
         if not ep.inits_from_bias:
             lists.add((ids[1], (a0, 0, 0)))   # reset (a bias initialisation's MOV replaces it)
         if ep.alu_imm:
@@ -248,20 +257,55 @@ Loop = tuple[int, Uop]
 """A loop of a micro-op nest: extent and the (dst, src, wgt) index step per iteration."""
 
 
-def _uop_nests(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> tuple[list[Loop], list[Loop]]:
-    """The loops enumerated into the GEMM list and into the epilogue lists (reset and ALU over the
-    output tile; the bias-add's src steps one bias row per output-channel block)."""
+def _gemm_loops(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> list[Loop]:
+    """The GEMM micro-op nest's loops, outermost first (dst step 0: a reduction loop)."""
     g = geometry(wl, k, cfg)
     row_step = 1 if wl.kh == 1 else wl.stride  # a 1x1 kernel reads a stage of just the rows it uses
     ow, taps = g.ow_tile, wl.kh * wl.kw
     ohw = k.oh_tile * ow
-    gemm = _unfolded([(k.oc_tile, (ohw, 0, k.ic_tile * taps)), (k.oh_tile, (ow, row_step * g.in_cols, 0)),
-                      (ow, (1, wl.stride, 0)), (k.ic_tile, (0, g.in_rows * g.in_cols, taps)),
-                      (wl.kh, (0, g.in_cols, wl.kw)), (wl.kw, (0, 1, 1))],
-                     (cfg.acc_buff_depth, cfg.inp_buff_depth, cfg.wgt_buff_depth))
+    return [(k.oc_tile, (ohw, 0, k.ic_tile * taps)), (k.oh_tile, (ow, row_step * g.in_cols, 0)),
+            (ow, (1, wl.stride, 0)), (k.ic_tile, (0, g.in_rows * g.in_cols, taps)),
+            (wl.kh, (0, g.in_cols, wl.kw)), (wl.kw, (0, 1, 1))]
+
+
+def _uop_nests(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> tuple[list[Loop], list[Loop]]:
+    """The loops enumerated into the GEMM list and into the epilogue lists (reset and ALU over the
+    output tile; the bias-add's src steps one bias row per output-channel block)."""
+    g = geometry(wl, k, cfg)
+    ow = g.ow_tile
+    ohw = k.oh_tile * ow
+    gemm = _unfolded(_gemm_loops(wl, k, cfg), (cfg.acc_buff_depth, cfg.inp_buff_depth, cfg.wgt_buff_depth))
     epi = _unfolded([(k.oc_tile, (ohw, 1, 0)), (k.oh_tile, (ow, 0, 0)), (ow, (1, 0, 0))],
                     (cfg.acc_buff_depth, cfg.acc_buff_depth, cfg.wgt_buff_depth))
     return gemm, epi
+
+
+def _split_lists(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> tuple[list[Uop], list[Uop]]:
+    """The GEMM list split as ``fold_bias_store`` splits it: the overwriting first step (the
+    reduction loops, whose dst step is 0, at 0) and the guarded rest (every other point; a guarded
+    reduction loop is never folded into the instruction loops)."""
+    limits = (cfg.acc_buff_depth, cfg.inp_buff_depth, cfg.wgt_buff_depth)
+    loops = [lp for lp in _gemm_loops(wl, k, cfg) if lp[0] > 1]
+    first = _enumerate(_unfolded([lp for lp in loops if lp[1][0] != 0], limits))
+    folded = 0
+    for extent, factors in loops[:2]:
+        if factors[0] == 0 or extent > MAX_LOOP or not all(0 <= f < lim for f, lim in zip(factors, limits)):
+            break
+        folded += 1
+    inner = loops[folded:]
+    points = [[0]]
+    for extent, _ in inner:
+        points = [p + [i] for p in points for i in range(extent)]
+    red = [j for j, (_, f) in enumerate(inner) if f[0] == 0]
+    rest = [u for u, p in zip(_enumerate(inner), points) if any(p[j + 1] for j in red)]
+    return first, rest
+
+
+def _enumerate(nest: list[Loop]) -> list[Uop]:
+    uops = [(0, 0, 0)]
+    for extent, (fd, fs, fw) in nest:
+        uops = [(d + i * fd, s + i * fs, w + i * fw) for d, s, w in uops for i in range(extent)]
+    return uops
 
 
 def _unfolded(loops: list[Loop], limits: Uop) -> list[Loop]:
