@@ -20,6 +20,12 @@ the next run). A restarted worker checks its current bitstream again before it a
 
 ``--emulate`` makes the board the Verilated RTL of the bitstream folder's config (see
 ``runtime.fpga``); everything else -- the store, the checks, the jobs -- is the same code.
+
+A board driven over a serial port (``--board ulx3s --port /dev/ttyUSB0``) has no processor to
+load its bitstream: step 4 loads it with openFPGALoader (:mod:`vdla_hw.fpga.program`), then opens
+the port with :func:`runtime.fpga.serial_board.open_serial_board`, whose checks are the same
+(identifier, CONFIG_ID, BUILD_ID, the ``gemm`` self-test bit-exact vs fsim). ``--port sim`` is the
+simulated SoC of the deployed config (nothing to load; its BUILD_ID must still be the manifest's).
 """
 
 from __future__ import annotations
@@ -82,15 +88,18 @@ class BoardSpec:
     board: str
     emulate: bool
     store: Path
+    port: str | None = None
+    """The serial port of a board driven over USB (``--port``), or ``sim``."""
 
     def save(self) -> None:
         self.store.mkdir(parents=True, exist_ok=True)
-        (self.store / _WORKER).write_text(json.dumps({"board": self.board, "emulate": self.emulate}) + "\n")
+        (self.store / _WORKER).write_text(json.dumps({"board": self.board, "emulate": self.emulate,
+                                                      "port": self.port}) + "\n")
 
     @staticmethod
     def load(store: Path) -> BoardSpec:
         raw = json.loads((store / _WORKER).read_text())
-        return BoardSpec(raw["board"], bool(raw["emulate"]), store)
+        return BoardSpec(raw["board"], bool(raw["emulate"]), store, raw.get("port"))
 
 
 def default_store(board: str, name: str | None) -> Path:
@@ -100,8 +109,32 @@ def default_store(board: str, name: str | None) -> Path:
 
 
 # ---- the job-process side: checking a bitstream, running programs ----------------------------------
-def check_bitstream(folder: str, emulate: bool, manifest: Manifest) -> Deployment:
+def check_serial_bitstream(folder: str, port: str, manifest: Manifest) -> Deployment:
+    """Load ``folder``'s bitstream onto the serial board on ``port`` and check it (runs in a job process)."""
+    from runtime.backends.fpga import SIM_PORT, open_serial
+    from vdla_hw.fpga.manifest import manifest_config
+    from vdla_hw.fpga.program import program_board
+
+    checks = []
+    if port != SIM_PORT:
+        loaded = program_board(manifest.board, folder)
+        checks.append(f"loaded {Path(loaded.bitstream).name} with openFPGALoader")
+    cfg = manifest_config(Path(folder), manifest)
+    _, board = open_serial(cfg, folder, manifest.board, port)
+    if board.build_id != manifest.build_id:
+        raise DeviceFaultError(f"the {'simulated ' if port == SIM_PORT else ''}{manifest.board} on {port} has build "
+                               f"0x{board.build_id:08x}, the deployed folder describes 0x{manifest.build_id:08x}",
+                               hint="rebuild the folder from these sources (vdla fpga build) and deploy it again")
+    checks += board.checks
+    key = board_key(manifest.board)
+    return Deployment(key, fpga_kind(key, cfg), cfg.name, cfg.digest, board.config_id, board.build_id,
+                      tuple(checks), folder)
+
+
+def check_bitstream(folder: str, emulate: bool, manifest: Manifest, port: str | None = None) -> Deployment:
     """Open the bitstream in ``folder`` and prove it is what ``manifest`` says (runs in a job process)."""
+    if port is not None:
+        return check_serial_bitstream(folder, port, manifest)
     from runtime.backends import run as run_program
     from runtime.fpga import open_board
     from runtime.system_programs import build_case
@@ -165,7 +198,12 @@ def run_on_board(program: Program, backend: str, options: dict[str, Any]) -> tup
                                f"(it holds {have}): it was redeployed while the job waited",
                                hint="deploy a bitstream for that config with vdla fpga deploy, then run again")
     rest = {k: v for k, v in options.items() if k not in _WORKER_CHOOSES}
-    r = run_program(program, "fpga", bitstream=current.folder, emulate=spec.emulate, **rest)
+    if spec.port is not None:
+        rest = {k: v for k, v in rest.items() if k not in ("port", "board")}
+        r = run_program(program, "fpga", bitstream=current.folder, board=spec.board.replace("_", "-"),
+                        port=spec.port, **rest)
+    else:
+        r = run_program(program, "fpga", bitstream=current.folder, emulate=spec.emulate, **rest)
     return r.backend, r.dram, dict(r.counters), r.cycles, dict(r.extra)
 
 
@@ -211,7 +249,8 @@ class BoardWorker:
 
     def info(self) -> dict[str, Any]:
         current = read_current(self.spec.store)
-        return {"board": self.spec.board, "emulate": self.spec.emulate, "name": self.name, "kind": self.kind,
+        return {"board": self.spec.board, "emulate": self.spec.emulate, "port": self.spec.port, "name": self.name,
+                "kind": self.kind,
                 "config": current.config_name if current and self.kind else None}
 
     def recheck(self, progress: Callable[[str], None]) -> None:
@@ -222,7 +261,8 @@ class BoardWorker:
         progress(f"checking the deployed bitstream {current.folder} ...")
         try:
             manifest, _ = check_folder(Path(current.folder))
-            checked = _in_job_process(check_bitstream, current.folder, self.spec.emulate, manifest)
+            checked = _in_job_process(check_bitstream, current.folder, self.spec.emulate, manifest,
+                                      self.spec.port)
         except (BadFileError, DeviceFaultError) as exc:  # the board starts empty; a missing tool stops the worker
             progress(f"the deployed bitstream is not offered: {exc}")
             (self.spec.store / _CURRENT).unlink()
@@ -247,7 +287,8 @@ class BoardWorker:
             shutil.rmtree(dest, ignore_errors=True)
             staging.rename(dest)
             try:
-                checked: Deployment = _in_job_process(check_bitstream, str(dest), self.spec.emulate, manifest)
+                checked: Deployment = _in_job_process(check_bitstream, str(dest), self.spec.emulate, manifest,
+                                                          self.spec.port)
             except BaseException:
                 shutil.rmtree(dest, ignore_errors=True)
                 raise
