@@ -152,7 +152,7 @@ def main() -> None:
             board.close()
     # The SoC's DRAM latency for the cycle model: the value that fits these programs best.
     model = {}
-    for lat in range(cfg.timing.dram_latency, 8 * cfg.timing.dram_latency + 1):
+    for lat in tqdm(range(cfg.timing.dram_latency, 50 * cfg.timing.dram_latency + 1, 4), desc="fitting dram_latency"):
         model[lat] = [run(with_latency(p, lat), "cycle").cycles for _, p in jobs]
     def mean_err(lat: int) -> float:
         return float(np.mean([abs(m - r["soc_cycles"]) / r["soc_cycles"] for m, r in zip(model[lat], soc_rows)]))

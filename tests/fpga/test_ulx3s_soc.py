@@ -9,9 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,7 +23,6 @@ from vdla_hw.fpga.program import loader_command, loader_error, program_board
 from vdla_hw.fpga.ulx3s_sim import SimulatedUlx3s
 
 TINY = load_config("tiny")
-CLI = [sys.executable, "-m", "compiler.cli.main"]
 
 
 @pytest.fixture(scope="module")
@@ -93,22 +89,9 @@ def test_bitstream_folder_of_another_build_is_refused(sim, tmp_path) -> None:
         data = json.loads((other / name).read_text())
         data["build_id"] ^= 0x5A5A
         (other / name).write_text(json.dumps(data))
-    with pytest.raises(DeviceFaultError, match="build id .* describes build"):
-        open_serial_board(other, sim.port, timeout=60, selftest=False)
-
-
-def test_vdla_sim_runs_a_bundle_on_the_simulated_board(tmp_path) -> None:
-    program = random_program(TINY, 7)
-    bundle = tmp_path / "p.vdlaprog"
-    bundle.write_bytes(program.to_bytes())
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
-    out = subprocess.run(CLI + ["sim", str(bundle), "--backend", "fpga", "--board", "ulx3s", "--port", "sim",
-                                "--json"], capture_output=True, text=True, env=env, timeout=900)
-    assert out.returncode == 0, out.stderr
-    summary = json.loads(out.stdout)
-    assert summary["backend"] == "fpga" and summary["cycles"] > 0
-    assert summary["extra"]["board"] == "ulx3s" and summary["extra"]["simulated"] is True
-    assert summary["counters"]["instructions"] == program.insn_count
+    with SimulatedUlx3s(TINY) as second:  # the module's board holds its port
+        with pytest.raises(DeviceFaultError, match="build id .* describes build"):
+            open_serial_board(other, second.port, timeout=60, selftest=False)
 
 
 def test_flash_command_and_its_errors(tmp_path) -> None:
