@@ -127,9 +127,8 @@ def build(board: Board, cfg: HwConfig, out_dir: Path, *, run: bool, build_id: in
     """``vdla fpga build --board ulx3s``: the SoC's sources and constraints (``--no-run``) or its bitstream."""
     rerun = f"vdla fpga build --board {board.name} --config {cfg.name} -o {out_dir}"
     if not run:
-        info = ulx3s_soc.generate(ulx3s_soc.SocParams(cfg, build_id, "board",
-                                                      sys_clk_mhz=ulx3s_soc.soc_clock_mhz(cfg)), out_dir)
-        del info
+        ulx3s_soc.generate(ulx3s_soc.SocParams(cfg, build_id, "board", sys_clk_mhz=ulx3s_soc.soc_clock_mhz(cfg)),
+                           out_dir)
         return BuildResult(board=board.name, config=cfg.label(), project_dir=out_dir, ran=False, run_hint=rerun,
                            build_id=build_id)
     r = build_soc(cfg, build_id, out_dir)

@@ -147,7 +147,7 @@ def _build_soc(params: SocParams) -> Any:
             if params.variant == "board":
                 self.sdrphy = GENSDRPHY(platform.request("sdram"), clk)
             else:
-                cl = GENSDRPHY_CL(clk)
+                cl = gensdrphy_cl(clk)
                 settings = PhySettings(phytype="GENSDRPHY", memtype="SDR", databits=16, dfi_databits=16,
                                        nranks=1, nphases=1, rdphase=0, wrphase=0, cl=cl, read_latency=cl + 1,
                                        write_latency=0)
@@ -196,7 +196,7 @@ def _build_soc(params: SocParams) -> Any:
     return VdlaSoC()
 
 
-def GENSDRPHY_CL(clk_hz: float) -> int:  # noqa: N802 - mirrors litedram's choice, named after the PHY
+def gensdrphy_cl(clk_hz: float) -> int:
     """The CAS latency ``GENSDRPHY`` picks at ``clk_hz`` (so the model runs with the board PHY's settings)."""
     from litedram.common import get_default_cl
 
@@ -276,7 +276,7 @@ def sdram_timing(params: SocParams) -> dict[str, float]:
     module = getattr(litedram_modules, SDRAM_MODULE)(params.clk_hz, "1:1")
     t = module.timing_settings
     return {"tRP": t.tRP, "tRCD": t.tRCD, "tWR": t.tWR, "tREFI": t.tREFI, "tRFC": t.tRFC[0] if isinstance(
-        t.tRFC, tuple) else t.tRFC, "cl": GENSDRPHY_CL(params.clk_hz), "refresh_ns": 1e9 * t.tREFI / params.clk_hz,
+        t.tRFC, tuple) else t.tRFC, "cl": gensdrphy_cl(params.clk_hz), "refresh_ns": 1e9 * t.tREFI / params.clk_hz,
         "bytes_per_cycle": 2.0, "row_bytes": 2 * 2 ** module.geom_settings.colbits}
 
 
