@@ -195,7 +195,7 @@ def _port_error(port: str, exc: Exception) -> DeviceFaultError:
     text = str(exc)
     if code == errno.ENOENT or "No such file" in text:
         return DeviceFaultError(f"no serial port {port}: the ULX3S is not plugged in, or it is another port",
-                                hint="plug the board's USB1 (the FTDI port) in and look for it: ls /dev/ttyUSB* "
+                                hint="plug the board's US1 port (the FTDI) in and look for it: ls /dev/ttyUSB* "
                                      "/dev/serial/by-id/ (macOS: /dev/cu.usbserial-*)")
     if code in (errno.EBUSY, errno.EAGAIN, errno.EWOULDBLOCK) or "exclusively lock" in text or "busy" in text.lower():
         return DeviceFaultError(f"the serial port {port} is busy: another program has it open",
