@@ -182,11 +182,13 @@ int main(int argc, char** argv) {
         for (ssize_t i = 0; i < n; i++) tx.queue.push_back(buf[i]);
         if (n > 0) quiet = 0;
       }
-      // A long quiet line: the host is thinking (or gone). Wait on the pty a little so an idle
-      // simulation does not spin a core; the SoC's clock pauses meanwhile, as if time stood still.
-      if (quiet > (1u << 22) && (cycle & 0xFFFF) == 0) {
+      // A long quiet line: the host is idle (a run's host polls STATUS without pause, so the line
+      // is never quiet that long while the accelerator works). Block on the pty, waking every
+      // 20 ms for a few cycles, so an idle simulation costs no core; the SoC's clock pauses
+      // meanwhile, as if time stood still.
+      if (quiet > (1u << 22) && out.empty()) {
         struct pollfd p = {master, POLLIN, 0};
-        poll(&p, 1, 2);
+        poll(&p, 1, 20);
       }
     }
   }
