@@ -56,7 +56,7 @@ def test_random_program_on_the_simulated_soc_is_bit_exact_vs_fsim(opened, seed: 
 
 
 def test_sdram_keeps_what_the_link_wrote(opened) -> None:
-    data = np.random.default_rng(5).integers(0, 256, 2048, dtype=np.uint8)
+    data = np.random.default_rng(5).integers(0, 256, 1024, dtype=np.uint8)
     opened.write_dram(8 << 20, data)
     assert np.array_equal(opened.read_dram(8 << 20, data.size), data)
 
