@@ -13,8 +13,9 @@
 
 :meth:`SerialBoard.run` then runs a program as the Zynq driver does (:mod:`runtime.fpga.board`):
 CONFIG_ID check, the ISA's static rules and the fsim pre-check, STATUS not busy, the image written
-into the SDRAM at :data:`PROGRAM_BASE` with its addresses moved there, INSN_ADDR/INSN_COUNT/start,
-STATUS polled with a watchdog, CYCLES read, and the bytes the program's STOREs may have written
+into the SDRAM at :data:`PROGRAM_BASE` with its addresses moved there, WINDOW_BASE/LIMIT set to the
+image, INSN_ADDR/INSN_COUNT/start, STATUS polled with a watchdog, the FAULT registers turned into
+fsim's error when the design stopped a program, CYCLES read, and the bytes the program's STOREs may have written
 read back (the accelerator writes DRAM only through STORE; the rest of the image is what was
 uploaded). Large transfers show progress.
 
@@ -33,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from runtime.faults import raise_device_fault, read_fault
 from runtime.fpga.board import DEFAULT_TIMEOUT, FpgaTimeoutError, precheck_program
 from runtime.fpga.relocate import alignment, place_image, restore_image, store_ranges
 from runtime.fpga.serial_link import BoardNotAnsweringError, SerialLink, transfer_bar
@@ -151,11 +153,17 @@ class SerialBoard:
         t_up = time.perf_counter()
         self.write_dram(base, image, desc="program -> SDRAM")
         t0 = time.perf_counter()
+        # The job's image is all the accelerator may touch: its DMA faults outside it.
+        self.write("WINDOW_BASE", base)
+        self.write("WINDOW_LIMIT", base + program.dram.size)
         self.write("INSN_ADDR", base + program.insn_addr)
         self.write("INSN_COUNT", program.insn_count)
         self.write("CONTROL", regmap.CONTROL_START)
         polls = self._wait_done(program, base, t0 + timeout, timeout)
         wall = time.perf_counter() - t0
+        fault = read_fault(self.read)
+        if fault is not None:  # the simulators' error, in the program's own addresses
+            raise_device_fault(program, (0, program.dram.size), fault)
         cycles = self.read("CYCLES_LO") | (self.read("CYCLES_HI") << 32)
         t_down = time.perf_counter()
         back = image.copy()

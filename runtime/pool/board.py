@@ -109,6 +109,23 @@ def default_store(board: str, name: str | None) -> Path:
 
 
 # ---- the job-process side: checking a bitstream, running programs ----------------------------------
+def check_window(board: Any) -> str:
+    """The design itself must refuse a DMA outside the job's buffer (the pre-check is off)."""
+    from runtime.system_programs import window_probe_program
+    from simulator.errors import MemoryAccessError
+
+    try:
+        board.run(window_probe_program(board.config), precheck=False)
+    except MemoryAccessError as exc:
+        if "outside the DRAM window" not in str(exc):
+            raise
+    else:
+        raise DeviceFaultError("window check: a STORE past the job's buffer ran to the end instead of stopping "
+                               "with a fault: the bitstream predates the DRAM address window (issue 24)",
+                               hint="rebuild the folder with vdla fpga build and deploy it again")
+    return "DRAM window: a STORE past the job's buffer stopped by the design (FAULT registers)"
+
+
 def check_serial_bitstream(folder: str, port: str, manifest: Manifest) -> Deployment:
     """Load ``folder``'s bitstream onto the serial board on ``port`` and check it (runs in a job process)."""
     from runtime.backends.fpga import SIM_PORT, open_serial
@@ -126,6 +143,7 @@ def check_serial_bitstream(folder: str, port: str, manifest: Manifest) -> Deploy
                                f"0x{board.build_id:08x}, the deployed folder describes 0x{manifest.build_id:08x}",
                                hint="rebuild the folder from these sources (vdla fpga build) and deploy it again")
     checks += board.checks
+    checks.append(check_window(board))
     key = board_key(manifest.board)
     return Deployment(key, fpga_kind(key, cfg), cfg.name, cfg.digest, board.config_id, board.build_id,
                       tuple(checks), folder)
@@ -160,6 +178,7 @@ def check_bitstream(folder: str, emulate: bool, manifest: Manifest, port: str | 
                   f"BUILD_ID 0x{board.build_id:08x} = manifest"]
         program = build_case(cfg, SELFTEST)
         got = board.run(program).dram
+        checks.append(check_window(board))
     finally:
         board.close()
     expected = run_program(program, "fsim").dram
