@@ -22,6 +22,7 @@ Run: ``python bench/arm_codegen.py [--quick]``; writes ``bench/results/arm_codeg
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import platform
 import re
@@ -39,10 +40,14 @@ from compiler.tir.stmt import PrimFunc  # noqa: E402
 from compiler.vdla.topi import RESNET18_CONVS  # noqa: E402
 
 TARGETS = {"a53": "board:ultra96-v2", "a9": "board:pynq-z2", "host": "llvm"}
-#: The vector multiply-add of each architecture's code.
-FMA = {"aarch64": re.compile(r"^fmla\s+v\d+\.4s"), "arm": re.compile(r"^(vmla|vfma)\.f32\s+q\d+"),
+#: The vector multiply-add of each architecture's code.  A Cortex-A9 has no fused one: LLVM emits ``vmla``
+#: or a ``vmul`` + ``vadd`` pair, counted once (by its ``vmul``).
+FMA = {"aarch64": re.compile(r"^fmla\s+v\d+\.4s"), "arm": re.compile(r"^(vmla|vfma|vmul)\.f32\s+q\d+"),
        "x86_64": re.compile(r"^vfmadd\d+ps\s")}
-STACK = {"aarch64": re.compile(r"^(ldr|str|ldp|stp)\s+q\d+.*\[sp"), "arm": re.compile(r"^v(ld|st)\S*\s.*\bsp\b"),
+#: Vector loads and stores of stack slots.  ARMv7 addresses them through a register set from sp
+#: (``add r0, sp, #N`` then ``vstmia r0``): every ``vldmia`` / ``vstmia`` of this code is one.
+STACK = {"aarch64": re.compile(r"^(ldr|str|ldp|stp)\s+q\d+.*\[sp"),
+         "arm": re.compile(r"^(v(ld|st)\S*\s.*\bsp\b|vldmia|vstmia)"),
          "x86_64": re.compile(r"^vmov\w*\s.*\(%rsp\)")}
 
 
@@ -57,7 +62,8 @@ def hot_blocks(asm: str, fma: re.Pattern[str]) -> list[list[str]]:
     return [b for b in blocks if any(fma.match(i) for i in b)]
 
 
-def analyze(layer: str, spec: str) -> dict[str, float | str]:
+def analyze(layer: str, spec: str, **tile: int) -> dict[str, float | str]:
+    """The hot-loop figures of ``layer`` compiled for ``spec`` (default schedule; ``tile`` overrides knobs)."""
     w = RESNET18_CONVS[layer]
     tgt = parse_target(spec)
     lanes = tgt.vector_lanes()
@@ -65,8 +71,8 @@ def analyze(layer: str, spec: str) -> dict[str, float | str]:
         data = te.placeholder((1, w.ic // lanes, w.h, w.w, lanes), name="data")
         kernel = te.placeholder((w.oc // lanes, w.ic // lanes, w.kh, w.kw, lanes, lanes), name="kernel")
         out = topi.conv2d_nchwc(data, kernel, w.stride, w.pad)
-        knobs = topi.default_conv2d_nchwc_knobs(out)
-        lowered = lower(topi.schedule_conv2d_nchwc(out), "llvm")
+        knobs = dataclasses.replace(topi.default_conv2d_nchwc_knobs(out), **tile)
+        lowered = lower(topi.schedule_conv2d_nchwc(out, knobs), "llvm")
     func = PrimFunc("conv", (data.buffer, kernel.buffer, out.buffer), lowered.body, lowered.attrs)
     asm = codegen([func], tgt, name="conv").assembly()
     hot = hot_blocks(asm, FMA[tgt.arch])

@@ -207,7 +207,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from vdla_hw.config import load_config
 
-    module = load(args.module, load_config(args.config) if args.config else None)
+    config = load_config(args.config) if args.config else None
+    if args.pool and args.backend == "fpga" and not (args.profile or args.trace or args.json):
+        outputs = _run_on_board_worker(args, config)
+        if outputs is not None:
+            return _report(args, outputs)
+    module = load(args.module, config)
     module.set_num_threads(args.threads)
     inputs = _inputs(args.input, module.input_names)
     with ExitStack() as stack:
@@ -225,11 +230,37 @@ def cmd_run(args: argparse.Namespace) -> int:
                 Path(args.json).write_text(json.dumps(profile.to_json(), indent=1))
         else:
             outputs = module.run(inputs, backend=args.backend)
-    for name, y in zip(module.output_names, outputs):
+    return _report(args, list(zip(module.output_names, outputs)))
+
+
+def _run_on_board_worker(args: argparse.Namespace, config) -> list[tuple[str, np.ndarray]] | None:  # type: ignore[no-untyped-def]
+    """``vdla run --backend fpga --pool``: the whole module on a board worker whose processor its CPU kernels
+    were compiled for (CPU kernels there, VDLA nodes on its board); None (after saying why) to keep the split,
+    where each VDLA node's program is shipped to the board and the CPU kernels run here."""
+    from runtime.module_format import read_module
+    from runtime.pool.deploy import board_workers
+    from runtime.pool.tasks import run_whole_module, whole_module_worker
+
+    parts = read_module(args.module, config)
+    inputs = _inputs(args.input, [i["name"] for i in parts.graph["inputs"]])
+    with pool_executor(args) as executor:
+        worker, why = whole_module_worker(board_workers(executor.client), parts.config,
+                                          dict(parts.kernels) if parts.kernels else None, args.board)
+        if worker is None:
+            print(f"running the CPU kernels here and each VDLA node on the board: {why}")
+            return None
+        print(f"running the whole module on board worker {worker.name} ({worker.board}): {why}")
+        outputs = run_whole_module(executor, worker, Path(args.module).read_bytes(), inputs, args.threads)
+    names = [ref.get("value") or ref["name"] for ref in parts.graph["outputs"]]
+    return list(zip(names, outputs))
+
+
+def _report(args: argparse.Namespace, outputs: list[tuple[str, np.ndarray]]) -> int:
+    for name, y in outputs:
         flat = y.reshape(-1)
         head = np.array2string(flat[:8], precision=4, separator=", ")
         print(f"{name}: {y.dtype}{list(y.shape)} {head}{' ...' if flat.size > 8 else ''}"
               + (f" argmax {int(flat.argmax())}" if flat.size > 1 else ""))
     if args.output:
-        np.save(args.output, outputs[0])
+        np.save(args.output, outputs[0][1])
     return 0
