@@ -67,3 +67,25 @@ def test_armv7_conv_tile_uses_16_q_registers_without_spills() -> None:
     assert re.search(r"\bvmla\.f32\s+q\d+", asm) and "fmla" not in asm and "vfma" not in asm  # no FMA on an A9
     assert knobs.oh_block * knobs.ow_block * knobs.oc_block == 8  # half of ARMv7's 16 q registers
     assert not _SPILL.search(asm), _SPILL.search(asm)
+
+
+def test_board_targets_come_from_the_board_table() -> None:
+    a53, a9 = parse_target("board:zcu104"), parse_target("board:pynq-z2")
+    assert (a53.arch, a53.cpu, a53.vector_bits, a53.vector_registers, a53.has_fma) == ("aarch64", "cortex-a53", 128, 32, True)
+    assert (a9.arch, a9.cpu, a9.vector_bits, a9.vector_registers, a9.has_fma) == ("arm", "cortex-a9", 128, 16, False)
+    assert {"neon", "vfp3"} <= a9.features and a9.triple.endswith("gnueabihf")
+    assert parse_target("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a53").isa == "asimd"
+
+
+def test_bad_arm_targets_are_refused_with_the_fix() -> None:
+    import pytest
+
+    from compiler.codegen.llvm import TargetError
+
+    with pytest.raises(TargetError, match="has no NEON") as err:
+        parse_target("llvm -mtriple=armv7a-linux-gnueabihf -mcpu=cortex-a9 -mattr=+vfp3")
+    assert "-mattr=+neon" in err.value.hint
+    with pytest.raises(TargetError, match="no processor of its own"):
+        parse_target("board:ulx3s")
+    with pytest.raises(Exception, match="unknown board 'nope'"):
+        parse_target("board:nope")
