@@ -66,6 +66,13 @@ DMA_BMC_DEPTH = 12
 TOKENS_BMC_DEPTH = 12
 
 
+# The FIFO invariants are 1-inductive, so any depth proves them; the depth is the longest
+# counterexample from reset the base case finds. DEPTH + 4 cycles reset, fill a FIFO (the first entry takes two cycles to the output), push once
+# more and see the count, so a bug at the full mark fails with a real trace; above 18 (the 32-entry command
+# queues) such a bug shows as UNKNOWN (the induction step's trace) - a depth of 34 costs minutes.
+FIFO_MAX_DEPTH = 18
+
+
 def _fifo_tasks(cfg: HwConfig) -> list[ProofTask]:
     """The FIFO at every depth the design instantiates, strict where its users are strict."""
     depths = {("cmd", cfg.cmd_queue_depth, 0), ("dep", cfg.dep_queue_depth, 0),
@@ -76,7 +83,7 @@ def _fifo_tasks(cfg: HwConfig) -> list[ProofTask]:
         out.append(ProofTask(
             name=f"fifo_{what}_d{depth}", top="vdla_fifo", modules=("vdla_fifo",),
             params=(("WIDTH", 4), ("DEPTH", depth), ("STRICT_PUSH", strict), ("STRICT_POP", strict)),
-            define="VDLA_FORMAL_TOP_FIFO", depth=4,
+            define="VDLA_FORMAL_TOP_FIFO", depth=min(depth + 4, FIFO_MAX_DEPTH),
             properties=("a_fifo_count", "f_fifo_ptrs")))
     return out
 
