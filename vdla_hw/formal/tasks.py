@@ -67,9 +67,10 @@ TOKENS_BMC_DEPTH = 12
 
 
 # The FIFO invariants are 1-inductive, so any depth proves them; the depth is the longest
-# counterexample from reset the base case finds. DEPTH + 4 cycles reset, fill a FIFO (the first entry takes two cycles to the output), push once
-# more and see the count, so a bug at the full mark fails with a real trace; above 18 (the 32-entry command
-# queues) such a bug shows as UNKNOWN (the induction step's trace) - a depth of 34 costs minutes.
+# counterexample from reset the base case finds. DEPTH + 4 cycles reset, fill a FIFO (its first
+# entry takes two cycles to the output), push once more and see the count, so a bug at the
+# full mark fails with a real trace. Above 18 (the 32-entry command queues) such a bug shows as
+# UNKNOWN with the induction step's trace: a depth of 34 costs minutes.
 FIFO_MAX_DEPTH = 18
 
 
