@@ -64,6 +64,10 @@ DMA_BMC_DEPTH = 12
 # Tokens: 12 cycles hold two complete instructions per gate (3 cycles each plus a 1-cycle
 # executor) with tokens crossing both queues in both directions.
 TOKENS_BMC_DEPTH = 12
+# Window: 8 cycles cover reset, a command through the window (in or out of it, halted or not)
+# and the engine's first bursts of it, split at a DRAM block boundary; the free base and limit
+# make the solver's work grow fast with depth (depth 12 did not finish in 10 minutes).
+WINDOW_BMC_DEPTH = 8
 
 
 # The FIFO invariants are 1-inductive, so any depth proves them; the depth is the longest
@@ -113,6 +117,12 @@ def proof_tasks(cfg: HwConfig | str) -> list[ProofTask]:
             name=f"dma_rd_{client}_{bits}b", top="vdla_dma_rd", modules=("vdla_fifo", "vdla_dma_rd"),
             params=(("ELEM_BITS", bits),), define="VDLA_FORMAL_TOP_DMA_RD", mode="bmc", depth=DMA_BMC_DEPTH,
             properties=DMA_RD_PROPS + (FIFO_PROPS if bits < cfg.bus_width else ())))
+    # The address window (base/limit registers) in front of a read engine: every AR burst stays inside.
+    tasks.append(ProofTask(
+        name=f"window_rd_insn_{isa_mod.INSN_BITS}b", top="vdla_formal_window",
+        modules=("vdla_fifo", "vdla_dma_rd", "vdla_addr_window"), params=(("ELEM_BITS", isa_mod.INSN_BITS),),
+        harness=("vdla_formal_window.sv",), mode="bmc", depth=WINDOW_BMC_DEPTH,
+        properties=("a_axi_in_window", "a_dma_rd_cmd", "a_dma_rd_cmd_stable", "a_dma_rd_r_owed") + DMA_RD_PROPS))
     out_bits = 8 * cfg.out_elem_bytes
     tasks.append(ProofTask(
         name=f"dma_wr_out_{out_bits}b", top="vdla_dma_wr", modules=("vdla_fifo", "vdla_dma_wr"),
