@@ -98,3 +98,13 @@ def test_cli_lists_tasks_and_rejects_an_unknown_one() -> None:
     missing = subprocess.run([*cmd, "--rtl-dir", "/nonexistent/rtl", "--task", "gate_load"], capture_output=True,
                              text=True, timeout=120)
     assert missing.returncode == 2 and "is not a folder" in missing.stderr
+
+
+def test_planted_window_bug_fails(tmp_path: Path) -> None:
+    # the window stops checking the base: a burst below it reaches the AXI master
+    rtl = _mutant_rtl(tmp_path, "vdla_addr_window", "addr >= base && ", "")
+    task = next(t for t in proof_tasks("tiny") if t.name.startswith("window_rd"))
+    (result,) = prove("tiny", [task], rtl_dir=rtl)
+    assert result.status == "FAIL", format_results([result])
+    assert "a_axi_in_window" in [f.label for f in result.failed], format_results([result])
+    assert result.trace is not None and result.trace.exists()
