@@ -20,6 +20,7 @@ runs only ``vdla.load`` never imports the compiler. Names (see docs/api.md):
 ``timeline``, ``pareto``      a program's cycle-model Gantt chart; a DSE sweep's Pareto panels
                               (matplotlib figures)
 ``backends``                  the names of the run backends (fsim, cycle, rtl, ...)
+``tiled_gemm_program``        a ready-made int8 GEMM program and its expected output
 ============================  ===============================================================
 """
 
@@ -79,6 +80,7 @@ _LAZY = {
     "cycle_sim": ("vdla.api", "cycle_sim"),
     "backends": ("vdla.api", "backends"),
     "timeline": ("vdla.api", "timeline"),
+    "tiled_gemm_program": ("runtime.workloads", "tiled_gemm_program"),
     "pareto": ("vdla.api", "pareto"),
     "register_torch_backend": ("vdla.api", "register_torch_backend"),
 }

@@ -49,11 +49,11 @@ class Module:
 
     @property
     def input_names(self) -> list[str]:
-        return self.module.input_names()
+        return list(self.module.input_names)
 
     @property
     def output_names(self) -> list[str]:
-        return self.module.output_names()
+        return list(self.module.output_names)
 
     def feeds(self, inputs: Inputs) -> dict[str, np.ndarray]:
         """``inputs`` as arrays by input name (torch tensors and sequences accepted)."""
@@ -100,7 +100,7 @@ class Module:
         return out
 
     def _facts(self) -> list[tuple[str, Any]]:
-        types = self.module.graph.get("types", {})
+        types = {**self.module.graph.get("values", {}), **{i["name"]: i for i in self.module.graph.get("inputs", [])}}
         def sig(names: list[str]) -> str:
             return ", ".join(f"{n}: {types[n]['dtype']}{list(types[n]['shape'])}" if n in types else n for n in names)
         facts: list[tuple[str, Any]] = [("source", self.source or "-"), ("inputs", sig(self.input_names)),

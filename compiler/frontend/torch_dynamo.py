@@ -156,8 +156,8 @@ def compile_graph(gm: torch.fx.GraphModule, args: list[Any], options: BackendOpt
     names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
     constant = [is_constant_input(n, a) for n, a in zip(names, args)]
     aten_gm = trace_aten(gm, args)
-    placeholders = [n for n in aten_gm.graph.nodes if n.op == "placeholder"]
-    const_nodes = {p for p, c in zip(placeholders, constant) if c}
+    # by name: fusing copies the graph, so the fused graph's placeholders are other Node objects
+    position = {n.name: i for i, n in enumerate(n for n in aten_gm.graph.nodes if n.op == "placeholder")}
     eager = Counter(op_name(n.target) for n in aten_gm.graph.nodes
                     if n.op == "call_function" and unsupported_reason(n) is not None)
     partitioner = CapabilityBasedPartitioner(aten_gm, _Supported(), allows_single_node_partition=True)
@@ -167,8 +167,9 @@ def compile_graph(gm: torch.fx.GraphModule, args: list[Any], options: BackendOpt
     compiled_ops = 0
     for call in calls:
         sub: torch.fx.GraphModule = getattr(fused, call.target)
-        is_const = [isinstance(a, torch.fx.Node) and a in const_nodes for a in call.args]
-        values = [args[placeholders.index(a)] if c else _example(a) for a, c in zip(call.args, is_const)]
+        is_const = [isinstance(a, torch.fx.Node) and a.op == "placeholder" and constant[position[a.name]]
+                    for a in call.args]
+        values = [args[position[a.name]] if c else _example(a) for a, c in zip(call.args, is_const)]
         try:
             graph, input_names = import_fx(sub, values, is_const)
         except UnsupportedModelError as exc:
@@ -206,7 +207,8 @@ def _calibration_inputs(fused: torch.fx.GraphModule, calls: list[torch.fx.Node],
     """Each partition's input values on every calibration sample (the eager graph run on it)."""
     record: dict[str, list[list[torch.Tensor]]] = {c.name: [] for c in calls}
     targets = {c.target: c.name for c in calls}
-    dynamic = [i for i, c in enumerate(constant) if not c]
+    # the model's tensor inputs; sizes dynamo passes as ints (dynamic shapes) keep this call's values
+    dynamic = [i for i, c in enumerate(constant) if not c and isinstance(args[i], torch.Tensor)]
 
     class Recorder(torch.fx.Interpreter):
         def call_module(self, target: str, a: tuple[Any, ...], kw: dict[str, Any]) -> Any:
@@ -222,6 +224,10 @@ def _calibration_inputs(fused: torch.fx.GraphModule, calls: list[torch.fx.Node],
         full = list(args)
         for i, x in zip(dynamic, sample):
             full[i] = torch.as_tensor(x)
+            if full[i].shape != args[i].shape or full[i].dtype != args[i].dtype:
+                raise UnsupportedModelError(
+                    f"a calibration sample is {full[i].dtype}{list(full[i].shape)} but the model is called with "
+                    f"{args[i].dtype}{list(args[i].shape)}: pass calibration inputs of the shape it is called with")
         with torch.no_grad():
             Recorder(fused).run(*full)
     return record

@@ -64,6 +64,8 @@ def unsupported_reason(node: torch.fx.Node) -> str | None:
     """Why ``node`` (a ``call_function`` of an ATen graph) cannot be imported; None when it can."""
     if node.target is operator.getitem:
         return None
+    if not node.all_input_nodes:
+        return None  # a factory (aten.empty, aten.full, ...): evaluated at import, like every constant
     if node.target not in CONVERTERS:
         return f"{op_name(node.target)} has no vdla converter"
     for v in _tensor_metas(node):
@@ -266,6 +268,16 @@ def _batch_norm(imp: Importer, node: torch.fx.Node, a: list[Value]) -> Value:
     return (y, None, None)
 
 
+def _native_batch_norm_check(node: torch.fx.Node) -> str | None:
+    return "aten.native_batch_norm in training mode (call model.eval())" if node.args[5] else None
+
+
+@converter(aten.native_batch_norm.default, check=_native_batch_norm_check)
+def _native_batch_norm(imp: Importer, node: torch.fx.Node, a: list[Value]) -> Value:
+    x, w, b, mean, var, _training, _momentum, eps = a[:8]
+    return _batch_norm(imp, node, [x, w, b, mean, var, _momentum, eps])
+
+
 @converter(aten.native_layer_norm.default)
 def _layer_norm(imp: Importer, node: torch.fx.Node, a: list[Value]) -> Value:
     x, shape, w, b, eps = a[:5]
@@ -299,7 +311,8 @@ def _binary(op: str) -> Converter:
 
 for _aten, _op in ((aten.add.Tensor, "add"), (aten.sub.Tensor, "subtract"), (aten.mul.Tensor, "multiply"),
                    (aten.div.Tensor, "divide"), (aten.maximum.default, "maximum"), (aten.minimum.default, "minimum"),
-                   (aten.pow.Tensor_Tensor, "power")):
+                   (aten.pow.Tensor_Tensor, "power"), (aten.add.Scalar, "add"), (aten.sub.Scalar, "subtract"),
+                   (aten.mul.Scalar, "multiply"), (aten.div.Scalar, "divide")):
     converter(_aten)(_binary(_op))
 
 
