@@ -188,6 +188,10 @@ def compile_graph(gm: torch.fx.GraphModule, args: list[Any], options: BackendOpt
         setattr(fused, call.target, VdlaSubgraph(module, input_names, dynamic, single, options.backend))
         compiled_ops += sum(1 for n in sub.graph.nodes if n.op == "call_function")
     fused.recompile()
+    if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+        warnings.warn("vdla compiles for inference: outputs of its compiled subgraphs carry no gradient "
+                      "(run under torch.no_grad() / inference_mode(), or train with another backend)",
+                      UserWarning, stacklevel=2)
     if eager:
         ops = ", ".join(f"{op} x{k}" if k > 1 else op for op, k in sorted(eager.items()))
         warnings.warn(f"vdla: {compiled_ops} ops compiled in {len(calls)} subgraph(s); in eager PyTorch: {ops}",
