@@ -139,7 +139,8 @@ def main() -> None:
         r = bench_model(name, args.resolution, args.rounds)
         results.append(r)
         eager = r["contenders"]["eager"]["best_ms"]
-        print(f"\n{name} {args.resolution}x{args.resolution}, {args.rounds} rounds")
+        print(f"\n{name} {args.resolution}x{args.resolution}, {args.rounds} rounds, load average "
+              f"{os.getloadavg()[0]:.1f}", flush=True)
         print("| contender | best ms | median ms | vs eager (best) | compile s | max rel err |")
         print("|---|---|---|---|---|---|")
         for k, c in r["contenders"].items():
@@ -147,11 +148,11 @@ def main() -> None:
                   f"{c['compile_s']:.1f} | {c['max_rel_err']:.1e} |")
         if r["contenders"]["vdla"]["note"]:
             print(f"vdla note: {r['contenders']['vdla']['note']}")
-    info["load_avg_after"] = os.getloadavg()
-    out = ROOT / "bench" / "results" / "torch_compile.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"host": info, "results": results}, indent=1))
-    print(f"\nwrote {out}")
+        info["load_avg_after"] = os.getloadavg()
+        out = ROOT / "bench" / "results" / "torch_compile.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({"host": info, "results": results}, indent=1))  # after each model: partial runs count
+        print(f"wrote {out}", flush=True)
 
 
 if __name__ == "__main__":

@@ -142,12 +142,16 @@ class CompiledGraph:
 
 
 def trace_aten(gm: torch.fx.GraphModule, args: Sequence[Any]) -> torch.fx.GraphModule:
-    """``gm`` as core ATen ops at the shapes of ``args`` (values in ``node.meta['val']``)."""
+    """``gm`` as core ATen ops at the shapes of ``args`` (values in ``node.meta['val']``), functionalized:
+    in-place ops (``ReLU(inplace=True)``, ``out += identity``) become their pure forms, so they neither
+    split the graph nor stay eager; a mutation of an input (BatchNorm's running statistics in
+    training mode) becomes a ``copy_`` at the end, which runs eager."""
     from torch._decomp import core_aten_decompositions
     from torch.fx.experimental.proxy_tensor import make_fx
 
     with torch.no_grad():
-        return make_fx(gm, decomposition_table=core_aten_decompositions(), tracing_mode="fake")(*args)
+        return make_fx(torch.func.functionalize(gm, remove="mutations_and_views"),
+                       decomposition_table=core_aten_decompositions(), tracing_mode="fake")(*args)
 
 
 def compile_graph(gm: torch.fx.GraphModule, args: list[Any], options: BackendOptions) -> CompiledEntry:
