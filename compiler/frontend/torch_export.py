@@ -364,12 +364,14 @@ def _sum(imp: Importer, node: torch.fx.Node, a: list[Value]) -> Value:
 
 
 @converter(aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.unsqueeze.default,
-           aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default)
+           aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default, aten.view_copy.default,
+           aten.unsqueeze_copy.default, aten.squeeze_copy.dim, aten.squeeze_copy.dims, aten.squeeze_copy.default)
 def _reshape(imp: Importer, node: torch.fx.Node, a: list[Value]) -> Value:
     return imp.op("reshape", [imp.tensor(a[0], node)], node, newshape=out_shape(node))
 
 
-@converter(aten.clone.default, aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default)
+@converter(aten.clone.default, aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default,
+           aten.alias_copy.default, aten.detach_copy.default)
 def _identity(imp: Importer, node: torch.fx.Node, a: list[Value]) -> Value:
     return imp.tensor(a[0], node)
 
@@ -386,13 +388,13 @@ def _to_copy(imp: Importer, node: torch.fx.Node, a: list[Value]) -> Value:
     return imp.tensor(a[0], node)
 
 
-@converter(aten.permute.default)
+@converter(aten.permute.default, aten.permute_copy.default)
 def _permute(imp: Importer, node: torch.fx.Node, a: list[Value]) -> Value:
     rank = len(out_shape(node))
     return imp.op("transpose", [imp.tensor(a[0], node)], node, axes=tuple(int(d) % rank for d in a[1]))
 
 
-@converter(aten.t.default, aten.transpose.int)
+@converter(aten.t.default, aten.transpose.int, aten.t_copy.default, aten.transpose_copy.int)
 def _transpose(imp: Importer, node: torch.fx.Node, a: list[Value]) -> Value:
     rank = len(out_shape(node))
     d0, d1 = (int(a[1]) % rank, int(a[2]) % rank) if len(a) > 2 else (0, 1)
@@ -401,7 +403,7 @@ def _transpose(imp: Importer, node: torch.fx.Node, a: list[Value]) -> Value:
     return imp.op("transpose", [imp.tensor(a[0], node)], node, axes=tuple(axes))
 
 
-@converter(aten.expand.default)
+@converter(aten.expand.default, aten.expand_copy.default)
 def _expand(imp: Importer, node: torch.fx.Node, a: list[Value]) -> Value:
     return imp.op("broadcast_to", [imp.tensor(a[0], node)], node, shape=out_shape(node))
 
@@ -413,7 +415,7 @@ def _cat(imp: Importer, node: torch.fx.Node, a: list[Value]) -> Value:
     return imp.op("concatenate", [imp.tensor(t, node) for t in a[0]], node, axis=dim)
 
 
-@converter(aten.slice.Tensor)
+@converter(aten.slice.Tensor, aten.slice_copy.Tensor)
 def _slice(imp: Importer, node: torch.fx.Node, a: list[Value]) -> Value:
     shape = out_shape(node.args[0])
     dim = int(a[1]) % len(shape) if len(a) > 1 else 0
@@ -429,7 +431,7 @@ def _slice(imp: Importer, node: torch.fx.Node, a: list[Value]) -> Value:
                   strides=tuple(strides))
 
 
-@converter(aten.select.int)
+@converter(aten.select.int, aten.select_copy.int)
 def _select(imp: Importer, node: torch.fx.Node, a: list[Value]) -> Value:
     shape = out_shape(node.args[0])
     dim = int(a[1]) % len(shape)
@@ -441,7 +443,7 @@ def _select(imp: Importer, node: torch.fx.Node, a: list[Value]) -> Value:
     return imp.op("reshape", [sliced], node, newshape=out_shape(node))
 
 
-@converter(aten.split_with_sizes.default)
+@converter(aten.split_with_sizes.default, aten.split_with_sizes_copy.default)
 def _split(imp: Importer, node: torch.fx.Node, a: list[Value]) -> Value:
     shape = out_shape(node.args[0])
     dim = int(a[2]) % len(shape) if len(a) > 2 else 0
