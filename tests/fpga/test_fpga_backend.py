@@ -231,10 +231,14 @@ def test_bad_folders_are_named(tmp_path: Path, tiny: HwConfig) -> None:
     with pytest.raises(BadFileError, match="format 'something/9'"):
         open_board(tmp_path, emulate=True)
     ulx3s = tmp_path / "ulx3s"
-    write_manifest(ulx3s, get_board("ulx3s"), tiny, 7)
-    with pytest.raises(UnsupportedError, match="ulx3s has no processor") as info:
+    write_manifest(ulx3s, get_board("ulx3s-selftest"), tiny, 7)
+    with pytest.raises(UnsupportedError, match="ulx3s-selftest has no processor") as info:
         open_board(ulx3s, emulate=True)
     assert "pynq-z2" in info.value.hint
+    write_manifest(ulx3s, get_board("ulx3s"), tiny, 7)
+    with pytest.raises(UnsupportedError, match="ulx3s is driven over its USB serial port") as info:
+        open_board(ulx3s, emulate=True)
+    assert "--port" in info.value.hint
 
 
 def test_two_boards_in_one_process(folder: Path, tiny: HwConfig) -> None:

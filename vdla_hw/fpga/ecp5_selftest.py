@@ -35,7 +35,7 @@ from vdla_hw.rtl_build import (
 )
 from vdla_hw.toolchain import raise_if_interrupted
 
-SCRIPTS_DIR = FPGA_SCRIPTS_DIR / "ulx3s"
+SCRIPTS_DIR = FPGA_SCRIPTS_DIR / "ulx3s_selftest"
 TOP = "vdla_ulx3s_top"
 TOP_SOURCES: tuple[str, ...] = ("vdla_axi_bram.sv", "vdla_ulx3s_top.sv")
 """The board-specific sources, compiled after the accelerator's (in this order)."""
