@@ -74,11 +74,23 @@ def load_timing(cfg: HwConfig, insn: MemInsn, start: int, rows: ReadRows, elem_b
             taken = t = max(t + x * w, ready)
             t += xp1 * w
     else:
-        data = (xp0 + x) * w
-        for end in ends:
-            t += data
-            if base + end - 1 > t:
-                t = base + end - 1
+        # The engine holds an element's last beat on the channel until the writer takes it (no
+        # buffer beyond the element's other beats): once the writer lags behind the data (after
+        # padding), the rest of the stream waits, an element per max(beats, w) cycles.
+        ratio = elem_bytes // cfg.bus_bytes
+        per = ratio if ratio > w else w
+        lag = 0  # cycles the writer has held the stream back so far
+        for first, end in zip(firsts, ends):
+            t += xp0 * w
+            ready = t + w
+            arrive = base + first + lag + ratio - 1
+            if ready > arrive:
+                lag += ready - arrive
+                arrive = ready
+            t = arrive + (x - 1) * per
+            lag += (x - 1) * (per - ratio)
+            if base + end - 1 + lag > t:
+                t = base + end - 1 + lag
             t += xp1 * w
     t += insn.y_pad1 * cols * w
     cycles = t + 1 - start
