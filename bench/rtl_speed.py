@@ -98,6 +98,7 @@ def python_loop(program: Program, max_cycles: int) -> tuple[int, float, float, n
         pins, latency = SimPins(sim), DramLatency.of(cfg)
         dram = PinAxiDram(pins, cfg.bus_bytes, latency.read, latency.write)
         dram.load(program.dram)
+        write_reg(sim, pins, dram, "WINDOW_LIMIT", program.dram.size)
         write_reg(sim, pins, dram, "INSN_ADDR", program.insn_addr)
         write_reg(sim, pins, dram, "INSN_COUNT", program.insn_count)
         start, cpu = time.perf_counter(), time.process_time()

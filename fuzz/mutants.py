@@ -90,6 +90,20 @@ MUTANTS: tuple[Mutant, ...] = (
 )
 
 
+FAULT_MUTANTS: tuple[tuple[Mutant, str], ...] = (
+    (Mutant("window-ignores-limit", "vdla_addr_window.sv", "span_end <= W'(limit)", "1'b1",
+            "the address window lets a DMA command run past WINDOW_LIMIT"), "load_past_dram"),
+    (Mutant("window-ignores-base", "vdla_addr_window.sv", "addr >= base && ", "",
+            "the address window lets a DMA command start below WINDOW_BASE"), "store_outside_window"),
+    (Mutant("loop-check-skips-src", "vdla_compute.sv", ".check_src(is_gemm ? !gemm.reset : !alu.use_imm)",
+            ".check_src(1'b0)", "the loop check ignores the source operand"), "gemm_src_overrun"),
+    (Mutant("store-range-unchecked", "vdla_store.sv", ".step(rd_en), .fault,", ".step(1'b0), .fault,",
+            "the STORE's accumulator walk is not range-checked"), "store_past_sram"),
+)
+"""Mutants of the fault logic, each with the fault program of tests/faults/test_faults.py that
+kills it (valid fuzz programs never fault, so the fuzzer cannot): tests/faults/test_fault_mutants.py."""
+
+
 def make_copy(mutant: Mutant | None, dest: Path) -> Path:
     """A copy of the shipped RTL in ``dest`` with ``mutant`` applied (or none)."""
     dest.mkdir(parents=True, exist_ok=True)

@@ -242,9 +242,12 @@ class HwShell:
         return program
 
     def start(self) -> None:
-        """Write INSN_ADDR, INSN_COUNT and CONTROL.start for the loaded program (as the board driver)."""
+        """Write the DRAM window (the program's image), INSN_ADDR, INSN_COUNT and CONTROL.start for the
+        loaded program (as the board driver)."""
         if self.program is None:
             raise UsageError("no program is loaded", hint="call load(program) first")
+        self.write_reg("WINDOW_BASE", 0)
+        self.write_reg("WINDOW_LIMIT", self.program.dram.size)
         self.write_reg("INSN_ADDR", self.program.insn_addr)
         self.write_reg("INSN_COUNT", self.program.insn_count)
         self.write_reg("CONTROL", regmap.CONTROL_START)

@@ -149,6 +149,19 @@ def read_uop_image(path: str | Path, cfg: HwConfig) -> bytes:
     return data
 
 
+RAW_DRAM_BYTES = 256 << 20
+"""The DRAM a raw program may fill (256 MiB): every --dram/--dump/--uops placement and the
+instruction stream after them must end inside it. A placement past it is a typo far more often
+than a wish for a multi-GiB image, which the simulators would allocate in full."""
+
+
+def _check_fits(what: str, start: int, end: int) -> None:
+    if end > RAW_DRAM_BYTES:
+        raise UsageError(f"{what} ends at DRAM byte {end:,}, past the {RAW_DRAM_BYTES:,}-byte "
+                         f"({RAW_DRAM_BYTES >> 20} MiB) DRAM of a raw program (it starts at byte {start:,})",
+                         hint="use a smaller element address (addresses count elements of their kind, not bytes)")
+
+
 def build_raw_program(cfg: HwConfig, insn_path: str | Path, uops_path: str | Path | None = None,
                       uops_addr: int = 0, inputs: tuple[DramInput, ...] = (),
                       dumps: tuple[DramDump, ...] = ()) -> Program:
@@ -172,6 +185,11 @@ def build_raw_program(cfg: HwConfig, insn_path: str | Path, uops_path: str | Pat
         buffers[item.name] = spec
     for dump in dumps:
         buffers[dump.name] = _tile_spec(cfg, dump.name, dump.kind, dump.addr, dump.shape)
+    for what, start, stop in placed:
+        _check_fits(what, start, stop)
+    for name, spec in buffers.items():
+        _check_fits(f"--dump {name}" if name not in {i.name for i in inputs} else f"--dram {name}",
+                    spec.offset, spec.offset + spec.nbytes)
     ordered = sorted(placed, key=lambda p: p[1])
     for (a, _, a_end), (b, b_start, _) in zip(ordered, ordered[1:]):
         if b_start < a_end:
@@ -180,6 +198,7 @@ def build_raw_program(cfg: HwConfig, insn_path: str | Path, uops_path: str | Pat
     end = max([e for _, _, e in placed] + [s.offset + s.nbytes for s in buffers.values()] + [0])
     align = max(INSN_BYTES, cfg.bus_bytes)
     insn_addr = -(-end // align) * align
+    _check_fits(f"the instruction stream of {insn_path}", insn_addr, insn_addr + len(insns))
     dram = np.zeros(insn_addr + len(insns), np.uint8)
     for offset, data in writes:
         dram[offset: offset + data.size] = data

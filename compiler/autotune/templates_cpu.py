@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -82,9 +83,14 @@ class CpuTemplate(Template):
             s, args = self.schedule(config)
             lowered = lower(s, "llvm")
         params = tuple(t.buffer for t in args)
-        func = PrimFunc(self.kind, params, lowered.body, lowered.attrs)
+        func = PrimFunc(self.function_name(config), params, lowered.body, lowered.attrs)
         module = codegen([func], self.target, name=self.kind)
         return Path(export_library(module, directory / f"{self.kind}.so"))
+
+    def function_name(self, config: Config) -> str:
+        """The name of the artifact's function: it tells :meth:`run` (which has only the artifact's
+        bytes) how to call it."""
+        return self.kind
 
     def inputs(self, seed: int = 0) -> list[np.ndarray]:
         rng = np.random.default_rng(seed)
@@ -92,21 +98,28 @@ class CpuTemplate(Template):
         return [rng.standard_normal(tuple(int(s.value) for s in t.shape)).astype(np.float32) for t in ins]
 
     def run(self, artifact: Path, check: bool, repeats: int, warmup: int, flush_bytes: int) -> RunOutcome:
+        return self.run_operands(artifact, check, repeats, warmup, flush_bytes, lambda ins: ins)
+
+    def run_operands(self, artifact: Path, check: bool, repeats: int, warmup: int, flush_bytes: int,
+                     operands: Callable[[list[np.ndarray]], list[np.ndarray]]) -> RunOutcome:
+        """:meth:`run` on ``operands(inputs)`` (the kernel's own form of the inputs, e.g. transformed
+        weights), checked against the reference of the inputs."""
         from runtime.cpu_module import aligned_copy, aligned_zeros, load_module
 
         from .measure import time_cpu
 
         module = load_module(artifact)
         module.set_num_threads(1)
-        fn = module[self.kind]
+        fn = module[module.entry_name]
         # Aligned as the graph runtime's buffers are: a misaligned operand costs a config up to 10%.
-        ins = [aligned_copy(a) for a in self.inputs()]
+        raw = self.inputs()
+        ins = [aligned_copy(a) for a in operands(raw)]
         _, out_t = self.tensors()
         out = aligned_zeros(tuple(int(s.value) for s in out_t.shape), np.float32)
         fn(*ins, out)
         detail, correct = "", True
         if check:
-            want = self.reference(ins)
+            want = self.reference(raw)
             scale = max(1.0, float(np.abs(want).max()))
             err = float(np.abs(out - want).max()) / scale
             correct = err <= _RTOL * 10
@@ -170,7 +183,30 @@ class Conv2dNCHWcTemplate(CpuTemplate):
             if c["reduce_at"] == "row" and columns == self.out_width and rows == 1:
                 raise ValueError("reduce_at 'row' with a one-tile row is reduce_at 'tile' with an extra buffer")
 
+        algorithms = ("direct",) + tuple(f"winograd_{m}" for m in self.winograd_tiles)
+
+        def legal_any(c: Config) -> None:
+            if c["algorithm"] == "direct":
+                legal(c)
+                return
+            # A Winograd config uses ow_block (tiles per register tile) and oc_block; every other
+            # knob stays at its first value, so each Winograd schedule is one point of the space.
+            fixed = {"oh_block": 1, "unroll_kw": False, "reduce_order": "ic_kh_kw", "outer_order": "oc_y",
+                     "reduce_at": "tile"}
+            moved = [k for k, v in fixed.items() if c[k] != v]
+            if moved:
+                raise ValueError(f"knobs {moved} are the direct conv's; a Winograd config leaves them at "
+                                 f"{ {k: fixed[k] for k in moved} }")
+            tiles_x = -(-self.out_width // self.winograd_tile(c))
+            live = int(c["ow_block"]) * int(c["oc_block"]) * vectors + int(c["oc_block"]) * vectors + 1
+            if live > registers:
+                raise ValueError(f"a {c['ow_block']}-tile x {c['oc_block']}-block GEMM register tile needs {live} "
+                                 f"registers; the target has {registers}")
+            self.knobs(c).validate(tiles_x, self.task.wl["oc_outer"])
+
         return ConfigSpace((
+            # Winograd F(m x m, 3 x 3) for stride-1 3x3 convs (absent from logs written before it: direct).
+            Axis("algorithm", algorithms, absent="direct"),
             # Widths that do not divide the row too: its last tile is partitioned off, narrower.
             Axis("ow_block", tuple(range(1, min(budget, self.out_width) + 1))),
             Axis("oc_block", divisors(self.task.wl["oc_outer"], 4)),
@@ -179,16 +215,73 @@ class Conv2dNCHWcTemplate(CpuTemplate):
             Axis("reduce_order", ("ic_kh_kw", "kh_kw_ic")),
             Axis("outer_order", ("oc_y", "y_oc")),
             Axis("reduce_at", ("tile", "row", "plane"), absent="tile"),
-        ), legal)
+        ), legal_any)
+
+    @property
+    def winograd_tiles(self) -> tuple[int, ...]:
+        """The Winograd output tiles this conv may take (none unless it is a stride-1 3x3 conv)."""
+        w = self.task.wl
+        if not topi.winograd_eligible((w["kh"], w["kw"]), (w["stride_h"], w["stride_w"])):
+            return ()
+        return tuple(m for m in topi.TUNED_TILES if m <= max(self.out_width, self.out_height))
+
+    @staticmethod
+    def winograd_tile(config: Config) -> int:
+        """The output tile of a Winograd config (0 for the direct conv)."""
+        algorithm = str(config["algorithm"])
+        return 0 if algorithm == "direct" else int(algorithm.rsplit("_", 1)[1])
+
+    def winograd_tensors(self, tile: int) -> tuple[list[te.Tensor], te.Tensor]:
+        """The Winograd conv of this workload: data and transformed weights in, the same output."""
+        w = self.task.wl
+        (data, _), _ = self.tensors()
+        a = tile + 2
+        u = te.placeholder((a * a, w["oc_outer"], w["ic_outer"], w["ic_block"], w["oc_block"]), "float32", "u")
+        return [data, u], topi.conv2d_winograd_nchwc(data, u, tile, (w["pad_h"], w["pad_w"]))
 
     def target_default(self) -> Config:
+        from compiler.graph.lower_llvm_nn import default_conv_tile
+
+        tile = default_conv_tile(self.task.wl)
+        if tile:
+            wk = topi.default_winograd_knobs(self.winograd_tensors(tile)[1])
+            return Config((("algorithm", f"winograd_{tile}"), ("ow_block", wk.tx_block), ("oc_block", wk.oc_block),
+                           ("oh_block", 1), ("unroll_kw", False), ("reduce_order", "ic_kh_kw"),
+                           ("outer_order", "oc_y"), ("reduce_at", "tile")))
         k = topi.default_conv2d_nchwc_knobs(self.tensors()[1])
-        return Config((("ow_block", k.ow_block), ("oc_block", k.oc_block), ("oh_block", k.oh_block),
-                       ("unroll_kw", k.unroll_kw), ("reduce_order", k.reduce_order),
+        return Config((("algorithm", "direct"), ("ow_block", k.ow_block), ("oc_block", k.oc_block),
+                       ("oh_block", k.oh_block), ("unroll_kw", k.unroll_kw), ("reduce_order", k.reduce_order),
                        ("outer_order", k.outer_order), ("reduce_at", k.reduce_at)))
 
-    def knobs(self, config: Config) -> topi.Conv2dNCHWcKnobs:
-        return topi.Conv2dNCHWcKnobs(**config.to_dict())  # type: ignore[arg-type]
+    def knobs(self, config: Config) -> topi.Conv2dNCHWcKnobs | topi.WinogradKnobs:
+        tile = self.winograd_tile(config)
+        if tile:
+            return topi.WinogradKnobs(tile=tile, tx_block=int(config["ow_block"]), oc_block=int(config["oc_block"]))
+        values = config.to_dict()
+        values.pop("algorithm", None)
+        return topi.Conv2dNCHWcKnobs(**values)  # type: ignore[arg-type]
+
+    def function_name(self, config: Config) -> str:
+        tile = self.winograd_tile(config)
+        return f"{self.kind}_winograd_{tile}" if tile else self.kind
+
+    def run(self, artifact: Path, check: bool, repeats: int, warmup: int, flush_bytes: int) -> RunOutcome:
+        from runtime.cpu_module import load_module
+
+        # A Winograd artifact takes the transformed weights: its function's name says which tile.
+        name = load_module(artifact).entry_name
+        tile = int(name.rsplit("_", 1)[1]) if name.startswith(f"{self.kind}_winograd_") else 0
+        if not tile:
+            return super().run(artifact, check, repeats, warmup, flush_bytes)
+        return self.run_operands(artifact, check, repeats, warmup, flush_bytes,
+                                 lambda ins: [ins[0], topi.transform_weights(self.oihw(ins[1]), tile,
+                                                                             ins[0].shape[-1], ins[1].shape[-1])])
+
+    @staticmethod
+    def oihw(kernel: np.ndarray) -> np.ndarray:
+        """Blocked ``[OC/ob, IC/ib, KH, KW, ib, ob]`` weights back in OIHW."""
+        oco, ico, kh, kw, icb, ocb = kernel.shape
+        return kernel.transpose(0, 5, 1, 4, 2, 3).reshape(oco * ocb, ico * icb, kh, kw)
 
     prior_feature = -1  # log2 of :meth:`estimate_cycles`
 
@@ -206,6 +299,16 @@ class Conv2dNCHWcTemplate(CpuTemplate):
         steps = self.flops / (2 * self.lanes * accumulators)
         # A width that does not divide the row leaves a narrower last tile: charged as a full one.
         ow = int(config["ow_block"])
+        tile = self.winograd_tile(config)
+        if tile:
+            # a^2 products per m^2 outputs instead of 9 per output, over whole tiles, plus the
+            # transforms (~4 a^3 adds per tile and channel, both sides): a rough prior, the trees learn.
+            a, w = tile + 2, self.task.wl
+            tiles = -(-self.out_height // tile) * -(-self.out_width // tile)
+            gemm = steps * per_step * a * a / (9 * tile * tile)
+            transforms = 8 * a ** 3 * tiles * (w["ic_outer"] * w["ic_block"] + w["oc_outer"] * w["oc_block"]) / (
+                2 * self.lanes)
+            return gemm + transforms / a
         return steps * per_step * (-(-self.out_width // ow) * ow / self.out_width)
 
     def features(self, config: Config) -> np.ndarray:
@@ -214,8 +317,12 @@ class Conv2dNCHWcTemplate(CpuTemplate):
                                np.asarray([math.log2(1 + self.estimate_cycles(config))], np.float32)])
 
     def schedule(self, config: Config) -> tuple[Schedule, list[te.Tensor]]:
+        tile = self.winograd_tile(config)
+        if tile:
+            ins, out = self.winograd_tensors(tile)
+            return topi.schedule_conv2d_winograd_nchwc(out, self.knobs(config)), ins + [out]  # type: ignore[arg-type]
         ins, out = self.tensors()
-        return topi.schedule_conv2d_nchwc(out, self.knobs(config)), ins + [out]
+        return topi.schedule_conv2d_nchwc(out, self.knobs(config)), ins + [out]  # type: ignore[arg-type]
 
     def reference(self, inputs: list[np.ndarray]) -> np.ndarray:
         data, kernel = inputs

@@ -13,7 +13,7 @@ from typing import Callable
 
 from vdla_hw.config import load_config
 from vdla_hw.errors import UsageError
-from vdla_hw.gen_docs import BUFFER_HEADER, DEFAULT_DOC_PATH, buffer_rows, derived_values, render_isa_doc, write_isa_doc
+from vdla_hw.gen_docs import BUFFER_HEADER, DEFAULT_DOC_PATH, buffer_rows, derived_values, register_rows, render_isa_doc, write_isa_doc
 
 _AddParser = Callable[[argparse._SubParsersAction], None]
 _SUBCOMMANDS: list[_AddParser] = []
@@ -76,6 +76,9 @@ def _show_config(args: argparse.Namespace) -> int:
     widths = [max(len(str(row[c])) for row in table) for c in range(len(BUFFER_HEADER))]
     for row in table:
         print("  " + "  ".join(f"{str(cell):>{w}}" for cell, w in zip(row, widths)))
+    print("control registers (AXI-lite):")
+    for offset, name, access, doc in register_rows():
+        print(f"  {offset}  {name:<12}  {access}  {doc}")
     return 0
 
 

@@ -4,6 +4,8 @@ pooling and means (the element-wise and data-movement ones live in :mod:`compile
 Float conv2d with constant weights runs topi's blocked NCHWc micro-kernel (weights blocked at
 compile time); data and output in ``NCHW{c}c`` (what the ``cpu_layout`` pass gives eligible
 convs) are used as they are, plain NCHW ones are blocked / unblocked inside the same kernel.
+Stride-1 3x3 convs take topi's Winograd F(m x m, 3 x 3) instead when a tuning log says so or, without
+one, by the measured rule of :func:`default_conv_tile` (weights transformed at compile time).
 Grouped convs take the same micro-kernel with channel blocks inside a group (the output channels
 of a group are the vector); depthwise ones (one channel per group) topi's blocked depthwise kernel
 on ``NCHW{c}c`` data (a block of channels is the vector), or its NCHW schedule on plain data.
@@ -35,10 +37,7 @@ from compiler.topi.utils import largest_divisor, schedule_elementwise, vector_la
 
 def conv_workload(data: Tensor, kernel: Tensor, stride: Sequence[int], pad: Sequence[int]) -> dict[str, int]:
     """The auto-tuner's description of one blocked conv2d: its operand shapes, stride and padding."""
-    n, ico, h, w, icb = _shape(data)
-    oco, _, kh, kw, _, ocb = _shape(kernel)
-    return {"n": n, "ic_outer": ico, "h": h, "w": w, "ic_block": icb, "oc_outer": oco, "kh": kh, "kw": kw,
-            "oc_block": ocb, "stride_h": stride[0], "stride_w": stride[1], "pad_h": pad[0], "pad_w": pad[1]}
+    return _blocked_conv_workload(_shape(data), _shape(kernel), stride, pad)
 
 
 def dense_workload(x: Tensor, packed: Tensor, out_features: int) -> dict[str, int]:
@@ -158,14 +157,19 @@ def _fast_conv2d(node: Node, x: Tensor, weight: np.ndarray, bias: Tensor | None,
         data = te.compute((n, c // ib, h, w, ib), lambda b, k, y, xx, i: src[b, k * ib + i, y, xx],
                           name=f"{node.name}_pack")
     blocked = weight.reshape(o // ob, ob, cg // ib, ib, *weight.shape[2:]).transpose(0, 2, 4, 5, 3, 1)
-    wt = kb.constant(blocked, f"{node.name}_w")
-    conv = topi.conv2d_nchwc(data, wt, stride=tuple(a["strides"]), padding=(pt, pl), name=f"{node.name}_nchwc",
-                             groups=groups)
     # The tuner's conv2d_nchwc task has no groups: grouped convs keep the default register tile.
-    tuned = dispatch.query("conv2d_nchwc", conv_workload(data, wt, a["strides"], (pt, pl))) if groups == 1 else None
-    knobs = tuned or topi.default_conv2d_nchwc_knobs(conv)
-    kb.scheduled(conv, lambda s: topi.schedule_conv2d_nchwc(conv, knobs, s=s), [data, wt],
-                 with_epilogue=lambda s, stage: topi.schedule_conv2d_nchwc(conv, knobs, s=s, epilogue=stage))
+    workload = _blocked_conv_workload(_shape(data), blocked.shape, a["strides"], (pt, pl))
+    tuned = dispatch.query("conv2d_nchwc", workload) if groups == 1 else None
+    winograd = topi.winograd_eligible(weight.shape[2:], a["strides"], groups)
+    if isinstance(tuned, topi.WinogradKnobs) or (tuned is None and winograd and default_conv_tile(workload)):
+        conv = _winograd_conv(node, data, weight, kb, ib, ob, (pt, pl), tuned)
+    else:
+        wt = kb.constant(blocked, f"{node.name}_w")
+        conv = topi.conv2d_nchwc(data, wt, stride=tuple(a["strides"]), padding=(pt, pl),
+                                 name=f"{node.name}_nchwc", groups=groups)
+        knobs = tuned or topi.default_conv2d_nchwc_knobs(conv)
+        kb.scheduled(conv, lambda s: topi.schedule_conv2d_nchwc(conv, knobs, s=s), [data, wt],
+                     with_epilogue=lambda s, stage: topi.schedule_conv2d_nchwc(conv, knobs, s=s, epilogue=stage))
     if out_block > 1:
         if bias is None:
             return conv
@@ -174,6 +178,40 @@ def _fast_conv2d(node: Node, x: Tensor, weight: np.ndarray, bias: Tensor | None,
     if bias is None:
         return te.compute(node.type.shape, lambda b, k, y, xx: conv[b, k // ob, y, xx, k % ob], name=node.name)
     return te.compute(node.type.shape, lambda b, k, y, xx: conv[b, k // ob, y, xx, k % ob] + bias[k], name=node.name)
+
+
+def _blocked_conv_workload(data: Sequence[int], kernel: Sequence[int], stride: Sequence[int],
+                           pad: Sequence[int]) -> dict[str, int]:
+    n, ico, h, w, icb = data
+    oco, _, kh, kw, _, ocb = kernel
+    return {"n": n, "ic_outer": ico, "h": h, "w": w, "ic_block": icb, "oc_outer": oco, "kh": kh, "kw": kw,
+            "oc_block": ocb, "stride_h": stride[0], "stride_w": stride[1], "pad_h": pad[0], "pad_w": pad[1]}
+
+
+def default_conv_tile(workload: dict[str, int]) -> int | None:
+    """The Winograd output tile the default schedule of this ``conv2d_nchwc`` workload takes (None:
+    the direct conv), by the target's measured rule (:func:`compiler.topi.default_winograd_tile`)."""
+    w = workload
+    if not topi.winograd_eligible((w["kh"], w["kw"]), (w["stride_h"], w["stride_w"])):
+        return None
+    oh, ow = w["h"] + 2 * w["pad_h"] - 2, w["w"] + 2 * w["pad_w"] - 2
+    return topi.default_winograd_tile(w["ic_outer"] * w["ic_block"], w["oc_outer"] * w["oc_block"], oh, ow)
+
+
+def _winograd_conv(node: Node, data: Tensor, weight: np.ndarray, kb: KernelBuilder, ib: int, ob: int,
+                   pad: tuple[int, int], tuned: topi.WinogradKnobs | None) -> Tensor:
+    """A stride-1 3x3 conv by F(m x m, 3 x 3): weights transformed at compile time, the tuned knobs or
+    the default tile of :func:`default_conv_tile`."""
+    shape = _shape(data)
+    workload = _blocked_conv_workload(shape, (weight.shape[0] // ob, shape[1], 3, 3, ib, ob), (1, 1), pad)
+    tile = tuned.tile if tuned is not None else default_conv_tile(workload)
+    assert tile is not None
+    u = kb.constant(topi.transform_weights(weight, tile, ib, ob), f"{node.name}_wu")
+    conv = topi.conv2d_winograd_nchwc(data, u, tile, pad, name=f"{node.name}_winograd")
+    knobs = tuned or topi.default_winograd_knobs(conv)
+    kb.scheduled(conv, lambda s: topi.schedule_conv2d_winograd_nchwc(conv, knobs, s=s), [data, u],
+                 with_epilogue=lambda s, stage: topi.schedule_conv2d_winograd_nchwc(conv, knobs, s=s, epilogue=stage))
+    return conv
 
 
 def _depthwise_conv2d(node: Node, x: Tensor, weight: np.ndarray, bias: Tensor | None, kb: KernelBuilder) -> Tensor:

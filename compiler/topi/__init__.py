@@ -12,6 +12,9 @@ from .conv2d import (Conv2dNCHWKnobs, conv2d_nchw, default_conv2d_nchw_knobs, pa
 from .conv2d_nchwc import (Conv2dNCHWcKnobs, conv2d_nchwc, default_conv2d_nchwc_knobs, max_accumulators,
                            default_conv2d_nchwc_tile, default_tile_rows, widen_tile,
                            default_nchwc_blocks, schedule_conv2d_nchwc)
+from .conv2d_winograd import (TUNED_TILES, WINOGRAD_TILES, WinogradKnobs, conv2d_winograd_nchwc, default_winograd_knobs,
+                              default_winograd_tile, schedule_conv2d_winograd_nchwc, transform_weights,
+                              winograd_eligible, winograd_matrices, winograd_tolerance)
 from .dense import DenseKnobs, default_dense_knobs, dense, dense_pack, schedule_dense
 from .depthwise import (DepthwiseKnobs, DepthwiseNCHWcKnobs, default_depthwise_knobs,
                         default_depthwise_nchwc_knobs, depthwise_conv2d_nchw, depthwise_conv2d_nchwc,
@@ -41,4 +44,7 @@ __all__ = [
     "schedule_depthwise_conv2d_nchw", "schedule_depthwise_conv2d_nchwc", "schedule_injective", "schedule_layout",
     "schedule_pool", "schedule_softmax", "sigmoid", "softmax", "sqrt", "subtract", "tanh",
     "transpose", "vector_registers",
+    "TUNED_TILES", "WINOGRAD_TILES", "WinogradKnobs", "conv2d_winograd_nchwc", "default_winograd_knobs", "default_winograd_tile",
+    "schedule_conv2d_winograd_nchwc", "transform_weights", "winograd_eligible", "winograd_matrices",
+    "winograd_tolerance",
 ]

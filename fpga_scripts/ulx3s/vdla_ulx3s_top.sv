@@ -3,13 +3,13 @@
 // checker that compares the whole RAM with the image the functional simulator computed.
 //
 // At configuration (and whenever button F1 is pressed) the design resets, writes
-// INSN_ADDR and INSN_COUNT, starts the accelerator, polls STATUS until done, then reads
+// WINDOW_LIMIT (the RAM's size: the accelerator may touch all of it), INSN_ADDR and INSN_COUNT, starts the accelerator, polls STATUS until done, then reads
 // every RAM word and compares it with the expected image. LEDs:
 //   led[0] done    the check has finished
 //   led[1] pass    every word matched (and no fault)
 //   led[2] fail    a word differed
-//   led[3] fault   a DRAM access fell outside the RAM, or the program did not finish
-//                  within TIMEOUT_CYCLES
+//   led[3] fault   a DRAM access fell outside the RAM, the accelerator stopped on a fault
+//                  (STATUS.fault), or the program did not finish within TIMEOUT_CYCLES
 //   led[7:4]       the controller state (a hang shows where it stopped)
 `default_nettype none
 /* verilator lint_off IMPORTSTAR */
@@ -32,7 +32,7 @@ module vdla_ulx3s_top #(
 );
   localparam int AW = $clog2(MEM_WORDS);
   typedef enum logic [3:0] {
-    S_RESET, S_WR_ADDR, S_WR_COUNT, S_WR_START, S_POLL, S_POLL_WAIT, S_CHECK, S_DONE
+    S_RESET, S_WR_LIMIT, S_WR_ADDR, S_WR_COUNT, S_WR_START, S_POLL, S_POLL_WAIT, S_CHECK, S_DONE
   } state_t;
 
   logic clk;
@@ -103,15 +103,19 @@ module vdla_ulx3s_top #(
 
   // ---- the host: start the program, wait for done, check the RAM ------------------------
   state_t       state;
-  logic         aw_sent, w_sent, ar_sent, mismatch, timed_out, cmp_valid;
+  logic         aw_sent, w_sent, ar_sent, mismatch, timed_out, cmp_valid, accel_fault;
+  logic         writing;
   logic [31:0]  wait_cycles;
   logic [AW:0]  next_addr;  // one bit wider: MEM_WORDS is the end of the check
 
   // One AXI-lite write (address and data together) or read in flight at a time.
-  assign awvalid = (state == S_WR_ADDR || state == S_WR_COUNT || state == S_WR_START) && !aw_sent;
-  assign wvalid  = (state == S_WR_ADDR || state == S_WR_COUNT || state == S_WR_START) && !w_sent;
-  assign awaddr  = state == S_WR_ADDR ? REG_INSN_ADDR : state == S_WR_COUNT ? REG_INSN_COUNT : REG_CONTROL;
-  assign wdata   = state == S_WR_ADDR ? 32'(INSN_ADDR) : state == S_WR_COUNT ? 32'(INSN_COUNT) : 32'd1;
+  assign writing = state == S_WR_LIMIT || state == S_WR_ADDR || state == S_WR_COUNT || state == S_WR_START;
+  assign awvalid = writing && !aw_sent;
+  assign wvalid  = writing && !w_sent;
+  assign awaddr  = state == S_WR_LIMIT ? REG_WINDOW_LIMIT : state == S_WR_ADDR ? REG_INSN_ADDR
+                 : state == S_WR_COUNT ? REG_INSN_COUNT : REG_CONTROL;
+  assign wdata   = state == S_WR_LIMIT ? 32'(MEM_WORDS * (AXI_DATA_WIDTH / 8)) : state == S_WR_ADDR ? 32'(INSN_ADDR)
+                 : state == S_WR_COUNT ? 32'(INSN_COUNT) : 32'd1;
   assign bready  = 1'b1;
   assign arvalid = state == S_POLL && !ar_sent;
   assign araddr  = REG_STATUS;
@@ -127,6 +131,7 @@ module vdla_ulx3s_top #(
       ar_sent     <= 1'b0;
       mismatch    <= 1'b0;
       timed_out   <= 1'b0;
+      accel_fault <= 1'b0;
       cmp_valid   <= 1'b0;
       wait_cycles <= '0;
       next_addr   <= '0;
@@ -142,15 +147,17 @@ module vdla_ulx3s_top #(
         end
       end
       unique case (state)
-        S_RESET: state <= S_WR_ADDR;
-        S_WR_ADDR, S_WR_COUNT, S_WR_START: if (bvalid) begin
+        S_RESET: state <= S_WR_LIMIT;
+        S_WR_LIMIT, S_WR_ADDR, S_WR_COUNT, S_WR_START: if (bvalid) begin
           aw_sent <= 1'b0;
           w_sent  <= 1'b0;
-          state   <= state == S_WR_ADDR ? S_WR_COUNT : state == S_WR_COUNT ? S_WR_START : S_POLL;
+          state   <= state == S_WR_LIMIT ? S_WR_ADDR : state == S_WR_ADDR ? S_WR_COUNT
+                   : state == S_WR_COUNT ? S_WR_START : S_POLL;
         end
         S_POLL: if (rvalid) begin
-          ar_sent <= 1'b0;
-          state   <= rdata[0] ? S_CHECK : S_POLL_WAIT;
+          ar_sent     <= 1'b0;
+          state       <= rdata[STATUS_DONE_BIT] ? S_CHECK : S_POLL_WAIT;
+          accel_fault <= rdata[STATUS_FAULT_BIT];
         end
         S_POLL_WAIT: state <= S_POLL;
         // The RAM and the expected image answer one cycle after the address: compare the
@@ -166,11 +173,12 @@ module vdla_ulx3s_top #(
     end
   end
 
-  // The control slave answers OKAY to these registers; only STATUS.done is read.
+  // The control slave answers OKAY to these registers; only STATUS.done and .fault are read.
   logic unused_ok;
-  assign unused_ok = &{1'b0, bresp, rresp, rdata[31:1]};
+  assign unused_ok = &{1'b0, bresp, rresp, rdata};
 
-  assign led = {state, fault || timed_out, mismatch, state == S_DONE && !mismatch && !fault && !timed_out,
+  assign led = {state, fault || timed_out || accel_fault, mismatch,
+                state == S_DONE && !mismatch && !fault && !timed_out && !accel_fault,
                 state == S_DONE};
 endmodule
 

@@ -50,6 +50,11 @@ class BackendOption:
     metavar: str | None = None
 
 
+WINDOW_OPTION = BackendOption(
+    "--window", "window", "DRAM address window the program may touch, as byte addresses BASE:LIMIT (default: "
+    "its whole DRAM image); a LOAD/STORE outside faults on every backend", "str", None, "BASE:LIMIT")
+
+
 class Backend(Protocol):
     """The interface every backend implements (see the module docstring)."""
 

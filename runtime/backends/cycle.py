@@ -6,10 +6,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from simulator.checks import check_opcodes
+from simulator.window import Window, check_fetch_window, parse_window, resolve_window
 from simulator.cycle import CycleStats, Watchdog, format_stats, run_cycle, write_chrome_trace
 from simulator.cycle.plot import plot_gantt
 
-from runtime.backends import BackendOption
+from runtime.backends import WINDOW_OPTION, BackendOption
 from runtime.program import Program
 from runtime.result import RunResult
 
@@ -38,6 +39,7 @@ class CycleBackend:
         BackendOption(
             "--max-seconds", "max_seconds", "watchdog: most wall-clock seconds", "float", _DEFAULTS.max_seconds, "S"
         ),
+        WINDOW_OPTION,
     )
 
     def run(
@@ -48,8 +50,11 @@ class CycleBackend:
         plot: str | Path | None = None,
         max_cycles: int = _DEFAULTS.max_cycles,
         max_seconds: float = _DEFAULTS.max_seconds,
+        window: str | Window | None = None,
     ) -> RunResult:
         watchdog = Watchdog(max_cycles=max_cycles, max_seconds=max_seconds)
+        win = resolve_window(parse_window(window) if isinstance(window, str) else window, program.dram.size)
+        check_fetch_window(program.insn_addr, program.insn_count, win)
         check_opcodes(program.dram, program.insn_addr, program.insn_count)
         result = run_cycle(
             program.config,
@@ -58,6 +63,7 @@ class CycleBackend:
             insn_addr=program.insn_addr,
             timeline=trace is not None or plot is not None,
             watchdog=watchdog,
+            window=win,
         )
         stats = result.stats.to_dict()
         extra: dict[str, Any] = {"stats": stats, "tokens_left": result.tokens_left}

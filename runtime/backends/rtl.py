@@ -8,10 +8,14 @@ The result carries the final DRAM (bit-identical to fsim for a correct design), 
 design's own cycle counter and the simulation speed.
 
 Faults: before simulating, the program is checked statically (:func:`check_program`,
-:func:`check_opcodes`) and run once on fsim, so an out-of-range SRAM/DRAM access, a read
-of never-written SRAM or a protocol violation raises the same error, naming the same
-instruction, as on fsim and cycle -- the RTL itself has no range or written-ness checks
-and would run such a program to the end (see docs/rtl.md, "Faults"). Deadlocks and
+:func:`check_opcodes`). The RTL itself checks every DMA command against the DRAM address
+window (the backend writes WINDOW_BASE/LIMIT: by default the program's DRAM image) and the
+SRAM ranges of LOAD/STORE blocks and micro-op loops; on a fault it stops, and the backend
+reads the FAULT registers and raises the error fsim and cycle raise for the program (same
+class, same message; :mod:`runtime.faults`). The RTL does not track which SRAM elements were
+written, so by default the program also runs once on fsim first (the functional pre-check),
+which catches reads of never-written SRAM; ``no_precheck`` (``--no-precheck``) skips it and
+leaves every range fault to the hardware (see docs/rtl.md, "Faults"). Deadlocks and
 watchdog expiry are detected on the RTL itself, and so are broken invariants of the design:
 a failed RTL assertion stops the run with an ``RtlAssertionError`` (a DeviceFaultError
 naming the assertion, module and instance; docs/rtl.md, "Assertions").
@@ -41,13 +45,15 @@ from vdla_hw.harness.hang import describe_machine, describe_modules
 from vdla_hw.isa import opcode_of
 from vdla_hw.progress import bar
 
-from runtime.backends import BackendError, BackendOption
+from runtime.backends import WINDOW_OPTION, BackendError, BackendOption
+from runtime.faults import raise_device_fault, read_fault
 from runtime.backends.waveform import Window, check_waveform, min_cycles
 from runtime.program import Program
 from runtime.result import RunResult
 from simulator.checks import check_opcodes, check_program
 from simulator.errors import DeadlockError, SimTimeoutError, SimulationError
 from simulator.fsim import run_fsim
+from simulator.window import check_fetch_window, parse_window, resolve_window
 
 DEFAULT_MAX_CYCLES = 1 << 32
 DEFAULT_MAX_SECONDS = 3600.0
@@ -81,6 +87,10 @@ class RtlBackend:
                       "vdla_hw/rtl) instead of the shipped RTL", "str", None, "DIR"),
         BackendOption("--coverage-dir", "coverage_dir", "build with Verilator line/toggle coverage and write one "
                       "coverage .dat file per run into this folder", "str", None, "DIR"),
+        WINDOW_OPTION,
+        BackendOption("--no-precheck", "no_precheck", "skip the functional pre-check on fsim: the RTL's own fault "
+                      "checks (address window, SRAM ranges) stop a faulty program; reads of never-written SRAM "
+                      "then go unnoticed", "flag", False),
     )
 
     @classmethod
@@ -106,9 +116,12 @@ class RtlBackend:
         rtl_dir: str | Path | None = None,
         coverage_dir: str | Path | None = None,
         fst_window: str | Window | None = None,
+        window: str | tuple[int, int] | None = None,
+        no_precheck: bool | None = False,
     ) -> RunResult:
         if max_cycles < 1 or not max_seconds > 0:
             raise ValueError(f"watchdog limits must be positive, got max_cycles={max_cycles}, max_seconds={max_seconds}")
+        dram_window = resolve_window(parse_window(window) if isinstance(window, str) else window, program.dram.size)
         window = Window.parse(fst_window) if isinstance(fst_window, str) else fst_window
         if window is not None and fst is None:
             raise UsageError("--fst-window needs --fst OUT.fst", hint="name the waveform file with --fst")
@@ -116,8 +129,11 @@ class RtlBackend:
         # A program the ISA forbids is rejected here, with the simulators' message, rather
         # than after a hang on the RTL.
         check_program(cfg, program.instructions)
+        if not no_precheck:
+            check_fetch_window(program.insn_addr, program.insn_count, dram_window)
         check_opcodes(program.dram, program.insn_addr, program.insn_count)
-        precheck_faults(program)
+        if not no_precheck:
+            precheck_faults(program, dram_window)
         latency = None if dram_latency is None else DramLatency(max(1, dram_latency), max(1, dram_latency))
         if rtl_dir is not None and not Path(rtl_dir).is_dir():
             raise BackendError(f"rtl_dir {rtl_dir} is not a folder; point it at a copy of vdla_hw/rtl")
@@ -128,12 +144,15 @@ class RtlBackend:
             sim.load_dram(program.dram)
             if window is not None:
                 sim.trace_window(sim.cycle + window.start, sim.cycle + window.end)
-            sim.start(program.insn_addr, program.insn_count)
+            sim.start(program.insn_addr, program.insn_count, dram_window)
             first = sim.cycle
             t0, c0 = time.perf_counter(), time.process_time()
             self._clock(sim, program, max_cycles, t0 + max_seconds)
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
             simulated = sim.cycle - first
+            fault = read_fault(sim.read_reg)
+            if fault is not None:
+                raise_device_fault(program, dram_window, fault)
             cycles = sim.rtl_cycles()
             dram = sim.read_dram(0, program.dram.size)
             axi_read, axi_written = sim.axi_bytes
@@ -196,7 +215,7 @@ class RtlBackend:
                                       f"FINISH retiring on the RTL; raise max_seconds if the program is that long\n{report}")
 
 
-def precheck_faults(program: Program) -> None:
+def precheck_faults(program: Program, window: tuple[int, int] | None = None) -> None:
     """Raise the fault fsim finds in ``program`` that the RTL would not detect itself.
 
     The error has the class and message fsim gives (same instruction index and
@@ -204,13 +223,13 @@ def precheck_faults(program: Program) -> None:
     fsim is left to the RTL run, which detects and reports those from the design's state.
     """
     try:
-        run_fsim(program.config, program.instructions, program.dram)
+        run_fsim(program.config, program.instructions, program.dram, window=window)
     except (DeadlockError, SimTimeoutError):
         return
     except SimulationError as exc:
         raise type(exc)(
-            f"{exc} (found by the rtl backend's functional pre-check, before simulating: the RTL does not "
-            f"detect this fault itself and would run on with wrong results)"
+            f"{exc} (found by the rtl backend's functional pre-check, before simulating; --no-precheck leaves "
+            f"range faults to the RTL's own checks)"
         ) from exc
 
 

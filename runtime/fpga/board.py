@@ -9,7 +9,7 @@ program with this register sequence (docs/fpga.md, "The fpga backend"):
 2. read STATUS: refuse to start while the accelerator is busy;
 3. ``pynq.allocate`` one contiguous buffer, copy the program's image into it with its
    LOAD/STORE addresses moved to the buffer's physical address, ``flush()`` it;
-4. write INSN_ADDR (physical), INSN_COUNT, then CONTROL = start;
+4. write WINDOW_BASE/LIMIT (the job's buffer), INSN_ADDR (physical), INSN_COUNT, then CONTROL = start;
 5. read STATUS until done, or until the watchdog's time runs out (then read CYCLES and
    STATUS and raise :class:`FpgaTimeoutError` naming them);
 6. read CYCLES_LO, CYCLES_HI; ``invalidate()`` the buffer and copy the image back.
@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from runtime.faults import raise_device_fault, read_fault
 from runtime.fpga import emulated_pynq
 from runtime.fpga.relocate import alignment, place_image, restore_image
 from runtime.program import Program
@@ -109,10 +110,11 @@ class Board:
     def run(self, program: Program, *, timeout: float = DEFAULT_TIMEOUT, precheck: bool = True) -> RunResult:
         """Run ``program``; returns the final DRAM image and the design's cycle count.
 
+        The accelerator's DRAM window is set to the job's buffer: a LOAD/STORE outside it, or an
+        SRAM range fault, stops the design, which raises fsim's error from the FAULT registers.
         ``precheck`` first runs the program on fsim (as the rtl backend does): a program that
-        would read or write outside its buffers, read unwritten SRAM or deadlock is refused with
-        fsim's error instead of corrupting memory or hanging the accelerator until the next
-        bitstream load. ``timeout`` is the watchdog (seconds of polling STATUS).
+        would read unwritten SRAM or deadlock is refused with fsim's error instead of giving
+        wrong results or hanging the accelerator until the next bitstream load. ``timeout`` is the watchdog (seconds of polling STATUS).
         """
         if not timeout > 0:
             raise ValueError(f"timeout must be positive, got {timeout}")
@@ -134,11 +136,17 @@ class Board:
             buf[skip: skip + placed.size] = placed
             buf.flush()  # the CPU wrote through its cache; the accelerator reads DRAM
             t0 = time.perf_counter()
+            # The job's buffer is all the accelerator may touch: its DMA faults outside it.
+            self.write("WINDOW_BASE", base)
+            self.write("WINDOW_LIMIT", base + program.dram.size)
             self.write("INSN_ADDR", base + program.insn_addr)
             self.write("INSN_COUNT", program.insn_count)
             self.write("CONTROL", regmap.CONTROL_START)
             polls = self._wait_done(program, base, t0 + timeout, timeout)
             wall = time.perf_counter() - t0
+            fault = read_fault(self.read)
+            if fault is not None:  # the simulators' error, in the program's own addresses
+                raise_device_fault(program, (0, program.dram.size), fault)
             cycles = self.read("CYCLES_LO") | (self.read("CYCLES_HI") << 32)
             buf.invalidate()  # drop stale cache lines before reading what the accelerator wrote
             final = restore_image(program, placed, np.array(buf[skip: skip + placed.size]))

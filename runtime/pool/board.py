@@ -104,7 +104,8 @@ def check_bitstream(folder: str, emulate: bool, manifest: Manifest) -> Deploymen
     """Open the bitstream in ``folder`` and prove it is what ``manifest`` says (runs in a job process)."""
     from runtime.backends import run as run_program
     from runtime.fpga import open_board
-    from runtime.system_programs import build_case
+    from runtime.system_programs import build_case, window_probe_program
+    from simulator.errors import MemoryAccessError
     from vdla_hw import regmap
 
     try:
@@ -127,6 +128,18 @@ def check_bitstream(folder: str, emulate: bool, manifest: Manifest) -> Deploymen
                   f"BUILD_ID 0x{board.build_id:08x} = manifest"]
         program = build_case(cfg, SELFTEST)
         got = board.run(program).dram
+        # The design itself must refuse a DMA outside the job's buffer (the pre-check is off).
+        probe = window_probe_program(cfg)
+        try:
+            board.run(probe, precheck=False)
+        except MemoryAccessError as exc:
+            if "outside the DRAM window" not in str(exc):
+                raise
+        else:
+            raise DeviceFaultError("window check: a STORE past the job's buffer ran to the end instead of stopping "
+                                   "with a fault: the bitstream predates the DRAM address window (issue 24)",
+                                   hint="rebuild the folder with vdla fpga build and deploy it again")
+        checks.append("DRAM window: a STORE past the job's buffer stopped by the design (FAULT registers)")
     finally:
         board.close()
     expected = run_program(program, "fsim").dram

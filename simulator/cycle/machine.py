@@ -21,6 +21,7 @@ import numpy as np
 import simpy
 
 from simulator.checks import check_program
+from simulator.window import Window
 from simulator.counters import Counters
 from simulator.cycle.compute import ComputeUnit
 from simulator.cycle.dram import Dram
@@ -81,6 +82,7 @@ def run_cycle(
     timeline: bool = False,
     watchdog: Watchdog = Watchdog(),
     zeroed_sram: bool = False,
+    window: Window | None = None,
 ) -> CycleResult:
     """Run a program on the cycle model, on a copy of ``dram``.
 
@@ -88,11 +90,12 @@ def run_cycle(
     (it only affects burst alignment).  Raises the same errors as fsim for a bad
     program, :class:`DeadlockError` when the machine stops before FINISH, and
     :class:`SimTimeoutError` when a :class:`Watchdog` limit is reached. ``zeroed_sram`` treats SRAM as
-    starting at zero instead of rejecting reads of never-written elements, as fsim does.
+    starting at zero instead of rejecting reads of never-written elements, as fsim does. ``window``
+    is the DRAM address window, as for fsim.
     """
     program = tuple(insns)
     ops = check_program(cfg, program)
-    return _Machine(cfg, program, ops, MachineState(cfg, dram, zeroed_sram=zeroed_sram), insn_addr, timeline).run(watchdog)
+    return _Machine(cfg, program, ops, MachineState(cfg, dram, zeroed_sram=zeroed_sram, window=window), insn_addr, timeline).run(watchdog)
 
 
 class _Machine:

@@ -98,3 +98,13 @@ def test_canonical_rules():
     assert an.simplify(Min(X, const(9))) == X
     assert an.can_prove(Y * 8 + X < 32)
     assert not an.can_prove(Y * 8 + X < 31)
+
+
+def test_vectorized_select_on_a_constant_condition_folds() -> None:
+    # A loop unrolled after vectorizing leaves select(broadcast(True, 8), a, b): only a may remain.
+    from compiler.tir.ir import Broadcast, Select
+
+    a, b = Var("a", "float32"), Var("b", "float32")
+    va, vb = Broadcast(a, 8), Broadcast(b, 8)
+    assert Analyzer().simplify(Select(Broadcast(const(True, "bool"), 8), va, vb)) == va
+    assert Analyzer().simplify(Select(Broadcast(const(False, "bool"), 8), va, vb)) == vb

@@ -2,9 +2,12 @@
 
 Each fault is a small program built with :class:`ProgramBuilder` whose faulting instruction
 is not the first one; it runs on fsim, cycle, rtl and fpga (the emulated board; the tiny config:
-one cached Verilator build per backend serves every case). The rtl backend finds memory faults
-with its functional pre-check and deadlocks and watchdog expiry on the design itself
-(docs/rtl.md, "Faults"); the fpga backend's pre-check also refuses deadlocks (docs/fpga.md).
+one cached Verilator build per backend serves every case). Range faults (SRAM blocks and micro-op
+loops past a buffer, DMA outside the DRAM address window) run with the functional pre-check off
+on rtl and fpga: the design itself stops and the driver turns its FAULT registers into fsim's
+error. Reads of never-written SRAM are found by the pre-check only, deadlocks and watchdog expiry
+on the design itself (docs/rtl.md, "Faults"); the fpga backend's pre-check also refuses deadlocks
+(docs/fpga.md).
 """
 
 from __future__ import annotations
@@ -100,6 +103,48 @@ def _acc_overrun(cfg: HwConfig) -> Program:
     return _gemm_program(cfg, acc_uop=cfg.acc_buff_depth - 2, iter_out=4)  # reset GEMM (3) walks past the end
 
 
+def _gemm_src_overrun(cfg: HwConfig) -> Program:
+    """The GEMM's input index walks past the input buffer at iteration 2 (the accumulators stay inside)."""
+    pb, inp, wgt, out = _with_data(cfg)
+    pb.load_uops(pb.uops([Uop(0, cfg.inp_buff_depth - 2, 0)]))  # 0
+    pb.load(MemType.INP, cfg.inp_buff_depth - 2, inp.addr, 1, 2, 2)
+    pb.load(MemType.WGT, 0, wgt.addr, 1, 1, 1, push_next=True)
+    pb.gemm(0, 1, reset=True, pop_prev=True, iter_out=4, dst_factor=(1, 0))
+    pb.gemm(0, 1, push_next=True, iter_out=4, dst_factor=(1, 0), src_factor=(1, 0))  # 4: INP element depth
+    pb.store(0, out.addr, 1, 1, 1, pop_prev=True, push_prev=True)
+    pb.finish(pop_next=True)
+    return pb.build()
+
+
+def _store_past_sram(cfg: HwConfig) -> Program:
+    pb, _, _, out = _with_data(cfg)
+    pb.load_uops(pb.uops([Uop(0, 0, 0)]))
+    pb.gemm(0, 1, reset=True, push_next=True)
+    pb.store(cfg.acc_buff_depth - 1, out.addr, 1, 2, 2, pop_prev=True, push_prev=True)  # 2: ACC depth-1, depth
+    pb.finish(pop_next=True)
+    return pb.build()
+
+
+def _store_outside_window(cfg: HwConfig) -> Program:
+    """A STORE inside the DRAM image but outside the window the job is given (its input data)."""
+    pb, inp, _, _ = _with_data(cfg)
+    pb.load_uops(pb.uops([Uop(0, 0, 0)]))
+    pb.gemm(0, 1, reset=True, push_next=True)
+    pb.store(0, inp.addr, 1, 1, 1, pop_prev=True, push_prev=True)  # 2: writes over the input
+    pb.finish(pop_next=True)
+    return pb.build()
+
+
+def _window_past_input(backend: str) -> dict[str, Any]:
+    """A window that leaves out the first 64 bytes of the image, where the input lives."""
+    return {"window": (64, _store_outside_window(load_config("tiny")).dram.size)}
+
+
+def _fetch_outside_window(backend: str) -> dict[str, Any]:
+    """A window that ends before the instruction stream."""
+    return {"window": (0, _gemm_program(load_config("tiny")).insn_addr)}
+
+
 def _unloaded_input(cfg: HwConfig) -> Program:
     return _gemm_program(cfg, load_inp=False)  # GEMM 3 reads INP tile 0, never loaded
 
@@ -162,6 +207,13 @@ FAULTS: dict[str, Fault] = {
     "load_past_sram": Fault(_load_past_sram, MemoryAccessError, 1, "INP SRAM elements"),
     "load_past_dram": Fault(_load_past_dram, MemoryAccessError, 1, "outside the"),
     "acc_overrun": Fault(_acc_overrun, MemoryAccessError, 3, "ACC SRAM element"),
+    "gemm_src_overrun": Fault(_gemm_src_overrun, MemoryAccessError, 4, "iteration 2 (of 4, in i0/i1/uop order) "
+                              "addresses INP SRAM element"),
+    "store_past_sram": Fault(_store_past_sram, MemoryAccessError, 2, "ACC (stored as OUT) SRAM elements"),
+    "store_outside_window": Fault(_store_outside_window, MemoryAccessError, 2, "outside the DRAM window [64, ",
+                                  _window_past_input),
+    "fetch_outside_window": Fault(_gemm_program, MemoryAccessError, -1, "the instruction stream of 7 instructions",
+                                  _fetch_outside_window),
     "unloaded_input": Fault(_unloaded_input, UninitializedReadError, 3, "reads INP SRAM element 0, which no instruction"),
     "unreset_accumulator": Fault(_unreset_accumulator, UninitializedReadError, 3, "reads ACC SRAM element 0"),
     "store_of_unwritten": Fault(_store_of_unwritten, UninitializedReadError, 3, "reads ACC SRAM element 1"),
@@ -179,8 +231,13 @@ FAULTS: dict[str, Fault] = {
 def test_backends_agree_on_fault(cfg: HwConfig, name: str, backend: str) -> None:
     fault = FAULTS[name]
     program = fault.build(cfg)
+    options = {**fault.options(backend), **_ON_BOARD.get(backend, {})}
+    if fault.error is MemoryAccessError and backend in ("rtl", "fpga"):
+        options["no_precheck"] = True  # the design's own checks find every range fault
+    if "window" in options and backend == "fpga":
+        pytest.skip("a board's window is its job buffer; the fpga backend takes no --window")
     with pytest.raises(fault.error) as info:
-        run(program, backend, **fault.options(backend), **_ON_BOARD.get(backend, {}))
+        run(program, backend, **options)
     text = str(info.value)
     assert fault.fragment in text
     if fault.index >= 0:  # the instruction's index, then its disassembly (or the undecodable word)
@@ -188,11 +245,26 @@ def test_backends_agree_on_fault(cfg: HwConfig, name: str, backend: str) -> None
         assert f"instruction {fault.index} ({shown}" in text
     else:  # the watchdog names where the machine was, which differs by backend but is an instruction
         assert "instruction " in text
-    # The RTL detects deadlocks and its watchdog itself; memory faults only through the pre-check.
-    # A board would hang on a deadlock until the next bitstream load: the fpga pre-check refuses it.
-    found_by_precheck = (backend == "rtl" and fault.error in (MemoryAccessError, UninitializedReadError)) or (
-        backend == "fpga" and fault.error in (MemoryAccessError, UninitializedReadError, DeadlockError))
+    # The RTL detects range faults, deadlocks and its watchdog itself; reads of never-written SRAM
+    # only through the pre-check. A board would hang on a deadlock until the next bitstream load:
+    # the fpga pre-check refuses it.
+    found_by_precheck = (backend == "rtl" and fault.error is UninitializedReadError) or (
+        backend == "fpga" and fault.error in (UninitializedReadError, DeadlockError))
     assert ("functional pre-check" in text) == found_by_precheck
+
+
+@pytest.mark.parametrize("name", [n for n, f in FAULTS.items() if f.error is MemoryAccessError])
+def test_rtl_fault_message_is_fsims(cfg: HwConfig, name: str) -> None:
+    """The RTL's own fault (pre-check off) gives fsim's message word for word, and the design
+    stopped by itself: its FAULT registers name the instruction."""
+    fault = FAULTS[name]
+    program = fault.build(cfg)
+    options = fault.options("fsim")
+    with pytest.raises(MemoryAccessError) as want:
+        run(program, "fsim", **options)
+    with pytest.raises(MemoryAccessError) as got:
+        run(program, "rtl", no_precheck=True, **options)
+    assert str(got.value) == str(want.value)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -99,8 +99,9 @@ def test_driver_register_sequence(folder: Path, tiny: HwConfig) -> None:
         assert polls > 1  # 64-cycle slices: the driver saw the accelerator busy first
         # Registers, and the buffer's cache maintenance: flushed before the start, invalidated after done.
         assert _steps(trace) == [("read", "CONFIG_ID"), ("read", "STATUS"), ("allocate", ""), ("flush", ""),
+                                 ("write", "WINDOW_BASE"), ("write", "WINDOW_LIMIT"),
                                  ("write", "INSN_ADDR"), ("write", "INSN_COUNT"), ("write", "CONTROL")] + \
-            [("read", "STATUS")] * polls + [("read", "CYCLES_LO"), ("read", "CYCLES_HI"), ("invalidate", ""), ("free", "")]
+            [("read", "STATUS")] * (polls + 1) + [("read", "CYCLES_LO"), ("read", "CYCLES_HI"), ("invalidate", ""), ("free", "")]
         base = result.extra["physical_address"]
         assert base >= CMA_BASE and base % alignment(tiny) == 0
         allocated, flushed, invalidated = trace[2], trace[3], trace[-2]

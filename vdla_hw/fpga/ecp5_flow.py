@@ -32,6 +32,7 @@ from vdla_hw.errors import ToolchainError, UnsupportedError, UsageError
 from vdla_hw.fpga import ecp5_selftest as selftest
 from vdla_hw.fpga.boards import BOARDS as BOARD_TABLE
 from vdla_hw.fpga.boards import Board
+from vdla_hw.toolchain import raise_if_interrupted
 from vdla_hw.fpga.flow import BuildResult
 from vdla_hw.progress import bar
 from vdla_hw.rtl_build import cache_root
@@ -204,6 +205,7 @@ def _run_tool(name: str, fn: Callable[[list[str]], int], args: list[str], work: 
     """Run one YoWASP tool in ``work``; on failure name the last ERROR line of its ``log``."""
     with contextlib.chdir(work):
         rc = fn(args)
+    raise_if_interrupted(rc)
     if rc != 0:
         lines = log.read_text(errors="replace").splitlines() if log is not None and log.exists() else []
         errors = [ln.strip() for ln in lines if "ERROR" in ln]

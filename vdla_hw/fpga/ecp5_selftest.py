@@ -33,6 +33,7 @@ from vdla_hw.rtl_build import (
     tool_env,
     verilator_bin,
 )
+from vdla_hw.toolchain import raise_if_interrupted
 
 SCRIPTS_DIR = FPGA_SCRIPTS_DIR / "ulx3s"
 TOP = "vdla_ulx3s_top"
@@ -141,6 +142,7 @@ def build_selftest_sim(cfg: HwConfig | str, image: SelftestImage) -> Path:
     cmd = [str(verilator_bin()), *args, "--Mdir", "obj", "-j", str(BUILD_JOBS), *map(str, sources)]
     proc = subprocess.run(cmd, check=False, cwd=work, env=tool_env(), capture_output=True, text=True)
     (work / "build.log").write_text(proc.stdout + proc.stderr)
+    raise_if_interrupted(proc.returncode)
     if proc.returncode != 0 or not binary.exists():
         raise RtlBuildError(f"Verilator could not build the ULX3S self-test bench for {cfg.label()} "
                             f"(exit {proc.returncode}); see {work / 'build.log'}")
@@ -155,6 +157,7 @@ def run_selftest_sim(binary: Path, run_dir: Path, max_cycles: int = SIM_MAX_CYCL
     proc = subprocess.run([str(binary), "+verilator+seed+1"], check=False, cwd=run_dir, capture_output=True, text=True,
                           timeout=max(60, max_cycles // 100_000))
     (run_dir / "sim.log").write_text(proc.stdout + proc.stderr)
+    raise_if_interrupted(proc.returncode)
     found = _LEDS.search(proc.stdout)
     if proc.returncode != 0 or found is None:
         raise ToolchainError(f"the self-test simulation in {run_dir} ended without a LED report "

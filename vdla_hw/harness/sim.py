@@ -240,8 +240,12 @@ class RtlSim:
         both configs unless the design was generated for ``cfg`` (a program's config)."""
         regmap.check_config_id(self.read_reg("CONFIG_ID"), cfg)
 
-    def start(self, insn_addr: int, insn_count: int) -> None:
-        """Write the instruction address and count, then the start bit."""
+    def start(self, insn_addr: int, insn_count: int, window: tuple[int, int] | None = None) -> None:
+        """Write the DRAM address window (default: the whole DRAM), the instruction address
+        and count, then the start bit."""
+        base, limit = window if window is not None else (0, self.dram_size)
+        self.write_reg("WINDOW_BASE", base)
+        self.write_reg("WINDOW_LIMIT", limit)
         self.write_reg("INSN_ADDR", insn_addr)
         self.write_reg("INSN_COUNT", insn_count)
         self.write_reg("CONTROL", regmap.CONTROL_START)

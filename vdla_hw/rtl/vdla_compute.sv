@@ -50,7 +50,14 @@ module vdla_compute (
   // every accumulator write, for the store module's output buffer
   output logic                                acc_wr_en,
   output logic [LOG_ACC_BUFF_DEPTH-1:0]       acc_wr_addr,
-  output logic [ACC_ELEM_BITS-1:0]            acc_wr_data
+  output logic [ACC_ELEM_BITS-1:0]            acc_wr_data,
+  // a program fault (pulse; vdla_fault): a LOAD UOP/ACC block past its buffer, or a GEMM/ALU
+  // loop iteration past a buffer (vdla_loop_check)
+  output logic                                fault,
+  output logic [3:0]                          fault_class,
+  output logic [3:0]                          fault_buf,
+  output logic [31:0]                         fault_elem,
+  output logic [31:0]                         fault_iter
 );
   localparam int UIW = LOG_UOP_BUFF_DEPTH;
   localparam int AIW = LOG_ACC_BUFF_DEPTH;
@@ -104,7 +111,7 @@ module vdla_compute (
     .start(exec_start && is_uop), .insn(mem), .done(uop_done), .busy(),
     .dma_valid(dma_valid[0]), .dma_ready(dma_ready[0]), .dma_addr(dma_addr[0]), .dma_count(dma_count[0]),
     .el_valid(uop_el_valid), .el_ready(uop_el_ready), .el_data(uop_el_data),
-    .wr_en(uop_wr_en), .wr_addr(uop_wr_addr), .wr_data(uop_wr_data)
+    .wr_en(uop_wr_en), .wr_addr(uop_wr_addr), .wr_data(uop_wr_data), .oob(uop_oob), .oob_elem(uop_oob_elem)
   );
 
   vdla_tile_loader #(.ELEM_BITS(ACC_ELEM_BITS), .DEPTH(ACC_BUFF_DEPTH)) u_acc_loader (
@@ -112,7 +119,7 @@ module vdla_compute (
     .start(exec_start && is_acc), .insn(mem), .done(acc_done), .busy(),
     .dma_valid(dma_valid[1]), .dma_ready(dma_ready[1]), .dma_addr(dma_addr[1]), .dma_count(dma_count[1]),
     .el_valid(acc_el_valid), .el_ready(acc_el_ready), .el_data(acc_el_data),
-    .wr_en(l_acc_wr_en), .wr_addr(l_acc_wr_addr), .wr_data(l_acc_wr_data)
+    .wr_en(l_acc_wr_en), .wr_addr(l_acc_wr_addr), .wr_data(l_acc_wr_data), .oob(acc_oob), .oob_elem(acc_oob_elem)
   );
 
   vdla_gemm u_gemm (
@@ -151,6 +158,32 @@ module vdla_compute (
     .clk, .rd_en(acc_rd_en), .rd_addr(acc_rd_addr), .rd_data(acc_rd_data),
     .wr_en(acc_wr_en), .wr_addr(acc_wr_addr), .wr_data(acc_wr_data)
   );
+
+  // ---- fault checks: SRAM blocks of LOAD UOP/ACC, and the GEMM/ALU loop indices ----------
+  localparam int FW = 32;
+  logic        uop_oob, acc_oob, loop_fault;
+  logic [31:0] uop_oob_elem, acc_oob_elem, loop_elem, loop_iter;
+  logic [3:0]  loop_buf;
+  vdla_loop_check #(.W(FW)) u_loop_check (
+    .clk, .rst_n, .clear,
+    .start(exec_start && (is_gemm || is_alu)), .is_gemm,
+    .check_src(is_gemm ? !gemm.reset : !alu.use_imm), .check_wgt(is_gemm && !gemm.reset),
+    .uop_bgn(is_gemm ? gemm.uop_bgn : alu.uop_bgn), .uop_end(is_gemm ? gemm.uop_end : alu.uop_end),
+    .iter_in(is_gemm ? gemm.iter_in : alu.iter_in),
+    .dst_factor_out(is_gemm ? FW'(gemm.dst_factor_out) : FW'(alu.dst_factor_out)),
+    .dst_factor_in(is_gemm ? FW'(gemm.dst_factor_in) : FW'(alu.dst_factor_in)),
+    .src_factor_out(is_gemm ? FW'(gemm.src_factor_out) : FW'(alu.src_factor_out)),
+    .src_factor_in(is_gemm ? FW'(gemm.src_factor_in) : FW'(alu.src_factor_in)),
+    .wgt_factor_out(is_gemm ? FW'(gemm.wgt_factor_out) : '0),
+    .wgt_factor_in(is_gemm ? FW'(gemm.wgt_factor_in) : '0),
+    .uop_rd_en, .uop_rd_data,
+    .fault(loop_fault), .buf_id(loop_buf), .elem(loop_elem), .iter(loop_iter)
+  );
+  assign fault       = uop_oob || acc_oob || loop_fault;
+  assign fault_class = loop_fault ? FAULT_LOOP_INDEX : FAULT_SRAM_RANGE;
+  assign fault_buf   = loop_fault ? loop_buf : uop_oob ? BUF_UOP : BUF_ACC;
+  assign fault_elem  = loop_fault ? loop_elem : uop_oob ? uop_oob_elem : acc_oob_elem;
+  assign fault_iter  = loop_iter;
 
   // FINISH waits for the rest of the machine to drain; anything else completes at once.
   always_ff @(posedge clk) begin

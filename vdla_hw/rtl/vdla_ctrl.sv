@@ -7,6 +7,10 @@
 // included.
 // CONFIG_ID reads the package's CONFIG_ID_VALUE (the config digest) and BUILD_ID the
 // parameter of that name, so a driver can tell which hardware it talks to.
+// A fault (vdla_fault) ends the run like FINISH -- busy falls, done and irq rise -- with
+// STATUS.fault set and the FAULT registers naming it; a start is ignored while DRAM
+// transactions are still in flight (STATUS.bus_busy). WINDOW_BASE/LIMIT (reset 0: every
+// DMA faults) can only be written while idle.
 // Writes and reads of unmapped or read-only registers answer SLVERR.
 `default_nettype none
 /* verilator lint_off IMPORTSTAR */  // yosys 0.70 reads package imports only at file scope
@@ -41,7 +45,17 @@ module vdla_ctrl #(
   output logic [AXIL_DATA_WIDTH-1:0]      insn_count,
   output logic [AXI_ADDR_WIDTH-1:0]       insn_addr,
   input  wire logic                       finish,      // compute retired FINISH
-  output logic                            done
+  output logic                            done,
+  // the DRAM address window and the fault registers (vdla_fault)
+  output logic [AXI_ADDR_WIDTH-1:0]       window_base,
+  output logic [AXI_ADDR_WIDTH-1:0]       window_limit,
+  input  wire logic                       fault_new,   // one cycle: a fault stopped the machine
+  input  wire logic                       faulted,     // a fault since the last start
+  input  wire logic [7:0]                 fault_cause,
+  input  wire logic [31:0]                fault_insn,
+  input  wire logic [31:0]                fault_addr,
+  input  wire logic [31:0]                fault_iter,
+  input  wire logic                       bus_busy     // DRAM transactions in flight
 );
   logic busy;
   localparam logic [1:0] RESP_OKAY = 2'b00;
@@ -73,6 +87,8 @@ module vdla_ctrl #(
       s_axil_rdata  <= '0;
       insn_count    <= '0;
       insn_addr     <= '0;
+      window_base   <= '0;
+      window_limit  <= '0;
       clear         <= 1'b0;
       start         <= 1'b0;
       busy          <= 1'b0;
@@ -82,7 +98,7 @@ module vdla_ctrl #(
       clear <= 1'b0;
       start <= clear;
       if (busy && !clear) cycles <= cycles + 1'b1;
-      if (finish && busy) begin
+      if ((finish || fault_new) && busy) begin
         busy <= 1'b0;
         done <= 1'b1;
       end
@@ -92,7 +108,7 @@ module vdla_ctrl #(
         s_axil_bvalid <= 1'b1;
         s_axil_bresp  <= RESP_OKAY;
         case (s_axil_awaddr)
-          REG_CONTROL: if (s_axil_wstrb[0] && s_axil_wdata[CONTROL_START_BIT] && !busy && !clear && !start) begin
+          REG_CONTROL: if (s_axil_wstrb[0] && s_axil_wdata[CONTROL_START_BIT] && !busy && !clear && !start && !bus_busy) begin
             clear  <= 1'b1;
             busy   <= 1'b1;
             done   <= 1'b0;
@@ -100,6 +116,11 @@ module vdla_ctrl #(
           end
           REG_INSN_COUNT: insn_count <= merge(insn_count, s_axil_wdata, s_axil_wstrb);
           REG_INSN_ADDR:  insn_addr  <= AXI_ADDR_WIDTH'(merge(AXIL_DATA_WIDTH'(insn_addr), s_axil_wdata, s_axil_wstrb));
+          // The window cannot move under a running program.
+          REG_WINDOW_BASE:  if (!busy) window_base  <= AXI_ADDR_WIDTH'(merge(AXIL_DATA_WIDTH'(window_base), s_axil_wdata, s_axil_wstrb));
+                            else s_axil_bresp <= RESP_SLVERR;
+          REG_WINDOW_LIMIT: if (!busy) window_limit <= AXI_ADDR_WIDTH'(merge(AXIL_DATA_WIDTH'(window_limit), s_axil_wdata, s_axil_wstrb));
+                            else s_axil_bresp <= RESP_SLVERR;
           default:        s_axil_bresp <= RESP_SLVERR;
         endcase
       end
@@ -113,6 +134,8 @@ module vdla_ctrl #(
             s_axil_rdata <= '0;
             s_axil_rdata[STATUS_DONE_BIT] <= done;
             s_axil_rdata[STATUS_BUSY_BIT] <= busy;
+            s_axil_rdata[STATUS_FAULT_BIT] <= faulted;
+            s_axil_rdata[STATUS_BUS_BUSY_BIT] <= bus_busy;
           end
           REG_INSN_COUNT: s_axil_rdata <= insn_count;
           REG_INSN_ADDR:  s_axil_rdata <= AXIL_DATA_WIDTH'(insn_addr);
@@ -120,6 +143,12 @@ module vdla_ctrl #(
           REG_CYCLES_HI:  s_axil_rdata <= cycles[63:32];
           REG_CONFIG_ID:  s_axil_rdata <= CONFIG_ID_VALUE;
           REG_BUILD_ID:   s_axil_rdata <= BUILD_ID;
+          REG_WINDOW_BASE:  s_axil_rdata <= AXIL_DATA_WIDTH'(window_base);
+          REG_WINDOW_LIMIT: s_axil_rdata <= AXIL_DATA_WIDTH'(window_limit);
+          REG_FAULT_CAUSE:  s_axil_rdata <= AXIL_DATA_WIDTH'(fault_cause);
+          REG_FAULT_INSN:   s_axil_rdata <= fault_insn;
+          REG_FAULT_ADDR:   s_axil_rdata <= fault_addr;
+          REG_FAULT_ITER:   s_axil_rdata <= fault_iter;
           default: begin
             s_axil_rdata <= '0;
             s_axil_rresp <= RESP_SLVERR;

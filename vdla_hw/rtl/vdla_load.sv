@@ -39,12 +39,18 @@ module vdla_load (
   output logic [INP_ELEM_BITS-1:0]            inp_wr_data,
   output logic                                wgt_wr_en,
   output logic [LOG_WGT_BUFF_DEPTH-1:0]       wgt_wr_addr,
-  output logic [WGT_ELEM_BITS-1:0]            wgt_wr_data
+  output logic [WGT_ELEM_BITS-1:0]            wgt_wr_data,
+  // a LOAD block past its SRAM buffer (pulse; vdla_fault): the buffer and the element
+  output logic                                fault,
+  output logic [3:0]                          fault_buf,
+  output logic [31:0]                         fault_elem
 );
   logic                 exec_start, exec_done, inp_done, wgt_done, inp_busy, wgt_busy, gate_busy;
   logic [INSN_BITS-1:0] insn_bits;
   vdla_pkg::mem_insn_t  insn;
   logic                 is_inp, is_wgt;
+  logic                 inp_oob, wgt_oob;
+  logic [31:0]          inp_oob_elem, wgt_oob_elem;
 
   /* verilator lint_off PINCONNECTEMPTY */  // outputs this module does not need are left open
   vdla_dep_gate #(.HAS_PREV(1'b0), .HAS_NEXT(1'b1)) u_gate (
@@ -76,7 +82,7 @@ module vdla_load (
     .start(exec_start && is_inp), .insn, .done(inp_done), .busy(inp_busy),
     .dma_valid(dma_valid[0]), .dma_ready(dma_ready[0]), .dma_addr(dma_addr[0]), .dma_count(dma_count[0]),
     .el_valid(inp_el_valid), .el_ready(inp_el_ready), .el_data(inp_el_data),
-    .wr_en(inp_wr_en), .wr_addr(inp_wr_addr), .wr_data(inp_wr_data)
+    .wr_en(inp_wr_en), .wr_addr(inp_wr_addr), .wr_data(inp_wr_data), .oob(inp_oob), .oob_elem(inp_oob_elem)
   );
 
   vdla_tile_loader #(.ELEM_BITS(WGT_ELEM_BITS), .DEPTH(WGT_BUFF_DEPTH)) u_wgt (
@@ -84,8 +90,11 @@ module vdla_load (
     .start(exec_start && is_wgt), .insn, .done(wgt_done), .busy(wgt_busy),
     .dma_valid(dma_valid[1]), .dma_ready(dma_ready[1]), .dma_addr(dma_addr[1]), .dma_count(dma_count[1]),
     .el_valid(wgt_el_valid), .el_ready(wgt_el_ready), .el_data(wgt_el_data),
-    .wr_en(wgt_wr_en), .wr_addr(wgt_wr_addr), .wr_data(wgt_wr_data)
+    .wr_en(wgt_wr_en), .wr_addr(wgt_wr_addr), .wr_data(wgt_wr_data), .oob(wgt_oob), .oob_elem(wgt_oob_elem)
   );
+  assign fault      = inp_oob || wgt_oob;
+  assign fault_buf  = inp_oob ? BUF_INP : BUF_WGT;
+  assign fault_elem = inp_oob ? inp_oob_elem : wgt_oob_elem;
   /* verilator lint_on PINCONNECTEMPTY */
 endmodule
 

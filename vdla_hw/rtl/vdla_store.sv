@@ -39,11 +39,16 @@ module vdla_store (
   output logic                           el_valid,
   input  wire logic                      el_ready,
   output logic [OUT_ELEM_BITS-1:0]       el_data,
-  input  wire logic                      dma_idle
+  input  wire logic                      dma_idle,
+  // a STORE reading past the accumulator buffer (pulse; vdla_fault) and the element
+  output logic                           fault,
+  output logic [31:0]                    fault_elem
 );
   localparam int AIW = LOG_ACC_BUFF_DEPTH;
   localparam int LANES = BATCH * BLOCK_OUT;
-  localparam int RW = DRAM_ADDR_W + LOG_OUT_ELEM_BYTES;
+  localparam int RW = DRAM_ADDR_W + LOG_OUT_ELEM_BYTES + 1;  // the last row's element address, unwrapped
+  localparam int BW = RW + LOG_OUT_ELEM_BYTES;
+  logic [BW-1:0] row_byte;
   localparam int NW = 2 * SIZE_W;  // y_size * x_size
   localparam int ELEM_FIFO = 4;
 
@@ -96,7 +101,10 @@ module vdla_store (
   logic [SIZE_W-1:0] rows_left;
   logic [RW-1:0]     row_elem;
   assign dma_valid = issuing;
-  assign dma_addr  = AXI_ADDR_WIDTH'(row_elem << LOG_OUT_ELEM_BYTES);
+  // A row past the 32-bit address space saturates to the top address, which no window holds:
+  // it faults at the window instead of wrapping into it.
+  assign row_byte  = BW'(row_elem) << LOG_OUT_ELEM_BYTES;
+  assign dma_addr  = (row_byte >> AXI_ADDR_WIDTH) != '0 ? '1 : AXI_ADDR_WIDTH'(row_byte);
   assign dma_count = insn.x_size;
 
   always_ff @(posedge clk) begin
@@ -142,6 +150,10 @@ module vdla_store (
       if (exec_done) running <= 1'b0;
     end
   end
+
+  vdla_sram_range #(.DEPTH(OUT_BUFF_DEPTH), .BASE_W(SRAM_IDX_W), .W(32)) u_range (
+    .clk, .rst_n, .clear, .start(exec_start), .base(insn.sram_base), .step(rd_en), .fault, .elem(fault_elem)
+  );
 
   vdla_fifo #(.WIDTH(OUT_ELEM_BITS), .DEPTH(ELEM_FIFO), .STRICT_PUSH(1'b1)) u_elems (
     .clk, .rst_n, .clear,

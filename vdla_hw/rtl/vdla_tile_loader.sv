@@ -36,12 +36,17 @@ module vdla_tile_loader #(
   // SRAM write port
   output logic                           wr_en,
   output logic [$clog2(DEPTH)-1:0]       wr_addr,
-  output logic [ELEM_BITS-1:0]           wr_data
+  output logic [ELEM_BITS-1:0]           wr_data,
+  // the block runs past the buffer: a pulse at the first element beyond it (vdla_sram_range)
+  output logic                           oob,
+  output logic [31:0]                    oob_elem
 );
   localparam int AW = $clog2(DEPTH);
   localparam int LOG_EB = $clog2(ELEM_BITS / 8);
   localparam int YW = SIZE_W + 1;  // padded extents: size + two 4-bit pads
-  localparam int RW = DRAM_ADDR_W + LOG_EB;
+  localparam int RW = DRAM_ADDR_W + LOG_EB + 1;  // the last row's element address, unwrapped
+  localparam int BW = RW + LOG_EB;
+  logic [BW-1:0] row_byte;
 
   // ---- row issuer ---------------------------------------------------------------------
   logic              issuing;
@@ -49,7 +54,10 @@ module vdla_tile_loader #(
   logic [RW-1:0]     row_elem;  // element address of the next row
 
   assign dma_valid = issuing;
-  assign dma_addr  = AXI_ADDR_WIDTH'(row_elem << LOG_EB);
+  // A row past the 32-bit address space saturates to the top address, which no window holds:
+  // it faults at the window instead of wrapping into it.
+  assign row_byte  = BW'(row_elem) << LOG_EB;
+  assign dma_addr  = (row_byte >> AXI_ADDR_WIDTH) != '0 ? '1 : AXI_ADDR_WIDTH'(row_byte);
   assign dma_count = insn.x_size;
 
   always_ff @(posedge clk) begin
@@ -114,14 +122,11 @@ module vdla_tile_loader #(
     end
   end
 
-`ifndef SYNTHESIS
-  // Simulation-only invariant (Verilator --assert; yosys defines SYNTHESIS): the SRAM
-  // address wraps at DEPTH, so a block that does not fit would overwrite the buffer's start.
-  a_tile_sram_range: assert property (@(posedge clk) disable iff (!rst_n || clear)
-                                      start |-> 64'(insn.sram_base) + 64'(y_end) * 64'(x_end) <= 64'(DEPTH))
-    else $error("vdla_tile_loader a_tile_sram_range: a %0d x %0d block from SRAM index %0d runs past the %0d-entry buffer",
-                y_end, x_end, insn.sram_base, DEPTH);
-`endif
+  // A block past the buffer is a program fault, not a design error: reported, not asserted.
+  vdla_sram_range #(.DEPTH(DEPTH), .BASE_W(SRAM_IDX_W), .W(32)) u_range (
+    .clk, .rst_n, .clear, .start, .base(insn.sram_base), .step(wr_en), .fault(oob), .elem(oob_elem)
+  );
+
 endmodule
 
 `default_nettype wire

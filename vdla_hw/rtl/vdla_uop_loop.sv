@@ -111,14 +111,6 @@ module vdla_uop_loop #(
     end
   end
 
-`ifndef SYNTHESIS
-  // Simulation-only invariant (Verilator --assert; yosys defines SYNTHESIS): uop_idx
-  // wraps at the buffer depth, so a range past its end would reread the first micro-ops.
-  a_uop_range: assert property (@(posedge clk) disable iff (!rst_n || clear)
-                                start && (UW + 1)'(uop_bgn) < uop_end |-> 32'(uop_end) <= 32'(UOP_BUFF_DEPTH))
-    else $error("vdla_uop_loop a_uop_range: micro-op range [%0d, %0d) runs past the %0d-entry micro-op buffer",
-                uop_bgn, uop_end, UOP_BUFF_DEPTH);
-`endif
 endmodule
 
 `default_nettype wire

@@ -370,6 +370,8 @@ class _Rewriter(Mutator):
 
     def visit_Select(self, e: Select) -> PrimExpr:
         c = self.visit(e.condition)
+        if isinstance(c, Broadcast) and isinstance(c.value, IntImm):
+            c = c.value  # a vectorized select on a constant condition (a loop unrolled after vectorizing)
         if isinstance(c, IntImm):
             return self.visit(e.true_value if c.value else e.false_value)
         t, f = self.visit(e.true_value), self.visit(e.false_value)

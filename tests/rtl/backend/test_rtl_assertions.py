@@ -13,8 +13,8 @@ from runtime import run
 from runtime.program import ProgramBuilder
 from runtime.system_programs import build_case
 from vdla_hw.config import load_config
-from vdla_hw.errors import DeviceFaultError
-from vdla_hw.harness import RtlSim
+from vdla_hw import regmap
+from vdla_hw.harness import RtlSim, RunStatus
 from vdla_hw.harness.sim import RtlAssertionError
 from vdla_hw.isa import MemType
 from vdla_hw.rtl_build import RTL_DIR
@@ -25,9 +25,10 @@ def tiny(request):
     return load_config(request.param)
 
 
-def test_sram_overrun_trips_the_tile_loader_assertion(tiny) -> None:
-    """A LOAD whose block runs past the input buffer (the pre-check would reject it, so the
-    program goes to the harness directly) stops at the assertion instead of wrapping."""
+def test_sram_overrun_is_a_fault_not_an_assertion(tiny) -> None:
+    """A LOAD whose block runs past the input buffer is a program fault the design reports
+    (docs/rtl.md, "Faults"), not a broken invariant: driven through the harness directly, the
+    run ends with done, STATUS.fault and FAULT registers naming the instruction and element."""
     pb = ProgramBuilder(tiny)
     inp = pb.alloc("inp", "inp", (2, tiny.block_in), np.ones((2, tiny.block_in), dtype=np.int8))
     pb.load(MemType.INP, tiny.inp_buff_depth - 1, inp.addr, 1, 2, 2)
@@ -35,15 +36,13 @@ def test_sram_overrun_trips_the_tile_loader_assertion(tiny) -> None:
     program = pb.build()
     with RtlSim(tiny) as sim:
         sim.load_dram(program.dram)
-        with pytest.raises(RtlAssertionError) as info:
-            sim.start(program.insn_addr, program.insn_count)
-            sim.run(100_000)
-    err = info.value
-    assert isinstance(err, DeviceFaultError)
-    assert (err.assertion, err.module) == ("a_tile_sram_range", "vdla_tile_loader")
-    assert err.instance is not None and err.instance.endswith("u_load.u_inp")
-    assert f"runs past the {tiny.inp_buff_depth}-entry buffer" in str(err)
-    assert err.hint and "Assertions" in err.hint
+        sim.start(program.insn_addr, program.insn_count)
+        assert sim.run(100_000) == RunStatus.DONE
+        status = sim.read_reg("STATUS")
+        assert status & regmap.STATUS_FAULT and status & regmap.STATUS_DONE and not status & regmap.STATUS_BUSY
+        cause = sim.read_reg("FAULT_CAUSE")
+        assert cause == regmap.FAULT_SRAM_RANGE | regmap.BUF_INP << regmap.FAULT_BUF_SHIFT
+        assert (sim.read_reg("FAULT_INSN"), sim.read_reg("FAULT_ADDR")) == (0, tiny.inp_buff_depth)
 
 
 @pytest.mark.slow

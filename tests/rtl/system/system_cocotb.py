@@ -84,6 +84,8 @@ async def run_program(dut) -> None:  # type: ignore[no-untyped-def]
     dut.rst_n.value = 1
     await RisingEdge(dut.clk)
 
+    await host.write_dword(regmap.offset("WINDOW_BASE"), 0)
+    await host.write_dword(regmap.offset("WINDOW_LIMIT"), program.dram.size)
     await host.write_dword(regmap.offset("INSN_ADDR"), program.insn_addr)
     await host.write_dword(regmap.offset("INSN_COUNT"), program.insn_count)
     await host.write_dword(regmap.offset("CONTROL"), regmap.CONTROL_START)

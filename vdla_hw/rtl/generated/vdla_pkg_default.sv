@@ -299,9 +299,28 @@ package vdla_pkg;
   localparam logic [AXIL_ADDR_WIDTH-1:0] REG_CYCLES_HI = 8'h14;  // ro: clock cycles from start to done, high 32 bits
   localparam logic [AXIL_ADDR_WIDTH-1:0] REG_CONFIG_ID = 8'h18;  // ro: low 32 bits of the config digest the design was generated for
   localparam logic [AXIL_ADDR_WIDTH-1:0] REG_BUILD_ID = 8'h1c;  // ro: the bitstream's build id (vdla_top parameter BUILD_ID; 0 in simulation)
+  localparam logic [AXIL_ADDR_WIDTH-1:0] REG_WINDOW_BASE = 8'h20;  // rw: DRAM address window: first byte a DMA may touch (reset 0)
+  localparam logic [AXIL_ADDR_WIDTH-1:0] REG_WINDOW_LIMIT = 8'h24;  // rw: DRAM address window: first byte past it (exclusive; reset 0: nothing allowed)
+  localparam logic [AXIL_ADDR_WIDTH-1:0] REG_FAULT_CAUSE = 8'h28;  // ro: bits 3:0 the fault class (FAULT_* codes; 0: none), bits 7:4 the buffer (BUF_* codes); cleared by start
+  localparam logic [AXIL_ADDR_WIDTH-1:0] REG_FAULT_INSN = 8'h2c;  // ro: index in the program of the faulting instruction
+  localparam logic [AXIL_ADDR_WIDTH-1:0] REG_FAULT_ADDR = 8'h30;  // ro: DRAM faults: the offending byte address; SRAM faults: the offending element index
+  localparam logic [AXIL_ADDR_WIDTH-1:0] REG_FAULT_ITER = 8'h34;  // ro: loop faults: the micro-op loop iteration (i0/i1/uop order) that faulted
   localparam int CONTROL_START_BIT = 0;
   localparam int STATUS_DONE_BIT = 0;
   localparam int STATUS_BUSY_BIT = 1;
+  localparam int STATUS_FAULT_BIT = 2;
+  localparam int STATUS_BUS_BUSY_BIT = 3;
+  localparam logic [3:0] FAULT_NONE = 4'd0;
+  localparam logic [3:0] FAULT_DRAM_WINDOW = 4'd1;
+  localparam logic [3:0] FAULT_SRAM_RANGE = 4'd2;
+  localparam logic [3:0] FAULT_LOOP_INDEX = 4'd3;
+  localparam logic [3:0] FAULT_FETCH_WINDOW = 4'd4;
+  localparam logic [3:0] BUF_UOP = 4'd0;
+  localparam logic [3:0] BUF_INP = 4'd1;
+  localparam logic [3:0] BUF_WGT = 4'd2;
+  localparam logic [3:0] BUF_ACC = 4'd3;
+  localparam logic [3:0] BUF_OUT = 4'd4;
+  localparam logic [3:0] BUF_INSN = 4'd5;
   // CONFIG_ID reads this: the low 32 bits of the config digest d0451442ca0f.
   localparam logic [AXIL_DATA_WIDTH-1:0] CONFIG_ID_VALUE = 32'h1442ca0f;
 endpackage

@@ -124,25 +124,6 @@ async def gate_exec_done(dut):
 
 
 @cocotb.test()
-async def tile_sram_range(dut):
-    cfg = test_config()
-    await _begin(dut)
-    dut.t_insn.value = _insn(sram_base=cfg.inp_buff_depth - 2, y_size=2, x_size=2, x_stride=2)
-    dut.t_start.value = 1  # a 2 x 2 block from two entries before the buffer's end
-    await _no_fire(dut, "a_tile_sram_range")
-
-
-@cocotb.test()
-async def uop_range(dut):
-    cfg = test_config()
-    await _begin(dut)
-    dut.u_bgn.value = cfg.uop_buff_depth - 1
-    dut.u_end.value = cfg.uop_buff_depth + 1  # one micro-op past the buffer
-    dut.u_start.value = 1
-    await _no_fire(dut, "a_uop_range")
-
-
-@cocotb.test()
 async def axi_ar_burst(dut):
     cfg = test_config()
     await _begin(dut)

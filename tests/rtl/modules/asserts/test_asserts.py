@@ -24,7 +24,7 @@ from vdla_hw.rtl_build import RTL_DIR, cocotb_build
 HERE = Path(__file__).parent
 MODULES_DIR = HERE.parent
 REPO = HERE.parents[3]
-MODULES = ["vdla_fifo", "vdla_dep_gate", "vdla_tile_loader", "vdla_uop_loop", "vdla_axi_check"]
+MODULES = ["vdla_fifo", "vdla_dep_gate", "vdla_sram_range", "vdla_tile_loader", "vdla_uop_loop", "vdla_axi_check"]
 
 # cocotb test -> (assertion label, instance of tb_asserts it fires in)
 CASES = {
@@ -34,8 +34,6 @@ CASES = {
     "gate_cmd_stable": ("a_gate_cmd_stable", "u_gate"),
     "gate_token_held": ("a_gate_token_held", "u_gate"),
     "gate_exec_done": ("a_gate_exec_done", "u_gate"),
-    "tile_sram_range": ("a_tile_sram_range", "u_loader"),
-    "uop_range": ("a_uop_range", "u_loop"),
     "axi_ar_burst": ("a_axi_ar_burst", "u_axi"),
     "axi_aw_burst": ("a_axi_aw_burst", "u_axi"),
     "axi_ar_stable": ("a_axi_ar_stable", "u_axi"),

@@ -8,7 +8,7 @@ import pytest
 from rtl_configs import configs_under_test
 
 HERE = Path(__file__).parent
-MODULES = ["vdla_fifo", "vdla_sram", "vdla_dep_gate", "vdla_dma_wr", "vdla_store"]
+MODULES = ["vdla_fifo", "vdla_sram", "vdla_dep_gate", "vdla_dma_wr", "vdla_sram_range", "vdla_store"]
 
 
 def _run(rtl_module, config, **env) -> None:

@@ -58,6 +58,7 @@ async def program_matches_fsim(dut):
     ram.write(0, dram.tobytes())
     axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst_n, reset_active_level=False)
     await start(dut)
+    await axil.write_dword(regmap.offset("WINDOW_LIMIT"), DRAM_BYTES)
     await axil.write_dword(regmap.offset("INSN_ADDR"), insn_at)
     await axil.write_dword(regmap.offset("INSN_COUNT"), len(prog))
     await axil.write_dword(regmap.offset("CONTROL"), regmap.CONTROL_START)

@@ -1,0 +1,330 @@
+"""Winograd minimal filtering F(m x m, 3 x 3) for stride-1 3x3 convs in the blocked NCHW[x]c layout.
+
+A 3x3 conv computes each ``m x m`` output tile from an ``a x a`` input tile (``a = m + 2``) with
+``a^2`` element-wise products per channel pair instead of ``9 m^2``: 2.25x fewer multiplies for
+F(2x2,3x3), 4x for F(4x4,3x3), 5.06x for F(6x6,3x3).  Three stages in one kernel:
+
+* **input transform** ``V[e, ic, n, ty, tx, i] = (B^T d B)[e]`` of each input tile (``e`` = the
+  ``a x a`` transform point, ``i`` the input-channel lane): sums with the constant coefficients
+  written out, zero terms dropped, so after unrolling the ``a^2`` points the loads and partial sums
+  are shared (the separable cost, ~``4 a^3`` adds per tile and channel);
+* **batched GEMM** ``M[e, oc, n, ty, tx, o] = sum_ic V[e, ic, ...] * U[e, oc, ic, i, o]``: per point
+  ``e`` a GEMM of the tiles by the channels, the same register micro-kernel as the direct conv (a
+  broadcast input times ``oc_block`` weight vectors of the output-channel lane);
+* **output transform** ``out[n, oc, y, x, o] = (A^T M A)[y % m, x % m]``: an element-wise stage of
+  the conv's output shape, so a bias, ReLU or residual add fuses into it and the output is stored
+  once.
+
+The weight transform ``U = G g G^T`` runs at compile time (:func:`transform_weights`, NumPy in
+float64) on constant weights.  The schedule computes the input transform and the GEMM of one row of
+tiles inside the parallel loop over tile rows, so their buffers stay in L2 instead of streaming
+the whole transformed image through memory.
+
+Accuracy (fp32, against float64): the transforms' coefficients grow with ``m`` (F(2): 0/±1/½;
+F(4): up to 5 and 1/24; F(6): up to 5.25 and 1/90), and so does the rounding error; see
+:func:`winograd_tolerance` and ``docs/cpu_speed.md``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from .. import te
+from ..codegen.llvm import Target
+from ..schedule import Schedule, create_schedule
+from ..te import Tensor
+from ..tir import op as tir
+from ..tir.ir import PrimExpr, Select
+from .conv2d_nchwc import max_accumulators
+from .utils import TopiError, const_shape, largest_divisor, vector_lanes
+
+#: Output tile sizes ``m`` of F(m x m, 3 x 3) this module builds.
+WINOGRAD_TILES = (2, 4, 6)
+#: The tiles the tuner searches: F(6x6) was slower than F(4x4) on every ResNet layer measured (its
+#: transforms cost ~a^3 = 512 adds per tile and channel) and its kernel takes minutes to compile.
+TUNED_TILES = (2, 4)
+#: Interpolation points of each tile size (plus the point at infinity): small integers and halves
+#: keep the transforms' coefficients, hence the fp32 rounding error, small.
+_POINTS = {2: (0, 1, -1), 4: (0, 1, -1, 2, -2), 6: (0, 1, -1, 2, -2, 0.5, -0.5)}
+#: Max abs error over max |out| against float64 each tile size is tested to (random normal data and
+#: weights, 256-512 input channels).  Measured on ResNet's layers (64-512 channels): F(2) 1-2e-6,
+#: F(4) 6e-6-1.3e-5, F(6) 1-1.2e-5.  F(2) holds the issue's bound; the larger tiles' coefficients
+#: (up to 5 and 1/24, 5.25 and 1/90) grow the rounding error ~10x, and the error of a sum grows with
+#: the square root of the channels: 5e-4 and 1e-3 leave ~40x and ~80x room over the worst measured.
+WINOGRAD_TOLERANCE = {2: 1e-4, 4: 5e-4, 6: 1e-3}
+
+
+def winograd_tolerance(m: int) -> float:
+    """The relative max abs error (over max |out|) of F(m x m, 3 x 3) in fp32 that the tests hold."""
+    return WINOGRAD_TOLERANCE[m]
+
+
+@lru_cache(maxsize=None)
+def winograd_matrices(m: int, r: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(A^T, G, B^T)`` of F(m, r) (Toom-Cook on :data:`_POINTS`): ``y = A^T [(G g) * (B^T d)]`` is
+    the correlation ``y[i] = sum_k g[k] d[i + k]`` of ``m`` outputs, exactly in real arithmetic.
+
+    ``A^T`` evaluates at the points, ``G`` too (scaled by the Lagrange denominators); ``B^T`` is the
+    unique solution of the bilinear identity, solved in float64 and rounded to its exact
+    eighths (every entry of these point sets is a multiple of 1/8)."""
+    if m not in _POINTS:
+        raise TopiError(f"Winograd output tile {m} is not one of {WINOGRAD_TILES}")
+    pts = [float(p) for p in _POINTS[m]]
+    a = m + r - 1
+    at = np.array([[p ** i for p in pts] + [1.0 if i == m - 1 else 0.0] for i in range(m)])
+    denom = [math.prod(pj - pl for l, pl in enumerate(pts) if l != j) for j, pj in enumerate(pts)]
+    g = np.array([[p ** k / denom[j] for k in range(r)] for j, p in enumerate(pts)]
+                 + [[1.0 if k == r - 1 else 0.0 for k in range(r)]])
+    # sum_j AT[i, j] G[j, k] BT[j, t] = [t == i + k] for every i, k, t: linear in BT.
+    rows = np.zeros((m * r * a, a * a))
+    rhs = np.zeros(m * r * a)
+    for n, (i, k, t) in enumerate((i, k, t) for i in range(m) for k in range(r) for t in range(a)):
+        rows[n].reshape(a, a)[:, t] = at[i] * g[:, k]
+        rhs[n] = float(t == i + k)
+    bt = np.round(np.linalg.lstsq(rows, rhs, rcond=None)[0].reshape(a, a) * 8) / 8
+    if np.abs(rows @ bt.ravel() - rhs).max() > 1e-9:
+        raise AssertionError(f"F({m},{r}): the rounded input transform does not satisfy the identity")
+    return at, g, bt
+
+
+def transform_weights(weight: np.ndarray, m: int, in_block: int, out_block: int) -> np.ndarray:
+    """OIHW 3x3 float weights -> ``U[a*a, OC/ob, IC/ib, ib, ob]`` (``U = G g G^T`` in float64, then
+    fp32): the constant operand of :func:`conv2d_winograd_nchwc`, computed once at compile time."""
+    o, c, kh, kw = weight.shape
+    if (kh, kw) != (3, 3):
+        raise TopiError(f"Winograd F(m x m, 3 x 3) takes 3x3 kernels, not {kh}x{kw}")
+    if o % out_block or c % in_block:
+        raise TopiError(f"channel blocks {in_block}/{out_block} must divide the {c} input / {o} output channels")
+    _, g, _ = winograd_matrices(m)
+    a = m + 2
+    u = np.einsum("ek,ockl,fl->efoc", g, weight.astype(np.float64), g).reshape(a * a, o, c)
+    u = u.reshape(a * a, o // out_block, out_block, c // in_block, in_block).transpose(0, 1, 3, 4, 2)
+    return np.ascontiguousarray(u, dtype=np.float32)
+
+
+def _linear(coefs: np.ndarray, terms: list[PrimExpr]) -> PrimExpr:
+    """``sum(c * t)`` over the non-zero coefficients, a ±1 coefficient without a multiply."""
+    out: PrimExpr | None = None
+    # Positive terms first, so a negative one is a subtraction rather than a negation.
+    for c, t in sorted(zip(coefs, terms), key=lambda ct: ct[0] < 0):
+        if c == 0:
+            continue
+        if abs(c) != 1:
+            t = t * te.const(float(abs(c)), t.dtype)
+        if out is None:
+            out = t if c > 0 else te.const(0.0, t.dtype) - t
+        else:
+            out = out + t if c > 0 else out - t
+    assert out is not None, "a transform row with no non-zero coefficient"
+    return out
+
+
+def _choose(index: PrimExpr, options: list[PrimExpr]) -> PrimExpr:
+    """``options[index]`` as a select chain, which folds to one option once ``index`` is a constant
+    (the unrolled transform loops)."""
+    out = options[-1]
+    for k in range(len(options) - 2, -1, -1):
+        out = Select(index == k, options[k], out)
+    return out
+
+
+def winograd_out_size(size: int, pad: int) -> int:
+    out = size + 2 * pad - 2
+    if out < 1:
+        raise TopiError(f"a 3x3 kernel with padding {pad} does not fit the input size {size}")
+    return out
+
+
+def conv2d_winograd_nchwc(data: Tensor, u: Tensor, m: int, padding: int | tuple[int, int] = 1,
+                          name: str = "conv2d_winograd") -> Tensor:
+    """Stride-1 3x3 conv of ``[N, C/ib, H, W, ib]`` data with the transformed weights ``u``
+    (:func:`transform_weights`, ``[a*a, OC/ob, C/ib, ib, ob]``) by F(m x m, 3 x 3): the output is
+    ``[N, OC/ob, OH, OW, ob]``, the same as :func:`~compiler.topi.conv2d_nchwc` of the raw weights."""
+    ph, pw = (padding, padding) if isinstance(padding, int) else padding
+    n, ico, h, w, icb = const_shape(data)
+    aa, oco, kico, kicb, ocb = const_shape(u)
+    a = m + 2
+    if m not in WINOGRAD_TILES or aa != a * a:
+        raise TopiError(f"weights {u.name} have {aa} transform points; F({m}x{m},3x3) needs {a * a}")
+    if (kico, kicb) != (ico, icb):
+        raise TopiError(f"weights {u.name} have input channels {kico}x{kicb} but data {data.name} has "
+                        f"{ico}x{icb}: pack both with the same block")
+    oh, ow = winograd_out_size(h, ph), winograd_out_size(w, pw)
+    th, tw = -(-oh // m), -(-ow // m)
+    at, _, bt = winograd_matrices(m)
+    # Zero rows/columns around the image, enough for every tile (the last may overhang the output).
+    hp, wp = th * m + 2, tw * m + 2
+    pad = te.compute((n, ico, hp, wp, icb), lambda b, c, y, x, i: te.if_then_else(
+        (y >= ph) & (y < h + ph) & (x >= pw) & (x < w + pw),
+        data[b, c, tir.max(tir.min(y - ph, h - 1), 0), tir.max(tir.min(x - pw, w - 1), 0), i],
+        te.const(0.0, data.dtype)), name=f"{name}_pad", tag="winograd_pad")
+    # B^T d B in two passes of one side each, so each element is a few terms of plain loads (the
+    # one-pass sum over the a x a tile makes expressions that take minutes to lower).
+    rows = te.compute((a, ico, n, th, tw, a, icb), lambda eps, c, b, ty, tx, r2, i: _choose(
+        eps, [_linear(bt[p], [pad[b, c, ty * m + r1, tx * m + r2, i] for r1 in range(a)]) for p in range(a)]),
+        name=f"{name}_in_rows", tag="winograd_input_rows")
+    v = te.compute((a * a, ico, n, th, tw, icb), lambda e, c, b, ty, tx, i: _choose(
+        e % a, [_linear(bt[p], [rows[e // a, c, b, ty, tx, r2, i] for r2 in range(a)]) for p in range(a)]),
+        name=f"{name}_in", tag="winograd_input")
+    rc, ri = te.reduce_axis(ico, "rc"), te.reduce_axis(icb, "ri")
+    mm = te.compute((a * a, oco, n, th, tw, ocb),
+                    lambda e, k, b, ty, tx, o: te.sum(v[e, rc, b, ty, tx, ri] * u[e, k, rc, ri, o], axis=[rc, ri]),
+                    name=f"{name}_gemm", tag="winograd_gemm")
+    # A^T M A, again one side at a time: M A per transform row, then A^T of that per output pixel.
+    cols = te.compute((a, oco, n, th, tw, m, ocb), lambda eps, k, b, ty, tx, j, o: _choose(
+        j, [_linear(at[q], [mm[eps * a + nu, k, b, ty, tx, o] for nu in range(a)]) for q in range(m)]),
+        name=f"{name}_out_cols", tag="winograd_output_cols")
+
+    def output_transform(b: PrimExpr, k: PrimExpr, y: PrimExpr, x: PrimExpr, o: PrimExpr) -> PrimExpr:
+        ty, tx, j = y // m, x // m, x % m
+        return _choose(y % m, [_linear(at[q], [cols[eps, k, b, ty, tx, j, o] for eps in range(a)]) for q in range(m)])
+
+    return te.compute((n, oco, oh, ow, ocb), output_transform, name=name, tag="winograd_output")
+
+
+@dataclass(frozen=True)
+class WinogradKnobs:
+    """Tunable choices of the Winograd schedule.
+
+    ``tile``: the output tile ``m`` of F(m x m, 3 x 3) (a different compute, so it is fixed when the
+    conv is built); ``tx_block``: tiles per GEMM register tile (the broadcast operand);
+    ``oc_block``: output-channel vectors per GEMM register tile; ``parallel``: run the loop over tile
+    rows on all threads.
+    """
+
+    tile: int = 4
+    tx_block: int = 4
+    oc_block: int = 2
+    parallel: bool = True
+
+    def validate(self, tiles_x: int, oc_outer: int) -> None:
+        if self.tile not in WINOGRAD_TILES:
+            raise TopiError(f"Winograd tile {self.tile} is not one of {WINOGRAD_TILES}")
+        if not 1 <= self.tx_block <= tiles_x:
+            raise TopiError(f"tx_block {self.tx_block} must be between 1 and the {tiles_x} tiles of a row")
+        if self.oc_block < 1 or oc_outer % self.oc_block:
+            raise TopiError(f"oc_block {self.oc_block} must divide the {oc_outer} output-channel blocks")
+
+
+def default_winograd_knobs(out: Tensor, target: Target | None = None) -> WinogradKnobs:
+    """The GEMM register tile that fills the target's accumulators: two channel vectors (the weight
+    vectors a broadcast feeds) by as many tiles of a row as the rest holds."""
+    m, tiles_x, oco, vectors = _winograd_dims(out, target)
+    acc = max_accumulators(target)
+    oc_block = largest_divisor(oco, 2)
+    tx = max(1, min(tiles_x, acc // (oc_block * vectors)))
+    return WinogradKnobs(tile=m, tx_block=tx, oc_block=oc_block)
+
+
+def _winograd_dims(out: Tensor, target: Target | None) -> tuple[int, int, int, int]:
+    gemm = out.op.input_tensors()[0].op.input_tensors()[0]
+    aa, oco, _, _, tiles_x, ocb = const_shape(gemm)
+    return math.isqrt(aa) - 2, tiles_x, oco, max(1, -(-ocb // vector_lanes(target)))
+
+
+def schedule_conv2d_winograd_nchwc(out: Tensor, knobs: WinogradKnobs | None = None, s: Schedule | None = None,
+                                   target: Target | None = None, epilogue: Tensor | None = None) -> Schedule:
+    """The x86 schedule of :func:`conv2d_winograd_nchwc`'s output (a fresh schedule unless ``s``).
+
+    ``epilogue``: an element-wise stage of the conv's shape over it (bias, residual add, ReLU): the
+    output transform is inlined into it, so the conv's output is never stored on its own.  The
+    loop over tile rows is the parallel one; each row's input transform and GEMM are computed
+    inside it (their buffers a row of tiles, in L2), then its outputs, ``m x m`` unrolled per tile.
+    """
+    if s is None:
+        s = create_schedule(epilogue if epilogue is not None else out)
+    m, tiles_x, oco, _ = _winograd_dims(out, target)
+    knobs = knobs or default_winograd_knobs(out, target)
+    knobs.validate(tiles_x, oco)
+    if knobs.tile != m:
+        raise TopiError(f"knobs for F({knobs.tile}x{knobs.tile}) cannot schedule the F({m}x{m}) conv {out.name}")
+    cols = out.op.input_tensors()[0]
+    gemm = cols.op.input_tensors()[0]
+    v = gemm.op.input_tensors()[0]
+    rows = v.op.input_tensors()[0]
+    pad = rows.op.input_tensors()[0]
+    stage = out
+    if epilogue is not None:
+        if const_shape(epilogue) != const_shape(out):
+            raise TopiError(f"epilogue {epilogue.name} has shape {const_shape(epilogue)}, the conv "
+                            f"{out.name} {const_shape(out)}: only a same-shape element-wise stage fuses")
+        s.compute_inline(out)
+        stage = epilogue
+    b, k, y, x, o = s.get_loops(stage)
+    ty, vy = s.split(y, factor=m)
+    tx, vx = s.split(x, factor=m)
+    s.reorder(b, ty, k, tx, vy, vx, o)
+    s.unroll(vy)
+    s.unroll(vx)
+    s.vectorize(o)
+    row = s.fuse(b, ty)
+    if knobs.parallel:
+        s.parallel(row)
+    for stage_ in (cols, gemm, v, rows):
+        s.compute_at(stage_, row)
+    # The zero-padded image is one parallel pass of its own: computed per row of tiles, its border
+    # guards made the row loop split into first / middle / last rows, three copies of every stage's
+    # unrolled code (2-3x the compile time) for no measured speed.
+    pb, pc, py, _, pi = s.get_loops(pad)
+    s.vectorize(pi)
+    padded_rows = s.fuse(pb, pc, py)
+    if knobs.parallel:
+        s.parallel(padded_rows)
+    # The input transform: one side then the other, every point of a tile unrolled over a lane vector.
+    pe, pc, _, _, px, pr, pi = s.get_loops(rows)[-7:]
+    s.reorder(pc, px, pr, pe, pi)
+    s.unroll(pe)
+    s.vectorize(pi)
+    ve, vc, _, _, vx_, vi = s.get_loops(v)[-6:]
+    s.reorder(vc, vx_, ve, vi)
+    s.unroll(ve)
+    s.vectorize(vi)
+    # The GEMM of the row: (tx_block tiles x oc_block vectors) accumulators, reduced over channels.
+    e, gk, _, _, gx, go, rc, ri = s.get_loops(gemm)[-8:]
+    gko, gki = s.split(gk, factor=knobs.oc_block)
+    gxo, gxi = s.split(gx, factor=knobs.tx_block)
+    s.reorder(gko, e, gxo, rc, ri, gxi, gki, go)
+    s.unroll(gxi)
+    s.unroll(gki)
+    s.vectorize(go)
+    # M A: per output-channel vector and tile, every transform row and output column unrolled.
+    ce, ck, _, _, cx, cj, co = s.get_loops(cols)[-7:]
+    s.reorder(ck, cx, ce, cj, co)
+    s.unroll(ce)
+    s.unroll(cj)
+    s.vectorize(co)
+    # Each row's stages own buffers of one row of tiles (in L2, private to the thread running the row).
+    s.compact_buffers()
+    return s
+
+
+def winograd_eligible(kernel_hw: tuple[int, int], stride: tuple[int, int], groups: int = 1) -> bool:
+    """Whether a conv can run as F(m x m, 3 x 3): a 3x3 kernel, stride 1, no groups."""
+    return tuple(kernel_hw) == (3, 3) and tuple(stride) == (1, 1) and groups == 1
+
+
+def default_winograd_tile(in_channels: int, out_channels: int, out_height: int, out_width: int,
+                          target: Target | None = None) -> int | None:
+    """The output tile ``m`` of the Winograd conv the default schedule takes for an eligible conv, or
+    None for the direct conv: the rule measured on ResNet's layers (docs/cpu_speed.md, "Winograd").
+
+    F(4x4) on planes of at least 28 x 28 (64 x 56 x 56: 2.2x the direct conv; 128 x 28 x 28: 1.8x),
+    F(2x2) on 14 x 14 (256 channels: 1.3x; F(4x4) only 1.05x there: 14 is 3.5 tiles of 4 and the
+    transformed weights, streamed once per row of tiles, are 2.25x bigger), the direct conv below
+    (512 x 7 x 7: Winograd 1.5x slower, its 16 MB of transformed weights streamed per row).  Fewer
+    channels than one 64-wide block leave too little GEMM to pay for the transforms.  Measured with
+    AVX2 (the rule depends on the plane and channels, not on the vector width)."""
+    del target  # the same rule for every vector width until measured otherwise
+    if min(in_channels, out_channels) < _MIN_CHANNELS:
+        return None
+    size = min(out_height, out_width)
+    return 4 if size >= _F4_MIN_OUT else 2 if size >= _F2_MIN_OUT else None
+
+
+#: The default rule's thresholds (measured: docs/cpu_speed.md, "Winograd").
+_MIN_CHANNELS = 64
+_F4_MIN_OUT = 28
+_F2_MIN_OUT = 14

@@ -1,0 +1,172 @@
+"""Winograd F(m x m, 3 x 3) convs: the transforms are exact, the fp32 kernel is within the stated
+tolerance of float64, and the graph lowering and the tuner's space take it."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from compiler import te, topi
+from compiler.autotune import dispatch
+from compiler.autotune.task import Task
+from compiler.autotune.template import template_for
+from compiler.build import build
+from compiler.codegen.llvm import parse_target, using_target
+from compiler.graph import GraphBuilder, run_graph
+from compiler.graph.build import build_model
+from compiler.graph.lower_llvm_nn import default_conv_tile
+from compiler.topi.utils import TopiError
+
+
+def _conv_f64(x: np.ndarray, w: np.ndarray, pad: int) -> np.ndarray:
+    """NCHW x OIHW 3x3 stride-1 correlation in float64."""
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = xp.shape[2] - 2, xp.shape[3] - 2
+    out = np.zeros((x.shape[0], w.shape[0], oh, ow))
+    for ky in range(3):
+        for kx in range(3):
+            out += np.einsum("nchw,oc->nohw", xp[:, :, ky:ky + oh, kx:kx + ow], w[:, :, ky, kx].astype(np.float64))
+    return out
+
+
+@pytest.mark.parametrize("m", topi.WINOGRAD_TILES)
+def test_transforms_compute_the_correlation_exactly(m: int) -> None:
+    at, g, bt = topi.winograd_matrices(m)
+    rng = np.random.default_rng(m)
+    d, k = rng.standard_normal(m + 2), rng.standard_normal(3)
+    want = np.array([d[i:i + 3] @ k for i in range(m)])
+    np.testing.assert_allclose(at @ ((g @ k) * (bt @ d)), want, rtol=1e-12, atol=1e-12)
+    # The 2-D transform of the weights (compile time) is G g G^T per channel pair, blocked.
+    w = rng.standard_normal((16, 8, 3, 3))
+    u = topi.transform_weights(w, m, 4, 8)
+    a = m + 2
+    assert u.shape == (a * a, 2, 2, 4, 8) and u.dtype == np.float32
+    ref = (g @ w[5, 6] @ g.T).ravel()
+    np.testing.assert_allclose(u[:, 0, 1, 2, 5], ref, rtol=1e-6)
+
+
+def _run_winograd(m: int, c: int, oc: int, h: int, w: int, pad: int, seed: int,
+                  knobs: topi.WinogradKnobs | None = None) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((1, c, h, w)).astype(np.float32)
+    wt = rng.standard_normal((oc, c, 3, 3)).astype(np.float32)
+    ib = ob = 8
+    xb = np.ascontiguousarray(x.reshape(1, c // ib, ib, h, w).transpose(0, 1, 3, 4, 2))
+    u_np = topi.transform_weights(wt, m, ib, ob)
+    d = te.placeholder(xb.shape, "float32", name="d")
+    u = te.placeholder(u_np.shape, "float32", name="u")
+    out = topi.conv2d_winograd_nchwc(d, u, m, pad)
+    res = np.zeros([int(v.value) for v in out.shape], np.float32)
+    build(topi.schedule_conv2d_winograd_nchwc(out, knobs), [d, u, out])(xb, u_np, res)
+    got = res.transpose(0, 1, 4, 2, 3).reshape(1, oc, res.shape[2], res.shape[3])
+    return got, _conv_f64(x, wt, pad)
+
+
+@pytest.mark.parametrize(("m", "c", "size", "pad"), [
+    (2, 256, (9, 11), 1),
+    # F(4) runs in the default suite through the graph test below (each build costs ~30 s here).
+    pytest.param(4, 256, (10, 7), 0, marks=pytest.mark.slow)])
+def test_winograd_conv_within_its_tolerance_of_float64(cpu_target: str, m: int, c: int, size: tuple[int, int],
+                                                       pad: int) -> None:
+    # Sizes that leave partial tiles at the bottom and right; 256 input channels per output.
+    with using_target(parse_target(cpu_target)):
+        got, want = _run_winograd(m, c, 16, *size, pad, seed=m)
+    err = np.abs(got - want).max() / np.abs(want).max()
+    assert err <= topi.winograd_tolerance(m), f"F({m}) max abs error {err:.2e} x max|out|"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("m", [4, 6])
+def test_larger_tiles_within_their_tolerance_at_512_channels(m: int) -> None:
+    got, want = _run_winograd(m, 512, 16, 14, 14, 1, seed=7)
+    err = np.abs(got - want).max() / np.abs(want).max()
+    assert err <= topi.winograd_tolerance(m), f"F({m}) max abs error {err:.2e} x max|out|"
+
+
+def test_bad_winograd_inputs_are_named() -> None:
+    with pytest.raises(TopiError, match="3x3 kernels"):
+        topi.transform_weights(np.zeros((8, 8, 5, 5), np.float32), 2, 8, 8)
+    with pytest.raises(TopiError, match="not one of"):
+        topi.winograd_matrices(3)
+    d = te.placeholder((1, 2, 8, 8, 8), "float32", name="d")
+    u = te.placeholder((16, 1, 1, 8, 8), "float32", name="u")
+    with pytest.raises(TopiError, match="input channels"):
+        topi.conv2d_winograd_nchwc(d, u, 2, 1)
+    out = topi.conv2d_winograd_nchwc(te.placeholder((1, 1, 8, 8, 8), "float32", name="d1"), u, 2, 1)
+    with pytest.raises(TopiError, match="tx_block"):
+        topi.schedule_conv2d_winograd_nchwc(out, topi.WinogradKnobs(2, tx_block=9, oc_block=1))
+    with pytest.raises(TopiError, match="F\\(4x4\\)"):
+        topi.schedule_conv2d_winograd_nchwc(out, topi.WinogradKnobs(4, tx_block=2, oc_block=1))
+
+
+class _Force:
+    """A dispatcher that answers every stride-1 3x3 conv with Winograd knobs (as a tuning log would)."""
+
+    def __init__(self, knobs: topi.WinogradKnobs) -> None:
+        self.knobs, self.answered = knobs, 0
+
+    def query(self, kind: str, workload: dict[str, int]) -> topi.WinogradKnobs | None:
+        if kind == "conv2d_nchwc" and (workload["kh"], workload["stride_h"]) == (3, 1):
+            self.answered += 1
+            return self.knobs
+        return None
+
+
+def test_graph_takes_winograd_with_a_fused_bias_residual_and_relu() -> None:
+    rng = np.random.default_rng(3)
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 9, 10), "float32")
+    w = b.const((rng.standard_normal((16, 16, 3, 3)) * 0.3).astype(np.float32))
+    h = b.op("conv2d", [x, w, b.const(rng.standard_normal(16).astype(np.float32))], "c", padding=(1, 1, 1, 1))
+    graph = b.build([b.op("relu", [b.op("add", [h, x])], "out")])
+    # F(4x4): the models' default tile; 9 x 10 leaves partial tiles at the bottom and right.
+    force = _Force(topi.WinogradKnobs(4, tx_block=2, oc_block=2))
+    with dispatch.dispatching(force):
+        compiled = build_model(graph, target="llvm")
+    assert force.answered == 1
+    feed = {"x": rng.standard_normal((1, 16, 9, 10)).astype(np.float32)}
+    got, want = compiled.run(feed)[0], run_graph(graph, feed)[0]
+    assert np.abs(got - want).max() <= topi.winograd_tolerance(4) * np.abs(want).max()
+
+
+def test_default_rule_and_tuning_space_offer_both_algorithms() -> None:
+    resnet_56 = {"n": 1, "ic_outer": 8, "h": 56, "w": 56, "ic_block": 8, "oc_outer": 8, "kh": 3, "kw": 3,
+                 "oc_block": 8, "stride_h": 1, "stride_w": 1, "pad_h": 1, "pad_w": 1}
+    with using_target(parse_target("llvm -mcpu=haswell")):
+        assert default_conv_tile(resnet_56) == 4
+        assert default_conv_tile({**resnet_56, "h": 14, "w": 14}) == 2
+        assert default_conv_tile({**resnet_56, "h": 7, "w": 7}) is None
+        assert default_conv_tile({**resnet_56, "stride_h": 2, "stride_w": 2}) is None
+        assert default_conv_tile({**resnet_56, "ic_outer": 2}) is None
+    task = Task("conv2d_nchwc", tuple(sorted({**resnet_56, "h": 28, "w": 28}.items())),
+                "llvm -mcpu=haswell -mattr=+avx,+avx2,+fma (avx2)", "test/x86_64")
+    tmpl = template_for(task)
+    space = tmpl.space
+    algorithms = {str(space.get(i)["algorithm"]) for i in space.legal_indices()}
+    assert algorithms == {"direct"} | {f"winograd_{m}" for m in topi.TUNED_TILES}
+    assert tmpl.default()["algorithm"] == "winograd_4"
+    assert isinstance(tmpl.knobs(tmpl.default()), topi.WinogradKnobs)
+    # A Winograd config only moves its own knobs: one point per (tile, tiles per register tile, blocks).
+    direct_only = dict(tmpl.default().values)
+    direct_only.update(algorithm="winograd_2", oh_block=2)
+    assert "direct conv" in (space.why_illegal(space.from_dict(direct_only)) or "")
+    strided = template_for(Task("conv2d_nchwc", tuple(sorted({**resnet_56, "stride_h": 2, "stride_w": 2}.items())),
+                                task.target, task.host))
+    assert strided.space.get(0)["algorithm"] == "direct" and len(strided.space.axes[0].values) == 1
+
+
+def test_tuner_measures_a_winograd_config_through_its_artifact_bytes() -> None:
+    # The runner gets only the artifact's bytes: its function's name says it takes transformed weights.
+    from compiler.autotune.measure import MeasureOptions, build_job, run_job
+
+    wl = {"n": 1, "ic_outer": 2, "h": 8, "w": 8, "ic_block": 8, "oc_outer": 2, "kh": 3, "kw": 3, "oc_block": 8,
+          "stride_h": 1, "stride_w": 1, "pad_h": 1, "pad_w": 1}
+    task = Task("conv2d_nchwc", tuple(sorted(wl.items())), "llvm -mcpu=haswell -mattr=+avx,+avx2,+fma (avx2)",
+                "test/avx2")
+    tmpl = template_for(task)
+    config = tmpl.space.from_dict({**tmpl.default().to_dict(), "algorithm": "winograd_2", "ow_block": 2,
+                                   "oc_block": 2, "oh_block": 1, "unroll_kw": False, "reduce_order": "ic_kh_kw",
+                                   "outer_order": "oc_y", "reduce_at": "tile"})
+    assert tmpl.space.why_illegal(config) is None
+    outcome = run_job(task.to_json(), None, build_job(task.to_json(), None, config.to_dict()),
+                      MeasureOptions(repeats=1, warmup=0, flush_bytes=0))
+    assert outcome.correct, outcome.detail

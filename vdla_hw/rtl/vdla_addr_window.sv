@@ -1,0 +1,54 @@
+// The DRAM address window on one DMA command path: a command "COUNT elements of 2^LOG_EB
+// bytes from byte ADDR" passes to the DMA engine only when its bytes [ADDR, ADDR + COUNT *
+// 2^LOG_EB) lie in [base, limit) -- the rule fsim and the cycle model apply; otherwise it is
+// held back (never issued) and `fault` is high while it waits. `halt` holds back every
+// new command (the machine stopped on a fault); one the engine was already offered stays
+// offered until taken, as valid/ready requires (it is inside the window).
+//
+// The engines round a command out to whole bus beats (vdla_dma_rd/wr; writes strobe only the
+// command's bytes), so with a BUS_BYTES-aligned window, as drivers set it, no burst touches a
+// byte outside the window either. The sum is two bits wider than the address, so a span that
+// wraps past the top of the address space faults instead of wrapping into the window.
+`default_nettype none
+/* verilator lint_off IMPORTSTAR */  // yosys 0.70 reads package imports only at file scope
+import vdla_pkg::*;
+/* verilator lint_on IMPORTSTAR */
+
+module vdla_addr_window #(
+  parameter int LOG_EB = 0,
+  parameter int CNT_W = SIZE_W
+) (
+  input  wire logic                      clk,
+  input  wire logic                      rst_n,
+  input  wire logic                      clear,
+  input  wire logic                      in_valid,
+  output logic                           in_ready,
+  input  wire logic [AXI_ADDR_WIDTH-1:0] addr,
+  input  wire logic [CNT_W-1:0]          count,
+  output logic                           out_valid,
+  input  wire logic                      out_ready,
+  input  wire logic [AXI_ADDR_WIDTH-1:0] base,
+  input  wire logic [AXI_ADDR_WIDTH-1:0] limit,
+  input  wire logic                      halt,
+  output logic                           fault
+);
+  localparam int W = AXI_ADDR_WIDTH + 2;
+
+  logic [W-1:0] span_end;
+  logic         in_window;
+  assign span_end  = W'(addr) + (W'(count) << LOG_EB);
+  assign in_window = addr >= base && span_end <= W'(limit);
+
+  logic shown, pass;  // shown: offered to the engine last cycle and not taken
+  assign pass      = in_window && (!halt || shown);
+  assign out_valid = in_valid && pass;
+  assign in_ready  = out_ready && pass;
+  assign fault     = in_valid && !in_window && !halt;
+
+  always_ff @(posedge clk) begin
+    if (!rst_n || clear) shown <= 1'b0;
+    else shown <= out_valid && !out_ready;
+  end
+endmodule
+
+`default_nettype wire
