@@ -74,6 +74,11 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("shr-left-wrong", "vdla_alu.sv", "else alu_lane = nb >= ACC_WIDTH'(ACC_WIDTH) ? '0 : a << nb[SHW-1:0];",
            "else alu_lane = nb >= ACC_WIDTH'(ACC_WIDTH) ? '0 : a >> nb[SHW-1:0];",
            "negative shift amounts shift right instead of left"),
+    Mutant("fifo-admits-full", "vdla_fifo.sv", "assign in_ready = count < CNT_W'(DEPTH);",
+           "assign in_ready = count <= CNT_W'(DEPTH);", "a FIFO accepts a push when full (one entry too many)"),
+    Mutant("gate-start-early", "vdla_dep_gate.sv", "assign exec_start  = state == S_POP && !pops_left;",
+           "assign exec_start  = state == S_POP && !(need_pop_prev && !pop_prev_valid);",
+           "a gate starts its executor before a pop_next token is there"),
     Mutant("max-is-min", "vdla_alu.sv", "ALU_MAX: alu_lane = sa > sb ? a : b;", "ALU_MAX: alu_lane = sa < sb ? a : b;",
            "ALU MAX computes MIN"),
     Mutant("alu-no-forward-dst", "vdla_alu.sv", "assign fwd_dst3 = v[D] && acc_wr_addr == dst[3];",
@@ -144,6 +149,55 @@ def fuzz_mutant(mutant: Mutant | None, config: str, count: int, seed: int, workd
                    time.perf_counter() - t0)
 
 
+@dataclass(frozen=True)
+class ProofVerdict:
+    """What ``vdla hw prove`` says of one mutant: the tasks over its file, and the first that refutes it."""
+
+    name: str
+    tasks: tuple[str, ...]
+    killed_by: str | None
+    """``task: label`` of the first refuted property, None when every task passed (or none applies)."""
+    seconds: float
+
+
+def prove_mutant(mutant: Mutant | None, config: str, workdir: Path, solver: str = "z3") -> ProofVerdict:
+    """Run the proof tasks whose top or harness reads ``mutant``'s file until one fails."""
+    from vdla_hw.formal.sby import run_task
+    from vdla_hw.formal.tasks import proof_tasks
+
+    name = mutant.name if mutant else "(original)"
+    rtl_dir = make_copy(mutant, workdir / ("proof-" + name.strip("()")))
+    stem = mutant.file.removesuffix(".sv") if mutant else None
+    tasks = [t for t in proof_tasks(config) if stem is None or stem in t.modules]
+    t0 = time.perf_counter()
+    for task in tasks:
+        result = run_task(config, task, rtl_dir=rtl_dir, solver=solver)
+        if result.status == "FAIL":
+            label = result.failed[0].label if result.failed else "?"
+            return ProofVerdict(name, tuple(t.name for t in tasks), f"{task.name}: {label}", time.perf_counter() - t0)
+    return ProofVerdict(name, tuple(t.name for t in tasks), None, time.perf_counter() - t0)
+
+
+def format_kill_matrix(verdicts: list[Verdict] | None, proofs: list[ProofVerdict]) -> str:
+    """Markdown: each mutant killed by fuzz only, proofs only, both or neither."""
+    fuzz = {v.name: v.killed for v in verdicts or []}
+    lines = ["| mutant | fuzz | proofs (task: property) | killed by |", "|---|---|---|---|"]
+    for p in proofs:
+        if p.name == "(original)":
+            continue
+        f = fuzz.get(p.name)
+        by_fuzz = "not run" if f is None else ("killed" if f else "survived")
+        by_proof = p.killed_by or ("no proof task reads the file" if not p.tasks else "all passed")
+        who = {(True, True): "both", (True, False): "fuzz only", (False, True): "proofs only",
+               (False, False): "neither"}.get((bool(f), p.killed_by is not None), "?")
+        if f is None:
+            who = "proofs" if p.killed_by else "-"
+        lines.append(f"| {p.name} | {by_fuzz} | {by_proof} | {who} |")
+    killed = sum(p.killed_by is not None for p in proofs if p.name != "(original)")
+    lines.append(f"\nproofs killed {killed}/{len([p for p in proofs if p.name != '(original)'])} mutants")
+    return "\n".join(lines)
+
+
 def format_table(verdicts: list[Verdict]) -> str:
     """A Markdown table of the verdicts and the kill rate."""
     lines = ["| mutant | change | killed | programs to kill | first failure |", "|---|---|---|---|---|"]
@@ -163,23 +217,40 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only", default=None, help="comma-separated mutant names")
     parser.add_argument("--json", default="fuzz-out/mutants.json")
+    parser.add_argument("--proofs", action="store_true",
+                        help="also run `vdla hw prove`'s tasks over each mutant's file and report which mutants "
+                             "the proofs kill (fuzz only / proofs only / both)")
+    parser.add_argument("--no-fuzz", action="store_true", help="with --proofs: skip fuzzing, only prove")
     args = parser.parse_args(argv)
+    if args.no_fuzz and not args.proofs:
+        parser.error("--no-fuzz needs --proofs (there would be nothing to run)")
     chosen = [m for m in MUTANTS if not args.only or m.name in args.only.split(",")]
-    verdicts = []
+    verdicts: list[Verdict] = []
+    proofs: list[ProofVerdict] = []
     with tempfile.TemporaryDirectory(prefix="vdla-mutants-") as tmp:
         for mutant in [None, *chosen]:
-            v = fuzz_mutant(mutant, args.config, args.count, args.seed, Path(tmp))
-            print(f"{v.name:<24} {'killed' if v.killed else 'survived'} after {v.programs} programs "
-                  f"({v.seconds:.1f} s){': ' + v.failure if v.failure else ''}", flush=True)
-            verdicts.append(v)
-    print(format_table(verdicts))
+            if not args.no_fuzz:
+                v = fuzz_mutant(mutant, args.config, args.count, args.seed, Path(tmp))
+                print(f"{v.name:<24} {'killed' if v.killed else 'survived'} after {v.programs} programs "
+                      f"({v.seconds:.1f} s){': ' + v.failure if v.failure else ''}", flush=True)
+                verdicts.append(v)
+            if args.proofs:
+                pv = prove_mutant(mutant, args.config, Path(tmp))
+                print(f"{pv.name:<24} proofs: {pv.killed_by or 'not killed'} ({len(pv.tasks)} task(s), "
+                      f"{pv.seconds:.1f} s)", flush=True)
+                proofs.append(pv)
+    if verdicts:
+        print(format_table(verdicts))
+    if proofs:
+        print(format_kill_matrix(verdicts or None, proofs))
     path = Path(args.json)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"config": args.config, "count": args.count, "seed": args.seed,
-                                "verdicts": [asdict(v) for v in verdicts]}, indent=2) + "\n")
+                                "verdicts": [asdict(v) for v in verdicts],
+                                "proofs": [asdict(p) for p in proofs]}, indent=2) + "\n")
     print(f"JSON: {path}")
-    original = verdicts[0]
-    return 1 if original.killed else 0
+    false_alarm = (verdicts and verdicts[0].killed) or (proofs and proofs[0].killed_by is not None)
+    return 1 if false_alarm else 0
 
 
 if __name__ == "__main__":

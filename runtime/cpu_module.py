@@ -11,13 +11,15 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import platform
+import struct
 import tempfile
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, Callable
 
 import numpy as np
-from runtime.file_checks import check_elf, read_bytes
+from runtime.file_checks import check_elf, elf_machine, read_bytes
 from vdla_hw.errors import BadFileError
 
 #: Alignment of the buffers the runtime allocates for kernels (a page: every plan offset is a
@@ -55,15 +57,59 @@ class MissingCpuFeatures(CpuModuleError):
     """The module was compiled for CPU features this CPU does not have."""
 
 
+#: The architecture families of LLVM triples (their first word), as :func:`host_arch` names them.
+_TRIPLE_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
+
+#: Linux ``AT_HWCAP`` bits of the ARM features a module records, by architecture (the kernel's
+#: ``asm/hwcap.h``).  They are read with ``getauxval`` rather than from /proc/cpuinfo, which an ARM
+#: userland under qemu-user shows as the x86 host's.
+_ARM_HWCAPS = {"aarch64": {"fp-armv8": 1 << 0, "neon": 1 << 1},
+               "arm": {"neon": 1 << 12, "vfp3": 1 << 13, "vfp4": 1 << 16, "d32": 1 << 19}}
+_AT_HWCAP = 16
+
+
+def triple_arch(triple: str) -> str:
+    """``x86_64``, ``aarch64`` or ``arm`` (32-bit ARM): the architecture of an LLVM triple."""
+    arch = triple.split("-", 1)[0].lower()
+    if arch.startswith(("armv", "thumbv")) or arch in ("arm", "armhf"):
+        return "arm"
+    return _TRIPLE_ARCH.get(arch, arch)
+
+
+@cache
+def host_arch() -> str:
+    """The architecture this process runs as: ``x86_64``, ``aarch64`` or ``arm`` (a 32-bit process on a
+    64-bit ARM kernel is ``arm``: it cannot load AArch64 code)."""
+    machine = platform.machine().lower()
+    arch = triple_arch(machine)
+    if arch == "aarch64" and struct.calcsize("P") == 4:
+        return "arm"
+    return arch
+
+
 @cache
 def host_cpu_features() -> frozenset[str]:
-    """LLVM names of this CPU's features (via llvmlite; /proc/cpuinfo as a fallback)."""
+    """LLVM names of this CPU's features (via llvmlite; /proc/cpuinfo or, on ARM, the kernel's hwcaps
+    as a fallback: a board's runtime may have no llvmlite)."""
+    if host_arch() in _ARM_HWCAPS:
+        return _arm_hwcap_features(host_arch())
     try:
         import llvmlite.binding as llvm
     except ImportError:
         return _cpuinfo_features()
     llvm.initialize_native_target()
     return frozenset(k for k, on in llvm.get_host_cpu_features().items() if on)
+
+
+def _arm_hwcap_features(arch: str) -> frozenset[str]:
+    try:
+        libc = ctypes.CDLL(None)
+        libc.getauxval.restype = ctypes.c_ulong
+        libc.getauxval.argtypes = [ctypes.c_ulong]
+        hwcap = int(libc.getauxval(_AT_HWCAP))
+    except (OSError, AttributeError):
+        return frozenset()
+    return frozenset(name for name, bit in _ARM_HWCAPS[arch].items() if hwcap & bit)
 
 
 def _norm(feature: str) -> str:
@@ -205,9 +251,20 @@ def read_meta(lib: ctypes.CDLL, path: str) -> dict[str, Any]:
     return json.loads(ctypes.string_at(ctypes.addressof(sym)).decode())
 
 
+class ForeignArchitecture(CpuModuleError):
+    """The module was compiled for another architecture (an ARM board's CPU on an x86 workstation)."""
+
+
 def check_target(meta: dict[str, Any], origin: str) -> None:
-    """Raise ``MissingCpuFeatures`` if this CPU lacks a feature the module uses."""
+    """Raise ``ForeignArchitecture`` if the module is another architecture's code, ``MissingCpuFeatures``
+    if this CPU lacks a feature the module uses."""
     target = meta["target"]
+    arch = triple_arch(target.get("triple", "x86_64"))
+    if arch != host_arch():
+        raise ForeignArchitecture(
+            f"{origin} was compiled for {arch} ({target['cpu']}); this host is {host_arch()}: run it on the board "
+            f"(or a machine of that architecture), or compile with --cpu-target llvm for this host",
+            hint="a module compiled with --board B or --cpu-target board:B runs on that board's processor")
     missing = missing_features(list(target["features"]))
     if missing:
         raise MissingCpuFeatures(
@@ -216,16 +273,47 @@ def check_target(meta: dict[str, Any], origin: str) -> None:
             f"common subset (e.g. 'llvm -mcpu=x86-64-v3')")
 
 
+def embedded_meta(data: bytes) -> dict[str, Any] | None:
+    """The ``vdla_module_meta`` JSON read from a library's bytes without loading it (a library of another
+    architecture cannot be loaded here), or None when it is not found."""
+    start = data.find(b'{"format": ')
+    while start >= 0:
+        end = data.find(b"\0", start)
+        try:
+            meta = json.loads(data[start:end].decode())
+            if isinstance(meta, dict) and "target" in meta and "functions" in meta:
+                return meta
+        except (UnicodeDecodeError, ValueError):
+            pass
+        start = data.find(b'{"format": ', start + 1)
+    return None
+
+
+def check_architecture(data: bytes, origin: str) -> None:
+    """Refuse, by name, a library of another architecture than this process's, before the dynamic loader
+    sees it (it would only say "wrong ELF class" or "cannot open shared object")."""
+    arch = elf_machine(data)
+    if arch == host_arch():
+        return
+    meta = embedded_meta(data)
+    if meta is not None:
+        check_target(meta, origin)
+    raise ForeignArchitecture(f"{origin} is {arch} code; this host is {host_arch()}: run it on a machine of that "
+                              f"architecture, or compile with --cpu-target llvm for this host")
+
+
 def load_module(path: str | os.PathLike[str]) -> CpuModule:
     """Load a shared library written by ``Module.export``, refusing a file that is not a complete
     ELF library and CPUs without the features it was compiled for."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise CpuModuleError(f"no such module file: {path}")
+    data = read_bytes(path, "a shared library (.so)")
     try:
-        check_elf(path, read_bytes(path, "a shared library (.so)"))
+        check_elf(path, data)
     except BadFileError as exc:
         raise CpuModuleError(str(exc), hint=exc.hint) from None
+    check_architecture(data, path)
     return _open_library(path, path)
 
 
@@ -239,6 +327,7 @@ def load_module_bytes(data: bytes, origin: str) -> CpuModule:
         check_elf(origin, data)
     except BadFileError as exc:
         raise CpuModuleError(str(exc), hint=exc.hint) from None
+    check_architecture(data, origin)
     with tempfile.TemporaryDirectory(prefix="vdla_kernels_") as tmp:
         file = os.path.join(tmp, "kernels.so")
         with open(file, "wb") as f:

@@ -157,30 +157,53 @@ def load_arrays(path: str | Path, what: str = "a NumPy .npy or .npz file") -> np
         return {n[:-4]: _parse_array(read_member(zf, n, path), f"{path}[{n[:-4]}]") for n in names}
 
 
+#: ELF ``e_machine`` values of the architectures modules are built for.
+ELF_MACHINES = {62: "x86_64", 183: "aarch64", 40: "arm"}
+
+
+def elf_machine(data: bytes) -> str:
+    """The architecture an ELF file's header names (``x86_64``, ``aarch64``, ``arm``, or ``machine <n>``)."""
+    if len(data) < 20 or not data.startswith(ELF_MAGIC):
+        return "unknown"
+    machine = struct.unpack_from("<H", data, 18)[0]
+    return ELF_MACHINES.get(machine, f"machine {machine}")
+
+
 def check_elf(path: str | Path, data: bytes) -> None:
     """Refuse a shared library that is not ELF or whose headers point past its end.
 
     The dynamic loader maps the segments the program headers name; a segment beyond the end of
     a truncated file would be mapped anyway and kill the process with SIGBUS when touched. So
     every header table and ``PT_LOAD`` segment must lie inside the file before it is loaded.
+    Both ELF classes are read: 64-bit (x86-64, AArch64) and 32-bit (an ARMv7 board's library).
     """
     if not data.startswith(ELF_MAGIC):
         raise wrong_kind(path, data, "a shared library (ELF)")
     truncated = BadFileError(f"{path} is a truncated shared library ({len(data)} bytes; its headers describe "
                              f"more)", hint="the file was cut off; rebuild or copy it again")
-    if len(data) < 64 or data[4] != 2 or data[5] != 1:
+    if len(data) < 52:
+        raise truncated
+    if data[5] != 1 or data[4] not in (1, 2):
+        raise BadFileError(f"{path} is not a little-endian ELF library; build it for this machine")
+    if data[4] == 2:
         if len(data) < 64:
             raise truncated
-        raise BadFileError(f"{path} is not a 64-bit little-endian ELF library; build it for this machine")
-    phoff, shoff = struct.unpack_from("<QQ", data, 32)
-    phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", data, 54)
+        phoff, shoff = struct.unpack_from("<QQ", data, 32)
+        phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", data, 54)
+        phdr = "<IIQQQQ"
+    else:
+        phoff, shoff = struct.unpack_from("<II", data, 28)
+        phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", data, 42)
+        phdr = "<IIIII"
     if phoff + phnum * phentsize > len(data) or shoff + shnum * shentsize > len(data):
         raise truncated
     for k in range(phnum):
-        p_type, _, p_offset, _, _, p_filesz = struct.unpack_from("<IIQQQQ", data, phoff + k * phentsize)
+        fields = struct.unpack_from(phdr, data, phoff + k * phentsize)
+        p_type, p_offset, p_filesz = (fields[0], fields[2], fields[5]) if data[4] == 2 else \
+            (fields[0], fields[1], fields[4])
         if p_type == 1 and p_offset + p_filesz > len(data):  # PT_LOAD
             raise truncated
 
 
-__all__ = ["check_elf", "describe", "load_arrays", "load_npy", "open_zip", "parse_json", "read_bytes",
+__all__ = ["check_elf", "describe", "elf_machine", "load_arrays", "load_npy", "open_zip", "parse_json", "read_bytes",
            "read_member", "sha256_hex", "wrong_kind"]

@@ -27,7 +27,8 @@ import numpy as np
 from vdla_hw.config import HwConfig, from_dict
 
 from runtime.backends import run as run_program
-from runtime.cpu_module import CpuModule, Function, aligned_copy, aligned_zeros, load_module_bytes
+from runtime.cpu_module import (CpuModule, ForeignArchitecture, Function, aligned_copy, aligned_zeros,
+                                load_module_bytes)
 from runtime.memory import to_bytes
 from runtime.module_format import ModuleParts, read_module, write_module
 from runtime.program import Program
@@ -126,7 +127,9 @@ class GraphModule:
 
     def __init__(self, graph: Mapping[str, Any], params: Mapping[str, np.ndarray], library: CpuModule | None,
                  programs: Mapping[str, Program], library_bytes: bytes | None = None,
-                 program_bytes: Mapping[str, bytes] | None = None) -> None:
+                 program_bytes: Mapping[str, bytes] | None = None, library_error: str | None = None) -> None:
+        """``library_error`` (with ``library`` None) says why the CPU kernels cannot run in this process (a
+        module cross-compiled for a board's CPU): :meth:`run` raises it, everything else works."""
         self.graph = dict(graph)
         # Private, writable copies: kernels take every argument as a writable buffer.
         self.params = {k: aligned_copy(np.asarray(v)) for k, v in params.items()}
@@ -141,8 +144,20 @@ class GraphModule:
         self._arena = aligned_zeros(max(1, int(graph["arena"]["bytes"])), np.uint8)
         self._slots = {name: self._slot(name, off) for name, off in graph["arena"]["offsets"].items()}
         self._input_bufs = {k: aligned_zeros(s, d) for k, (s, d) in self._inputs.items()}
-        self._calls = [self._prepare(n) if n["device"] == "cpu" else None for n in graph["nodes"]]
+        self._library_error = library_error if library is None else None
+        self._calls = [self._prepare(n) if n["device"] == "cpu" and self._library_error is None else None
+                       for n in graph["nodes"]]
         self._run_program: Callable[..., Any] = run_program
+
+    def with_library(self, library: Any) -> GraphModule:
+        """This model with another kernel library (e.g. a cross-built one run under emulation, which has the
+        interface of :class:`~runtime.cpu_module.CpuModule`)."""
+        return GraphModule(self.graph, self.params, library, self.programs, self._library_bytes,
+                           self._program_bytes)
+
+    def _require_library(self) -> None:
+        if self._library_error is not None and any(n["device"] == "cpu" for n in self.graph["nodes"]):
+            raise ForeignArchitecture(self._library_error)
 
     # ---- construction ------------------------------------------------------------------------------
     @classmethod
@@ -257,6 +272,7 @@ class GraphModule:
     def run(self, inputs: Mapping[str, np.ndarray] | np.ndarray, backend: str = "fsim",
             **options: Any) -> list[np.ndarray]:
         """The model's outputs for ``inputs`` (a dict by input name, or one array), VDLA nodes on ``backend``."""
+        self._require_library()
         self._bind(inputs)
         for node, call in zip(self.graph["nodes"], self._calls):
             if call is not None:
@@ -280,6 +296,7 @@ class GraphModule:
         """
         if trace is not None and backend != "cycle":
             raise GraphExecutorError(f"a timeline needs the cycle backend, not {backend!r}; pass backend='cycle'")
+        self._require_library()
         self._bind(inputs)
         for _ in range(warmup):
             for call in self._calls:

@@ -3,8 +3,11 @@
 Members:
 
 - ``manifest.json``: ``{"format": "vdla-module", "version": 2, "config": {"name", "digest"} | null,
+  "kernels": {"arch", "triple", "cpu", "features"} | null,
   "members": {member: {"bytes": int, "sha256": hex}}}``, the hardware config the module was
-  compiled for and a checksum of every other member; :func:`read_module` refuses a module
+  compiled for, the CPU its kernel library was compiled for (``aarch64`` / ``cortex-a53`` for an
+  Ultra96-V2's kernels: a workstation can tell where a module runs without loading it) and a
+  checksum of every other member; :func:`read_module` refuses a module
   whose members do not match it (a truncated, damaged or swapped-in member);
 - ``graph.json``: the graph description (below);
 - ``params.npz``: the kernels' constant arguments (weights, biases, re-laid-out constants);
@@ -50,6 +53,7 @@ import numpy as np
 
 from runtime.file_checks import (check_elf, open_zip, parse_json, read_bytes, read_member, sha256_hex,
                                  wrong_kind)
+from runtime.cpu_module import embedded_meta, triple_arch
 from runtime.program import Program, check_config
 from vdla_hw.config import HwConfig, from_dict
 from vdla_hw.errors import BadConfigError, BadFileError
@@ -80,6 +84,8 @@ class ModuleParts:
     library: bytes | None
     programs: Mapping[str, bytes]
     config: HwConfig | None
+    kernels: Mapping[str, Any] | None = None
+    """The kernel library's target as the manifest records it (arch, triple, cpu, features), or None."""
 
 
 def write_module(path: str | Path, graph: Mapping[str, Any], params: Mapping[str, np.ndarray],
@@ -98,12 +104,25 @@ def write_module(path: str | Path, graph: Mapping[str, Any], params: Mapping[str
     config = from_dict(graph["config"]) if graph.get("config") else None
     manifest = {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION,
                 "config": None if config is None else {"name": config.name, "digest": config.digest},
+                "kernels": kernels_target(library) if uses_library else None,
                 "members": {m: {"bytes": len(b), "sha256": sha256_hex(b)} for m, b in members.items()}}
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         zf.writestr(MANIFEST_MEMBER, json.dumps(manifest, indent=1))
         for member, data in members.items():
             zf.writestr(member, data)
     return path
+
+
+def kernels_target(library: bytes | None) -> dict[str, Any] | None:
+    """``{"arch", "triple", "cpu", "features"}`` of a kernel library, read from its bytes (not loaded)."""
+    if library is None:
+        return None
+    meta = embedded_meta(library)
+    if meta is None:
+        raise ModuleFormatError("the kernel library has no vdla_module_meta: it was not written by the LLVM backend")
+    target = meta["target"]
+    return {"arch": triple_arch(target["triple"]), "triple": target["triple"], "cpu": target["cpu"],
+            "features": list(target["features"])}
 
 
 def _member_config(member: str, data: bytes, path: Path) -> HwConfig | None:
@@ -201,4 +220,5 @@ def read_module(path: str | Path, config: HwConfig | None = None) -> ModuleParts
             check_elf(f"{path}:{KERNELS_MEMBER}", library)
         programs = {n["program"]: _verified_member(zf, n["program"], manifest, path, module_config)
                     for n in graph["nodes"] if n["device"] == "vdla"}
-    return ModuleParts(graph, params, library, programs, module_config)
+    kernels = manifest.get("kernels") or kernels_target(library)
+    return ModuleParts(graph, params, library, programs, module_config, kernels)

@@ -44,8 +44,7 @@ class HostInfo:
     @staticmethod
     def of(target: Target) -> HostInfo:
         f = target.features
-        isa = "avx512" if "avx512f" in f else "avx2" if "avx2" in f else "avx" if "avx" in f else "sse"
-        return HostInfo(target.cpu, isa, target.vector_bits, target.has_fma,
+        return HostInfo(target.cpu, target.isa, target.vector_bits, target.has_fma,
                         bool({"avx512vnni", "avxvnni"} & f), os.cpu_count() or 1)
 
     @staticmethod
@@ -127,7 +126,9 @@ def cpu_target_key(target: Target) -> str:
     isa = HostInfo.of(target).isa
     if target == host_target():
         return f"llvm -mcpu={target.cpu} ({isa})"
-    return f"llvm -mcpu={target.cpu} -mattr={target.feature_string} ({isa})"
+    # Another architecture (an ARM board's CPU) names its triple: the tuning space is sized for it.
+    triple = "" if target.arch == host_target().arch else f"-mtriple={target.triple} "
+    return f"llvm {triple}-mcpu={target.cpu} -mattr={target.feature_string} ({isa})"
 
 
 def vdla_target_key(cfg: HwConfig) -> str:

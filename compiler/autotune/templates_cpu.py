@@ -30,8 +30,6 @@ from compiler.tir.stmt import PrimFunc
 from .space import Axis, Config, ConfigSpace, divisors
 from .template import RunOutcome, Template
 
-_ISA_BITS = {"avx512": 512, "avx2": 256, "avx": 256, "sse": 128}
-_VECTOR_REGISTERS = {"avx512": 32, "avx2": 16, "avx": 16, "sse": 16}
 _RTOL = 1e-4
 
 
@@ -59,7 +57,13 @@ class CpuTemplate(Template):
 
     @property
     def lanes(self) -> int:
-        return _ISA_BITS.get(self.isa, 128) // 32
+        """fp32 lanes of one vector register of the task's target (8 on AVX2, 4 on NEON)."""
+        return self.target.vector_lanes(32)
+
+    @property
+    def registers(self) -> int:
+        """Vector registers of the task's target (32 on AVX-512 and AArch64, 16 on AVX2 and ARMv7)."""
+        return self.target.vector_registers
 
     @property
     def target(self) -> Target:
@@ -166,7 +170,7 @@ class Conv2dNCHWcTemplate(CpuTemplate):
 
     def make_space(self) -> ConfigSpace:
         vectors = -(-self.task.wl["oc_block"] // self.lanes)
-        registers = _VECTOR_REGISTERS.get(self.isa, 16)
+        registers = self.registers
         budget = max(registers // vectors, int(self.default()["ow_block"]))
 
         def legal(c: Config) -> None:
@@ -292,7 +296,7 @@ class Conv2dNCHWcTemplate(CpuTemplate):
         of either per cycle; accumulators beyond the register file (less the weight and input registers)
         are spilled, a store and a load each.  Loop orders and unrolling are left to the learned model."""
         vectors = -(-self.task.wl["oc_block"] // self.lanes)
-        registers = _VECTOR_REGISTERS.get(self.isa, 16)
+        registers = self.registers
         columns, rows = int(config["oh_block"]) * int(config["ow_block"]), int(config["oc_block"]) * vectors
         accumulators = columns * rows
         per_step = max(accumulators, columns + rows) / 2 + 2 * max(0, accumulators + 2 - registers) + 0.5
@@ -395,7 +399,7 @@ class DepthwiseNCHWcTemplate(CpuTemplate):
     def make_space(self) -> ConfigSpace:
         ow = int(self.tensors()[1].shape[3].value)
         vectors = -(-self.task.wl["c_block"] // self.lanes)
-        budget = max(1, (_VECTOR_REGISTERS.get(self.isa, 16) - 2 * vectors) // vectors)
+        budget = max(1, (self.registers - 2 * vectors) // vectors)
         return ConfigSpace((Axis("ow_block", divisors(ow, max(budget, int(self.default()["ow_block"])))),
                             Axis("unroll_kw", (False, True))))
 

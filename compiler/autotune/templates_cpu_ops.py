@@ -29,7 +29,7 @@ from compiler.tir.ir import const
 from compiler.topi.utils import ElementwiseKnobs, schedule_elementwise
 
 from .space import Axis, Config, ConfigSpace, divisors
-from .templates_cpu import _VECTOR_REGISTERS, CpuTemplate
+from .templates_cpu import CpuTemplate
 
 
 class PoolTemplate(CpuTemplate):
@@ -58,7 +58,7 @@ class PoolTemplate(CpuTemplate):
         default = self.default()
         if self.blocked:
             vectors = -(-self.task.wl["c_block"] // self.lanes)
-            budget = max(1, (_VECTOR_REGISTERS.get(self.isa, 16) - 2 * vectors) // vectors)
+            budget = max(1, (self.registers - 2 * vectors) // vectors)
             blocks = divisors(self.out_width, budget)
             widths: tuple[int, ...] = (int(default["vector"]),)
         else:
@@ -173,7 +173,7 @@ class BatchMatmulTemplate(CpuTemplate):
 
     def make_space(self) -> ConfigSpace:
         w = self.task.wl
-        registers = _VECTOR_REGISTERS.get(self.isa, 16)
+        registers = self.registers
         vectors = tuple(v for v in (1, 2, 3, 4) if w["n"] % (self.lanes * v) == 0) or (1,)
 
         def legal(c: Config) -> None:

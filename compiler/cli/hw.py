@@ -127,6 +127,48 @@ def _synth(args: argparse.Namespace) -> int:
 
 
 @subcommand
+def _prove_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("prove", help="prove the RTL's formal properties with SymbiYosys (k-induction or BMC per task)")
+    p.add_argument("--config", default="tiny", help="preset name or config .json path (default: %(default)s)")
+    p.add_argument("--rtl-dir", default=None, help="prove the module files in this folder (a changed copy of "
+                                                   "vdla_hw/rtl) instead of the shipped RTL")
+    p.add_argument("--task", action="append", help="run only this task (repeatable; see --list)")
+    p.add_argument("--list", action="store_true", help="list the tasks with their method and properties, run nothing")
+    p.add_argument("--solver", default="z3", choices=("z3", "boolector"), help="SMT solver (default: %(default)s)")
+    p.add_argument("--timeout", type=float, default=1800.0, help="seconds per task (default: %(default)s)")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.set_defaults(func=_prove)
+
+
+def _prove(args: argparse.Namespace) -> int:
+    import json
+
+    from vdla_hw.formal.prove import format_results, prove
+    from vdla_hw.formal.tasks import proof_tasks
+
+    tasks = proof_tasks(args.config)
+    if args.task:
+        known = {t.name for t in tasks}
+        unknown = [n for n in args.task if n not in known]
+        if unknown:
+            raise UsageError(f"unknown proof task(s) {unknown} for config {args.config}",
+                             hint=f"choose from: {', '.join(sorted(known))}")
+        tasks = [t for t in tasks if t.name in args.task]
+    if args.list:
+        for t in tasks:
+            print(f"{t.name:22} {t.top:20} {t.method:22} {', '.join(t.properties)}")
+        return 0
+    if args.rtl_dir and not Path(args.rtl_dir).is_dir():
+        raise UsageError(f"--rtl-dir {args.rtl_dir} is not a folder", hint="point it at a copy of vdla_hw/rtl")
+    results = prove(args.config, tasks, rtl_dir=args.rtl_dir, solver=args.solver, timeout=args.timeout)
+    if args.json:
+        print(json.dumps([r.to_dict() for r in results], indent=2))
+    else:
+        print(format_results(results))
+    return 0 if all(r.passed for r in results) else 1
+
+
+@subcommand
 def _test_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("test", help="run the RTL regression (cocotb on Verilator) through pytest")
     p.add_argument("--config", default=None,

@@ -1,7 +1,12 @@
 """``vdla compile`` and ``vdla run``: whole models, from an ONNX file to a deployable module and back.
 
     vdla compile model.onnx --target vdla --config default --calibrate data.npz -o model.vdla
+    vdla compile model.onnx --target vdla --board pynq-z2 --bitstream DIR --calibrate data.npz -o m.vdla
     vdla run model.vdla --input x.npy --backend cycle --profile --trace vdla.json --output y.npy
+
+``--board B`` compiles the CPU kernels for the board's processor (``--cpu-target board:B``: ARMv7 for the
+PYNQ-Z2, AArch64 for the Ultra96-V2 and ZCU104) and, with ``--bitstream DIR``, takes the VDLA config
+from the board's bitstream folder, refusing another ``--config`` and a folder built for another board.
 
 ``run`` needs only the runtime: it never imports the compiler.
 """
@@ -25,7 +30,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description="Compile an ONNX model for the CPU (llvm) or the VDLA (int8) into one file.")
     p.add_argument("model", help="the ONNX file")
     p.add_argument("--target", choices=("llvm", "vdla"), default="llvm", help="llvm (CPU, fp32) or vdla (int8)")
-    p.add_argument("--config", default="default", help="hardware preset name or .json path (vdla; default: default)")
+    p.add_argument("--config", default=None, help="hardware preset name or .json path (vdla; default: the "
+                   "--bitstream folder's config, else default)")
+    p.add_argument("--board", help="compile for this board: its processor's CPU kernels (--cpu-target board:B) and, "
+                   "with --bitstream, the config its bitstream is built with")
+    p.add_argument("--bitstream", metavar="DIR", help="with --board: the folder `vdla fpga build` wrote for the "
+                   "board; the module is compiled for the config of that bitstream")
     p.add_argument("--calibrate", metavar="DATA.npz",
                    help="calibration inputs for int8 quantization (vdla): arrays named like the model's inputs, "
                         "their first axis the sample index (a .npy file for a one-input model)")
@@ -36,7 +46,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="int8 calibration (vdla): max, percentile[:P] (default P 99.99) or kl (default: max)")
     p.add_argument("--per-tensor", action="store_true",
                    help="one power-of-two scale per weight tensor instead of per-channel scales (vdla)")
-    p.add_argument("--cpu-target", default="llvm", help="LLVM target of the CPU kernels (default: this host)")
+    p.add_argument("--cpu-target", default=None, help="LLVM target of the CPU kernels: 'llvm' (this host, the "
+                   "default), 'llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a53', or board:NAME")
     p.add_argument("--tuning-log", metavar="TUNE.jsonl",
                    help="apply the best config per task from a `vdla tune` log (others keep the default)")
     p.add_argument("-o", "--output", required=True, help="the module file to write (.vdla)")
@@ -90,12 +101,45 @@ def _calibration(path: str, input_names: list[str]) -> list[dict[str, np.ndarray
     return [{k: arrays[k][i] for k in input_names} for i in range(count)]
 
 
+def board_options(board: str | None, bitstream: str | None, config: str | None, cpu_target: str | None
+                  ) -> tuple[str, str]:
+    """``(config, cpu target)`` of ``vdla compile``'s options: ``--board`` sets the CPU target to the board's
+    processor, ``--bitstream`` the config to its bitstream's; contradicting options are refused."""
+    from vdla_hw.config import load_config
+    from vdla_hw.fpga.boards import get_board
+
+    if board is None:
+        if bitstream is not None:
+            raise UsageError("--bitstream names a board's bitstream folder: pass --board too")
+        return config or "default", cpu_target or "llvm"
+    b = get_board(board)
+    if b.host_cpu is None:
+        raise UsageError(f"board {b.name} has no processor of its own to run the CPU kernels: its host is the "
+                         f"workstation it is attached to", hint="compile without --board (--cpu-target llvm)")
+    if cpu_target is not None and cpu_target not in (f"board:{b.name}", b.host_cpu.llvm_target):
+        raise UsageError(f"--board {b.name} runs the CPU kernels on its {b.host_cpu.title}, but --cpu-target says "
+                         f"{cpu_target!r}", hint="drop --cpu-target (--board sets it)")
+    if bitstream is None:
+        return config or "default", f"board:{b.name}"
+    from runtime.pool.bundle import check_board, check_folder
+
+    manifest, built = check_folder(Path(bitstream))
+    check_board(manifest, b.name, bitstream)
+    if config is not None and load_config(config).digest != built.digest:
+        raise UsageError(f"--config {config} is not the config the bitstream in {bitstream} is built with "
+                         f"({built.label()}): the module's VDLA programs would not run on it",
+                         hint="drop --config (the bitstream's config is used), or build a bitstream for it")
+    return str(Path(bitstream) / "config.json") if (Path(bitstream) / "config.json").is_file() else built.name, \
+        f"board:{b.name}"
+
+
 def cmd_compile(args: argparse.Namespace) -> int:
     from compiler.frontend.onnx import from_onnx
     from compiler.graph.build import build_model
     from compiler.graph.passes.calibration import parse_calibration
     from compiler.graph.passes.sqnr import format_sqnr
 
+    args.config, args.cpu_target = board_options(args.board, args.bitstream, args.config, args.cpu_target)
     graph = from_onnx(args.model, shapes=_shapes(args.shape) or None)
     samples = None
     calibration = parse_calibration(args.calibration)  # a bad method is refused before any work
@@ -124,6 +168,11 @@ def cmd_compile(args: argparse.Namespace) -> int:
     path = compiled.export(args.output)
     where = ", ".join(f"{k} {v}" for k, v in sorted(compiled.placement().items()))
     print(f"compiled {args.model} for {args.target} in {compiled.compile_seconds:.2f} s: {where} nodes -> {path}")
+    if compiled.llvm_module is not None:
+        tgt = compiled.llvm_module.target
+        where = f" (board {args.board})" if args.board else ""
+        print(f"CPU kernels: {tgt.arch} {tgt.cpu}{where}, {tgt.vector_bits}-bit vectors, "
+              f"{tgt.vector_registers} vector registers")
     if args.target == "vdla":
         from runtime.partition_report import format_partition
 
@@ -158,7 +207,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from vdla_hw.config import load_config
 
-    module = load(args.module, load_config(args.config) if args.config else None)
+    config = load_config(args.config) if args.config else None
+    if args.pool and args.backend == "fpga" and not (args.profile or args.trace or args.json):
+        outputs = _run_on_board_worker(args, config)
+        if outputs is not None:
+            return _report(args, outputs)
+    module = load(args.module, config)
     module.set_num_threads(args.threads)
     inputs = _inputs(args.input, module.input_names)
     with ExitStack() as stack:
@@ -176,11 +230,37 @@ def cmd_run(args: argparse.Namespace) -> int:
                 Path(args.json).write_text(json.dumps(profile.to_json(), indent=1))
         else:
             outputs = module.run(inputs, backend=args.backend)
-    for name, y in zip(module.output_names, outputs):
+    return _report(args, list(zip(module.output_names, outputs)))
+
+
+def _run_on_board_worker(args: argparse.Namespace, config) -> list[tuple[str, np.ndarray]] | None:  # type: ignore[no-untyped-def]
+    """``vdla run --backend fpga --pool``: the whole module on a board worker whose processor its CPU kernels
+    were compiled for (CPU kernels there, VDLA nodes on its board); None (after saying why) to keep the split,
+    where each VDLA node's program is shipped to the board and the CPU kernels run here."""
+    from runtime.module_format import read_module
+    from runtime.pool.deploy import board_workers
+    from runtime.pool.tasks import run_whole_module, whole_module_worker
+
+    parts = read_module(args.module, config)
+    inputs = _inputs(args.input, [i["name"] for i in parts.graph["inputs"]])
+    with pool_executor(args) as executor:
+        worker, why = whole_module_worker(board_workers(executor.client), parts.config,
+                                          dict(parts.kernels) if parts.kernels else None, args.board)
+        if worker is None:
+            print(f"running the CPU kernels here and each VDLA node on the board: {why}")
+            return None
+        print(f"running the whole module on board worker {worker.name} ({worker.board}): {why}")
+        outputs = run_whole_module(executor, worker, Path(args.module).read_bytes(), inputs, args.threads)
+    names = [ref.get("value") or ref["name"] for ref in parts.graph["outputs"]]
+    return list(zip(names, outputs))
+
+
+def _report(args: argparse.Namespace, outputs: list[tuple[str, np.ndarray]]) -> int:
+    for name, y in outputs:
         flat = y.reshape(-1)
         head = np.array2string(flat[:8], precision=4, separator=", ")
         print(f"{name}: {y.dtype}{list(y.shape)} {head}{' ...' if flat.size > 8 else ''}"
               + (f" argmax {int(flat.argmax())}" if flat.size > 1 else ""))
     if args.output:
-        np.save(args.output, outputs[0])
+        np.save(args.output, outputs[0][1])
     return 0

@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 from vdla_hw.config import HwConfig, load_config
 
-from compiler.codegen.llvm import LLVMModule, codegen, export_library, jit, parse_target, using_target
+from compiler.codegen.llvm import (LLVMModule, codegen, export_library, host_target, jit, parse_target,
+                                  using_target)
 from compiler.codegen.symbols import SymbolTable
 from compiler.graph.errors import GraphError, NotLoweredError
 from compiler.graph.ir import Attrs, ConstValue, Graph, Node
@@ -73,6 +74,17 @@ class CompiledModule:
             if self.llvm_module is not None:
                 library = export_library(self.llvm_module, Path(tmp) / "kernels.so")
             return self.module.export(path, library)
+
+    def run_emulated(self, inputs: Mapping[str, np.ndarray] | np.ndarray, backend: str = "fsim", *,
+                     threads: int = 2, **options: Any) -> list[np.ndarray]:
+        """Run a module cross-compiled for an ARM board here: every CPU kernel under qemu-user (one process per
+        call, :class:`~compiler.codegen.llvm.cross.EmulatedLibrary`), VDLA nodes on ``backend``."""
+        from compiler.codegen.llvm.cross import EmulatedLibrary
+
+        if self.llvm_module is None:
+            return self.run(inputs, backend=backend, **options)
+        emulated = self.module.with_library(EmulatedLibrary(self.llvm_module, threads=threads))
+        return emulated.run(inputs, backend=backend, **options)
 
     def partition(self) -> list[PartitionEntry]:
         """Where every kernel runs and, for a conv2d/dense kept on the CPU, why (target vdla; else empty)."""
@@ -227,12 +239,18 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
                 {"param": _param_key(g.node(a).value if isinstance(a, str) else a, params, keys)} for a in ck.args]
         nodes.append({"name": n.name, "device": "cpu", "ops": ops, "function": ck.name, "args": args})
         report.append(PartitionEntry(n.name, "cpu", tuple(ops), anchor, fallbacks.get(n.name, n.attrs.get("reason"))))
-    llvm_module = library = None
+    llvm_module = library = library_error = None
     if cpu_kernels:
         unique = {id(k.func): k.func for k in cpu_kernels}
+        tgt = parse_target(cpu_target)
         with ticking(f"generating CPU code for {len(unique)} kernels"):
-            llvm_module = codegen(list(unique.values()), parse_target(cpu_target), name=name)
-            library = jit(llvm_module)
+            llvm_module = codegen(list(unique.values()), tgt, name=name)
+            if tgt.arch == host_target().arch:
+                library = jit(llvm_module)
+            else:
+                # Cross-compiled for a board: exported and run there (or here under qemu: run_emulated).
+                library_error = (f"model {name} was compiled for {tgt.arch} ({tgt.cpu}); this host is "
+                                 f"{host_target().arch}: run it on the board, or compile with --cpu-target llvm")
     plan = plan_memory(g)
     description = {
         "format": FORMAT, "version": VERSION, "name": name, "target": target,
@@ -249,7 +267,7 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
         description["quantization"] = {"calibration": str(quantized.calibration), "per_channel": per_channel,
                                        "sqnr": [r.to_json() for r in sqnr]}
     programs = {nd["program"]: vdla_kernels[nd["name"]].program for nd in nodes if nd["device"] == "vdla"}
-    module = GraphModule(description, params, library, programs)
+    module = GraphModule(description, params, library, programs, library_error=library_error)
     return CompiledModule(module, g, llvm_module, time.perf_counter() - t0, fallbacks, sqnr,
                           quantized if target == "vdla" else None)
 

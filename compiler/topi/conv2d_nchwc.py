@@ -20,14 +20,24 @@ import math
 from dataclasses import dataclass
 
 from .. import te
-from ..codegen.llvm import Target
+from ..codegen.llvm import Target, current_target
 from ..schedule import Schedule, create_schedule
 from ..te import ComputeOp, Tensor
 from ..tir.ir import Var
 from .utils import TopiError, const_shape, largest_divisor, vector_lanes, vector_registers
 
-#: Vector registers a register tile leaves free: weight vectors, the broadcast input, addresses.
+#: Vector registers a register tile leaves free on x86: weight vectors, the broadcast input, addresses.
 _SPARE_REGISTERS = 4
+
+
+def spare_registers(target: Target | None = None) -> int:
+    """Vector registers the register tile leaves beside its accumulators on ``target`` (default: the one
+    compiled for).  x86: 4.  ARM (NEON): half the register file.  LLVM's AArch64 back end keeps the tile's
+    loop-invariant weight vectors in registers too, and reloads them from stack slots inside the hot loop
+    when they do not fit: ResNet-18's C9 with a 14 x 2 tile (28 of 32 registers) measured 3.1 instructions
+    and 0.9 stack accesses per ``fmla``, with 7 x 2 (16 spare) 1.6 and 0.16 (bench/arm_codegen.py)."""
+    tgt = target or current_target()
+    return tgt.vector_registers // 2 if tgt.is_arm else _SPARE_REGISTERS
 _REDUCE_ORDERS = ("ic_kh_kw", "kh_kw_ic")
 #: Marks the padding stage ``pad_nchwc`` made, which the conv schedule owns (any other input stage is
 #: the caller's to schedule).
@@ -172,8 +182,8 @@ def default_nchwc_blocks(in_channels: int, out_channels: int,
 
 def max_accumulators(target: Target | None = None) -> int:
     """Accumulator vectors a register tile may hold on ``target`` (by default the one being compiled
-    for): 28 of AVX-512's 32 zmm, 12 of AVX2's 16 ymm."""
-    return vector_registers(target) - _SPARE_REGISTERS
+    for): 28 of AVX-512's 32 zmm, 12 of AVX2's 16 ymm, 16 of AArch64's 32 and 8 of ARMv7's 16 q registers."""
+    return vector_registers(target) - spare_registers(target)
 
 
 def default_conv2d_nchwc_tile(out_width: int, oc_outer: int, vectors_per_column: int,
@@ -189,7 +199,7 @@ def default_conv2d_nchwc_tile(out_width: int, oc_outer: int, vectors_per_column:
     fits = [d for d in range(1, out_width + 1) if out_width % d == 0 and d * vectors_per_column <= accumulators]
     half = [d for d in fits if 2 * d * vectors_per_column <= accumulators] or [1]
     ow_block = max(fits) if max(fits) > 2 * max(half) else max(half)
-    registers = accumulators + _SPARE_REGISTERS
+    registers = accumulators + spare_registers()
     room = (registers - 1) // (vectors_per_column * (ow_block + 1))
     oc_block = largest_divisor(oc_outer, max(1, min(4, room, accumulators // (ow_block * vectors_per_column))))
     return oc_block, ow_block
@@ -209,7 +219,7 @@ def widen_tile(out_width: int, oc_outer: int, vectors_per_column: int, accumulat
     the row partitioned off narrower.  AVX2's 12 accumulators hold 4 x 2 of a 56-wide row and 7 x 1
     of a 14- or 7-wide one; 6 x 2 made ResNet-18 6.6% faster, ResNet-50 5.6% and MobileNetV2 3.6%
     (AVX2, one thread).  AVX-512's tiles of ResNet's rows are full already and stay as they are."""
-    registers = accumulators + _SPARE_REGISTERS
+    registers = accumulators + spare_registers()
     # The widened tile's accumulators, its two channel blocks' weight vectors and a broadcast input.
     columns = min(out_width, accumulators // (2 * vectors_per_column),
                   (registers - 1 - 2 * vectors_per_column) // (2 * vectors_per_column))

@@ -160,6 +160,30 @@ _WORKER_CHOOSES = ("bitstream", "emulate")
 
 def run_on_board(program: Program, backend: str, options: dict[str, Any]) -> tuple[Any, ...]:
     """The job of an ``fpga-...`` kind: run ``program`` on this worker's current bitstream (the fpga backend)."""
+    r = run_here(program, options)
+    return r.backend, r.dram, dict(r.counters), r.cycles, dict(r.extra)
+
+
+def run_module_on_board(module: bytes, inputs: dict[str, np.ndarray], options: dict[str, Any],
+                        threads: int = 1) -> list[np.ndarray]:
+    """The job of a whole module on a board worker: its CPU kernels in this (the board's) process, its VDLA
+    nodes on the board's current bitstream; returns the outputs.  Sent only to a worker whose processor the
+    module's kernels were compiled for (``vdla run --backend fpga --pool``)."""
+    import tempfile
+
+    from runtime.graph_executor import load
+
+    with tempfile.TemporaryDirectory(prefix="vdla_module_") as tmp:
+        path = Path(tmp) / "model.vdla"
+        path.write_bytes(module)
+        graph_module = load(path)
+    graph_module.set_num_threads(threads)
+    graph_module.set_program_runner(lambda program, backend="fpga", **opts: run_here(program, {**options, **opts}))
+    return graph_module.run(inputs, backend="fpga")
+
+
+def run_here(program: Program, options: dict[str, Any]) -> Any:
+    """Run ``program`` on this board worker's current bitstream; the backend's run result."""
     from runtime.backends import run as run_program
 
     chosen = sorted(k for k in _WORKER_CHOOSES if options.get(k))
@@ -178,8 +202,7 @@ def run_on_board(program: Program, backend: str, options: dict[str, Any]) -> tup
                                f"(it holds {have}): it was redeployed while the job waited",
                                hint="deploy a bitstream for that config with vdla fpga deploy, then run again")
     rest = {k: v for k, v in options.items() if k not in _WORKER_CHOOSES}
-    r = run_program(program, "fpga", bitstream=current.folder, emulate=spec.emulate, **rest)
-    return r.backend, r.dram, dict(r.counters), r.cycles, dict(r.extra)
+    return run_program(program, "fpga", bitstream=current.folder, emulate=spec.emulate, **rest)
 
 
 # ---- the worker side ------------------------------------------------------------------------------
@@ -223,9 +246,12 @@ class BoardWorker:
             advertise(changes)
 
     def info(self) -> dict[str, Any]:
+        from runtime.cpu_module import host_arch
+
         current = read_current(self.spec.store)
+        # arch: the processor the worker runs on, which runs a whole module's CPU kernels when they match it.
         return {"board": self.spec.board, "emulate": self.spec.emulate, "name": self.name, "kind": self.kind,
-                "config": current.config_name if current and self.kind else None}
+                "config": current.config_name if current and self.kind else None, "arch": host_arch()}
 
     def recheck(self, progress: Callable[[str], None]) -> None:
         """At start: check the stored current bitstream again and take its kind, or forget it."""

@@ -32,6 +32,8 @@ class BoardWorkerInfo:
     board: str
     emulate: bool
     kind: str | None
+    arch: str = "unknown"
+    """The architecture of the worker's processor (``aarch64`` on an Ultra96-V2, ``x86_64`` when emulated)."""
 
     def describe(self) -> str:
         what = "emulated " if self.emulate else ""
@@ -42,7 +44,8 @@ def board_workers(client: Any) -> list[BoardWorkerInfo]:
     """Every board worker of the pool ``client`` is connected to."""
     # on_error="return": a worker that cannot import this project (a stock Dask worker) is no board worker
     replies = client.run(board_info, on_error="return")
-    return [BoardWorkerInfo(addr, str(info["name"]), str(info["board"]), bool(info["emulate"]), info["kind"])
+    return [BoardWorkerInfo(addr, str(info["name"]), str(info["board"]), bool(info["emulate"]), info["kind"],
+                            str(info.get("arch", "unknown")))
             for addr, info in sorted(replies.items()) if isinstance(info, dict)]
 
 

@@ -256,7 +256,9 @@ class PoolExecutor:
         with self._lock:
             jobs = list(self._jobs.values())
         for job in jobs:
-            self._settle(job, error=cf.CancelledError())
+            self._settle(job, error=cf.CancelledError(
+                f"the client closed its pool connection with this {job.kind} job in flight, so the pool dropped "
+                "it; resubmit it from a connected client"))
         self._client.close()
 
     def __enter__(self) -> PoolExecutor:

@@ -96,3 +96,32 @@ def pool_runner(executor: Any, *, board: str | None = None,
         return submit_program(executor, program, backend, board=where, timeout_s=timeout_s, **options).result()
 
     return run
+
+
+def whole_module_worker(workers: list[Any], config: HwConfig | None, kernels: dict[str, Any] | None,
+                        board: str | None = None) -> tuple[Any | None, str]:
+    """The board worker (a :class:`runtime.pool.deploy.BoardWorkerInfo`) that runs a whole module -- loaded
+    with the module's config and running on the processor its CPU kernels were compiled for -- or None and
+    why not (then each VDLA node's program is shipped to the board instead)."""
+    if config is None:
+        return None, "the module has no VDLA node"
+    loaded = [w for w in workers if w.kind == f"fpga-{w.board}-{config.digest}"
+              and (board is None or w.board == board_key(board))]
+    if not loaded:
+        return None, f"no board worker is loaded with config {config.label()}"
+    arch = None if kernels is None else kernels.get("arch")
+    for w in loaded:
+        if arch is None or w.arch == arch:
+            return w, f"its {w.arch} processor runs the CPU kernels"
+    have = ", ".join(f"{w.name} ({w.arch})" for w in loaded)
+    return None, (f"the module's CPU kernels are {arch} code ({kernels.get('cpu') if kernels else ''}) and the "
+                  f"board workers loaded with its config run on {have}")
+
+
+def run_whole_module(executor: Any, worker: Any, module: bytes, inputs: dict[str, Any], threads: int = 1,
+                     timeout_s: float | None = None) -> list[Any]:
+    """Run a whole module on ``worker``'s board (see :func:`runtime.pool.board.run_module_on_board`)."""
+    from runtime.pool.board import run_module_on_board
+
+    return executor.submit(run_module_on_board, module, inputs, {}, threads, device_kind=worker.kind,
+                           timeout_s=timeout_s).result()

@@ -145,3 +145,17 @@ def test_program_features_see_the_loop_structure(cpu_task: Task) -> None:
     assert innermost[0] == pytest.approx(np.log2(17)) and innermost[1] == 0.0 and innermost[3] == 1.0
     unrolled = [wide[k * width + 4] for k in range(LOOPS)]
     assert sum(unrolled) > sum(narrow[k * width + 4] for k in range(LOOPS))
+
+
+@pytest.mark.parametrize(("board", "isa", "registers"), [("ultra96-v2", "asimd", 32), ("pynq-z2", "neon", 16)])
+def test_arm_board_tasks_have_a_space_sized_for_neon(board: str, isa: str, registers: int) -> None:
+    """A task for a board's processor names its triple and ISA; its template sizes lanes, registers, the
+    default and the space for that CPU (not this x86 host), and the default is a point of the space."""
+    tasks = extract_tasks(_mobile_block(np.random.default_rng(0)), cpu_target=f"board:{board}")
+    conv = next(t for t in tasks if t.kind == "conv2d_nchwc")
+    assert f"({isa})" in conv.target and "-mtriple=" in conv.target
+    template = template_for(conv)
+    assert (template.lanes, template.registers) == (4, registers)
+    assert conv.wl["oc_block"] == 4  # blocked by one NEON register of fp32
+    default = template.default()
+    assert template.space.index_of(default) >= 0

@@ -38,3 +38,25 @@ def test_rtl_coverage_is_measured_and_merged(tmp_path: Path) -> None:
     assert result.rtl_coverage.files == 10 and not list(cov_dir.iterdir())  # merged and removed
     for kind in ("line", "toggle"):
         assert 0 < totals[kind]["covered"] <= totals[kind]["total"]
+
+
+def test_proofs_kill_a_gate_mutant_and_skip_files_without_proofs(tmp_path: Path) -> None:
+    """`fuzz.mutants --proofs`: a real SymbiYosys run refutes a token-gate mutant; an ALU mutant has no proof task."""
+    from fuzz.mutants import format_kill_matrix, prove_mutant
+
+    gate = next(m for m in MUTANTS if m.name == "gate-start-early")
+    verdict = prove_mutant(gate, "tiny", tmp_path)
+    assert verdict.killed_by is not None and verdict.killed_by.endswith("f_gate_release"), verdict
+    alu = prove_mutant(next(m for m in MUTANTS if m.name == "max-is-min"), "tiny", tmp_path)
+    assert alu.tasks == () and alu.killed_by is None
+    table = format_kill_matrix(None, [verdict, alu])
+    assert "| gate-start-early | not run |" in table and "no proof task reads the file" in table
+    assert "proofs killed 1/2 mutants" in table
+
+
+def test_no_fuzz_needs_proofs() -> None:
+    from fuzz.mutants import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--no-fuzz"])
+    assert exc.value.code == 2

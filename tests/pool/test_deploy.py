@@ -129,6 +129,19 @@ def test_vdla_run_of_a_module_on_the_board_matches_fsim(deployed, tmp_path: Path
     board = vdla(p.env, *run, "--backend", "fpga", "--pool", address, "--output", str(tmp_path / "fpga.npy"))
     assert local.returncode == 0 and board.returncode == 0, local.stderr + board.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "fpga.npy"), np.load(tmp_path / "fsim.npy"))
+    # The module's kernels are this host's code and the emulated board worker runs on this host: the whole
+    # module runs there (CPU kernels and VDLA nodes), not node by node from here.
+    assert "running the whole module on board worker pynq1 (pynq_z2): its x86_64 processor" in board.stdout
+    # Kernels for the PYNQ-Z2's Cortex-A9: no worker of the pool runs ARMv7, so the split is kept and said,
+    # and this x86 machine then refuses the ARM kernels by name.
+    arm = tmp_path / "digits_arm.vdla"
+    built = vdla(p.env, "compile", str(MODEL_PATH), "--target", "vdla", "--config", "tiny", "--board", "pynq-z2",
+                 "--calibrate", str(tmp_path / "calib.npz"), "-o", str(arm))
+    assert built.returncode == 0, built.stderr
+    split = vdla(p.env, "run", str(arm), "--input", str(tmp_path / "x.npy"), "--backend", "fpga", "--pool", address)
+    assert split.returncode == 2
+    assert "the module's CPU kernels are arm code (cortex-a9)" in split.stdout
+    assert "was compiled for arm (cortex-a9); this host is x86_64" in split.stderr
 
 
 @pytest.mark.slow  # restarts the board worker

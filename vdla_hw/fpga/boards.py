@@ -140,6 +140,33 @@ XC7_ESTIMATE_FAMILIES = ("xc7", "zynqmp")
 
 
 @dataclass(frozen=True)
+class HostCpu:
+    """The processor a board's runtime (and a module's CPU kernels) runs on.
+
+    ``llvm_target`` is the target string the compiler's ``--cpu-target board:<name>`` resolves to, so
+    this table stays the one place a board is described (the compiler derives everything else from it).
+    """
+
+    title: str
+    triple: str
+    """LLVM triple of the board's userland (the ABI its Linux distribution is built with)."""
+    cpu: str
+    """LLVM CPU name (scheduling model)."""
+    mattr: str = ""
+    """LLVM ``-mattr`` features, when the CPU name alone does not give them all."""
+
+    @property
+    def llvm_target(self) -> str:
+        attr = f" -mattr={self.mattr}" if self.mattr else ""
+        return f"llvm -mtriple={self.triple} -mcpu={self.cpu}{attr}"
+
+
+CORTEX_A9 = HostCpu("dual Cortex-A9, ARMv7-A, NEON, VFPv3, hard-float", "armv7a-unknown-linux-gnueabihf",
+                    "cortex-a9", "+neon,+vfp3")
+CORTEX_A53 = HostCpu("quad Cortex-A53, AArch64, NEON", "aarch64-unknown-linux-gnu", "cortex-a53", "+neon")
+
+
+@dataclass(frozen=True)
 class Board:
     """One FPGA board: its name on the command line, its part and the flow that builds for it."""
 
@@ -153,6 +180,9 @@ class Board:
     ps: ZynqPs | None = None
     resources: Resources | None = None
     """The FPGA's capacity (``vdla dse`` reports which boards a config fits)."""
+    host_cpu: HostCpu | None = None
+    """The board's own processor (the Zynq PS), which runs the runtime and the CPU kernels; None when the
+    board's host is the workstation it is attached to."""
     notes: tuple[str, ...] = field(default=())
     """What a user of the real board should know (shown by ``vdla fpga boards``)."""
 
@@ -169,15 +199,15 @@ FPGA_SCRIPTS_DIR = Path(str(files("fpga_scripts")))
 BOARDS: dict[str, Board] = {b.name: b for b in (
     Board("pynq-z2", "TUL PYNQ-Z2 (Zynq-7020)", "xc7z020clg400-1", "vivado",
           board_part="*:pynq-z2:*", ps=ZYNQ7000_PS,
-          resources=Resources("xc7", luts=53_200, ffs=106_400, dsps=220, bram36=140),
+          resources=Resources("xc7", luts=53_200, ffs=106_400, dsps=220, bram36=140), host_cpu=CORTEX_A9,
           notes=("512 MiB DDR3 behind HP0; the accelerator's 32-bit master sees it from 0x0",)),
     Board("ultra96-v2", "Avnet Ultra96-V2 (Zynq UltraScale+ ZU3EG)", "xczu3eg-sbva484-1-e", "vivado",
           board_part="*:ultra96v2:*", ps=ZYNQMP_PS,
-          resources=Resources("zynqmp", luts=70_560, ffs=141_120, dsps=360, bram36=216),
+          resources=Resources("zynqmp", luts=70_560, ffs=141_120, dsps=360, bram36=216), host_cpu=CORTEX_A53,
           notes=("2 GiB LPDDR4; HP0_FPD maps the low 2 GiB, which the 32-bit master reaches",)),
     Board("zcu104", "AMD ZCU104 (Zynq UltraScale+ ZU7EV)", "xczu7ev-ffvc1156-2-e", "vivado",
           board_part="*:zcu104:*", ps=ZYNQMP_PS,
-          resources=Resources("zynqmp", luts=230_400, ffs=460_800, dsps=1_728, bram36=312),
+          resources=Resources("zynqmp", luts=230_400, ffs=460_800, dsps=1_728, bram36=312), host_cpu=CORTEX_A53,
           notes=("2 GiB PS DDR4; HP0_FPD maps the low 2 GiB, which the 32-bit master reaches",)),
     Board("ulx3s", "Radiona ULX3S (Lattice ECP5-85F)", "LFE5U-85F-6CABGA381", "ecp5_flow",
           resources=Resources("ecp5", luts=83_640, ffs=83_640, dsps=156, bram36=104),

@@ -111,6 +111,81 @@ module vdla_dep_gate #(
   a_gate_exec_done: assert property (@(posedge clk) disable iff (!rst_n || clear) exec_done |-> state == S_EXEC)
     else $error("vdla_dep_gate a_gate_exec_done: the executor reported done while no instruction was executing (state %0d)", state);
 `endif
+
+`ifdef FORMAL
+  // Formal properties (`vdla hw prove`, docs/rtl.md "Formal proofs"). The contracts of the
+  // command queue, the token queues and the executor are assumed when the gate is proven
+  // alone (VDLA_FORMAL_TOP_GATE) and asserted where a harness wires real queues to it.
+`ifdef VDLA_FORMAL_TOP_GATE
+  `define VDLA_GATE_CONTRACT assume
+  initial assume (!rst_n);
+`else
+  `define VDLA_GATE_CONTRACT assert
+`endif
+  logic f_past = 1'b0;
+  always_ff @(posedge clk) f_past <= 1'b1;
+  // What the current instruction has done so far: tokens popped and pushed, and the
+  // cycles it spent that no stall of its environment explains.
+  logic f_got_prev, f_got_next, f_put_prev, f_put_next;
+  logic [2:0] f_own_cycles;
+  logic f_stalled;
+  assign f_stalled = (state == S_POP && pops_left) || state == S_EXEC || (state == S_PUSH && pushes_left);
+  always_ff @(posedge clk) begin
+    if (!rst_n || clear || (state == S_IDLE && cmd_valid)) begin
+      {f_got_prev, f_got_next, f_put_prev, f_put_next} <= '0;
+      f_own_cycles <= '0;
+    end else begin
+      if (pop_prev_valid && pop_prev_ready) f_got_prev <= 1'b1;
+      if (pop_next_valid && pop_next_ready) f_got_next <= 1'b1;
+      if (push_prev_valid && push_prev_ready) f_put_prev <= 1'b1;
+      if (push_next_valid && push_next_ready) f_put_next <= 1'b1;
+      if (busy && !f_stalled && f_own_cycles != 3'd7) f_own_cycles <= f_own_cycles + 1'b1;
+    end
+  end
+  logic f_want_pop_prev, f_want_pop_next, f_want_push_prev, f_want_push_next;
+  assign f_want_pop_prev  = HAS_PREV && flags.pop_prev;
+  assign f_want_pop_next  = HAS_NEXT && flags.pop_next;
+  assign f_want_push_prev = HAS_PREV && flags.push_prev;
+  assign f_want_push_next = HAS_NEXT && flags.push_next;
+
+  always_ff @(posedge clk) begin
+    if (rst_n && !clear) begin
+      if (f_past && $past(rst_n && !clear && cmd_valid && !cmd_ready))
+        a_gate_cmd_stable: `VDLA_GATE_CONTRACT (cmd_valid && $stable(cmd_insn));
+      if (f_past && $past(rst_n && !clear && pop_prev_valid && !pop_prev_ready))
+        a_gate_token_held_prev: `VDLA_GATE_CONTRACT (pop_prev_valid);
+      if (f_past && $past(rst_n && !clear && pop_next_valid && !pop_next_ready))
+        a_gate_token_held_next: `VDLA_GATE_CONTRACT (pop_next_valid);
+      a_gate_exec_done: `VDLA_GATE_CONTRACT (!exec_done || state == S_EXEC);
+
+      // a gate never releases its executor without every token the instruction pops
+      f_gate_release: assert (!exec_start || ((f_got_prev || (pop_prev_valid && pop_prev_ready) || !f_want_pop_prev)
+                                              && (f_got_next || (pop_next_valid && pop_next_ready) || !f_want_pop_next)));
+      // each flag pops or pushes exactly one token: never a second one, never one not asked for
+      f_gate_pop_once: assert (!(pop_prev_ready && (f_got_prev || !f_want_pop_prev))
+                               && !(pop_next_ready && (f_got_next || !f_want_pop_next)));
+      f_gate_push_once: assert (!(push_prev_valid && (f_put_prev || !f_want_push_prev))
+                                && !(push_next_valid && (f_put_next || !f_want_push_next)));
+      // back to idle only with every push done (tokens conserved per instruction)
+      if (f_past && $past(rst_n && !clear && state == S_PUSH) && state == S_IDLE)
+        f_gate_pushed_all: assert (($past(f_put_prev) || $past(push_prev_valid && push_prev_ready) || !$past(f_want_push_prev))
+                                   && ($past(f_put_next) || $past(push_next_valid && push_next_ready) || !$past(f_want_push_next)));
+      // pending-flag bookkeeping matches the instruction (makes the above inductive)
+      f_gate_need: assert ((state != S_POP || (need_pop_prev == (f_want_pop_prev && !f_got_prev)
+                                               && need_pop_next == (f_want_pop_next && !f_got_next)))
+                           && (state != S_PUSH || (need_push_prev == (f_want_push_prev && !f_put_prev)
+                                                   && need_push_next == (f_want_push_next && !f_put_next)))
+                           && (state == S_IDLE || state == S_PUSH || (!f_put_prev && !f_put_next))
+                           && (state != S_POP || f_own_cycles == '0)
+                           && (state == S_IDLE || f_own_cycles <= 3'd1));
+      // bounded liveness: after its accept cycle an instruction spends at most 2 cycles of
+      // its own (pop + start, push) besides those its tokens, its executor or a full queue
+      // hold it, so it retires once its environment lets it (the 3-cycle overhead above)
+      f_gate_progress: assert (f_own_cycles <= 3'd2);
+    end
+  end
+`undef VDLA_GATE_CONTRACT
+`endif
 endmodule
 
 `default_nettype wire

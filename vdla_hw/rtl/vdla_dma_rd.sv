@@ -79,7 +79,7 @@ module vdla_dma_rd #(
       beats_left <= '0;
     end else if (cmd_valid && cmd_ready) begin
       ar_busy    <= 1'b1;
-      cur        <= cmd_addr & ~AXI_ADDR_WIDTH'(BUS_BYTES - 1);
+      cur        <= cmd_addr & ~(AXI_ADDR_WIDTH'(BUS_BYTES - 1));  // parenthesized: yosys 0.70 mis-sizes ~W'(x) (vdla hw prove found it)
       beats_left <= BW'((span + AW1'(BUS_BYTES - 1)) >> LOG_BUS_BYTES);
     end else if (ar_valid && ar_ready) begin
       cur        <= cur + (AXI_ADDR_WIDTH'(burst) << LOG_BUS_BYTES);
@@ -171,6 +171,48 @@ module vdla_dma_rd #(
     end
   end
   /* verilator lint_on PINCONNECTEMPTY */
+
+`ifdef FORMAL
+  // Formal properties (`vdla hw prove`, docs/rtl.md "Formal proofs"). The command and AXI
+  // slave contracts are assumed when the engine is proven alone (VDLA_FORMAL_TOP_DMA_RD).
+`ifdef VDLA_FORMAL_TOP_DMA_RD
+  `define VDLA_DMA_RD_CONTRACT assume
+  initial assume (!rst_n);
+`else
+  `define VDLA_DMA_RD_CONTRACT assert
+`endif
+  logic f_past = 1'b0;
+  always_ff @(posedge clk) f_past <= 1'b1;
+  logic [BW+1:0] f_owed;  // beats requested on AR and not yet returned on R
+  always_ff @(posedge clk) begin
+    if (!rst_n || clear) f_owed <= '0;
+    else f_owed <= f_owed + (ar_valid && ar_ready ? (BW+2)'(burst) : '0) - (BW+2)'(r_valid && r_ready);
+  end
+  always_ff @(posedge clk) begin
+    if (rst_n && !clear) begin
+      // a command: COUNT > 0 aligned elements that end inside the address space
+      if (cmd_valid) a_dma_rd_cmd: `VDLA_DMA_RD_CONTRACT (cmd_count != '0 && (LOG_EB == 0 || 32'(cmd_addr) % EB == 0)
+          && {1'b0, cmd_addr} + (AW1'(cmd_count) << LOG_EB) <= {1'b1, AXI_ADDR_WIDTH'(0)});
+      if (f_past && $past(rst_n && !clear && cmd_valid && !cmd_ready))
+        a_dma_rd_cmd_stable: `VDLA_DMA_RD_CONTRACT (cmd_valid && $stable(cmd_addr) && $stable(cmd_count));
+      // the slave returns only the beats requested
+      if (r_valid) a_dma_rd_r_owed: `VDLA_DMA_RD_CONTRACT (f_owed != '0);
+
+      // AXI4: size-aligned bursts of 1..256 beats inside one 4 KiB page (and one DRAM block)
+      if (ar_valid) a_axi_ar_burst: assert (ar_addr[LOG_BUS_BYTES-1:0] == '0
+          && 32'(ar_addr[11:0]) + ((32'(ar_len) + 1) << LOG_BUS_BYTES) <= 4096
+          && 32'(ar_addr[LOG_DRAM_BURST_BYTES-1:0]) + ((32'(ar_len) + 1) << LOG_BUS_BYTES) <= DRAM_BURST_BYTES);
+      // AXI4: ARVALID held, address and length stable, until ARREADY
+      if (f_past && $past(rst_n && !clear && ar_valid && !ar_ready))
+        a_axi_ar_stable: assert (ar_valid && $stable(ar_addr) && $stable(ar_len));
+      // a burst is never empty (ar_len would wrap to 255) and the address is beat-aligned
+      f_dma_ar_len: assert (!ar_busy || (beats_left != '0 && cur[LOG_BUS_BYTES-1:0] == '0));
+      // the bursts of a command never run past its end, so never wrap the address space
+      f_dma_rd_beats: assert (!ar_busy || {1'b0, cur} + (AW1'(beats_left) << LOG_BUS_BYTES) <= {1'b1, AXI_ADDR_WIDTH'(0)});
+    end
+  end
+`undef VDLA_DMA_RD_CONTRACT
+`endif
 endmodule
 
 `default_nettype wire

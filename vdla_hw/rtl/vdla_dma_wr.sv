@@ -85,7 +85,7 @@ module vdla_dma_wr #(
     end else begin
       if (cmd_valid && cmd_ready) begin
         aw_busy    <= 1'b1;
-        cur        <= cmd_addr & ~AXI_ADDR_WIDTH'(BUS_BYTES - 1);
+        cur        <= cmd_addr & ~(AXI_ADDR_WIDTH'(BUS_BYTES - 1));  // parenthesized: yosys 0.70 mis-sizes ~W'(x) (vdla hw prove found it)
         beats_left <= BW'((span + AW1'(BUS_BYTES - 1)) >> LOG_BUS_BYTES);
       end else if (aw_valid && aw_ready) begin
         cur        <= cur + (AXI_ADDR_WIDTH'(burst) << LOG_BUS_BYTES);
@@ -203,6 +203,65 @@ module vdla_dma_wr #(
 
   assign idle = !aw_busy && outstanding == '0 && !data_busy && burst_left == '0 && !len_valid;
   /* verilator lint_on PINCONNECTEMPTY */
+
+`ifdef FORMAL
+  // Formal properties (`vdla hw prove`, docs/rtl.md "Formal proofs"). The command, element
+  // stream and AXI slave contracts are assumed when the engine is proven alone
+  // (VDLA_FORMAL_TOP_DMA_WR). WLAST is checked on one burst chosen by the solver (f_k, any
+  // value): the k-th AW burst's length is recorded and its W beats counted.
+`ifdef VDLA_FORMAL_TOP_DMA_WR
+  `define VDLA_DMA_WR_CONTRACT assume
+  initial assume (!rst_n);
+`else
+  `define VDLA_DMA_WR_CONTRACT assert
+`endif
+  logic f_past = 1'b0;
+  always_ff @(posedge clk) f_past <= 1'b1;
+  (* anyconst *) logic [5:0] f_k;
+  logic [5:0] f_aw_n, f_wlast_n;   // AW bursts accepted, W bursts completed (saturating)
+  logic [8:0] f_k_len, f_k_sent;   // the k-th burst's length and its W beats so far
+  logic [BW+1:0] f_w_owed;         // W beats announced by AW and not yet sent
+  always_ff @(posedge clk) begin
+    if (!rst_n || clear) begin
+      {f_aw_n, f_wlast_n} <= '0;
+      {f_k_len, f_k_sent} <= '0;
+      f_w_owed <= '0;
+    end else begin
+      if (aw_valid && aw_ready && f_aw_n != '1) f_aw_n <= f_aw_n + 1'b1;
+      if (aw_valid && aw_ready && f_aw_n == f_k) f_k_len <= 9'(burst);
+      if (w_fire && w_last && f_wlast_n != '1) f_wlast_n <= f_wlast_n + 1'b1;
+      if (w_fire && f_wlast_n == f_k) f_k_sent <= f_k_sent + 1'b1;
+      f_w_owed <= f_w_owed + (aw_valid && aw_ready ? (BW+2)'(burst) : '0) - (BW+2)'(w_fire);
+    end
+  end
+  always_ff @(posedge clk) begin
+    if (rst_n && !clear) begin
+      if (cmd_valid) a_dma_wr_cmd: `VDLA_DMA_WR_CONTRACT (cmd_count != '0 && (LOG_EB == 0 || 32'(cmd_addr) % EB == 0)
+          && {1'b0, cmd_addr} + (AW1'(cmd_count) << LOG_EB) <= {1'b1, AXI_ADDR_WIDTH'(0)});
+      if (f_past && $past(rst_n && !clear && cmd_valid && !cmd_ready))
+        a_dma_wr_cmd_stable: `VDLA_DMA_WR_CONTRACT (cmd_valid && $stable(cmd_addr) && $stable(cmd_count));
+      if (f_past && $past(rst_n && !clear && el_valid && !el_ready))
+        a_dma_wr_el_stable: `VDLA_DMA_WR_CONTRACT (el_valid && $stable(el_data));
+      // the slave answers only bursts it accepted
+      if (b_valid) a_dma_wr_b_owed: `VDLA_DMA_WR_CONTRACT (outstanding != '0);
+
+      if (aw_valid) a_axi_aw_burst: assert (aw_addr[LOG_BUS_BYTES-1:0] == '0
+          && 32'(aw_addr[11:0]) + ((32'(aw_len) + 1) << LOG_BUS_BYTES) <= 4096
+          && 32'(aw_addr[LOG_DRAM_BURST_BYTES-1:0]) + ((32'(aw_len) + 1) << LOG_BUS_BYTES) <= DRAM_BURST_BYTES);
+      if (f_past && $past(rst_n && !clear && aw_valid && !aw_ready))
+        a_axi_aw_stable: assert (aw_valid && $stable(aw_addr) && $stable(aw_len));
+      if (f_past && $past(rst_n && !clear && w_valid && !w_ready))
+        a_axi_w_stable: assert (w_valid && $stable(w_data) && $stable(w_strb) && $stable(w_last));
+      // W beats only for bursts announced on AW, and WLAST on exactly the last beat of each
+      if (w_valid) f_dma_w_after_aw: assert (f_w_owed != '0);
+      if (w_valid && f_wlast_n == f_k && f_k != '1)
+        a_axi_wlast: assert (f_aw_n > f_k && w_last == (f_k_sent + 9'd1 == f_k_len));
+      f_dma_aw_len: assert (!aw_busy || (beats_left != '0 && cur[LOG_BUS_BYTES-1:0] == '0));
+      f_dma_wr_outstanding: assert (32'(outstanding) <= DMA_MAX_BURSTS);
+    end
+  end
+`undef VDLA_DMA_WR_CONTRACT
+`endif
 endmodule
 
 `default_nettype wire

@@ -91,6 +91,37 @@ module vdla_fifo #(
   a_fifo_count: assert property (@(posedge clk) disable iff (!rst_n || clear) count <= CNT_W'(DEPTH) && stored <= CNT_W'(DEPTH))
     else $error("vdla_fifo a_fifo_count: the FIFO counts %0d entries, more than its depth %0d", count, DEPTH);
 `endif
+
+`ifdef FORMAL
+  // Formal properties (`vdla hw prove`, docs/rtl.md "Formal proofs"): immediate assertions,
+  // the subset yosys's read_verilog -formal accepts. The producer/consumer contract is
+  // assumed when the FIFO is proven alone (VDLA_FORMAL_TOP_FIFO) and asserted where a
+  // parent instantiates it, so a parent's proof shows it keeps the contract.
+`ifdef VDLA_FORMAL_TOP_FIFO
+  `define VDLA_FIFO_CONTRACT assume
+  initial assume (!rst_n);
+`else
+  `define VDLA_FIFO_CONTRACT assert
+`endif
+  logic f_past = 1'b0;
+  always_ff @(posedge clk) f_past <= 1'b1;
+  logic [PTR_W:0] f_wptr_expect;
+  assign f_wptr_expect = (PTR_W+1)'((32'(rptr) + 32'(stored)) % DEPTH);
+
+  always_ff @(posedge clk) begin
+    if (rst_n && !clear) begin
+      if (STRICT_PUSH) a_fifo_overflow: `VDLA_FIFO_CONTRACT (!in_valid || in_ready);
+      if (STRICT_POP) a_fifo_underflow: `VDLA_FIFO_CONTRACT (!out_ready || out_valid);
+      if (f_past && $past(rst_n && !clear && in_valid && !in_ready))
+        a_fifo_in_stable: `VDLA_FIFO_CONTRACT (in_valid && $stable(in_data));
+      // summed at full width: `count` itself would wrap to 0 when DEPTH + 1 is a power of two
+      a_fifo_count: assert (32'(stored) + 32'(out_valid) <= DEPTH);
+      // the pointers agree with the count (what makes the count invariant inductive)
+      f_fifo_ptrs: assert (32'(wptr) < DEPTH && 32'(rptr) < DEPTH && {1'b0, wptr} == f_wptr_expect);
+    end
+  end
+`undef VDLA_FIFO_CONTRACT
+`endif
 endmodule
 
 `default_nettype wire

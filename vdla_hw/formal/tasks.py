@@ -1,0 +1,136 @@
+"""The proof tasks of a config: which module is proven, with which parameters, how deep.
+
+Every task proves one module (or the token harness of ``vdla_hw/formal``) as the top of
+a SymbiYosys run. The parameters come from the config, so each preset proves the FIFO
+depths, DMA element widths and gate variants its design instantiates. A task's
+``define`` turns the module's environment contract from assertions into assumptions
+(see the `` `ifdef FORMAL `` blocks in ``vdla_hw/rtl``): a module proven alone assumes its
+neighbours keep their side of the valid/ready handshakes; a harness that wires the real
+neighbours in proves it instead.
+
+Method: ``prove`` is k-induction (SymbiYosys ``mode prove``: a base case of ``depth``
+steps plus an induction step of ``depth``), so a pass holds for every reachable state.
+``bmc`` checks every execution of ``depth`` cycles from reset only; it is used where no
+inductive strengthening is written yet, and the depth is stated in the task.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vdla_hw import isa as isa_mod
+from vdla_hw.config import HwConfig, load_config
+
+HARNESS_DIR = Path(__file__).parent
+
+
+@dataclass(frozen=True)
+class ProofTask:
+    """One SymbiYosys run: ``top`` from ``modules`` (RTL module names) plus harness files."""
+
+    name: str
+    top: str
+    modules: tuple[str, ...]
+    params: tuple[tuple[str, int], ...] = ()
+    define: str | None = None
+    mode: str = "prove"
+    depth: int = 8
+    harness: tuple[str, ...] = ()
+    """File names in ``vdla_hw/formal`` read after the RTL modules."""
+    properties: tuple[str, ...] = field(default=())
+    """Labels of the properties the task checks (asserted ones), for the report."""
+
+    @property
+    def method(self) -> str:
+        return f"k-induction, depth {self.depth}" if self.mode == "prove" else f"BMC, depth {self.depth}"
+
+
+FIFO_PROPS = ("a_fifo_overflow", "a_fifo_underflow", "a_fifo_in_stable", "a_fifo_count", "f_fifo_ptrs")
+GATE_PROPS = ("f_gate_release", "f_gate_pop_once", "f_gate_push_once", "f_gate_pushed_all", "f_gate_need",
+              "f_gate_progress")
+GATE_CONTRACT = ("a_gate_cmd_stable", "a_gate_token_held_prev", "a_gate_token_held_next", "a_gate_exec_done")
+TOKEN_PROPS = ("f_tok_conserved",)
+DMA_RD_PROPS = ("a_axi_ar_burst", "a_axi_ar_stable", "f_dma_ar_len", "f_dma_rd_beats")
+DMA_WR_PROPS = ("a_axi_aw_burst", "a_axi_aw_stable", "a_axi_w_stable", "a_axi_wlast", "f_dma_aw_len",
+                "f_dma_w_after_aw", "f_dma_wr_outstanding")
+
+
+# Depths of the BMC tasks (their induction does not close yet: see docs/rtl.md).
+# DMA: 12 cycles from reset cover a command accepted, its first bursts split at a DRAM
+# block boundary and a back-pressured AR/AW/W handshake; the WLAST property follows one
+# burst chosen by the solver, so any burst position that fits in 12 cycles is checked.
+DMA_BMC_DEPTH = 12
+# Tokens: 12 cycles hold two complete instructions per gate (3 cycles each plus a 1-cycle
+# executor) with tokens crossing both queues in both directions.
+TOKENS_BMC_DEPTH = 12
+# Window: 8 cycles cover reset, a command through the window (in or out of it, halted or not)
+# and the engine's first bursts of it, split at a DRAM block boundary; the free base and limit
+# make the solver's work grow fast with depth (depth 12 did not finish in 10 minutes).
+WINDOW_BMC_DEPTH = 8
+
+
+# The FIFO invariants are 1-inductive, so any depth proves them; the depth is the longest
+# counterexample from reset the base case finds. DEPTH + 4 cycles reset, fill a FIFO (its first
+# entry takes two cycles to the output), push once more and see the count, so a bug at the
+# full mark fails with a real trace. Above 18 (the 32-entry command queues) such a bug shows as
+# UNKNOWN with the induction step's trace: a depth of 34 costs minutes.
+FIFO_MAX_DEPTH = 18
+
+
+def _fifo_tasks(cfg: HwConfig) -> list[ProofTask]:
+    """The FIFO at every depth the design instantiates, strict where its users are strict."""
+    depths = {("cmd", cfg.cmd_queue_depth, 0), ("dep", cfg.dep_queue_depth, 0),
+              ("bursts", cfg.timing.dma_max_bursts, 1), ("rows", cfg.timing.dma_narrow_rows, 1),
+              ("one", 1, 1), ("three", 3, 0)}
+    out = []
+    for what, depth, strict in sorted(depths, key=lambda d: (d[1], d[0])):
+        out.append(ProofTask(
+            name=f"fifo_{what}_d{depth}", top="vdla_fifo", modules=("vdla_fifo",),
+            params=(("WIDTH", 4), ("DEPTH", depth), ("STRICT_PUSH", strict), ("STRICT_POP", strict)),
+            define="VDLA_FORMAL_TOP_FIFO", depth=min(depth + 4, FIFO_MAX_DEPTH),
+            properties=("a_fifo_count", "f_fifo_ptrs")))
+    return out
+
+
+def proof_tasks(cfg: HwConfig | str) -> list[ProofTask]:
+    """Every proof task of ``cfg``, cheapest first."""
+    cfg = load_config(cfg)
+    tasks = _fifo_tasks(cfg)
+    for unit, prev, nxt in (("load", 0, 1), ("compute", 1, 1), ("store", 1, 0)):
+        tasks.append(ProofTask(
+            name=f"gate_{unit}", top="vdla_dep_gate", modules=("vdla_dep_gate",),
+            params=(("HAS_PREV", prev), ("HAS_NEXT", nxt)), define="VDLA_FORMAL_TOP_GATE", depth=6,
+            properties=GATE_PROPS))
+    tasks.append(ProofTask(
+        name="tokens", top="vdla_formal_tokens", modules=("vdla_fifo", "vdla_dep_gate"),
+        harness=("vdla_formal_tokens.sv",), mode="bmc", depth=TOKENS_BMC_DEPTH,
+        properties=TOKEN_PROPS + GATE_PROPS + GATE_CONTRACT + FIFO_PROPS))
+    widths = dict(insn=isa_mod.INSN_BITS, inp=8 * cfg.inp_elem_bytes, wgt=8 * cfg.wgt_elem_bytes, uop=8 * cfg.uop_elem_bytes,
+                  acc=8 * cfg.acc_elem_bytes)
+    seen: set[int] = set()
+    for client, bits in widths.items():
+        if bits in seen:
+            continue
+        seen.add(bits)
+        tasks.append(ProofTask(
+            name=f"dma_rd_{client}_{bits}b", top="vdla_dma_rd", modules=("vdla_fifo", "vdla_dma_rd"),
+            params=(("ELEM_BITS", bits),), define="VDLA_FORMAL_TOP_DMA_RD", mode="bmc", depth=DMA_BMC_DEPTH,
+            properties=DMA_RD_PROPS + (FIFO_PROPS if bits < cfg.bus_width else ())))
+    # The address window (base/limit registers) in front of a read engine: every AR burst stays inside.
+    tasks.append(ProofTask(
+        name=f"window_rd_insn_{isa_mod.INSN_BITS}b", top="vdla_formal_window",
+        modules=("vdla_fifo", "vdla_dma_rd", "vdla_addr_window"), params=(("ELEM_BITS", isa_mod.INSN_BITS),),
+        harness=("vdla_formal_window.sv",), mode="bmc", depth=WINDOW_BMC_DEPTH,
+        properties=("a_axi_in_window", "a_dma_rd_cmd", "a_dma_rd_cmd_stable", "a_dma_rd_r_owed") + DMA_RD_PROPS))
+    out_bits = 8 * cfg.out_elem_bytes
+    tasks.append(ProofTask(
+        name=f"dma_wr_out_{out_bits}b", top="vdla_dma_wr", modules=("vdla_fifo", "vdla_dma_wr"),
+        params=(("ELEM_BITS", out_bits),), define="VDLA_FORMAL_TOP_DMA_WR", mode="bmc", depth=DMA_BMC_DEPTH,
+        properties=DMA_WR_PROPS + FIFO_PROPS))
+    return tasks
+
+
+def harness_path(name: str) -> Path:
+    """Path of a harness file of ``vdla_hw/formal``."""
+    return HARNESS_DIR / name
