@@ -150,8 +150,15 @@ class _Drawer:
         edge = rng.random() < 0.25
         self.long_rounds = not over and rng.random() < 0.1  # see plan.check_plan: fetch must keep up
         # Half the many-thread programs are compute-bound: one tiny input load and one large bias
-        # load per round, so the load module runs a whole token queue ahead (l2c fills).
+        # load per round, so the load module runs a whole token queue ahead (l2c fills); the other
+        # half load-bound: three large loads and one 1x1 bias load per round, so compute catches up
+        # and c2l fills.
         self.compute_bound = over and rng.random() < 0.5
+        self.load_bound = over and not self.compute_bound
+        if self.load_bound:
+            # Load pops c2l at the start of a round, compute pushes it at the end of one: with
+            # depth + 1 threads c2l holds at most depth - 1 tokens when compute pushes.
+            threads = min(depth + 2, max_threads(cfg))
         self.slices = self._slices(threads, edge)
         data = DataSpec(rng.getrandbits(32), _DATA_TILES, _DATA_TILES, _DATA_TILES, _DATA_TILES)
         self.data = data
@@ -204,13 +211,16 @@ class _Drawer:
     def _round(self, t: int) -> Round:
         rng = self.rng
         if self.compute_bound:
-            loads: tuple[LoadOp, ...] = (self._apply(self._tiny_load(t)),)  # type: ignore[assignment]
+            loads: tuple[LoadOp, ...] = (self._apply(self._tiny_load(MemType.INP, t)),)  # type: ignore[assignment]
         else:
-            loads = tuple(self._apply(self._load(rng.choice((MemType.INP, MemType.WGT)), t)) for _ in range(self._count(3)))
+            n_loads = 3 if self.load_bound else self._count(3)
+            loads = tuple(self._apply(self._load(rng.choice((MemType.INP, MemType.WGT)), t, big=self.load_bound))
+                          for _ in range(n_loads))
         computes: list[ComputeOp] = []
         lo, hi = self._region("uop", t)
-        if self.compute_bound:
-            computes.append(self._apply(self._load(MemType.ACC, t, big=True)))  # type: ignore[arg-type]
+        if self.compute_bound or self.load_bound:
+            bias = self._load(MemType.ACC, t, big=True) if self.compute_bound else self._tiny_load(MemType.ACC, t)
+            computes.append(self._apply(bias))  # type: ignore[arg-type]
             return Round(loads, tuple(computes), (self._apply(self._store(t)),))
         if self.uops[lo] is None and rng.random() < 0.15:
             # A thread's first round with a single compute instruction (a bias load): it alone
@@ -254,9 +264,9 @@ class _Drawer:
         push_c2l = rng.randint(reads[-1] if reads else 0, last) if rng.random() < 0.4 else last
         return pop_s2c, push_c2l
 
-    def _tiny_load(self, t: int) -> LoadOp:
-        lo, _ = self._region("inp", t)
-        return LoadOp(MemType.INP, lo, self.rng.randrange(_DATA_TILES), 1, 1, 1, (0, 0, 0, 0))
+    def _tiny_load(self, mem: MemType, t: int) -> LoadOp:
+        lo, _ = self._region(mem.name.lower(), t)
+        return LoadOp(mem, lo, self.rng.randrange(_DATA_TILES), 1, 1, 1, (0, 0, 0, 0))
 
     def _load(self, mem: MemType, t: int, big: bool = False) -> LoadOp:
         rng = self.rng
