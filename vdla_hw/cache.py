@@ -4,7 +4,9 @@ Everything the tools build once and reuse lives under :func:`cache_dir` (``$VDLA
 ``~/.cache/vdla``): Verilator builds and synthesis runs in ``rtl/<config>-<hash>/`` (one *entry*
 per design and parameter set, see :func:`vdla_hw.rtl_build.build_dir`), generated packages of
 custom configs in ``rtl/pkg/``, and the compiler wrappers of the ``ziglang`` fallback in
-``toolchain/``. Entries are evicted whole: a build folder is useless in part.
+``toolchain/``, and the arm64 Debian userland the slow tests run board modules in (``arm64-userland/``,
+one entry of its own: over 100 MB, rebuilt from a Debian mirror on next use). Entries are evicted
+whole: a build folder is useless in part.
 
 Each use of an entry touches its :data:`USED_MARK`, so its modification time is the entry's last
 use. :func:`enforce_cap` runs after every build and evicts the least recently used entries
@@ -29,7 +31,10 @@ DEFAULT_MAX_GB = 5.0
 USED_MARK = ".last_used"
 IN_USE_SECONDS = 120.0
 ENTRY_PARENT = "rtl"
-"""Entries are the folders directly under ``<cache>/rtl`` (``pkg`` included, as one entry)."""
+"""Entries are the folders directly under ``<cache>/rtl`` (``pkg`` included, as one entry) ..."""
+ARM64_USERLAND = "arm64-userland"
+WHOLE_ENTRIES = (ARM64_USERLAND,)
+"""... and these folders directly under the cache root, each one entry."""
 
 
 @dataclass(frozen=True)
@@ -72,7 +77,7 @@ def folder_size(path: Path) -> int:
 
 
 def mark_used(entry: Path) -> None:
-    """Record that ``entry`` (a folder under ``<cache>/rtl``) was used now."""
+    """Record that ``entry`` (a folder under ``<cache>/rtl``, or one of :data:`WHOLE_ENTRIES`) was used now."""
     entry.mkdir(parents=True, exist_ok=True)
     (entry / USED_MARK).touch()
 
@@ -84,11 +89,11 @@ def _last_used(entry: Path) -> float:
 
 def entries(root: Path | None = None) -> list[CacheEntry]:
     """Every entry, least recently used first."""
-    parent = (root or cache_dir()) / ENTRY_PARENT
-    if not parent.is_dir():
-        return []
-    found = [CacheEntry(p, folder_size(p), _last_used(p)) for p in parent.iterdir() if p.is_dir()]
-    return sorted(found, key=lambda e: e.last_used)
+    root = root or cache_dir()
+    parent = root / ENTRY_PARENT
+    folders = [p for p in parent.iterdir() if p.is_dir()] if parent.is_dir() else []
+    folders += [root / name for name in WHOLE_ENTRIES if (root / name).is_dir()]
+    return sorted((CacheEntry(p, folder_size(p), _last_used(p)) for p in folders), key=lambda e: e.last_used)
 
 
 def total_size(root: Path | None = None) -> int:
@@ -141,5 +146,5 @@ def human(size: float) -> str:
     raise AssertionError("unreachable")
 
 
-__all__ = ["CacheEntry", "cache_dir", "clear", "enforce_cap", "entries", "human", "mark_used", "max_bytes",
-           "total_size", "trim"]
+__all__ = ["ARM64_USERLAND", "CacheEntry", "WHOLE_ENTRIES", "cache_dir", "clear", "enforce_cap", "entries", "human",
+           "mark_used", "max_bytes", "total_size", "trim"]

@@ -76,3 +76,22 @@ def test_each_build_folder_use_marks_its_entry(root: Path) -> None:
     entry = folder.parent
     assert (entry / cache.USED_MARK).exists()
     assert [e.path for e in cache.entries()] == [entry]
+
+
+def test_the_arm64_userland_is_one_entry_listed_trimmed_and_cleared(root: Path, capsys) -> None:
+    userland = root / cache.ARM64_USERLAND
+    (userland / "root" / "usr" / "bin").mkdir(parents=True)
+    (userland / "root" / "usr" / "bin" / "python3").write_bytes(b"\0" * 600_000)
+    cache.mark_used(userland)
+    then = time.time() - 86400
+    os.utime(userland / cache.USED_MARK, (then, then))
+    build = _entry(root, "tiny-newer", 400_000, age_s=3600)
+    assert main(["cache", "info"]) == 0
+    out = capsys.readouterr().out
+    assert "in 2 entries" in out and out.index(cache.ARM64_USERLAND) < out.index("tiny-newer")
+    assert [(e.path, e.size) for e in cache.entries()][0] == (userland, 600_000)
+    assert main(["cache", "trim", "--max-gb", "0.0009"]) == 0  # 900 kB: the older userland goes, whole
+    assert f"evicted {cache.ARM64_USERLAND}" in capsys.readouterr().out
+    assert not userland.exists() and build.exists()
+    cache.mark_used(userland)
+    assert main(["cache", "clear"]) == 0 and not root.exists()
