@@ -16,7 +16,8 @@ from runtime.pool.node import local_cluster
 from vdla_hw.config import load_config
 
 CORNER_PROGRAMS = 240
-"""Programs of the tiny campaign that must reach every bin (seeds 0..239; the last new bin came at seed 176)."""
+"""Programs of the tiny campaign that must reach every bin (seeds 0..239; the last new bin, queue-full:compute,
+came at seed 176 when measured)."""
 
 
 @pytest.fixture(scope="module")
