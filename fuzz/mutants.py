@@ -81,6 +81,17 @@ MUTANTS: tuple[Mutant, ...] = (
            "a gate starts its executor before a pop_next token is there"),
     Mutant("max-is-min", "vdla_alu.sv", "ALU_MAX: alu_lane = sa > sb ? a : b;", "ALU_MAX: alu_lane = sa < sb ? a : b;",
            "ALU MAX computes MIN"),
+    Mutant("alu-no-forward-dst", "vdla_alu.sv", "assign fwd_dst3 = v[D] && acc_wr_addr == dst[3];",
+           "assign fwd_dst3 = 1'b0;",
+           "pipelined ALU: the previous iteration's write is not forwarded into acc[dst] (stale read)"),
+    Mutant("alu-no-forward-src", "vdla_alu.sv", "assign fwd_src3 = v[D] && acc_wr_addr == src[3] && !insn.use_imm;",
+           "assign fwd_src3 = 1'b0;",
+           "pipelined ALU: the previous iteration's write is not forwarded into the acc[src] operand"),
+    Mutant("alu-forward-imm", "vdla_alu.sv", "assign fwd_src3 = v[D] && acc_wr_addr == src[3] && !insn.use_imm;",
+           "assign fwd_src3 = v[D] && acc_wr_addr == src[3];",
+           "pipelined ALU: a write is forwarded over the immediate operand"),
+    Mutant("alu-mul-dropped", "vdla_alu.sv", "assign res5 = insn.alu_op == ALU_MUL ? product : other;",
+           "assign res5 = other;", "pipelined ALU: MUL takes the other ops' result (product dropped)"),
 )
 
 

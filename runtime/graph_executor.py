@@ -29,6 +29,7 @@ from vdla_hw.config import HwConfig, from_dict
 from runtime.backends import run as run_program
 from runtime.cpu_module import (CpuModule, ForeignArchitecture, Function, aligned_copy, aligned_zeros,
                                 load_module_bytes)
+from runtime.display import html_table
 from runtime.memory import to_bytes
 from runtime.module_format import ModuleParts, read_module, write_module
 from runtime.program import Program
@@ -111,6 +112,19 @@ class Profile:
                 total += f"; VDLA {n_vdla} nodes on an untimed backend (no device time)"
             total += f", simulated in {sim_ms:.3f} ms host time"
         return "\n".join(rows + [total])
+
+    def __repr__(self) -> str:
+        return self.table()
+
+    def _repr_html_(self) -> str:
+        rows = []
+        for n in self.nodes:
+            dev = self.device_seconds(n)
+            rows.append((n.name, n.device, 1e3 * n.seconds, n.cycles, None if dev is None else 1e3 * dev,
+                         None if n.gemm_utilization is None else f"{n.gemm_utilization:.1%}", n.ops))
+        clock = f" @{self.clock_mhz:g} MHz" if self.clock_mhz else ""
+        return html_table(("node", "device", "host ms", "VDLA cycles", f"VDLA ms{clock}", "util", "ops"), rows,
+                          caption="profile", footer=self.table().splitlines()[-1])
 
     def to_json(self) -> dict[str, Any]:
         return {"clock_mhz": self.clock_mhz, "cpu_seconds": self.cpu_seconds, "vdla_cycles": self.vdla_cycles,

@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from runtime.display import html_table
+
 
 @dataclass(frozen=True)
 class PartitionEntry:
@@ -28,12 +30,24 @@ class PartitionEntry:
         return dict(asdict(self), ops=list(self.ops))
 
 
-def read_partition(source: Any) -> list[PartitionEntry]:
+class PartitionReport(list[PartitionEntry]):
+    """The entries of one module, in execution order; prints (and shows in a notebook) as the table."""
+
+    def __repr__(self) -> str:
+        return format_partition(self)
+
+    def _repr_html_(self) -> str:
+        rows = [(e.name, e.device, " ".join(e.ops), e.anchor, e.reason) for e in self]
+        return html_table(("kernel", "device", "ops", "anchor", "why not vdla"), rows, caption="partition",
+                          footer=format_partition(self).splitlines()[-1])
+
+
+def read_partition(source: Any) -> PartitionReport:
     """The partition entries of a module (anything with a ``graph`` description, e.g. a
     :class:`~runtime.graph_executor.GraphModule`) or of a description itself."""
     description: Mapping[str, Any] = source if isinstance(source, Mapping) else source.graph
-    return [PartitionEntry(e["name"], e["device"], tuple(e["ops"]), e.get("anchor"), e.get("reason"))
-            for e in description.get("partition", [])]
+    return PartitionReport(PartitionEntry(e["name"], e["device"], tuple(e["ops"]), e.get("anchor"), e.get("reason"))
+            for e in description.get("partition", []))
 
 
 def format_partition(entries: Sequence[PartitionEntry]) -> str:
@@ -54,4 +68,4 @@ def format_partition(entries: Sequence[PartitionEntry]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["PartitionEntry", "format_partition", "read_partition"]
+__all__ = ["PartitionEntry", "PartitionReport", "format_partition", "read_partition"]

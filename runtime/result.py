@@ -7,6 +7,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from runtime.display import html_table
 from runtime.program import Program
 
 
@@ -29,6 +30,19 @@ class RunResult:
     def read(self, name: str) -> np.ndarray:
         """Named buffer ``name`` of the program, read from the final DRAM."""
         return self.program.read(name, self.dram)
+
+    def __repr__(self) -> str:
+        cycles = f", {self.cycles:,} cycles" if self.cycles is not None else ""
+        counts = ", ".join(f"{k}={v:,}" for k, v in self.counters.items() if v)
+        return f"RunResult({self.backend}{cycles}: {counts})"
+
+    def _repr_html_(self) -> str:
+        rows = [("cycles", self.cycles)] if self.cycles is not None else []
+        rows += [(k, v) for k, v in self.counters.items()]
+        stats = self.extra.get("stats")
+        if isinstance(stats, Mapping) and "gemm_utilization" in stats:
+            rows.append(("GEMM utilization", f"{stats['gemm_utilization']:.1%}"))
+        return html_table(("counter", "value"), rows, caption=f"run on {self.backend}")
 
     def summary(self) -> dict[str, Any]:
         """A JSON-ready summary (no DRAM image)."""

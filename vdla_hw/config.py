@@ -342,7 +342,8 @@ CONFIG_RULES: tuple[str, ...] = (
     f"`timing.gemm_pipeline_depth` and `timing.alu_pipeline_depth` are at least {MIN_PIPELINE_DEPTH} "
     "(operand read, operate, accumulator write).",
     f"`timing.alu_ii` is at least {MIN_ALU_II} (one accumulator read port, two operands) and at least "
-    "`alu_pipeline_depth - 1` (no forwarding beyond the accumulator SRAM's write-through bypass).",
+    "`alu_pipeline_depth - 3` (the ALU forwards a write into its operand registers, which it fills by the "
+    "third cycle of an iteration).",
     "The accumulator is at least as wide as an input × weight product "
     "(`acc_width >= inp_width + wgt_width`); the output is no wider than the accumulator.",
     "Input, weight and output values are 8 or 16 bits wide (the compiler's integer types; no 4-bit values).",
@@ -432,11 +433,11 @@ def _validate_rtl_timing(cfg: HwConfig) -> None:
                 f"{cfg.name}.timing.{name} = {depth}: the RTL pipeline needs at least {MIN_PIPELINE_DEPTH} stages "
                 f"(operand read, multiply/operate, accumulator write); allowed [{MIN_PIPELINE_DEPTH}, {TIMING_RANGES[name][1]}]"
             )
-    least_ii = max(MIN_ALU_II, t.alu_pipeline_depth - 1)
+    least_ii = max(MIN_ALU_II, t.alu_pipeline_depth - 3)
     if t.alu_ii < least_ii:
         raise ConfigError(
             f"{cfg.name}.timing.alu_ii = {t.alu_ii} must be >= {MIN_ALU_II} (one accumulator read port, two operands) "
-            f"and >= alu_pipeline_depth - 1 = {t.alu_pipeline_depth - 1} (no forwarding beyond the SRAM bypass); "
+            f"and >= alu_pipeline_depth - 3 = {t.alu_pipeline_depth - 3} (forwarding reaches the operand registers only); "
             f"allowed [{least_ii}, {TIMING_RANGES['alu_ii'][1]}]"
         )
     beats = t.dram_burst_bytes // cfg.bus_bytes

@@ -21,7 +21,7 @@ from vdla_hw.fpga.boards import BOARDS, XC7_ESTIMATE_FAMILIES
 from vdla_hw.rtl_build import lint_command, tool_env
 from vdla_hw.synth import synthesize
 
-FMAX_BOARD = "ulx3s"
+FMAX_BOARD = "ulx3s-selftest"
 """The board whose open flow (yosys, nextpnr-ecp5) measures Fmax."""
 LINT_TIMEOUT_S = 300
 

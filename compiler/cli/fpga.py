@@ -34,7 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = sub.add_parser("build", help="write a board's project for a config and build its bitstream",
                        description=_BUILD_DESCRIPTION)
     p.add_argument("--board", required=True, help=f"target board: {', '.join(BOARDS)}")
-    p.add_argument("--config", default="default", help="preset name or config .json path (default: default)")
+    p.add_argument("--config", default=None, help="preset name or config .json path (default: the board's own preset, "
+                   "else default)")
     p.add_argument("-o", "--output", default=None,
                    help="project folder (default: ./vdla-fpga-<board>-<config>)")
     p.add_argument("--no-run", action="store_true", help="only write the project; do not run the tools")
@@ -55,6 +56,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_tls_options(p)
     p.set_defaults(func=_deploy)
 
+    p = sub.add_parser("program", help="load a built bitstream onto an open board (ULX3S) with openFPGALoader",
+                       description="Load the bitstream of a folder written by vdla fpga build onto the board on USB: "
+                       "into the FPGA's SRAM (until power-off), or with --flash into its configuration flash.")
+    p.add_argument("--board", required=True, help="the board: ulx3s (the SoC) or ulx3s-selftest")
+    p.add_argument("--bitstream", required=True, metavar="DIR", help="the folder vdla fpga build wrote")
+    p.add_argument("--flash", action="store_true", help="write the configuration flash (kept over power cycles)")
+    p.set_defaults(func=_program)
+
     p = sub.add_parser("boards", help="list the boards and their parts")
     p.set_defaults(func=_boards)
 
@@ -62,8 +71,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_gen_scripts)
 
 
+def _default_config(board: str) -> str:
+    """The config a board is built for when --config is not given: its preset (the board table's), else default."""
+    from vdla_hw.fpga.boards import get_board
+
+    return get_board(board).default_config or "default"
+
+
 def _build(args: argparse.Namespace) -> int:
-    cfg = load_config(args.config)
+    cfg = load_config(args.config or _default_config(args.board))
     out = Path(args.output) if args.output else Path(f"vdla-fpga-{args.board}-{cfg.name}")
     result = build_bitstream(args.board, cfg, out, run=not args.no_run)
     print(f"wrote the {result.board} project for config {result.config} to {result.project_dir}")
@@ -102,14 +118,24 @@ def _deploy(args: argparse.Namespace) -> int:
     return 0
 
 
+def _program(args: argparse.Namespace) -> int:
+    from vdla_hw.fpga.program import program_board
+
+    result = program_board(args.board, args.bitstream, flash=args.flash)
+    where = "configuration flash" if result.flash else "SRAM (until power-off)"
+    print(f"loaded {result.bitstream} onto the {result.board}'s {where}")
+    print(f"  {' '.join(result.command)}")
+    return 0
+
+
 def _boards(args: argparse.Namespace) -> int:
     for board in BOARDS.values():
-        print(f"{board.name:<12} {board.part:<22} {board.flow:<8} {board.title}")
+        print(f"{board.name:<15} {board.part:<22} {board.flow:<10} {board.title}")
         if board.resources is not None:
             r = board.resources
-            print(f"{'':<12} {r.luts:,} LUTs, {r.ffs:,} FFs, {r.dsps:,} DSPs, {r.bram36:g} BRAM36 ({r.family})")
+            print(f"{'':<15} {r.luts:,} LUTs, {r.ffs:,} FFs, {r.dsps:,} DSPs, {r.bram36:g} BRAM36 ({r.family})")
         for note in board.notes:
-            print(f"{'':<12} {note}")
+            print(f"{'':<15} {note}")
     return 0
 
 

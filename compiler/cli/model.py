@@ -67,8 +67,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--output", metavar="Y.npy", help="write the (first) output here")
     p.add_argument("--json", metavar="OUT.json", help="write the profile as JSON (implies --profile)")
     add_pool_options(p)
-    p.add_argument("--board", help="with --backend fpga --pool: the board to run on (default: the one board of the "
-                   "pool loaded with the module's config; see vdla fpga deploy)")
+    p.add_argument("--board", help="with --backend fpga: the board to run on (with --pool: default the one board of "
+                   "the pool loaded with the module's config, see vdla fpga deploy; ulx3s: driven over --port)")
+    p.add_argument("--port", help="with --backend fpga: the serial port of a board driven over USB (ulx3s), e.g. "
+                   "/dev/ttyUSB0, or 'sim' for the simulated ULX3S SoC")
+    p.add_argument("--bitstream", metavar="DIR", help="with --backend fpga: the folder vdla fpga build wrote")
     p.set_defaults(func=cmd_run)
 
 
@@ -215,6 +218,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     module = load(args.module, config)
     module.set_num_threads(args.threads)
     inputs = _inputs(args.input, module.input_names)
+    options = {}
+    if not args.pool:
+        fpga = {"board": args.board, "port": args.port, "bitstream": args.bitstream}
+        given = {k: v for k, v in fpga.items() if v is not None}
+        if given and args.backend != "fpga":
+            raise UsageError(f"--{'/--'.join(given)} only go with --backend fpga", hint="add --backend fpga")
+        options = given
+    elif args.port or args.bitstream:
+        raise UsageError("with --pool the board worker holds the port and the bitstream",
+                         hint="drop --port/--bitstream (start the worker with them: vdla pool worker ADDR --board B "
+                              "--port P)")
     with ExitStack() as stack:
         if args.pool:
             from runtime.pool.tasks import pool_runner
@@ -222,14 +236,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             # Each VDLA node's program runs on a pool worker offering the backend; CPU nodes stay here.
             module.set_program_runner(pool_runner(stack.enter_context(pool_executor(args)), board=args.board))
         if args.profile or args.trace or args.json:
-            outputs, profile = module.profile(inputs, backend=args.backend, trace=args.trace)
+            outputs, profile = module.profile(inputs, backend=args.backend, trace=args.trace, **options)
             print(profile.table())
             if profile.trace:
                 print(f"timeline of the VDLA nodes: {profile.trace} (open it in ui.perfetto.dev)")
             if args.json:
                 Path(args.json).write_text(json.dumps(profile.to_json(), indent=1))
         else:
-            outputs = module.run(inputs, backend=args.backend)
+            outputs = module.run(inputs, backend=args.backend, **options)
     return _report(args, list(zip(module.output_names, outputs)))
 
 

@@ -87,6 +87,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "loaded and checked a bitstream (no --device then)")
     p.add_argument("--emulate", action="store_true", help="with --board: the board is the Verilated RTL of each "
                    "deployed bitstream's config (no hardware needed)")
+    p.add_argument("--port", help="with --board ulx3s: the board's USB serial port (e.g. /dev/ttyUSB0), or 'sim' for "
+                   "the simulated SoC")
     p.add_argument("--store", metavar="DIR", help="with --board: where deployed bitstreams are kept "
                    "(default: $VDLA_BOARD_DIR or ~/.vdla/boards, /NAME)")
     p.add_argument("--nthreads", type=int, default=0, help="jobs at once (default: the largest N, else cores)")
@@ -163,8 +165,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
     require_pool()
     if args.board:
         return _board_worker(args)
-    if args.emulate or args.store:
-        raise UsageError("--emulate and --store are for board workers", hint="add --board B")
+    if args.emulate or args.store or args.port:
+        raise UsageError("--emulate, --port and --store are for board workers", hint="add --board B")
     from runtime.pool.node import check_devices, run_worker
 
     cores = os.cpu_count() or 1
@@ -189,15 +191,25 @@ def _board_worker(args: argparse.Namespace) -> int:
         raise UsageError("a board worker offers only its board", hint="start another worker for --device ...")
     if board_key(args.board) not in {board_key(b) for b in BOARDS}:
         raise UsageError(f"unknown board {args.board!r}; boards: {', '.join(BOARDS)}")
+    serial = next(b for n, b in BOARDS.items() if board_key(n) == board_key(args.board)).serial
+    if serial and args.port is None:
+        raise UsageError(f"the {args.board} is driven over its USB serial port", hint="add --port /dev/ttyUSB0 (or "
+                         "--port sim for the simulated SoC)")
+    if args.port is not None and not serial:
+        raise UsageError(f"--port is for boards driven over a serial port; {args.board} is not one",
+                         hint="drop --port")
+    if args.port is not None and args.emulate:
+        raise UsageError("--emulate is the emulated Zynq board; the simulated ULX3S is --port sim",
+                         hint="drop --emulate")
     spec = BoardSpec(board_key(args.board), args.emulate, Path(args.store).resolve() if args.store
-                     else default_store(args.board, args.name))
+                     else default_store(args.board, args.name), args.port)
     spec.save()
     worker = BoardWorker(spec, args.name)
     install(worker)
     worker.recheck(_progress)
 
     def ready(addr: str) -> None:
-        what = f"{'emulated ' if spec.emulate else ''}board {spec.board}"
+        what = f"{'emulated ' if spec.emulate else ''}board {spec.board}" + (f" on {spec.port}" if spec.port else "")
         offer = (f"offering {worker.kind}" if worker.kind
                  else "offering nothing until vdla fpga deploy loads a bitstream")
         print(f"worker at {addr} for {what}, store {spec.store}, {offer}", flush=True)

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .evaluate import PointResult
 from .pareto import pareto_front
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 AXES = (("luts", "LUTs (yosys xc7)"), ("dsps", "DSP slices"), ("bram36", "block RAM (36 Kbit units)"))
 
@@ -31,16 +35,22 @@ def short_labels(results: Sequence[PointResult]) -> dict[int, str]:
 
 
 def plot_pareto(results: Sequence[PointResult], path: Path, title: str) -> Path:
-    """Write the three panels to ``path`` (PNG); the front of each is drawn as a line and labelled."""
-    import matplotlib
+    """Write :func:`pareto_figure` to ``path`` (PNG)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pareto_figure(results, title).savefig(path, dpi=110)
+    return path
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+
+def pareto_figure(results: Sequence[PointResult], title: str) -> Figure:
+    """The three panels (latency against each resource), the front of each drawn as a line and
+    labelled, as a matplotlib figure (a notebook shows it)."""
+    from matplotlib.figure import Figure  # no pyplot: notebooks keep their own backend
 
     ok = [r for r in results if r.ok]
     front = fronts(results)
     labels = short_labels(ok)
-    fig, axes = plt.subplots(1, len(AXES), figsize=(6 * len(AXES), 4.8), constrained_layout=True)
+    fig = Figure(figsize=(6 * len(AXES), 4.8), constrained_layout=True)
+    axes = fig.subplots(1, len(AXES))
     for ax, (name, label) in zip(axes, AXES):
         ax.scatter([resource(r, name) for r in ok], [r.latency_ms for r in ok], s=28, color="0.6", label="config")
         best = sorted(front[name], key=lambda r: resource(r, name))
@@ -56,7 +66,4 @@ def plot_pareto(results: Sequence[PointResult], path: Path, title: str) -> Path:
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle(title)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return fig

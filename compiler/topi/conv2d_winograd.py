@@ -44,7 +44,7 @@ from .utils import TopiError, const_shape, largest_divisor, vector_lanes
 #: Output tile sizes ``m`` of F(m x m, 3 x 3) this module builds.
 WINOGRAD_TILES = (2, 4, 6)
 #: The tiles the tuner searches: F(6x6) was slower than F(4x4) on every ResNet layer measured (its
-#: transforms cost ~a^3 = 512 adds per tile and channel) and its kernel takes minutes to compile.
+#: transforms cost ~a^3 = 512 adds per tile and channel) and its kernel takes ~3x F(4)'s time to compile.
 TUNED_TILES = (2, 4)
 #: Interpolation points of each tile size (plus the point at infinity): small integers and halves
 #: keep the transforms' coefficients, hence the fp32 rounding error, small.
@@ -237,6 +237,7 @@ def schedule_conv2d_winograd_nchwc(out: Tensor, knobs: WinogradKnobs | None = No
     if s is None:
         s = create_schedule(epilogue if epilogue is not None else out)
     m, tiles_x, oco, _ = _winograd_dims(out, target)
+    a = m + 2
     knobs = knobs or default_winograd_knobs(out, target)
     knobs.validate(tiles_x, oco)
     if knobs.tile != m:
@@ -257,8 +258,9 @@ def schedule_conv2d_winograd_nchwc(out: Tensor, knobs: WinogradKnobs | None = No
     ty, vy = s.split(y, factor=m)
     tx, vx = s.split(x, factor=m)
     s.reorder(b, ty, k, tx, vy, vx, o)
+    # Only the output row picks a row of A^T (the select on ``y % m``): unrolling the column too
+    # doubled the straight-line code of the stage for no measured speed.
     s.unroll(vy)
-    s.unroll(vx)
     s.vectorize(o)
     row = s.fuse(b, ty)
     if knobs.parallel:
@@ -279,8 +281,12 @@ def schedule_conv2d_winograd_nchwc(out: Tensor, knobs: WinogradKnobs | None = No
     s.unroll(pe)
     s.vectorize(pi)
     ve, vc, _, _, vx_, vi = s.get_loops(v)[-6:]
-    s.reorder(vc, vx_, ve, vi)
-    s.unroll(ve)
+    # The second side picks a row of B^T by ``e % a``: unroll those a points, loop over the a rows
+    # (unrolling all a^2 points made a straight-line body a times bigger: most of the lowering and
+    # LLVM time of the kernel).
+    veo, vei = s.split(ve, factor=a)
+    s.reorder(vc, vx_, veo, vei, vi)
+    s.unroll(vei)
     s.vectorize(vi)
     # The GEMM of the row: (tx_block tiles x oc_block vectors) accumulators, reduced over channels.
     e, gk, _, _, gx, go, rc, ri = s.get_loops(gemm)[-8:]
@@ -293,7 +299,7 @@ def schedule_conv2d_winograd_nchwc(out: Tensor, knobs: WinogradKnobs | None = No
     # M A: per output-channel vector and tile, every transform row and output column unrolled.
     ce, ck, _, _, cx, cj, co = s.get_loops(cols)[-7:]
     s.reorder(ck, cx, ce, cj, co)
-    s.unroll(ce)
+    # Only the output column picks a row of A^T (the select on ``j``); the transform row is a loop.
     s.unroll(cj)
     s.vectorize(co)
     # Each row's stages own buffers of one row of tiles (in L2, private to the thread running the row).

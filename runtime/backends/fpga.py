@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import ClassVar
+import atexit
+from typing import Any, ClassVar
 
 from runtime.backends import BackendError, BackendOption
 from runtime.fpga.board import (
@@ -25,16 +26,22 @@ from runtime.fpga.board import (
 from runtime.program import Program
 from runtime.result import RunResult
 from vdla_hw.config import HwConfig
-from vdla_hw.fpga.boards import get_board
+from vdla_hw.fpga.boards import BOARDS, get_board
 from vdla_hw.fpga.manifest import Manifest, choose_build_id, read_manifest, write_manifest
 from vdla_hw.rtl_build import cache_root
 
 BITSTREAM_ENV = "VDLA_FPGA_BITSTREAM"
+PORT_ENV = "VDLA_FPGA_PORT"
 EMULATED_BOARD = "pynq-z2"
 """The board an emulated run without a bitstream folder pretends to be."""
 
-_OPEN: dict[tuple[Path, bool], tuple[Manifest, Board]] = {}
-"""Boards loaded by this process, by (folder, emulated), with the manifest they were loaded from."""
+SIM_PORT = "sim"
+"""``--port sim``: the simulated SoC instead of a board on a serial port."""
+
+_OPEN: dict[tuple[Path, bool | str], tuple[Manifest, Any]] = {}
+"""Boards loaded by this process, by (folder, emulated or port), with the manifest they were loaded from."""
+_SIMS: dict[str, Any] = {}
+"""Simulated serial boards this process started, by config digest (stopped at exit)."""
 
 
 def emulated_bitstream(cfg: HwConfig, board: str = EMULATED_BOARD) -> Path:
@@ -58,6 +65,10 @@ class FpgaBackend:
                       "flag", None),
         BackendOption("--timeout", "timeout", "watchdog: most seconds to wait for the accelerator", "float",
                       DEFAULT_TIMEOUT, "S"),
+        BackendOption("--board", "board", "the board (its bitstream folder names it too); ulx3s is driven over "
+                      f"--port", "str", None, "NAME"),
+        BackendOption("--port", "port", f"serial port of a board driven over USB serial, e.g. /dev/ttyUSB0, or "
+                      f"'{SIM_PORT}' for the simulated ULX3S SoC (or ${PORT_ENV})", "str", None, "PORT"),
         BackendOption("--no-precheck", "no_precheck", "skip the functional pre-check on fsim (faster on a board; a "
                       "faulty program may then hang the accelerator or overwrite memory)", "flag", False),
     )
@@ -76,7 +87,13 @@ class FpgaBackend:
         return f"pynq is not installed and the emulated board cannot be built: {reason}" if reason else None
 
     def run(self, program: Program, *, bitstream: str | Path | None = None, emulate: bool | None = None,
-            timeout: float = DEFAULT_TIMEOUT, no_precheck: bool | None = False) -> RunResult:
+            timeout: float = DEFAULT_TIMEOUT, no_precheck: bool | None = False, board: str | None = None,
+            port: str | None = None) -> RunResult:
+        port = port or os.environ.get(PORT_ENV)
+        if board is not None:
+            get_board(board)  # an unknown name is refused here, listing the boards
+        if port is not None or (board is not None and get_board(board).serial):
+            return self._run_serial(program, bitstream, board, port, timeout, bool(no_precheck), bool(emulate))
         emulate = emulate_default() if emulate is None else emulate
         folder = bitstream or os.environ.get(BITSTREAM_ENV)
         if folder is None:
@@ -104,3 +121,71 @@ class FpgaBackend:
             _OPEN.pop(key, None)
             board.close()
             raise
+
+    def _run_serial(self, program: Program, bitstream: str | Path | None, board: str | None, port: str | None,
+                    timeout: float, no_precheck: bool, emulate: bool) -> RunResult:
+        """A board on a serial port (or ``port='sim'``: the simulated SoC) through the serial driver."""
+        if emulate:
+            raise BackendError(f"--emulate is the emulated Zynq board; a serial board is simulated with --port {SIM_PORT}")
+        key, dev = open_serial(program.config, bitstream, board, port)
+        try:
+            return dev.run(program, timeout=timeout, precheck=not no_precheck)
+        except BaseException:
+            _OPEN.pop(key, None)
+            dev.close()
+            raise
+
+
+def open_serial(cfg: HwConfig, bitstream: str | Path | None, board: str | None,
+                port: str | None) -> tuple[tuple[Path, str], Any]:
+    """The serial board (:class:`runtime.fpga.serial_board.SerialBoard`) for ``cfg`` on ``port``, opened and
+    checked once per process and folder; ``port='sim'`` starts the simulated SoC of ``cfg``."""
+    serial_boards = [b.name for b in BOARDS.values() if b.serial]
+    name = board or (read_manifest(Path(bitstream)).board if bitstream else serial_boards[0])
+    brd = get_board(name)
+    if not brd.serial:
+        raise BackendError(f"--port drives a board over a serial port; {brd.name} is not one (those are: "
+                           f"{', '.join(serial_boards)})")
+    if port is None:
+        raise BackendError(f"the {brd.name} is driven over its USB serial port: pass port=... (vdla: --port "
+                           f"/dev/ttyUSB0, or --port {SIM_PORT} for the simulated SoC) or set {PORT_ENV}")
+    if port == SIM_PORT:
+        from vdla_hw.fpga.ulx3s_sim import SimulatedUlx3s
+
+        sim = _SIMS.get(cfg.digest)
+        if sim is None:
+            sim = _SIMS[cfg.digest] = SimulatedUlx3s(cfg)
+        folder, real_port, link_timeout = sim.folder, sim.port, 120.0
+    else:
+        folder = Path(bitstream or os.environ.get(BITSTREAM_ENV) or f"vdla-fpga-{brd.name}-{cfg.name}")
+        if not folder.is_dir():
+            raise BackendError(f"no bitstream folder {folder}: the driver needs the folder `vdla fpga build` wrote "
+                               f"for the board (its soc.json, manifest and config); pass --bitstream DIR, or build "
+                               f"it: vdla fpga build --board {brd.name} --config {cfg.name} -o {folder}")
+        real_port, link_timeout = port, 5.0
+    folder = Path(folder).resolve()
+    manifest = read_manifest(folder)
+    key = (folder, real_port)
+    loaded, dev = _OPEN.get(key, (None, None))
+    if dev is not None and loaded != manifest:
+        del _OPEN[key]
+        dev.close()
+        dev = None
+    if dev is None:
+        from runtime.fpga.serial_board import open_serial_board
+
+        dev = open_serial_board(folder, real_port, timeout=link_timeout)
+        dev.simulated = port == SIM_PORT
+        _OPEN[key] = (manifest, dev)
+    return key, dev
+
+
+def _stop_sims() -> None:
+    for key in list(_OPEN):
+        if isinstance(key[1], str):
+            _OPEN.pop(key)[1].close()
+    while _SIMS:
+        _SIMS.popitem()[1].close()
+
+
+atexit.register(_stop_sims)

@@ -119,7 +119,7 @@ class Board:
         if not timeout > 0:
             raise ValueError(f"timeout must be positive, got {timeout}")
         regmap.check_config_id(self.read("CONFIG_ID"), program.config)
-        _check_program(program, precheck)
+        precheck_program(program, precheck)
         status = self.read("STATUS")
         if status & regmap.STATUS_BUSY:
             raise DeviceFaultError(f"the accelerator on {self.board} is still busy (STATUS {status:#x}) from an "
@@ -183,7 +183,7 @@ class Board:
             self._device = None
 
 
-def _check_program(program: Program, precheck: bool) -> None:
+def precheck_program(program: Program, precheck: bool) -> None:
     """The rtl backend's checks: the ISA's static rules always, fsim's run when ``precheck``."""
     from simulator.checks import check_opcodes, check_program
     from simulator.errors import (
@@ -246,6 +246,10 @@ def open_board(bitstream_dir: Path | str, *, emulate: bool | None = None,
     manifest = read_manifest(folder)
     cfg = manifest_config(folder, manifest)
     board = get_board(manifest.board)
+    if board.serial:
+        raise UnsupportedError(f"the {board.name} is driven over its USB serial port, not through pynq",
+                               hint=f"pass the port: vdla ... --backend fpga --board {board.name} --port /dev/ttyUSB0 "
+                                    f"(or --port sim for the simulated SoC); see docs/fpga_ulx3s.md")
     if board.ps is None:
         zynq = ", ".join(b.name for b in BOARDS.values() if b.ps is not None)
         raise UnsupportedError(f"board {board.name} has no processor to run a driver: its bitstream runs the built-in "

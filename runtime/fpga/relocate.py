@@ -18,7 +18,7 @@ import numpy as np
 from runtime.program import Program
 from vdla_hw.config import HwConfig
 from vdla_hw.errors import DeviceFaultError
-from vdla_hw.isa import INSN_BYTES, MemInsn, MemType
+from vdla_hw.isa import INSN_BYTES, MemInsn, MemType, Opcode
 
 AXI_BOUNDARY = 4096
 """AXI bursts do not cross 4 KiB boundaries: the DMA engines split there."""
@@ -76,3 +76,28 @@ def restore_image(program: Program, placed: np.ndarray, final: np.ndarray) -> np
     untouched = out[block] == placed[block]
     out[block] = np.where(untouched, program.dram[block], out[block])
     return out
+
+
+def store_ranges(program: Program, word: int = 4) -> list[tuple[int, int]]:
+    """The byte ranges ``[start, end)`` of the image the program's STOREs may write, merged and widened
+    to ``word``-aligned bounds (program addresses, before relocation).
+
+    The accelerator writes DRAM only through STORE (its store unit is the AXI master's only writer),
+    so a driver whose link is slow reads back exactly these bytes; the rest of the image is what it
+    wrote before the run.
+    """
+    cfg = program.config
+    spans = []
+    for insn in program.instructions:
+        if isinstance(insn, MemInsn) and insn.opcode is Opcode.STORE and insn.y_size and insn.x_size:
+            eb = element_bytes(cfg, insn.mem_type)
+            start = insn.dram_base * eb
+            end = (insn.dram_base + (insn.y_size - 1) * insn.x_stride + insn.x_size) * eb
+            spans.append((start // word * word, -(-end // word) * word))
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged

@@ -20,6 +20,12 @@ the next run). A restarted worker checks its current bitstream again before it a
 
 ``--emulate`` makes the board the Verilated RTL of the bitstream folder's config (see
 ``runtime.fpga``); everything else -- the store, the checks, the jobs -- is the same code.
+
+A board driven over a serial port (``--board ulx3s --port /dev/ttyUSB0``) has no processor to
+load its bitstream: step 4 loads it with openFPGALoader (:mod:`vdla_hw.fpga.program`), then opens
+the port with :func:`runtime.fpga.serial_board.open_serial_board`, whose checks are the same
+(identifier, CONFIG_ID, BUILD_ID, the ``gemm`` self-test bit-exact vs fsim). ``--port sim`` is the
+simulated SoC of the deployed config (nothing to load; its BUILD_ID must still be the manifest's).
 """
 
 from __future__ import annotations
@@ -82,15 +88,18 @@ class BoardSpec:
     board: str
     emulate: bool
     store: Path
+    port: str | None = None
+    """The serial port of a board driven over USB (``--port``), or ``sim``."""
 
     def save(self) -> None:
         self.store.mkdir(parents=True, exist_ok=True)
-        (self.store / _WORKER).write_text(json.dumps({"board": self.board, "emulate": self.emulate}) + "\n")
+        (self.store / _WORKER).write_text(json.dumps({"board": self.board, "emulate": self.emulate,
+                                                      "port": self.port}) + "\n")
 
     @staticmethod
     def load(store: Path) -> BoardSpec:
         raw = json.loads((store / _WORKER).read_text())
-        return BoardSpec(raw["board"], bool(raw["emulate"]), store)
+        return BoardSpec(raw["board"], bool(raw["emulate"]), store, raw.get("port"))
 
 
 def default_store(board: str, name: str | None) -> Path:
@@ -100,12 +109,53 @@ def default_store(board: str, name: str | None) -> Path:
 
 
 # ---- the job-process side: checking a bitstream, running programs ----------------------------------
-def check_bitstream(folder: str, emulate: bool, manifest: Manifest) -> Deployment:
+def check_window(board: Any) -> str:
+    """The design itself must refuse a DMA outside the job's buffer (the pre-check is off)."""
+    from runtime.system_programs import window_probe_program
+    from simulator.errors import MemoryAccessError
+
+    try:
+        board.run(window_probe_program(board.config), precheck=False)
+    except MemoryAccessError as exc:
+        if "outside the DRAM window" not in str(exc):
+            raise
+    else:
+        raise DeviceFaultError("window check: a STORE past the job's buffer ran to the end instead of stopping "
+                               "with a fault: the bitstream predates the DRAM address window (issue 24)",
+                               hint="rebuild the folder with vdla fpga build and deploy it again")
+    return "DRAM window: a STORE past the job's buffer stopped by the design (FAULT registers)"
+
+
+def check_serial_bitstream(folder: str, port: str, manifest: Manifest) -> Deployment:
+    """Load ``folder``'s bitstream onto the serial board on ``port`` and check it (runs in a job process)."""
+    from runtime.backends.fpga import SIM_PORT, open_serial
+    from vdla_hw.fpga.manifest import manifest_config
+    from vdla_hw.fpga.program import program_board
+
+    checks = []
+    if port != SIM_PORT:
+        loaded = program_board(manifest.board, folder)
+        checks.append(f"loaded {Path(loaded.bitstream).name} with openFPGALoader")
+    cfg = manifest_config(Path(folder), manifest)
+    _, board = open_serial(cfg, folder, manifest.board, port)
+    if board.build_id != manifest.build_id:
+        raise DeviceFaultError(f"the {'simulated ' if port == SIM_PORT else ''}{manifest.board} on {port} has build "
+                               f"0x{board.build_id:08x}, the deployed folder describes 0x{manifest.build_id:08x}",
+                               hint="rebuild the folder from these sources (vdla fpga build) and deploy it again")
+    checks += board.checks
+    checks.append(check_window(board))
+    key = board_key(manifest.board)
+    return Deployment(key, fpga_kind(key, cfg), cfg.name, cfg.digest, board.config_id, board.build_id,
+                      tuple(checks), folder)
+
+
+def check_bitstream(folder: str, emulate: bool, manifest: Manifest, port: str | None = None) -> Deployment:
     """Open the bitstream in ``folder`` and prove it is what ``manifest`` says (runs in a job process)."""
+    if port is not None:
+        return check_serial_bitstream(folder, port, manifest)
     from runtime.backends import run as run_program
     from runtime.fpga import open_board
-    from runtime.system_programs import build_case, window_probe_program
-    from simulator.errors import MemoryAccessError
+    from runtime.system_programs import build_case
     from vdla_hw import regmap
 
     try:
@@ -128,18 +178,7 @@ def check_bitstream(folder: str, emulate: bool, manifest: Manifest) -> Deploymen
                   f"BUILD_ID 0x{board.build_id:08x} = manifest"]
         program = build_case(cfg, SELFTEST)
         got = board.run(program).dram
-        # The design itself must refuse a DMA outside the job's buffer (the pre-check is off).
-        probe = window_probe_program(cfg)
-        try:
-            board.run(probe, precheck=False)
-        except MemoryAccessError as exc:
-            if "outside the DRAM window" not in str(exc):
-                raise
-        else:
-            raise DeviceFaultError("window check: a STORE past the job's buffer ran to the end instead of stopping "
-                                   "with a fault: the bitstream predates the DRAM address window (issue 24)",
-                                   hint="rebuild the folder with vdla fpga build and deploy it again")
-        checks.append("DRAM window: a STORE past the job's buffer stopped by the design (FAULT registers)")
+        checks.append(check_window(board))
     finally:
         board.close()
     expected = run_program(program, "fsim").dram
@@ -202,6 +241,10 @@ def run_here(program: Program, options: dict[str, Any]) -> Any:
                                f"(it holds {have}): it was redeployed while the job waited",
                                hint="deploy a bitstream for that config with vdla fpga deploy, then run again")
     rest = {k: v for k, v in options.items() if k not in _WORKER_CHOOSES}
+    if spec.port is not None:
+        rest = {k: v for k, v in rest.items() if k not in ("port", "board")}
+        return run_program(program, "fpga", bitstream=current.folder, board=spec.board.replace("_", "-"),
+                           port=spec.port, **rest)
     return run_program(program, "fpga", bitstream=current.folder, emulate=spec.emulate, **rest)
 
 
@@ -250,8 +293,9 @@ class BoardWorker:
 
         current = read_current(self.spec.store)
         # arch: the processor the worker runs on, which runs a whole module's CPU kernels when they match it.
-        return {"board": self.spec.board, "emulate": self.spec.emulate, "name": self.name, "kind": self.kind,
-                "config": current.config_name if current and self.kind else None, "arch": host_arch()}
+        return {"board": self.spec.board, "emulate": self.spec.emulate, "port": self.spec.port, "name": self.name,
+                "kind": self.kind, "config": current.config_name if current and self.kind else None,
+                "arch": host_arch()}
 
     def recheck(self, progress: Callable[[str], None]) -> None:
         """At start: check the stored current bitstream again and take its kind, or forget it."""
@@ -261,7 +305,8 @@ class BoardWorker:
         progress(f"checking the deployed bitstream {current.folder} ...")
         try:
             manifest, _ = check_folder(Path(current.folder))
-            checked = _in_job_process(check_bitstream, current.folder, self.spec.emulate, manifest)
+            checked = _in_job_process(check_bitstream, current.folder, self.spec.emulate, manifest,
+                                      self.spec.port)
         except (BadFileError, DeviceFaultError) as exc:  # the board starts empty; a missing tool stops the worker
             progress(f"the deployed bitstream is not offered: {exc}")
             (self.spec.store / _CURRENT).unlink()
@@ -286,7 +331,8 @@ class BoardWorker:
             shutil.rmtree(dest, ignore_errors=True)
             staging.rename(dest)
             try:
-                checked: Deployment = _in_job_process(check_bitstream, str(dest), self.spec.emulate, manifest)
+                checked: Deployment = _in_job_process(check_bitstream, str(dest), self.spec.emulate, manifest,
+                                                          self.spec.port)
             except BaseException:
                 shutil.rmtree(dest, ignore_errors=True)
                 raise

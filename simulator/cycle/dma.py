@@ -155,7 +155,7 @@ class ReadRows(Owner):
     in front of them (then ``dirty`` is set, see :mod:`simulator.cycle.dram`).
     """
 
-    __slots__ = ("heads", "tails", "timing", "base", "plan", "cfg", "start", "geo")
+    __slots__ = ("heads", "tails", "timing", "base", "plan", "cfg", "start", "geo", "writer", "stalls_booked")
 
     def __init__(self, cfg: HwConfig, start: int, geo: RowGeometry) -> None:
         super().__init__()
@@ -166,6 +166,10 @@ class ReadRows(Owner):
         """The executor's (cycles, DRAM wait) as the rows' current cycles give them (set by its user)."""
         self.base = 0
         self.plan: StreamPlan | None = None
+        self.writer: Writer | None = None
+        """The tile writer that paces a block of elements at least as wide as the bus, if it ever lags."""
+        self.stalls_booked = False
+        """The bursts' holding times include the writer's stalls (booked behind everything else)."""
 
     def expand(self, tail: int) -> list[Burst]:
         """The segment's bursts, exactly as :func:`_bursts` would have booked them with data
@@ -194,13 +198,33 @@ class ReadRows(Owner):
         return self.tails[row][END] - 1
 
 
-def read_rows(cfg: HwConfig, dram: Dram, start: int, geo: RowGeometry) -> ReadRows:
+@dataclass(frozen=True)
+class Writer:
+    """The tile writer behind a read of elements at least as wide as the bus.
+
+    The engine holds an element's last beat on the read channel until the writer, which walks
+    the padded block one element per ``w`` cycles, takes it; so after padding the channel waits
+    for the writer, and so does every burst queued behind.
+    """
+
+    ready: int
+    """The cycle the writer can take the block's first data element."""
+    gap: int
+    """Cycles from a row's last data element to the writer being ready for the next row's first."""
+    ratio: int
+    """Beats per element."""
+
+
+def read_rows(cfg: HwConfig, dram: Dram, start: int, geo: RowGeometry, writer: Writer | None = None) -> ReadRows:
     """Request the rows of ``geo`` from an engine whose executor started in cycle ``start``.
 
     A block requested after every burst booked so far -- nearly every one -- is appended
-    without a call per burst, and as one segment when its geometry has a plan.
+    without a call per burst, and as one segment when its geometry has a plan (and no
+    ``writer`` stalls it: then its bursts are booked one by one, holding the channel while the
+    writer lags).
     """
     out = ReadRows(cfg, start, geo)
+    out.writer = writer
     queue, requests = dram.queue, dram.requests
     if len(queue) > _KEEP:
         dram.drop_done()
@@ -211,7 +235,8 @@ def read_rows(cfg: HwConfig, dram: Dram, start: int, geo: RowGeometry) -> ReadRo
         return out
     tail = dram.tail_end()
     plan = geo.plan
-    if plan is None:
+    if plan is None or writer is not None:
+        out.stalls_booked = writer is not None
         bursts = _bursts(cfg, start, geo, out, tail, dram.latency)
         queue.extend(bursts)
         requests.extend(b[REQUEST] for b in bursts)
@@ -240,6 +265,8 @@ def _bursts(cfg: HwConfig, start: int, geo: RowGeometry, out: ReadRows, tail: in
     command = start + t.dma_start_cycles - 2
     bursts: list[Burst] = []
     after = window = None
+    writer = out.writer if out.stalls_booked else None
+    ready = writer.ready if writer is not None else 0
     for r, holds in enumerate(geo.holds):
         if narrow and r >= max_rows and heads[r - max_rows][START] + 1 > command:
             command = heads[r - max_rows][START] + 1
@@ -253,6 +280,8 @@ def _bursts(cfg: HwConfig, start: int, geo: RowGeometry, out: ReadRows, tail: in
                     grant = window[END]
             request = grant + 1
             first = request + latency if request + latency > tail else tail
+            if writer is not None and len(heads) == r and ready > first + writer.ratio - 1:
+                hold += ready - (first + writer.ratio - 1)  # the row's first element waits for the writer
             tail = first + hold
             after = [request, first, tail, hold, out, after, request - after[REQUEST] if after else 0, window]
             bursts.append(after)
@@ -260,6 +289,8 @@ def _bursts(cfg: HwConfig, start: int, geo: RowGeometry, out: ReadRows, tail: in
                 heads.append(after)
         tails.append(after)
         command = grant + 1
+        if writer is not None:
+            ready = tail - 1 + writer.gap
     return bursts
 
 

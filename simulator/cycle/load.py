@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from simulator.cycle.dma import ReadRows, geometry, read_rows
+from simulator.cycle.dma import ReadRows, Writer, geometry, read_rows
 from simulator.cycle.unit import Unit
 from vdla_hw.config import HwConfig
 from vdla_hw.isa import Insn, MemInsn, Module
@@ -44,7 +44,13 @@ def start_load(unit: Unit, insn: MemInsn, start: int) -> tuple[int, int, ReadRow
     geo = unit.shapes.get(key)
     if geo is None:
         geo = unit.shapes[key] = geometry(cfg, key[1], x * eb, y, key[4], eb)
-    rows = read_rows(cfg, ctx.dram, start, geo)
+    w = cfg.timing.sram_write_cycles
+    writer = None
+    if eb >= cfg.bus_bytes and (insn.y_pad0 or insn.x_pad0 or insn.x_pad1 or w > eb // cfg.bus_bytes):
+        cols = insn.x_pad0 + x + insn.x_pad1
+        writer = Writer(start + (insn.y_pad0 * cols + insn.x_pad0 + 1) * w, (insn.x_pad1 + insn.x_pad0 + 1) * w,
+                        eb // cfg.bus_bytes)
+    rows = read_rows(cfg, ctx.dram, start, geo, writer)
     ctx.dram.count(unit.name, y * x * eb, geo.beats, write=False)
     rows.timing = partial(load_timing, cfg, insn, start, rows, eb)
     return (*rows.timing(), rows)
@@ -74,11 +80,28 @@ def load_timing(cfg: HwConfig, insn: MemInsn, start: int, rows: ReadRows, elem_b
             taken = t = max(t + x * w, ready)
             t += xp1 * w
     else:
-        data = (xp0 + x) * w
-        for end in ends:
-            t += data
-            if base + end - 1 > t:
-                t = base + end - 1
+        # The engine holds an element's last beat on the channel until the writer takes it (no
+        # buffer beyond the element's other beats): once the writer lags behind the data (after
+        # padding), the rest of the stream waits, an element per max(beats, w) cycles.
+        # When the writer's stalls are not in the booked bursts (a block requested before others'),
+        # they are added here: once the writer lags behind the data, the rest of the stream waits.
+        ratio = elem_bytes // cfg.bus_bytes
+        per = ratio if ratio > w else w
+        booked = rows.stalls_booked
+        lag = 0  # cycles the writer has held the stream back so far
+        for first, end in zip(firsts, ends):
+            t += xp0 * w
+            ready = t + w
+            arrive = base + first + lag + ratio - 1
+            if ready > arrive:
+                if not booked:
+                    lag += ready - arrive
+                arrive = ready
+            t = arrive + (x - 1) * per
+            if not booked:
+                lag += (x - 1) * (per - ratio)
+            if base + end - 1 + lag > t:
+                t = base + end - 1 + lag
             t += xp1 * w
     t += insn.y_pad1 * cols * w
     cycles = t + 1 - start

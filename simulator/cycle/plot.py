@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from simulator.cycle.trace import UNITS, Timeline
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 # One colour per kind of work, so overlap of load and GEMM (latency hiding) stands out.
 _COLOURS = {
@@ -32,24 +35,34 @@ def plot_gantt(
     units: Sequence[str] = UNITS,
     max_slices: int = 200_000,
 ) -> Path:
-    """Draw one Gantt panel per (title, timeline) and save a PNG.
+    """Draw :func:`gantt_figure` and save it as a PNG."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    gantt_figure(timelines, units=units, max_slices=max_slices).savefig(path, dpi=110)
+    return path
+
+
+def gantt_figure(
+    timelines: Sequence[tuple[str, Timeline]],
+    *,
+    units: Sequence[str] = UNITS,
+    max_slices: int = 200_000,
+) -> Figure:
+    """One Gantt panel per (title, timeline), as a matplotlib figure (a notebook shows it).
 
     Several timelines (e.g. one and two virtual threads) share the x axis so
     their lengths compare at a glance.  Stalls are drawn as thin grey bars
     under the work.  Beyond ``max_slices`` per panel, slices shorter than the
     chart's resolution are merged so huge runs still plot in seconds.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    # A bare Figure (no pyplot): no global backend switch, so notebooks keep their own.
+    from matplotlib.figure import Figure
     from matplotlib.patches import Patch
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     end = max((max((s.end for s in t.slices), default=1) for _, t in timelines), default=1)
     height = 1.2 + 1.1 * len(units) * len(timelines)
-    fig, axes = plt.subplots(len(timelines), 1, figsize=(12, height), sharex=True, squeeze=False)
+    fig = Figure(figsize=(12, height))
+    axes = fig.subplots(len(timelines), 1, sharex=True, squeeze=False)
     used: set[str] = set()
     for ax, (title, timeline) in zip(axes[:, 0], timelines):
         for row, unit in enumerate(units):
@@ -91,6 +104,4 @@ def plot_gantt(
         frameon=False,
     )
     fig.tight_layout(rect=(0, 0, 1, 0.97))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return fig

@@ -28,7 +28,7 @@ def timings(draw: st.DrawFn, bus_bytes: int) -> dict[str, int]:
         "dram_burst_bytes": bus_bytes << draw(st.integers(0, 3)),
         "gemm_pipeline_depth": draw(st.integers(3, 8)),
         "alu_pipeline_depth": alu_depth,
-        "alu_ii": draw(st.integers(max(2, alu_depth - 1), 8)),
+        "alu_ii": draw(st.integers(max(2, alu_depth - 3), 8)),
         "sram_write_cycles": draw(st.integers(1, 2)),
         "insn_overhead": draw(st.integers(2, 4)),
         "queue_latency": draw(st.integers(1, 3)),

@@ -108,10 +108,12 @@ def test_driver_register_sequence(folder: Path, tiny: HwConfig) -> None:
         assert allocated.address <= base < base + program.dram.size <= allocated.address + allocated.nbytes
         whole = (allocated.address, allocated.nbytes)  # both cover the whole buffer
         assert (flushed.address, flushed.nbytes) == (invalidated.address, invalidated.nbytes) == whole
-        assert [a.value for a in trace[4:7]] == [base + program.insn_addr, program.insn_count, regmap.CONTROL_START]
-        statuses = [a.value for a in trace[7:7 + polls]]
-        assert all(s & regmap.STATUS_BUSY and not s & regmap.STATUS_DONE for s in statuses[:-1])
-        assert statuses[-1] & regmap.STATUS_DONE
+        # The window is the job's buffer: the image, relocated to base.
+        assert [a.value for a in trace[4:9]] == [base, base + program.dram.size, base + program.insn_addr,
+                                                 program.insn_count, regmap.CONTROL_START]
+        statuses = [a.value for a in trace[9:9 + polls + 1]]
+        assert all(s & regmap.STATUS_BUSY and not s & regmap.STATUS_DONE for s in statuses[:polls - 1])
+        assert all(s & regmap.STATUS_DONE and not s & regmap.STATUS_FAULT for s in statuses[polls - 1:])
         assert trace[-4].value | trace[-3].value << 32 == result.cycles > 0
         # The device memory holds the relocated instructions: every LOAD/STORE moved by base.
         sim = board.device.sim
@@ -231,10 +233,14 @@ def test_bad_folders_are_named(tmp_path: Path, tiny: HwConfig) -> None:
     with pytest.raises(BadFileError, match="format 'something/9'"):
         open_board(tmp_path, emulate=True)
     ulx3s = tmp_path / "ulx3s"
-    write_manifest(ulx3s, get_board("ulx3s"), tiny, 7)
-    with pytest.raises(UnsupportedError, match="ulx3s has no processor") as info:
+    write_manifest(ulx3s, get_board("ulx3s-selftest"), tiny, 7)
+    with pytest.raises(UnsupportedError, match="ulx3s-selftest has no processor") as info:
         open_board(ulx3s, emulate=True)
     assert "pynq-z2" in info.value.hint
+    write_manifest(ulx3s, get_board("ulx3s"), tiny, 7)
+    with pytest.raises(UnsupportedError, match="ulx3s is driven over its USB serial port") as info:
+        open_board(ulx3s, emulate=True)
+    assert "--port" in info.value.hint
 
 
 def test_two_boards_in_one_process(folder: Path, tiny: HwConfig) -> None:

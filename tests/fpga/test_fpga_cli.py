@@ -102,8 +102,8 @@ def test_boards_lists_every_board(capsys):
 
 def test_ulx3s_no_run_writes_the_self_test_top_its_constraints_and_ram_images(tmp_path, capsys):
     out = tmp_path / "ulx"
-    assert main(["fpga", "build", "--board", "ulx3s", "--config", "tiny", "--no-run", "-o", str(out)]) == 0
-    assert "vdla fpga build --board ulx3s --config tiny" in capsys.readouterr().out
+    assert main(["fpga", "build", "--board", "ulx3s-selftest", "--config", "tiny", "--no-run", "-o", str(out)]) == 0
+    assert "vdla fpga build --board ulx3s-selftest --config tiny" in capsys.readouterr().out
     for name in ("ulx3s.lpf", "vdla_ulx3s_top.sv", "vdla_axi_bram.sv", "vdla_top.sv", "vdla_pkg_tiny.sv",
                  "selftest_dram.hex", "selftest_expect.hex"):
         assert (out / name).stat().st_size > 0, name
@@ -115,7 +115,7 @@ def test_ulx3s_no_run_writes_the_self_test_top_its_constraints_and_ram_images(tm
 @pytest.mark.slow
 def test_ulx3s_build_gives_a_bitstream_and_nextpnr_fmax(tmp_path, capsys):
     out = tmp_path / "ulx"
-    assert main(["fpga", "build", "--board", "ulx3s", "--config", "tiny", "-o", str(out)]) == 0
+    assert main(["fpga", "build", "--board", "ulx3s-selftest", "--config", "tiny", "-o", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "Fmax (nextpnr)" in printed and "self-test (Verilator)" in printed
     bits = list(out.glob("*.bit"))

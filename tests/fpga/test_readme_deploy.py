@@ -36,7 +36,9 @@ def test_readme_deploy_commands_run_and_write_what_they_name(tmp_path: Path):
             board = words[words.index("--board") + 1]
             # A Vivado project (Tcl scripts) or, for the open ECP5 flow, its top, constraints and RAM image;
             # and the manifest of every board's folder.
-            wanted = ("build.tcl", "params.tcl") if board != "ulx3s" else ("ulx3s.lpf", "selftest_dram.hex")
+            wanted = {"ulx3s-selftest": ("ulx3s.lpf", "selftest_dram.hex"),
+                      "ulx3s": ("soc.json", "gateware/vdla_ulx3s_soc.v", "gateware/vdla_ulx3s_soc.lpf")}.get(
+                          board, ("build.tcl", "params.tcl"))
             assert all((out / name).is_file() for name in wanted + ("bitstream.json",)), (line, wanted)
         if "--backend fpga" in line:  # the emulated board ran it: its result is fsim's
             assert "backend fpga" in result.stdout and "emulated: True" in result.stdout

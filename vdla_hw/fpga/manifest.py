@@ -55,7 +55,7 @@ def project_inputs(board: Board, cfg: HwConfig) -> list[Path]:
     """Every source a board's project is made of: the config's RTL and the board's scripts."""
     scripts = sorted(p for p in board.scripts_dir.glob("*") if p.is_file())
     common = sorted((FPGA_SCRIPTS_DIR / "vivado").glob("*.tcl")) if board.ps is not None else []
-    return list(rtl_sources(cfg)) + scripts + common
+    return list(rtl_sources(cfg)) + scripts + common + board.source_paths()
 
 
 def choose_build_id(board: Board, cfg: HwConfig) -> int:

@@ -36,3 +36,21 @@ def test_cycle_model_within_target_of_rtl(tiny, case: str) -> None:
         f"{tiny.name}/{case}: cycle model {row.cycle_model_cycles:,} vs RTL {row.rtl_cycles:,} cycles, "
         f"error {row.error:+.1%} exceeds {TARGET:.0%}; recalibrate the cycle model's timing (docs/rtl.md, "
         f"\"Instruction timing\") or fix the RTL, then check bench/rtl_vs_cycle.py")
+
+
+# Fuzz programs whose padded loads of elements at least as wide as the bus made the model 7-8%
+# fast: the engine holds an element's last beat until the tile writer takes it (see
+# simulator/cycle/load.py). Their error now, on tiny: seed 226 -2.5% (was -7.8%).
+FUZZ_SEEDS = (226,)
+FUZZ_LIMIT = 0.04
+
+
+@pytest.mark.parametrize("seed", FUZZ_SEEDS)
+def test_cycle_model_holds_on_padded_wide_loads(tiny, seed: int) -> None:
+    from fuzz.generator import build_program, draw_plan
+
+    program, _ = build_program(tiny, draw_plan(tiny, seed, max_rounds=6))
+    row = calibrate(f"fuzz seed {seed}", program)
+    assert abs(row.error) <= FUZZ_LIMIT, (
+        f"{tiny.name}/fuzz seed {seed}: cycle model {row.cycle_model_cycles:,} vs RTL {row.rtl_cycles:,} cycles, "
+        f"error {row.error:+.1%} exceeds {FUZZ_LIMIT:.0%}")

@@ -67,7 +67,7 @@ package vdla_pkg;
   // ---- timing parameters implemented by the RTL (see docs/rtl.md) ----
   localparam int DRAM_BURST_BYTES = 64;
   localparam int GEMM_PIPELINE_DEPTH = 3;
-  localparam int ALU_PIPELINE_DEPTH = 3;
+  localparam int ALU_PIPELINE_DEPTH = 5;
   localparam int ALU_II = 2;
   localparam int DMA_MAX_BURSTS = 8;
   localparam int DMA_NARROW_ROWS = 4;
@@ -322,8 +322,8 @@ package vdla_pkg;
   localparam logic [3:0] BUF_ACC = 4'd3;
   localparam logic [3:0] BUF_OUT = 4'd4;
   localparam logic [3:0] BUF_INSN = 4'd5;
-  // CONFIG_ID reads this: the low 32 bits of the config digest 6a879c96481b.
-  localparam logic [AXIL_DATA_WIDTH-1:0] CONFIG_ID_VALUE = 32'h9c96481b;
+  // CONFIG_ID reads this: the low 32 bits of the config digest 994f16577e47.
+  localparam logic [AXIL_DATA_WIDTH-1:0] CONFIG_ID_VALUE = 32'h16577e47;
 endpackage
 /* verilator lint_on DECLFILENAME */
 /* verilator lint_on UNUSEDPARAM */

@@ -28,7 +28,7 @@ def test_alu_presets(rtl_module, config):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("ii,depth", [(3, 3), (3, 4), (4, 5)])
+@pytest.mark.parametrize("ii,depth", [(2, 3), (2, 4), (3, 5), (3, 6)])
 def test_alu_other_timing_tiny(rtl_module, ii, depth):
     cfg = load_config("tiny").replace(timing={"alu_ii": ii, "alu_pipeline_depth": depth})
     _run(rtl_module, cfg)
