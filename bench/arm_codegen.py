@@ -39,6 +39,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -77,6 +78,8 @@ def hot_blocks(asm: str, fma: re.Pattern[str]) -> list[list[str]]:
 OBJDUMP_LINE = re.compile(r"^\s*([0-9a-f]+):\s+([a-z][\w.]*)\s*([^/<]*)")
 #: AArch64 conditional and unconditional branches to an immediate address.
 BRANCH = re.compile(r"^(b|b\.\w+|cbn?z|tbn?z)$")
+#: Longer "loops" are outer loops or unrelated code spans, never a kernel's hot loop.
+MAX_LOOP_INSNS = 4096
 #: The cache entry holding the unpacked onnxruntime aarch64 wheel (docs/deploy.md shows how it is filled).
 ORT_AARCH64 = "ort-aarch64"
 ORT_FILL = ("pip download --no-deps --only-binary=:all: --platform manylinux2014_aarch64 --python-version 3.11 "
@@ -114,12 +117,18 @@ def innermost_loops(disassembly: str) -> list[Loop]:
             start = int(target, 16)
             if start < addr and start in index:
                 backward.append((index[start], i))
+    # latest[b]: the largest start index of a backward branch at index b; a loop [lo, hi] is innermost
+    # when no branch inside it (b < hi) starts at or after lo. Checked by slicing the loop's own range,
+    # so loops are capped at MAX_LOOP_INSNS (a hot kernel loop is far shorter; a library has ~10^6 insns).
+    latest = np.full(len(insns), -1, dtype=np.int64)
+    for lo, hi in backward:
+        latest[hi] = max(latest[hi], lo)
     loops = []
     for lo, hi in backward:
+        if hi - lo > MAX_LOOP_INSNS or (hi > lo and latest[lo:hi].max() >= lo):
+            continue
         body = insns[lo:hi + 1]
         if any(m in ("ret", "bl", "blr", "br") for _, m, _ in body[:-1]):
-            continue
-        if any(lo <= a < b < hi for a, b in backward):
             continue
         loops.append(Loop(insns[lo][0], insns[hi][0], tuple((m, ops) for _, m, ops in body)))
     return loops
