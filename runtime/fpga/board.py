@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -160,20 +161,7 @@ class Board:
                          cycles, extra)
 
     def _wait_done(self, program: Program, base: int, deadline: float, timeout: float) -> int:
-        polls = 0
-        while True:
-            status = self.read("STATUS")
-            polls += 1
-            if status & regmap.STATUS_DONE:
-                return polls
-            if time.perf_counter() > deadline:
-                cycles = self.read("CYCLES_LO") | (self.read("CYCLES_HI") << 32)
-                raise FpgaTimeoutError(
-                    f"watchdog: the accelerator on {self.board} did not finish within {timeout:g} s "
-                    f"({polls} STATUS reads): STATUS {status:#x} (busy={bool(status & regmap.STATUS_BUSY)}), "
-                    f"CYCLES {cycles:,}, INSN_ADDR {base + program.insn_addr:#x}, INSN_COUNT {program.insn_count}",
-                    hint="a program whose dependency tokens never arrive hangs the accelerator: run it on fsim to "
-                         "find the instruction (vdla sim --backend fsim), or raise the timeout if it is that long; "
+        return wait_done(self.read, self.board, program, base, deadline, timeout,
                          "reload the bitstream (open the board again) to reset the accelerator")
 
     def close(self) -> None:
@@ -279,3 +267,26 @@ def open_board(bitstream_dir: Path | str, *, emulate: bool | None = None,
         loaded.close()
         raise
     return loaded
+
+
+def wait_done(read: Callable[[str], int], board: str, program: Program, base: int, deadline: float, timeout: float,
+              reset_hint: str) -> int:
+    """Poll STATUS through ``read`` until the accelerator is done; the number of polls.
+
+    Past ``deadline`` the watchdog raises :class:`FpgaTimeoutError` with STATUS, CYCLES and the program's place,
+    and ``reset_hint`` (how this kind of board resets its accelerator)."""
+    polls = 0
+    while True:
+        status = read("STATUS")
+        polls += 1
+        if status & regmap.STATUS_DONE:
+            return polls
+        if time.perf_counter() > deadline:
+            cycles = read("CYCLES_LO") | (read("CYCLES_HI") << 32)
+            raise FpgaTimeoutError(
+                f"watchdog: the accelerator on {board} did not finish within {timeout:g} s "
+                f"({polls} STATUS reads): STATUS {status:#x} (busy={bool(status & regmap.STATUS_BUSY)}), "
+                f"CYCLES {cycles:,}, INSN_ADDR {base + program.insn_addr:#x}, INSN_COUNT {program.insn_count}",
+                hint="a program whose dependency tokens never arrive hangs the accelerator: run it on fsim to "
+                     "find the instruction (vdla sim --backend fsim), or raise the timeout if it is that long; "
+                     + reset_hint)

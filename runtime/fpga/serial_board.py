@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from runtime.faults import raise_device_fault, read_fault
-from runtime.fpga.board import DEFAULT_TIMEOUT, FpgaTimeoutError, precheck_program
+from runtime.fpga.board import DEFAULT_TIMEOUT, precheck_program, wait_done
 from runtime.fpga.relocate import alignment, place_image, restore_image, store_ranges
 from runtime.fpga.serial_link import BoardNotAnsweringError, SerialLink, transfer_bar
 from runtime.program import Program
@@ -187,21 +187,8 @@ class SerialBoard:
                          cycles, extra)
 
     def _wait_done(self, program: Program, base: int, deadline: float, timeout: float) -> int:
-        polls = 0
-        while True:
-            status = self.read("STATUS")
-            polls += 1
-            if status & regmap.STATUS_DONE:
-                return polls
-            if time.perf_counter() > deadline:
-                cycles = self.read("CYCLES_LO") | (self.read("CYCLES_HI") << 32)
-                raise FpgaTimeoutError(
-                    f"watchdog: the accelerator on {self.board} did not finish within {timeout:g} s "
-                    f"({polls} STATUS reads): STATUS {status:#x} (busy={bool(status & regmap.STATUS_BUSY)}), "
-                    f"CYCLES {cycles:,}, INSN_ADDR {base + program.insn_addr:#x}, INSN_COUNT {program.insn_count}",
-                    hint="a program whose dependency tokens never arrive hangs the accelerator: run it on fsim to "
-                         "find the instruction (vdla sim --backend fsim), or raise --timeout; press the board's "
-                         "reset button or load the bitstream again to reset the accelerator")
+        return wait_done(self.read, self.board, program, base, deadline, timeout,
+                         "press the board's reset button or load the bitstream again to reset the accelerator")
 
     def close(self) -> None:
         """Close the serial port."""
