@@ -121,14 +121,15 @@ class CampaignResult:
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(settings: Settings) -> None:
+def init_worker(settings: Settings) -> None:
+    """Set up this process to run programs of ``settings`` with :func:`run_one`."""
     _WORKER["cfg"] = load_config(settings.config)
     _WORKER["runner"] = Runner(settings.backends, cycle_threshold=settings.cycle_threshold, options=settings.options)
     _WORKER["max_rounds"] = settings.max_rounds
 
 
 def run_one(seed: int) -> tuple[ProgramRecord, set[str]]:
-    """Draw, run and judge program ``seed`` in this process (after :func:`_init_worker`)."""
+    """Draw, run and judge program ``seed`` in this process (after :func:`init_worker`)."""
     cfg: HwConfig = _WORKER["cfg"]
     plan = draw_plan(cfg, seed, max_rounds=_WORKER["max_rounds"])
     program, _ = build_program(cfg, plan)
@@ -141,11 +142,11 @@ def run_one(seed: int) -> tuple[ProgramRecord, set[str]]:
 
 def _results(settings: Settings) -> Iterator[tuple[ProgramRecord, set[str]]]:
     seeds = range(settings.seed, settings.seed + settings.count)
-    _init_worker(settings)  # here too: a bad backend or option is reported before any worker starts
+    init_worker(settings)  # here too: a bad backend or option is reported before any worker starts
     if settings.jobs <= 1:
         yield from map(run_one, seeds)
         return
-    pool = ProcessPoolExecutor(settings.jobs, initializer=_init_worker, initargs=(settings,))
+    pool = ProcessPoolExecutor(settings.jobs, initializer=init_worker, initargs=(settings,))
     try:
         yield from pool.map(run_one, seeds, chunksize=4)
     finally:

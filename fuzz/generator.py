@@ -25,13 +25,16 @@ from vdla_hw.isa import AluOp, MemType, Uop
 from runtime.memory import BufferSpec
 from runtime.program import Program, ProgramBuilder
 from fuzz.plan import (AluStep, ComputeOp, DataSpec, GemmOp, LoadOp, Loop, Plan, PlanError, Round, StoreOp, UopLoadOp,
-                       access_of, check_plan, sram_depths)
+                       access_of, check_plan, max_threads, sram_depths)
 
 _DATA_TILES = 64
 """Tiles in each DRAM source buffer and in the output buffer."""
 _SMALL_REGION = 48
 """SRAM slice per thread in ordinary programs (keeps them fast); "edge" programs use whole buffers."""
 _LOOP_TRIES = 12
+_OVER_DEPTH_MAX = 16
+"""Programs with more threads than ``dep_queue_depth`` are drawn only for token queues
+at most this deep (deeper ones would need hundreds of rounds to fill)."""
 
 
 @dataclass(frozen=True)
@@ -138,15 +141,31 @@ class _Drawer:
 
     def draw(self, max_rounds: int) -> Plan:
         rng, cfg = self.rng, self.cfg
-        # A dep_queue_depth of threads can fill a token queue (the load module runs that far ahead).
-        choices = [t for t in (1, 2, 2, 3, 4, 8, cfg.dep_queue_depth) if t <= min(cfg.dep_queue_depth, 16)]
-        threads = rng.choice(choices)
+        depth = cfg.dep_queue_depth
+        choices = [t for t in (1, 2, 2, 3, 4, 8, depth) if t <= min(depth, 16)]
+        # Only more threads than a token queue holds let a unit run far enough ahead to fill
+        # one (see plan.max_threads); the program then has about twice that many rounds.
+        over = depth <= _OVER_DEPTH_MAX and rng.random() < 0.1
+        threads = rng.randint(depth + 1, min(depth + 2, max_threads(cfg))) if over else rng.choice(choices)
         edge = rng.random() < 0.25
-        self.long_rounds = rng.random() < 0.1
+        self.long_rounds = not over and rng.random() < 0.1  # see plan.check_plan: fetch must keep up
+        # Half the many-thread programs are compute-bound: one tiny input load and one large bias
+        # load per round, so the load module runs a whole token queue ahead (l2c fills); the other
+        # half load-bound: three large loads and one 1x1 bias load per round, so compute catches up
+        # and c2l fills.
+        self.compute_bound = over and rng.random() < 0.5
+        self.load_bound = over and not self.compute_bound
+        if self.load_bound:
+            # Load pops c2l at the start of a round, compute pushes it at the end of one: with
+            # depth + 1 threads c2l holds at most depth - 1 tokens when compute pushes.
+            threads = min(depth + 2, max_threads(cfg))
         self.slices = self._slices(threads, edge)
         data = DataSpec(rng.getrandbits(32), _DATA_TILES, _DATA_TILES, _DATA_TILES, _DATA_TILES)
         self.data = data
-        n = rng.randint(1, max_rounds) if threads == 1 else rng.randint(threads, max(threads, max_rounds))
+        if over:
+            n = rng.randint(threads, 2 * threads + 2)
+        else:
+            n = rng.randint(1, max_rounds) if threads == 1 else rng.randint(threads, max(threads, max_rounds))
         rounds = tuple(self._round(r % threads) for r in range(n))
         plan = Plan(threads, data, rounds)
         try:
@@ -190,10 +209,31 @@ class _Drawer:
 
     # ---- rounds -------------------------------------------------------------------------
     def _round(self, t: int) -> Round:
-        loads = tuple(self._apply(self._load(self.rng.choice((MemType.INP, MemType.WGT)), t)) for _ in range(self._count(3)))
+        rng = self.rng
+        if self.compute_bound:
+            loads: tuple[LoadOp, ...] = (self._apply(self._tiny_load(MemType.INP, t)),)  # type: ignore[assignment]
+        else:
+            n_loads = 3 if self.load_bound else self._count(3)
+            loads = tuple(self._apply(self._load(rng.choice((MemType.INP, MemType.WGT)), t, big=self.load_bound))
+                          for _ in range(n_loads))
         computes: list[ComputeOp] = []
         lo, hi = self._region("uop", t)
-        if self.uops[lo] is None or self.rng.random() < 0.3:
+        if self.compute_bound or self.load_bound:
+            bias = self._load(MemType.ACC, t, big=True) if self.compute_bound else self._tiny_load(MemType.ACC, t)
+            computes.append(self._apply(bias))  # type: ignore[arg-type]
+            return Round(loads, tuple(computes), (self._apply(self._store(t)),))
+        if self.uops[lo] is None and rng.random() < 0.15:
+            # A thread's first round with a single compute instruction (a bias load): it alone
+            # carries the l2c pop and the c2s push (and the c2l push), a flag combination no
+            # longer round has.
+            computes.append(self._apply(self._load(MemType.ACC, t)))  # type: ignore[arg-type]
+            stores = tuple(self._apply(self._store(t)) for _ in range(self._count(2)))
+            return Round(loads, tuple(computes), stores)
+        if self._written_in("acc", t).size and rng.random() < 0.15:
+            split = self._split_computes(t)
+            stores = tuple(self._apply(self._store(t)) for _ in range(self._count(2)))
+            return Round(loads, split, stores, 1, 1)
+        if self.uops[lo] is None or rng.random() < 0.3:
             computes.append(self._apply(self._uop_load(t)))  # type: ignore[arg-type]
         for _ in range(self._count(4)):
             computes.append(self._apply(self._compute(t)))  # type: ignore[arg-type]
@@ -202,6 +242,17 @@ class _Drawer:
         stores = tuple(self._apply(self._store(t)) for _ in range(self._count(2)))
         pop_s2c, push_c2l = self._token_positions(computes)
         return Round(loads, tuple(computes), stores, pop_s2c, push_c2l)  # type: ignore[arg-type]
+
+    def _split_computes(self, t: int) -> tuple[ComputeOp, ...]:
+        """Micro-op load, GEMM, then ALU steps; the GEMM both waits for the stores (s2c) and
+        releases the inputs to the loads (c2l): it is the first accumulator write and the last
+        input read, so the two tokens can share an instruction that is neither first nor last."""
+        computes: list[ComputeOp] = [self._apply(self._uop_load(t)),  # type: ignore[list-item]
+                                     self._apply(self._loop_op(t, lambda lp: GemmOp(lp)))]  # type: ignore[list-item]
+        for _ in range(self.rng.randint(1, 3)):
+            op = self.rng.choice(list(AluOp))
+            computes.append(self._apply(self._loop_op(t, lambda lp: AluStep(op, lp, self._imm(op)))))  # type: ignore[arg-type]
+        return tuple(computes)
 
     def _token_positions(self, computes: list[ComputeOp]) -> tuple[int, int]:
         """Late s2c pop / early c2l push: up to the first accumulator write / from the last input read."""
@@ -213,13 +264,17 @@ class _Drawer:
         push_c2l = rng.randint(reads[-1] if reads else 0, last) if rng.random() < 0.4 else last
         return pop_s2c, push_c2l
 
-    def _load(self, mem: MemType, t: int) -> LoadOp:
+    def _tiny_load(self, mem: MemType, t: int) -> LoadOp:
+        lo, _ = self._region(mem.name.lower(), t)
+        return LoadOp(mem, lo, self.rng.randrange(_DATA_TILES), 1, 1, 1, (0, 0, 0, 0))
+
+    def _load(self, mem: MemType, t: int, big: bool = False) -> LoadOp:
         rng = self.rng
         kind = mem.name.lower()
         lo, hi = self._region(kind, t)
         n_src = _DATA_TILES
         for _ in range(8):
-            y, x = rng.randint(1, 4), rng.randint(1, 6)
+            y, x = (rng.randint(3, 4), rng.randint(5, 6)) if big else (rng.randint(1, 4), rng.randint(1, 6))
             pad = tuple(rng.choice((0, 0, 0, 1, 2, 3)) for _ in range(4))
             if (pad[0] + y + pad[1]) * (pad[2] + x + pad[3]) <= hi - lo:
                 break

@@ -116,6 +116,37 @@ class StoreOp:
 ComputeOp = Union[LoadOp, UopLoadOp, GemmOp, AluStep]
 
 
+def _check_fetch_keeps_up(cfg: HwConfig, plan: Plan) -> None:
+    """With more threads than a token queue holds, a producer blocked on a full queue waits for a
+    consumer ``threads - dep_queue_depth`` rounds further on in program order; fetch reaches that
+    consumer's instructions only if the blocked module's command queue holds its instructions of
+    the rounds in between (else fetch, the producer and the consumer wait on each other)."""
+    window = plan.threads - cfg.dep_queue_depth + 1
+    for name in ("loads", "computes", "stores"):
+        sizes = [len(getattr(rnd, name)) for rnd in plan.rounds]
+        for r in range(len(sizes)):
+            if sum(sizes[r:r + window]) > cfg.cmd_queue_depth:
+                raise PlanError(f"rounds {r}..{r + window - 1} have {sum(sizes[r:r + window])} {name[:-1]} instructions, "
+                                f"more than cmd_queue_depth={cfg.cmd_queue_depth}: with threads={plan.threads} > "
+                                f"dep_queue_depth={cfg.dep_queue_depth} the program could deadlock; use fewer threads "
+                                "or shorter rounds")
+
+
+def max_threads(cfg: HwConfig) -> int:
+    """The most virtual threads a plan may have: ``2 * dep_queue_depth``.
+
+    Up to ``dep_queue_depth`` threads no token queue can fill (a module runs at most
+    ``threads`` rounds ahead of its consumer).  Beyond it a queue can fill and its producer
+    stalls, which is legal; a deadlock needs two queues full at once in opposite directions.
+    With load at round ``a`` and compute at ``b``, ``l2c`` is full when load pushes and
+    ``a - b = depth + 1``, ``c2l`` is full when compute pushes and ``a - b = threads - 1 - depth``:
+    both need ``threads = 2 * depth + 2``.  The same holds for compute and store
+    (``c2s``/``s2c``).  Fetch is the other party: beyond ``dep_queue_depth`` threads the rounds
+    must also be short enough for the command queues (``_check_fetch_keeps_up``).
+    """
+    return 2 * cfg.dep_queue_depth
+
+
 @dataclass(frozen=True)
 class Round:
     """One pass through the modules; each list holds at least one instruction (it carries the tokens).
@@ -251,10 +282,13 @@ def check_plan(cfg: HwConfig, plan: Plan) -> None:
     round ``q - d``, and those after its ``push_c2l`` the loads of round ``q + d``.
     """
     d = plan.threads
-    if not 1 <= d <= cfg.dep_queue_depth:
-        raise PlanError(f"threads={d} must be in [1, dep_queue_depth={cfg.dep_queue_depth}]")
+    if not 1 <= d <= max_threads(cfg):
+        raise PlanError(f"threads={d} must be in [1, {max_threads(cfg)}] (2 x dep_queue_depth={cfg.dep_queue_depth}: "
+                        "more threads could fill two token queues in opposite directions at once and deadlock)")
     if not plan.rounds:
         raise PlanError("a plan needs at least one round")
+    if d > cfg.dep_queue_depth:
+        _check_fetch_keeps_up(cfg, plan)
     _check_data(plan.data)
     depths = sram_depths(cfg)
     written = {k: np.zeros(depths[k], dtype=bool) for k in SRAM_KINDS}

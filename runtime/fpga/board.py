@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -135,19 +136,8 @@ class Board:
             buf[:] = 0
             buf[skip: skip + placed.size] = placed
             buf.flush()  # the CPU wrote through its cache; the accelerator reads DRAM
-            t0 = time.perf_counter()
-            # The job's buffer is all the accelerator may touch: its DMA faults outside it.
-            self.write("WINDOW_BASE", base)
-            self.write("WINDOW_LIMIT", base + program.dram.size)
-            self.write("INSN_ADDR", base + program.insn_addr)
-            self.write("INSN_COUNT", program.insn_count)
-            self.write("CONTROL", regmap.CONTROL_START)
-            polls = self._wait_done(program, base, t0 + timeout, timeout)
-            wall = time.perf_counter() - t0
-            fault = read_fault(self.read)
-            if fault is not None:  # the simulators' error, in the program's own addresses
-                raise_device_fault(program, (0, program.dram.size), fault)
-            cycles = self.read("CYCLES_LO") | (self.read("CYCLES_HI") << 32)
+            polls, wall, cycles = start_and_wait(self.read, self.write, self.board, program, base, timeout,
+                                                 "reload the bitstream (open the board again) to reset the accelerator")
             buf.invalidate()  # drop stale cache lines before reading what the accelerator wrote
             final = restore_image(program, placed, np.array(buf[skip: skip + placed.size]))
         finally:
@@ -158,23 +148,6 @@ class Board:
         return RunResult("fpga", program, final,
                          {"instructions": program.insn_count, **{f"insn.{k}": v for k, v in sorted(counters.items())}},
                          cycles, extra)
-
-    def _wait_done(self, program: Program, base: int, deadline: float, timeout: float) -> int:
-        polls = 0
-        while True:
-            status = self.read("STATUS")
-            polls += 1
-            if status & regmap.STATUS_DONE:
-                return polls
-            if time.perf_counter() > deadline:
-                cycles = self.read("CYCLES_LO") | (self.read("CYCLES_HI") << 32)
-                raise FpgaTimeoutError(
-                    f"watchdog: the accelerator on {self.board} did not finish within {timeout:g} s "
-                    f"({polls} STATUS reads): STATUS {status:#x} (busy={bool(status & regmap.STATUS_BUSY)}), "
-                    f"CYCLES {cycles:,}, INSN_ADDR {base + program.insn_addr:#x}, INSN_COUNT {program.insn_count}",
-                    hint="a program whose dependency tokens never arrive hangs the accelerator: run it on fsim to "
-                         "find the instruction (vdla sim --backend fsim), or raise the timeout if it is that long; "
-                         "reload the bitstream (open the board again) to reset the accelerator")
 
     def close(self) -> None:
         """Release the device (the emulated one frees its simulation)."""
@@ -279,3 +252,47 @@ def open_board(bitstream_dir: Path | str, *, emulate: bool | None = None,
         loaded.close()
         raise
     return loaded
+
+
+def start_and_wait(read: Callable[[str], int], write: Callable[[str, int], None], board: str, program: Program,
+                   base: int, timeout: float, reset_hint: str) -> tuple[int, float, int]:
+    """Run ``program``, placed at DRAM byte ``base``, through the control registers: grant the window of its
+    image, start, wait (watchdog ``timeout``), raise the simulators' error for a FAULT; (polls, wall s, cycles).
+
+    One sequence for every board driver (Zynq over MMIO, the ULX3S over its serial bridge)."""
+    t0 = time.perf_counter()
+    # The job's image is all the accelerator may touch: its DMA faults outside it.
+    write("WINDOW_BASE", base)
+    write("WINDOW_LIMIT", base + program.dram.size)
+    write("INSN_ADDR", base + program.insn_addr)
+    write("INSN_COUNT", program.insn_count)
+    write("CONTROL", regmap.CONTROL_START)
+    polls = wait_done(read, board, program, base, t0 + timeout, timeout, reset_hint)
+    wall = time.perf_counter() - t0
+    fault = read_fault(read)
+    if fault is not None:  # the simulators' error, in the program's own addresses
+        raise_device_fault(program, (0, program.dram.size), fault)
+    return polls, wall, read("CYCLES_LO") | (read("CYCLES_HI") << 32)
+
+
+def wait_done(read: Callable[[str], int], board: str, program: Program, base: int, deadline: float, timeout: float,
+              reset_hint: str) -> int:
+    """Poll STATUS through ``read`` until the accelerator is done; the number of polls.
+
+    Past ``deadline`` the watchdog raises :class:`FpgaTimeoutError` with STATUS, CYCLES and the program's place,
+    and ``reset_hint`` (how this kind of board resets its accelerator)."""
+    polls = 0
+    while True:
+        status = read("STATUS")
+        polls += 1
+        if status & regmap.STATUS_DONE:
+            return polls
+        if time.perf_counter() > deadline:
+            cycles = read("CYCLES_LO") | (read("CYCLES_HI") << 32)
+            raise FpgaTimeoutError(
+                f"watchdog: the accelerator on {board} did not finish within {timeout:g} s "
+                f"({polls} STATUS reads): STATUS {status:#x} (busy={bool(status & regmap.STATUS_BUSY)}), "
+                f"CYCLES {cycles:,}, INSN_ADDR {base + program.insn_addr:#x}, INSN_COUNT {program.insn_count}",
+                hint="a program whose dependency tokens never arrive hangs the accelerator: run it on fsim to "
+                     "find the instruction (vdla sim --backend fsim), or raise the timeout if it is that long; "
+                     + reset_hint)

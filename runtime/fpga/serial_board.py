@@ -34,8 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from runtime.faults import raise_device_fault, read_fault
-from runtime.fpga.board import DEFAULT_TIMEOUT, FpgaTimeoutError, precheck_program
+from runtime.fpga.board import DEFAULT_TIMEOUT, precheck_program, start_and_wait
 from runtime.fpga.relocate import alignment, place_image, restore_image, store_ranges
 from runtime.fpga.serial_link import BoardNotAnsweringError, SerialLink, transfer_bar
 from runtime.program import Program
@@ -153,18 +152,9 @@ class SerialBoard:
         t_up = time.perf_counter()
         self.write_dram(base, image, desc="program -> SDRAM")
         t0 = time.perf_counter()
-        # The job's image is all the accelerator may touch: its DMA faults outside it.
-        self.write("WINDOW_BASE", base)
-        self.write("WINDOW_LIMIT", base + program.dram.size)
-        self.write("INSN_ADDR", base + program.insn_addr)
-        self.write("INSN_COUNT", program.insn_count)
-        self.write("CONTROL", regmap.CONTROL_START)
-        polls = self._wait_done(program, base, t0 + timeout, timeout)
-        wall = time.perf_counter() - t0
-        fault = read_fault(self.read)
-        if fault is not None:  # the simulators' error, in the program's own addresses
-            raise_device_fault(program, (0, program.dram.size), fault)
-        cycles = self.read("CYCLES_LO") | (self.read("CYCLES_HI") << 32)
+        polls, wall, cycles = start_and_wait(self.read, self.write, self.board, program, base, timeout,
+                                             "press the board's reset button or load the bitstream again to reset "
+                                             "the accelerator")
         t_down = time.perf_counter()
         back = image.copy()
         ranges = [(s, min(e, nbytes)) for s, e in store_ranges(program) if s < nbytes]
@@ -185,23 +175,6 @@ class SerialBoard:
         return RunResult("fpga", program, final,
                          {"instructions": program.insn_count, **{f"insn.{k}": v for k, v in sorted(counters.items())}},
                          cycles, extra)
-
-    def _wait_done(self, program: Program, base: int, deadline: float, timeout: float) -> int:
-        polls = 0
-        while True:
-            status = self.read("STATUS")
-            polls += 1
-            if status & regmap.STATUS_DONE:
-                return polls
-            if time.perf_counter() > deadline:
-                cycles = self.read("CYCLES_LO") | (self.read("CYCLES_HI") << 32)
-                raise FpgaTimeoutError(
-                    f"watchdog: the accelerator on {self.board} did not finish within {timeout:g} s "
-                    f"({polls} STATUS reads): STATUS {status:#x} (busy={bool(status & regmap.STATUS_BUSY)}), "
-                    f"CYCLES {cycles:,}, INSN_ADDR {base + program.insn_addr:#x}, INSN_COUNT {program.insn_count}",
-                    hint="a program whose dependency tokens never arrive hangs the accelerator: run it on fsim to "
-                         "find the instruction (vdla sim --backend fsim), or raise --timeout; press the board's "
-                         "reset button or load the bitstream again to reset the accelerator")
 
     def close(self) -> None:
         """Close the serial port."""

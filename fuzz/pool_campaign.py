@@ -1,0 +1,183 @@
+"""A fuzz campaign over several presets, run as jobs on the device pool (:mod:`runtime.pool`).
+
+The seeds of each preset are cut into chunks; each chunk is one pool job that draws, runs and
+judges its programs (:func:`fuzz.campaign.run_one`) on a worker offering the job's device kind
+(the Verilated RTL of that preset when ``rtl`` is among the backends, else the cycle model).
+The client adds up the verdicts and the coverage per preset.  Without ``--address`` the pool is a
+:func:`~runtime.pool.node.local_cluster` on 127.0.0.1 started for the run::
+
+    python -m fuzz.pool_campaign --configs tiny,default,wide --count 10000 --workers 2
+
+The exit status is 1 when any program failed (or a job was lost).
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import json
+import os
+import platform
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from tqdm import tqdm
+
+from vdla_hw.config import load_config
+
+from fuzz.campaign import ProgramRecord, Settings, init_worker, run_one
+from fuzz.coverage import Coverage
+from fuzz.runner import DEFAULT_BACKENDS
+
+
+def run_chunk(settings: Settings, seeds: Sequence[int]) -> list[tuple[ProgramRecord, set[str]]]:
+    """One pool job: the verdicts and coverage bins of ``seeds`` on ``settings.config``."""
+    init_worker(settings)
+    return [run_one(s) for s in seeds]
+
+
+@dataclass
+class PresetTally:
+    """What one preset's programs gave."""
+
+    config: str
+    coverage: Coverage
+    programs: int = 0
+    instructions: int = 0
+    failing_seeds: list[int] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        cov = self.coverage.summary()
+        return {"programs": self.programs, "instructions": self.instructions, "failures": len(self.failing_seeds),
+                "failing_seeds": self.failing_seeds[:50], "coverage": f"{cov['reached']}/{cov['total']}",
+                "unreached": cov["unreached"]}
+
+
+def split_count(count: int, configs: Sequence[str]) -> dict[str, int]:
+    """``count`` programs shared as evenly as possible over ``configs`` (the first ones get the rest)."""
+    return {c: count // len(configs) + (i < count % len(configs)) for i, c in enumerate(configs)}
+
+
+def device_kind(config: str, backends: Sequence[str]) -> str:
+    """The pool device a chunk of ``config`` needs."""
+    from runtime.pool.kinds import backend_kind
+    return backend_kind("rtl", load_config(config)) if "rtl" in backends else "vdla-cycle"
+
+
+def run_pool_campaign(address: str, configs: Sequence[str], count: int, *, backends: Sequence[str] = DEFAULT_BACKENDS,
+                      chunk: int = 20, time_limit: float | None = None, quiet: bool = False,
+                      window: int = 8) -> dict[str, Any]:
+    """Run ``count`` programs over ``configs`` on the pool at ``address``; a JSON-ready report.
+
+    With ``time_limit`` no new chunk is submitted after that many seconds (the chunks in flight finish).
+    """
+    from runtime.pool import PoolExecutor
+    shares = split_count(count, configs)
+    todo = [(c, list(range(s, min(s + chunk, n)))) for c, n in shares.items() for s in range(0, n, chunk)]
+    todo.sort(key=lambda cs: (cs[1][0], configs.index(cs[0])))  # interleave the presets
+    tallies = {c: PresetTally(c, Coverage.for_config(load_config(c))) for c in configs}
+    lost: list[str] = []
+    t0 = time.perf_counter()
+    bar = tqdm(total=sum(shares.values()), unit="prog", desc="fuzz pool", disable=quiet or None)
+    with PoolExecutor(address) as ex:
+        pending: dict[cf.Future, tuple[str, list[int]]] = {}
+        while todo or pending:
+            while todo and len(pending) < window and not (time_limit and time.perf_counter() - t0 > time_limit):
+                config, seeds = todo.pop(0)
+                settings = Settings(config, count=len(seeds), backends=tuple(backends))
+                fut = ex.submit(run_chunk, settings, seeds, device_kind=device_kind(config, backends))
+                pending[fut] = (config, seeds)
+            if time_limit and time.perf_counter() - t0 > time_limit:
+                todo.clear()
+            if not pending:
+                break
+            done, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
+            for fut in done:
+                config, seeds = pending.pop(fut)
+                try:
+                    results = fut.result()
+                except Exception as exc:  # noqa: BLE001 - a failed job is reported, with its seeds
+                    lost.append(f"{config} seeds {seeds[0]}..{seeds[-1]}: {type(exc).__name__}: {exc}")
+                    continue
+                tally = tallies[config]
+                for record, hit in results:
+                    tally.programs += 1
+                    tally.instructions += record.instructions
+                    tally.coverage.add(hit)
+                    if record.failure is not None:
+                        tally.failing_seeds.append(record.seed)
+                bar.update(len(results))
+    bar.close()
+    seconds = time.perf_counter() - t0
+    programs = sum(t.programs for t in tallies.values())
+    return {"configs": list(configs), "backends": list(backends), "requested": count, "programs": programs,
+            "mismatches_or_crashes": sum(len(t.failing_seeds) for t in tallies.values()), "lost_jobs": lost,
+            "seconds": seconds, "programs_per_s": programs / max(seconds, 1e-9),
+            "presets": {c: t.to_dict() for c, t in tallies.items()}}
+
+
+def format_report(rep: dict[str, Any]) -> str:
+    """The summary table."""
+    lines = [f"{'preset':<9} {'programs':>9} {'instructions':>13} {'failures':>9} {'coverage':>9}"]
+    for c, p in rep["presets"].items():
+        lines.append(f"{c:<9} {p['programs']:>9,} {p['instructions']:>13,} {p['failures']:>9} {p['coverage']:>9}")
+    lines.append(f"total {rep['programs']:,} of {rep['requested']:,} programs ({','.join(rep['backends'])}) in "
+                 f"{rep['seconds']:.0f} s ({rep['programs_per_s']:.2f} programs/s); failures "
+                 f"{rep['mismatches_or_crashes']}; lost jobs {len(rep['lost_jobs'])}")
+    for c, p in rep["presets"].items():
+        if p["unreached"]:
+            lines.append(f"  {c} unreached: {', '.join(p['unreached'])}")
+    return "\n".join(lines)
+
+
+def cpu_name() -> str:
+    """The host CPU's model name (Linux), else the machine type."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m fuzz.pool_campaign", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--configs", default="tiny,default,wide", help="comma-separated presets")
+    parser.add_argument("--count", type=int, default=10_000, help="programs in all, shared over the presets")
+    parser.add_argument("--backends", default=",".join(DEFAULT_BACKENDS))
+    parser.add_argument("--chunk", type=int, default=20, help="programs per pool job")
+    parser.add_argument("--time", type=float, default=None, help="submit no new job after this many seconds")
+    parser.add_argument("--address", default=None, help="an existing pool's scheduler (default: a local cluster)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="local cluster workers")
+    parser.add_argument("--out", default="fuzz-out/pool_campaign.json")
+    args = parser.parse_args(argv)
+    configs = [c for c in args.configs.split(",") if c]
+    backends = tuple(b for b in args.backends.split(",") if b)
+    print(f"CPU: {cpu_name()}, {os.cpu_count()} cores; load average "
+          f"{os.getloadavg()[0]:.1f}", flush=True)
+    if args.address:
+        rep = run_pool_campaign(args.address, configs, args.count, backends=backends, chunk=args.chunk,
+                                time_limit=args.time)
+    else:
+        from runtime.pool.kinds import parse_device
+        from runtime.pool.node import local_cluster
+        devices = [parse_device("vdla-cycle", 1)]
+        if "rtl" in backends:
+            devices += [parse_device(f"vdla-rtl@{c}", 1) for c in configs]
+        with local_cluster(args.workers, devices, port=0) as cluster:
+            rep = run_pool_campaign(cluster.scheduler_address, configs, args.count, backends=backends,
+                                    chunk=args.chunk, time_limit=args.time)
+    rep["machine"] = {"cpu": cpu_name(), "cores": os.cpu_count(), "load_average_1m": os.getloadavg()[0]}
+    print(format_report(rep))
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(rep, indent=2) + "\n")
+    return 1 if rep["mismatches_or_crashes"] or rep["lost_jobs"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
