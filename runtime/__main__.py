@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-from runtime.graph_executor import load
+from vdla.runtime.graph_executor import load
 from vdla_hw.errors import VdlaError
 
 

@@ -80,7 +80,7 @@ _LAZY = {
     "cycle_sim": ("vdla.api", "cycle_sim"),
     "backends": ("vdla.api", "backends"),
     "timeline": ("vdla.api", "timeline"),
-    "tiled_gemm_program": ("runtime.workloads", "tiled_gemm_program"),
+    "tiled_gemm_program": ("vdla.runtime.workloads", "tiled_gemm_program"),
     "pareto": ("vdla.api", "pareto"),
     "register_torch_backend": ("vdla.api", "register_torch_backend"),
 }

@@ -26,7 +26,7 @@ import pytest
 import onnx
 from e2e_models import rand_input, resnet18_onnx
 
-from compiler.cli.main import main
+from vdla.compiler.cli.main import main
 from vdla_hw.cache import ARM64_USERLAND, cache_dir, mark_used
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -25,9 +25,9 @@ stores ``B`` requantized, iterating the ADD's tiles in the ADD's order.  Anythin
 
 from __future__ import annotations
 
-from compiler.tir import (NE, AttrStmt, BufferHandle, BufferLoad, BufferStore, Call, Cast, Evaluate, For, IfThenElse,
+from vdla.compiler.tir import (NE, AttrStmt, BufferHandle, BufferLoad, BufferStore, Call, Cast, Evaluate, For, IfThenElse,
                           IntImm, Mutator, Or, PrimExpr, PrimFunc, SeqStmt, Stmt, StringImm, Sub, seq)
-from compiler.tir.functor import collect, substitute
+from vdla.compiler.tir.functor import collect, substitute
 
 from vdla_hw.isa import AluOp
 
