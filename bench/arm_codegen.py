@@ -44,11 +44,11 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from compiler import te, topi  # noqa: E402
-from compiler.codegen.llvm import codegen, host_target, parse_target, using_target  # noqa: E402
-from compiler.tir.pipeline import lower  # noqa: E402
-from compiler.tir.stmt import PrimFunc  # noqa: E402
-from compiler.vdla.topi import RESNET18_CONVS  # noqa: E402
+from vdla.compiler import te, topi  # noqa: E402
+from vdla.compiler.codegen.llvm import codegen, host_target, parse_target, using_target  # noqa: E402
+from vdla.compiler.tir.pipeline import lower  # noqa: E402
+from vdla.compiler.tir.stmt import PrimFunc  # noqa: E402
+from vdla.compiler.vdla.topi import RESNET18_CONVS  # noqa: E402
 from vdla_hw.cache import cache_dir  # noqa: E402
 
 TARGETS = {"a53": "board:ultra96-v2", "a9": "board:pynq-z2", "host": "llvm"}

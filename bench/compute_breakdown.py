@@ -20,12 +20,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from compiler.vdla.target import VdlaTarget  # noqa: E402
-from compiler.vdla.topi import RESNET18_CONVS, Requantize, check_conv2d, compile_conv2d, requant_shift, tune_conv2d  # noqa: E402
-from simulator.cycle import run_cycle  # noqa: E402
-from simulator.cycle.breakdown import PARTS, compute_breakdown  # noqa: E402
+from vdla.compiler.vdla.target import VdlaTarget  # noqa: E402
+from vdla.compiler.vdla.topi import RESNET18_CONVS, Requantize, check_conv2d, compile_conv2d, requant_shift, tune_conv2d  # noqa: E402
+from vdla.simulator.cycle import run_cycle  # noqa: E402
+from vdla.simulator.cycle.breakdown import PARTS, compute_breakdown  # noqa: E402
 from vdla_hw.isa import Module, module_of  # noqa: E402
-from compiler.codegen.llvm.target import host_target  # noqa: E402
+from vdla.compiler.codegen.llvm.target import host_target  # noqa: E402
 
 
 def breakdown(program, cfg) -> dict[str, object]:  # type: ignore[no-untyped-def]

@@ -52,10 +52,10 @@ from tqdm import tqdm  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from compiler import te, topi  # noqa: E402
-from compiler.build import Module, build  # noqa: E402
-from compiler.codegen.llvm import codegen, host_target, jit  # noqa: E402
-from compiler.tir.ir import (  # noqa: E402
+from vdla.compiler import te, topi  # noqa: E402
+from vdla.compiler.build import Module, build  # noqa: E402
+from vdla.compiler.codegen.llvm import codegen, host_target, jit  # noqa: E402
+from vdla.compiler.tir.ir import (  # noqa: E402
     Allocate, BufferStore, For, ForKind, IntImm, PrimFunc, Ramp, Var, decl_buffer, seq)
 
 BLOCKED_PASSES = 3

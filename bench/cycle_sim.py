@@ -2,7 +2,7 @@
 
 The workload is the im2col GEMM of ResNet-18's 56x56, 64->64, 3x3 layer
 (M = 3136 output pixels, K = 576 = 64 channels x 3 x 3, N = 64), built with
-:func:`runtime.workloads.tiled_gemm_program` for the ``default`` preset with two
+:func:`vdla.runtime.workloads.tiled_gemm_program` for the ``default`` preset with two
 virtual threads and 8x4x4-tile chunks: 13,331 instructions.  Both simulators run
 the same program in the same process; the cycle model's result is checked
 bit-exactly against fsim and NumPy.  Reported: simulated instructions/s for
@@ -29,9 +29,9 @@ from typing import Any, Callable
 import numpy as np
 from tqdm import tqdm
 
-from runtime.workloads import GemmTiling, tiled_gemm_program
-from simulator.cycle import run_cycle
-from simulator.fsim import run_fsim
+from vdla.runtime.workloads import GemmTiling, tiled_gemm_program
+from vdla.simulator.cycle import run_cycle
+from vdla.simulator.fsim import run_fsim
 from vdla_hw.config import load_config
 
 M, K, N = 56 * 56, 64 * 3 * 3, 64

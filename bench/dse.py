@@ -27,12 +27,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from compiler.codegen.llvm.target import host_target  # noqa: E402
-from compiler.dse.plots import plot_pareto  # noqa: E402
-from compiler.dse.report import board_front, format_table, to_json, write_json  # noqa: E402
-from compiler.dse.run import run_sweep  # noqa: E402
-from compiler.dse.sweep import SweepPoint, parse_sweep, sweep_points  # noqa: E402
-from compiler.dse.workloads import resnet18  # noqa: E402
+from vdla.compiler.codegen.llvm.target import host_target  # noqa: E402
+from vdla.compiler.dse.plots import plot_pareto  # noqa: E402
+from vdla.compiler.dse.report import board_front, format_table, to_json, write_json  # noqa: E402
+from vdla.compiler.dse.run import run_sweep  # noqa: E402
+from vdla.compiler.dse.sweep import SweepPoint, parse_sweep, sweep_points  # noqa: E402
+from vdla.compiler.dse.workloads import resnet18  # noqa: E402
 from vdla_hw.config import load_config  # noqa: E402
 
 SWEEP = ["block=4,8", "bus=64,128", "acc_depth=512,1024,2048", "inp_depth=2048", "wgt_depth=1024", "lut_macs=0"]

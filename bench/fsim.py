@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from runtime import run
-from runtime.workloads import GemmTiling, tiled_gemm_program
+from vdla.runtime import run
+from vdla.runtime.workloads import GemmTiling, tiled_gemm_program
 from vdla_hw.config import load_config
 
 SIZE = 256

@@ -56,13 +56,13 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "models")]
 
-from compiler.codegen.llvm.target import host_target  # noqa: E402
-from compiler.frontend.onnx import from_onnx  # noqa: E402
-from compiler.graph.build import build_model  # noqa: E402
-from compiler.graph.executor import run_graph  # noqa: E402
-from compiler.graph.ir import Graph  # noqa: E402
-from compiler.graph.passes import quantize_for_vdla  # noqa: E402
-from compiler.graph.passes.sqnr import layer_sqnr  # noqa: E402
+from vdla.compiler.codegen.llvm.target import host_target  # noqa: E402
+from vdla.compiler.frontend.onnx import from_onnx  # noqa: E402
+from vdla.compiler.graph.build import build_model  # noqa: E402
+from vdla.compiler.graph.executor import run_graph  # noqa: E402
+from vdla.compiler.graph.ir import Graph  # noqa: E402
+from vdla.compiler.graph.passes import quantize_for_vdla  # noqa: E402
+from vdla.compiler.graph.passes.sqnr import layer_sqnr  # noqa: E402
 
 MODELS = ("digits_cnn", "digits_mobilenet", "resnet18", "mobilenet_v2", "resnet18_zoostats", "mobilenet_v2_zoostats")
 ZOO_STATS = "_zoostats"  # suffix: keep the zoo's randomized BatchNorm statistics
@@ -83,8 +83,8 @@ class Task:
 
 
 def _digits_task(name: str, quick: bool) -> Task:
-    from compiler.examples import MODEL_PATH as CNN_PATH
-    from compiler.examples.train_digits_mobilenet import MODEL_PATH, SPLIT_PATH, upscale
+    from vdla.compiler.examples import MODEL_PATH as CNN_PATH
+    from vdla.compiler.examples.train_digits_mobilenet import MODEL_PATH, SPLIT_PATH, upscale
 
     with np.load(SPLIT_PATH) as d:
         x_te, y_te, x_cal = d["x_test"], d["y_test"], d["x_calib"]

@@ -70,9 +70,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "models")]
 
 from zoo import MODELS, export, make_model  # noqa: E402
 
-from compiler.codegen.llvm.target import host_target, parse_target  # noqa: E402
-from compiler.frontend.onnx import from_onnx  # noqa: E402
-from compiler.graph.build import build_model  # noqa: E402
+from vdla.compiler.codegen.llvm.target import host_target, parse_target  # noqa: E402
+from vdla.compiler.frontend.onnx import from_onnx  # noqa: E402
+from vdla.compiler.graph.build import build_model  # noqa: E402
 
 #: Every model of the zoo (issue 16's fifteen), in its order.
 DEFAULT_MODELS = MODELS
@@ -107,8 +107,8 @@ def _compile(model: Any, name: str, cpu_target: str, tuning_log: str | None) -> 
     (what ``vdla compile --tuning-log`` does); the second item counts tuned and default tasks."""
     if tuning_log is None:
         return build_model(from_onnx(model), target="llvm", name=name, cpu_target=cpu_target), None
-    from compiler.autotune.database import ApplyBest, read_log
-    from compiler.autotune.dispatch import dispatching
+    from vdla.compiler.autotune.database import ApplyBest, read_log
+    from vdla.compiler.autotune.dispatch import dispatching
 
     apply = ApplyBest(read_log(tuning_log), "llvm", cpu_target, "default")
     with dispatching(apply):

@@ -32,15 +32,15 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runtime.backends import run as run_local  # noqa: E402
-from runtime.cpu_module import host_cpu_features  # noqa: E402
-from runtime.pool import PoolExecutor  # noqa: E402
-from runtime.pool.jobs import run_job  # noqa: E402
-from runtime.pool.kinds import parse_device  # noqa: E402
-from runtime.pool.node import local_cluster  # noqa: E402
-from runtime.pool.tasks import submit_program  # noqa: E402
-from runtime.program import Program  # noqa: E402
-from runtime.workloads import GemmTiling, tiled_gemm_program  # noqa: E402
+from vdla.runtime.backends import run as run_local  # noqa: E402
+from vdla.runtime.cpu_module import host_cpu_features  # noqa: E402
+from vdla.runtime.pool import PoolExecutor  # noqa: E402
+from vdla.runtime.pool.jobs import run_job  # noqa: E402
+from vdla.runtime.pool.kinds import parse_device  # noqa: E402
+from vdla.runtime.pool.node import local_cluster  # noqa: E402
+from vdla.runtime.pool.tasks import submit_program  # noqa: E402
+from vdla.runtime.program import Program  # noqa: E402
+from vdla.runtime.workloads import GemmTiling, tiled_gemm_program  # noqa: E402
 from vdla_hw.config import load_config  # noqa: E402
 
 def candidates(limit: int, m: int, k: int, n: int) -> list[tuple[str, Program]]:

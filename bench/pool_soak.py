@@ -47,11 +47,11 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from runtime.backends import run as run_local  # noqa: E402
-from runtime.cpu_module import host_cpu_features  # noqa: E402
-from runtime.pool import PoolExecutor  # noqa: E402
-from runtime.random_programs import random_program  # noqa: E402
-from runtime.workloads import GemmTiling, tiled_gemm_program  # noqa: E402
+from vdla.runtime.backends import run as run_local  # noqa: E402
+from vdla.runtime.cpu_module import host_cpu_features  # noqa: E402
+from vdla.runtime.pool import PoolExecutor  # noqa: E402
+from vdla.runtime.random_programs import random_program  # noqa: E402
+from vdla.runtime.workloads import GemmTiling, tiled_gemm_program  # noqa: E402
 from vdla_hw.config import load_config  # noqa: E402
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -116,7 +116,7 @@ class Pool:
     def _start(self, name: str, args: list[str], marker: str) -> Node:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "VDLA_POOL_LOCK_DIR": str(self.folder), "VDLA_QUIET": "1"}
         log = (self.folder / f"{name}.log").open("w")
-        proc = subprocess.Popen([sys.executable, "-m", "compiler.cli.main", "pool", *args], cwd=ROOT, env=env,
+        proc = subprocess.Popen([sys.executable, "-m", "vdla.compiler.cli.main", "pool", *args], cwd=ROOT, env=env,
                                 stdout=subprocess.PIPE, stderr=log, text=True)
         deadline = time.monotonic() + START_TIMEOUT_S
         assert proc.stdout is not None

@@ -50,8 +50,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "graph")]
 
 from make_models import resnet18_at  # noqa: E402
 
-from compiler.frontend.onnx import from_onnx  # noqa: E402
-from compiler.graph.build import build_model  # noqa: E402
+from vdla.compiler.frontend.onnx import from_onnx  # noqa: E402
+from vdla.compiler.graph.build import build_model  # noqa: E402
 
 
 def _interleaved(contenders: dict[str, Callable[[], Any]], rounds: int) -> dict[str, list[float]]:

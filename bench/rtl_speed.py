@@ -29,9 +29,9 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from runtime import run
-from runtime.program import Program
-from runtime.workloads import tiled_gemm_program
+from vdla.runtime import run
+from vdla.runtime.program import Program
+from vdla.runtime.workloads import tiled_gemm_program
 from vdla_hw import regmap
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.harness import DramLatency, RtlSim

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from runtime import run
-from runtime.program import Program, ProgramBuilder
+from vdla.runtime import run
+from vdla.runtime.program import Program, ProgramBuilder
 from vdla_hw.config import HwConfig
 from vdla_hw.isa import AluOp, MemType, Uop
 

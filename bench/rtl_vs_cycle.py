@@ -1,12 +1,12 @@
 """Calibration: RTL cycles beside cycle-model cycles, per program, with the relative error.
 
-Runs every system-test program (:mod:`runtime.system_programs`) on every preset
+Runs every system-test program (:mod:`vdla.runtime.system_programs`) on every preset
 (``tiny``, ``default``, ``wide``), ResNet-18-sized GEMMs on ``default``, and conv layers
 compiled by the VDLA compiler (bias MOV, requantizing STORE, 2 virtual threads: ResNet-18's
 1x1 layers C3 and C5 on ``default``, a small 1x1 and 3x3 layer on every preset), on the ``rtl``
 backend (the Verilated design with the harness's DRAM model at the config's
 ``timing.dram_latency``) and on the ``cycle`` backend, checks that both leave the same
-DRAM as fsim (:func:`runtime.calibration.calibrate`), and prints ``(cycle - rtl) / rtl``
+DRAM as fsim (:func:`vdla.runtime.calibration.calibrate`), and prints ``(cycle - rtl) / rtl``
 per row and a per-preset summary.  Target: within 5% on every row (the default test
 suite guards ``tiny``: tests/rtl/backend/test_cycle_calibration.py).  A second table
 (``rtl_timing_probes.py``) gives the marginal cost of one instruction, loop iteration,
@@ -25,14 +25,14 @@ from tqdm import tqdm
 
 from rtl_timing_probes import PROBES, measure
 
-from compiler.codegen.llvm.target import host_target
-from compiler.vdla.target import VdlaTarget
-from compiler.vdla.topi import (RESNET18_CONVS, Conv2dWorkload, Requantize, compile_conv2d, random_conv_data,
+from vdla.compiler.codegen.llvm.target import host_target
+from vdla.compiler.vdla.target import VdlaTarget
+from vdla.compiler.vdla.topi import (RESNET18_CONVS, Conv2dWorkload, Requantize, compile_conv2d, random_conv_data,
                                 requant_shift)
-from runtime.calibration import TARGET, calibrate
-from runtime.program import Program
-from runtime.system_programs import build_case, case_names
-from runtime.workloads import tiled_gemm_program
+from vdla.runtime.calibration import TARGET, calibrate
+from vdla.runtime.program import Program
+from vdla.runtime.system_programs import build_case, case_names
+from vdla.runtime.workloads import tiled_gemm_program
 from vdla_hw.config import load_config, preset_names
 RESNET_GEMMS = {
     # ResNet-18 3x3 convolutions at batch 1 as GEMMs: (output pixels, 9 x input channels, output channels).

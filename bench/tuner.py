@@ -43,12 +43,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from compiler.autotune.executor import LocalExecutor
-from compiler.autotune.measure import MeasureOptions, Measurer
-from compiler.autotune.space import Config, ConfigSpace
-from compiler.autotune.task import HostInfo, Task, make_task
-from compiler.autotune.template import Template
-from compiler.autotune.tuner import XGBTuner, make_tuner
+from vdla.compiler.autotune.executor import LocalExecutor
+from vdla.compiler.autotune.measure import MeasureOptions, Measurer
+from vdla.compiler.autotune.space import Config, ConfigSpace
+from vdla.compiler.autotune.task import HostInfo, Task, make_task
+from vdla.compiler.autotune.template import Template
+from vdla.compiler.autotune.tuner import XGBTuner, make_tuner
 from vdla_hw.config import load_config
 
 C6_CPU = {"n": 1, "ic_outer": 8, "h": 28, "w": 28, "ic_block": 16, "oc_outer": 8, "kh": 3, "kw": 3,

@@ -34,15 +34,15 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from compiler.codegen.llvm.target import host_target
-from compiler.vdla.target import VdlaTarget
-from compiler.vdla.topi import Conv2dWorkload, Requantize, compile_conv2d, random_conv_data, requant_shift
-from runtime.backends import run
-from runtime.fpga.relocate import store_ranges
-from runtime.fpga.serial_board import open_serial_board
-from runtime.fpga.serial_link import MAX_WORDS
-from runtime.program import Program
-from runtime.system_programs import build_case, case_names
+from vdla.compiler.codegen.llvm.target import host_target
+from vdla.compiler.vdla.target import VdlaTarget
+from vdla.compiler.vdla.topi import Conv2dWorkload, Requantize, compile_conv2d, random_conv_data, requant_shift
+from vdla.runtime.backends import run
+from vdla.runtime.fpga.relocate import store_ranges
+from vdla.runtime.fpga.serial_board import open_serial_board
+from vdla.runtime.fpga.serial_link import MAX_WORDS
+from vdla.runtime.program import Program
+from vdla.runtime.system_programs import build_case, case_names
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.fpga.boards import get_board
 from vdla_hw.fpga.ulx3s_sim import SimulatedUlx3s
@@ -83,14 +83,14 @@ def digits(cfg: HwConfig, clk_hz: float, latency: int, baud: int, turnaround_s: 
     sys.path.insert(0, str(ROOT / "tests" / "graph"))
     from make_models import digits_split  # noqa: PLC0415
 
-    from compiler.examples import MODEL_PATH
-    from runtime.graph_executor import load
+    from vdla.compiler.examples import MODEL_PATH
+    from vdla.runtime.graph_executor import load
 
     x_tr, _, x_te, _ = digits_split()
     with tempfile.TemporaryDirectory() as tmp:
         np.savez(Path(tmp) / "calib.npz", x=x_tr[:16])
         model = Path(tmp) / "digits.vdla"
-        subprocess.run([sys.executable, "-m", "compiler.cli.main", "compile", str(MODEL_PATH), "--target", "vdla",
+        subprocess.run([sys.executable, "-m", "vdla.compiler.cli.main", "compile", str(MODEL_PATH), "--target", "vdla",
                         "--config", cfg.name, "--calibrate", str(Path(tmp) / "calib.npz"), "-o", str(model)],
                        check=True, capture_output=True)
         module = load(model)

@@ -7,7 +7,7 @@ the old way ("before": a GEMM reset and an ALU ADD per output tile, ``Requantize
 the roofline bound
 of the 2-thread program (max of its compute cycles and DRAM bytes / bus bytes per cycle)
 and the achieved fraction, equivalent GOPS at the config clock, and, as the peer baseline
-in the same run, the hand-built tiled GEMM of ``runtime.workloads`` on the layer's
+in the same run, the hand-built tiled GEMM of ``vdla.runtime.workloads`` on the layer's
 im2col matrix (same MACs, 2 virtual threads).  Every compiled output is checked
 bit-exactly against NumPy.  Published reference (VTA on PYNQ, 16x16 int8 core at 100 MHz
 = 51.2 GOPS peak): latency hiding raised peak compute utilization from 70% to 88%; tuned
@@ -29,10 +29,10 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from compiler.vdla.target import VdlaTarget  # noqa: E402
-from compiler.vdla.topi import RESNET18_CONVS, Requantize, check_conv2d, compile_conv2d, requant_shift, tune_conv2d  # noqa: E402
-from runtime.backends import run  # noqa: E402
-from runtime.workloads import tiled_gemm_program  # noqa: E402
+from vdla.compiler.vdla.target import VdlaTarget  # noqa: E402
+from vdla.compiler.vdla.topi import RESNET18_CONVS, Requantize, check_conv2d, compile_conv2d, requant_shift, tune_conv2d  # noqa: E402
+from vdla.runtime.backends import run  # noqa: E402
+from vdla.runtime.workloads import tiled_gemm_program  # noqa: E402
 
 VTA_REFERENCE = "VTA/PYNQ 16x16 int8 @100 MHz: peak 51.2 GOPS; utilization 70% -> 88% with latency hiding; " \
                 "tuned ResNet-18 convs 2.2-31.3 GOPS"

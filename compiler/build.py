@@ -2,7 +2,7 @@
 
 >>> mod = build(s, [A, B, C], target="llvm", name="matmul")
 >>> mod(a, b, c)            # NumPy arrays; shapes and dtypes are checked
->>> mod.export("matmul.so") # runtime.cpu_module.load_module("matmul.so") loads it
+>>> mod.export("matmul.so") # vdla.runtime.cpu_module.load_module("matmul.so") loads it
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any, Sequence, Union
 
 import numpy as np
 
-from runtime.cpu_module import CpuModule, Function
+from vdla.runtime.cpu_module import CpuModule, Function
 
 from vdla_hw.errors import UsageError
 from .codegen.llvm import LLVMModule, Target, codegen, export_library, jit, parse_target
@@ -115,7 +115,7 @@ def _order_params(func: PrimFunc, args: Sequence[Tensor | Buffer] | None) -> Pri
 def build(sch: Lowerable, args: Sequence[Tensor | Buffer] | None = None,
           target: str | Target | None = None, name: str | None = None) -> Module:
     """Lower ``sch`` (a Schedule or a PrimFunc), generate native code for ``target`` (default: the
-    target being compiled for, :func:`~compiler.codegen.llvm.current_target`, else the host) and
+    target being compiled for, :func:`~vdla.compiler.codegen.llvm.current_target`, else the host) and
     JIT it. ``args`` fixes the parameter order (default: the schedule's); ``name`` the
     exported function name (default: the PrimFunc's)."""
     if not isinstance(sch, PrimFunc) and not isinstance(getattr(sch, "func", None), PrimFunc):

@@ -21,10 +21,10 @@ from tqdm import tqdm
 
 from vdla_hw.config import HwConfig, load_config
 
-from fuzz.coverage import Coverage, bins_of
-from fuzz.generator import build_program, draw_plan
-from fuzz.rtl_coverage import RtlCoverage
-from fuzz.runner import DEFAULT_BACKENDS, Failure, Runner
+from vdla.fuzz.coverage import Coverage, bins_of
+from vdla.fuzz.generator import build_program, draw_plan
+from vdla.fuzz.rtl_coverage import RtlCoverage
+from vdla.fuzz.runner import DEFAULT_BACKENDS, Failure, Runner
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from typing import Any, Iterable, Mapping
 from vdla_hw.config import HwConfig
 from vdla_hw.isa import DEP_FLAG_NAMES, FLAG_QUEUES, AluInsn, AluOp, GemmInsn, MemInsn, MemType, Module, Opcode, module_of
 
-from fuzz.plan import SRAM_KINDS, Plan, UopLoadOp, access_of, sram_depths
+from vdla.fuzz.plan import SRAM_KINDS, Plan, UopLoadOp, access_of, sram_depths
 
 THREAD_CHOICES = (1, 2, 3, 4, 8)
 UNITS = ("fetch", "load", "compute", "store")

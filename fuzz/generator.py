@@ -22,9 +22,9 @@ import numpy as np
 from vdla_hw.config import HwConfig
 from vdla_hw.isa import AluOp, MemType, Uop
 
-from runtime.memory import BufferSpec
-from runtime.program import Program, ProgramBuilder
-from fuzz.plan import (AluStep, ComputeOp, DataSpec, GemmOp, LoadOp, Loop, Plan, PlanError, Round, StoreOp, UopLoadOp,
+from vdla.runtime.memory import BufferSpec
+from vdla.runtime.program import Program, ProgramBuilder
+from vdla.fuzz.plan import (AluStep, ComputeOp, DataSpec, GemmOp, LoadOp, Loop, Plan, PlanError, Round, StoreOp, UopLoadOp,
                        access_of, check_plan, max_threads, sram_depths)
 
 _DATA_TILES = 64

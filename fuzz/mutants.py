@@ -8,7 +8,7 @@ with fixed seeds until the first failing program, and reports which mutants were
 killed and after how many programs.  The unmutated RTL runs first, with the same
 seeds, to show the fuzzer raises no false alarm.
 
-    python -m fuzz.mutants --config tiny --count 1000
+    python -m vdla.fuzz.mutants --config tiny --count 1000
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from vdla_hw.rtl_build import RTL_DIR
 
-from fuzz.campaign import Settings, run_campaign
+from vdla.fuzz.campaign import Settings, run_campaign
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ three modules: loads (load module, INP/WGT), computes (compute module: micro-op
 and bias loads, GEMM, ALU) and stores (store module).  SRAM addresses are
 absolute, so dropping a round never moves another round's accesses.
 
-Dependency tokens are not part of the plan: :func:`fuzz.generator.build_program`
+Dependency tokens are not part of the plan: :func:`vdla.fuzz.generator.build_program`
 derives them from the round structure (round ``r`` runs on virtual thread
 ``r % threads``), and :func:`check_plan` proves that those tokens order every
 conflicting pair of accesses and that every SRAM element is written before it is
@@ -25,7 +25,7 @@ import numpy as np
 from vdla_hw.config import HwConfig
 from vdla_hw.isa import AluOp, MemType, Uop
 
-from simulator.semantics import copy_forwarding_hazard
+from vdla.simulator.semantics import copy_forwarding_hazard
 
 SRAM_KINDS: tuple[str, ...] = ("uop", "inp", "wgt", "acc")
 

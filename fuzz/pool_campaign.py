@@ -1,12 +1,12 @@
-"""A fuzz campaign over several presets, run as jobs on the device pool (:mod:`runtime.pool`).
+"""A fuzz campaign over several presets, run as jobs on the device pool (:mod:`vdla.runtime.pool`).
 
 The seeds of each preset are cut into chunks; each chunk is one pool job that draws, runs and
-judges its programs (:func:`fuzz.campaign.run_one`) on a worker offering the job's device kind
+judges its programs (:func:`vdla.fuzz.campaign.run_one`) on a worker offering the job's device kind
 (the Verilated RTL of that preset when ``rtl`` is among the backends, else the cycle model).
 The client adds up the verdicts and the coverage per preset.  Without ``--address`` the pool is a
-:func:`~runtime.pool.node.local_cluster` on 127.0.0.1 started for the run::
+:func:`~vdla.runtime.pool.node.local_cluster` on 127.0.0.1 started for the run::
 
-    python -m fuzz.pool_campaign --configs tiny,default,wide --count 10000 --workers 2
+    python -m vdla.fuzz.pool_campaign --configs tiny,default,wide --count 10000 --workers 2
 
 The exit status is 1 when any program failed (or a job was lost).
 """
@@ -28,9 +28,9 @@ from tqdm import tqdm
 
 from vdla_hw.config import load_config
 
-from fuzz.campaign import ProgramRecord, Settings, init_worker, run_one
-from fuzz.coverage import Coverage
-from fuzz.runner import DEFAULT_BACKENDS
+from vdla.fuzz.campaign import ProgramRecord, Settings, init_worker, run_one
+from vdla.fuzz.coverage import Coverage
+from vdla.fuzz.runner import DEFAULT_BACKENDS
 
 
 def run_chunk(settings: Settings, seeds: Sequence[int]) -> list[tuple[ProgramRecord, set[str]]]:
@@ -63,7 +63,7 @@ def split_count(count: int, configs: Sequence[str]) -> dict[str, int]:
 
 def device_kind(config: str, backends: Sequence[str]) -> str:
     """The pool device a chunk of ``config`` needs."""
-    from runtime.pool.kinds import backend_kind
+    from vdla.runtime.pool.kinds import backend_kind
     return backend_kind("rtl", load_config(config)) if "rtl" in backends else "vdla-cycle"
 
 
@@ -74,7 +74,7 @@ def run_pool_campaign(address: str, configs: Sequence[str], count: int, *, backe
 
     With ``time_limit`` no new chunk is submitted after that many seconds (the chunks in flight finish).
     """
-    from runtime.pool import PoolExecutor
+    from vdla.runtime.pool import PoolExecutor
     shares = split_count(count, configs)
     todo = [(c, list(range(s, min(s + chunk, n)))) for c, n in shares.items() for s in range(0, n, chunk)]
     todo.sort(key=lambda cs: (cs[1][0], configs.index(cs[0])))  # interleave the presets
@@ -145,7 +145,7 @@ def cpu_name() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m fuzz.pool_campaign", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m vdla.fuzz.pool_campaign", description=__doc__.split("\n\n")[0])
     parser.add_argument("--configs", default="tiny,default,wide", help="comma-separated presets")
     parser.add_argument("--count", type=int, default=10_000, help="programs in all, shared over the presets")
     parser.add_argument("--backends", default=",".join(DEFAULT_BACKENDS))
@@ -163,8 +163,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         rep = run_pool_campaign(args.address, configs, args.count, backends=backends, chunk=args.chunk,
                                 time_limit=args.time)
     else:
-        from runtime.pool.kinds import parse_device
-        from runtime.pool.node import local_cluster
+        from vdla.runtime.pool.kinds import parse_device
+        from vdla.runtime.pool.node import local_cluster
         devices = [parse_device("vdla-cycle", 1)]
         if "rtl" in backends:
             devices += [parse_device(f"vdla-rtl@{c}", 1) for c in configs]

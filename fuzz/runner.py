@@ -17,9 +17,9 @@ import numpy as np
 from vdla_hw.asm import format_insn
 from vdla_hw.isa import MemInsn, Opcode
 
-from runtime.backends import Backend, check_options, get_backend
-from runtime.program import Program
-from runtime.result import RunResult
+from vdla.runtime.backends import Backend, check_options, get_backend
+from vdla.runtime.program import Program
+from vdla.runtime.result import RunResult
 
 DEFAULT_BACKENDS = ("fsim", "cycle", "rtl")
 MAX_DIFF_LINES = 8

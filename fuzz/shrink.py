@@ -1,6 +1,6 @@
 """Shrinking a failing plan to a small one that fails the same way, and saving it as a regression.
 
-Greedy delta debugging over the :class:`~fuzz.plan.Plan`: try a list of smaller
+Greedy delta debugging over the :class:`~vdla.fuzz.plan.Plan`: try a list of smaller
 plans (drop halves of the rounds, single rounds, fewer threads, single
 instructions; then simplify operations: no padding, one row and column, unit
 strides, single-iteration loops, zero factors, one micro-op, small immediates,
@@ -19,10 +19,10 @@ from typing import Any, Callable, Iterator, Mapping
 from vdla_hw.asm import disassemble, format_uop
 from vdla_hw.config import HwConfig
 
-from runtime.program import Program
-from fuzz.generator import Origin, build_program
-from fuzz.plan import AluStep, GemmOp, LoadOp, Loop, Plan, Round, StoreOp, UopLoadOp, is_legal
-from fuzz.runner import Failure, Outcome, Runner
+from vdla.runtime.program import Program
+from vdla.fuzz.generator import Origin, build_program
+from vdla.fuzz.plan import AluStep, GemmOp, LoadOp, Loop, Plan, Round, StoreOp, UopLoadOp, is_legal
+from vdla.fuzz.runner import Failure, Outcome, Runner
 
 DEFAULT_BUDGET = 600
 """Most candidate runs per shrink."""
@@ -167,8 +167,8 @@ from pathlib import Path
 
 import numpy as np
 
-from runtime.backends import run
-from runtime.program import Program
+from vdla.runtime.backends import run
+from vdla.runtime.program import Program
 
 PROGRAM = Path(__file__).with_name("{name}.vdlaprog")
 BACKENDS = {backends!r}

@@ -3,11 +3,11 @@
 ``runtime`` never imports ``compiler``: a board runs the runtime alone.
 """
 
-from runtime.backends import BackendError, BackendOption, backend_names, get_backend, run
-from runtime.device import Device
-from runtime.memory import BufferSpec, DramImage, pack_matrix, unpack_matrix
-from runtime.program import Program, ProgramBuilder
-from runtime.result import RunResult
+from vdla.runtime.backends import BackendError, BackendOption, backend_names, get_backend, run
+from vdla.runtime.device import Device
+from vdla.runtime.memory import BufferSpec, DramImage, pack_matrix, unpack_matrix
+from vdla.runtime.program import Program, ProgramBuilder
+from vdla.runtime.result import RunResult
 
 __all__ = [
     "BackendError", "BackendOption", "BufferSpec", "Device", "DramImage", "Program", "ProgramBuilder", "RunResult",

@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from runtime.program import Program
-from runtime.backends import run
+from vdla.runtime.program import Program
+from vdla.runtime.backends import run
 
 TARGET = 0.05
 """Largest relative error of the cycle model against the RTL the project accepts."""

@@ -8,10 +8,10 @@ import numpy as np
 
 from vdla_hw.config import HwConfig, load_config
 
-from runtime.backends import check_options, get_backend
-from runtime.memory import BufferSpec, DramImage
-from runtime.program import Program, ProgramBuilder
-from runtime.result import RunResult
+from vdla.runtime.backends import check_options, get_backend
+from vdla.runtime.memory import BufferSpec, DramImage
+from vdla.runtime.program import Program, ProgramBuilder
+from vdla.runtime.result import RunResult
 
 
 class Device:
@@ -31,7 +31,7 @@ class Device:
         self.memory = DramImage(self.cfg)
 
     def alloc(self, name: str, kind: str, shape: tuple[int, ...] | int, dtype: str | None = None) -> BufferSpec:
-        """Reserve a DRAM buffer (see :meth:`runtime.memory.DramImage.alloc`)."""
+        """Reserve a DRAM buffer (see :meth:`vdla.runtime.memory.DramImage.alloc`)."""
         return self.memory.alloc(name, kind, shape, dtype)
 
     def copy_to(self, buf: str | BufferSpec, values: np.ndarray) -> None:

@@ -16,10 +16,10 @@ from vdla_hw.config import HwConfig
 from vdla_hw.errors import DeviceFaultError
 from vdla_hw.isa import AluInsn, GemmInsn, Insn, MemInsn, MemType, Opcode
 
-from runtime.program import Program
-from simulator.checks import check_insn
-from simulator.semantics import loop_index_error, sram_range_error
-from simulator.window import Window, dram_window_error, fetch_window_error
+from vdla.runtime.program import Program
+from vdla.simulator.checks import check_insn
+from vdla.simulator.semantics import loop_index_error, sram_range_error
+from vdla.simulator.window import Window, dram_window_error, fetch_window_error
 
 
 def read_fault(read: Callable[[str], int]) -> tuple[int, int, int, int, int] | None:

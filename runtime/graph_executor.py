@@ -1,7 +1,7 @@
 """The graph executor: runs a compiled model with only the runtime installed.
 
-A :class:`GraphModule` holds the graph description (see :mod:`runtime.module_format`),
-the parameters, the CPU kernels (a :class:`~runtime.cpu_module.CpuModule`) and one VDLA
+A :class:`GraphModule` holds the graph description (see :mod:`vdla.runtime.module_format`),
+the parameters, the CPU kernels (a :class:`~vdla.runtime.cpu_module.CpuModule`) and one VDLA
 program per VDLA node.  ``run`` executes the nodes in order: CPU nodes call their kernel
 on views of one statically planned arena (argument pointers are packed once, so a call
 costs one ctypes call), VDLA nodes copy their input into the program's DRAM image and
@@ -26,13 +26,13 @@ from typing import Any
 import numpy as np
 from vdla_hw.config import HwConfig, from_dict
 
-from runtime.backends import run as run_program
-from runtime.cpu_module import (CpuModule, ForeignArchitecture, Function, aligned_copy, aligned_zeros,
+from vdla.runtime.backends import run as run_program
+from vdla.runtime.cpu_module import (CpuModule, ForeignArchitecture, Function, aligned_copy, aligned_zeros,
                                 load_module_bytes)
-from runtime.display import html_table
-from runtime.memory import to_bytes
-from runtime.module_format import ModuleParts, read_module, write_module
-from runtime.program import Program
+from vdla.runtime.display import html_table
+from vdla.runtime.memory import to_bytes
+from vdla.runtime.module_format import ModuleParts, read_module, write_module
+from vdla.runtime.program import Program
 from vdla_hw.errors import UsageError
 
 
@@ -137,7 +137,7 @@ def _inverse(perm: Sequence[int]) -> list[int]:
 
 
 class GraphModule:
-    """A runnable model: build one with ``compiler.graph.build_model`` or :meth:`load` a file."""
+    """A runnable model: build one with ``vdla.compiler.graph.build_model`` or :meth:`load` a file."""
 
     def __init__(self, graph: Mapping[str, Any], params: Mapping[str, np.ndarray], library: CpuModule | None,
                  programs: Mapping[str, Program], library_bytes: bytes | None = None,
@@ -165,7 +165,7 @@ class GraphModule:
 
     def with_library(self, library: Any) -> GraphModule:
         """This model with another kernel library (e.g. a cross-built one run under emulation, which has the
-        interface of :class:`~runtime.cpu_module.CpuModule`)."""
+        interface of :class:`~vdla.runtime.cpu_module.CpuModule`)."""
         return GraphModule(self.graph, self.params, library, self.programs, self._library_bytes,
                            self._program_bytes)
 
@@ -235,7 +235,7 @@ class GraphModule:
 
     def set_program_runner(self, runner: Callable[..., Any]) -> None:
         """Run the VDLA programs with ``runner(program, backend, **options)`` instead of in this process
-        (e.g. :func:`runtime.pool.tasks.pool_runner` for the device pool)."""
+        (e.g. :func:`vdla.runtime.pool.tasks.pool_runner` for the device pool)."""
         self._run_program = runner
 
     def set_num_threads(self, n: int) -> None:

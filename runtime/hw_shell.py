@@ -6,7 +6,7 @@ any port or internal signal by its dotted hierarchical name (``done``,
 ``u_load.u_gate.state``, ``u_probe.dbg_tok_l2c``), step N cycles, and -- on ``vdla_top`` --
 serve its AXI master from a Python DRAM model (:class:`vdla_hw.harness.py_dram.PinAxiDram`),
 write the control registers over AXI-lite pin by pin (:mod:`vdla_hw.regmap`), load a
-:class:`runtime.program.Program`, run it to FINISH under a watchdog and print what every
+:class:`vdla.runtime.program.Program`, run it to FINISH under a watchdog and print what every
 module and queue is doing (:mod:`vdla_hw.harness.hang`).
 
 It is for interactive debugging: every cycle crosses into Python several dozen times
@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from runtime.backends.rtl import RtlTimeoutError
-from runtime.program import Program
-from simulator.errors import DeadlockError
+from vdla.runtime.backends.rtl import RtlTimeoutError
+from vdla.runtime.program import Program
+from vdla.simulator.errors import DeadlockError
 from vdla_hw import regmap
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.errors import UsageError

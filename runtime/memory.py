@@ -19,7 +19,7 @@ import numpy as np
 
 from vdla_hw.config import HwConfig
 
-from simulator import packing
+from vdla.simulator import packing
 
 TILE_KINDS = ("inp", "wgt", "acc", "out")
 KINDS = TILE_KINDS + ("uop", "raw")

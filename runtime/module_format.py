@@ -31,7 +31,7 @@ Members:
         "input": {"value": name, "buffer": str, "perm": [int] | null},
         "output": {"buffer": str, "shape": [int], "perm": [int] | null}}],
      "partition": [{"name", "device", "ops": [str], "anchor": str | null,   # target vdla only
-                    "reason": str | null}],                 # see runtime.partition_report
+                    "reason": str | null}],                 # see vdla.runtime.partition_report
      "quantization": {"calibration": str, "per_channel": bool,    # target vdla only: per-layer SQNR,
                       "sqnr": [{"name", "op", "sqnr_db", "scale", "multiplier_bits"}]}}   # worst first
 
@@ -51,10 +51,10 @@ from typing import Any
 
 import numpy as np
 
-from runtime.file_checks import (check_elf, open_zip, parse_json, read_bytes, read_member, sha256_hex,
+from vdla.runtime.file_checks import (check_elf, open_zip, parse_json, read_bytes, read_member, sha256_hex,
                                  wrong_kind)
-from runtime.cpu_module import embedded_meta, triple_arch
-from runtime.program import Program, check_config
+from vdla.runtime.cpu_module import embedded_meta, triple_arch
+from vdla.runtime.program import Program, check_config
 from vdla_hw.config import HwConfig, from_dict
 from vdla_hw.errors import BadConfigError, BadFileError
 

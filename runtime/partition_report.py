@@ -3,7 +3,7 @@
 ``build_model`` writes it into the module description (``"partition"``, one entry per kernel in
 execution order); :func:`read_partition` reads it back from a module or a loaded description and
 :func:`format_partition` prints it (``vdla compile`` shows it).  The reasons are the compiler's own:
-the VDLA rules (``compiler.graph.vdla_rules``) and the lowering's checks, never a copy of them.
+the VDLA rules (``vdla.compiler.graph.vdla_rules``) and the lowering's checks, never a copy of them.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from runtime.display import html_table
+from vdla.runtime.display import html_table
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class PartitionReport(list[PartitionEntry]):
 
 def read_partition(source: Any) -> PartitionReport:
     """The partition entries of a module (anything with a ``graph`` description, e.g. a
-    :class:`~runtime.graph_executor.GraphModule`) or of a description itself."""
+    :class:`~vdla.runtime.graph_executor.GraphModule`) or of a description itself."""
     description: Mapping[str, Any] = source if isinstance(source, Mapping) else source.graph
     return PartitionReport(PartitionEntry(e["name"], e["device"], tuple(e["ops"]), e.get("anchor"), e.get("reason"))
             for e in description.get("partition", []))

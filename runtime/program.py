@@ -42,8 +42,8 @@ from vdla_hw.isa import (
     Uop,
 )
 
-from runtime.file_checks import open_zip, read_bytes, read_member, sha256_hex, wrong_kind
-from runtime.memory import BufferSpec, DramImage, read_buffer
+from vdla.runtime.file_checks import open_zip, read_bytes, read_member, sha256_hex, wrong_kind
+from vdla.runtime.memory import BufferSpec, DramImage, read_buffer
 from vdla_hw.errors import BadFileError
 
 FORMAT = "vdla-program"

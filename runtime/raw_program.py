@@ -5,7 +5,7 @@ the program's LOAD and STORE instructions name DRAM by element addresses of thei
 :func:`build_raw_program` lays out a DRAM image for them: the micro-op words at ``uops_addr``
 (micro-op elements), each :class:`DramInput` matrix packed in its kind's tile layout at its element
 address, room for every :class:`DramDump`, and the instructions after all of it. The result is an
-ordinary :class:`~runtime.program.Program` whose buffers are named after the options that placed
+ordinary :class:`~vdla.runtime.program.Program` whose buffers are named after the options that placed
 them, so any backend runs it and ``result.read(dump.name)`` reads a dump back.
 
 Command-line forms (parsed here so that the API and the CLI agree):
@@ -24,11 +24,11 @@ from pathlib import Path
 
 import numpy as np
 
-from runtime.file_checks import ELF_MAGIC, NPY_MAGIC, ZIP_MAGIC, describe, load_npy, read_bytes, wrong_kind
-from runtime.memory import TILE_KINDS, BufferSpec, elem_bytes, pack_matrix, tile_grid, tile_width
-from runtime.program import Program
-from runtime.result import RunResult
-from simulator import packing
+from vdla.runtime.file_checks import ELF_MAGIC, NPY_MAGIC, ZIP_MAGIC, describe, load_npy, read_bytes, wrong_kind
+from vdla.runtime.memory import TILE_KINDS, BufferSpec, elem_bytes, pack_matrix, tile_grid, tile_width
+from vdla.runtime.program import Program
+from vdla.runtime.result import RunResult
+from vdla.simulator import packing
 from vdla_hw.config import HwConfig
 from vdla_hw.errors import BadFileError, UsageError
 from vdla_hw.isa import INSN_BYTES, UOP_BYTES

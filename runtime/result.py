@@ -7,15 +7,15 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from runtime.display import html_table
-from runtime.program import Program
+from vdla.runtime.display import html_table
+from vdla.runtime.program import Program
 
 
 @dataclass(frozen=True)
 class RunResult:
     """Final DRAM and counters of one run.
 
-    ``counters`` use the names of :class:`simulator.counters.Counters` (instructions by
+    ``counters`` use the names of :class:`vdla.simulator.counters.Counters` (instructions by
     opcode, MACs, DRAM bytes per memory type); ``cycles`` is None for untimed backends;
     ``extra`` holds backend-specific outputs (trace paths, utilization, ...).
     """

@@ -5,7 +5,7 @@ calibration all run these, so a cycle count in the calibration table names a pro
 the regression also checks bit for bit.
 
 * ``gemm``, ``gemm_vt2``: tiled GEMM + bias + ReLU + requantization
-  (:func:`runtime.workloads.tiled_gemm_program`) in several chunks, with one and with
+  (:func:`vdla.runtime.workloads.tiled_gemm_program`) in several chunks, with one and with
   two virtual threads (ping-pong SRAM regions, the two-thread token pattern);
 * ``alu_<op>``: every ALU operation with an accumulator operand and with two
   immediates over full-range accumulators; the results are stored byte by byte
@@ -17,7 +17,7 @@ the regression also checks bit for bit.
   weight tile and a direct store;
 * ``tokens_full``: load pushes more tokens than the load->compute queue holds while
   compute is still busy, so load blocks on a full queue;
-* ``random<N>``: :func:`runtime.random_programs.random_program` with seed N (it loads
+* ``random<N>``: :func:`vdla.runtime.random_programs.random_program` with seed N (it loads
   every SRAM element it may read first: the RTL's SRAM starts random).
 """
 
@@ -30,9 +30,9 @@ import numpy as np
 from vdla_hw.config import HwConfig
 from vdla_hw.isa import AluOp, MemType, Uop
 
-from runtime.program import Program, ProgramBuilder
-from runtime.random_programs import random_program
-from runtime.workloads import GemmTiling, tiled_gemm_program
+from vdla.runtime.program import Program, ProgramBuilder
+from vdla.runtime.random_programs import random_program
+from vdla.runtime.workloads import GemmTiling, tiled_gemm_program
 
 ALU_OPS: tuple[AluOp, ...] = tuple(AluOp)
 

@@ -19,7 +19,7 @@ import numpy as np
 from vdla_hw.config import HwConfig
 from vdla_hw.isa import LOOP_ITER_W, AluOp, MemType, Uop
 
-from runtime.program import Program, ProgramBuilder
+from vdla.runtime.program import Program, ProgramBuilder
 
 _MAX_ITER = (1 << LOOP_ITER_W) - 1
 
@@ -65,7 +65,7 @@ def _check_tiling(cfg: HwConfig, t: GemmTiling, mb: int, kb: int, nb: int, vt: i
 
 def reference_output(cfg: HwConfig, a: np.ndarray, b: np.ndarray, bias: np.ndarray, shift: int) -> np.ndarray:
     """NumPy reference: clip((relu(a @ b + bias)) >> shift) to the output width."""
-    from simulator.packing import dtype_for, wrap
+    from vdla.simulator.packing import dtype_for, wrap
 
     acc = wrap(a.astype(np.int64) @ b.astype(np.int64) + bias.astype(np.int64)[None, :], cfg.acc_width).astype(np.int64)
     lo, hi = -(1 << (cfg.out_width - 1)), (1 << (cfg.out_width - 1)) - 1

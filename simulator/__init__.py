@@ -1,12 +1,12 @@
-"""VDLA simulators: the bit-exact functional model (``fsim``) and, in ``simulator.cycle``, the
+"""VDLA simulators: the bit-exact functional model (``fsim``) and, in ``vdla.simulator.cycle``, the
 cycle-level model.  Both share the instruction semantics, the token protocol and the errors."""
 
-from simulator.checks import check_insn, check_program
-from simulator.counters import Counters
-from simulator.errors import DeadlockError, MemoryAccessError, ProtocolError, SimTimeoutError, SimulationError
-from simulator.fsim import DEFAULT_MAX_STEPS, FsimResult, run_fsim
-from simulator.semantics import InsnEffect, MachineState, execute
-from simulator.tokens import C2L, C2S, DEP_QUEUES, L2C, S2C, TokenOps, describe, flag_queue, token_ops
+from vdla.simulator.checks import check_insn, check_program
+from vdla.simulator.counters import Counters
+from vdla.simulator.errors import DeadlockError, MemoryAccessError, ProtocolError, SimTimeoutError, SimulationError
+from vdla.simulator.fsim import DEFAULT_MAX_STEPS, FsimResult, run_fsim
+from vdla.simulator.semantics import InsnEffect, MachineState, execute
+from vdla.simulator.tokens import C2L, C2S, DEP_QUEUES, L2C, S2C, TokenOps, describe, flag_queue, token_ops
 
 __all__ = [
     "C2L", "C2S", "DEP_QUEUES", "DEFAULT_MAX_STEPS", "L2C", "S2C",

@@ -15,8 +15,8 @@ import numpy as np
 from vdla_hw.config import HwConfig
 from vdla_hw.isa import INSN_BYTES, OPCODE_W, AluInsn, FinishInsn, GemmInsn, Insn, MemInsn, MemType, Opcode
 
-from simulator.errors import IllegalInstructionError, ProtocolError
-from simulator.tokens import TokenOps, describe, token_ops
+from vdla.simulator.errors import IllegalInstructionError, ProtocolError
+from vdla.simulator.tokens import TokenOps, describe, token_ops
 
 
 def check_insn(cfg: HwConfig, insn: Insn, index: int) -> TokenOps:

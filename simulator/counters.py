@@ -6,7 +6,7 @@ from collections import Counter
 
 from vdla_hw.isa import MemType, Opcode
 
-from simulator.semantics import InsnEffect
+from vdla.simulator.semantics import InsnEffect
 
 # Counter names built once: formatting them per instruction is a measurable share of a run.
 _INSN_KEYS = {op: f"insn.{op.name}" for op in Opcode}

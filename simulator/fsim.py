@@ -28,12 +28,12 @@ import numpy as np
 from vdla_hw.config import HwConfig
 from vdla_hw.isa import FinishInsn, Insn, Module
 
-from simulator.checks import check_program
-from simulator.window import Window
-from simulator.counters import Counters
-from simulator.errors import DeadlockError, ProtocolError, SimTimeoutError
-from simulator.semantics import MachineState, execute
-from simulator.tokens import DEP_QUEUES, TokenOps, describe, waiting_for
+from vdla.simulator.checks import check_program
+from vdla.simulator.window import Window
+from vdla.simulator.counters import Counters
+from vdla.simulator.errors import DeadlockError, ProtocolError, SimTimeoutError
+from vdla.simulator.semantics import MachineState, execute
+from vdla.simulator.tokens import DEP_QUEUES, TokenOps, describe, waiting_for
 
 DEFAULT_MAX_STEPS = 50_000_000
 """Default watchdog: the most instructions one run may execute."""
@@ -65,14 +65,14 @@ def run_fsim(
 ) -> FsimResult:
     """Run a program bit-exactly on a copy of ``dram`` and return the final image and counters.
 
-    Raises :class:`~simulator.errors.ProtocolError` for an illegal program,
-    :class:`~simulator.errors.MemoryAccessError` for an out-of-range access,
-    :class:`~simulator.errors.UninitializedReadError` for a read of SRAM no instruction wrote
+    Raises :class:`~vdla.simulator.errors.ProtocolError` for an illegal program,
+    :class:`~vdla.simulator.errors.MemoryAccessError` for an out-of-range access,
+    :class:`~vdla.simulator.errors.UninitializedReadError` for a read of SRAM no instruction wrote
     (unless ``zeroed_sram``, which treats SRAM as starting at zero),
-    :class:`~simulator.errors.DeadlockError` when no module can progress before FINISH,
-    and :class:`~simulator.errors.SimTimeoutError` after ``max_steps`` instructions.
+    :class:`~vdla.simulator.errors.DeadlockError` when no module can progress before FINISH,
+    and :class:`~vdla.simulator.errors.SimTimeoutError` after ``max_steps`` instructions.
     ``window`` is the DRAM byte range ``[base, limit)`` DMA may touch (default: all of ``dram``);
-    a LOAD/STORE outside raises :class:`~simulator.errors.MemoryAccessError`, as the hardware faults.
+    a LOAD/STORE outside raises :class:`~vdla.simulator.errors.MemoryAccessError`, as the hardware faults.
     """
     program = tuple(insns)
     ops = check_program(cfg, program)

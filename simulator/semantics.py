@@ -4,7 +4,7 @@
 FINISH to a :class:`MachineState` and returns an :class:`InsnEffect` with the
 work it did (MACs, bytes, rows, loop iterations); the functional simulator sums
 these into counters and the cycle model turns them into time.  Token handling is
-not done here (see :mod:`simulator.tokens`): a caller decides *when* an
+not done here (see :mod:`vdla.simulator.tokens`): a caller decides *when* an
 instruction runs, this module decides *what* it does.
 
 Everything is vectorized with NumPy: a GEMM over ``iter_out x iter_in x uops``
@@ -23,10 +23,10 @@ import numpy as np
 from vdla_hw.config import HwConfig
 from vdla_hw.isa import AluInsn, AluOp, FinishInsn, GemmInsn, Insn, MemInsn, MemType, Opcode, requantize
 
-from simulator import packing
-from simulator.errors import MemoryAccessError, ProtocolError, UninitializedReadError
-from simulator.tokens import describe
-from simulator.window import Window, dram_window_error, in_window, resolve_window
+from vdla.simulator import packing
+from vdla.simulator.errors import MemoryAccessError, ProtocolError, UninitializedReadError
+from vdla.simulator.tokens import describe
+from vdla.simulator.window import Window, dram_window_error, in_window, resolve_window
 
 
 @dataclass(frozen=True)

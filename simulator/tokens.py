@@ -15,7 +15,7 @@ from typing import Sequence
 
 from vdla_hw.isa import DEP_QUEUE_NAMES, FLAG_QUEUES, DepFlags, FinishInsn, Insn, Module, module_of
 
-from simulator.errors import ProtocolError
+from vdla.simulator.errors import ProtocolError
 
 L2C, C2L, C2S, S2C = DEP_QUEUE_NAMES
 DEP_QUEUES: tuple[str, ...] = DEP_QUEUE_NAMES

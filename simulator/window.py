@@ -4,7 +4,7 @@ The hardware checks every DMA command against its WINDOW_BASE/WINDOW_LIMIT regis
 (``vdla_addr_window.sv``) and faults instead of issuing a transfer outside; fsim and the cycle
 model apply the same rule, so all three backends raise the same error for the same program.
 By default the window is the program's whole DRAM image. This module also builds the error
-messages the hardware's fault registers are turned back into (:mod:`runtime.backends.rtl`).
+messages the hardware's fault registers are turned back into (:mod:`vdla.runtime.backends.rtl`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 from vdla_hw.errors import UsageError
 from vdla_hw.isa import INSN_BYTES, MemInsn
 
-from simulator.errors import MemoryAccessError
-from simulator.tokens import describe
+from vdla.simulator.errors import MemoryAccessError
+from vdla.simulator.tokens import describe
 
 Window = tuple[int, int]
 ADDR_SPACE = 1 << 32

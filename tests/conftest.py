@@ -56,7 +56,7 @@ class CompiledFiles:
 
 @pytest.fixture(scope="session")
 def compiled_files(tmp_path_factory: pytest.TempPathFactory) -> CompiledFiles:
-    from compiler.cli.main import main
+    from vdla.compiler.cli.main import main
 
     d = tmp_path_factory.mktemp("compiled")
     model = write_small_cnn(d / "cnn.onnx")
@@ -72,7 +72,7 @@ def compiled_files(tmp_path_factory: pytest.TempPathFactory) -> CompiledFiles:
 def _cpu_targets() -> dict[str, str]:
     """The ISAs the CPU tests compile for: the host's best, and AVX2 when the host has more (so an
     AVX-512 machine still checks the AVX2 code); one entry on an AVX2-only host."""
-    from compiler.codegen.llvm import host_target
+    from vdla.compiler.codegen.llvm import host_target
 
     targets = {"host": "llvm"}
     if "avx512f" in host_target().features:
@@ -88,7 +88,7 @@ AVX2_TARGET = "llvm -mcpu=haswell"
 def cpu_target(request: pytest.FixtureRequest):
     """The LLVM target string of one ISA of the matrix, current for the test (``build`` and the
     schedules' defaults compile for it)."""
-    from compiler.codegen.llvm import parse_target, using_target
+    from vdla.compiler.codegen.llvm import parse_target, using_target
 
     spec = _cpu_targets()[request.param]
     with using_target(parse_target(spec)):

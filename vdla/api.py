@@ -14,18 +14,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from runtime.display import html_table
+from vdla.runtime.display import html_table
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.errors import UsageError
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from compiler.graph.ir import Graph
-    from runtime.graph_executor import GraphModule, Profile
-    from runtime.partition_report import PartitionReport
-    from runtime.program import Program
-    from runtime.result import RunResult
+    from vdla.compiler.graph.ir import Graph
+    from vdla.runtime.graph_executor import GraphModule, Profile
+    from vdla.runtime.partition_report import PartitionReport
+    from vdla.runtime.program import Program
+    from vdla.runtime.result import RunResult
 
 Inputs = Any  # one array or tensor, a sequence of them (in input order), or a dict by input name
 
@@ -44,7 +44,7 @@ class Module:
     def __init__(self, module: GraphModule, compiled: Any = None, source: str = "") -> None:
         self.module = module
         self.compiled = compiled
-        """The compiler's :class:`~compiler.graph.build.CompiledModule` (None for a loaded file)."""
+        """The compiler's :class:`~vdla.compiler.graph.build.CompiledModule` (None for a loaded file)."""
         self.source = source
 
     @property
@@ -83,7 +83,7 @@ class Module:
 
     def partition(self) -> PartitionReport:
         """Where every kernel runs and why a conv2d/dense stays on the CPU."""
-        from runtime.partition_report import read_partition
+        from vdla.runtime.partition_report import read_partition
 
         return read_partition(self.module)
 
@@ -127,15 +127,15 @@ def _array(v: Any) -> np.ndarray:
 
 def from_onnx(model: Any, shapes: Mapping[str, Sequence[int]] | None = None) -> Graph:
     """The graph IR of an ONNX model (a path or a ``ModelProto``)."""
-    from compiler.frontend.onnx import from_onnx as read
+    from vdla.compiler.frontend.onnx import from_onnx as read
 
     return read(model, shapes=shapes)
 
 
 def from_torch(model: Any, example_inputs: Any) -> Graph:
     """The graph IR of a ``torch.nn.Module`` (through ``torch.export``) or a ``torch.export.ExportedProgram``."""
-    from compiler.frontend.torch_export import from_exported_program
-    from compiler.frontend.torch_export import from_torch as read
+    from vdla.compiler.frontend.torch_export import from_exported_program
+    from vdla.compiler.frontend.torch_export import from_torch as read
 
     register_torch_backend()
     if type(model).__name__ == "ExportedProgram":
@@ -145,7 +145,7 @@ def from_torch(model: Any, example_inputs: Any) -> Graph:
 
 def to_graph(model: Any, example_inputs: Any = None, shapes: Mapping[str, Sequence[int]] | None = None) -> Graph:
     """Any model form :func:`compile` accepts, as the graph IR."""
-    from compiler.graph.ir import Graph
+    from vdla.compiler.graph.ir import Graph
 
     if isinstance(model, Graph):
         return model
@@ -176,9 +176,9 @@ def compile(model: Any, example_inputs: Any = None, *, target: str = "llvm",  # 
     ``torch.export.ExportedProgram``, or a graph. ``calibrate`` (target vdla): sample inputs, each an
     array/tensor, a tuple in input order or a dict by name. ``cpu_target``: ``llvm`` (this host) or
     a board's CPU (see docs/deploy.md). ``tuning_log``: apply the best configs of ``vdla.tune``.
-    Other keywords go to :func:`compiler.graph.build.build_model` (``calibration``, ``per_channel``...).
+    Other keywords go to :func:`vdla.compiler.graph.build.build_model` (``calibration``, ``per_channel``...).
     """
-    from compiler.graph.build import build_model
+    from vdla.compiler.graph.build import build_model
 
     graph = to_graph(model, example_inputs, shapes)
     samples = None
@@ -196,13 +196,13 @@ def compile(model: Any, example_inputs: Any = None, *, target: str = "llvm",  # 
                 samples.append({n: _array(v) for n, v in zip(names, items)})
     apply = None
     if tuning_log is not None:
-        from compiler.autotune.database import ApplyBest, read_log
+        from vdla.compiler.autotune.database import ApplyBest, read_log
 
         if not Path(tuning_log).is_file():
             raise UsageError(f"tuning log {tuning_log} does not exist", hint="write one with vdla.tune(...)")
         apply = ApplyBest(read_log(str(tuning_log)), target, cpu_target,
                           config if isinstance(config, str) else config.name)
-    from compiler.autotune.dispatch import dispatching
+    from vdla.compiler.autotune.dispatch import dispatching
 
     with dispatching(apply) if apply is not None else nullcontext():
         compiled = build_model(graph, target=target, config=config, calibrate=samples, cpu_target=cpu_target,
@@ -213,15 +213,15 @@ def compile(model: Any, example_inputs: Any = None, *, target: str = "llvm",  # 
 
 def load(path: str | os.PathLike[str], config: str | HwConfig | None = None) -> Module:
     """A module file written by ``Module.export`` / ``vdla compile`` (runtime only; no compiler import)."""
-    from runtime.graph_executor import load as read
+    from vdla.runtime.graph_executor import load as read
 
     return Module(read(path, hw_config(config) if config is not None else None), source=str(path))
 
 
 def run(program: Program | str | os.PathLike[str], backend: str = "fsim", **options: Any) -> RunResult:
     """Run one VDLA program (a ``Program`` or a ``.vdlaprog`` file) on ``backend``; see ``vdla.backends()``."""
-    from runtime.backends import run as run_program
-    from runtime.program import Program
+    from vdla.runtime.backends import run as run_program
+    from vdla.runtime.program import Program
 
     if not isinstance(program, Program):
         program = Program.load(program)
@@ -240,9 +240,9 @@ def cycle_sim(program: Program | str | os.PathLike[str], **options: Any) -> RunR
 
 def timeline(program: Program | str | os.PathLike[str], title: str | None = None) -> Figure:
     """The cycle model's Gantt chart of one program (load/compute/store overlap) as a matplotlib figure."""
-    from runtime.program import Program
-    from simulator.cycle import run_cycle
-    from simulator.cycle.plot import gantt_figure
+    from vdla.runtime.program import Program
+    from vdla.simulator.cycle import run_cycle
+    from vdla.simulator.cycle.plot import gantt_figure
 
     if not isinstance(program, Program):
         program = Program.load(program)
@@ -254,15 +254,15 @@ def timeline(program: Program | str | os.PathLike[str], title: str | None = None
 
 
 def pareto(results: Sequence[Any], title: str = "design-space sweep") -> Figure:
-    """The Pareto panels of a DSE sweep's results (``compiler.dse``) as a matplotlib figure."""
-    from compiler.dse.plots import pareto_figure
+    """The Pareto panels of a DSE sweep's results (``vdla.compiler.dse``) as a matplotlib figure."""
+    from vdla.compiler.dse.plots import pareto_figure
 
     return pareto_figure(results, title)
 
 
 def backends() -> list[str]:
     """The names ``run``/``Module.run`` accept for ``backend``."""
-    from runtime.backends import backend_names
+    from vdla.runtime.backends import backend_names
 
     return backend_names()
 
@@ -279,10 +279,10 @@ def tune(model: Any, example_inputs: Any = None, *, target: str = "llvm", log: s
          cpu_target: str = "llvm", workers: int = 1, quiet: bool = True, seed: int = 0) -> Path:
     """Tune the model's operators (records appended to ``log``, resumable); pass ``log`` to
     :func:`compile` as ``tuning_log``. Measures on ``workers`` local processes."""
-    from compiler.autotune.database import Database
-    from compiler.autotune.executor import LocalExecutor
-    from compiler.autotune.session import tune_tasks
-    from compiler.autotune.task import extract_tasks
+    from vdla.compiler.autotune.database import Database
+    from vdla.compiler.autotune.executor import LocalExecutor
+    from vdla.compiler.autotune.session import tune_tasks
+    from vdla.compiler.autotune.task import extract_tasks
 
     graph = to_graph(model, example_inputs)
     cfg = hw_config(config)
@@ -305,8 +305,8 @@ def tune(model: Any, example_inputs: Any = None, *, target: str = "llvm", log: s
 
 
 def torch_backend(gm: Any, example_inputs: Sequence[Any], options: Mapping[str, Any] | None = None) -> Any:
-    """The ``torch.compile`` backend ``"vdla"`` (:mod:`compiler.frontend.torch_dynamo`), imported on first use."""
-    from compiler.frontend.torch_dynamo import vdla_backend
+    """The ``torch.compile`` backend ``"vdla"`` (:mod:`vdla.compiler.frontend.torch_dynamo`), imported on first use."""
+    from vdla.compiler.frontend.torch_dynamo import vdla_backend
 
     return vdla_backend(gm, example_inputs, options)
 

@@ -1,4 +1,4 @@
 """Automatic schedule optimization (autotvm-style): task / space / measure / tuner / database.
 
-Kept import-free: the graph lowerings import :mod:`compiler.autotune.dispatch` from here.
+Kept import-free: the graph lowerings import :mod:`vdla.compiler.autotune.dispatch` from here.
 """

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runtime.file_checks import describe, wrong_kind
+from vdla.runtime.file_checks import describe, wrong_kind
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.errors import BadFileError
 

@@ -1,6 +1,6 @@
 """How a tuned config reaches the lowerings: a context-local dispatcher they query.
 
-The graph lowerings (``compiler.graph.lower_llvm_nn``, ``lower_vdla``) call :func:`query` with the
+The graph lowerings (``vdla.compiler.graph.lower_llvm_nn``, ``lower_vdla``) call :func:`query` with the
 kind and workload of every tunable operator they schedule.  With no dispatcher installed (the
 default) it returns None and the lowering uses its default knobs; ``ApplyBest`` (``database.py``)
 answers with the best measured knobs, and task extraction (``task.py``) records the queries.

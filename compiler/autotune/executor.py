@@ -4,7 +4,7 @@ An executor runs a picklable module-level function with picklable arguments on a
 given kind (``cpu-<isa>``, ``vdla-cycle``) and returns a future.  ``exclusive=True`` marks a timing
 job that must have the machine to itself.  A job that exceeds ``timeout_s`` fails with
 :class:`JobTimeout` (a ``TimeoutError``); a worker process that dies (killed, crashed) fails its
-job with :class:`WorkerDied`: neither hangs the tuner.  ``runtime.pool`` (dask) implements the same
+job with :class:`WorkerDied`: neither hangs the tuner.  ``vdla.runtime.pool`` (dask) implements the same
 protocol for many machines.
 """
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from compiler.tir import ir
-from compiler.tir.functor import collect, stmt_children
-from compiler.tir.stmt import Allocate, Block, BlockRealize, BufferStore, For, ForKind, IterKind, PrimFunc, Stmt
+from vdla.compiler.tir import ir
+from vdla.compiler.tir.functor import collect, stmt_children
+from vdla.compiler.tir.stmt import Allocate, Block, BlockRealize, BufferStore, For, ForKind, IterKind, PrimFunc, Stmt
 
 LOOPS = 8
 """Innermost loops described per stage."""

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.codegen.llvm import Target, host_target, parse_target, using_target
+from vdla.compiler.codegen.llvm import Target, host_target, parse_target, using_target
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.errors import UsageError
 
@@ -169,17 +169,17 @@ def _weighted(tasks: Sequence[Task]) -> list[Task]:
 def extract_tasks(graph: Any, target: str = "llvm", *, cpu_target: str = "llvm", config: str | HwConfig = "default",
                   calibrate: Sequence[Mapping[str, np.ndarray]] | None = None,
                   skip_first_conv: bool = True) -> list[Task]:
-    """The unique tunable operators of ``graph`` (a :class:`compiler.graph.Graph`) for ``target``, weighted.
+    """The unique tunable operators of ``graph`` (a :class:`vdla.compiler.graph.Graph`) for ``target``, weighted.
 
     ``llvm``: the graph is optimized as ``build_model`` does and every fused kernel is lowered (no
     code generation) with a recording dispatcher.  ``vdla``: the graph is quantized with
     ``calibrate`` and partitioned; every kernel placed on the accelerator is one ``vdla_conv2d`` task.
     """
-    from compiler.graph.build import TARGETS
+    from vdla.compiler.graph.build import TARGETS
 
     if target == "llvm":
-        from compiler.graph.lower_llvm import draft_kernel, elementwise_workload
-        from compiler.graph.passes import optimize_for_cpu
+        from vdla.compiler.graph.lower_llvm import draft_kernel, elementwise_workload
+        from vdla.compiler.graph.passes import optimize_for_cpu
 
         recorder = _Recorder()
         with using_target(parse_target(cpu_target)), dispatch.dispatching(recorder):
@@ -192,10 +192,10 @@ def extract_tasks(graph: Any, target: str = "llvm", *, cpu_target: str = "llvm",
                         dispatch.query("elementwise", workload)
         return _weighted([make_task(kind, wl, cpu_target) for kind, wl in recorder.seen])
     if target == "vdla":
-        from compiler.graph.build import _samples
-        from compiler.graph.errors import NotLoweredError
-        from compiler.graph.lower_vdla import kernel_gemm
-        from compiler.graph.passes import optimize_for_vdla
+        from vdla.compiler.graph.build import _samples
+        from vdla.compiler.graph.errors import NotLoweredError
+        from vdla.compiler.graph.lower_vdla import kernel_gemm
+        from vdla.compiler.graph.passes import optimize_for_vdla
 
         cfg = load_config(config) if isinstance(config, str) else config
         g = optimize_for_vdla(graph, cfg, _samples(calibrate, graph), skip_first_conv=skip_first_conv)

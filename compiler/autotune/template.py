@@ -1,9 +1,9 @@
 """Schedule templates: a config space bound to an existing schedule, plus how to build and check it.
 
 A template is thin: its knobs are the knob dataclass of the operator's schedule
-(``compiler.topi.*`` for the CPU, ``compiler.vdla.topi.tiling`` for the VDLA), its default config
+(``vdla.compiler.topi.*`` for the CPU, ``vdla.compiler.vdla.topi.tiling`` for the VDLA), its default config
 is the knobs the lowering picks without a log, and :meth:`Template.knobs` turns a config back into
-that dataclass (the lowerings receive it through :mod:`compiler.autotune.dispatch`).  ``build``
+that dataclass (the lowerings receive it through :mod:`vdla.compiler.autotune.dispatch`).  ``build``
 writes a self-contained artifact (a shared library, a bound VDLA program) that ``run`` times and
 checks against the NumPy reference, so building and running can happen in different processes.
 """
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.tir.stmt import PrimFunc
+from vdla.compiler.tir.stmt import PrimFunc
 
 from .features import program_features
 from .space import Config, ConfigSpace

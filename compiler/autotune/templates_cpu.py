@@ -21,11 +21,11 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from compiler import te, topi
-from compiler.codegen.llvm import Target, codegen, export_library, parse_target, using_target
-from compiler.schedule import Schedule
-from compiler.tir.pipeline import lower
-from compiler.tir.stmt import PrimFunc
+from vdla.compiler import te, topi
+from vdla.compiler.codegen.llvm import Target, codegen, export_library, parse_target, using_target
+from vdla.compiler.schedule import Schedule
+from vdla.compiler.tir.pipeline import lower
+from vdla.compiler.tir.stmt import PrimFunc
 
 from .space import Axis, Config, ConfigSpace, divisors
 from .template import RunOutcome, Template
@@ -108,7 +108,7 @@ class CpuTemplate(Template):
                      operands: Callable[[list[np.ndarray]], list[np.ndarray]]) -> RunOutcome:
         """:meth:`run` on ``operands(inputs)`` (the kernel's own form of the inputs, e.g. transformed
         weights), checked against the reference of the inputs."""
-        from runtime.cpu_module import aligned_copy, aligned_zeros, load_module
+        from vdla.runtime.cpu_module import aligned_copy, aligned_zeros, load_module
 
         from .measure import time_cpu
 
@@ -244,7 +244,7 @@ class Conv2dNCHWcTemplate(CpuTemplate):
         return [data, u], topi.conv2d_winograd_nchwc(data, u, tile, (w["pad_h"], w["pad_w"]))
 
     def target_default(self) -> Config:
-        from compiler.graph.lower_llvm_nn import default_conv_tile
+        from vdla.compiler.graph.lower_llvm_nn import default_conv_tile
 
         tile = default_conv_tile(self.task.wl)
         if tile:
@@ -270,7 +270,7 @@ class Conv2dNCHWcTemplate(CpuTemplate):
         return f"{self.kind}_winograd_{tile}" if tile else self.kind
 
     def run(self, artifact: Path, check: bool, repeats: int, warmup: int, flush_bytes: int) -> RunOutcome:
-        from runtime.cpu_module import load_module
+        from vdla.runtime.cpu_module import load_module
 
         # A Winograd artifact takes the transformed weights: its function's name says which tile.
         name = load_module(artifact).entry_name
@@ -447,7 +447,7 @@ class DenseTemplate(CpuTemplate):
                             Axis("k_unroll", (1, 2, 4, 8)), Axis("outer_order", ("m_n", "n_m"))))
 
     def target_default(self) -> Config:
-        from compiler.graph.lower_llvm_nn import default_dense_knobs
+        from vdla.compiler.graph.lower_llvm_nn import default_dense_knobs
 
         k = default_dense_knobs(self.task.wl["m"], self.task.wl["n"])
         return Config((("n_vectors", k.n_vectors), ("m_block", k.m_block), ("k_unroll", k.k_unroll),

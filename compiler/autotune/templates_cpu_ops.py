@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from compiler import te, topi
-from compiler.schedule import Schedule, create_schedule
-from compiler.tir import op as tir
-from compiler.tir.ir import const
-from compiler.topi.utils import ElementwiseKnobs, schedule_elementwise
+from vdla.compiler import te, topi
+from vdla.compiler.schedule import Schedule, create_schedule
+from vdla.compiler.tir import op as tir
+from vdla.compiler.tir.ir import const
+from vdla.compiler.topi.utils import ElementwiseKnobs, schedule_elementwise
 
 from .space import Axis, Config, ConfigSpace, divisors
 from .templates_cpu import CpuTemplate
@@ -187,14 +187,14 @@ class BatchMatmulTemplate(CpuTemplate):
                             Axis("k_unroll", (1, 2, 4, 8))), legal)
 
     def target_default(self) -> Config:
-        from compiler.graph.lower_llvm_matmul import default_batch_matmul_knobs
+        from vdla.compiler.graph.lower_llvm_matmul import default_batch_matmul_knobs
 
         w = self.task.wl
         k = default_batch_matmul_knobs(w["batch_a"], w["batch_b"], w["m"], w["n"])
         return Config((("m_block", k.m_block), ("n_vectors", k.n_vectors), ("k_unroll", k.k_unroll)))
 
     def knobs(self, config: Config) -> topi.BatchMatmulKnobs:
-        from compiler.graph.lower_llvm_matmul import default_batch_matmul_knobs
+        from vdla.compiler.graph.lower_llvm_matmul import default_batch_matmul_knobs
 
         w = self.task.wl
         # Threads are not tuned (see templates_cpu): keep the lowering's choice for this workload.

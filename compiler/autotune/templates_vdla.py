@@ -1,6 +1,6 @@
-"""The VDLA template: a thin binding of the conv2d tiling knobs (``compiler.vdla.topi.tiling``).
+"""The VDLA template: a thin binding of the conv2d tiling knobs (``vdla.compiler.vdla.topi.tiling``).
 
-Its axes are the knobs of :class:`~compiler.vdla.topi.tiling.Conv2dKnobs` (tile sizes, virtual
+Its axes are the knobs of :class:`~vdla.compiler.vdla.topi.tiling.Conv2dKnobs` (tile sizes, virtual
 threads and the axis they split, loop order); legality is :func:`check_knobs`, so whatever the
 tiling decides fits the hardware config is what the tuner may try.  A config is measured in
 cycle-model cycles on seeded int8 data and checked bit-exactly against NumPy.
@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from compiler.tir.stmt import PrimFunc
-from compiler.vdla.target import VdlaTarget
-from compiler.vdla.topi import (
+from vdla.compiler.tir.stmt import PrimFunc
+from vdla.compiler.vdla.target import VdlaTarget
+from vdla.compiler.vdla.topi import (
     Conv2dKnobs,
     Conv2dWorkload,
     Requantize,
@@ -29,7 +29,7 @@ from compiler.vdla.topi import (
     random_conv_data,
     requant_shift,
 )
-from compiler.vdla.topi import reference as ref
+from vdla.compiler.vdla.topi import reference as ref
 from vdla_hw.config import from_dict
 
 from .space import Axis, Config, ConfigSpace, divisors
@@ -108,8 +108,8 @@ class VdlaConv2dTemplate(Template):
         return program.save(directory / "conv.vdlaprog")
 
     def run(self, artifact: Path, check: bool, repeats: int, warmup: int, flush_bytes: int) -> RunOutcome:
-        from runtime.backends import run as run_program
-        from runtime.program import Program
+        from vdla.runtime.backends import run as run_program
+        from vdla.runtime.program import Program
 
         result = run_program(Program.load(artifact), backend="cycle")
         if not check:

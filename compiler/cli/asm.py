@@ -10,7 +10,7 @@ import numpy as np
 
 from vdla_hw.asm import assemble, disassemble
 from vdla_hw.config import load_config
-from runtime.raw_program import read_instruction_image, read_uop_image
+from vdla.runtime.raw_program import read_instruction_image, read_uop_image
 from vdla_hw.isa import IsaError
 
 

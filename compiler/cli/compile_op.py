@@ -10,7 +10,7 @@ from pathlib import Path
 from vdla_hw.asm import disassemble
 from vdla_hw.errors import UsageError
 
-from compiler.tir import PrimFunc
+from vdla.compiler.tir import PrimFunc
 
 
 def _shape(text: str) -> dict[str, int]:
@@ -39,8 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def cmd_compile_op(args: argparse.Namespace) -> int:
-    from compiler.vdla.target import VdlaTarget
-    from compiler.vdla.topi import Conv2dWorkload, Requantize, compile_conv2d, dense_workload, requant_shift, resnet18_layer
+    from vdla.compiler.vdla.target import VdlaTarget
+    from vdla.compiler.vdla.topi import Conv2dWorkload, Requantize, compile_conv2d, dense_workload, requant_shift, resnet18_layer
 
     s = args.shape
     try:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from compiler.vdla.demo import run_demo
-from compiler.vdla.topi import RESNET18_CONVS
+from vdla.compiler.vdla.demo import run_demo
+from vdla.compiler.vdla.topi import RESNET18_CONVS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -14,13 +14,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from compiler.cli.pool import add_pool_options, pool_executor
+from vdla.compiler.cli.pool import add_pool_options, pool_executor
 from vdla_hw.config import load_config
 from vdla_hw.errors import UsageError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from compiler.dse.sweep import describe_params
+    from vdla.compiler.dse.sweep import describe_params
 
     p = subparsers.add_parser("dse", help="design-space exploration: sweep hardware configs, Pareto plots of latency vs area",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -43,11 +43,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def cmd_dse(args: argparse.Namespace) -> int:
-    from compiler.dse.plots import plot_pareto
-    from compiler.dse.report import format_table, to_json, write_json
-    from compiler.dse.run import run_sweep
-    from compiler.dse.sweep import parse_sweep, sweep_points
-    from compiler.dse.workloads import onnx_model, resnet18
+    from vdla.compiler.dse.plots import plot_pareto
+    from vdla.compiler.dse.report import format_table, to_json, write_json
+    from vdla.compiler.dse.run import run_sweep
+    from vdla.compiler.dse.sweep import parse_sweep, sweep_points
+    from vdla.compiler.dse.workloads import onnx_model, resnet18
 
     if args.jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {args.jobs}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from compiler.examples import write_example
+from vdla.compiler.examples import write_example
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from compiler.cli.pool import add_tls_options, pool_executor
+from vdla.compiler.cli.pool import add_tls_options, pool_executor
 from vdla_hw.config import load_config
 from vdla_hw.errors import UsageError
 from vdla_hw.fpga.boards import BOARDS
@@ -97,7 +97,7 @@ def _build(args: argparse.Namespace) -> int:
 def _deploy(args: argparse.Namespace) -> int:
     if args.board not in BOARDS and args.board.replace("_", "-") not in BOARDS:
         raise UsageError(f"unknown board {args.board!r}; boards: {', '.join(BOARDS)}")
-    from runtime.pool.deploy import deploy, load_bundle
+    from vdla.runtime.pool.deploy import deploy, load_bundle
 
     bundle = load_bundle(args.bitstream, args.board)  # a bad folder fails here, before the pool is contacted
     with pool_executor(args) as executor:

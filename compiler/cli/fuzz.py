@@ -15,11 +15,11 @@ from pathlib import Path
 from vdla_hw.config import load_config
 from vdla_hw.errors import UsageError
 
-from fuzz.campaign import ProgramRecord, Settings, run_campaign, write_json
-from fuzz.generator import draw_plan
-from fuzz.rtl_coverage import reset_coverage
-from fuzz.runner import DEFAULT_BACKENDS, Runner
-from fuzz.shrink import DEFAULT_BUDGET, save_regression, shrink_plan
+from vdla.fuzz.campaign import ProgramRecord, Settings, run_campaign, write_json
+from vdla.fuzz.generator import draw_plan
+from vdla.fuzz.rtl_coverage import reset_coverage
+from vdla.fuzz.runner import DEFAULT_BACKENDS, Runner
+from vdla.fuzz.shrink import DEFAULT_BUDGET, save_regression, shrink_plan
 
 RTL_MAX_SECONDS = 60.0
 """Wall-clock watchdog of one RTL run while fuzzing."""

@@ -246,8 +246,8 @@ def shell_namespace(shell: "object") -> dict[str, object]:
     """The names a ``vdla hw shell`` session starts with."""
     import numpy as np
 
-    from runtime import Program, run
-    from runtime.workloads import tiled_gemm_program
+    from vdla.runtime import Program, run
+    from vdla.runtime.workloads import tiled_gemm_program
 
     names = ("peek", "poke", "step", "eval", "reset", "signals", "load", "start", "run", "state", "read",
              "read_dram", "write_reg", "read_reg", "debug")
@@ -260,7 +260,7 @@ def shell_namespace(shell: "object") -> dict[str, object]:
 def _shell(args: argparse.Namespace) -> int:
     import code
 
-    from runtime.hw_shell import HwShell
+    from vdla.runtime.hw_shell import HwShell
 
     script = None
     if args.script:

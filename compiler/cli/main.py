@@ -1,6 +1,6 @@
 """Entry point of the ``vdla`` console command.
 
-Each command group lives in its own module under ``compiler.cli`` and exposes
+Each command group lives in its own module under ``vdla.compiler.cli`` and exposes
 ``register(subparsers)``, which adds its sub-commands with ``set_defaults(func=...)``.
 A command function returns the process exit code.
 """
@@ -60,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quiet", action="store_true", help="no progress bars (they are only drawn on a terminal)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
-        importlib.import_module(f"compiler.cli.{name}").register(sub)
+        importlib.import_module(f"vdla.compiler.cli.{name}").register(sub)
     return parser
 
 

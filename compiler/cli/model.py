@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from runtime.file_checks import load_arrays, load_npy
-from compiler.cli.pool import add_pool_options, pool_executor
+from vdla.runtime.file_checks import load_arrays, load_npy
+from vdla.compiler.cli.pool import add_pool_options, pool_executor
 from vdla_hw.errors import UsageError
 
 
@@ -124,7 +124,7 @@ def board_options(board: str | None, bitstream: str | None, config: str | None, 
                          f"{cpu_target!r}", hint="drop --cpu-target (--board sets it)")
     if bitstream is None:
         return config or "default", f"board:{b.name}"
-    from runtime.pool.bundle import check_board, check_folder
+    from vdla.runtime.pool.bundle import check_board, check_folder
 
     manifest, built = check_folder(Path(bitstream))
     check_board(manifest, b.name, bitstream)
@@ -137,10 +137,10 @@ def board_options(board: str | None, bitstream: str | None, config: str | None, 
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    from compiler.frontend.onnx import from_onnx
-    from compiler.graph.build import build_model
-    from compiler.graph.passes.calibration import parse_calibration
-    from compiler.graph.passes.sqnr import format_sqnr
+    from vdla.compiler.frontend.onnx import from_onnx
+    from vdla.compiler.graph.build import build_model
+    from vdla.compiler.graph.passes.calibration import parse_calibration
+    from vdla.compiler.graph.passes.sqnr import format_sqnr
 
     args.config, args.cpu_target = board_options(args.board, args.bitstream, args.config, args.cpu_target)
     graph = from_onnx(args.model, shapes=_shapes(args.shape) or None)
@@ -156,8 +156,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
                 s[n.name] = np.asarray(s[n.name], n.type.dtype).reshape(n.type.shape)
     from contextlib import nullcontext
 
-    from compiler.autotune.database import ApplyBest, read_log
-    from compiler.autotune.dispatch import dispatching
+    from vdla.compiler.autotune.database import ApplyBest, read_log
+    from vdla.compiler.autotune.dispatch import dispatching
 
     if args.tuning_log and not Path(args.tuning_log).is_file():
         raise UsageError(f"tuning log {args.tuning_log} does not exist", hint="write one with `vdla tune`")
@@ -177,7 +177,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         print(f"CPU kernels: {tgt.arch} {tgt.cpu}{where}, {tgt.vector_bits}-bit vectors, "
               f"{tgt.vector_registers} vector registers")
     if args.target == "vdla":
-        from runtime.partition_report import format_partition
+        from vdla.runtime.partition_report import format_partition
 
         print(format_partition(compiled.partition()))
         scheme = "per-tensor" if args.per_tensor else "per-channel"
@@ -206,7 +206,7 @@ def _inputs(items: list[str], names: list[str]) -> dict[str, np.ndarray]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from runtime.graph_executor import load
+    from vdla.runtime.graph_executor import load
 
     from vdla_hw.config import load_config
 
@@ -231,7 +231,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                               "--port P)")
     with ExitStack() as stack:
         if args.pool:
-            from runtime.pool.tasks import pool_runner
+            from vdla.runtime.pool.tasks import pool_runner
 
             # Each VDLA node's program runs on a pool worker offering the backend; CPU nodes stay here.
             module.set_program_runner(pool_runner(stack.enter_context(pool_executor(args)), board=args.board))
@@ -251,9 +251,9 @@ def _run_on_board_worker(args: argparse.Namespace, config) -> list[tuple[str, np
     """``vdla run --backend fpga --pool``: the whole module on a board worker whose processor its CPU kernels
     were compiled for (CPU kernels there, VDLA nodes on its board); None (after saying why) to keep the split,
     where each VDLA node's program is shipped to the board and the CPU kernels run here."""
-    from runtime.module_format import read_module
-    from runtime.pool.deploy import board_workers
-    from runtime.pool.tasks import run_whole_module, whole_module_worker
+    from vdla.runtime.module_format import read_module
+    from vdla.runtime.pool.deploy import board_workers
+    from vdla.runtime.pool.tasks import run_whole_module, whole_module_worker
 
     parts = read_module(args.module, config)
     inputs = _inputs(args.input, [i["name"] for i in parts.graph["inputs"]])

@@ -44,15 +44,15 @@ def require_pool() -> None:
 
 
 def _security(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from runtime.pool.security import security_from
+    from vdla.runtime.pool.security import security_from
 
     return security_from(args.certs, args.node)
 
 
 def pool_executor(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    """The :class:`~runtime.pool.executor.PoolExecutor` of ``--pool ADDR [--certs DIR --node NAME]``."""
+    """The :class:`~vdla.runtime.pool.executor.PoolExecutor` of ``--pool ADDR [--certs DIR --node NAME]``."""
     require_pool()
-    from runtime.pool.executor import connect
+    from vdla.runtime.pool.executor import connect
 
     return connect(args.pool, args.certs, args.node)
 
@@ -118,7 +118,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _devices(specs: list[str], default_slots: int):  # type: ignore[no-untyped-def]
-    from runtime.pool.kinds import parse_device
+    from vdla.runtime.pool.kinds import parse_device
 
     return [parse_device(s, default_slots) for s in (specs or ["cpu", "vdla-fsim", "vdla-cycle"])]
 
@@ -129,7 +129,7 @@ def _progress(msg: str) -> None:
 
 def cmd_up(args: argparse.Namespace) -> int:
     require_pool()
-    from runtime.pool.node import check_devices, local_cluster
+    from vdla.runtime.pool.node import check_devices, local_cluster
 
     devices = _devices(args.device, 1)
     check_devices(devices, _progress)
@@ -154,7 +154,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 def cmd_scheduler(args: argparse.Namespace) -> int:
     require_pool()
-    from runtime.pool.node import run_scheduler
+    from vdla.runtime.pool.node import run_scheduler
 
     run_scheduler(args.host, args.port, _security(args), args.dashboard,
                   on_ready=lambda addr: print(f"scheduler at {addr}", flush=True))
@@ -167,7 +167,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         return _board_worker(args)
     if args.emulate or args.store or args.port:
         raise UsageError("--emulate, --port and --store are for board workers", hint="add --board B")
-    from runtime.pool.node import check_devices, run_worker
+    from vdla.runtime.pool.node import check_devices, run_worker
 
     cores = os.cpu_count() or 1
     devices = _devices(args.device, args.nthreads or cores)
@@ -182,9 +182,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
 def _board_worker(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from runtime.pool.board import BoardSpec, BoardWorker, default_store, install
-    from runtime.pool.bundle import board_key
-    from runtime.pool.node import run_worker
+    from vdla.runtime.pool.board import BoardSpec, BoardWorker, default_store, install
+    from vdla.runtime.pool.bundle import board_key
+    from vdla.runtime.pool.node import run_worker
     from vdla_hw.fpga.boards import BOARDS
 
     if args.device:
@@ -224,8 +224,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     require_pool()
     import json
 
-    from runtime.pool.executor import PoolExecutor
-    from runtime.pool.status import format_status, pool_status
+    from vdla.runtime.pool.executor import PoolExecutor
+    from vdla.runtime.pool.status import format_status, pool_status
 
     with PoolExecutor(args.address, security=_security(args)) as ex:
         status = pool_status(ex.client)
@@ -238,7 +238,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_resources(args: argparse.Namespace) -> int:
     require_pool()
-    from runtime.pool.node import check_devices, resources
+    from vdla.runtime.pool.node import check_devices, resources
 
     devices = _devices(args.device, args.slots)
     check_devices(devices, _progress)
@@ -248,7 +248,7 @@ def cmd_resources(args: argparse.Namespace) -> int:
 
 def cmd_certs(args: argparse.Namespace) -> int:
     require_pool()
-    from runtime.pool.security import make_certs
+    from vdla.runtime.pool.security import make_certs
 
     for path in make_certs(args.folder, args.node, args.host):
         print(path)

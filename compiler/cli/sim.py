@@ -1,6 +1,6 @@
 """``vdla sim FILE --backend NAME``: run a program bundle, or an assembled instruction image, on a backend.
 
-Each backend declares its own options (``OPTIONS``, see :mod:`runtime.backends`);
+Each backend declares its own options (``OPTIONS``, see :mod:`vdla.runtime.backends`);
 they are added here as flags, grouped per backend, so a new backend brings its
 flags without touching this command.  Backends whose module cannot be imported
 on this machine contribute no flags; selecting one reports what is missing.
@@ -14,11 +14,11 @@ import json
 import sys
 from typing import Any
 
-from compiler.cli.pool import add_pool_options, pool_executor
-from runtime.backends import BackendError, BackendOption, backend_class, backend_names, check_options, get_backend
-from runtime.file_checks import ZIP_MAGIC, read_bytes
-from runtime.program import Program
-from runtime.raw_program import DUMP_FORM, INPUT_FORM, build_raw_program, parse_dump, parse_input, save_dumps
+from vdla.compiler.cli.pool import add_pool_options, pool_executor
+from vdla.runtime.backends import BackendError, BackendOption, backend_class, backend_names, check_options, get_backend
+from vdla.runtime.file_checks import ZIP_MAGIC, read_bytes
+from vdla.runtime.program import Program
+from vdla.runtime.raw_program import DUMP_FORM, INPUT_FORM, build_raw_program, parse_dump, parse_input, save_dumps
 from vdla_hw.config import load_config
 from vdla_hw.errors import UsageError
 
@@ -132,7 +132,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
     check_options(backend, options)
     program, dumps = load_program(args)
     if args.pool:
-        from runtime.pool.tasks import submit_program
+        from vdla.runtime.pool.tasks import submit_program
 
         with pool_executor(args) as executor:
             result = submit_program(executor, program, args.backend, **options).result()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compiler.cli.pool import add_pool_options, pool_executor
+from vdla.compiler.cli.pool import add_pool_options, pool_executor
 from vdla_hw.errors import UsageError
 
 TUNER_CHOICES = ("xgb", "ga", "random", "grid")
@@ -63,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _samples(graph: object, path: str | None) -> list[dict[str, np.ndarray]]:
-    from compiler.cli.model import _calibration
+    from vdla.compiler.cli.model import _calibration
 
     names = [n.name for n in graph.input_nodes]  # type: ignore[attr-defined]
     if path:
@@ -82,17 +82,17 @@ def _executor(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """Where the measurements run: the pool of ``--pool``, else ``--workers`` local processes."""
     if args.pool:
         return pool_executor(args)
-    from compiler.autotune.executor import LocalExecutor
+    from vdla.compiler.autotune.executor import LocalExecutor
 
     return LocalExecutor(workers=args.workers)
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from compiler.autotune.database import Database, read_log
-    from compiler.autotune.session import tune_tasks
-    from compiler.autotune.task import extract_tasks
-    from compiler.cli.model import _shapes
-    from compiler.frontend.onnx import from_onnx
+    from vdla.compiler.autotune.database import Database, read_log
+    from vdla.compiler.autotune.session import tune_tasks
+    from vdla.compiler.autotune.task import extract_tasks
+    from vdla.compiler.cli.model import _shapes
+    from vdla.compiler.frontend.onnx import from_onnx
     from vdla_hw.config import load_config
 
     if args.trials < 1 or args.batch < 1 or args.workers < 1:

@@ -29,7 +29,7 @@ from .sweep import SweepPoint
 from .workloads import LayerTime, Workloads, layer_programs, layer_times
 
 if TYPE_CHECKING:
-    from runtime.pool.executor import JobExecutor
+    from vdla.runtime.pool.executor import JobExecutor
 
 HW_TIMEOUT_S = 4 * 3600.0
 """A pool job's bound on lint + synthesis (+ place and route): a large config takes tens of minutes."""
@@ -128,7 +128,7 @@ def _measure(cfg: HwConfig, workloads: Workloads, fmax: bool,
         # Layers first: one that fits no tiling fails the point in seconds, before any synthesis.
         layers = tuple(layer_times(workloads, cfg))
         return hardware_cost(cfg, fmax), layers
-    from runtime.pool.tasks import submit_program
+    from vdla.runtime.pool.tasks import submit_program
 
     hw = executor.submit(hardware_cost, cfg.to_dict(), fmax, device_kind="cpu", timeout_s=HW_TIMEOUT_S)
     try:

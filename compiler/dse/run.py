@@ -19,7 +19,7 @@ from .sweep import SweepPoint
 from .workloads import Workloads
 
 if TYPE_CHECKING:
-    from runtime.pool.executor import JobExecutor
+    from vdla.runtime.pool.executor import JobExecutor
 
 
 def run_sweep(points: Sequence[SweepPoint], workloads: Workloads, *, jobs: int = 1, fmax: bool = False,

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from compiler.vdla.target import VdlaTarget
-from compiler.vdla.topi import (
+from vdla.compiler.vdla.target import VdlaTarget
+from vdla.compiler.vdla.topi import (
     RESNET18_CONVS,
     Conv2dWorkload,
     Requantize,
@@ -26,10 +26,10 @@ from compiler.vdla.topi import (
     random_conv_data,
     requant_shift,
 )
-from compiler.vdla.topi import reference as ref
-from runtime.backends import run as run_program
-from runtime.program import Program
-from runtime.result import RunResult
+from vdla.compiler.vdla.topi import reference as ref
+from vdla.runtime.backends import run as run_program
+from vdla.runtime.program import Program
+from vdla.runtime.result import RunResult
 from vdla_hw.config import HwConfig
 from vdla_hw.errors import ProgramFaultError, UnsupportedError, UsageError
 
@@ -79,7 +79,7 @@ def resnet18(quick: bool = False, names: str | None = None) -> Workloads:
 
 def onnx_model(path: str) -> Workloads:
     """The VDLA kernels of the ONNX model at ``path`` (a :class:`BadFileError` when it cannot be read)."""
-    from compiler.frontend.onnx import from_onnx
+    from vdla.compiler.frontend.onnx import from_onnx
 
     from_onnx(path)  # read it once here: a bad file is the user's error before any config runs
     return Workloads(Path(path).stem, model=str(Path(path).resolve()))
@@ -122,10 +122,10 @@ def _resnet18_programs(wl: Workloads, cfg: HwConfig) -> Iterator[LayerProgram]:
 
 
 def _model_programs(wl: Workloads, cfg: HwConfig) -> Iterator[LayerProgram]:
-    from compiler.frontend.onnx import from_onnx
-    from compiler.graph.errors import NotLoweredError
-    from compiler.graph.lower_vdla import compile_kernel
-    from compiler.graph.passes import optimize_for_vdla
+    from vdla.compiler.frontend.onnx import from_onnx
+    from vdla.compiler.graph.errors import NotLoweredError
+    from vdla.compiler.graph.lower_vdla import compile_kernel
+    from vdla.compiler.graph.passes import optimize_for_vdla
 
     assert wl.model is not None
     graph = from_onnx(wl.model)

@@ -1,6 +1,6 @@
 """Train the MobileNetV2-style digits network and write the held-out split (regenerates the example files).
 
-    python -m compiler.examples.train_digits_mobilenet        # ~5-10 min on one CPU thread
+    python -m vdla.compiler.examples.train_digits_mobilenet        # ~5-10 min on one CPU thread
 
 Writes ``digits_mobilenet.onnx`` (exported by ``torch.onnx.export``, input ``x`` of shape
 (1, 1, 32, 32)) and ``digits_split.npz`` next to this file.  The data are scikit-learn's 8x8

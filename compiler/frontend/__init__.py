@@ -1,1 +1,1 @@
-"""Model importers: ONNX (``compiler.frontend.onnx.from_onnx``)."""
+"""Model importers: ONNX (``vdla.compiler.frontend.onnx.from_onnx``)."""

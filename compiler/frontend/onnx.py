@@ -1,4 +1,4 @@
-"""ONNX import: an ONNX model (opsets 13-21) becomes a typed :class:`~compiler.graph.Graph`.
+"""ONNX import: an ONNX model (opsets 13-21) becomes a typed :class:`~vdla.compiler.graph.Graph`.
 
 Shapes are static: a symbolic input dimension (e.g. a batch size exported as dynamic)
 must be given a value through ``shapes``.  Inputs an operator needs as constants (a
@@ -19,15 +19,15 @@ from google.protobuf.message import DecodeError
 from onnx import numpy_helper
 from onnx.external_data_helper import load_external_data_for_model
 
-from runtime.file_checks import describe, read_bytes, wrong_kind
+from vdla.runtime.file_checks import describe, read_bytes, wrong_kind
 from vdla_hw.errors import BadFileError
 
-from compiler.frontend.onnx_context import ImportContext, onnx_dtype
-from compiler.frontend import onnx_ops_ext  # noqa: F401  (registers the converters it defines)
-from compiler.frontend.onnx_ops import CONVERTERS
-from compiler.graph.builder import GraphBuilder
-from compiler.graph.errors import GraphError, UnsupportedModelError
-from compiler.graph.ir import Graph
+from vdla.compiler.frontend.onnx_context import ImportContext, onnx_dtype
+from vdla.compiler.frontend import onnx_ops_ext  # noqa: F401  (registers the converters it defines)
+from vdla.compiler.frontend.onnx_ops import CONVERTERS
+from vdla.compiler.graph.builder import GraphBuilder
+from vdla.compiler.graph.errors import GraphError, UnsupportedModelError
+from vdla.compiler.graph.ir import Graph
 
 #: Versions of the default ONNX operator set this frontend implements.
 SUPPORTED_OPSETS = range(13, 22)

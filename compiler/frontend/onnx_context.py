@@ -9,10 +9,10 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from compiler.graph.builder import GraphBuilder
-from compiler.graph.errors import UnsupportedModelError
-from compiler.graph.ir import DTYPES, TensorType
-from compiler.graph.ops import get_op
+from vdla.compiler.graph.builder import GraphBuilder
+from vdla.compiler.graph.errors import UnsupportedModelError
+from vdla.compiler.graph.ir import DTYPES, TensorType
+from vdla.compiler.graph.ops import get_op
 
 #: Graph operators never evaluated at import, even on constant inputs.
 _NO_FOLD = frozenset({"quantize_linear", "dequantize_linear"})
@@ -44,7 +44,7 @@ class ImportContext:
     def value_name(self, onnx_name: str) -> str:
         """The graph value name of an ONNX name: the ONNX name itself (any string), made unique by the builder.
 
-        Generated code spells names through :mod:`compiler.codegen.symbols`; the graph, the module and
+        Generated code spells names through :mod:`vdla.compiler.codegen.symbols`; the graph, the module and
         error messages keep the names the user sees in the ONNX file.
         """
         return self.builder.fresh(onnx_name or "v")

@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import onnx
 
-from compiler.frontend.onnx_context import ImportContext, attributes, onnx_dtype, reject_attrs
-from compiler.graph.errors import UnsupportedModelError
+from vdla.compiler.frontend.onnx_context import ImportContext, attributes, onnx_dtype, reject_attrs
+from vdla.compiler.graph.errors import UnsupportedModelError
 
 Converter = Callable[[ImportContext, onnx.NodeProto], list[str]]
 CONVERTERS: dict[str, Converter] = {}

@@ -15,9 +15,9 @@ import math
 import numpy as np
 import onnx
 
-from compiler.frontend.onnx_context import ImportContext, attributes, onnx_dtype, reject_attrs
-from compiler.frontend.onnx_ops import _axis, _ints, converter
-from compiler.graph.errors import UnsupportedModelError
+from vdla.compiler.frontend.onnx_context import ImportContext, attributes, onnx_dtype, reject_attrs
+from vdla.compiler.frontend.onnx_ops import _axis, _ints, converter
+from vdla.compiler.graph.errors import UnsupportedModelError
 
 
 def _scalar(ctx: ImportContext, node: onnx.NodeProto, value: float, dtype: str, suffix: str) -> str:

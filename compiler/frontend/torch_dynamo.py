@@ -6,9 +6,9 @@
 
 For each graph dynamo hands over, the first call with a given input signature (shapes, dtypes,
 non-tensor arguments) traces it to core ATen ops (``make_fx`` with the core decompositions),
-splits it into the largest connected pieces whose ops :mod:`compiler.frontend.torch_export`
+splits it into the largest connected pieces whose ops :mod:`vdla.compiler.frontend.torch_export`
 imports (``CapabilityBasedPartitioner``), compiles each piece with
-:func:`~compiler.graph.build.build_model` and leaves every other op to eager PyTorch, with a
+:func:`~vdla.compiler.graph.build.build_model` and leaves every other op to eager PyTorch, with a
 one-line :class:`VdlaFallbackWarning` naming them; never an error. The result is cached per
 input signature, so a new shape compiles once.
 
@@ -36,9 +36,9 @@ import torch.fx
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
-from compiler.frontend.torch_export import import_fx, op_name, unsupported_reason
-from compiler.graph.build import CompiledModule, build_model
-from compiler.graph.errors import UnsupportedModelError
+from vdla.compiler.frontend.torch_export import import_fx, op_name, unsupported_reason
+from vdla.compiler.graph.build import CompiledModule, build_model
+from vdla.compiler.graph.errors import UnsupportedModelError
 
 OPTIONS = ("target", "config", "calibrate", "backend", "cpu_target", "tuning_log")
 

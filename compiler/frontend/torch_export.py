@@ -8,11 +8,11 @@ The exported program is decomposed to core ATen (``run_decompositions``) and unl
 inputs are all compile-time constants (a weight's ``permute``, ``aten.full``, a buffer's arithmetic)
 is evaluated once with PyTorch itself, so only computation on the model's inputs reaches the graph.
 Each remaining ATen op maps onto graph operators through :data:`CONVERTERS`; an op outside it is a
-:class:`~compiler.graph.errors.UnsupportedModelError` naming the op and the way out
+:class:`~vdla.compiler.graph.errors.UnsupportedModelError` naming the op and the way out
 (``torch.compile(model, backend="vdla")`` runs it in eager PyTorch instead).
 
 :func:`import_fx` is the shared core: the ``torch.compile`` backend
-(:mod:`compiler.frontend.torch_dynamo`) imports each supported partition of an ATen graph with it.
+(:mod:`vdla.compiler.frontend.torch_dynamo`) imports each supported partition of an ATen graph with it.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ import numpy as np
 import torch
 import torch.fx
 
-from compiler.graph.builder import GraphBuilder
-from compiler.graph.errors import UnsupportedModelError
-from compiler.graph.ir import Graph
+from vdla.compiler.graph.builder import GraphBuilder
+from vdla.compiler.graph.errors import UnsupportedModelError
+from vdla.compiler.graph.ir import Graph
 
 aten = torch.ops.aten
 

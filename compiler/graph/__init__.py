@@ -1,13 +1,13 @@
 """The graph level: a typed immutable graph IR, the operator registry, the reference
 executor and the graph passes (see ``docs/graph.md``)."""
 
-from compiler.graph.builder import GraphBuilder, make_node, prune
-from compiler.graph.errors import (
+from vdla.compiler.graph.builder import GraphBuilder, make_node, prune
+from vdla.compiler.graph.errors import (
     GraphError, NotLoweredError, TypeInferenceError, UnknownOperatorError, UnsupportedModelError,
 )
-from compiler.graph.executor import run_all, run_graph
-from compiler.graph.ir import Attrs, ConstValue, Graph, Node, TensorType
-from compiler.graph.ops import OpPattern, get_lowering, get_op, lower, register_lowering, registered_ops
+from vdla.compiler.graph.executor import run_all, run_graph
+from vdla.compiler.graph.ir import Attrs, ConstValue, Graph, Node, TensorType
+from vdla.compiler.graph.ops import OpPattern, get_lowering, get_op, lower, register_lowering, registered_ops
 
 __all__ = [
     "Attrs", "ConstValue", "Graph", "GraphBuilder", "GraphError", "Node", "NotLoweredError", "OpPattern",

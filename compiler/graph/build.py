@@ -2,15 +2,15 @@
 
 >>> mod = build_model(from_onnx("resnet18.onnx"), target="llvm")
 >>> y, = mod.run({"x": x})                       # runs in this process
->>> mod.export("resnet18.vdla")                  # one file; runtime.graph_executor.load reads it
+>>> mod.export("resnet18.vdla")                  # one file; vdla.runtime.graph_executor.load reads it
 
 ``llvm``: fold batch norms and constants, fuse, and compile every kernel with the LLVM
 backend into one shared library.  ``vdla``: quantize to int8 with the calibration
 samples, pack for the hardware config, fuse and partition; each VDLA kernel becomes a
-program (:mod:`compiler.graph.lower_vdla`), everything else CPU kernels
-(:mod:`compiler.graph.lower_llvm`).  A VDLA kernel whose chain the accelerator cannot run
+program (:mod:`vdla.compiler.graph.lower_vdla`), everything else CPU kernels
+(:mod:`vdla.compiler.graph.lower_llvm`).  A VDLA kernel whose chain the accelerator cannot run
 exactly falls back to the CPU; the module's partition report (``CompiledModule.partition``,
-:mod:`runtime.partition_report`) lists every kernel's device and why each conv stays on the CPU.
+:mod:`vdla.runtime.partition_report`) lists every kernel's device and why each conv stays on the CPU.
 """
 
 from __future__ import annotations
@@ -27,19 +27,19 @@ from typing import Any
 import numpy as np
 from vdla_hw.config import HwConfig, load_config
 
-from compiler.codegen.llvm import (LLVMModule, codegen, export_library, host_target, jit, parse_target,
+from vdla.compiler.codegen.llvm import (LLVMModule, codegen, export_library, host_target, jit, parse_target,
                                   using_target)
-from compiler.codegen.symbols import SymbolTable
-from compiler.graph.errors import GraphError, NotLoweredError
-from compiler.graph.ir import Attrs, ConstValue, Graph, Node
-from compiler.graph.lower_llvm import CpuKernel, compile_draft, draft_kernel
-from compiler.graph.lower_vdla import VdlaKernel, compile_kernel
-from compiler.graph.passes import (Calibration, QuantizedModel, lower_quantized_for_vdla, optimize_for_cpu,
+from vdla.compiler.codegen.symbols import SymbolTable
+from vdla.compiler.graph.errors import GraphError, NotLoweredError
+from vdla.compiler.graph.ir import Attrs, ConstValue, Graph, Node
+from vdla.compiler.graph.lower_llvm import CpuKernel, compile_draft, draft_kernel
+from vdla.compiler.graph.lower_vdla import VdlaKernel, compile_kernel
+from vdla.compiler.graph.passes import (Calibration, QuantizedModel, lower_quantized_for_vdla, optimize_for_cpu,
                                    plan_memory, quantize_for_vdla)
-from compiler.graph.passes.sqnr import LayerSqnr, layer_sqnr
-from runtime.graph_executor import GraphModule
-from runtime.partition_report import PartitionEntry, read_partition
-from runtime.module_format import FORMAT, VERSION
+from vdla.compiler.graph.passes.sqnr import LayerSqnr, layer_sqnr
+from vdla.runtime.graph_executor import GraphModule
+from vdla.runtime.partition_report import PartitionEntry, read_partition
+from vdla.runtime.module_format import FORMAT, VERSION
 from vdla_hw.progress import bar, ticking
 
 TARGETS = ("llvm", "vdla")
@@ -50,7 +50,7 @@ SQNR_SAMPLES = 8  # calibration samples the per-layer SQNR report runs (both gra
 
 @dataclass
 class CompiledModule:
-    """A compiled model: a runnable :class:`~runtime.graph_executor.GraphModule` plus build facts."""
+    """A compiled model: a runnable :class:`~vdla.runtime.graph_executor.GraphModule` plus build facts."""
 
     module: GraphModule
     graph: Graph
@@ -78,8 +78,8 @@ class CompiledModule:
     def run_emulated(self, inputs: Mapping[str, np.ndarray] | np.ndarray, backend: str = "fsim", *,
                      threads: int = 2, **options: Any) -> list[np.ndarray]:
         """Run a module cross-compiled for an ARM board here: every CPU kernel under qemu-user (one process per
-        call, :class:`~compiler.codegen.llvm.cross.EmulatedLibrary`), VDLA nodes on ``backend``."""
-        from compiler.codegen.llvm.cross import EmulatedLibrary
+        call, :class:`~vdla.compiler.codegen.llvm.cross.EmulatedLibrary`), VDLA nodes on ``backend``."""
+        from vdla.compiler.codegen.llvm.cross import EmulatedLibrary
 
         if self.llvm_module is None:
             return self.run(inputs, backend=backend, **options)
@@ -173,7 +173,7 @@ def _signature(kernel: CpuKernel) -> tuple[tuple[tuple[int, ...], str], ...]:
 
 
 def _for_cpu_target(build: Callable[..., CompiledModule]) -> Callable[..., CompiledModule]:
-    """Run ``build`` with its ``cpu_target`` current (:func:`~compiler.codegen.llvm.using_target`): every
+    """Run ``build`` with its ``cpu_target`` current (:func:`~vdla.compiler.codegen.llvm.using_target`): every
     CPU schedule sizes its vectors and register tiles for the target compiled for, not the host."""
     @functools.wraps(build)
     def wrapper(*args: Any, cpu_target: str = "llvm", **kwargs: Any) -> CompiledModule:
@@ -191,7 +191,7 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
     """Compile ``graph`` for ``target`` (``"llvm"`` or ``"vdla"``); see the module doc.
 
     ``calibration`` (``max``, ``percentile[:P]``, ``kl``) and ``per_channel`` choose the int8
-    quantization of target vdla (:func:`~compiler.graph.passes.quantize_model`)."""
+    quantization of target vdla (:func:`~vdla.compiler.graph.passes.quantize_model`)."""
     if target not in TARGETS:
         raise GraphError(f"unknown target {target!r}; use one of {TARGETS}")
     t0 = time.perf_counter()

@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from compiler.graph.errors import GraphError, TypeInferenceError
-from compiler.graph.ir import ConstValue, Graph, Node, TensorType
-from compiler.graph.ops import get_op
+from vdla.compiler.graph.errors import GraphError, TypeInferenceError
+from vdla.compiler.graph.ir import ConstValue, Graph, Node, TensorType
+from vdla.compiler.graph.ops import get_op
 
 
 def make_node(name: str, op: str, inputs: Sequence[str], input_types: Sequence[TensorType],

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from compiler.graph.errors import GraphError
-from compiler.graph.ir import Graph, Node
-from compiler.graph.ops import get_op
+from vdla.compiler.graph.errors import GraphError
+from vdla.compiler.graph.ir import Graph, Node
+from vdla.compiler.graph.ops import get_op
 
 
 def check_inputs(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.graph.errors import GraphError
+from vdla.compiler.graph.errors import GraphError
 
 #: Element types a graph value may have (NumPy names).
 DTYPES = frozenset({
@@ -226,6 +226,6 @@ class Graph:
         return counts
 
     def __str__(self) -> str:
-        from compiler.graph.printer import format_graph
+        from vdla.compiler.graph.printer import format_graph
 
         return format_graph(self)

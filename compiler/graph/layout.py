@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from compiler.graph.errors import GraphError
+from vdla.compiler.graph.errors import GraphError
 
 _TOKEN = re.compile(r"(\d*)([A-Za-z])")
 

@@ -1,11 +1,11 @@
 """The ``llvm`` lowerings of the graph operators, and fused kernels built from them.
 
 Every graph operator registers ``fn(node, inputs) -> te.Tensor`` for the ``llvm`` target
-(:func:`~compiler.graph.ops.register_lowering`); ``inputs`` are :class:`Operand` s: a
+(:func:`~vdla.compiler.graph.ops.register_lowering`); ``inputs`` are :class:`Operand` s: a
 tensor plus its value when it is a compile-time constant, so a lowering can re-layout
 weights once at compile time instead of in every call.  This file holds the element-wise,
-quantization and data-movement lowerings; :mod:`compiler.graph.lower_llvm_nn` the
-compute-heavy ones, which use ``compiler.topi``'s scheduled operators where they fit and
+quantization and data-movement lowerings; :mod:`vdla.compiler.graph.lower_llvm_nn` the
+compute-heavy ones, which use ``vdla.compiler.topi``'s scheduled operators where they fit and
 record their schedules here.  Every lowering keeps the reference's exact semantics
 (integer wrap, truncating division, round-half-even quantization).
 
@@ -16,7 +16,7 @@ into their consumers (so conv + bias + relu is one loop nest writing the output 
 vectorizes the remaining stages and lowers to TIR (expensive).  Lowerings never bake a
 constant's value into code (constants reach kernels as parameters through
 :meth:`KernelBuilder.constant`), so two structurally identical kernels share one compiled
-function: :func:`compiler.graph.build.build_model` drafts every kernel but compiles each
+function: :func:`vdla.compiler.graph.build.build_model` drafts every kernel but compiles each
 distinct one once.
 """
 
@@ -28,18 +28,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from compiler import te, topi
-from compiler.autotune import dispatch
-from compiler.graph.errors import NotLoweredError
-from compiler.graph.ir import Graph, Node
-from compiler.graph.layout import parse_layout
-from compiler.graph.ops import lower, register_lowering
-from compiler.schedule import Schedule, create_schedule
-from compiler.te import ComputeOp, PlaceholderOp, Tensor
-from compiler.tir import op as tir
-from compiler.tir.ir import IterVar, PrimExpr, PrimFunc, const
-from compiler.tir.pipeline import lower as lower_tir
-from compiler.topi.utils import ElementwiseKnobs, schedule_elementwise, vector_lanes
+from vdla.compiler import te, topi
+from vdla.compiler.autotune import dispatch
+from vdla.compiler.graph.errors import NotLoweredError
+from vdla.compiler.graph.ir import Graph, Node
+from vdla.compiler.graph.layout import parse_layout
+from vdla.compiler.graph.ops import lower, register_lowering
+from vdla.compiler.schedule import Schedule, create_schedule
+from vdla.compiler.te import ComputeOp, PlaceholderOp, Tensor
+from vdla.compiler.tir import op as tir
+from vdla.compiler.tir.ir import IterVar, PrimExpr, PrimFunc, const
+from vdla.compiler.tir.pipeline import lower as lower_tir
+from vdla.compiler.topi.utils import ElementwiseKnobs, schedule_elementwise, vector_lanes
 
 
 @dataclass
@@ -537,8 +537,8 @@ def build_kernel(node: Node, graph: Graph, name: str) -> CpuKernel:
 __all__ = ["CpuKernel", "KernelBuilder", "KernelDraft", "Operand", "build_kernel", "compile_draft", "draft_kernel"]
 
 # The compute-heavy operators' lowerings use the helpers above; importing them registers them.
-from compiler.graph import lower_llvm_nn  # noqa: E402,F401
-from compiler.graph import lower_llvm_matmul  # noqa: E402,F401
+from vdla.compiler.graph import lower_llvm_nn  # noqa: E402,F401
+from vdla.compiler.graph import lower_llvm_matmul  # noqa: E402,F401
 
 # The indexing and float-math lowerings use the helpers above too.
-from compiler.graph import lower_llvm_index  # noqa: E402,F401
+from vdla.compiler.graph import lower_llvm_index  # noqa: E402,F401

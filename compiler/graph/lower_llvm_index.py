@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from compiler import te
-from compiler.graph.ir import Node
-from compiler.graph.lower_llvm import Operand, _bcast, _c, _elementwise, _out_shape, _shape, reduced_index
-from compiler.graph.ops import register_lowering
-from compiler.te import Tensor
-from compiler.tir import op as tir
-from compiler.tir.ir import PrimExpr
+from vdla.compiler import te
+from vdla.compiler.graph.ir import Node
+from vdla.compiler.graph.lower_llvm import Operand, _bcast, _c, _elementwise, _out_shape, _shape, reduced_index
+from vdla.compiler.graph.ops import register_lowering
+from vdla.compiler.te import Tensor
+from vdla.compiler.tir import op as tir
+from vdla.compiler.tir.ir import PrimExpr
 
 _UNARY: dict[str, Callable[[PrimExpr], PrimExpr]] = {"sqrt": tir.sqrt, "exp": tir.exp, "erf": tir.erf}
 

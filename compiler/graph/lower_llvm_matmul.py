@@ -2,7 +2,7 @@
 
 * A constant 2-D right operand (every linear layer of a ViT: ``x[1, 197, 768] @ W[768, 3072]``):
   the leading axes and the rows become one row axis of topi's packed dense
-  (:func:`~compiler.graph.lower_llvm_nn.dense_packed`: weights packed at compile time, register
+  (:func:`~vdla.compiler.graph.lower_llvm_nn.dense_packed`: weights packed at compile time, register
   tile from the target's vector registers, rows padded to the tile).
 * Two float activations (attention's ``Q @ K^T`` and ``softmax @ V``, ``[1, 12, 197, 64]``): the
   leading axes flatten into topi's ``batch_matmul``.  Both operands are first copied into
@@ -21,18 +21,18 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from compiler import te, topi
-from compiler.autotune import dispatch
-from compiler.graph.ir import Node
-from compiler.graph.lower_llvm import KernelBuilder, Operand, _c, _out_shape, _shape
+from vdla.compiler import te, topi
+from vdla.compiler.autotune import dispatch
+from vdla.compiler.graph.ir import Node
+from vdla.compiler.graph.lower_llvm import KernelBuilder, Operand, _c, _out_shape, _shape
 # A module reference, not the function: lower_llvm_nn may be mid-import when this module loads
 # (importing it first imports lower_llvm, whose registrations import this module).
-from compiler.graph import lower_llvm_nn
-from compiler.graph.ops import register_lowering
-from compiler.te import Tensor
-from compiler.tir import op as tir
-from compiler.tir.ir import PrimExpr
-from compiler.topi.utils import schedule_elementwise, vector_lanes, vector_registers
+from vdla.compiler.graph import lower_llvm_nn
+from vdla.compiler.graph.ops import register_lowering
+from vdla.compiler.te import Tensor
+from vdla.compiler.tir import op as tir
+from vdla.compiler.tir.ir import PrimExpr
+from vdla.compiler.topi.utils import schedule_elementwise, vector_lanes, vector_registers
 
 
 @register_lowering("matmul", "llvm")

@@ -1,5 +1,5 @@
 """The ``llvm`` lowerings of the compute-heavy graph operators: conv2d, dense, matmul, softmax,
-pooling and means (the element-wise and data-movement ones live in :mod:`compiler.graph.lower_llvm`).
+pooling and means (the element-wise and data-movement ones live in :mod:`vdla.compiler.graph.lower_llvm`).
 
 Float conv2d with constant weights runs topi's blocked NCHWc micro-kernel (weights blocked at
 compile time); data and output in ``NCHW{c}c`` (what the ``cpu_layout`` pass gives eligible
@@ -9,7 +9,7 @@ one, by the measured rule of :func:`default_conv_tile` (weights transformed at c
 Grouped convs take the same micro-kernel with channel blocks inside a group (the output channels
 of a group are the vector); depthwise ones (one channel per group) topi's blocked depthwise kernel
 on ``NCHW{c}c`` data (a block of channels is the vector), or its NCHW schedule on plain data.
-Float dense (and, through :mod:`compiler.graph.lower_llvm_matmul`, float MatMul) runs topi's
+Float dense (and, through :mod:`vdla.compiler.graph.lower_llvm_matmul`, float MatMul) runs topi's
 ``dense_pack``, register tiles sized from the target's vector registers; pooling (NCHW or NCHWc) and
 softmax over the last axis use topi's schedules.  Every other case (integer operands, packed layouts, groups, dilation,
 ceil mode, ...) is a plain reduction with the reference's exact semantics.
@@ -22,16 +22,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from compiler import te, topi
-from compiler.autotune import dispatch
-from compiler.graph.ir import Node
-from compiler.graph.layout import parse_layout, unpack
-from compiler.graph.lower_llvm import KernelBuilder, Operand, _c, _relayout, _shape, reduced_index
-from compiler.graph.ops import register_lowering
-from compiler.te import Tensor
-from compiler.tir import op as tir
-from compiler.tir.ir import PrimExpr
-from compiler.topi.utils import largest_divisor, schedule_elementwise, vector_lanes
+from vdla.compiler import te, topi
+from vdla.compiler.autotune import dispatch
+from vdla.compiler.graph.ir import Node
+from vdla.compiler.graph.layout import parse_layout, unpack
+from vdla.compiler.graph.lower_llvm import KernelBuilder, Operand, _c, _relayout, _shape, reduced_index
+from vdla.compiler.graph.ops import register_lowering
+from vdla.compiler.te import Tensor
+from vdla.compiler.tir import op as tir
+from vdla.compiler.tir.ir import PrimExpr
+from vdla.compiler.topi.utils import largest_divisor, schedule_elementwise, vector_lanes
 
 
 
@@ -190,7 +190,7 @@ def _blocked_conv_workload(data: Sequence[int], kernel: Sequence[int], stride: S
 
 def default_conv_tile(workload: dict[str, int]) -> int | None:
     """The Winograd output tile the default schedule of this ``conv2d_nchwc`` workload takes (None:
-    the direct conv), by the target's measured rule (:func:`compiler.topi.default_winograd_tile`)."""
+    the direct conv), by the target's measured rule (:func:`vdla.compiler.topi.default_winograd_tile`)."""
     w = workload
     if not topi.winograd_eligible((w["kh"], w["kw"]), (w["stride_h"], w["stride_w"])):
         return None

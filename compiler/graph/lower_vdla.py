@@ -6,9 +6,9 @@ The GEMM's lowering starts a :class:`VdlaGemm` description; each ALU op after it
 into it, checking that the chain is one the accelerator's epilogue runs exactly:
 ``((acc + bias) [relu] * m[c]) >> shift``,
 clamped to ``[0 | -128, 127]`` and narrowed by the STORE.  A chain outside that form raises
-:class:`~compiler.graph.NotLoweredError` naming the reason, and ``build_model`` runs the
+:class:`~vdla.compiler.graph.NotLoweredError` naming the reason, and ``build_model`` runs the
 kernel on the CPU instead.  :func:`compile_kernel` compiles the description with
-``compiler.vdla.topi.compile_conv2d`` and binds the weights and bias into the program's
+``vdla.compiler.vdla.topi.compile_conv2d`` and binds the weights and bias into the program's
 DRAM image once, so the runtime only re-binds the input.
 """
 
@@ -21,15 +21,15 @@ import numpy as np
 from vdla_hw.config import HwConfig
 from vdla_hw.errors import UnsupportedError
 
-from compiler.autotune import dispatch
-from compiler.graph.errors import NotLoweredError
-from compiler.graph.ir import Graph, Node, TensorType
-from compiler.graph.ops import lower, register_lowering
-from compiler.graph.vdla_rules import gemm_unsupported_reason, is_packed_for
-from compiler.vdla.target import VdlaTarget
-from compiler.vdla.topi import CompiledConv, Conv2dWorkload, Requantize, compile_conv2d, dense_workload
-from compiler.vdla.topi.reference import pack_bias
-from runtime.program import Program
+from vdla.compiler.autotune import dispatch
+from vdla.compiler.graph.errors import NotLoweredError
+from vdla.compiler.graph.ir import Graph, Node, TensorType
+from vdla.compiler.graph.ops import lower, register_lowering
+from vdla.compiler.graph.vdla_rules import gemm_unsupported_reason, is_packed_for
+from vdla.compiler.vdla.target import VdlaTarget
+from vdla.compiler.vdla.topi import CompiledConv, Conv2dWorkload, Requantize, compile_conv2d, dense_workload
+from vdla.compiler.vdla.topi.reference import pack_bias
+from vdla.runtime.program import Program
 
 
 @dataclass(frozen=True)

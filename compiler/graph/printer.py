@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from compiler.graph.ir import Attrs, ConstValue, Graph
+from vdla.compiler.graph.ir import Attrs, ConstValue, Graph
 
 
 def _attrs(attrs: Attrs) -> str:

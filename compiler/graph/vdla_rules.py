@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 from vdla_hw.config import HwConfig
 
-from compiler.graph.ir import Node, TensorType
-from compiler.graph.layout import parse_layout
+from vdla.compiler.graph.ir import Node, TensorType
+from vdla.compiler.graph.layout import parse_layout
 
 #: Ops that run on the VDLA ALU after a GEMM (on int32 accumulators), or as the STORE narrowing.
 ALU_OPS = frozenset({"relu", "right_shift", "clip", "maximum", "minimum", "add", "multiply", "cast"})

@@ -30,4 +30,4 @@ def get_packed(name: str) -> Callable[..., Any]:
         return _REGISTRY[name]
     except KeyError:
         raise KeyError(f"no packed function {name!r} is registered; register a Python "
-                       f"implementation with compiler.tir.register_packed({name!r})") from None
+                       f"implementation with vdla.compiler.tir.register_packed({name!r})") from None

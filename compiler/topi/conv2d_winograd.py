@@ -142,7 +142,7 @@ def conv2d_winograd_nchwc(data: Tensor, u: Tensor, m: int, padding: int | tuple[
                           name: str = "conv2d_winograd") -> Tensor:
     """Stride-1 3x3 conv of ``[N, C/ib, H, W, ib]`` data with the transformed weights ``u``
     (:func:`transform_weights`, ``[a*a, OC/ob, C/ib, ib, ob]``) by F(m x m, 3 x 3): the output is
-    ``[N, OC/ob, OH, OW, ob]``, the same as :func:`~compiler.topi.conv2d_nchwc` of the raw weights."""
+    ``[N, OC/ob, OH, OW, ob]``, the same as :func:`~vdla.compiler.topi.conv2d_nchwc` of the raw weights."""
     ph, pw = (padding, padding) if isinstance(padding, int) else padding
     n, ico, h, w, icb = const_shape(data)
     aa, oco, kico, kicb, ocb = const_shape(u)

@@ -48,7 +48,7 @@ def largest_divisor(n: int, at_most: int) -> int:
 
 def vector_lanes(target: Target | None, dtype_bits: int = 32) -> int:
     """Lanes of one vector register of the target (by default the one being compiled for,
-    :func:`~compiler.codegen.llvm.current_target`)."""
+    :func:`~vdla.compiler.codegen.llvm.current_target`)."""
     return (target or current_target()).vector_lanes(dtype_bits)
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from compiler.tir import (Add, Cast, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Select, Sub, Var)
-from compiler.tir.arith import Analyzer
-from compiler.tir.arith.analyzer import Linear
-from compiler.tir.functor import uses_var
+from vdla.compiler.tir import (Add, Cast, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Select, Sub, Var)
+from vdla.compiler.tir.arith import Analyzer
+from vdla.compiler.tir.arith.analyzer import Linear
+from vdla.compiler.tir.functor import uses_var
 
 
 class NotAffineError(ValueError):

@@ -1,4 +1,4 @@
-"""``compiler.vdla.build``: scheduled TIR -> a module that runs on any VDLA backend."""
+"""``vdla.compiler.vdla.build``: scheduled TIR -> a module that runs on any VDLA backend."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from compiler.tir import PrimFunc
-from runtime.backends import run as run_program
-from runtime.memory import to_bytes
-from runtime.program import Program
-from runtime.result import RunResult
+from vdla.compiler.tir import PrimFunc
+from vdla.runtime.backends import run as run_program
+from vdla.runtime.memory import to_bytes
+from vdla.runtime.program import Program
+from vdla.runtime.result import RunResult
 
 from .codegen import ParamBinding, codegen, pack_param
 from .pipeline import lower

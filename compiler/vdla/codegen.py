@@ -4,7 +4,7 @@ Every parameter of the function becomes a named DRAM buffer in the accelerator's
 tile layout (its kind -- inp, wgt, acc or out -- is the memory type of the DMAs that touch
 it); micro-op lists are de-duplicated into one list that a single LOAD UOP brings on chip
 before the first instruction; every stream statement becomes one instruction through
-:class:`~runtime.program.ProgramBuilder`.
+:class:`~vdla.runtime.program.ProgramBuilder`.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import numpy as np
 
 from vdla_hw.isa import DepFlags, MemType, Uop
 
-from compiler.tir import Allocate, Buffer, IntImm, PrimFunc, SeqStmt, Stmt
-from runtime.memory import BufferSpec
-from runtime.program import Program, ProgramBuilder
+from vdla.compiler.tir import Allocate, Buffer, IntImm, PrimFunc, SeqStmt, Stmt
+from vdla.runtime.memory import BufferSpec
+from vdla.runtime.program import Program, ProgramBuilder
 
 from .decode import as_dma, as_uop_insn, is_finish, split_deps
 from .passes.common import VdlaLoweringError

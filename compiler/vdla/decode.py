@@ -13,7 +13,7 @@ import numpy as np
 
 from vdla_hw.isa import AluOp, DepFlags, Module, Uop
 
-from compiler.tir import AttrStmt, Buffer, For, IntImm, PrimExpr, Stmt, Var
+from vdla.compiler.tir import AttrStmt, Buffer, For, IntImm, PrimExpr, Stmt, Var
 
 from .affine import NotAffineError, affine, eval_int
 from .intrin import ALU_UOP, GEMM_RESET_UOP, GEMM_UOP

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from simulator.cycle import run_cycle
-from simulator.cycle.plot import plot_gantt
+from vdla.simulator.cycle import run_cycle
+from vdla.simulator.cycle.plot import plot_gantt
 
 from .target import VdlaTarget
 from .topi import RESNET18_CONVS, Requantize, check_conv2d, compile_conv2d, requant_shift

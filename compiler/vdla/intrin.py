@@ -6,7 +6,7 @@ weight block, accumulated into BATCH x BLOCK_OUT int32), and its *implementation
 micro-op inside an instruction scope: ``attr vdla.uop_scope "gemm"`` around
 ``vdla.gemm_uop(acc, dst, inp, src, wgt, widx)`` on tile indices of the three on-chip
 buffers.  :meth:`GemmIntrin.update` and :meth:`GemmIntrin.reset` are the
-:class:`~compiler.schedule.TensorIntrin` objects ``Schedule.tensorize`` uses; their
+:class:`~vdla.compiler.schedule.TensorIntrin` objects ``Schedule.tensorize`` uses; their
 implementations receive the tensorize views (one tile each) and pass them with index 0,
 ``inject_uop_scope`` later rewrites them to (buffer, tile index).  :data:`ALU_OPS`
 declare the vector ALU (``vdla.alu_uop``) as the TIR operations ``inject_alu_op`` maps.
@@ -23,12 +23,12 @@ import numpy as np
 
 from vdla_hw.isa import IMM_W, AluOp
 
-from compiler.schedule import TensorIntrin
-from compiler.te import Tensor, compute, placeholder, reduce_axis, sum as te_sum
-from simulator.semantics import _alu_apply as alu_apply  # the one definition of the ALU's arithmetic
+from vdla.compiler.schedule import TensorIntrin
+from vdla.compiler.te import Tensor, compute, placeholder, reduce_axis, sum as te_sum
+from vdla.simulator.semantics import _alu_apply as alu_apply  # the one definition of the ALU's arithmetic
 
-from compiler.tir import Add, AttrStmt, Buffer, Evaluate, FloorDiv, IntImm, Max, Min, Mul, PrimExpr, Stmt, register_packed
-from compiler.tir.op import call_packed
+from vdla.compiler.tir import Add, AttrStmt, Buffer, Evaluate, FloorDiv, IntImm, Max, Min, Mul, PrimExpr, Stmt, register_packed
+from vdla.compiler.tir.op import call_packed
 
 from .target import SCOPE_ACC, SCOPE_INP, SCOPE_WGT, VdlaTarget
 

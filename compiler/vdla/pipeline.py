@@ -9,8 +9,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Callable
 
-from compiler.tir import PrimFunc
-from compiler.tir.transform import lower_blocks
+from vdla.compiler.tir import PrimFunc
+from vdla.compiler.tir.transform import lower_blocks
 
 from .passes import (allocate_sram, fold_bias_init, fold_requant_store, fold_uop_loop, inject_alu_op, inject_dma_copy, inject_uop_scope,
                      inject_virtual_thread, insert_dep_token, unroll_stream)

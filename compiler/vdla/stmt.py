@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from compiler.tir import AttrStmt, BufferHandle, Call, Evaluate, IntImm, PrimExpr, Stmt, StringImm, register_packed
-from compiler.tir.op import call_packed
-from compiler.tir.ir import Buffer
+from vdla.compiler.tir import AttrStmt, BufferHandle, Call, Evaluate, IntImm, PrimExpr, Stmt, StringImm, register_packed
+from vdla.compiler.tir.op import call_packed
+from vdla.compiler.tir.ir import Buffer
 
 from vdla_hw.isa import requantize
 

@@ -1,4 +1,4 @@
-"""Backends run a :class:`~runtime.program.Program` and return a :class:`~runtime.result.RunResult`.
+"""Backends run a :class:`~vdla.runtime.program.Program` and return a :class:`~vdla.runtime.result.RunResult`.
 
 They are found by name in :data:`BACKENDS` and imported lazily, so a backend
 whose tools are missing (Verilator) never breaks the others.  A
@@ -18,15 +18,15 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
-from runtime.program import Program
-from runtime.result import RunResult
+from vdla.runtime.program import Program
+from vdla.runtime.result import RunResult
 from vdla_hw.errors import UsageError
 
 BACKENDS: dict[str, str] = {
-    "fsim": "runtime.backends.fsim:FsimBackend",
-    "cycle": "runtime.backends.cycle:CycleBackend",
-    "rtl": "runtime.backends.rtl:RtlBackend",
-    "fpga": "runtime.backends.fpga:FpgaBackend",
+    "fsim": "vdla.runtime.backends.fsim:FsimBackend",
+    "cycle": "vdla.runtime.backends.cycle:CycleBackend",
+    "rtl": "vdla.runtime.backends.rtl:RtlBackend",
+    "fpga": "vdla.runtime.backends.fpga:FpgaBackend",
 }
 """Backend name -> ``"module:Class"``, imported on first use."""
 

@@ -5,24 +5,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
-from simulator.checks import check_opcodes
-from simulator.window import Window, check_fetch_window, parse_window, resolve_window
-from simulator.cycle import CycleStats, Watchdog, format_stats, run_cycle, write_chrome_trace
-from simulator.cycle.plot import plot_gantt
+from vdla.simulator.checks import check_opcodes
+from vdla.simulator.window import Window, check_fetch_window, parse_window, resolve_window
+from vdla.simulator.cycle import CycleStats, Watchdog, format_stats, run_cycle, write_chrome_trace
+from vdla.simulator.cycle.plot import plot_gantt
 
-from runtime.backends import WINDOW_OPTION, BackendOption
-from runtime.program import Program
-from runtime.result import RunResult
+from vdla.runtime.backends import WINDOW_OPTION, BackendOption
+from vdla.runtime.program import Program
+from vdla.runtime.result import RunResult
 
 _DEFAULTS = Watchdog()
 
 
 class CycleBackend:
-    """Runs a program on :func:`simulator.cycle.run_cycle`.
+    """Runs a program on :func:`vdla.simulator.cycle.run_cycle`.
 
     The memory result and counters are those of ``fsim``; ``cycles`` is the
     simulated cycle count and ``extra["stats"]`` the full
-    :class:`~simulator.cycle.CycleStats` (per-unit busy/stall cycles, GEMM
+    :class:`~vdla.simulator.cycle.CycleStats` (per-unit busy/stall cycles, GEMM
     utilization, DRAM bandwidth, roofline).  ``trace`` writes a Chrome-trace JSON
     (open it in Perfetto), ``plot`` a Gantt-chart PNG.
     """

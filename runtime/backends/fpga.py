@@ -1,6 +1,6 @@
 """The ``fpga`` backend: a program on a board loaded with a bitstream, through the pynq API.
 
-It is :class:`runtime.fpga.Board` behind ``run(program, backend="fpga", ...)``: the bitstream
+It is :class:`vdla.runtime.fpga.Board` behind ``run(program, backend="fpga", ...)``: the bitstream
 folder comes from ``bitstream=`` (``vdla sim --bitstream DIR``) or ``$VDLA_FPGA_BITSTREAM``. On a
 board the folder holds the Vivado build; emulated (``emulate=True``, ``--emulate`` or
 ``VDLA_FPGA_EMULATE=1``) the board is the Verilated RTL, and without a folder one is made for the
@@ -15,16 +15,16 @@ from pathlib import Path
 import atexit
 from typing import Any, ClassVar
 
-from runtime.backends import BackendError, BackendOption
-from runtime.fpga.board import (
+from vdla.runtime.backends import BackendError, BackendOption
+from vdla.runtime.fpga.board import (
     DEFAULT_TIMEOUT,
     EMULATE_ENV,
     Board,
     emulate_default,
     open_board,
 )
-from runtime.program import Program
-from runtime.result import RunResult
+from vdla.runtime.program import Program
+from vdla.runtime.result import RunResult
 from vdla_hw.config import HwConfig
 from vdla_hw.fpga.boards import BOARDS, get_board
 from vdla_hw.fpga.manifest import Manifest, choose_build_id, read_manifest, write_manifest
@@ -81,7 +81,7 @@ class FpgaBackend:
             return None
         except ImportError:
             pass
-        from runtime.backends.rtl import RtlBackend
+        from vdla.runtime.backends.rtl import RtlBackend
 
         reason = RtlBackend.unavailable()
         return f"pynq is not installed and the emulated board cannot be built: {reason}" if reason else None
@@ -138,7 +138,7 @@ class FpgaBackend:
 
 def open_serial(cfg: HwConfig, bitstream: str | Path | None, board: str | None,
                 port: str | None) -> tuple[tuple[Path, str], Any]:
-    """The serial board (:class:`runtime.fpga.serial_board.SerialBoard`) for ``cfg`` on ``port``, opened and
+    """The serial board (:class:`vdla.runtime.fpga.serial_board.SerialBoard`) for ``cfg`` on ``port``, opened and
     checked once per process and folder; ``port='sim'`` starts the simulated SoC of ``cfg``."""
     serial_boards = [b.name for b in BOARDS.values() if b.serial]
     name = board or (read_manifest(Path(bitstream)).board if bitstream else serial_boards[0])
@@ -172,7 +172,7 @@ def open_serial(cfg: HwConfig, bitstream: str | Path | None, board: str | None,
         dev.close()
         dev = None
     if dev is None:
-        from runtime.fpga.serial_board import open_serial_board
+        from vdla.runtime.fpga.serial_board import open_serial_board
 
         dev = open_serial_board(folder, real_port, timeout=link_timeout)
         dev.simulated = port == SIM_PORT

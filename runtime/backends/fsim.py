@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from simulator.checks import check_opcodes
-from simulator.fsim import DEFAULT_MAX_STEPS, run_fsim
-from simulator.window import Window, check_fetch_window, parse_window, resolve_window
+from vdla.simulator.checks import check_opcodes
+from vdla.simulator.fsim import DEFAULT_MAX_STEPS, run_fsim
+from vdla.simulator.window import Window, check_fetch_window, parse_window, resolve_window
 
-from runtime.backends import WINDOW_OPTION, BackendOption
-from runtime.program import Program
-from runtime.result import RunResult
+from vdla.runtime.backends import WINDOW_OPTION, BackendOption
+from vdla.runtime.program import Program
+from vdla.runtime.result import RunResult
 
 
 class FsimBackend:
-    """Runs a program on :func:`simulator.fsim.run_fsim`: no timing, checks the token protocol and bounds."""
+    """Runs a program on :func:`vdla.simulator.fsim.run_fsim`: no timing, checks the token protocol and bounds."""
 
     name: ClassVar[str] = "fsim"
     OPTIONS: ClassVar[tuple[BackendOption, ...]] = (

@@ -12,7 +12,7 @@ Faults: before simulating, the program is checked statically (:func:`check_progr
 window (the backend writes WINDOW_BASE/LIMIT: by default the program's DRAM image) and the
 SRAM ranges of LOAD/STORE blocks and micro-op loops; on a fault it stops, and the backend
 reads the FAULT registers and raises the error fsim and cycle raise for the program (same
-class, same message; :mod:`runtime.faults`). The RTL does not track which SRAM elements were
+class, same message; :mod:`vdla.runtime.faults`). The RTL does not track which SRAM elements were
 written, so by default the program also runs once on fsim first (the functional pre-check),
 which catches reads of never-written SRAM; ``no_precheck`` (``--no-precheck``) skips it and
 leaves every range fault to the hardware (see docs/rtl.md, "Faults"). Deadlocks and
@@ -45,15 +45,15 @@ from vdla_hw.harness.hang import describe_machine, describe_modules
 from vdla_hw.isa import opcode_of
 from vdla_hw.progress import bar
 
-from runtime.backends import WINDOW_OPTION, BackendError, BackendOption
-from runtime.faults import raise_device_fault, read_fault
-from runtime.backends.waveform import Window, check_waveform, min_cycles
-from runtime.program import Program
-from runtime.result import RunResult
-from simulator.checks import check_opcodes, check_program
-from simulator.errors import DeadlockError, SimTimeoutError, SimulationError
-from simulator.fsim import run_fsim
-from simulator.window import check_fetch_window, parse_window, resolve_window
+from vdla.runtime.backends import WINDOW_OPTION, BackendError, BackendOption
+from vdla.runtime.faults import raise_device_fault, read_fault
+from vdla.runtime.backends.waveform import Window, check_waveform, min_cycles
+from vdla.runtime.program import Program
+from vdla.runtime.result import RunResult
+from vdla.simulator.checks import check_opcodes, check_program
+from vdla.simulator.errors import DeadlockError, SimTimeoutError, SimulationError
+from vdla.simulator.fsim import run_fsim
+from vdla.simulator.window import check_fetch_window, parse_window, resolve_window
 
 DEFAULT_MAX_CYCLES = 1 << 32
 DEFAULT_MAX_SECONDS = 3600.0

@@ -18,7 +18,7 @@ from vdla_hw.config import HwConfig
 from vdla_hw.errors import UsageError
 from vdla_hw.isa import AluInsn, AluOp, GemmInsn, MemInsn, MemType, Opcode
 
-from runtime.program import Program
+from vdla.runtime.program import Program
 
 BYTES_PER_SIGNAL_CYCLE = 0.6
 """FST bytes per traced signal per cycle, measured on C10 of ResNet-18 (default preset)."""

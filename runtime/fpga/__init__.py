@@ -3,10 +3,10 @@
 The contract with the device pool (issue 13): ``open_board(bitstream_dir, *, emulate=None) -> Board``;
 ``Board`` has ``board``, ``config``, ``config_id``, ``build_id``, ``run(program) -> RunResult`` and
 ``close()``. With ``emulate=True`` (or ``VDLA_FPGA_EMULATE=1``) the board is the Verilated RTL of the
-folder's config (:mod:`runtime.fpga.emulated_pynq`). See docs/fpga.md, "The fpga backend".
+folder's config (:mod:`vdla.runtime.fpga.emulated_pynq`). See docs/fpga.md, "The fpga backend".
 """
 
-from runtime.fpga.board import (
+from vdla.runtime.fpga.board import (
     EMULATE_ENV,
     Board,
     FpgaTimeoutError,

@@ -15,7 +15,7 @@ program with this register sequence (docs/fpga.md, "The fpga backend"):
 6. read CYCLES_LO, CYCLES_HI; ``invalidate()`` the buffer and copy the image back.
 
 The same code drives a real board (the ``pynq`` package on the board's Linux) and the emulated
-one (:mod:`runtime.fpga.emulated_pynq`, whose device is the Verilated RTL); only
+one (:mod:`vdla.runtime.fpga.emulated_pynq`, whose device is the Verilated RTL); only
 :func:`_pynq_api` chooses between them.
 """
 
@@ -32,11 +32,11 @@ from typing import Any
 
 import numpy as np
 
-from runtime.faults import raise_device_fault, read_fault
-from runtime.fpga import emulated_pynq
-from runtime.fpga.relocate import alignment, place_image, restore_image
-from runtime.program import Program
-from runtime.result import RunResult
+from vdla.runtime.faults import raise_device_fault, read_fault
+from vdla.runtime.fpga import emulated_pynq
+from vdla.runtime.fpga.relocate import alignment, place_image, restore_image
+from vdla.runtime.program import Program
+from vdla.runtime.result import RunResult
 from vdla_hw import regmap
 from vdla_hw.config import HwConfig
 from vdla_hw.errors import DeviceFaultError, ToolchainError, UnsupportedError
@@ -158,14 +158,14 @@ class Board:
 
 def precheck_program(program: Program, precheck: bool) -> None:
     """The rtl backend's checks: the ISA's static rules always, fsim's run when ``precheck``."""
-    from simulator.checks import check_opcodes, check_program
-    from simulator.errors import (
+    from vdla.simulator.checks import check_opcodes, check_program
+    from vdla.simulator.errors import (
         DeadlockError,
         MemoryAccessError,
         SimTimeoutError,
         SimulationError,
     )
-    from simulator.fsim import run_fsim
+    from vdla.simulator.fsim import run_fsim
 
     check_program(program.config, program.instructions)
     check_opcodes(program.dram, program.insn_addr, program.insn_count)

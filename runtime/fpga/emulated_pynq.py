@@ -1,6 +1,6 @@
 """A stand-in for the ``pynq`` package whose board is the Verilated RTL.
 
-The fpga backend's driver (:mod:`runtime.fpga.board`) is written against pynq's API:
+The fpga backend's driver (:mod:`vdla.runtime.fpga.board`) is written against pynq's API:
 ``Overlay(bitfile, device=...)`` and its ``ip_dict``, ``allocate(shape, dtype, target=...)``
 returning an ndarray with ``physical_address``, ``flush()``, ``invalidate()`` and
 ``freebuffer()``, and ``MMIO(base_addr, length, device=...)`` with ``read(offset)`` /

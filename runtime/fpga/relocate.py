@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from runtime.program import Program
+from vdla.runtime.program import Program
 from vdla_hw.config import HwConfig
 from vdla_hw.errors import DeviceFaultError
 from vdla_hw.isa import INSN_BYTES, MemInsn, MemType, Opcode

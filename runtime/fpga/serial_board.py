@@ -11,7 +11,7 @@
 4. the system program ``gemm`` (GEMM, ALU, loads, stores, dependency tokens) runs and its DRAM
    equals fsim's, bit for bit.
 
-:meth:`SerialBoard.run` then runs a program as the Zynq driver does (:mod:`runtime.fpga.board`):
+:meth:`SerialBoard.run` then runs a program as the Zynq driver does (:mod:`vdla.runtime.fpga.board`):
 CONFIG_ID check, the ISA's static rules and the fsim pre-check, STATUS not busy, the image written
 into the SDRAM at :data:`PROGRAM_BASE` with its addresses moved there, WINDOW_BASE/LIMIT set to the
 image, INSN_ADDR/INSN_COUNT/start, STATUS polled with a watchdog, the FAULT registers turned into
@@ -34,11 +34,11 @@ from typing import Any
 
 import numpy as np
 
-from runtime.fpga.board import DEFAULT_TIMEOUT, precheck_program, start_and_wait
-from runtime.fpga.relocate import alignment, place_image, restore_image, store_ranges
-from runtime.fpga.serial_link import BoardNotAnsweringError, SerialLink, transfer_bar
-from runtime.program import Program
-from runtime.result import RunResult
+from vdla.runtime.fpga.board import DEFAULT_TIMEOUT, precheck_program, start_and_wait
+from vdla.runtime.fpga.relocate import alignment, place_image, restore_image, store_ranges
+from vdla.runtime.fpga.serial_link import BoardNotAnsweringError, SerialLink, transfer_bar
+from vdla.runtime.program import Program
+from vdla.runtime.result import RunResult
 from vdla_hw import regmap
 from vdla_hw.config import HwConfig
 from vdla_hw.errors import BadFileError, DeviceFaultError, UsageError
@@ -71,7 +71,7 @@ def read_soc_info(folder: Path) -> dict[str, Any]:
 
 @dataclass
 class SerialBoard:
-    """A ULX3S SoC on a serial port; the interface of :class:`runtime.fpga.board.Board`."""
+    """A ULX3S SoC on a serial port; the interface of :class:`vdla.runtime.fpga.board.Board`."""
 
     board: str
     config: HwConfig
@@ -183,8 +183,8 @@ class SerialBoard:
 
 def self_test(board: SerialBoard | Any) -> str:
     """Run the system program :data:`SELFTEST` on ``board`` and compare it with fsim bit for bit."""
-    from runtime.system_programs import build_case
-    from simulator.fsim import run_fsim
+    from vdla.runtime.system_programs import build_case
+    from vdla.simulator.fsim import run_fsim
 
     program = build_case(board.config, SELFTEST)
     got = board.run(program).dram

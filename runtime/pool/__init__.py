@@ -1,31 +1,31 @@
 """The device pool: VDLA simulators, RTL, boards and CPUs shared over dask.distributed.
 
-- :mod:`~runtime.pool.kinds`: device kinds as Dask resources;
-- :mod:`~runtime.pool.executor`: :class:`PoolExecutor`, the client (``connect`` builds one from
+- :mod:`~vdla.runtime.pool.kinds`: device kinds as Dask resources;
+- :mod:`~vdla.runtime.pool.executor`: :class:`PoolExecutor`, the client (``connect`` builds one from
   a ``--pool ADDR --certs DIR --node NAME`` triple);
-- :mod:`~runtime.pool.jobs`: how a worker runs a job (job processes, timeouts, the host lock);
-- :mod:`~runtime.pool.node`: starting schedulers, workers and a local cluster;
-- :mod:`~runtime.pool.security`: the pool's CA and per-node certificates (mutual TLS);
-- :mod:`~runtime.pool.status`, :mod:`~runtime.pool.tasks`: status reports; VDLA programs as jobs.
+- :mod:`~vdla.runtime.pool.jobs`: how a worker runs a job (job processes, timeouts, the host lock);
+- :mod:`~vdla.runtime.pool.node`: starting schedulers, workers and a local cluster;
+- :mod:`~vdla.runtime.pool.security`: the pool's CA and per-node certificates (mutual TLS);
+- :mod:`~vdla.runtime.pool.status`, :mod:`~vdla.runtime.pool.tasks`: status reports; VDLA programs as jobs.
 
 Importing this package needs ``pip install 'vdla[pool]'`` (dask.distributed, cryptography).
 """
 
 from typing import Any
 
-from runtime.pool.errors import (JobCrashedError, JobTimeoutError, NoDeviceError, PoolError, SchedulerLostError,
+from vdla.runtime.pool.errors import (JobCrashedError, JobTimeoutError, NoDeviceError, PoolError, SchedulerLostError,
                                  WorkerLostError)
 
 _EXECUTOR_NAMES = ("JobExecutor", "PoolExecutor", "PoolUnreachableError", "connect")
 
 
 def __getattr__(name: str) -> Any:
-    # The executor pulls in dask.distributed; a job process (runtime.pool.child) must start without it.
+    # The executor pulls in dask.distributed; a job process (vdla.runtime.pool.child) must start without it.
     if name in _EXECUTOR_NAMES:
-        from runtime.pool import executor
+        from vdla.runtime.pool import executor
 
         return getattr(executor, name)
-    raise AttributeError(f"module 'runtime.pool' has no attribute {name!r}")
+    raise AttributeError(f"module 'vdla.runtime.pool' has no attribute {name!r}")
 
 
 __all__ = ["JobCrashedError", "JobExecutor", "JobTimeoutError", "NoDeviceError", "PoolError", "PoolExecutor",

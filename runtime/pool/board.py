@@ -8,10 +8,10 @@ folder as bytes; the worker
 2. withdraws its current device kind, so no program lands on a board being replaced;
 3. stores the folder under its store (``<store>/deployments/<manifest hash>``);
 4. in a job process (so a crash in the driver or the simulation cannot take the worker down):
-   opens it with :func:`runtime.fpga.open_board`, reads CONFIG_ID and BUILD_ID and compares them
+   opens it with :func:`vdla.runtime.fpga.open_board`, reads CONFIG_ID and BUILD_ID and compares them
    with the manifest, and runs a self-test program whose memory must equal the functional model's;
 5. only then records it as current and advertises ``fpga-<board>-<config digest>``
-   (:func:`runtime.pool.kinds.fpga_kind`).
+   (:func:`vdla.runtime.pool.kinds.fpga_kind`).
 
 A failed step leaves the board unadvertised and the deploy job raises why (``BadFileError``,
 ``DeviceFaultError``). Programs for the advertised kind run in the worker's job processes through
@@ -19,11 +19,11 @@ A failed step leaves the board unadvertised and the deploy job raises why (``Bad
 the next run). A restarted worker checks its current bitstream again before it advertises it.
 
 ``--emulate`` makes the board the Verilated RTL of the bitstream folder's config (see
-``runtime.fpga``); everything else -- the store, the checks, the jobs -- is the same code.
+``vdla.runtime.fpga``); everything else -- the store, the checks, the jobs -- is the same code.
 
 A board driven over a serial port (``--board ulx3s --port /dev/ttyUSB0``) has no processor to
 load its bitstream: step 4 loads it with openFPGALoader (:mod:`vdla_hw.fpga.program`), then opens
-the port with :func:`runtime.fpga.serial_board.open_serial_board`, whose checks are the same
+the port with :func:`vdla.runtime.fpga.serial_board.open_serial_board`, whose checks are the same
 (identifier, CONFIG_ID, BUILD_ID, the ``gemm`` self-test bit-exact vs fsim). ``--port sim`` is the
 simulated SoC of the deployed config (nothing to load; its BUILD_ID must still be the manifest's).
 """
@@ -42,7 +42,7 @@ from typing import Any
 import cloudpickle
 import numpy as np
 
-from runtime.pool.bundle import (
+from vdla.runtime.pool.bundle import (
     Bundle,
     board_key,
     bundle_id,
@@ -50,16 +50,16 @@ from runtime.pool.bundle import (
     check_folder,
     unpack_bundle,
 )
-from runtime.pool.jobs import run_job
-from runtime.pool.kinds import fpga_kind
-from runtime.program import Program
+from vdla.runtime.pool.jobs import run_job
+from vdla.runtime.pool.kinds import fpga_kind
+from vdla.runtime.program import Program
 from vdla_hw.errors import BadFileError, DeviceFaultError, UsageError
 from vdla_hw.fpga.manifest import Manifest
 
 STORE_ENV = "VDLA_BOARD_STORE"
 """Set in a board worker's process: its job processes find the store (and the current bitstream) there."""
 SELFTEST = "gemm"
-"""The system program (runtime.system_programs) a deploy runs: GEMM, ALU, loads, stores and tokens."""
+"""The system program (vdla.runtime.system_programs) a deploy runs: GEMM, ALU, loads, stores and tokens."""
 CHECK_TIMEOUT_S = 1800.0
 """Bound on opening + checking a bitstream (an emulated board builds its RTL the first time)."""
 _CURRENT = "current.json"
@@ -111,8 +111,8 @@ def default_store(board: str, name: str | None) -> Path:
 # ---- the job-process side: checking a bitstream, running programs ----------------------------------
 def check_window(board: Any) -> str:
     """The design itself must refuse a DMA outside the job's buffer (the pre-check is off)."""
-    from runtime.system_programs import window_probe_program
-    from simulator.errors import MemoryAccessError
+    from vdla.runtime.system_programs import window_probe_program
+    from vdla.simulator.errors import MemoryAccessError
 
     try:
         board.run(window_probe_program(board.config), precheck=False)
@@ -128,7 +128,7 @@ def check_window(board: Any) -> str:
 
 def check_serial_bitstream(folder: str, port: str, manifest: Manifest) -> Deployment:
     """Load ``folder``'s bitstream onto the serial board on ``port`` and check it (runs in a job process)."""
-    from runtime.backends.fpga import SIM_PORT, open_serial
+    from vdla.runtime.backends.fpga import SIM_PORT, open_serial
     from vdla_hw.fpga.manifest import manifest_config
     from vdla_hw.fpga.program import program_board
 
@@ -153,9 +153,9 @@ def check_bitstream(folder: str, emulate: bool, manifest: Manifest, port: str | 
     """Open the bitstream in ``folder`` and prove it is what ``manifest`` says (runs in a job process)."""
     if port is not None:
         return check_serial_bitstream(folder, port, manifest)
-    from runtime.backends import run as run_program
-    from runtime.fpga import open_board
-    from runtime.system_programs import build_case
+    from vdla.runtime.backends import run as run_program
+    from vdla.runtime.fpga import open_board
+    from vdla.runtime.system_programs import build_case
     from vdla_hw import regmap
 
     try:
@@ -210,7 +210,7 @@ def run_module_on_board(module: bytes, inputs: dict[str, np.ndarray], options: d
     module's kernels were compiled for (``vdla run --backend fpga --pool``)."""
     import tempfile
 
-    from runtime.graph_executor import load
+    from vdla.runtime.graph_executor import load
 
     with tempfile.TemporaryDirectory(prefix="vdla_module_") as tmp:
         path = Path(tmp) / "model.vdla"
@@ -223,7 +223,7 @@ def run_module_on_board(module: bytes, inputs: dict[str, np.ndarray], options: d
 
 def run_here(program: Program, options: dict[str, Any]) -> Any:
     """Run ``program`` on this board worker's current bitstream; the backend's run result."""
-    from runtime.backends import run as run_program
+    from vdla.runtime.backends import run as run_program
 
     chosen = sorted(k for k in _WORKER_CHOOSES if options.get(k))
     if chosen:
@@ -289,7 +289,7 @@ class BoardWorker:
             advertise(changes)
 
     def info(self) -> dict[str, Any]:
-        from runtime.cpu_module import host_arch
+        from vdla.runtime.cpu_module import host_arch
 
         current = read_current(self.spec.store)
         # arch: the processor the worker runs on, which runs a whole module's CPU kernels when they match it.

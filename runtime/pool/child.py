@@ -16,7 +16,7 @@ import traceback
 
 import cloudpickle
 
-from runtime.pool.frames import read_frame, write_frame
+from vdla.runtime.pool.frames import read_frame, write_frame
 
 PARENT_POLL_S = 0.5
 

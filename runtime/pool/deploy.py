@@ -1,7 +1,7 @@
 """The client side of ``vdla fpga deploy``: ship a bitstream folder to the pool's board workers.
 
 :func:`board_workers` asks every worker of the pool which board it owns
-(:func:`runtime.pool.board.board_info`); :func:`load_bundle` verifies the folder here, :func:`deploy`
+(:func:`vdla.runtime.pool.board.board_info`); :func:`load_bundle` verifies the folder here, :func:`deploy`
 sends it to each board worker of the board (or the one named), waits for their checks and returns what each now
 advertises. Errors name the cause: no such board worker (with the ones present), a folder without
 manifest or with a file that fails its hash, a bitstream whose registers contradict its manifest.
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runtime.pool.board import Deployment, board_info, deploy_job
-from runtime.pool.bundle import Bundle, board_key, check_board, read_bundle
-from runtime.pool.errors import NoDeviceError
+from vdla.runtime.pool.board import Deployment, board_info, deploy_job
+from vdla.runtime.pool.bundle import Bundle, board_key, check_board, read_bundle
+from vdla.runtime.pool.errors import NoDeviceError
 from vdla_hw.errors import DeviceFaultError
 from vdla_hw.fpga.manifest import read_manifest
 

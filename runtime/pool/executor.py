@@ -1,8 +1,8 @@
 """The client side of the pool: :class:`PoolExecutor` runs jobs on the workers of a Dask scheduler.
 
 It implements the tuner's measurement seam (:class:`JobExecutor`).  A job is ``fn(*args)``
-sent, pickled, to a worker offering ``device_kind`` (see :mod:`runtime.pool.kinds`), which runs
-it in a job process (:mod:`runtime.pool.jobs`).  Faults are handled here, on the client, so the
+sent, pickled, to a worker offering ``device_kind`` (see :mod:`vdla.runtime.pool.kinds`), which runs
+it in a job process (:mod:`vdla.runtime.pool.jobs`).  Faults are handled here, on the client, so the
 scheduler needs nothing of this project:
 
 - a kind no worker offers fails at ``submit``, naming the kind and the workers present; a job
@@ -31,10 +31,10 @@ from distributed import Client
 from distributed.scheduler import KilledWorker
 from distributed.security import Security
 
-from runtime.pool.errors import JobCrashedError, NoDeviceError, PoolError, SchedulerLostError, WorkerLostError
-from runtime.pool.jobs import run_job
-from runtime.pool.kinds import kinds_of, resources_for, satisfies
-from runtime.pool.security import security_from
+from vdla.runtime.pool.errors import JobCrashedError, NoDeviceError, PoolError, SchedulerLostError, WorkerLostError
+from vdla.runtime.pool.jobs import run_job
+from vdla.runtime.pool.kinds import kinds_of, resources_for, satisfies
+from vdla.runtime.pool.security import security_from
 from vdla_hw.errors import UsageError
 
 T = TypeVar("T")

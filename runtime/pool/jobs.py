@@ -1,7 +1,7 @@
 """What a pool worker runs for one job: a pickled call, in a job process, under the host lock.
 
 A Dask worker thread never runs a job itself.  It hands the pickled call to a persistent
-job process (:mod:`runtime.pool.child`), one per worker thread, and waits:
+job process (:mod:`vdla.runtime.pool.child`), one per worker thread, and waits:
 
 - a job past its timeout is cut by killing its process (a thread cannot be stopped), and a
   fresh process serves the next job;
@@ -31,8 +31,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from runtime.pool.frames import write_frame
-from runtime.pool.errors import JobCrashedError, JobTimeoutError
+from vdla.runtime.pool.frames import write_frame
+from vdla.runtime.pool.errors import JobCrashedError, JobTimeoutError
 
 LOCK_DIR_ENV = "VDLA_POOL_LOCK_DIR"
 
@@ -72,7 +72,7 @@ class JobProcess:
         env = dict(os.environ)
         # The job process must import what the worker can (the runtime, the job's modules).
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-        self.proc = subprocess.Popen([sys.executable, "-m", "runtime.pool.child", str(os.getpid())],
+        self.proc = subprocess.Popen([sys.executable, "-m", "vdla.runtime.pool.child", str(os.getpid())],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
 
     def call(self, request: bytes, timeout_s: float | None) -> bytes:

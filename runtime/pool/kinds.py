@@ -11,7 +11,7 @@ resources, so the stock Dask scheduler places jobs (nothing project-specific run
 - ``vdla-rtl-<digest>`` -- the Verilated RTL of the config whose
   :attr:`~vdla_hw.config.HwConfig.digest` is ``<digest>``.
 - ``fpga-<board>-<digest>`` -- a board loaded with that config's bitstream. A board worker
-  (:mod:`runtime.pool.board`) advertises it once ``vdla fpga deploy`` has loaded and checked a
+  (:mod:`vdla.runtime.pool.board`) advertises it once ``vdla fpga deploy`` has loaded and checked a
   bitstream; it is not a ``--device``.
 
 On the command line a worker's device is written ``KIND[=N]`` (N concurrent jobs);
@@ -31,7 +31,7 @@ SIM_KINDS = ("vdla-fsim", "vdla-cycle")
 _BACKEND_OF = {"vdla-fsim": "fsim", "vdla-cycle": "cycle"}
 _DIGEST = re.compile(r"[0-9a-f]{12}")
 _FEATURE = re.compile(r"[a-z0-9][a-z0-9._-]*")
-# The tuner names a CPU by its ISA (``cpu-avx512``, see compiler.autotune.task.HostInfo); where an
+# The tuner names a CPU by its ISA (``cpu-avx512``, see vdla.compiler.autotune.task.HostInfo); where an
 # ISA name is not itself an LLVM feature, it stands for the feature that defines it.
 _ISA_FEATURE = {"avx512": "avx512f"}
 

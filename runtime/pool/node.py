@@ -18,11 +18,11 @@ import numpy as np
 from distributed import LocalCluster, Scheduler, Worker
 from distributed.security import Security
 
-from runtime.backends import get_backend
-from runtime.cpu_module import host_cpu_features
-from runtime.pool.kinds import DeviceSpec, backend_of, worker_resources
-from runtime.pool.security import check_bind, is_loopback
-from runtime.system_programs import build_case
+from vdla.runtime.backends import get_backend
+from vdla.runtime.cpu_module import host_cpu_features
+from vdla.runtime.pool.kinds import DeviceSpec, backend_of, worker_resources
+from vdla.runtime.pool.security import check_bind, is_loopback
+from vdla.runtime.system_programs import build_case
 from vdla_hw.config import load_config
 from vdla_hw.errors import DeviceFaultError, UsageError
 

@@ -8,9 +8,9 @@ from typing import Any
 import cloudpickle
 from distributed import Client
 
-from runtime.pool.board import board_info
-from runtime.pool.jobs import RECENT_S, job_counts
-from runtime.pool.kinds import kinds_of
+from vdla.runtime.pool.board import board_info
+from vdla.runtime.pool.jobs import RECENT_S, job_counts
+from vdla.runtime.pool.kinds import kinds_of
 
 
 def _scheduler_queues(dask_scheduler: Any) -> dict[str, Any]:

@@ -6,13 +6,13 @@ import concurrent.futures as cf
 import re
 from typing import Any, Callable
 
-from runtime.backends import run as run_program
-from runtime.pool.board import run_on_board
-from runtime.pool.bundle import board_key
-from runtime.pool.errors import NoDeviceError
-from runtime.pool.kinds import backend_kind
-from runtime.program import Program
-from runtime.result import RunResult
+from vdla.runtime.backends import run as run_program
+from vdla.runtime.pool.board import run_on_board
+from vdla.runtime.pool.bundle import board_key
+from vdla.runtime.pool.errors import NoDeviceError
+from vdla.runtime.pool.kinds import backend_kind
+from vdla.runtime.program import Program
+from vdla.runtime.result import RunResult
 from vdla_hw.config import HwConfig
 from vdla_hw.errors import UsageError
 
@@ -69,7 +69,7 @@ def fpga_board(executor: Any, cfg: HwConfig) -> str:
     if boards:
         raise UsageError(f"boards {', '.join(boards)} of the pool are loaded with config {cfg.label()}: "
                          "say which one to use", hint=f"pass --board, e.g. --board {boards[0]}")
-    from runtime.pool.executor import describe_workers
+    from vdla.runtime.pool.executor import describe_workers
 
     raise NoDeviceError(f"no board of the pool at {executor.address} is loaded with config {cfg.label()}; workers "
                         f"present: {describe_workers(workers)}",
@@ -79,7 +79,7 @@ def fpga_board(executor: Any, cfg: HwConfig) -> str:
 
 def pool_runner(executor: Any, *, board: str | None = None,
                 timeout_s: float | None = None) -> Callable[..., RunResult]:
-    """A drop-in for :func:`runtime.backends.run` that runs each program on the pool (for the graph executor).
+    """A drop-in for :func:`vdla.runtime.backends.run` that runs each program on the pool (for the graph executor).
 
     With the ``fpga`` backend and no ``board``, the programs run on the one board of the pool loaded
     with their config (looked up once per config).
@@ -100,7 +100,7 @@ def pool_runner(executor: Any, *, board: str | None = None,
 
 def whole_module_worker(workers: list[Any], config: HwConfig | None, kernels: dict[str, Any] | None,
                         board: str | None = None) -> tuple[Any | None, str]:
-    """The board worker (a :class:`runtime.pool.deploy.BoardWorkerInfo`) that runs a whole module -- loaded
+    """The board worker (a :class:`vdla.runtime.pool.deploy.BoardWorkerInfo`) that runs a whole module -- loaded
     with the module's config and running on the processor its CPU kernels were compiled for -- or None and
     why not (then each VDLA node's program is shipped to the board instead)."""
     if config is None:
@@ -120,8 +120,8 @@ def whole_module_worker(workers: list[Any], config: HwConfig | None, kernels: di
 
 def run_whole_module(executor: Any, worker: Any, module: bytes, inputs: dict[str, Any], threads: int = 1,
                      timeout_s: float | None = None) -> list[Any]:
-    """Run a whole module on ``worker``'s board (see :func:`runtime.pool.board.run_module_on_board`)."""
-    from runtime.pool.board import run_module_on_board
+    """Run a whole module on ``worker``'s board (see :func:`vdla.runtime.pool.board.run_module_on_board`)."""
+    from vdla.runtime.pool.board import run_module_on_board
 
     return executor.submit(run_module_on_board, module, inputs, {}, threads, device_kind=worker.kind,
                            timeout_s=timeout_s).result()

@@ -3,13 +3,13 @@
 One module per hardware unit (``fetch``, ``load``, ``compute``, ``store``) plus
 the ``dma`` engines, the shared ``dram`` channels and the ``queues``; :func:`run_cycle`
 assembles and runs them.  The timing mirrors the RTL's structure (``docs/rtl.md``,
-"Instruction timing" and "Calibration").  Memory effects come from :mod:`simulator.semantics`, so the result
+"Instruction timing" and "Calibration").  Memory effects come from :mod:`vdla.simulator.semantics`, so the result
 is always the same as the functional simulator's.
 """
 
-from simulator.cycle.machine import CycleResult, Watchdog, run_cycle
-from simulator.cycle.stats import CycleStats, UnitStats, format_stats
-from simulator.cycle.trace import Timeline, chrome_trace, write_chrome_trace
+from vdla.simulator.cycle.machine import CycleResult, Watchdog, run_cycle
+from vdla.simulator.cycle.stats import CycleStats, UnitStats, format_stats
+from vdla.simulator.cycle.trace import Timeline, chrome_trace, write_chrome_trace
 
 __all__ = [
     "CycleResult",

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from simulator.cycle.compute import loop_iterations
-from simulator.cycle.machine import CycleResult
+from vdla.simulator.cycle.compute import loop_iterations
+from vdla.simulator.cycle.machine import CycleResult
 from vdla_hw.config import HwConfig
 from vdla_hw.isa import AluInsn, AluOp, GemmInsn, Insn, MemInsn
 

@@ -9,23 +9,23 @@ micro-ops, the instruction's loop iterations), as the RTL's ``vdla_gemm`` /
 * ALU: ``(n - 1) * ii + alu_pipeline_depth + 2`` -- a new iteration every
   ``ii = alu_ii`` cycles, or ``alu_copy_ii`` (1) for a MOV, which never reads its destination.
 * An instruction with ``n = 0`` is done the cycle after it starts.
-* LOAD UOP / LOAD ACC: as a LOAD on the load unit (see :mod:`simulator.cycle.load`),
+* LOAD UOP / LOAD ACC: as a LOAD on the load unit (see :mod:`vdla.simulator.cycle.load`),
   sharing the DRAM read channel.
 * FINISH: done the cycle after it starts; the program ends then.  Its tokens must
   order every load and store before it (checked as in fsim), so load and store
   have drained by then, which is what the RTL's FINISH waits for.
 
-The token gate adds ``insn_overhead`` cycles to each (:mod:`simulator.cycle.unit`):
+The token gate adds ``insn_overhead`` cycles to each (:mod:`vdla.simulator.cycle.unit`):
 with 3, a GEMM takes n + D + 4 cycles and an ALU (n - 1) II + D + 5, as in ``docs/rtl.md``.
 """
 
 from __future__ import annotations
 
-from simulator.cycle.dma import ReadRows
-from simulator.cycle.load import start_load
-from simulator.cycle.unit import Context, Unit
-from simulator.errors import ProtocolError
-from simulator.tokens import describe
+from vdla.simulator.cycle.dma import ReadRows
+from vdla.simulator.cycle.load import start_load
+from vdla.simulator.cycle.unit import Context, Unit
+from vdla.simulator.errors import ProtocolError
+from vdla.simulator.tokens import describe
 from vdla_hw.config import TimingConfig
 from vdla_hw.isa import AluInsn, AluOp, FinishInsn, GemmInsn, Insn, MemInsn, Module
 

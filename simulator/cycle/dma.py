@@ -13,7 +13,7 @@ or write bursts awaiting their response; and, for elements narrower than the bus
 at most ``dma_narrow_rows`` row commands between the engine's command and the row's
 first beat (reads) or first element (writes).
 
-Read data comes from the shared read channel (:meth:`simulator.cycle.dram.Dram.read_burst`);
+Read data comes from the shared read channel (:meth:`vdla.simulator.cycle.dram.Dram.read_burst`);
 the engine reports when each row's first and last beats arrive.  Writes are paced
 by the elements the store module feeds the engine (see :func:`write_rows`); a burst's
 response comes ``dram_latency`` cycles after its last beat.
@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from simulator.cycle.dram import END, REQUEST, START, Burst, Dram, Owner, burst_beats
+from vdla.simulator.cycle.dram import END, REQUEST, START, Burst, Dram, Owner, burst_beats
 from vdla_hw.config import HwConfig
 
 
@@ -152,7 +152,7 @@ class ReadRows(Owner):
     Booked as one streaming segment (``base`` + the plan's offsets) or as bursts (``heads`` /
     ``tails``, each row's first and last); a segment becomes bursts when another engine's
     request lands inside it.  Cycles move when another engine's earlier request is served
-    in front of them (then ``dirty`` is set, see :mod:`simulator.cycle.dram`).
+    in front of them (then ``dirty`` is set, see :mod:`vdla.simulator.cycle.dram`).
     """
 
     __slots__ = ("heads", "tails", "timing", "base", "plan", "cfg", "start", "geo", "writer", "stalls_booked")

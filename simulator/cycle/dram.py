@@ -3,7 +3,7 @@ channel used by store alone.
 
 Read data: a burst requested in cycle t delivers its first beat ``dram_latency``
 cycles later at the earliest and then holds the shared read data channel for its
-beats (or longer, see :class:`simulator.cycle.dma.RowGeometry`).  As in the RTL
+beats (or longer, see :class:`vdla.simulator.cycle.dma.RowGeometry`).  As in the RTL
 (one AXI ID, the DRAM answers in request order), bursts are served in the order
 of their request cycles: a burst's data starts at the later of its request +
 latency and the end of the burst requested before it.
@@ -18,7 +18,7 @@ the common case, is O(1) and costs no SimPy event.
 
 Writes go out on their own channel (AXI has separate read and write channels, and
 the RTL's DRAM model serves them independently); store is the only writer, so its
-DMA engine (:mod:`simulator.cycle.dma`) times them without arbitration and this
+DMA engine (:mod:`vdla.simulator.cycle.dma`) times them without arbitration and this
 module only counts them.
 """
 

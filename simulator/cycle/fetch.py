@@ -2,7 +2,7 @@
 
 Timed as the RTL's ``vdla_fetch``: fetch starts in cycle 0 and reads the program in
 chunks of ``dram_burst_bytes / 16`` instructions (at least one) through its own DMA
-engine (:func:`simulator.cycle.dma.read_rows`) into a buffer of two chunks.  A
+engine (:func:`vdla.simulator.cycle.dma.read_rows`) into a buffer of two chunks.  A
 chunk is requested once the buffer has room for all of it -- at once for the first
 two, then the cycle after the dispatch that frees the room -- so fetch streams two
 chunks ahead of dispatch.  Instructions come out of the DMA stream one every
@@ -17,11 +17,11 @@ SimPy event) only when a command queue's slot has not been freed by its unit yet
 
 from __future__ import annotations
 
-from simulator.cycle.dma import geometry
-from simulator.cycle.dram import END, START
-from simulator.cycle.stats import UnitCounters
-from simulator.cycle.unit import Blocked, Context, Process
-from simulator.tokens import describe
+from vdla.simulator.cycle.dma import geometry
+from vdla.simulator.cycle.dram import END, START
+from vdla.simulator.cycle.stats import UnitCounters
+from vdla.simulator.cycle.unit import Blocked, Context, Process
+from vdla.simulator.tokens import describe
 from vdla_hw.isa import INSN_BYTES
 
 

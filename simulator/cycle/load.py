@@ -2,7 +2,7 @@
 
 Timing of one LOAD (also used by compute for micro-op and accumulator loads), as
 the RTL's tile loader: from the executor's start in cycle ``s`` the row issuer
-hands the DMA engine one command per data row (:func:`simulator.cycle.dma.read_rows`)
+hands the DMA engine one command per data row (:func:`vdla.simulator.cycle.dma.read_rows`)
 while the writer walks the padded block in order, one SRAM element per
 ``sram_write_cycles`` from cycle ``s + 1``.  Padding elements never wait; a data
 element waits for its data:
@@ -10,7 +10,7 @@ element waits for its data:
 * an element at least as wide as the bus is written in the cycle of its last beat;
 * narrower elements come out of a beat register one per cycle from the cycle after
   the beat (the engine holds the read channel meanwhile, see
-  :class:`simulator.cycle.dma.RowGeometry`), and a row's first beat is taken only
+  :class:`vdla.simulator.cycle.dma.RowGeometry`), and a row's first beat is taken only
   once the previous row's last element is out.
 
 The executor is done the cycle after the last write.
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from functools import partial
 
-from simulator.cycle.dma import ReadRows, Writer, geometry, read_rows
-from simulator.cycle.unit import Unit
+from vdla.simulator.cycle.dma import ReadRows, Writer, geometry, read_rows
+from vdla.simulator.cycle.unit import Unit
 from vdla_hw.config import HwConfig
 from vdla_hw.isa import Insn, MemInsn, Module
 

@@ -1,7 +1,7 @@
 """The cycle-level machine: fetch, load, compute and store on shared queues and DRAM.
 
 :func:`run_cycle` is the cycle model's counterpart of
-:func:`simulator.fsim.run_fsim`: same arguments, same static checks, same memory
+:func:`vdla.simulator.fsim.run_fsim`: same arguments, same static checks, same memory
 result (the semantics are shared), plus timing statistics and optionally a
 timeline.  Nothing can hang it: a watchdog process wakes every
 ``_CHUNK_CYCLES`` simulated cycles, and if no other event is scheduled then,
@@ -20,21 +20,21 @@ from typing import Iterable
 import numpy as np
 import simpy
 
-from simulator.checks import check_program
-from simulator.window import Window
-from simulator.counters import Counters
-from simulator.cycle.compute import ComputeUnit
-from simulator.cycle.dram import Dram
-from simulator.cycle.fetch import FetchUnit
-from simulator.cycle.load import LoadUnit
-from simulator.cycle.queues import Queues
-from simulator.cycle.stats import CycleStats, summarize
-from simulator.cycle.store import StoreUnit
-from simulator.cycle.trace import UNITS, Timeline
-from simulator.cycle.unit import Context, Process
-from simulator.errors import DeadlockError, SimTimeoutError, SimulationError
-from simulator.semantics import MachineState
-from simulator.tokens import DEP_QUEUES, TokenOps
+from vdla.simulator.checks import check_program
+from vdla.simulator.window import Window
+from vdla.simulator.counters import Counters
+from vdla.simulator.cycle.compute import ComputeUnit
+from vdla.simulator.cycle.dram import Dram
+from vdla.simulator.cycle.fetch import FetchUnit
+from vdla.simulator.cycle.load import LoadUnit
+from vdla.simulator.cycle.queues import Queues
+from vdla.simulator.cycle.stats import CycleStats, summarize
+from vdla.simulator.cycle.store import StoreUnit
+from vdla.simulator.cycle.trace import UNITS, Timeline
+from vdla.simulator.cycle.unit import Context, Process
+from vdla.simulator.errors import DeadlockError, SimTimeoutError, SimulationError
+from vdla.simulator.semantics import MachineState
+from vdla.simulator.tokens import DEP_QUEUES, TokenOps
 from vdla_hw.config import HwConfig
 from vdla_hw.isa import Insn
 
@@ -61,7 +61,7 @@ class Watchdog:
 class CycleResult:
     """The outcome of a cycle-model run.
 
-    ``dram`` and ``counters`` equal what :func:`~simulator.fsim.run_fsim` returns for
+    ``dram`` and ``counters`` equal what :func:`~vdla.simulator.fsim.run_fsim` returns for
     the same program; ``stats`` says where the cycles went; ``timeline`` holds the
     per-instruction slices when one was requested.
     """

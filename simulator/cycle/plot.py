@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from simulator.cycle.trace import UNITS, Timeline
+from vdla.simulator.cycle.trace import UNITS, Timeline
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

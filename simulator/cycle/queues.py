@@ -26,7 +26,7 @@ from typing import Any
 
 import simpy
 
-from simulator.tokens import DEP_QUEUES
+from vdla.simulator.tokens import DEP_QUEUES
 from vdla_hw.config import HwConfig
 from vdla_hw.isa import Module
 

@@ -2,7 +2,7 @@
 
 Units bump :class:`UnitCounters` while the simulation runs; :func:`summarize`
 turns them, the DRAM counters and the work counters of the semantics
-(:class:`simulator.counters.Counters`, the same ones fsim reports) into a frozen
+(:class:`vdla.simulator.counters.Counters`, the same ones fsim reports) into a frozen
 :class:`CycleStats` once the program finished.
 """
 

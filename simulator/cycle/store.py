@@ -6,15 +6,15 @@ per cycle into a small element queue -- the counters load in cycle ``s + 1``, th
 SRAM answers a cycle later, and the queue adds ``queue_latency`` -- so the write
 engine sees element k in cycle ``s + 2 + queue_latency + k`` at the earliest.  The
 row issuer hands the engine one command per row, and the engine packs the elements
-into bursts (:func:`simulator.cycle.dma.write_rows`).  The STORE is done once the
+into bursts (:func:`vdla.simulator.cycle.dma.write_rows`).  The STORE is done once the
 last burst's write response has arrived, so the tokens it pushes mean "the data is
 in DRAM".  An empty STORE is done the cycle after it starts.
 """
 
 from __future__ import annotations
 
-from simulator.cycle.dma import geometry, write_rows
-from simulator.cycle.unit import Unit
+from vdla.simulator.cycle.dma import geometry, write_rows
+from vdla.simulator.cycle.unit import Unit
 from vdla_hw.isa import Insn, MemInsn, Module
 
 

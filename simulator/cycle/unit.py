@@ -8,7 +8,7 @@ dependency-token gate (``vdla_dep_gate``) around the module's executor:
 * cycle ``a + 1``: pop the tokens the flags ask for, each as soon as it is visible;
   the executor starts (cycle ``s``) when all are popped;
 * cycle ``s + E``: the executor is done (``E`` from the subclass's :meth:`Unit.execute`);
-  its memory effects are applied through ``simulator.semantics.execute``;
+  its memory effects are applied through ``vdla.simulator.semantics.execute``;
 * cycle ``s + E + 1``: push the tokens the flags ask for, each as soon as its queue
   has room; the gate takes the next instruction ``insn_overhead - 2`` cycles after
   its last push (the cycle after, with the RTL's 3).
@@ -37,14 +37,14 @@ from typing import Any, NamedTuple
 
 import simpy
 
-from simulator.counters import Counters
-from simulator.cycle.dma import ReadRows, RowGeometry
-from simulator.cycle.dram import Dram
-from simulator.cycle.queues import Queues
-from simulator.cycle.stats import UnitCounters
-from simulator.cycle.trace import Timeline
-from simulator.semantics import MachineState, execute
-from simulator.tokens import TokenOps, describe
+from vdla.simulator.counters import Counters
+from vdla.simulator.cycle.dma import ReadRows, RowGeometry
+from vdla.simulator.cycle.dram import Dram
+from vdla.simulator.cycle.queues import Queues
+from vdla.simulator.cycle.stats import UnitCounters
+from vdla.simulator.cycle.trace import Timeline
+from vdla.simulator.semantics import MachineState, execute
+from vdla.simulator.tokens import TokenOps, describe
 from vdla_hw.config import HwConfig
 from vdla_hw.isa import DepFlags, Insn, MemInsn, Module, opcode_of
 
@@ -222,7 +222,7 @@ class Unit(ABC):
         Returns ``(E, dram_wait, rows)``: the executor is done in cycle ``start + E``,
         ``dram_wait`` of those cycles are spent waiting for DRAM, and ``rows`` are the
         reads it booked (None if none), whose ``timing()`` gives the first two again
-        if the DRAM moves them.  The loop applies the memory effects (``simulator.semantics.execute``)
+        if the DRAM moves them.  The loop applies the memory effects (``vdla.simulator.semantics.execute``)
         the cycle after the executor is done.
         """
 

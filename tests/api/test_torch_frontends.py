@@ -20,8 +20,8 @@ import torch
 from torch._dynamo.exc import BackendCompilerFailed
 
 import vdla
-from compiler.frontend.torch_dynamo import VdlaFallbackWarning
-from compiler.graph.errors import UnsupportedModelError
+from vdla.compiler.frontend.torch_dynamo import VdlaFallbackWarning
+from vdla.compiler.graph.errors import UnsupportedModelError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
 
@@ -83,7 +83,7 @@ def test_torch_compile_matches_eager_and_caches_per_shape() -> None:
     m = small_net()
     compiled = torch.compile(m, backend="vdla", dynamic=False)
     shapes = [(1, 3, 16, 16), (2, 3, 12, 12), (1, 3, 16, 16), (2, 3, 12, 12)]
-    from compiler.frontend import torch_dynamo
+    from vdla.compiler.frontend import torch_dynamo
 
     calls = []
     original = torch_dynamo.compile_graph
@@ -162,7 +162,7 @@ def test_custom_autograd_function_model_compiles() -> None:
 
 
 def test_int8_on_the_vdla_through_torch_compile(monkeypatch: pytest.MonkeyPatch) -> None:
-    from compiler.frontend import torch_dynamo
+    from vdla.compiler.frontend import torch_dynamo
 
     graphs: list[torch_dynamo.CompiledGraph] = []
     original = torch_dynamo.vdla_backend

@@ -32,7 +32,7 @@ def test_compile_onnx_run_export_load(tmp_path: Path) -> None:
     model = write_small_cnn(tmp_path / "cnn.onnx")
     x = np.random.default_rng(0).standard_normal((1, 1, 8, 8)).astype(np.float32)
     ref = vdla.from_onnx(model)
-    from compiler.graph.executor import run_graph
+    from vdla.compiler.graph.executor import run_graph
 
     expected, = run_graph(ref, {"x": x})
     mod = vdla.compile(model, target="llvm")
@@ -62,7 +62,7 @@ def test_compile_int8_for_vdla_partition_report(tmp_path: Path) -> None:
 
 
 def test_program_run_timeline_and_reprs() -> None:
-    from runtime.workloads import tiled_gemm_program
+    from vdla.runtime.workloads import tiled_gemm_program
 
     cfg = vdla.hw_config("tiny")
     program, reference = tiled_gemm_program(cfg, 16, 16, 16, virtual_threads=2)
@@ -77,7 +77,7 @@ def test_program_run_timeline_and_reprs() -> None:
 
 
 def test_assembler_round_trip() -> None:
-    from runtime.workloads import tiled_gemm_program
+    from vdla.runtime.workloads import tiled_gemm_program
 
     cfg = vdla.hw_config("tiny")
     program, _ = tiled_gemm_program(cfg, 16, 16, 16)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from compiler.autotune.executor import LocalExecutor
-from compiler.autotune.task import Task, make_task
+from vdla.compiler.autotune.executor import LocalExecutor
+from vdla.compiler.autotune.task import Task, make_task
 from vdla_hw.config import load_config
 
 SMALL_CONV = {"n": 1, "ic_outer": 1, "h": 8, "w": 8, "ic_block": 16, "oc_outer": 2, "kh": 3, "kw": 3, "oc_block": 16,

@@ -15,7 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from runtime.graph_executor import load
+from vdla.runtime.graph_executor import load
 
 
 class _Net(torch.nn.Module):
@@ -46,7 +46,7 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _vdla(*args: str, **kw: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "compiler.cli.main", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "vdla.compiler.cli.main", *args], capture_output=True, text=True,
                           timeout=600, **kw)  # type: ignore[call-overload]
 
 
@@ -63,7 +63,7 @@ def _run(module: Path, x: np.ndarray) -> np.ndarray:
 
 def test_vdla_tune_survives_sigkill_and_its_best_configs_compile(model: Path, tmp_path: Path) -> None:
     log = tmp_path / "tune.jsonl"
-    cmd = [sys.executable, "-m", "compiler.cli.main", "tune", str(model), "--target", "vdla", "--trials", "4",
+    cmd = [sys.executable, "-m", "vdla.compiler.cli.main", "tune", str(model), "--target", "vdla", "--trials", "4",
            "--batch", "1", "--tuner", "random", "--log", str(log), "--quiet"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300

@@ -7,13 +7,13 @@ import json
 import numpy as np
 import pytest
 
-from compiler.autotune.database import ApplyBest, Database, Record, read_log
-from compiler.autotune.executor import LocalExecutor
-from compiler.autotune.measure import Measurer
-from compiler.autotune.space import Config, ConfigSpace
-from compiler.autotune.task import Task, make_task
-from compiler.autotune.template import template_for
-from compiler.autotune.tuner import TUNERS, XGBTuner, make_tuner, tune_task
+from vdla.compiler.autotune.database import ApplyBest, Database, Record, read_log
+from vdla.compiler.autotune.executor import LocalExecutor
+from vdla.compiler.autotune.measure import Measurer
+from vdla.compiler.autotune.space import Config, ConfigSpace
+from vdla.compiler.autotune.task import Task, make_task
+from vdla.compiler.autotune.template import template_for
+from vdla.compiler.autotune.tuner import TUNERS, XGBTuner, make_tuner, tune_task
 from vdla_hw.errors import BadFileError
 
 
@@ -120,7 +120,7 @@ def test_tune_task_measures_default_first_and_resumes_without_remeasuring(tmp_pa
 
 def test_a_spent_time_budget_leaves_each_task_its_first_batch(tmp_path, vdla_task: Task, hw_config: dict,
                                                                small_vdla_conv: dict) -> None:
-    from compiler.autotune.session import tune_tasks
+    from vdla.compiler.autotune.session import tune_tasks
 
     tasks = [vdla_task, make_task("vdla_conv2d", dict(small_vdla_conv, oc=64))]
     db = Database(tmp_path / "t.jsonl")
@@ -137,7 +137,7 @@ def test_a_spent_time_budget_leaves_each_task_its_first_batch(tmp_path, vdla_tas
 def test_xgb_batches_trade_score_for_diversity(vdla_task: Task, hw_config: dict) -> None:
     import itertools
 
-    from compiler.vdla.topi import estimate_cycles
+    from vdla.compiler.vdla.topi import estimate_cycles
 
     def spread(diversity: float) -> tuple[list[int], float]:
         template = _restricted(template_for(vdla_task, hw_config), 60)

@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from compiler.autotune.executor import JobTimeout, LocalExecutor, WorkerDied
-from compiler.autotune.measure import MeasureOptions, Measurer, Status
-from compiler.autotune.space import Config
-from compiler.autotune.task import Task, make_task
+from vdla.compiler.autotune.executor import JobTimeout, LocalExecutor, WorkerDied
+from vdla.compiler.autotune.measure import MeasureOptions, Measurer, Status
+from vdla.compiler.autotune.space import Config
+from vdla.compiler.autotune.task import Task, make_task
 
 
 def _sleep(seconds: float) -> float:
@@ -89,7 +89,7 @@ AVX2 = "llvm -mcpu=haswell -mattr=+avx,+avx2,+fma"
 @pytest.mark.parametrize("target", ["llvm", AVX2])
 def test_register_tiles_are_sized_for_the_compile_target(target: str, executor: LocalExecutor,
                                                         small_conv: dict) -> None:
-    from compiler.autotune.task import make_task
+    from vdla.compiler.autotune.task import make_task
 
     task = make_task("conv2d_nchwc", dict(small_conv, oc_outer=4), target)
     m = Measurer(task, executor, MeasureOptions(repeats=2))

@@ -10,18 +10,18 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from compiler.autotune.database import ApplyBest, Database, Record, read_log
-from compiler.autotune.dispatch import dispatching
-from compiler.autotune.executor import LocalExecutor
-from compiler.autotune.measure import Measurer, Status
-from compiler.autotune.space import Config
-from compiler.autotune.task import Task, extract_tasks
-from compiler.autotune.template import template_for
-from compiler.frontend.onnx import from_onnx
-from compiler.graph.build import build_model
-from compiler.graph.lower_llvm import build_kernel
-from compiler.graph.passes import optimize_for_cpu
-from compiler.tir.printer import to_text
+from vdla.compiler.autotune.database import ApplyBest, Database, Record, read_log
+from vdla.compiler.autotune.dispatch import dispatching
+from vdla.compiler.autotune.executor import LocalExecutor
+from vdla.compiler.autotune.measure import Measurer, Status
+from vdla.compiler.autotune.space import Config
+from vdla.compiler.autotune.task import Task, extract_tasks
+from vdla.compiler.autotune.template import template_for
+from vdla.compiler.frontend.onnx import from_onnx
+from vdla.compiler.graph.build import build_model
+from vdla.compiler.graph.lower_llvm import build_kernel
+from vdla.compiler.graph.passes import optimize_for_cpu
+from vdla.compiler.tir.printer import to_text
 
 NEW_KINDS = ("pool2d", "elementwise", "batch_matmul")
 
@@ -157,7 +157,7 @@ def test_a_task_missing_from_the_log_falls_back_to_the_default(net: tuple, log: 
 ], ids=["max_nchwc", "avg_nchw"])
 def test_every_pool_config_computes_the_pooling(workload: dict, tmp_path: Path) -> None:
     """The pool knobs (column tile, unrolled window columns, vector width) never change the result."""
-    from compiler.autotune.task import make_task
+    from vdla.compiler.autotune.task import make_task
 
     template = template_for(make_task("pool2d", workload))
     space = template.space

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler.autotune.dispatch import dispatching
-from compiler.autotune.space import Axis, Config, ConfigSpace
-from compiler.autotune.task import HostInfo, Task, extract_tasks, make_task
-from compiler.autotune.template import template_for
-from compiler.graph import GraphBuilder
-from compiler.graph.build import build_model
-from compiler.tir.printer import to_text
+from vdla.compiler.autotune.dispatch import dispatching
+from vdla.compiler.autotune.space import Axis, Config, ConfigSpace
+from vdla.compiler.autotune.task import HostInfo, Task, extract_tasks, make_task
+from vdla.compiler.autotune.template import template_for
+from vdla.compiler.graph import GraphBuilder
+from vdla.compiler.graph.build import build_model
+from vdla.compiler.tir.printer import to_text
 from vdla_hw.errors import BadConfigError
 
 
@@ -131,7 +131,7 @@ def test_dispatched_knobs_reach_the_lowering() -> None:
 
 
 def test_program_features_see_the_loop_structure(cpu_task: Task) -> None:
-    from compiler.autotune.features import LOOPS
+    from vdla.compiler.autotune.features import LOOPS
 
     template = template_for(cpu_task)
     base = template.default().to_dict()

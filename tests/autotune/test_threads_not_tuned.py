@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compiler.autotune.database import ApplyBest, Database, read_log
-from compiler.autotune.dispatch import dispatching
-from compiler.autotune.session import tune_tasks
-from compiler.autotune.task import Task, extract_tasks, make_task
-from compiler.autotune.template import template_for
-from compiler.graph import GraphBuilder
-from compiler.graph.build import build_model
+from vdla.compiler.autotune.database import ApplyBest, Database, read_log
+from vdla.compiler.autotune.dispatch import dispatching
+from vdla.compiler.autotune.session import tune_tasks
+from vdla.compiler.autotune.task import Task, extract_tasks, make_task
+from vdla.compiler.autotune.template import template_for
+from vdla.compiler.graph import GraphBuilder
+from vdla.compiler.graph.build import build_model
 
 WORKLOADS = {
     "conv2d_nchwc": {"n": 1, "ic_outer": 1, "h": 8, "w": 8, "ic_block": 16, "oc_outer": 2, "kh": 3, "kw": 3,

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
-from compiler.autotune.database import Record
-from compiler.autotune.task import Task, make_task
-from compiler.autotune.template import Template, template_for
-from compiler.autotune.tuner import XGBTuner
+from vdla.compiler.autotune.database import Record
+from vdla.compiler.autotune.task import Task, make_task
+from vdla.compiler.autotune.template import Template, template_for
+from vdla.compiler.autotune.tuner import XGBTuner
 
 
 def _measured(task: Task, hw_config: dict, count: int) -> tuple[Template, list[int], list[float]]:

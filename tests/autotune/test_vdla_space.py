@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from compiler.vdla import VdlaTarget
-from compiler.vdla.target import SCOPE_INP, SCOPE_UOP
-from compiler.vdla.topi import (
+from vdla.compiler.vdla import VdlaTarget
+from vdla.compiler.vdla.target import SCOPE_INP, SCOPE_UOP
+from vdla.compiler.vdla.topi import (
     Conv2dKnobs,
     Conv2dWorkload,
     Requantize,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from compiler.cli.main import main
+from vdla.compiler.cli.main import main
 from vdla_hw import cache
 from vdla_hw.errors import BadConfigError
 from vdla_hw.rtl_build import build_dir

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compiler.cli.main import build_parser
-from compiler.cli.main import run as cli
-from runtime.workloads import tiled_gemm_program
+from vdla.compiler.cli.main import build_parser
+from vdla.compiler.cli.main import run as cli
+from vdla.runtime.workloads import tiled_gemm_program
 from vdla_hw.config import load_config
 
 # y = relu((b + x @ w.T) >> 2) on the tiny preset (1x4 input tiles, 4x4 weight tiles): x is 2x8 (2x2 tiles),

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from compiler.cli.main import main
-from runtime.file_checks import elf_machine
+from vdla.compiler.cli.main import main
+from vdla.runtime.file_checks import elf_machine
 
 
 @pytest.fixture(scope="module")

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import numpy as np
 
-from compiler.cli.main import main
-from compiler.examples import EXAMPLE_FILES
-from compiler.frontend.onnx import from_onnx
-from compiler.graph import run_graph
-from runtime import run
-from runtime.program import Program
+from vdla.compiler.cli.main import main
+from vdla.compiler.examples import EXAMPLE_FILES
+from vdla.compiler.frontend.onnx import from_onnx
+from vdla.compiler.graph import run_graph
+from vdla.runtime import run
+from vdla.runtime.program import Program
 from vdla_hw.asm import assemble
 from vdla_hw.config import load_config
 from vdla_hw.isa import MemInsn, MemType

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _vdla(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-m", "compiler.cli.main", *args], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "vdla.compiler.cli.main", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300)
 
 

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from compiler.cli.main import main as vdla
-from runtime import run
-from runtime.backends import waveform
-from runtime.backends.waveform import Window, WaveformSizeWarning, min_cycles, traced_signals
-from runtime.system_programs import build_case
-from runtime.workloads import tiled_gemm_program
+from vdla.compiler.cli.main import main as vdla
+from vdla.runtime import run
+from vdla.runtime.backends import waveform
+from vdla.runtime.backends.waveform import Window, WaveformSizeWarning, min_cycles, traced_signals
+from vdla.runtime.system_programs import build_case
+from vdla.runtime.workloads import tiled_gemm_program
 from vdla_hw.config import load_config
 from vdla_hw.errors import UsageError
 from vdla_hw.harness import harness_library
@@ -92,7 +92,7 @@ def test_progress_is_drawn_on_a_terminal_only_and_never_when_quiet(capsys) -> No
 
 
 def test_vdla_quiet_silences_the_tools_and_their_subprocesses(tmp_path: Path) -> None:
-    code = ("import os, sys\nfrom compiler.cli.main import main\n"
+    code = ("import os, sys\nfrom vdla.compiler.cli.main import main\n"
             f"main(['--quiet', 'example', {str(tmp_path)!r}])\n"
             "assert os.environ.get('VDLA_QUIET') == '1'\n" + BAR_CODE)
     assert "building the thing" not in _run_on_a_terminal(code)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 
-from compiler import te, topi
-from compiler.codegen.llvm import codegen, parse_target, using_target
-from compiler.tir.pipeline import lower
-from compiler.tir.stmt import PrimFunc
+from vdla.compiler import te, topi
+from vdla.compiler.codegen.llvm import codegen, parse_target, using_target
+from vdla.compiler.tir.pipeline import lower
+from vdla.compiler.tir.stmt import PrimFunc
 
 _SPILL = re.compile(r"(Spill|Reload)")
 
@@ -80,7 +80,7 @@ def test_board_targets_come_from_the_board_table() -> None:
 def test_bad_arm_targets_are_refused_with_the_fix() -> None:
     import pytest
 
-    from compiler.codegen.llvm import TargetError
+    from vdla.compiler.codegen.llvm import TargetError
 
     with pytest.raises(TargetError, match="has no NEON") as err:
         parse_target("llvm -mtriple=armv7a-linux-gnueabihf -mcpu=cortex-a9 -mattr=+vfp3")

@@ -2,7 +2,7 @@
 
 Each graph is compiled for ``board:ultra96-v2`` (AArch64, Cortex-A53) and ``board:pynq-z2`` (ARMv7-A,
 Cortex-A9, NEON, hard-float); its kernels are cross-built into one static executable (zig, musl) and
-every kernel call runs under ``qemu-aarch64`` / ``qemu-arm`` (:class:`compiler.codegen.llvm.cross.
+every kernel call runs under ``qemu-aarch64`` / ``qemu-arm`` (:class:`vdla.compiler.codegen.llvm.cross.
 EmulatedLibrary`), parallel loops on two threads.  The outputs are compared with the graph's NumPy
 reference executor: fp32 within ``rtol = atol = 1e-4`` (a Cortex-A9 has no fused multiply-add and flushes
 NEON denormals to zero, so the last bits differ from x86), the integer graphs bit-exact.
@@ -18,9 +18,9 @@ import shutil
 import numpy as np
 import pytest
 
-from compiler.graph import GraphBuilder, run_graph
-from compiler.graph.build import build_model
-from runtime.cpu_module import ForeignArchitecture
+from vdla.compiler.graph import GraphBuilder, run_graph
+from vdla.compiler.graph.build import build_model
+from vdla.runtime.cpu_module import ForeignArchitecture
 
 BOARDS = ("ultra96-v2", "pynq-z2")
 TOL = {"rtol": 1e-4, "atol": 1e-4}

@@ -17,9 +17,9 @@ _PROBE = r"""
 import json, sys
 import numpy as np
 sys.path.insert(0, ".")
-from compiler.codegen.llvm.target import host_target
-from compiler.graph import GraphBuilder
-from compiler.graph.build import build_model
+from vdla.compiler.codegen.llvm.target import host_target
+from vdla.compiler.graph import GraphBuilder
+from vdla.compiler.graph.build import build_model
 
 t = host_target()
 rng = np.random.default_rng(0)

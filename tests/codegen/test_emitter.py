@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.codegen.llvm import CodegenError, codegen, host_target, jit
-from compiler.tir import run
-from compiler.tir import op as top
-from compiler.tir.ir import (Allocate, Broadcast, BufferStore, Cast, Evaluate, For, ForKind,
+from vdla.compiler.codegen.llvm import CodegenError, codegen, host_target, jit
+from vdla.compiler.tir import run
+from vdla.compiler.tir import op as top
+from vdla.compiler.tir.ir import (Allocate, Broadcast, BufferStore, Cast, Evaluate, For, ForKind,
                              IfThenElse, IntImm, LetStmt, PrimFunc, Ramp, Select, Var,
                              decl_buffer, seq)
 
@@ -192,8 +192,8 @@ def test_generated_code_uses_wide_fma() -> None:
 
 
 def test_unlowered_blocks_and_packed_calls_are_rejected() -> None:
-    from compiler import te
-    from compiler.schedule import create_schedule
+    from vdla.compiler import te
+    from vdla.compiler.schedule import create_schedule
     x = te.placeholder((4,), name="x")
     y = te.compute((4,), lambda i: x[i] + 1.0, name="y")
     with pytest.raises(CodegenError, match="lower the schedule"):
@@ -227,9 +227,9 @@ def test_inline_vector_exp_accuracy_and_edges() -> None:
 def test_int32_data_arithmetic_wraps_like_numpy() -> None:
     """Data arithmetic carries no ``nsw``: an overflowing int32 multiply-add wraps exactly as
     NumPy (and the accelerator's accumulators) do, instead of being undefined."""
-    from compiler import te
-    from compiler.build import build
-    from compiler.schedule import create_schedule
+    from vdla.compiler import te
+    from vdla.compiler.build import build
+    from vdla.compiler.schedule import create_schedule
 
     a_t = te.placeholder((64,), dtype="int32", name="A")
     b_t = te.placeholder((64,), dtype="int32", name="B")

@@ -12,12 +12,12 @@ import re
 import numpy as np
 import pytest
 
-from compiler import te, topi
-from compiler.codegen.llvm import codegen, parse_target, using_target
-from compiler.graph import GraphBuilder
-from compiler.graph.build import build_model
-from compiler.tir.pipeline import lower
-from compiler.tir.stmt import PrimFunc
+from vdla.compiler import te, topi
+from vdla.compiler.codegen.llvm import codegen, parse_target, using_target
+from vdla.compiler.graph import GraphBuilder
+from vdla.compiler.graph.build import build_model
+from vdla.compiler.tir.pipeline import lower
+from vdla.compiler.tir.stmt import PrimFunc
 
 AVX2 = "llvm -mcpu=haswell"
 AVX512 = "llvm -mcpu=skylake-avx512"

@@ -1,4 +1,4 @@
-"""``compiler.build`` modules: argument checks, export to a shared library, loading it
+"""``vdla.compiler.build`` modules: argument checks, export to a shared library, loading it
 with the runtime alone, and refusing CPUs that lack the recorded features."""
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ import llvmlite.binding as llvm
 import numpy as np
 import pytest
 
-from compiler import te
-from compiler.build import BuildError, build
-from compiler.codegen.llvm import TargetError, codegen, export_library, host_target, jit
-from compiler.codegen.llvm import parse_target
-from compiler.schedule import create_schedule
-from runtime.cpu_module import CpuModuleError, MissingCpuFeatures, load_module
+from vdla.compiler import te
+from vdla.compiler.build import BuildError, build
+from vdla.compiler.codegen.llvm import TargetError, codegen, export_library, host_target, jit
+from vdla.compiler.codegen.llvm import parse_target
+from vdla.compiler.schedule import create_schedule
+from vdla.runtime.cpu_module import CpuModuleError, MissingCpuFeatures, load_module
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -92,14 +92,14 @@ def test_parameter_order_follows_args() -> None:
 _LOADER = textwrap.dedent("""
     import json, sys
     import numpy as np
-    from runtime.cpu_module import load_module
+    from vdla.runtime.cpu_module import load_module
     mod = load_module(sys.argv[1])
     mod.set_num_threads(2)
     x = np.arange(160, dtype=np.float32).reshape(4, 40)
     z = np.zeros((4, 40), np.float32)
     mod["axpy"](x, np.ones_like(x), z)
     assert np.array_equal(z, x * 2 + 1), z
-    assert not any(m == "compiler" or m.startswith("compiler.") for m in sys.modules)
+    assert not any(m == "vdla.compiler" or m.startswith("vdla.compiler.") for m in sys.modules)
     print(json.dumps(mod.target))
 """)
 
@@ -125,7 +125,7 @@ def test_library_requiring_a_missing_feature_is_refused(tmp_path: Path) -> None:
     feature = _missing_feature()
     x = te.placeholder((8,), name="x")
     y = te.compute((8,), lambda i: x[i] * 2.0, name="y")
-    from compiler.tir.pipeline import lower
+    from vdla.compiler.tir.pipeline import lower
     func = lower(create_schedule(y))
     mod = codegen([func], host_target().with_features(feature))
     lib = export_library(mod, tmp_path / "needs.so")

@@ -6,11 +6,11 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compiler import te, topi
-from compiler.build import build
-from compiler.schedule import Schedule, create_schedule
-from compiler.tir import run
-from compiler.tir.pipeline import lower
+from vdla.compiler import te, topi
+from vdla.compiler.build import build
+from vdla.compiler.schedule import Schedule, create_schedule
+from vdla.compiler.tir import run
+from vdla.compiler.tir.pipeline import lower
 
 SETTINGS = settings(max_examples=12, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

@@ -9,9 +9,9 @@ import math
 
 import numpy as np
 
-from compiler.codegen.llvm import codegen, host_target, jit
-from compiler.tir import op as top
-from compiler.tir.ir import BufferStore, For, ForKind, IntImm, PrimFunc, Ramp, Var, decl_buffer
+from vdla.compiler.codegen.llvm import codegen, host_target, jit
+from vdla.compiler.tir import op as top
+from vdla.compiler.tir.ir import BufferStore, For, ForKind, IntImm, PrimFunc, Ramp, Var, decl_buffer
 
 
 def _vector_erf(x: np.ndarray) -> np.ndarray:

@@ -5,9 +5,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from compiler import te
-from compiler.tir import PrimFunc, run
-from compiler.tir.pipeline import PIPELINES
+from vdla.compiler import te
+from vdla.compiler.tir import PrimFunc, run
+from vdla.compiler.tir.pipeline import PIPELINES
 
 FP32_RTOL = 1e-5
 FP32_ATOL = 1e-5

@@ -4,8 +4,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.tir.arith import Analyzer, Interval, eval_interval
-from compiler.tir.ir import (FloorDiv, FloorMod, IntImm, Max, Min, PrimExpr, Var, const,
+from vdla.compiler.tir.arith import Analyzer, Interval, eval_interval
+from vdla.compiler.tir.ir import (FloorDiv, FloorMod, IntImm, Max, Min, PrimExpr, Var, const,
                              floordiv, floormod)
 
 X, Y, Z = Var("x"), Var("y"), Var("z")
@@ -13,7 +13,7 @@ BOUNDS = {X: (0, 7), Y: (0, 12), Z: (-3, 5)}
 
 
 def evaluate(e: PrimExpr, env: dict) -> int:
-    from compiler.tir.ir import EQ, GE, GT, LE, LT, NE, Add, And, Mul, Not, Or, Select, Sub
+    from vdla.compiler.tir.ir import EQ, GE, GT, LE, LT, NE, Add, And, Mul, Not, Or, Select, Sub
     if isinstance(e, IntImm):
         return e.value
     if isinstance(e, Var):
@@ -71,7 +71,7 @@ def test_bounds_are_sound(e, env):
 @settings(max_examples=100, deadline=None)
 @given(exprs, points, st.sampled_from(["lt", "ge", "eq"]), st.integers(-10, 20))
 def test_comparison_simplify(e, env, op, c):
-    cond = {"lt": e < c, "ge": e >= c, "eq": __import__("compiler.tir.ir", fromlist=["eq"]).eq(e, c)}[op]
+    cond = {"lt": e < c, "ge": e >= c, "eq": __import__("vdla.compiler.tir.ir", fromlist=["eq"]).eq(e, c)}[op]
     assert evaluate(Analyzer(BOUNDS).simplify(cond), env) == evaluate(cond, env)
 
 
@@ -102,7 +102,7 @@ def test_canonical_rules():
 
 def test_vectorized_select_on_a_constant_condition_folds() -> None:
     # A loop unrolled after vectorizing leaves select(broadcast(True, 8), a, b): only a may remain.
-    from compiler.tir.ir import Broadcast, Select
+    from vdla.compiler.tir.ir import Broadcast, Select
 
     a, b = Var("a", "float32"), Var("b", "float32")
     va, vb = Broadcast(a, 8), Broadcast(b, 8)

@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler.tir import InterpreterError, run
-from compiler.tir.interpreter import to_python
-from compiler.tir.ir import (Broadcast, BufferStore, Cast, For, ForKind, PrimFunc, Ramp, Select,
+from vdla.compiler.tir import InterpreterError, run
+from vdla.compiler.tir.interpreter import to_python
+from vdla.compiler.tir.ir import (Broadcast, BufferStore, Cast, For, ForKind, PrimFunc, Ramp, Select,
                              Var, const, decl_buffer, seq)
-from compiler.tir.op import if_then_else
+from vdla.compiler.tir.op import if_then_else
 
 
 def test_out_of_bounds_is_an_error():

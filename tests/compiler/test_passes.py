@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from compiler import te
-from compiler.schedule import create_schedule
-from compiler.tir import transform as T
-from compiler.tir.functor import collect
-from compiler.tir.ir import (Allocate, Block, BlockRealize, Broadcast, BufferLoad, BufferStore,
+from vdla.compiler import te
+from vdla.compiler.schedule import create_schedule
+from vdla.compiler.tir import transform as T
+from vdla.compiler.tir.functor import collect
+from vdla.compiler.tir.ir import (Allocate, Block, BlockRealize, Broadcast, BufferLoad, BufferStore,
                              For, ForKind, IfThenElse, Ramp, Var, const, decl_buffer,
                              PrimFunc, seq)
-from compiler.tir.pipeline import PIPELINES, lower
+from vdla.compiler.tir.pipeline import PIPELINES, lower
 
 from te_testutil import assert_same_results, check_every_pass, conv2d, matmul
 

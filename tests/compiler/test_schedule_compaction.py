@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler import te
-from compiler.schedule import TensorIntrin, create_schedule
-from compiler.schedule.reduction import ReductionError
-from compiler.tir import call_packed, register_packed
-from compiler.tir.functor import collect
-from compiler.tir.ir import Allocate, Block, For
-from compiler.tir.pipeline import lower
-from compiler.tir.transform import compact_buffer
+from vdla.compiler import te
+from vdla.compiler.schedule import TensorIntrin, create_schedule
+from vdla.compiler.schedule.reduction import ReductionError
+from vdla.compiler.tir import call_packed, register_packed
+from vdla.compiler.tir.functor import collect
+from vdla.compiler.tir.ir import Allocate, Block, For
+from vdla.compiler.tir.pipeline import lower
+from vdla.compiler.tir.transform import compact_buffer
 
 from te_testutil import assert_same_results, execute, matmul, random_args
 

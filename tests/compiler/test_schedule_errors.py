@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from compiler import te
-from compiler.schedule import (AxisNotInStageError, BlockNotFoundError, CacheError,
+from vdla.compiler import te
+from vdla.compiler.schedule import (AxisNotInStageError, BlockNotFoundError, CacheError,
                                ComputeAtError, InlineError, InvalidFactorError, LoopKindError,
                                LoopNestError, LoopNotFoundError, StorageError, create_schedule)
 

@@ -2,11 +2,11 @@
 virtual threads; each program is checked against NumPy before and after lowering."""
 from __future__ import annotations
 
-from compiler import te
-from compiler.schedule import create_schedule
-from compiler.tir.functor import collect
-from compiler.tir.ir import Allocate, For, ForKind
-from compiler.tir.pipeline import lower
+from vdla.compiler import te
+from vdla.compiler.schedule import create_schedule
+from vdla.compiler.tir.functor import collect
+from vdla.compiler.tir.ir import Allocate, For, ForKind
+from vdla.compiler.tir.pipeline import lower
 
 from te_testutil import matmul, numpy_check
 

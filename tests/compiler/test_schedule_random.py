@@ -5,10 +5,10 @@ import numpy as np
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from compiler import te
-from compiler.schedule import create_schedule
-from compiler.tir.ir import ForKind
-from compiler.tir.pipeline import lower
+from vdla.compiler import te
+from vdla.compiler.schedule import create_schedule
+from vdla.compiler.tir.ir import ForKind
+from vdla.compiler.tir.pipeline import lower
 
 from te_testutil import conv2d, conv2d_ref, matmul, numpy_check
 
@@ -17,9 +17,9 @@ SETTINGS = settings(max_examples=25, deadline=None,
 
 
 def _spatial_loops(s, block) -> list:
-    from compiler.schedule.tree import find_block, loops_of
+    from vdla.compiler.schedule.tree import find_block, loops_of
     r, path = find_block(s.func.body, s.block_name(block))
-    from compiler.tir.functor import uses_var
+    from vdla.compiler.tir.functor import uses_var
     out = []
     for lp in loops_of(path):
         kinds = {iv.kind.value for iv, v in zip(r.block.iter_vars, r.iter_values)
@@ -102,6 +102,6 @@ def test_random_conv_schedule(s):
     numpy_check(s.func, ref, 2)
     low = lower(s.func)
     numpy_check(low, ref, 2)
-    kinds = {lp.kind for lp in __import__("compiler.tir.functor", fromlist=["collect"]).collect(
+    kinds = {lp.kind for lp in __import__("vdla.compiler.tir.functor", fromlist=["collect"]).collect(
         low.body, lambda n: n.__class__.__name__ == "For")}
     assert kinds <= {ForKind.SERIAL, ForKind.PARALLEL}

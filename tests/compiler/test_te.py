@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler import te
-from compiler.schedule import create_schedule
-from compiler.tir import call_packed, register_packed
-from compiler.tir.pipeline import lower
+from vdla.compiler import te
+from vdla.compiler.schedule import create_schedule
+from vdla.compiler.tir import call_packed, register_packed
+from vdla.compiler.tir.pipeline import lower
 
 from te_testutil import FP32_ATOL, FP32_RTOL, execute, random_args
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from compiler import te
-from compiler.schedule import TensorizeError, TensorIntrin, create_schedule
-from compiler.tir import call_packed, register_packed
-from compiler.tir.ir import BufferStore, For, ForKind, Var, const
-from compiler.tir.pipeline import lower
+from vdla.compiler import te
+from vdla.compiler.schedule import TensorizeError, TensorIntrin, create_schedule
+from vdla.compiler.tir import call_packed, register_packed
+from vdla.compiler.tir.ir import BufferStore, For, ForKind, Var, const
+from vdla.compiler.tir.pipeline import lower
 
 from te_testutil import check_every_pass, matmul, numpy_check
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.system_programs import build_case
-from runtime.workloads import GemmTiling, tiled_gemm_program
-from simulator.cycle import run_cycle
-from simulator.cycle.breakdown import PARTS, compute_breakdown
+from vdla.runtime.system_programs import build_case
+from vdla.runtime.workloads import GemmTiling, tiled_gemm_program
+from vdla.simulator.cycle import run_cycle
+from vdla.simulator.cycle.breakdown import PARTS, compute_breakdown
 from vdla_hw.config import load_config
 from vdla_hw.isa import AluInsn, GemmInsn
 

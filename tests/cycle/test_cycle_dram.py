@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import simpy
 
-from simulator.cycle.dma import geometry, read_rows
-from simulator.cycle.dram import END, REQUEST, START, Dram, Owner, burst_beats
+from vdla.simulator.cycle.dma import geometry, read_rows
+from vdla.simulator.cycle.dram import END, REQUEST, START, Dram, Owner, burst_beats
 from vdla_hw.config import load_config
 
 # 8-byte bus, 64-byte bursts, 10 cycles of latency, engines as in the RTL.

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from runtime.workloads import GemmTiling, tiled_gemm_program
-from simulator.cycle import run_cycle
+from vdla.runtime.workloads import GemmTiling, tiled_gemm_program
+from vdla.simulator.cycle import run_cycle
 from vdla_hw.config import load_config
 
 # (preset, m, k, n, tiling): several chunks per output tile, so there is something to overlap.

@@ -6,11 +6,11 @@ import json
 
 import numpy as np
 
-from compiler.cli.main import main
-from runtime import run
-from runtime.workloads import GemmTiling, tiled_gemm_program
-from simulator.cycle import chrome_trace, run_cycle
-from simulator.cycle.trace import UNITS
+from vdla.compiler.cli.main import main
+from vdla.runtime import run
+from vdla.runtime.workloads import GemmTiling, tiled_gemm_program
+from vdla.simulator.cycle import chrome_trace, run_cycle
+from vdla.simulator.cycle.trace import UNITS
 from vdla_hw.config import load_config
 
 

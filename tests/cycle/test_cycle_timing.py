@@ -34,10 +34,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simulator.cycle import run_cycle
-from simulator.errors import DeadlockError, ProtocolError, SimTimeoutError
-from simulator.cycle.machine import Watchdog
-from simulator.fsim import run_fsim
+from vdla.simulator.cycle import run_cycle
+from vdla.simulator.errors import DeadlockError, ProtocolError, SimTimeoutError
+from vdla.simulator.cycle.machine import Watchdog
+from vdla.simulator.fsim import run_fsim
 from vdla_hw.config import load_config
 from vdla_hw.isa import DepFlags, FinishInsn, GemmInsn, MemInsn, MemType, Opcode, Uop
 
@@ -309,7 +309,7 @@ def test_finish_must_be_ordered_after_stores():
 )
 def test_watchdog(limit, text, monkeypatch):
     """A long GEMM exceeds a small cycle budget; a tiny time budget trips the wall-clock check."""
-    import simulator.cycle.machine as machine
+    import vdla.simulator.cycle.machine as machine
 
     monkeypatch.setattr(machine, "_CHUNK_CYCLES", 1)
     uops = [Uop(0, 0, 0)]

@@ -1,6 +1,6 @@
 """The cycle model returns exactly fsim's memory and counters, whatever its timing.
 
-Random race-free programs (:mod:`runtime.random_programs`) run on every preset
+Random race-free programs (:mod:`vdla.runtime.random_programs`) run on every preset
 under random timing parameters and queue depths: each timing reorders the
 modules differently, so equality with fsim checks that the model applies every
 instruction's effects in an order the dependency tokens allow.
@@ -12,10 +12,10 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runtime.random_programs import random_program
-from simulator.cycle import run_cycle
-from simulator.errors import DeadlockError
-from simulator.fsim import run_fsim
+from vdla.runtime.random_programs import random_program
+from vdla.simulator.cycle import run_cycle
+from vdla.simulator.errors import DeadlockError
+from vdla.simulator.fsim import run_fsim
 from vdla_hw.config import load_config, preset_names
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from compiler.cli.main import main
-from compiler.dse.workloads import QUICK_LAYERS
-from compiler.vdla.topi import RESNET18_CONVS
+from vdla.compiler.cli.main import main
+from vdla.compiler.dse.workloads import QUICK_LAYERS
+from vdla.compiler.vdla.topi import RESNET18_CONVS
 from vdla_hw.config import load_config
 
 SWEEP = ["alu_ii=1,2", "acc_depth=64,512"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler.cli.main import main
-from compiler.dse.pareto import pareto_front
-from compiler.dse.sweep import parse_sweep, sweep_points
+from vdla.compiler.cli.main import main
+from vdla.compiler.dse.pareto import pareto_front
+from vdla.compiler.dse.sweep import parse_sweep, sweep_points
 from vdla_hw.config import load_config
 from vdla_hw.errors import UsageError
 

@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "graph"))
 
 from make_models import DIGITS_MODEL, digits_split  # noqa: E402
 
-from compiler.frontend.onnx import from_onnx  # noqa: E402
+from vdla.compiler.frontend.onnx import from_onnx  # noqa: E402
 
 
 @pytest.fixture(scope="session")

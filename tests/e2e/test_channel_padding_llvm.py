@@ -15,11 +15,11 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
-from compiler.codegen.llvm import current_target
-from compiler.frontend.onnx import from_onnx
-from compiler.graph.build import build_model
-from compiler.graph.passes import optimize_for_cpu
-from compiler.graph.passes.cpu_layout import channel_block
+from vdla.compiler.codegen.llvm import current_target
+from vdla.compiler.frontend.onnx import from_onnx
+from vdla.compiler.graph.build import build_model
+from vdla.compiler.graph.passes import optimize_for_cpu
+from vdla.compiler.graph.passes.cpu_layout import channel_block
 
 TOL = 1e-5
 SIZE = 12  # input height and width

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.graph import run_graph
-from compiler.graph.build import build_model
-from compiler.graph.passes import quantize
+from vdla.compiler.graph import run_graph
+from vdla.compiler.graph.build import build_model
+from vdla.compiler.graph.passes import quantize
 
 
 def test_digits_on_vdla_fsim_keeps_top1_within_one_point(digits) -> None:

@@ -11,22 +11,22 @@ import numpy as np
 import pytest
 from make_models import DIGITS_MODEL
 
-from compiler.cli.main import main
-from compiler.graph import run_graph
-from compiler.graph.build import build_model
-from runtime.graph_executor import GraphExecutorError, load
-from runtime.module_format import ModuleFormatError
+from vdla.compiler.cli.main import main
+from vdla.compiler.graph import run_graph
+from vdla.compiler.graph.build import build_model
+from vdla.runtime.graph_executor import GraphExecutorError, load
+from vdla.runtime.module_format import ModuleFormatError
 
 ROOT = Path(__file__).parents[2]
 
 RUNTIME_ONLY = """
 import sys
 import numpy as np
-from runtime.graph_executor import load
+from vdla.runtime.graph_executor import load
 module = load(sys.argv[1])
 x = np.load(sys.argv[2])
 np.save(sys.argv[3], module.run({module.input_names[0]: x}, backend="fsim")[0])
-leaked = sorted(m for m in sys.modules if m == "compiler" or m.startswith("compiler."))
+leaked = sorted(m for m in sys.modules if m == "vdla.compiler" or m.startswith("vdla.compiler."))
 assert not leaked, leaked
 """
 

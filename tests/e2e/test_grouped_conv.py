@@ -10,9 +10,9 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from compiler.codegen.llvm import host_target
-from compiler.frontend.onnx import from_onnx
-from compiler.graph.build import build_model
+from vdla.compiler.codegen.llvm import host_target
+from vdla.compiler.frontend.onnx import from_onnx
+from vdla.compiler.graph.build import build_model
 
 
 def _conv_model(channels: int, convs: list[dict], seed: int = 0, size: int = 9) -> onnx.ModelProto:

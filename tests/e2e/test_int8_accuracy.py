@@ -15,13 +15,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compiler.cli.main import main
-from compiler.examples import MODEL_PATH as DIGITS_CNN
-from compiler.examples.train_digits_mobilenet import MODEL_PATH, SPLIT_PATH, upscale
-from compiler.frontend.onnx import from_onnx
-from compiler.graph import run_graph
-from compiler.graph.build import build_model
-from compiler.graph.passes import quantize_for_vdla
+from vdla.compiler.cli.main import main
+from vdla.compiler.examples import MODEL_PATH as DIGITS_CNN
+from vdla.compiler.examples.train_digits_mobilenet import MODEL_PATH, SPLIT_PATH, upscale
+from vdla.compiler.frontend.onnx import from_onnx
+from vdla.compiler.graph import run_graph
+from vdla.compiler.graph.build import build_model
+from vdla.compiler.graph.passes import quantize_for_vdla
 
 
 @pytest.fixture(scope="module")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler.graph import Graph, GraphBuilder, run_graph
-from compiler.graph.build import build_model, kernel_key
-from compiler.graph.passes import optimize_for_cpu
+from vdla.compiler.graph import Graph, GraphBuilder, run_graph
+from vdla.compiler.graph.build import build_model, kernel_key
+from vdla.compiler.graph.passes import optimize_for_cpu
 
 RNG_SEED = 0
 

@@ -15,9 +15,9 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from compiler.codegen.llvm import current_target
-from compiler.frontend.onnx import from_onnx
-from compiler.graph.build import build_model
+from vdla.compiler.codegen.llvm import current_target
+from vdla.compiler.frontend.onnx import from_onnx
+from vdla.compiler.graph.build import build_model
 
 TOL = 1e-5
 

@@ -16,11 +16,11 @@ import pytest
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
-from compiler.codegen.symbols import MAX_LENGTH, SymbolTable, c_identifier
-from compiler.frontend.onnx import from_onnx
-from compiler.graph.build import CompiledModule, build_model
-from compiler.graph.errors import UnsupportedModelError
-from runtime.graph_executor import GraphModule
+from vdla.compiler.codegen.symbols import MAX_LENGTH, SymbolTable, c_identifier
+from vdla.compiler.frontend.onnx import from_onnx
+from vdla.compiler.graph.build import CompiledModule, build_model
+from vdla.compiler.graph.errors import UnsupportedModelError
+from vdla.runtime.graph_executor import GraphModule
 
 NASTY = [
     "input:0", "/layer1/layer1.0/conv1/Conv_output_0", "a.b", "a/b", "a b", "a_b", "ünïcödé名前",

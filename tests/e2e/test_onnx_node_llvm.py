@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import test_onnx_node as node_cases
-from compiler.frontend.onnx import SUPPORTED_OPERATORS, from_onnx
-from compiler.graph.build import build_model
+from vdla.compiler.frontend.onnx import SUPPORTED_OPERATORS, from_onnx
+from vdla.compiler.graph.build import build_model
 
 CASES = [c for c in node_cases.CASES if c.name not in node_cases.REJECTED]
 

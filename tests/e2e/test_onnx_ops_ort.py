@@ -14,9 +14,9 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from compiler.frontend.onnx import from_onnx
-from compiler.graph.build import build_model
-from compiler.graph.errors import UnsupportedModelError
+from vdla.compiler.frontend.onnx import from_onnx
+from vdla.compiler.graph.build import build_model
+from vdla.compiler.graph.errors import UnsupportedModelError
 
 F32 = TensorProto.FLOAT
 

@@ -7,10 +7,10 @@ import onnxruntime as ort
 import pytest
 from e2e_models import rand_input, resnet18_onnx
 
-from compiler.frontend.onnx import from_onnx
-from compiler.graph import run_all, run_graph
-from compiler.graph.build import build_model
-from compiler.graph.passes import quantize
+from vdla.compiler.frontend.onnx import from_onnx
+from vdla.compiler.graph import run_all, run_graph
+from vdla.compiler.graph.build import build_model
+from vdla.compiler.graph.passes import quantize
 
 
 def _llvm_matches_onnxruntime(resolution: int) -> None:

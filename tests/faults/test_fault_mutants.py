@@ -1,4 +1,4 @@
-"""The RTL's fault logic is tested: every mutant of it (fuzz.mutants.FAULT_MUTANTS) lets a
+"""The RTL's fault logic is tested: every mutant of it (vdla.fuzz.mutants.FAULT_MUTANTS) lets a
 faulty program through -- run with the pre-check off, it no longer raises fsim's error.
 
 Each mutant needs its own Verilator build of the harness (minutes): slow.
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from fuzz.mutants import FAULT_MUTANTS, make_copy
-from runtime import run
+from vdla.fuzz.mutants import FAULT_MUTANTS, make_copy
+from vdla.runtime import run
 from vdla_hw.config import load_config
 
 from test_faults import FAULTS  # type: ignore[import-not-found]

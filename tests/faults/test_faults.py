@@ -18,9 +18,9 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-from runtime import run
-from runtime.program import Program, ProgramBuilder
-from simulator.errors import (
+from vdla.runtime import run
+from vdla.runtime.program import Program, ProgramBuilder
+from vdla.simulator.errors import (
     DeadlockError,
     IllegalInstructionError,
     MemoryAccessError,
@@ -277,8 +277,8 @@ def test_fault_free_program_runs_everywhere(cfg: HwConfig, backend: str) -> None
 
 def test_zeroed_sram_opt_in_accepts_unwritten_reads(cfg: HwConfig) -> None:
     """Hand-made fsim/cycle tests can ask for SRAM that starts at zero; the default rejects the read."""
-    from simulator.cycle import run_cycle
-    from simulator.fsim import run_fsim
+    from vdla.simulator.cycle import run_cycle
+    from vdla.simulator.fsim import run_fsim
 
     program = _unreset_accumulator(cfg)
     fsim = run_fsim(cfg, program.instructions, program.dram, zeroed_sram=True)
@@ -290,7 +290,7 @@ def test_zeroed_sram_opt_in_accepts_unwritten_reads(cfg: HwConfig) -> None:
 
 def test_cli_reports_a_fault_as_one_line_user_error(cfg: HwConfig, tmp_path, capsys) -> None:
     """``vdla sim`` prints a program fault as a user error (exit 2), naming the instruction."""
-    from compiler.cli.main import main as vdla
+    from vdla.compiler.cli.main import main as vdla
 
     path = _unloaded_input(cfg).save(tmp_path / "fault.vdlaprog")
     assert vdla(["sim", str(path), "--backend", "cycle"]) == 2

@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compiler.cli.main import main
-from runtime import run
-from runtime.program import ProgramBuilder
-from simulator.errors import MemoryAccessError
-from simulator.window import parse_window, resolve_window
+from vdla.compiler.cli.main import main
+from vdla.runtime import run
+from vdla.runtime.program import ProgramBuilder
+from vdla.simulator.errors import MemoryAccessError
+from vdla.simulator.window import parse_window, resolve_window
 from vdla_hw.config import load_config
 from vdla_hw.errors import UsageError
 from vdla_hw.isa import FinishInsn, MemType

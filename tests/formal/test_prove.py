@@ -88,7 +88,7 @@ def test_cli_lists_tasks_and_rejects_an_unknown_one() -> None:
     import subprocess
     import sys
 
-    cmd = [sys.executable, "-m", "compiler.cli.main", "hw", "prove", "--config", "tiny"]
+    cmd = [sys.executable, "-m", "vdla.compiler.cli.main", "hw", "prove", "--config", "tiny"]
     listed = subprocess.run([*cmd, "--list"], capture_output=True, text=True, timeout=120)
     assert listed.returncode == 0, listed.stderr
     assert "gate_compute" in listed.stdout and "k-induction" in listed.stdout and "BMC, depth" in listed.stdout

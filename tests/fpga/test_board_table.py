@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from compiler.cli.main import main
+from vdla.compiler.cli.main import main
 from vdla_hw.fpga import boards
 from vdla_hw.fpga.boards import Board
 from vdla_hw.fpga.flow import BuildResult

@@ -17,16 +17,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runtime import run
-from runtime.backends import BackendError
-from runtime.backends import fpga as fpga_backend_module
-from runtime.fpga import FpgaTimeoutError, emulated_pynq, open_board
-from runtime.fpga import board as board_module
-from runtime.fpga.emulated_pynq import CMA_BASE, MemoryOp, MmioAccess
-from runtime.fpga.relocate import alignment
-from runtime.program import Program, ProgramBuilder
-from runtime.system_programs import build_case
-from simulator.errors import DeadlockError
+from vdla.runtime import run
+from vdla.runtime.backends import BackendError
+from vdla.runtime.backends import fpga as fpga_backend_module
+from vdla.runtime.fpga import FpgaTimeoutError, emulated_pynq, open_board
+from vdla.runtime.fpga import board as board_module
+from vdla.runtime.fpga.emulated_pynq import CMA_BASE, MemoryOp, MmioAccess
+from vdla.runtime.fpga.relocate import alignment
+from vdla.runtime.program import Program, ProgramBuilder
+from vdla.runtime.system_programs import build_case
+from vdla.simulator.errors import DeadlockError
 from vdla_hw import regmap
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.errors import (
@@ -285,7 +285,7 @@ def test_the_real_board_path_with_pynq_present(folder: Path, tiny: HwConfig, tmp
 
 def test_device_api_on_the_fpga_backend(folder: Path, tiny: HwConfig) -> None:
     """runtime.Device keeps its DRAM across runs on the fpga backend as on the others."""
-    from runtime import Device
+    from vdla.runtime import Device
 
     dev = Device(tiny, backend="fpga", bitstream=str(folder), emulate=True)
     x = np.arange(-8, 8).reshape(tiny.batch * 4, -1)[:, : tiny.block_out]

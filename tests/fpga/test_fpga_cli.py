@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from compiler.cli.main import main
+from vdla.compiler.cli.main import main
 from vdla_hw.config import load_config
 from vdla_hw.fpga.boards import BOARDS
 

@@ -26,7 +26,7 @@ def _script_files() -> set[str]:
 
 
 def test_scripts_are_found_through_importlib_resources() -> None:
-    here = files("fpga_scripts")
+    here = files("vdla.fpga_scripts")
     assert Path(str(here)) == FPGA_SCRIPTS_DIR
     assert here.joinpath("vivado", "build.tcl").read_text() == COMMON_TCL.read_text()
     for board in BOARDS.values():
@@ -37,8 +37,8 @@ def test_scripts_are_found_through_importlib_resources() -> None:
 def test_package_data_globs_cover_every_script_file() -> None:
     """A file the globs miss would be absent from a wheel, and only a wheel install would notice."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert "fpga_scripts" in project["packages"]["find"]["include"]
-    globs = project["package-data"]["fpga_scripts"]
+    assert "fpga_scripts" in (ROOT / "setup.py").read_text()  # setup.py maps it to vdla.fpga_scripts
+    globs = project["package-data"]["vdla.fpga_scripts"]
     shipped = {p.relative_to(FPGA_SCRIPTS_DIR).as_posix() for g in globs for p in FPGA_SCRIPTS_DIR.glob(g)}
     assert _script_files() - shipped == set()
 
@@ -55,15 +55,15 @@ def test_wheel_install_writes_a_vivado_project(tmp_path: Path) -> None:
                     str(tmp_path / "dist"), str(src)], check=True, capture_output=True)
     wheel, = (tmp_path / "dist").glob("vdla-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert {f"fpga_scripts/{n}" for n in _script_files()} <= names
+    assert {f"vdla/fpga_scripts/{n}" for n in _script_files()} <= names
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)  # what pip install puts in site-packages
     env = {**os.environ, "PYTHONPATH": str(site)}
-    run = subprocess.run([sys.executable, "-m", "compiler.cli.main", "fpga", "build", "--board", "pynq-z2",
+    run = subprocess.run([sys.executable, "-m", "vdla.compiler.cli.main", "fpga", "build", "--board", "pynq-z2",
                           "--config", "tiny", "-o", str(tmp_path / "proj"), "--no-run"],
                          cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
     assert run.returncode == 0, run.stderr
     assert (tmp_path / "proj" / "build.tcl").read_text() == COMMON_TCL.read_text()
     probe = subprocess.run([sys.executable, "-c", "import vdla_hw.fpga.boards as b; print(b.FPGA_SCRIPTS_DIR)"],
                            cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
-    assert Path(probe.stdout.strip()) == site / "fpga_scripts"
+    assert Path(probe.stdout.strip()) == site / "vdla" / "fpga_scripts"

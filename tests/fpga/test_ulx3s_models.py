@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compiler.examples import MODEL_PATH
-from compiler.vdla import VdlaTarget
-from compiler.vdla.topi import RESNET18_CONVS, Requantize, check_conv2d, compile_conv2d, requant_shift
-from runtime.graph_executor import load
+from vdla.compiler.examples import MODEL_PATH
+from vdla.compiler.vdla import VdlaTarget
+from vdla.compiler.vdla.topi import RESNET18_CONVS, Requantize, check_conv2d, compile_conv2d, requant_shift
+from vdla.runtime.graph_executor import load
 from vdla_hw.fpga.boards import get_board
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "graph"))
@@ -32,7 +32,7 @@ def test_digits_cnn_on_the_simulated_ulx3s_is_bit_exact(tmp_path: Path) -> None:
     x_tr, _, x_te, _ = digits_split()
     np.savez(tmp_path / "calib.npz", x=x_tr[:16])
     model = tmp_path / "digits.vdla"
-    subprocess.run([sys.executable, "-m", "compiler.cli.main", "compile", str(MODEL_PATH), "--target", "vdla",
+    subprocess.run([sys.executable, "-m", "vdla.compiler.cli.main", "compile", str(MODEL_PATH), "--target", "vdla",
                     "--config", CONFIG, "--calibrate", str(tmp_path / "calib.npz"), "-o", str(model)],
                    check=True, capture_output=True)
     module = load(model)

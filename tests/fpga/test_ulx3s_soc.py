@@ -13,10 +13,10 @@ import shutil
 import numpy as np
 import pytest
 
-from runtime.backends import run
-from runtime.fpga.serial_board import open_serial_board
-from runtime.fpga.serial_link import BoardNotAnsweringError, SerialLink
-from runtime.random_programs import random_program
+from vdla.runtime.backends import run
+from vdla.runtime.fpga.serial_board import open_serial_board
+from vdla.runtime.fpga.serial_link import BoardNotAnsweringError, SerialLink
+from vdla.runtime.random_programs import random_program
 from vdla_hw.config import load_config
 from vdla_hw.errors import DeviceFaultError, ToolchainError, UsageError
 from vdla_hw.fpga.program import loader_command, loader_error, program_board

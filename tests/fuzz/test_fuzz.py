@@ -11,15 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compiler.cli.main import main as vdla
-from fuzz.campaign import Settings, run_campaign
-from fuzz.coverage import Coverage, bins_of
-from fuzz.generator import build_program, draw_plan
-from fuzz.plan import DataSpec, GemmOp, LoadOp, Loop, Plan, PlanError, Round, StoreOp, UopLoadOp, check_plan
-from fuzz.runner import Runner
-from fuzz.shrink import save_regression, shrink_plan
-from runtime.backends.cycle import CycleBackend
-from runtime.result import RunResult
+from vdla.compiler.cli.main import main as vdla
+from vdla.fuzz.campaign import Settings, run_campaign
+from vdla.fuzz.coverage import Coverage, bins_of
+from vdla.fuzz.generator import build_program, draw_plan
+from vdla.fuzz.plan import DataSpec, GemmOp, LoadOp, Loop, Plan, PlanError, Round, StoreOp, UopLoadOp, check_plan
+from vdla.fuzz.runner import Runner
+from vdla.fuzz.shrink import save_regression, shrink_plan
+from vdla.runtime.backends.cycle import CycleBackend
+from vdla.runtime.result import RunResult
 from vdla_hw.config import load_config
 from vdla_hw.isa import AluInsn, AluOp, MemType, Uop
 

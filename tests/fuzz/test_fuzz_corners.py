@@ -6,13 +6,13 @@ from dataclasses import replace
 
 import pytest
 
-from fuzz.campaign import Settings, run_campaign
-from fuzz.generator import draw_plan
-from fuzz.plan import PlanError, check_plan, max_threads
-from fuzz.pool_campaign import main as pool_campaign_main
-from fuzz.pool_campaign import run_pool_campaign, split_count
-from runtime.pool.kinds import parse_device
-from runtime.pool.node import local_cluster
+from vdla.fuzz.campaign import Settings, run_campaign
+from vdla.fuzz.generator import draw_plan
+from vdla.fuzz.plan import PlanError, check_plan, max_threads
+from vdla.fuzz.pool_campaign import main as pool_campaign_main
+from vdla.fuzz.pool_campaign import run_pool_campaign, split_count
+from vdla.runtime.pool.kinds import parse_device
+from vdla.runtime.pool.node import local_cluster
 from vdla_hw.config import load_config
 
 CORNER_PROGRAMS = 240

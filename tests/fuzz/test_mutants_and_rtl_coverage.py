@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from fuzz.campaign import Settings, run_campaign
-from fuzz.mutants import MUTANTS, fuzz_mutant, make_copy
+from vdla.fuzz.campaign import Settings, run_campaign
+from vdla.fuzz.mutants import MUTANTS, fuzz_mutant, make_copy
 
 
 def test_every_mutant_applies_to_the_current_rtl(tmp_path: Path) -> None:
@@ -41,8 +41,8 @@ def test_rtl_coverage_is_measured_and_merged(tmp_path: Path) -> None:
 
 
 def test_proofs_kill_a_gate_mutant_and_skip_files_without_proofs(tmp_path: Path) -> None:
-    """`fuzz.mutants --proofs`: a real SymbiYosys run refutes a token-gate mutant; an ALU mutant has no proof task."""
-    from fuzz.mutants import format_kill_matrix, prove_mutant
+    """`vdla.fuzz.mutants --proofs`: a real SymbiYosys run refutes a token-gate mutant; an ALU mutant has no proof task."""
+    from vdla.fuzz.mutants import format_kill_matrix, prove_mutant
 
     gate = next(m for m in MUTANTS if m.name == "gate-start-early")
     verdict = prove_mutant(gate, "tiny", tmp_path)
@@ -55,7 +55,7 @@ def test_proofs_kill_a_gate_mutant_and_skip_files_without_proofs(tmp_path: Path)
 
 
 def test_no_fuzz_needs_proofs() -> None:
-    from fuzz.mutants import main
+    from vdla.fuzz.mutants import main
 
     with pytest.raises(SystemExit) as exc:
         main(["--no-fuzz"])

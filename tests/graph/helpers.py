@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.graph import Graph, GraphBuilder
+from vdla.compiler.graph import Graph, GraphBuilder
 
 
 def rand(rng: np.random.Generator, shape: tuple[int, ...], scale: float = 1.0) -> np.ndarray:

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from compiler.examples import MODEL_PATH as DIGITS_MODEL
+from vdla.compiler.examples import MODEL_PATH as DIGITS_MODEL
 
 DATA = Path(__file__).parent / "data"
 

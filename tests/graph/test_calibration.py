@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from vdla_hw.errors import UsageError
 
-from compiler.graph import GraphBuilder, run_all
-from compiler.graph.passes import calibrate, parse_calibration, quantize_model
-from compiler.graph.passes.calibration import Calibration
-from compiler.graph.passes.quantize import requant_multipliers
-from compiler.graph.passes.sqnr import format_sqnr, layer_sqnr
+from vdla.compiler.graph import GraphBuilder, run_all
+from vdla.compiler.graph.passes import calibrate, parse_calibration, quantize_model
+from vdla.compiler.graph.passes.calibration import Calibration
+from vdla.compiler.graph.passes.quantize import requant_multipliers
+from vdla.compiler.graph.passes.sqnr import format_sqnr, layer_sqnr
 from helpers import rand
 
 

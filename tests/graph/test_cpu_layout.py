@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler.graph import GraphBuilder, GraphError, run_graph
-from compiler.graph.passes import cpu_layout, fold_batch_norm, fold_constant, optimize_for_cpu
+from vdla.compiler.graph import GraphBuilder, GraphError, run_graph
+from vdla.compiler.graph.passes import cpu_layout, fold_batch_norm, fold_constant, optimize_for_cpu
 from helpers import conv_net, rand
 
 

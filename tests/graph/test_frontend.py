@@ -10,9 +10,9 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
-from compiler.frontend.onnx import SUPPORTED_OPERATORS, from_onnx
+from vdla.compiler.frontend.onnx import SUPPORTED_OPERATORS, from_onnx
 from vdla_hw.errors import BadFileError
-from compiler.graph import UnsupportedModelError, run_graph
+from vdla.compiler.graph import UnsupportedModelError, run_graph
 from make_models import DATA, DIGITS_MODEL, fill_weights
 
 

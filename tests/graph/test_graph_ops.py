@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler.graph import Attrs, get_op
-from compiler.graph.layout import pack, parse_layout, transform, unpack
-from compiler.graph.errors import GraphError
+from vdla.compiler.graph import Attrs, get_op
+from vdla.compiler.graph.layout import pack, parse_layout, transform, unpack
+from vdla.compiler.graph.errors import GraphError
 
 
 def _naive_conv(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndarray:
@@ -101,8 +101,8 @@ def test_matmul_type_follows_numpy_shape_rules() -> None:
     rejects what np.matmul rejects, from the shapes alone."""
     import itertools
 
-    from compiler.graph.errors import TypeInferenceError
-    from compiler.graph.ir import TensorType
+    from vdla.compiler.graph.errors import TypeInferenceError
+    from vdla.compiler.graph.ir import TensorType
 
     shapes = [(3,), (4,), (2, 3), (3, 4), (5, 3, 4), (1, 3, 4), (2, 1, 3, 4), (5, 4, 3), (7, 1, 4, 3), (3, 1)]
     relation = get_op("matmul").relation

@@ -6,15 +6,15 @@ import numpy as np
 import pytest
 from vdla_hw.config import load_config
 
-from compiler.graph import GraphBuilder, GraphError, run_all, run_graph
-from compiler.graph.passes import (
+from vdla.compiler.graph import GraphBuilder, GraphError, run_all, run_graph
+from vdla.compiler.graph.passes import (
     alter_layout, fold_batch_norm, fold_constant, fuse_ops, fusion_groups, partition, placement, plan_memory, quantize,
     run_planned,
 )
-from compiler.graph.vdla_rules import ALU_OPS
-from compiler.vdla.topi.reference import dense_reference
+from vdla.compiler.graph.vdla_rules import ALU_OPS
+from vdla.compiler.vdla.topi.reference import dense_reference
 from helpers import conv_net, rand
-from runtime.workloads import reference_output
+from vdla.runtime.workloads import reference_output
 
 CFG = load_config("default")
 

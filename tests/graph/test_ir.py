@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler.graph import (
+from vdla.compiler.graph import (
     Attrs, ConstValue, Graph, GraphBuilder, GraphError, Node, NotLoweredError, OpPattern, TensorType,
     TypeInferenceError, UnknownOperatorError, get_lowering, get_op, registered_ops, run_graph,
 )
-from compiler.graph.ops import TARGETS, register_lowering
+from vdla.compiler.graph.ops import TARGETS, register_lowering
 
 
 def test_attrs_are_frozen_and_hashable() -> None:

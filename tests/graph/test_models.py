@@ -10,9 +10,9 @@ import onnx
 import pytest
 from vdla_hw.config import load_config
 
-from compiler.frontend.onnx import from_onnx
-from compiler.graph import Graph, run_graph
-from compiler.graph.passes import optimize_for_cpu, optimize_for_vdla, placement, plan_memory, quantize, run_planned
+from vdla.compiler.frontend.onnx import from_onnx
+from vdla.compiler.graph import Graph, run_graph
+from vdla.compiler.graph.passes import optimize_for_cpu, optimize_for_vdla, placement, plan_memory, quantize, run_planned
 from make_models import DATA, DIGITS_MODEL, digits_split, fill_weights
 
 CFG = load_config("default")

@@ -20,8 +20,8 @@ import onnx
 from onnx import numpy_helper
 import pytest
 
-from compiler.frontend.onnx import SUPPORTED_OPERATORS, SUPPORTED_OPSETS, from_onnx
-from compiler.graph import UnsupportedModelError, run_graph
+from vdla.compiler.frontend.onnx import SUPPORTED_OPERATORS, SUPPORTED_OPSETS, from_onnx
+from vdla.compiler.graph import UnsupportedModelError, run_graph
 
 #: Operator inputs the frontend needs as constants; the tests bind them to the case's data.
 STATIC_INPUTS = {"Reshape": {1}, "Squeeze": {1}, "Unsqueeze": {1}, "Pad": {1, 2, 3}, "Clip": {1, 2},

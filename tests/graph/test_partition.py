@@ -14,13 +14,13 @@ import onnx
 import pytest
 from mobilenet_like import mobilenet_like_onnx, rand_image
 
-from compiler.cli.main import main
-from compiler.frontend.onnx import from_onnx
-from compiler.graph.build import build_model
-from compiler.graph.executor import run_all, run_graph
-from compiler.graph.passes import quantize
-from runtime.graph_executor import load
-from runtime.partition_report import read_partition
+from vdla.compiler.cli.main import main
+from vdla.compiler.frontend.onnx import from_onnx
+from vdla.compiler.graph.build import build_model
+from vdla.compiler.graph.executor import run_all, run_graph
+from vdla.compiler.graph.passes import quantize
+from vdla.runtime.graph_executor import load
+from vdla.runtime.partition_report import read_partition
 
 RES = 32
 

@@ -17,9 +17,9 @@ import pytest
 import torch
 from zoo import export, fit_batch_norm, make_model
 
-from compiler.frontend.onnx import from_onnx
-from compiler.graph import run_graph
-from compiler.graph.build import build_model
+from vdla.compiler.frontend.onnx import from_onnx
+from vdla.compiler.graph import run_graph
+from vdla.compiler.graph.build import build_model
 
 RES = 64
 

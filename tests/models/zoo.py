@@ -17,8 +17,8 @@ import onnxruntime as ort
 import torch
 from torchvision_compat import import_torchvision
 
-from compiler.frontend.onnx import from_onnx
-from compiler.graph.build import build_model
+from vdla.compiler.frontend.onnx import from_onnx
+from vdla.compiler.graph.build import build_model
 
 #: The classification models the compiler must take as exported.
 MODELS = ("resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large", "squeezenet1_1",

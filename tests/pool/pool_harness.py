@@ -56,7 +56,7 @@ class Pool:
     def start(self, *args: str, marker: str | None) -> Node:
         """Run ``vdla pool ARGS``; wait for a stdout line starting with ``marker`` (unless None)."""
         log = self.tmp / f"node{len(self.nodes)}.log"
-        proc = subprocess.Popen([sys.executable, "-m", "compiler.cli.main", "pool", *args], cwd=ROOT, env=self.env,
+        proc = subprocess.Popen([sys.executable, "-m", "vdla.compiler.cli.main", "pool", *args], cwd=ROOT, env=self.env,
                                 stdout=subprocess.PIPE, stderr=log.open("w"), text=True)
         node = Node(proc, "", log)
         self.nodes.append(node)

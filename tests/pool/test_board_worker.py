@@ -8,15 +8,15 @@ import sys
 import pytest
 from test_bundle import make_folder
 
-from runtime.pool import NoDeviceError, PoolExecutor
-from runtime.pool.board import deploy_job
-from runtime.pool.bundle import Bundle, read_bundle
-from runtime.pool.deploy import board_workers
-from runtime.pool.tasks import fpga_board
+from vdla.runtime.pool import NoDeviceError, PoolExecutor
+from vdla.runtime.pool.board import deploy_job
+from vdla.runtime.pool.bundle import Bundle, read_bundle
+from vdla.runtime.pool.deploy import board_workers
+from vdla.runtime.pool.tasks import fpga_board
 from vdla_hw.config import load_config
 from vdla_hw.errors import BadFileError
 
-CLI = [sys.executable, "-m", "compiler.cli.main"]
+CLI = [sys.executable, "-m", "vdla.compiler.cli.main"]
 
 
 @pytest.fixture(scope="module")
@@ -95,8 +95,8 @@ def test_worker_checks_the_bytes_it_receives(board_pool) -> None:
 
 
 def test_a_pool_job_cannot_pick_the_bitstream_or_run_off_a_board_worker(monkeypatch) -> None:
-    from runtime.pool.board import STORE_ENV, run_on_board
-    from runtime.random_programs import random_program
+    from vdla.runtime.pool.board import STORE_ENV, run_on_board
+    from vdla.runtime.random_programs import random_program
     from vdla_hw.errors import UsageError
 
     program = random_program(load_config("tiny"), 0)

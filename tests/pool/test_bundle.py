@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.pool.bundle import (
+from vdla.runtime.pool.bundle import (
     Bundle,
     board_key,
     bundle_id,

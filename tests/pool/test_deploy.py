@@ -2,7 +2,7 @@
 
 The bitstream folders are what ``vdla fpga build --no-run`` writes (manifest + config): on an emulated
 board the design is the RTL of the manifest's config with its build id, through the same
-``runtime.fpga.open_board`` a board uses.
+``vdla.runtime.fpga.open_board`` a board uses.
 """
 
 from __future__ import annotations
@@ -18,16 +18,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runtime.backends import run as run_local
-from runtime.pool import PoolExecutor
-from runtime.pool.deploy import board_workers
-from runtime.pool.kinds import fpga_kind
-from runtime.pool.tasks import submit_program
-from runtime.random_programs import random_program
-from runtime.system_programs import build_case
+from vdla.runtime.backends import run as run_local
+from vdla.runtime.pool import PoolExecutor
+from vdla.runtime.pool.deploy import board_workers
+from vdla.runtime.pool.kinds import fpga_kind
+from vdla.runtime.pool.tasks import submit_program
+from vdla.runtime.random_programs import random_program
+from vdla.runtime.system_programs import build_case
 from vdla_hw.config import load_config
 
-CLI = [sys.executable, "-m", "compiler.cli.main"]
+CLI = [sys.executable, "-m", "vdla.compiler.cli.main"]
 
 
 def vdla(env: dict, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
@@ -115,7 +115,7 @@ def test_vdla_run_of_a_module_on_the_board_matches_fsim(deployed, tmp_path: Path
     sys.path.insert(0, str(Path(__file__).parents[1] / "graph"))
     from make_models import digits_split
 
-    from compiler.examples import MODEL_PATH
+    from vdla.compiler.examples import MODEL_PATH
 
     x_tr, _, x_te, _ = digits_split()
     np.savez(tmp_path / "calib.npz", x=x_tr[:16])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from compiler.cli.main import main
+from vdla.compiler.cli.main import main
 
 ARGS = ["--quiet", "dse", "--layers", "resnet18:C11", "--config", "tiny", "--sweep", "alu_ii=1,2", "--no-cache"]
 

@@ -12,10 +12,10 @@ import cloudpickle
 import numpy as np
 import pytest
 
-from runtime.backends import run as run_local
-from runtime.pool import PoolExecutor
-from runtime.program import Program
-from runtime.random_programs import random_program
+from vdla.runtime.backends import run as run_local
+from vdla.runtime.pool import PoolExecutor
+from vdla.runtime.program import Program
+from vdla.runtime.random_programs import random_program
 from vdla_hw.config import load_config
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -79,9 +79,9 @@ def test_scheduler_restart_is_survived_by_clients_and_workers(pool, tmp_path: Pa
 
 @pytest.mark.slow  # builds the Verilated RTL of the default config on first use (minutes)
 def test_rtl_worker_checks_its_rtl_at_start_and_runs_rtl_jobs_bit_exact(pool) -> None:
-    from runtime.pool.kinds import rtl_kind
-    from runtime.pool.tasks import submit_program
-    from runtime.system_programs import build_case
+    from vdla.runtime.pool.kinds import rtl_kind
+    from vdla.runtime.pool.tasks import submit_program
+    from vdla.runtime.system_programs import build_case
 
     cfg = load_config("default")
     sched = pool.scheduler()

@@ -12,11 +12,11 @@ import cloudpickle
 import numpy as np
 import pytest
 
-from runtime.backends import run as run_local
-from runtime.pool import JobCrashedError, JobTimeoutError, NoDeviceError, PoolExecutor
-from runtime.pool.kinds import rtl_kind
-from runtime.pool.tasks import submit_program
-from runtime.random_programs import random_program
+from vdla.runtime.backends import run as run_local
+from vdla.runtime.pool import JobCrashedError, JobTimeoutError, NoDeviceError, PoolExecutor
+from vdla.runtime.pool.kinds import rtl_kind
+from vdla.runtime.pool.tasks import submit_program
+from vdla.runtime.random_programs import random_program
 from vdla_hw.config import load_config
 
 # The job functions below live in this test module, which the workers cannot import: send them by value.
@@ -63,7 +63,7 @@ def test_program_through_pool_is_bit_exact(sim_pool, backend: str) -> None:
 def test_vdla_sim_pool_cli_matches_local(sim_pool, tmp_path) -> None:
     address, p = sim_pool
     path = random_program(load_config("default"), 7).save(tmp_path / "prog.vdlaprog")
-    cmd = [sys.executable, "-m", "compiler.cli.main", "sim", str(path), "--backend", "cycle", "--json"]
+    cmd = [sys.executable, "-m", "vdla.compiler.cli.main", "sim", str(path), "--backend", "cycle", "--json"]
     local = subprocess.run(cmd, env=p.env, capture_output=True, text=True, check=True)
     remote = subprocess.run(cmd + ["--pool", address], env=p.env, capture_output=True, text=True, check=True)
     a, b = json.loads(local.stdout), json.loads(remote.stdout)
@@ -122,7 +122,7 @@ def test_exclusive_jobs_own_the_host_while_others_pack_onto_cores(sim_pool, tmp_
 
 def test_status_lists_workers_kinds_and_jobs(sim_pool) -> None:
     address, p = sim_pool
-    out = subprocess.run([sys.executable, "-m", "compiler.cli.main", "pool", "status", address, "--json"],
+    out = subprocess.run([sys.executable, "-m", "vdla.compiler.cli.main", "pool", "status", address, "--json"],
                          env=p.env, capture_output=True, text=True, check=True)
     status = json.loads(out.stdout)
     assert status["scheduler"] == address
@@ -133,7 +133,7 @@ def test_status_lists_workers_kinds_and_jobs(sim_pool) -> None:
 
 def test_a_second_worker_with_a_taken_name_is_a_user_error(sim_pool) -> None:
     address, p = sim_pool
-    out = subprocess.run([sys.executable, "-m", "compiler.cli.main", "pool", "worker", address, "--name", "w1",
+    out = subprocess.run([sys.executable, "-m", "vdla.compiler.cli.main", "pool", "worker", address, "--name", "w1",
                           "--device", "vdla-fsim=1"], env=p.env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and "already has a worker named 'w1'" in out.stderr
 
@@ -144,7 +144,7 @@ def cycles_of(program) -> int:  # type: ignore[no-untyped-def]
 
 
 def test_a_tuning_sweep_on_two_workers_picks_the_in_process_best(sim_pool) -> None:
-    from runtime.workloads import GemmTiling, tiled_gemm_program
+    from vdla.runtime.workloads import GemmTiling, tiled_gemm_program
 
     address, _ = sim_pool
     cfg = load_config("default")

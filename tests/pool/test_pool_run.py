@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "graph"))
 
 from make_models import digits_split  # noqa: E402
 
-from compiler.examples import MODEL_PATH  # noqa: E402
+from vdla.compiler.examples import MODEL_PATH  # noqa: E402
 
 
 @pytest.mark.slow  # compiles a model (a minute or more on a shared 2-core machine)
@@ -22,7 +22,7 @@ def test_vdla_run_on_the_pool_matches_the_local_run(sim_pool, tmp_path: Path) ->
     x_tr, _, x_te, _ = digits_split()
     np.savez(tmp_path / "calib.npz", x=x_tr[:16])
     np.save(tmp_path / "x.npy", x_te[:1])
-    cli = [sys.executable, "-m", "compiler.cli.main"]
+    cli = [sys.executable, "-m", "vdla.compiler.cli.main"]
     model = tmp_path / "digits.vdla"
     subprocess.run(cli + ["compile", str(MODEL_PATH), "--target", "vdla", "--calibrate",
                           str(tmp_path / "calib.npz"), "-o", str(model)], env=p.env, check=True, capture_output=True)

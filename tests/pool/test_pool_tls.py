@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from distributed import Client
 
-from runtime.backends import run as run_local
-from runtime.pool import PoolExecutor, PoolUnreachableError
-from runtime.pool.security import make_certs, node_security
-from runtime.pool.tasks import submit_program
-from runtime.random_programs import random_program
+from vdla.runtime.backends import run as run_local
+from vdla.runtime.pool import PoolExecutor, PoolUnreachableError
+from vdla.runtime.pool.security import make_certs, node_security
+from vdla.runtime.pool.tasks import submit_program
+from vdla.runtime.random_programs import random_program
 from vdla_hw.config import load_config
 from vdla_hw.errors import UsageError
 
@@ -66,7 +66,7 @@ def test_tls_pool_serves_members_and_refuses_others(pool, tmp_path: Path) -> Non
 
 
 def test_non_loopback_scheduler_without_tls_is_refused(pool) -> None:
-    out = subprocess.run([sys.executable, "-m", "compiler.cli.main", "pool", "scheduler", "--host", "0.0.0.0"],
+    out = subprocess.run([sys.executable, "-m", "vdla.compiler.cli.main", "pool", "scheduler", "--host", "0.0.0.0"],
                          env=pool.env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 2
     assert "not loopback" in out.stderr and "vdla pool certs" in out.stderr

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from compiler.autotune.database import Database
-from compiler.autotune.executor import LocalExecutor
-from compiler.autotune.measure import MeasureOptions
-from compiler.autotune.session import tune_tasks
-from compiler.autotune.task import Task, make_task
-from runtime.pool import NoDeviceError, PoolExecutor
+from vdla.compiler.autotune.database import Database
+from vdla.compiler.autotune.executor import LocalExecutor
+from vdla.compiler.autotune.measure import MeasureOptions
+from vdla.compiler.autotune.session import tune_tasks
+from vdla.compiler.autotune.task import Task, make_task
+from vdla.runtime.pool import NoDeviceError, PoolExecutor
 from vdla_hw.config import load_config
 
 torch = pytest.importorskip("torch")
@@ -118,7 +118,7 @@ def test_jobs_whose_process_dies_past_the_retries_are_error_records_and_the_run_
         # SIGKILL the workers' job processes again and again: those caught mid-job crash their job.
         while not stop.wait(0.2):
             for child in (c for w in workers for c in w.children()):
-                if "runtime.pool.child" in " ".join(child.cmdline()):
+                if "vdla.runtime.pool.child" in " ".join(child.cmdline()):
                     child.kill()
                     killed.append(child.pid)
 
@@ -156,7 +156,7 @@ def test_llvm_tune_on_a_cpu_worker_logs_timed_records(pool, tmp_path: Path) -> N
     sched = pool.scheduler()
     pool.worker(sched.address, "cpu1", "--device", "cpu=1")
     log = tmp_path / "cpu.jsonl"
-    done = subprocess.run([sys.executable, "-m", "compiler.cli.main", "tune", str(model), "--target", "llvm",
+    done = subprocess.run([sys.executable, "-m", "vdla.compiler.cli.main", "tune", str(model), "--target", "llvm",
                            "--trials", "2", "--batch", "2", "--tuner", "grid", "--log", str(log), "--pool",
                            sched.address, "--quiet"], cwd=ROOT, env=pool.env, capture_output=True, text=True,
                           timeout=600, check=False)
@@ -178,7 +178,7 @@ def test_vdla_tune_on_the_pool_survives_a_worker_killed_mid_run(
     address, pool = sim_pool
     workers = {n.address: n.proc.pid for n in pool.nodes if n.ready.startswith("worker at")}  # type: ignore[attr-defined]
     log = tmp_path / "tune.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "compiler.cli.main", "tune", str(model), "--target", "vdla",
+    proc = subprocess.Popen([sys.executable, "-m", "vdla.compiler.cli.main", "tune", str(model), "--target", "vdla",
                              "--trials", str(TRIALS), "--batch", str(BATCH), "--tuner", "grid", "--log", str(log),
                              "--pool", address, "--quiet"],
                             cwd=ROOT, env=pool.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # type: ignore[attr-defined]

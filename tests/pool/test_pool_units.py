@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from runtime.pool.jobs import host_lock
-from runtime.pool.kinds import (KindError, backend_kind, kinds_of, parse_device, resources_for, satisfies,
+from vdla.runtime.pool.jobs import host_lock
+from vdla.runtime.pool.kinds import (KindError, backend_kind, kinds_of, parse_device, resources_for, satisfies,
                                 worker_resources)
-from runtime.pool.security import check_bind, make_certs
+from vdla.runtime.pool.security import check_bind, make_certs
 from vdla_hw.config import load_config
 from vdla_hw.errors import UsageError
 
@@ -112,16 +112,16 @@ def test_certs_are_signed_by_one_ca_and_off_loopback_needs_them(tmp_path: Path) 
 
 
 def test_worker_side_never_imports_the_compiler() -> None:
-    code = ("import sys, runtime.pool.jobs, runtime.pool.node, runtime.pool.child, runtime.pool.status; "
-            "import runtime.pool.tasks, runtime.pool.board, runtime.pool.deploy; "
-            "print(sorted(m for m in sys.modules if m == 'compiler' or m.startswith('compiler.')))")
+    code = ("import sys, vdla.runtime.pool.jobs, vdla.runtime.pool.node, vdla.runtime.pool.child, vdla.runtime.pool.status; "
+            "import vdla.runtime.pool.tasks, vdla.runtime.pool.board, vdla.runtime.pool.deploy; "
+            "print(sorted(m for m in sys.modules if m == 'vdla.compiler' or m.startswith('vdla.compiler.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[2])
     assert out.stdout.strip() == "[]"
 
 
 def test_an_address_without_a_scheduler_is_a_clear_error() -> None:
-    from runtime.pool import PoolExecutor, PoolUnreachableError
+    from vdla.runtime.pool import PoolExecutor, PoolUnreachableError
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

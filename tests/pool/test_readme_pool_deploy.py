@@ -51,7 +51,7 @@ def test_readme_pool_deploy_commands_run(tmp_path: Path) -> None:
     sys.path.insert(0, str(ROOT / "tests" / "graph"))
     from make_models import digits_split
 
-    from compiler.examples import MODEL_PATH
+    from vdla.compiler.examples import MODEL_PATH
 
     x_tr, _, x_te, _ = digits_split()
     np.savez(tmp_path / "calib.npz", x=x_tr[:16])

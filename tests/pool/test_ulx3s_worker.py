@@ -13,14 +13,14 @@ import sys
 import numpy as np
 import pytest
 
-from runtime.backends import run as run_local
-from runtime.pool import PoolExecutor
-from runtime.pool.kinds import fpga_kind
-from runtime.pool.tasks import submit_program
-from runtime.random_programs import random_program
+from vdla.runtime.backends import run as run_local
+from vdla.runtime.pool import PoolExecutor
+from vdla.runtime.pool.kinds import fpga_kind
+from vdla.runtime.pool.tasks import submit_program
+from vdla.runtime.random_programs import random_program
 from vdla_hw.config import load_config
 
-CLI = [sys.executable, "-m", "compiler.cli.main"]
+CLI = [sys.executable, "-m", "vdla.compiler.cli.main"]
 
 
 def vdla(env: dict, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:

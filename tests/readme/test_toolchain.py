@@ -85,7 +85,7 @@ def test_no_compiler_at_all_says_what_to_install(tmp_path: Path) -> None:
     code = (
         "import sys; sys.modules['ziglang'] = None  # as if the wheel were not installed\n"
         "from vdla_hw.errors import ToolchainError\n"
-        "from runtime.backends.rtl import RtlBackend\n"
+        "from vdla.runtime.backends.rtl import RtlBackend\n"
         "from vdla_hw.toolchain import find_toolchain\n"
         "try:\n"
         "    find_toolchain(need_make=False)\n"
@@ -111,8 +111,8 @@ def test_the_rtl_backend_builds_and_runs_with_only_the_ziglang_wheel(tmp_path: P
     pytest.importorskip("ziglang", reason="the ziglang wheel is in the hw extra: pip install 'vdla[hw]'")
     code = (
         "import numpy as np\n"
-        "from runtime import run\n"
-        "from runtime.workloads import tiled_gemm_program\n"
+        "from vdla.runtime import run\n"
+        "from vdla.runtime.workloads import tiled_gemm_program\n"
         "from vdla_hw import load_config\n"
         "from vdla_hw.toolchain import toolchain\n"
         "assert toolchain().origin == 'ziglang', toolchain()\n"
@@ -136,7 +136,7 @@ def test_vdla_compile_links_with_only_the_ziglang_wheel(tmp_path: Path) -> None:
     base.pop("CXX", None)
     base.pop("CC", None)
     stripped = {**base, "PATH": stripped_path(tmp_path), "VDLA_CACHE_DIR": str(tmp_path / "cache")}
-    vdla = [sys.executable, "-m", "compiler.cli.main"]
+    vdla = [sys.executable, "-m", "vdla.compiler.cli.main"]
     subprocess.run([*vdla, "example", "."], cwd=tmp_path, env=base, check=True, timeout=120)
     outputs = {}
     for label, env in (("zig", stripped), ("system", base)):

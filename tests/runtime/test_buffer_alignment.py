@@ -8,15 +8,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler import te
-from compiler.build import build
-from compiler.codegen.llvm import codegen, host_target
-from compiler.graph import GraphBuilder
-from compiler.graph.build import build_model
-from compiler.schedule import create_schedule
-from compiler.tir.pipeline import lower
-from compiler.tir.stmt import PrimFunc
-from runtime.cpu_module import BUFFER_ALIGN, aligned_copy, aligned_zeros
+from vdla.compiler import te
+from vdla.compiler.build import build
+from vdla.compiler.codegen.llvm import codegen, host_target
+from vdla.compiler.graph import GraphBuilder
+from vdla.compiler.graph.build import build_model
+from vdla.compiler.schedule import create_schedule
+from vdla.compiler.tir.pipeline import lower
+from vdla.compiler.tir.stmt import PrimFunc
+from vdla.runtime.cpu_module import BUFFER_ALIGN, aligned_copy, aligned_zeros
 
 
 @pytest.mark.parametrize("shape, dtype", [((3, 5), np.float32), ((), np.int8), (7, np.float64)])

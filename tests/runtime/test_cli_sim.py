@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from compiler.cli.main import main
-from runtime.workloads import tiled_gemm_program
+from vdla.compiler.cli.main import main
+from vdla.runtime.workloads import tiled_gemm_program
 from vdla_hw import load_config
 
 

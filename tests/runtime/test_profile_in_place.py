@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from compiler.graph import GraphBuilder
-from compiler.graph.build import build_model
+from vdla.compiler.graph import GraphBuilder
+from vdla.compiler.graph.build import build_model
 
 
 class _Recorder:

@@ -7,9 +7,9 @@ import pickle
 import numpy as np
 import pytest
 
-from runtime import BackendError, Device, Program, ProgramBuilder, get_backend, pack_matrix, run, unpack_matrix
-from runtime.backends import backend_names
-from runtime.workloads import GemmTiling, tiled_gemm_program
+from vdla.runtime import BackendError, Device, Program, ProgramBuilder, get_backend, pack_matrix, run, unpack_matrix
+from vdla.runtime.backends import backend_names
+from vdla.runtime.workloads import GemmTiling, tiled_gemm_program
 from vdla_hw.config import load_config, preset_names
 from vdla_hw.errors import BadFileError
 from vdla_hw.isa import AluOp, IsaError, MemType, Uop

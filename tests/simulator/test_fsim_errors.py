@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from runtime.program import ProgramBuilder
-from simulator import (
+from vdla.runtime.program import ProgramBuilder
+from vdla.simulator import (
     DeadlockError,
     MemoryAccessError,
     ProtocolError,

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 
 from fsim_reference import alu as ref_alu
 from fsim_reference import run_reference
-from runtime.program import ProgramBuilder
-from simulator import MachineState, execute, run_fsim
-from simulator.errors import ProtocolError, UninitializedReadError
-from simulator.semantics import copy_forwarding_hazard
+from vdla.runtime.program import ProgramBuilder
+from vdla.simulator import MachineState, execute, run_fsim
+from vdla.simulator.errors import ProtocolError, UninitializedReadError
+from vdla.simulator.semantics import copy_forwarding_hazard
 from vdla_hw.config import load_config, preset_names
 from vdla_hw.isa import AluInsn, AluOp, MemType, Uop
 

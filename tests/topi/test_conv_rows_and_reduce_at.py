@@ -13,11 +13,11 @@ import itertools
 import numpy as np
 import pytest
 
-from compiler import te, topi
-from compiler.build import build
-from compiler.codegen.llvm import current_target
-from compiler.schedule import create_schedule
-from compiler.topi.utils import TopiError
+from vdla.compiler import te, topi
+from vdla.compiler.build import build
+from vdla.compiler.codegen.llvm import current_target
+from vdla.compiler.schedule import create_schedule
+from vdla.compiler.topi.utils import TopiError
 
 
 def _reference(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndarray:

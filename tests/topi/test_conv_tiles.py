@@ -10,15 +10,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler import te, topi
-from compiler.codegen.llvm import current_target
-from compiler.graph import GraphBuilder, run_graph
-from compiler.graph.build import build_model
-from compiler.graph.lower_llvm import build_kernel
-from compiler.graph.passes import optimize_for_cpu
-from compiler.tir.functor import collect
-from compiler.tir.pipeline import lower
-from compiler.tir.stmt import Allocate
+from vdla.compiler import te, topi
+from vdla.compiler.codegen.llvm import current_target
+from vdla.compiler.graph import GraphBuilder, run_graph
+from vdla.compiler.graph.build import build_model
+from vdla.compiler.graph.lower_llvm import build_kernel
+from vdla.compiler.graph.passes import optimize_for_cpu
+from vdla.compiler.tir.functor import collect
+from vdla.compiler.tir.pipeline import lower
+from vdla.compiler.tir.stmt import Allocate
 
 
 @pytest.mark.parametrize("accumulators", [28, 12])
@@ -73,7 +73,7 @@ def test_blocked_max_pool_reads_its_input_without_a_padded_copy(cpu_target: str)
     out = topi.pool2d(tx, 3, 2, 1, "max", "NCHWc")
     lowered = lower(topi.schedule_pool(out), "llvm")
     assert not collect(lowered.body, lambda n: isinstance(n, Allocate))
-    from compiler.build import build
+    from vdla.compiler.build import build
 
     got = np.zeros([int(d.value) for d in out.shape], np.float32)
     build(topi.schedule_pool(out), [tx, out])(x, got)

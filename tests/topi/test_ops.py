@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compiler import te, topi
-from compiler.build import build
-from compiler.schedule import Schedule
+from vdla.compiler import te, topi
+from vdla.compiler.build import build
+from vdla.compiler.schedule import Schedule
 
 from . import reference as ref
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler import te, topi
-from compiler.build import build
+from vdla.compiler import te, topi
+from vdla.compiler.build import build
 
 from . import reference as ref
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler import te, topi
-from compiler.autotune import dispatch
-from compiler.autotune.task import Task
-from compiler.autotune.template import template_for
-from compiler.build import build
-from compiler.codegen.llvm import parse_target, using_target
-from compiler.graph import GraphBuilder, run_graph
-from compiler.graph.build import build_model
-from compiler.graph.lower_llvm_nn import default_conv_tile
-from compiler.topi.utils import TopiError
+from vdla.compiler import te, topi
+from vdla.compiler.autotune import dispatch
+from vdla.compiler.autotune.task import Task
+from vdla.compiler.autotune.template import template_for
+from vdla.compiler.build import build
+from vdla.compiler.codegen.llvm import parse_target, using_target
+from vdla.compiler.graph import GraphBuilder, run_graph
+from vdla.compiler.graph.build import build_model
+from vdla.compiler.graph.lower_llvm_nn import default_conv_tile
+from vdla.compiler.topi.utils import TopiError
 
 
 def _conv_f64(x: np.ndarray, w: np.ndarray, pad: int) -> np.ndarray:
@@ -156,7 +156,7 @@ def test_default_rule_and_tuning_space_offer_both_algorithms() -> None:
 
 def test_tuner_measures_a_winograd_config_through_its_artifact_bytes() -> None:
     # The runner gets only the artifact's bytes: its function's name says it takes transformed weights.
-    from compiler.autotune.measure import MeasureOptions, build_job, run_job
+    from vdla.compiler.autotune.measure import MeasureOptions, build_job, run_job
 
     wl = {"n": 1, "ic_outer": 2, "h": 8, "w": 8, "ic_block": 8, "oc_outer": 2, "kh": 3, "kw": 3, "oc_block": 8,
           "stride_h": 1, "stride_w": 1, "pad_h": 1, "pad_w": 1}

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
-from compiler.vdla import CapacityError, VdlaTarget
-from compiler.vdla.topi import (RESNET18_CONVS, Conv2dKnobs, Conv2dWorkload, Requantize, check_conv2d, check_knobs,
+from vdla.compiler.vdla import CapacityError, VdlaTarget
+from vdla.compiler.vdla.topi import (RESNET18_CONVS, Conv2dKnobs, Conv2dWorkload, Requantize, check_conv2d, check_knobs,
                                 compile_conv2d, dense_workload, knob_space, requant_shift)
-from compiler.vdla.topi import reference as ref
+from vdla.compiler.vdla.topi import reference as ref
 
 DEFAULT = VdlaTarget.from_config("default")
 FAST = ("C9", "C11", "C12")
@@ -103,7 +103,7 @@ def test_unmappable_shape_raises_clear_error() -> None:
     (Conv2dWorkload(1, 64, 8, 8, 32, 1, 1, 1, 0), Conv2dKnobs(2, 2, 4, 2, "oh", "oc_oh")),
 ], ids=["3x3", "1x1"])
 def test_small_compiled_conv_on_rtl(wl: Conv2dWorkload, knobs: Conv2dKnobs) -> None:
-    from runtime.backends.rtl import RtlBackend
+    from vdla.runtime.backends.rtl import RtlBackend
 
     why = RtlBackend.unavailable()
     if why is not None:

@@ -1,5 +1,5 @@
 """Every preset compiles every shipped layer (or refuses with the reason): the capacity model of
-``compiler.vdla.topi.fit`` against the real lowering, fsim runs bit-exact vs NumPy."""
+``vdla.compiler.vdla.topi.fit`` against the real lowering, fsim runs bit-exact vs NumPy."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import re
 import pytest
 from hypothesis import HealthCheck, assume, event, given, settings, strategies as st
 
-from compiler.vdla import CapacityError, VdlaTarget
-from compiler.vdla.target import SCOPE_UOP
-from compiler.cli.main import main
-from compiler.vdla.topi import (RESNET18_CONVS, Conv2dKnobs, Conv2dWorkload, Requantize, check_conv2d, compile_conv2d,
+from vdla.compiler.vdla import CapacityError, VdlaTarget
+from vdla.compiler.vdla.target import SCOPE_UOP
+from vdla.compiler.cli.main import main
+from vdla.compiler.vdla.topi import (RESNET18_CONVS, Conv2dKnobs, Conv2dWorkload, Requantize, check_conv2d, compile_conv2d,
                                 default_knobs, fits, footprint, requant_shift, resnet18_layer)
 from vdla_hw.config import ConfigError, load_config
 

@@ -11,8 +11,8 @@ import re
 import pytest
 from random_configs import legal_configs
 
-from compiler.vdla import VdlaTarget
-from compiler.vdla.topi import (
+from vdla.compiler.vdla import VdlaTarget
+from vdla.compiler.vdla.topi import (
     Conv2dWorkload,
     Requantize,
     check_conv2d,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from compiler.vdla import VdlaTarget
-from compiler.vdla.target import SCOPE_ACC, SCOPE_UOP
-from compiler.vdla.topi import Conv2dKnobs, Conv2dWorkload, Requantize, check_conv2d, compile_conv2d, footprint
+from vdla.compiler.vdla import VdlaTarget
+from vdla.compiler.vdla.target import SCOPE_ACC, SCOPE_UOP
+from vdla.compiler.vdla.topi import Conv2dKnobs, Conv2dWorkload, Requantize, check_conv2d, compile_conv2d, footprint
 
 DEFAULT = VdlaTarget.from_config("default")
 
@@ -41,7 +41,7 @@ def test_default_knobs_account_for_the_multiplier_tile() -> None:
 
 @pytest.mark.slow
 def test_multiplier_bit_exact_on_rtl() -> None:
-    from runtime.backends.rtl import RtlBackend
+    from vdla.runtime.backends.rtl import RtlBackend
 
     why = RtlBackend.unavailable()
     if why is not None:

@@ -6,21 +6,21 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler.tir import Allocate, AttrStmt, BufferLoad, Evaluate, For, IntImm, SeqStmt, run as interpret
+from vdla.compiler.tir import Allocate, AttrStmt, BufferLoad, Evaluate, For, IntImm, SeqStmt, run as interpret
 from vdla_hw.isa import AluOp
-from compiler.tir.functor import collect, replace_node
-from compiler.vdla import VdlaTarget, build, passes
-from compiler.vdla.intrin import ALU_UOP, GEMM_RESET_UOP, UOP_SCOPE, alu_uop
-from compiler.vdla.passes.common import perfect_nest
-from compiler.vdla.passes import VdlaLoweringError, fold_bias_init, inject_alu_op
-from compiler.vdla.decode import as_dma, as_uop_insn, split_deps
-from compiler.vdla.stmt import DEPS, UOP_LOOP, packed_call
-from compiler.vdla.topi import Conv2dKnobs, Conv2dWorkload, Requantize, conv2d_func, conv2d_schedule
-from compiler.vdla.target import SCOPE_UOP
-from compiler.vdla.topi.fit import footprint
-from compiler.vdla.topi.ops import check_conv2d, compile_conv2d
-from compiler.vdla.topi import reference as ref
-from compiler.vdla.topi.ops import random_conv_data
+from vdla.compiler.tir.functor import collect, replace_node
+from vdla.compiler.vdla import VdlaTarget, build, passes
+from vdla.compiler.vdla.intrin import ALU_UOP, GEMM_RESET_UOP, UOP_SCOPE, alu_uop
+from vdla.compiler.vdla.passes.common import perfect_nest
+from vdla.compiler.vdla.passes import VdlaLoweringError, fold_bias_init, inject_alu_op
+from vdla.compiler.vdla.decode import as_dma, as_uop_insn, split_deps
+from vdla.compiler.vdla.stmt import DEPS, UOP_LOOP, packed_call
+from vdla.compiler.vdla.topi import Conv2dKnobs, Conv2dWorkload, Requantize, conv2d_func, conv2d_schedule
+from vdla.compiler.vdla.target import SCOPE_UOP
+from vdla.compiler.vdla.topi.fit import footprint
+from vdla.compiler.vdla.topi.ops import check_conv2d, compile_conv2d
+from vdla.compiler.vdla.topi import reference as ref
+from vdla.compiler.vdla.topi.ops import random_conv_data
 
 TARGET = VdlaTarget.from_config("default")
 WL = Conv2dWorkload(1, 32, 6, 6, 32, 3, 3, 1, 1)
@@ -200,10 +200,10 @@ def test_compiled_program_is_bit_exact(backend: str) -> None:
 
 
 def test_fold_requant_store_leaves_what_the_store_cannot_do_exactly() -> None:
-    from compiler.tir import FloorDiv, Var
-    from compiler.tir.ir import Max, Min
-    from compiler.vdla.passes.fold_requant_store import _peel
-    from compiler.vdla.stmt import Requant
+    from vdla.compiler.tir import FloorDiv, Var
+    from vdla.compiler.tir.ir import Max, Min
+    from vdla.compiler.vdla.passes.fold_requant_store import _peel
+    from vdla.compiler.vdla.stmt import Requant
 
     x = Var("x", "int32")
     assert _peel(Min(x, IntImm(127)), 8) is None                   # an upper bound alone is no saturating clip

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 
-from compiler.cli.main import main
+from vdla.compiler.cli.main import main
 from vdla_hw.config import load_config
 from vdla_hw.gen_docs import EXAMPLE_PROGRAM, render_isa_doc
 from vdla_hw.isa import INSN_BYTES

@@ -2,7 +2,7 @@
 
 The bitstream of :mod:`vdla_hw.fpga.ecp5_flow` carries no host: its block RAM is loaded at
 configuration time with the DRAM image of one system-test program (``gemm_vt2`` of
-:mod:`runtime.system_programs`: a tiled GEMM + bias + ReLU + requantize with two virtual
+:mod:`vdla.runtime.system_programs`: a tiled GEMM + bias + ReLU + requantize with two virtual
 threads, so loads, GEMMs, ALU ops, stores and all four token queues are exercised), and a
 second RAM holds the image the functional simulator leaves after running it. The top's
 controller starts the program, waits for done and compares every word (see
@@ -96,8 +96,8 @@ class SelftestRun:
 
 def selftest_image(cfg: HwConfig | str) -> SelftestImage:
     """The self-test program of ``cfg`` laid out for the on-chip RAM, with its fsim result."""
-    from runtime.backends import run
-    from runtime.system_programs import build_case
+    from vdla.runtime.backends import run
+    from vdla.runtime.system_programs import build_case
 
     cfg = load_config(cfg)
     program = build_case(cfg, SELFTEST_CASE)

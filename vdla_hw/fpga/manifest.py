@@ -3,7 +3,7 @@
 ``vdla fpga build`` writes the manifest into every board's folder: first when the project is
 written (no ``files`` yet: the tools have not run), again after a successful run with the
 bitstream (and the ``.hwh`` pynq needs) and their SHA-256. The fpga backend
-(:mod:`runtime.fpga`) reads it to find the bitstream, the config the hardware was generated
+(:mod:`vdla.runtime.fpga`) reads it to find the bitstream, the config the hardware was generated
 for and the build id the design's BUILD_ID register must read.
 
 The build id is a content hash, not a timestamp: the low 32 bits of a SHA-256 over the board,

@@ -3,7 +3,7 @@
 :func:`soc_sim_binary` generates the SoC's simulation variant (:mod:`vdla_hw.fpga.ulx3s_soc`,
 ``variant="sim"``) and builds it with ``fpga_scripts/ulx3s/soc_sim_main.cpp``, once per config,
 build id and source hash, in the build cache. :class:`SimulatedUlx3s` starts it and gives the pty's
-path: the host driver (``runtime.fpga.serial_board``) opens that path exactly as it opens the
+path: the host driver (``vdla.runtime.fpga.serial_board``) opens that path exactly as it opens the
 board's ``/dev/ttyUSB0``. :func:`sim_bitstream_folder` writes a bitstream folder for the simulated
 board (manifest, config, ``soc.json``) so the driver's checks run as on the board.
 """

@@ -2,7 +2,7 @@
 
 ``build`` compiles and caches the library per config; ``sim.RtlSim`` drives it through
 ctypes (load DRAM, start over the AXI-lite registers, run the clock loop in C++, read
-DRAM and the cycle counter back).  ``runtime.backends.rtl`` is built on top of it.
+DRAM and the cycle counter back).  ``vdla.runtime.backends.rtl`` is built on top of it.
 """
 
 from vdla_hw.harness.build import harness_library

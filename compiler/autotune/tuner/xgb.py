@@ -1,7 +1,7 @@
 """The model-based tuner: an XGBoost ranking model on loop-program features, explored by annealing.
 
 The model (``rank:pairwise``) learns which of two configs of a task is faster from the features of
-their scheduled programs (:mod:`compiler.autotune.features`), not from knob values, so what it
+their scheduled programs (:mod:`vdla.compiler.autotune.features`), not from knob values, so what it
 learns on one task carries to similar ones: records of other tasks of the same kind from earlier
 logs join the training data as their own ranking groups (transfer learning), and guide the first
 batch before anything of this task is measured.  Each batch: parallel simulated-annealing walkers

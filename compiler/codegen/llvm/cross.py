@@ -270,7 +270,7 @@ class EmulatedParam:
 
 
 class EmulatedFunction:
-    """One function of an :class:`EmulatedLibrary`, with the interface of ``runtime.cpu_module.Function``
+    """One function of an :class:`EmulatedLibrary`, with the interface of ``vdla.runtime.cpu_module.Function``
     (``check``, ``pack``, ``call_unchecked``, ``__call__``): each call is one qemu-user process."""
 
     def __init__(self, library: EmulatedLibrary, name: str, params: tuple[EmulatedParam, ...]):
@@ -296,7 +296,7 @@ class EmulatedFunction:
 
 
 class EmulatedLibrary:
-    """A cross-built module run under qemu-user, in place of a loaded ``runtime.cpu_module.CpuModule``: the
+    """A cross-built module run under qemu-user, in place of a loaded ``vdla.runtime.cpu_module.CpuModule``: the
     graph executor runs a whole model with it (CPU kernels emulated, VDLA nodes on their backend)."""
 
     def __init__(self, mod: LLVMModule, *, threads: int = 2, timeout_s: float = 600.0):

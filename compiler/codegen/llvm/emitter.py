@@ -470,7 +470,7 @@ class FunctionEmitter:
 
     def s_Block(self, s: Block) -> None:
         raise CodegenError(f"block {s.name!r} is still in the program: lower the schedule "
-                           f"(compiler.tir.pipeline.lower) before code generation")
+                           f"(vdla.compiler.tir.pipeline.lower) before code generation")
 
     def s_BlockRealize(self, s: BlockRealize) -> None:
         self.s_Block(s.block)

@@ -10,7 +10,7 @@ import tempfile
 
 import llvmlite.binding as llvm
 
-from runtime.cpu_module import CpuModule, check_target
+from vdla.runtime.cpu_module import CpuModule, check_target
 from vdla_hw.errors import ToolchainError
 from vdla_hw.toolchain import INSTALL_COMPILER, toolchain
 
@@ -50,9 +50,9 @@ def export_library(mod: LLVMModule, path: str | os.PathLike[str], opt: int = 3,
     ``cc`` defaults to the C compiler :func:`vdla_hw.toolchain.toolchain` finds (``CC``, a
     system compiler, or the ``ziglang`` wheel); a missing one is a ToolchainError saying what
     to install. The library records its target in ``vdla_module_meta``;
-    ``runtime.cpu_module.load_module`` loads it without the compiler.  A module for another
+    ``vdla.runtime.cpu_module.load_module`` loads it without the compiler.  A module for another
     architecture (an ARM board) is linked by that architecture's cross linker
-    (:func:`~compiler.codegen.llvm.cross.cross_link_library`).
+    (:func:`~vdla.compiler.codegen.llvm.cross.cross_link_library`).
     """
     if mod.target.arch != host_target().arch and cc is None:
         from .cross import cross_link_library

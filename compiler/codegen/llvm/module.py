@@ -108,7 +108,7 @@ def _param_info(func: PrimFunc) -> tuple[ParamInfo, ...]:
 
 
 def _emit_func(ctx: ModuleContext, func: PrimFunc) -> FuncInfo:
-    # Callers that need the exported name to equal func.name give identifiers (compiler.codegen.symbols).
+    # Callers that need the exported name to equal func.name give identifiers (vdla.compiler.codegen.symbols).
     name = c_identifier(func.name)
     if name in ctx.module.globals:
         raise CodegenError(f"two functions are named {name!r}; give them distinct names")

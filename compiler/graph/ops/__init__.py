@@ -1,12 +1,12 @@
 """The operator registry and the definitions of every graph operator.
 
-Importing this package registers all operators; see :mod:`compiler.graph.ops.registry`.
+Importing this package registers all operators; see :mod:`vdla.compiler.graph.ops.registry`.
 """
 
-from compiler.graph.ops import (  # noqa: F401  (registration)
+from vdla.compiler.graph.ops import (  # noqa: F401  (registration)
     elemwise, indexing, math, nn, pool, quant, structural, transform,
 )
-from compiler.graph.ops.registry import (
+from vdla.compiler.graph.ops.registry import (
     REQUIRED, TARGETS, OpDef, OpPattern, get_lowering, get_op, lower, register_lowering, register_op, registered_ops,
 )
 

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from compiler.graph.errors import TypeInferenceError
-from compiler.graph.ir import TensorType
+from vdla.compiler.graph.errors import TypeInferenceError
+from vdla.compiler.graph.ir import TensorType
 
 FLOATS = ("float16", "float32", "float64")
 INTEGERS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")

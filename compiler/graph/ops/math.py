@@ -11,10 +11,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from compiler.graph.errors import TypeInferenceError
-from compiler.graph.ir import Attrs, TensorType
-from compiler.graph.ops.common import FLOATS, NUMERIC, broadcast_shapes, check_dtype, check_same_dtype
-from compiler.graph.ops.registry import REQUIRED, OpDef, OpPattern, register_op
+from vdla.compiler.graph.errors import TypeInferenceError
+from vdla.compiler.graph.ir import Attrs, TensorType
+from vdla.compiler.graph.ops.common import FLOATS, NUMERIC, broadcast_shapes, check_dtype, check_same_dtype
+from vdla.compiler.graph.ops.registry import REQUIRED, OpDef, OpPattern, register_op
 
 
 def _float_unary(name: str, fn: Callable[[np.ndarray], np.ndarray], doc: str) -> None:

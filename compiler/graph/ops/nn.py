@@ -12,13 +12,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from compiler.graph.errors import TypeInferenceError
-from compiler.graph.ir import Attrs, TensorType
-from compiler.graph.layout import pack, parse_layout, unpack
-from compiler.graph.ops.common import (
+from vdla.compiler.graph.errors import TypeInferenceError
+from vdla.compiler.graph.ir import Attrs, TensorType
+from vdla.compiler.graph.layout import pack, parse_layout, unpack
+from vdla.compiler.graph.ops.common import (
     FLOATS, NUMERIC, check_dtype, check_same_dtype, normalize_axis, pair, pool_out_size, quad, windows,
 )
-from compiler.graph.ops.registry import OpDef, OpPattern, register_op
+from vdla.compiler.graph.ops.registry import OpDef, OpPattern, register_op
 
 _INT_OPERANDS = ("int8", "uint8", "int16")
 

@@ -10,11 +10,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from compiler.graph.errors import TypeInferenceError
-from compiler.graph.ir import Attrs, TensorType
-from compiler.graph.layout import parse_layout
-from compiler.graph.ops.common import FLOATS, NUMERIC, check_dtype, pair, pool_out_size, quad, windows
-from compiler.graph.ops.registry import REQUIRED, OpDef, OpPattern, register_op
+from vdla.compiler.graph.errors import TypeInferenceError
+from vdla.compiler.graph.ir import Attrs, TensorType
+from vdla.compiler.graph.layout import parse_layout
+from vdla.compiler.graph.ops.common import FLOATS, NUMERIC, check_dtype, pair, pool_out_size, quad, windows
+from vdla.compiler.graph.ops.registry import REQUIRED, OpDef, OpPattern, register_op
 
 
 def _hw_axes(op: str, layout: str, ndim: int) -> tuple[int, int]:

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from compiler.graph.errors import TypeInferenceError
-from compiler.graph.ir import Attrs, TensorType
-from compiler.graph.ops.common import FLOATS, check_dtype, normalize_axis
-from compiler.graph.ops.registry import OpDef, OpPattern, register_op
+from vdla.compiler.graph.errors import TypeInferenceError
+from vdla.compiler.graph.ir import Attrs, TensorType
+from vdla.compiler.graph.ops.common import FLOATS, check_dtype, normalize_axis
+from vdla.compiler.graph.ops.registry import OpDef, OpPattern, register_op
 
 QUANT_DTYPES = ("int8", "uint8", "int16", "uint16")
 

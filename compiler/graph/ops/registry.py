@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from compiler.graph.errors import NotLoweredError, TypeInferenceError, UnknownOperatorError
-from compiler.graph.ir import Attrs, Node, TensorType
+from vdla.compiler.graph.errors import NotLoweredError, TypeInferenceError, UnknownOperatorError
+from vdla.compiler.graph.ir import Attrs, Node, TensorType
 
 #: Code-generation targets a lowering can be registered for.
 TARGETS = ("llvm", "vdla")

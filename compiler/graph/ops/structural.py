@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from compiler.graph.errors import GraphError, TypeInferenceError
-from compiler.graph.ir import Attrs, ConstValue, Graph, TensorType
-from compiler.graph.ops.registry import REQUIRED, OpDef, OpPattern, register_op
+from vdla.compiler.graph.errors import GraphError, TypeInferenceError
+from vdla.compiler.graph.ir import Attrs, ConstValue, Graph, TensorType
+from vdla.compiler.graph.ops.registry import REQUIRED, OpDef, OpPattern, register_op
 
 
 def _input_relation(types: Sequence[TensorType], attrs: Attrs) -> TensorType:
@@ -50,7 +50,7 @@ def _fused_relation(types: Sequence[TensorType], attrs: Attrs) -> TensorType:
 
 
 def _fused_reference(xs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
-    from compiler.graph.executor import run_graph
+    from vdla.compiler.graph.executor import run_graph
 
     body: Graph = attrs["body"]
     return run_graph(body, {p.name: x for p, x in zip(body.input_nodes, xs)})[0]

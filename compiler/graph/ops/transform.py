@@ -6,11 +6,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from compiler.graph.errors import TypeInferenceError
-from compiler.graph.ir import Attrs, TensorType
-from compiler.graph.layout import parse_layout, transform
-from compiler.graph.ops.common import check_same_dtype, normalize_axis
-from compiler.graph.ops.registry import REQUIRED, OpDef, OpPattern, register_op
+from vdla.compiler.graph.errors import TypeInferenceError
+from vdla.compiler.graph.ir import Attrs, TensorType
+from vdla.compiler.graph.layout import parse_layout, transform
+from vdla.compiler.graph.ops.common import check_same_dtype, normalize_axis
+from vdla.compiler.graph.ops.registry import REQUIRED, OpDef, OpPattern, register_op
 
 
 def _reshape_relation(types: Sequence[TensorType], attrs: Attrs) -> TensorType:

@@ -12,23 +12,23 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from vdla_hw.config import HwConfig
 
-from compiler.codegen.llvm import current_target
-from compiler.graph.ir import Graph
-from compiler.graph.passes.alter_layout import LayoutRewriter, alter_layout
-from compiler.graph.passes.cpu_layout import cpu_layout
-from compiler.graph.passes.fold_batch_norm import fold_batch_norm
-from compiler.graph.passes.fold_constant import fold_constant
-from compiler.graph.passes.fuse_ops import fuse_ops, fusion_groups
-from compiler.graph.passes.partition import partition, placement
-from compiler.graph.passes.plan_memory import MemoryPlan, plan_memory, run_planned
-from compiler.graph.passes.calibration import Calibration, calibrate, parse_calibration
-from compiler.graph.passes.quantize import QuantizedModel, quantize, quantize_model
+from vdla.compiler.codegen.llvm import current_target
+from vdla.compiler.graph.ir import Graph
+from vdla.compiler.graph.passes.alter_layout import LayoutRewriter, alter_layout
+from vdla.compiler.graph.passes.cpu_layout import cpu_layout
+from vdla.compiler.graph.passes.fold_batch_norm import fold_batch_norm
+from vdla.compiler.graph.passes.fold_constant import fold_constant
+from vdla.compiler.graph.passes.fuse_ops import fuse_ops, fusion_groups
+from vdla.compiler.graph.passes.partition import partition, placement
+from vdla.compiler.graph.passes.plan_memory import MemoryPlan, plan_memory, run_planned
+from vdla.compiler.graph.passes.calibration import Calibration, calibrate, parse_calibration
+from vdla.compiler.graph.passes.quantize import QuantizedModel, quantize, quantize_model
 
 
 def optimize_for_cpu(graph: Graph, block: int | None = None) -> Graph:
     """The float pipeline for the llvm target: fold batch norms and constants, keep activations
     between convs blocked by ``block`` channels (default: one vector register of fp32 on the target
-    being compiled for, :func:`~compiler.codegen.llvm.current_target`), then fuse."""
+    being compiled for, :func:`~vdla.compiler.codegen.llvm.current_target`), then fuse."""
     if block is None:
         block = current_target().vector_lanes(32)
     return fuse_ops(cpu_layout(fold_constant(fold_batch_norm(graph)), block))

@@ -9,12 +9,12 @@ what its consumer needs, and graph outputs return to their primal layout.  Const
 operands are packed at compile time instead of through a transform node.
 
 :func:`alter_layout` is the VDLA policy: every conv2d/dense the VDLA can run (see
-:mod:`compiler.graph.vdla_rules`) switches to the packed layouts of the config: data
+:mod:`vdla.compiler.graph.vdla_rules`) switches to the packed layouts of the config: data
 ``NCHW{b}n{bi}c``, weights ``OIHW{bo}o{bi}i``, output ``NCHW{b}n{bo}c``; one whose channel counts are not multiples of
 BLOCK_IN / BLOCK_OUT (24, 40, 56 in the MobileNets) runs with its channels zero-padded to them
-(:func:`~compiler.graph.vdla_rules.channel_padding`): a ``pad`` before, zero weights and bias for
+(:func:`~vdla.compiler.graph.vdla_rules.channel_padding`): a ``pad`` before, zero weights and bias for
 the extra channels, and the padding sliced away where the value leaves the packed layout.  The CPU policy
-is :func:`compiler.graph.passes.cpu_layout.cpu_layout`.
+is :func:`vdla.compiler.graph.passes.cpu_layout.cpu_layout`.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from vdla_hw.config import HwConfig
 
-from compiler.graph.errors import GraphError
-from compiler.graph.ir import Graph, Node, TensorType
-from compiler.graph.layout import parse_layout, transform
-from compiler.graph.passes.rewrite import Rewriter
-from compiler.graph.vdla_rules import channel_padding, gemm_unsupported_reason, packed_layouts
+from vdla.compiler.graph.errors import GraphError
+from vdla.compiler.graph.ir import Graph, Node, TensorType
+from vdla.compiler.graph.layout import parse_layout, transform
+from vdla.compiler.graph.passes.rewrite import Rewriter
+from vdla.compiler.graph.vdla_rules import channel_padding, gemm_unsupported_reason, packed_layouts
 
 _UNARY = frozenset({"relu", "sigmoid", "tanh", "clip", "right_shift", "cast", "quantize_linear", "dequantize_linear"})
 _POOLS = frozenset({"max_pool2d", "avg_pool2d", "global_avg_pool2d"})

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 from vdla_hw.errors import UsageError
 
-from compiler.graph.errors import GraphError
-from compiler.graph.executor import run_all
-from compiler.graph.ir import Graph
+from vdla.compiler.graph.errors import GraphError
+from vdla.compiler.graph.executor import run_all
+from vdla.compiler.graph.ir import Graph
 
 BINS = 2048
 LEVELS = 128  # int8 magnitudes: the quantized distribution KL compares against

@@ -1,24 +1,24 @@
 """Layout transformation for the CPU: keep float activations channel-blocked (``NCHW16c``) between convs.
 
-The LLVM conv2d micro-kernel (``compiler.topi.conv2d_nchwc``) reads ``[N, C/16, H, W, 16]`` and
+The LLVM conv2d micro-kernel (``vdla.compiler.topi.conv2d_nchwc``) reads ``[N, C/16, H, W, 16]`` and
 writes ``[N, O/16, H', W', 16]``, one output position's 16 channels being one vector register.
 Re-blocking the input and un-blocking the output inside every conv costs per-lane gathers on
 every layer; this pass instead gives each eligible conv2d the blocked data and output layouts,
 so the blocked values flow through bias adds, ReLUs, residual adds and pooling
-(:class:`~compiler.graph.passes.alter_layout.LayoutRewriter`), and a ``layout_transform`` is
+(:class:`~vdla.compiler.graph.passes.alter_layout.LayoutRewriter`), and a ``layout_transform`` is
 left only where a consumer needs the plain layout (e.g. a flatten before the classifier).
 
 A conv2d is eligible when it is float32 with constant weights, no dilation, its output channels
 are a multiple of the block (or of half of it, at least 8: :func:`channel_block`; else see below) and, if grouped,
 so are its input and output channels per group (a block never straddles two groups) or it is
-depthwise (a block of independent channels is one vector of ``compiler.topi.depthwise_conv2d_nchwc``,
+depthwise (a block of independent channels is one vector of ``vdla.compiler.topi.depthwise_conv2d_nchwc``,
 so the 1x1 convs around it stay blocked too).  Its data stays ``NCHW`` when the input channels are
 few (the 3-channel first conv reads the image as is); weights stay ``OIHW`` in the graph, since
 the lowering re-blocks constants at compile time anyway.
 
 An ungrouped or depthwise conv whose channels fill no block (ShuffleNet's 58 and 116) runs with them
 zero-padded to whole blocks, through the channel padding of
-:meth:`~compiler.graph.passes.alter_layout.LayoutRewriter.padded_gemm` (the VDLA's): zero weights and
+:meth:`~vdla.compiler.graph.passes.alter_layout.LayoutRewriter.padded_gemm` (the VDLA's): zero weights and
 bias keep the extra output channels zero, so the next padded conv reads them as they are, and the
 padding is sliced away where a consumer needs the real channels (a channel shuffle, the output).
 """
@@ -27,9 +27,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from compiler.graph.errors import GraphError
-from compiler.graph.ir import Graph, Node, TensorType
-from compiler.graph.passes.alter_layout import LayoutRewriter
+from vdla.compiler.graph.errors import GraphError
+from vdla.compiler.graph.ir import Graph, Node, TensorType
+from vdla.compiler.graph.passes.alter_layout import LayoutRewriter
 
 #: Input channels from which a conv whose input fills no block reads it zero-padded to whole blocks;
 #: below it (the image's 3 channels) it reads the plain NCHW input.

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.graph.ir import Graph, Node
-from compiler.graph.ops.nn import batch_norm_coefficients
-from compiler.graph.passes.rewrite import Rewriter
+from vdla.compiler.graph.ir import Graph, Node
+from vdla.compiler.graph.ops.nn import batch_norm_coefficients
+from vdla.compiler.graph.passes.rewrite import Rewriter
 
 
 def _constant(graph: Graph, name: str) -> np.ndarray | None:

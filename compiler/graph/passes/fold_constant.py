@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from compiler.graph.ir import Graph
-from compiler.graph.ops import get_op
-from compiler.graph.passes.rewrite import Rewriter
+from vdla.compiler.graph.ir import Graph
+from vdla.compiler.graph.ops import get_op
+from vdla.compiler.graph.passes.rewrite import Rewriter
 
 
 def fold_constant(graph: Graph) -> Graph:

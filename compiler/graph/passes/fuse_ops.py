@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from compiler.graph.builder import GraphBuilder
-from compiler.graph.ir import Graph, Node
-from compiler.graph.ops import OpPattern, get_op
-from compiler.graph.passes.rewrite import Rewriter
+from vdla.compiler.graph.builder import GraphBuilder
+from vdla.compiler.graph.ir import Graph, Node
+from vdla.compiler.graph.ops import OpPattern, get_op
+from vdla.compiler.graph.passes.rewrite import Rewriter
 
 
 @dataclass

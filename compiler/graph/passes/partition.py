@@ -5,7 +5,7 @@ splits into a VDLA kernel -- the GEMM plus the chain of ALU ops that directly fo
 (relu, bias/constant add, shift, clip, the final narrowing cast) -- and, when the group
 went on past what the ALU can do, a CPU kernel for the rest.  Every other kernel runs on
 the CPU (``llvm``); one anchored on a conv2d/dense the VDLA cannot run carries the ``reason``
-(from :func:`~compiler.graph.vdla_rules.gemm_unsupported_reason`).  Layout transforms are
+(from :func:`~vdla.compiler.graph.vdla_rules.gemm_unsupported_reason`).  Layout transforms are
 injective CPU ops, so they sit in the CPU kernels at the borders; the VDLA kernels only see
 packed tensors.  Every ``fused`` node of
 the result carries its ``target``.
@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from vdla_hw.config import HwConfig
 
-from compiler.graph.errors import GraphError
-from compiler.graph.ir import Graph, Node
-from compiler.graph.passes.fuse_ops import group_body
-from compiler.graph.passes.rewrite import Rewriter
-from compiler.graph.vdla_rules import ALU_OPS, gemm_unsupported_reason, is_packed_for
+from vdla.compiler.graph.errors import GraphError
+from vdla.compiler.graph.ir import Graph, Node
+from vdla.compiler.graph.passes.fuse_ops import group_body
+from vdla.compiler.graph.passes.rewrite import Rewriter
+from vdla.compiler.graph.vdla_rules import ALU_OPS, gemm_unsupported_reason, is_packed_for
 
 CPU, VDLA = "llvm", "vdla"
 

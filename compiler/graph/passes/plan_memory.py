@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from compiler.graph.executor import check_inputs
-from compiler.graph.ir import Graph
-from compiler.graph.ops import get_op
+from vdla.compiler.graph.executor import check_inputs
+from vdla.compiler.graph.ir import Graph
+from vdla.compiler.graph.ops import get_op
 
 
 @dataclass(frozen=True)

@@ -42,9 +42,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from compiler.graph.ir import Graph, Node
-from compiler.graph.passes.calibration import Calibration, calibrate, parse_calibration
-from compiler.graph.passes.rewrite import Rewriter
+from vdla.compiler.graph.ir import Graph, Node
+from vdla.compiler.graph.passes.calibration import Calibration, calibrate, parse_calibration
+from vdla.compiler.graph.passes.rewrite import Rewriter
 
 QMIN, QMAX = -128, 127
 ACC_BITS = 32  # the int32 accumulator the multipliers must not overflow

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from compiler.graph.builder import GraphBuilder, make_node
-from compiler.graph.ir import Graph, Node
+from vdla.compiler.graph.builder import GraphBuilder, make_node
+from vdla.compiler.graph.ir import Graph, Node
 
 
 class Rewriter:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from compiler.graph.executor import run_all
-from compiler.graph.passes.quantize import QuantizedModel
+from vdla.compiler.graph.executor import run_all
+from vdla.compiler.graph.passes.quantize import QuantizedModel
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The VDLA lowering passes, one per module (ordered in ``compiler.vdla.pipeline``)."""
+"""The VDLA lowering passes, one per module (ordered in ``vdla.compiler.vdla.pipeline``)."""
 
 from .allocate_sram import allocate_sram
 from .common import VdlaLoweringError

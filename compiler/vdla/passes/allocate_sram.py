@@ -7,13 +7,13 @@ index, so the listing shows absolute SRAM addresses.  Placement is a stack: an a
 tiles after those of the allocations enclosing it and frees them when its scope ends, so
 siblings (e.g. successive chunks of one loop) reuse a region while per-thread copies made
 by ``inject_virtual_thread`` (nested allocations) get disjoint ones.  A program whose
-live allocations exceed a buffer raises :class:`~compiler.vdla.target.CapacityError`
+live allocations exceed a buffer raises :class:`~vdla.compiler.vdla.target.CapacityError`
 naming the allocation and the overflow.
 """
 
 from __future__ import annotations
 
-from compiler.tir import Allocate, Buffer, BufferHandle, Call, IntImm, Mutator, PrimExpr, PrimFunc, Stmt, decl_buffer
+from vdla.compiler.tir import Allocate, Buffer, BufferHandle, Call, IntImm, Mutator, PrimExpr, PrimFunc, Stmt, decl_buffer
 
 from ..affine import simplify
 

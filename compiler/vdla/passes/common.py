@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from compiler.tir import Buffer, For, IntImm, PrimExpr, Stmt, Var
-from compiler.tir.ir import Mul, Add
+from vdla.compiler.tir import Buffer, For, IntImm, PrimExpr, Stmt, Var
+from vdla.compiler.tir.ir import Mul, Add
 
 from ..target import SCOPES
 from vdla_hw.errors import UnsupportedError

@@ -22,9 +22,9 @@ import itertools
 
 from vdla_hw.isa import AluOp
 
-from compiler.tir import (AttrStmt, BufferHandle, BufferLoad, BufferStore, Call, Evaluate, IntImm, Mutator, PrimExpr,
+from vdla.compiler.tir import (AttrStmt, BufferHandle, BufferLoad, BufferStore, Call, Evaluate, IntImm, Mutator, PrimExpr,
                           PrimFunc, SeqStmt, Stmt, Sub, seq)
-from compiler.tir.functor import collect
+from vdla.compiler.tir.functor import collect
 
 from ..affine import NotAffineError, affine, simplify
 from ..intrin import ALU_UOP, GEMM_RESET_UOP, GEMM_UOP, UOP_SCOPE, alu_uop

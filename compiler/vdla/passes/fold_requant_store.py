@@ -23,9 +23,9 @@ whole epilogue runs on the ALU, as before requantizing stores).
 
 from __future__ import annotations
 
-from compiler.tir import BufferLoad, BufferStore, Cast, FloorDiv, IntImm, Mutator, PrimExpr, PrimFunc, Stmt
-from compiler.tir.functor import collect
-from compiler.tir.ir import Max, Min
+from vdla.compiler.tir import BufferLoad, BufferStore, Cast, FloorDiv, IntImm, Mutator, PrimExpr, PrimFunc, Stmt
+from vdla.compiler.tir.functor import collect
+from vdla.compiler.tir.ir import Max, Min
 
 from ..stmt import Requant, requant
 from ..target import SCOPE_ACC

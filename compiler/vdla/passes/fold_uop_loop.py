@@ -4,7 +4,7 @@ A GEMM/ALU instruction runs its micro-op list inside two hardware loops whose
 accumulator, input and weight indices advance by constant factors.  For each
 instruction scope this pass drops one-iteration loops, then marks up to two outermost
 loops whose micro-op indices are affine in the loop variable with the
-:data:`~compiler.vdla.stmt.UOP_LOOP` annotation ``(dst, src, wgt)`` factors.  The loops
+:data:`~vdla.compiler.vdla.stmt.UOP_LOOP` annotation ``(dst, src, wgt)`` factors.  The loops
 stay in the program (it still runs on the interpreter); code generation reads their
 extents and factors into ``iter_out/iter_in`` and the ``*_factor_*`` fields, and turns
 the remaining inner loops into the micro-op list.
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from vdla_hw.isa import LOOP_ITER_W
 
-from compiler.tir import AttrStmt, For, IntImm, Mutator, PrimFunc, Stmt
-from compiler.tir.functor import substitute
+from vdla.compiler.tir import AttrStmt, For, IntImm, Mutator, PrimFunc, Stmt
+from vdla.compiler.tir.functor import substitute
 
 from ..affine import NotAffineError, affine
 from ..intrin import ALU_UOP, GEMM_RESET_UOP, GEMM_UOP

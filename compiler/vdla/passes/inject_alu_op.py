@@ -3,7 +3,7 @@
 After ``compute_inline`` of the element-wise stages (bias add, ReLU, shift, clip), the
 store of the result reads ``out[...] = cast(f(acc[t, i, j]))`` where ``f`` is a chain of
 element-wise operations on the accumulator tile: ``op(chain, operand)`` with ``op`` one of
-:data:`~compiler.vdla.intrin.ALU_OPS` (``x // 2**s`` is a shift right) and ``operand`` a
+:data:`~vdla.compiler.vdla.intrin.ALU_OPS` (``x // 2**s`` is a shift right) and ``operand`` a
 constant (an immediate) or another accumulator-scope tile with the same lanes (a bias
 row).  The ALU only works in place (``acc[dst] = op(acc[dst], imm | acc[src])``), so the
 chain is evaluated innermost first, each operation an instruction scope over the tile
@@ -16,10 +16,10 @@ loop of the nest must index a different tile (checked).
 
 from __future__ import annotations
 
-from compiler.tir import (Add, AttrStmt, BufferLoad, BufferStore, Cast, FloorDiv, For, IntImm, Mutator, PrimExpr,
+from vdla.compiler.tir import (Add, AttrStmt, BufferLoad, BufferStore, Cast, FloorDiv, For, IntImm, Mutator, PrimExpr,
                           PrimFunc, SeqStmt, Stmt, seq)
-from compiler.tir.functor import collect, uses_var
-from compiler.tir.ir import Max, Min, Mul
+from vdla.compiler.tir.functor import collect, uses_var
+from vdla.compiler.tir.ir import Max, Min, Mul
 
 from ..intrin import ALU_OPS, UOP_SCOPE, alu_uop
 from ..stmt import requant, requant_parts

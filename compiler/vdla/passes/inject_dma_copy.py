@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from compiler.tir import (GE, GT, LE, LT, And, BufferLoad, BufferStore, Call, Cast, For, IntImm, Mutator,
+from vdla.compiler.tir import (GE, GT, LE, LT, And, BufferLoad, BufferStore, Call, Cast, For, IntImm, Mutator,
                           PrimExpr, PrimFunc, Stmt, Var)
-from compiler.tir.ir import Max, Min
-from compiler.tir.functor import substitute, uses_var
+from vdla.compiler.tir.ir import Max, Min
+from vdla.compiler.tir.functor import substitute, uses_var
 
 from ..affine import NotAffineError, affine, simplify
 from ..stmt import dma_load, dma_store, requant_parts

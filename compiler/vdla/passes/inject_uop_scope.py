@@ -14,9 +14,9 @@ channel blocks, kernel taps) are what one GEMM instruction iterates.  This pass
 
 from __future__ import annotations
 
-from compiler.tir import (Allocate, AttrStmt, Buffer, BufferHandle, Call, Evaluate, For, ForKind, IntImm, Mutator,
+from vdla.compiler.tir import (Allocate, AttrStmt, Buffer, BufferHandle, Call, Evaluate, For, ForKind, IntImm, Mutator,
                           PrimExpr, PrimFunc, Stmt)
-from compiler.tir.functor import uses_var
+from vdla.compiler.tir.functor import uses_var
 
 from ..affine import simplify
 from ..intrin import UOP_SCOPE

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from vdla_hw.isa import AluOp
 
-from compiler.tir import (Allocate, AttrStmt, Buffer, BufferHandle, BufferLoad, BufferStore, For, ForKind, IntImm,
+from vdla.compiler.tir import (Allocate, AttrStmt, Buffer, BufferHandle, BufferLoad, BufferStore, For, ForKind, IntImm,
                           Mutator, PrimExpr, PrimFunc, SeqStmt, Stmt, Var, seq)
-from compiler.tir.functor import collect, fresh_copy, substitute
+from vdla.compiler.tir.functor import collect, fresh_copy, substitute
 
 from ..intrin import ALU_UOP, GEMM_RESET_UOP, UOP_SCOPE
 from ..stmt import LOAD, int_arg, packed_call

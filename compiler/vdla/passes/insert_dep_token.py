@@ -21,7 +21,7 @@ from collections import defaultdict
 
 from vdla_hw.isa import DepFlags, Module
 
-from compiler.tir import Allocate, AttrStmt, PrimFunc, SeqStmt, Stmt
+from vdla.compiler.tir import Allocate, AttrStmt, PrimFunc, SeqStmt, Stmt
 
 from ..decode import Range, module_and_ranges
 from ..stmt import DEPS, finish

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from compiler.tir import Allocate, AttrStmt, Evaluate, For, IfThenElse, IntImm, PrimFunc, SeqStmt, Stmt, Var, seq
-from compiler.tir.functor import free_vars, substitute
-from compiler.tir.ir import Call
+from vdla.compiler.tir import Allocate, AttrStmt, Evaluate, For, IfThenElse, IntImm, PrimFunc, SeqStmt, Stmt, Var, seq
+from vdla.compiler.tir.functor import free_vars, substitute
+from vdla.compiler.tir.ir import Call
 
 from ..affine import eval_int, simplify
 from ..stmt import UOP_SCOPE, is_instruction, packed_call

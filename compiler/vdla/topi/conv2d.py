@@ -25,10 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from compiler import te
-from compiler.schedule import Schedule, create_schedule
-from compiler.tir import IntImm, PrimFunc, all_of
-from compiler.tir.ir import max_, min_
+from vdla.compiler import te
+from vdla.compiler.schedule import Schedule, create_schedule
+from vdla.compiler.tir import IntImm, PrimFunc, all_of
+from vdla.compiler.tir.ir import max_, min_
 
 from ..intrin import GemmIntrin
 from ..passes.fold_bias_init import ATTR as BIAS_INIT

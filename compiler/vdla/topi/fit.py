@@ -8,7 +8,7 @@ code generation make them, so it is exact, not an estimate).  :func:`fits` answe
 knob setting without raising, so an auto-tuner can filter its spaces with it;
 :func:`default_knobs` picks the fastest fitting setting, falling back from the requested
 virtual threads (split over output-channel or row tiles) to fewer, and raises a
-:class:`~compiler.vdla.target.CapacityError` only when no tiling fits, with a hint naming
+:class:`~vdla.compiler.vdla.target.CapacityError` only when no tiling fits, with a hint naming
 the config fields to enlarge and by how much.
 """
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from rtl_configs import configs_under_test
 
-from runtime import run
-from runtime.system_programs import build_case
+from vdla.runtime import run
+from vdla.runtime.system_programs import build_case
 from vdla_hw.config import load_config, preset_names
 from vdla_hw.errors import DeviceFaultError
 from vdla_hw.harness import RtlSim

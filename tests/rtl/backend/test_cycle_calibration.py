@@ -1,6 +1,6 @@
 """The cycle model stays calibrated against the RTL: on ``tiny``, every system-test program's
 cycle-model count, and a tiled GEMM's with two virtual threads (latency hiding), is within
-5% of the Verilated design's (runtime.calibration; the full table over every preset is
+5% of the Verilated design's (vdla.runtime.calibration; the full table over every preset is
 bench/rtl_vs_cycle.py)."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 from rtl_configs import configs_under_test
 
-from runtime.calibration import TARGET, calibrate
-from runtime.program import Program
-from runtime.system_programs import build_case, case_names
-from runtime.workloads import tiled_gemm_program
+from vdla.runtime.calibration import TARGET, calibrate
+from vdla.runtime.program import Program
+from vdla.runtime.system_programs import build_case, case_names
+from vdla.runtime.workloads import tiled_gemm_program
 from vdla_hw.config import load_config
 
 RANDOMS = 4
@@ -47,7 +47,7 @@ FUZZ_LIMIT = 0.04
 
 @pytest.mark.parametrize("seed", FUZZ_SEEDS)
 def test_cycle_model_holds_on_padded_wide_loads(tiny, seed: int) -> None:
-    from fuzz.generator import build_program, draw_plan
+    from vdla.fuzz.generator import build_program, draw_plan
 
     program, _ = build_program(tiny, draw_plan(tiny, seed, max_rounds=6))
     row = calibrate(f"fuzz seed {seed}", program)

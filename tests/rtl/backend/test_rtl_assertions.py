@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from rtl_configs import configs_under_test
 
-from runtime import run
-from runtime.program import ProgramBuilder
-from runtime.system_programs import build_case
+from vdla.runtime import run
+from vdla.runtime.program import ProgramBuilder
+from vdla.runtime.system_programs import build_case
 from vdla_hw.config import load_config
 from vdla_hw import regmap
 from vdla_hw.harness import RtlSim, RunStatus

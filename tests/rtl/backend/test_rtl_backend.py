@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 from rtl_configs import configs_under_test
 
-from compiler.cli.main import main as vdla
-from runtime import Device, run
-from runtime.backends.rtl import RtlTimeoutError
-from runtime.program import ProgramBuilder
-from runtime.system_programs import build_case
-from runtime.workloads import tiled_gemm_program
-from simulator.errors import DeadlockError, ProtocolError
+from vdla.compiler.cli.main import main as vdla
+from vdla.runtime import Device, run
+from vdla.runtime.backends.rtl import RtlTimeoutError
+from vdla.runtime.program import ProgramBuilder
+from vdla.runtime.system_programs import build_case
+from vdla.runtime.workloads import tiled_gemm_program
+from vdla.simulator.errors import DeadlockError, ProtocolError
 from vdla_hw.config import load_config
 from vdla_hw.isa import AluOp, MemType, Uop
 

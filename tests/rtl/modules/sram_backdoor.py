@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from simulator import packing
-from simulator.semantics import MachineState
+from vdla.simulator import packing
+from vdla.simulator.semantics import MachineState
 from vdla_hw.config import HwConfig
 
 SEL = {"uop": 0, "inp": 1, "wgt": 2, "acc": 3}

@@ -21,7 +21,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 from system_cocotb import CLOCK_NS, pauses
 
-from runtime.program import Program
+from vdla.runtime.program import Program
 from vdla_hw import regmap
 
 GUARD = 4096

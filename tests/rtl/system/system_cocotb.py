@@ -22,7 +22,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 
-from runtime.program import Program
+from vdla.runtime.program import Program
 from vdla_hw import regmap
 from vdla_hw.harness.hang import describe_machine
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from runtime.backends import run
-from runtime.program import Program
-from simulator.fsim import run_fsim
+from vdla.runtime.backends import run
+from vdla.runtime.program import Program
+from vdla.simulator.fsim import run_fsim
 from vdla_hw.harness.build import PROBE_SOURCES
 from vdla_hw.rtl_build import build_dir, cocotb_run
 

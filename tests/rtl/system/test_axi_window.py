@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from rtl_configs import configs_under_test
 
-from runtime.program import Program, ProgramBuilder
-from simulator.fsim import run_fsim
+from vdla.runtime.program import Program, ProgramBuilder
+from vdla.simulator.fsim import run_fsim
 from vdla_hw import regmap
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.harness.build import PROBE_SOURCES

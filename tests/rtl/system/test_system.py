@@ -1,6 +1,6 @@
 """System tests: programs from the runtime builder on vdla_top under cocotb, DRAM equal to fsim.
 
-Each case builds a program (:mod:`runtime.system_programs`) and runs it on the RTL with
+Each case builds a program (:mod:`vdla.runtime.system_programs`) and runs it on the RTL with
 cocotbext-axi's AXI RAM (random back-pressure and idle cycles) and AXI-lite master
 (system_runner.py, system_cocotb.py); the final DRAM must equal fsim's bit for bit.
 The default CI run checks one program on ``default``; the whole suite on ``tiny`` and
@@ -13,7 +13,7 @@ import pytest
 from rtl_configs import configs_under_test
 from system_runner import run_on_cocotb
 
-from runtime.system_programs import build_case, case_names
+from vdla.runtime.system_programs import build_case, case_names
 from vdla_hw.config import load_config
 
 RANDOM_PROGRAMS = 6

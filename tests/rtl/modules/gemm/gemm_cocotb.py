@@ -8,7 +8,7 @@ import numpy as np
 
 from cocotb_utils import env_int, start, test_config
 from sram_backdoor import load_state, random_state, read_acc, run_insn, set_uops
-from simulator.semantics import execute
+from vdla.simulator.semantics import execute
 from vdla_hw.isa import GemmInsn, Uop
 
 N = 32  # elements of each buffer in play

@@ -11,8 +11,8 @@ from cocotb.triggers import ReadOnly, RisingEdge
 from cocotbext.axi import AxiRamRead, AxiReadBus
 
 from cocotb_utils import env_int, start, test_config
-from simulator import packing
-from simulator.semantics import MachineState, execute
+from vdla.simulator import packing
+from vdla.simulator.semantics import MachineState, execute
 from vdla_hw.isa import DepFlags, MemInsn, MemType, Opcode
 
 DRAM_BYTES = 1 << 18

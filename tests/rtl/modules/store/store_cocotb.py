@@ -13,7 +13,7 @@ from cocotbext.axi import AxiRamWrite, AxiWriteBus
 
 from cocotb_utils import env_int, start, test_config
 from sram_backdoor import tile_int
-from simulator.semantics import MachineState, execute
+from vdla.simulator.semantics import MachineState, execute
 from vdla_hw.isa import DepFlags, MemInsn, MemType, Opcode
 
 DRAM_BYTES = 1 << 18

@@ -8,7 +8,7 @@ from cocotb.triggers import ClockCycles
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam, AxiResp
 
 from cocotb_utils import start, test_config
-from simulator.fsim import run_fsim
+from vdla.simulator.fsim import run_fsim
 from vdla_hw import regmap
 from vdla_hw.isa import AluInsn, AluOp, DepFlags, FinishInsn, GemmInsn, MemInsn, MemType, Opcode, Uop
 
