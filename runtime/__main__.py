@@ -1,4 +1,4 @@
-"""``python -m runtime run MODEL.vdla --input X.npy``: run a compiled module with the runtime alone.
+"""``python -m vdla.runtime run MODEL.vdla --input X.npy``: run a compiled module with the runtime alone.
 
 What a board runs (its Linux has the runtime and NumPy, not the compiler): the module's CPU kernels in this
 process, its VDLA nodes on ``--backend`` (``fsim`` by default; ``fpga`` on the board's accelerator).  The
@@ -17,7 +17,7 @@ from vdla_hw.errors import VdlaError
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m runtime", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m vdla.runtime", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run", help="run a module (.vdla) on one input")
     p.add_argument("module")

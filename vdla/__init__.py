@@ -60,7 +60,9 @@ class SourceTreeFinder(importlib.abc.MetaPathFinder):
 _ROOT = Path(__file__).resolve().parent.parent
 if not (Path(__file__).parent / "compiler").is_dir() and (_ROOT / "compiler" / "__init__.py").is_file() \
         and not any(isinstance(f, SourceTreeFinder) for f in sys.meta_path):
-    sys.meta_path.append(SourceTreeFinder(_ROOT))
+    # First, not last: an editable install's finder (setuptools) also maps ``vdla.compiler``, to the
+    # checkout it was installed from; the tree whose ``vdla/`` was imported must win over it.
+    sys.meta_path.insert(0, SourceTreeFinder(_ROOT))
 
 # Public name -> (module, attribute) under this package, imported on first use (PEP 562).
 _LAZY = {

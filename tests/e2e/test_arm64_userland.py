@@ -2,7 +2,7 @@
 
 The userland is Debian's own arm64 packages (``python3``, ``python3-numpy``, ``libgomp1``), unpacked by
 ``mmdebstrap --variant=extract`` into the build cache once; our runtime, ``vdla_hw`` and the functional
-simulator are copied beside it without the compiler, and ``python3 -m runtime run`` runs the module: its
+simulator are copied beside it without the compiler, and ``python3 -m vdla.runtime run`` runs the module: its
 AArch64 ``kernels.so`` (cross-linked against glibc) in that Python, the VDLA nodes on ``fsim``.  The outputs
 must equal the x86 run of the same model compiled for this host: bit for bit for the int8 digits CNN on
 ``--target vdla``; within :data:`RESNET_RTOL` / :data:`RESNET_ATOL_SCALE` for the float ResNet-18 on ``--target
@@ -55,13 +55,16 @@ def arm64_userland() -> Path:
 
 
 def run_in_userland(root: Path, module: Path, x: Path, out: Path, site: Path) -> None:
-    """``python3 -m runtime run module`` in the arm64 userland under qemu-aarch64, with only ``runtime``,
-    ``vdla_hw`` and ``simulator`` on its path (copied into ``site``)."""
+    """``python3 -m vdla.runtime run module`` in the arm64 userland under qemu-aarch64, with only ``runtime``,
+    ``vdla_hw``, ``simulator`` and the ``vdla`` package marker on its path (copied into ``site``, the
+    repository's layout: ``vdla/__init__.py`` maps ``vdla.runtime`` to ``site/runtime``)."""
     for package in ("runtime", "vdla_hw", "simulator"):
         shutil.copytree(ROOT / package, site / package, ignore=shutil.ignore_patterns("__pycache__", "rtl", "harness"))
+    (site / "vdla").mkdir()
+    shutil.copy(ROOT / "vdla" / "__init__.py", site / "vdla" / "__init__.py")
     assert not (site / "compiler").exists()
     proc = subprocess.run(["qemu-aarch64", "-L", str(root), "-E", f"LD_LIBRARY_PATH={LIBRARY_PATH}",
-                           "-E", f"PYTHONPATH={site}", str(root / "usr" / "bin" / "python3"), "-m", "runtime", "run",
+                           "-E", f"PYTHONPATH={site}", str(root / "usr" / "bin" / "python3"), "-m", "vdla.runtime", "run",
                            str(module), "--input", str(x), "--output", str(out)],
                           capture_output=True, text=True, timeout=3600)
     assert proc.returncode == 0, proc.stderr[-3000:]

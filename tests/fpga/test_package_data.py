@@ -26,7 +26,7 @@ def _script_files() -> set[str]:
 
 
 def test_scripts_are_found_through_importlib_resources() -> None:
-    here = files("fpga_scripts")
+    here = files("vdla.fpga_scripts")
     assert Path(str(here)) == FPGA_SCRIPTS_DIR
     assert here.joinpath("vivado", "build.tcl").read_text() == COMMON_TCL.read_text()
     for board in BOARDS.values():

@@ -205,7 +205,7 @@ class Board:
 
 # The scripts are package data of the ``fpga_scripts`` package, so a wheel install has them as well as a
 # checkout; every flow copies from here (a regular package: ``files`` is a real folder on disk).
-FPGA_SCRIPTS_DIR = Path(str(files("fpga_scripts")))
+FPGA_SCRIPTS_DIR = Path(str(files("vdla.fpga_scripts")))
 
 BOARDS: dict[str, Board] = {b.name: b for b in (
     Board("pynq-z2", "TUL PYNQ-Z2 (Zynq-7020)", "xc7z020clg400-1", "vivado",
