@@ -69,7 +69,11 @@ def overflows(wl: Conv2dWorkload, k: Conv2dKnobs, target: VdlaTarget, ep: Requan
     bias_lists = _bias_lists(wl, k, cfg) * ep.resident_tiles
     upper = vt * (gemm + (int(ep.alu_imm) + int(not ep.inits_from_bias)) * epi) + bias_lists * epi
     lower = max(vt * gemm, vt * epi, bias_lists * epi)
-    need[SCOPE_UOP] = upper if upper <= depth or lower > depth else uop_count(wl, k, cfg, ep)
+    if ep.bias_on_store:
+        # fold_bias_store's split lists (a guarded reduction is never folded) have no cheap bound.
+        need[SCOPE_UOP] = uop_count(wl, k, cfg, ep)
+    else:
+        need[SCOPE_UOP] = upper if upper <= depth or lower > depth else uop_count(wl, k, cfg, ep)
     return {scope: n for scope, n in need.items() if n > target.scope(scope).depth}
 
 
