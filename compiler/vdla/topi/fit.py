@@ -187,11 +187,14 @@ def uop_count(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, ep: Requantize 
     g = geometry(wl, k, cfg)
     if ep.bias_on_store:
         # fold_bias_store: per thread, the first chunk's GEMM splits into the overwriting first step
-        # and the guarded rest; later chunks keep the whole list (equal to the first step's when
-        # there is no reduction loop); the STORE adds the bias (no ALU list).  The threads'
-        # accumulator bases differ, so no list is shared between them.
+        # and the guarded rest; later chunks keep the whole list (which may equal the first step's:
+        # no reduction loop, or every reduction loop folded into the instruction); the STORE adds
+        # the bias (no ALU list).  The threads' accumulator bases differ, so no list is shared
+        # between them, and the rest never starts at the first micro-op as the others do.
         first, rest = _split_sizes(wl, k, cfg)
-        whole = _uop_sizes(wl, k, cfg)[0] if g.ic_chunks > 1 and rest else 0
+        whole = _uop_sizes(wl, k, cfg)[0] if g.ic_chunks > 1 else 0
+        if whole == first and _uop_lists(wl, k, cfg)[0] == _first_list(wl, k, cfg):
+            whole = 0  # the later chunks' list is the first step's (code generation loads it once)
         return k.virtual_threads * (first + rest + whole)
     inp, wgt, acc = _tile_sizes(wl, k, g)
     inp_copies, wgt_copies = _copies(wl, k, cfg)
@@ -298,6 +301,15 @@ def _split_sizes(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> tuple[int
     inner = loops[folded:]
     rest = prod(extent for extent, _ in inner) - prod(extent for extent, f in inner if f[0] != 0)
     return first, rest
+
+
+def _first_list(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> list[Uop]:
+    """The overwriting first step's micro-op offsets (see :func:`_split_sizes`)."""
+    limits = (cfg.acc_buff_depth, cfg.inp_buff_depth, cfg.wgt_buff_depth)
+    uops = [(0, 0, 0)]
+    for extent, (fd, fs, fw) in _unfolded([lp for lp in _gemm_loops(wl, k, cfg) if lp[0] > 1 and lp[1][0] != 0], limits):
+        uops = [(d + i * fd, s + i * fs, w + i * fw) for d, s, w in uops for i in range(extent)]
+    return uops
 
 
 def _unfolded(loops: list[Loop], limits: Uop) -> list[Loop]:
