@@ -31,14 +31,10 @@ def gemm_unsupported_reason(node: Node, input_types: Sequence[TensorType], cfg: 
         n, c, _, _ = parse_layout(node.attrs["data_layout"]).primal_shape(data.shape)
         o = parse_layout(node.attrs["kernel_layout"]).primal_shape(weight.shape)[0]
         groups = node.attrs["groups"]
-        if groups != 1 and groups == c:
-            return (f"depthwise conv ({groups} channels, each its own group): a depthwise output reads 1 input "
-                    f"channel, the GEMM core contracts BLOCK_IN={cfg.block_in} per output; as a plain conv with a "
-                    f"diagonal {c}x{c} weight it would do {c}x the useful MACs, and the block-diagonal form that "
-                    f"would waste only {cfg.block_in}x needs a group axis the VDLA conv schedule does not have")
         if groups != 1:
-            return (f"grouped conv ({groups} groups of {c // groups} input channels): the VDLA conv schedule "
-                    f"has no group axis")
+            reason = depthwise_unsupported_reason(node, c, o, cfg)
+            if reason is not None:
+                return reason
         if tuple(node.attrs["dilation"]) != (1, 1):
             return f"dilation {tuple(node.attrs['dilation'])}: the VDLA conv schedule reads dense windows only"
     else:
@@ -51,6 +47,21 @@ def gemm_unsupported_reason(node: Node, input_types: Sequence[TensorType], cfg: 
     if n % cfg.batch or (not pad_channels and (c % cfg.block_in or o % cfg.block_out)):
         return (f"batch {n}, {c} input and {o} output channels do not tile into BATCH={cfg.batch}, "
                 f"BLOCK_IN={cfg.block_in}, BLOCK_OUT={cfg.block_out}")
+    return None
+
+
+def depthwise_unsupported_reason(node: Node, channels: int, out_channels: int, cfg: HwConfig) -> str | None:
+    """None when a grouped conv2d is depthwise and runs as the block-diagonal GEMM (output block ``o``
+    contracts only input block ``o`` through a diagonal BLOCK_OUT x BLOCK_IN weight tile: BLOCK_IN x the
+    useful MACs), else why not."""
+    groups = node.attrs["groups"]
+    if groups != channels or out_channels != channels:
+        return (f"grouped conv ({groups} groups of {channels // groups} input channels, {out_channels} outputs): "
+                f"the VDLA runs depthwise convs (one input and one output channel per group) as a block-diagonal "
+                f"GEMM, other groupings have no VDLA schedule")
+    if cfg.block_in != cfg.block_out:
+        return (f"depthwise conv on config {cfg.name!r}: the block-diagonal GEMM needs BLOCK_IN == BLOCK_OUT "
+                f"({cfg.block_in} != {cfg.block_out})")
     return None
 
 
@@ -67,11 +78,12 @@ def channel_padding(node: Node, input_types: Sequence[TensorType], cfg: HwConfig
     return -(-c // cfg.block_in) * cfg.block_in, -(-o // cfg.block_out) * cfg.block_out
 
 
-def packed_layouts(op: str, cfg: HwConfig) -> dict[str, str]:
-    """The VDLA data/kernel/output layouts of a conv2d or dense."""
+def packed_layouts(op: str, cfg: HwConfig, depthwise: bool = False) -> dict[str, str]:
+    """The VDLA data/kernel/output layouts of a conv2d or dense.  A depthwise conv keeps its ``(C, 1, KH, KW)``
+    weights in OIHW: its lowering builds the block-diagonal tiles from them."""
     if op == "conv2d":
         return {"data_layout": f"NCHW{cfg.batch}n{cfg.block_in}c",
-                "kernel_layout": f"OIHW{cfg.block_out}o{cfg.block_in}i",
+                "kernel_layout": "OIHW" if depthwise else f"OIHW{cfg.block_out}o{cfg.block_in}i",
                 "out_layout": f"NCHW{cfg.batch}n{cfg.block_out}c"}
     return {"data_layout": f"NC{cfg.batch}n{cfg.block_in}c", "kernel_layout": f"OI{cfg.block_out}o{cfg.block_in}i",
             "out_layout": f"NC{cfg.batch}n{cfg.block_out}c"}
@@ -79,5 +91,5 @@ def packed_layouts(op: str, cfg: HwConfig) -> dict[str, str]:
 
 def is_packed_for(node: Node, cfg: HwConfig) -> bool:
     """True when a conv2d/dense already uses the VDLA layouts of ``cfg``."""
-    want = packed_layouts(node.op, cfg)
+    want = packed_layouts(node.op, cfg, node.attrs.get("groups", 1) > 1)
     return all((node.attrs.get(k) or node.attrs["data_layout"]) == v for k, v in want.items())
