@@ -65,6 +65,25 @@ def depthwise_unsupported_reason(node: Node, channels: int, out_channels: int, c
     return None
 
 
+#: Operators a transformer keeps on the host, and why (the partition report's reason for their kernels).
+HOST_ONLY = {
+    "layer_norm": "layer_norm needs a mean, a variance, a division and a square root over the features: the VDLA ALU "
+                  "has only MIN, MAX, ADD, SHR, MUL and MOV on int32, so it runs in float on the CPU",
+    "softmax": "softmax needs exp and a division per row: no VDLA ALU form, so it runs in float on the CPU",
+    "erf": "GELU's erf is a transcendental function: no VDLA ALU form, so it runs in float on the CPU",
+    "matmul": "a matmul of two activations (attention's Q.K^T or A.V) has no VDLA lowering yet: its second operand "
+              "would be a weight loaded per call; it runs on the CPU",
+}
+
+
+def host_only_reason(ops: Sequence[str]) -> str | None:
+    """Why a kernel made of ``ops`` (without a conv2d/dense) stays on the CPU, when one of its operators is
+    one the VDLA has no form for (:data:`HOST_ONLY`); None otherwise."""
+    reasons = [f"{op}: {HOST_ONLY[op]}" if not HOST_ONLY[op].startswith(op) else HOST_ONLY[op]
+               for op in dict.fromkeys(ops) if op in HOST_ONLY]
+    return "; ".join(reasons) or None
+
+
 def channel_padding(node: Node, input_types: Sequence[TensorType], cfg: HwConfig) -> tuple[int, int] | None:
     """The input and output channel counts, rounded up to BLOCK_IN / BLOCK_OUT, to which ``node``'s
     channels are zero-padded so it runs on the VDLA; None when it runs unpadded or not at all."""

@@ -19,7 +19,7 @@ from vdla.compiler.graph.errors import GraphError
 from vdla.compiler.graph.ir import Graph, Node
 from vdla.compiler.graph.passes.fuse_ops import group_body
 from vdla.compiler.graph.passes.rewrite import Rewriter
-from vdla.compiler.graph.vdla_rules import ALU_OPS, gemm_unsupported_reason, is_packed_for
+from vdla.compiler.graph.vdla_rules import ALU_OPS, gemm_unsupported_reason, host_only_reason, is_packed_for
 
 CPU, VDLA = "llvm", "vdla"
 
@@ -41,6 +41,8 @@ def _vdla_prefix(body: Graph, cfg: HwConfig) -> tuple[list[str] | None, str | No
     """Names of the VDLA part of a fused body (the GEMM and its ALU chain), or None and -- when the
     body has a conv2d/dense -- why it stays on the CPU."""
     gemms = [n for n in body.nodes if n.op in ("conv2d", "dense")]
+    if not gemms:
+        return None, host_only_reason([n.op for n in body.nodes])
     if len(gemms) != 1:
         return None, None
     g = gemms[0]
