@@ -218,7 +218,9 @@ class VdlaKernel:
                           "perm": list(self.input_perm) if self.input_perm else None},
                 "output": {"buffer": "out", "shape": list(self.output_shape),
                            "perm": list(self.output_perm) if self.output_perm else None},
-                "macs": self.workload.macs}
+                "macs": self.workload.macs,
+                # How a depthwise layer runs (the only VDLA form of one: see docs/vdla_compiler.md).
+                **({"depthwise": "block_diagonal_gemm"} if self.workload.depthwise else {})}
 
 
 def _compile(wl: Conv2dWorkload, target: VdlaTarget, epilogue: Requantize, virtual_threads: int,

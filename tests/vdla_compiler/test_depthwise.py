@@ -10,7 +10,8 @@ import pytest
 
 from vdla.compiler.vdla import VdlaTarget
 from vdla.compiler.vdla.target import SCOPE_UOP
-from vdla.compiler.vdla.topi import (Conv2dWorkload, Requantize, check_conv2d, compile_conv2d, footprint, knob_space,
+from vdla.compiler.vdla.topi import (Conv2dWorkload, Requantize, check_conv2d, compile_conv2d, dense_workload, footprint,
+                                     knob_space,
                                      requant_shift)
 from vdla.compiler.vdla.topi import reference as ref
 from vdla_hw.errors import UnsupportedError
@@ -68,3 +69,19 @@ def test_block_diagonal_kernel_and_macs() -> None:
 def test_depthwise_needs_equal_channels() -> None:
     with pytest.raises(UnsupportedError, match="ic == oc"):
         Conv2dWorkload(1, 32, 8, 8, 64, 3, 3, 1, 1, depthwise=True).check(TARGET.config)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wl", [
+    Conv2dWorkload(1, 32, 8, 8, 32, 3, 3, 2, 1, depthwise=True),  # a MobileNetV2 stride-2 depthwise block
+    dense_workload(17, 64, 64),                                   # a ViT linear layer: 17 tokens, 64 -> 64
+], ids=["depthwise", "vit_linear"])
+def test_block_bit_exact_on_rtl(wl: Conv2dWorkload) -> None:
+    from vdla.runtime.backends.rtl import RtlBackend
+
+    why = RtlBackend.unavailable()
+    if why is not None:
+        pytest.skip(why)
+    compiled = compile_conv2d(wl, TARGET, epilogue=Requantize(shift=requant_shift(wl) + 7, multiplier=True))
+    ok, result, _, _ = check_conv2d(compiled, backend="rtl")
+    assert ok and result.cycles > 0
