@@ -1,7 +1,8 @@
 """Which graph operators the VDLA can run, for a hardware config (used by alter_layout and partition).
 
 The VDLA runs int8 x int8 -> int32 conv2d and dense on its GEMM core, with channel counts
-that tile into BLOCK_IN x BLOCK_OUT weight blocks and a batch that tiles into BATCH rows,
+that tile into BLOCK_IN x BLOCK_OUT weight blocks and a batch that tiles into BATCH rows (depthwise
+convs as a block-diagonal GEMM, :func:`depthwise_unsupported_reason`),
 followed by the ALU ops (relu/max/min, add of a constant, shift, clip) and the STORE
 narrowing to int8.
 """
