@@ -10,7 +10,8 @@ import pytest
 
 from vdla.compiler.vdla import VdlaTarget
 from vdla.compiler.vdla.target import SCOPE_UOP
-from vdla.compiler.vdla.topi import (Conv2dWorkload, Requantize, check_conv2d, compile_conv2d, dense_workload, footprint,
+from vdla.compiler.vdla.topi import (Conv2dWorkload, Requantize, batch_matmul_workload, check_conv2d, compile_conv2d,
+                                     dense_workload, footprint,
                                      knob_space,
                                      requant_shift)
 from vdla.compiler.vdla.topi import reference as ref
@@ -49,7 +50,7 @@ def test_depthwise_every_knob_setting_is_exact() -> None:
     ep = Requantize(shift=6, relu=False)
     space = knob_space(wl, TARGET, (1, 2), ep)
     assert {k.loop_order for k in space} == {"oc_oh", "oh_oc"} and {k.virtual_threads for k in space} == {1, 2}
-    for knobs in space[::3]:
+    for knobs in space[::8]:
         assert check_conv2d(compile_conv2d(wl, TARGET, knobs=knobs, epilogue=ep))[0], knobs
 
 
@@ -85,3 +86,31 @@ def test_block_bit_exact_on_rtl(wl: Conv2dWorkload) -> None:
     compiled = compile_conv2d(wl, TARGET, epilogue=Requantize(shift=requant_shift(wl) + 7, multiplier=True))
     ok, result, _, _ = check_conv2d(compiled, backend="rtl")
     assert ok and result.cycles > 0
+
+
+@pytest.mark.parametrize("heads,rows,inner,cols,pad", [
+    (2, 17, 32, 32, False),   # Q.K^T of a ViT head pair: 17 tokens, head dim 32 (cols = 17 tokens padded to 32)
+    (3, 17, 17, 32, True),    # A.V: the 17-token reduction zero-padded to 32
+], ids=["qk", "av"])
+def test_batch_matmul_per_head_weights_bit_exact(heads: int, rows: int, inner: int, cols: int, pad: bool) -> None:
+    """A batched matmul of two activations: every head its own weight operand (bound per call), on fsim
+    and the cycle model, with the fit model's micro-op count exact."""
+    wl = batch_matmul_workload(heads, rows, inner, cols)
+    ep = Requantize(shift=requant_shift(wl) + 7, relu=False, bias=False, multiplier=True)
+    compiled = compile_conv2d(wl, TARGET, epilogue=ep, pad_channels=pad)
+    hw = wl.with_padded_channels(TARGET.config)
+    assert footprint(hw, compiled.knobs, TARGET.config, ep)[SCOPE_UOP] == \
+        compiled.module.program.buffers["uops"].nbytes // 4
+    assert compiled.module.program.buffers["kernel"].nbytes == heads * hw.oc * hw.ic  # int8 weights of every head
+    for backend in ("fsim", "cycle"):
+        ok, _, got, want = check_conv2d(compiled, seed=heads, backend=backend)
+        assert ok and got.shape == (heads, cols, rows, 1), backend
+
+
+def test_batch_matmul_every_knob_setting_is_exact() -> None:
+    wl = batch_matmul_workload(3, 9, 32, 48)
+    ep = Requantize(shift=8, relu=False, bias=False)
+    space = knob_space(wl, TARGET, (1, 2), ep)
+    assert len(space) > 10
+    for knobs in space[::12]:
+        assert check_conv2d(compile_conv2d(wl, TARGET, knobs=knobs, epilogue=ep))[0], knobs

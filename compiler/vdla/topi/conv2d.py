@@ -73,7 +73,8 @@ def conv2d_compute(wl: Conv2dWorkload, target: VdlaTarget, epilogue: Requantize 
     acc_t, out_t = target.scope(SCOPE_ACC).dtype, target.out_dtype
     s, p = wl.stride, wl.pad
     data = te.placeholder((nb, icb, wl.h, wl.w, b_, bi), inp_t, "data")
-    kernel = te.placeholder((ocb, kib, wl.kh, wl.kw, bo, bi), wgt_t, "kernel")
+    per_image = (nb,) if wl.batched_weights else ()  # a batched matmul: each image (head) its own weights
+    kernel = te.placeholder(per_image + (ocb, kib, wl.kh, wl.kw, bo, bi), wgt_t, "kernel")
     row_step = s
     if p:
         source = te.compute((nb, icb, wl.h + 2 * p, wl.w + 2 * p, b_, bi),
@@ -95,7 +96,7 @@ def conv2d_compute(wl: Conv2dWorkload, target: VdlaTarget, epilogue: Requantize 
     dw = wl.depthwise
     conv = te.compute((nb, ocb, wl.oh, wl.ow, b_, bo), lambda n, o, y, x, b, j: te.sum(
         source[n, o + ic if dw else ic, y * row_step + ky, x * s + kx, b, k].astype(acc_t)
-        * kernel[o, ic, ky, kx, j, k].astype(acc_t), axis=[ic, ky, kx, k]), "conv")
+        * kernel[(n,) * len(per_image) + (o, ic, ky, kx, j, k)].astype(acc_t), axis=[ic, ky, kx, k]), "conv")
     shape = conv.shape
     stages: list[te.Tensor] = []
     x = conv

@@ -37,6 +37,9 @@ class Conv2dWorkload:
     """Each output channel reads only its own input channel (``ic == oc``, groups = channels).  It runs
     on the GEMM core as a block-diagonal GEMM: output block ``o`` contracts only input block ``o`` with a
     diagonal BLOCK_OUT x BLOCK_IN weight tile (BLOCK_IN x the useful MACs, no other waste)."""
+    batched_weights: bool = False
+    """Every image of the batch has its own weights (``(N, OC, IC, KH, KW)``): a batched matmul of two
+    activations, e.g. attention's Q.K^T over heads (``batch_matmul_workload``); needs BATCH == 1."""
 
     @property
     def oh(self) -> int:
@@ -65,7 +68,7 @@ class Conv2dWorkload:
         ic = -(-self.ic // cfg.block_in) * cfg.block_in
         oc = ic if self.depthwise else self.oc  # a depthwise layer's extra channels are extra (zero) groups
         return self if ic == self.ic else Conv2dWorkload(self.n, ic, self.h, self.w, oc, self.kh, self.kw,
-                                                         self.stride, self.pad, self.depthwise)
+                                                         self.stride, self.pad, self.depthwise, self.batched_weights)
 
     def check(self, cfg: HwConfig) -> None:
         """Raise :class:`UnsupportedError` unless the layer maps onto ``cfg``'s tiles."""
@@ -78,6 +81,9 @@ class Conv2dWorkload:
             raise UnsupportedError(f"depthwise conv2d {self}: the block-diagonal GEMM needs ic == oc and "
                                    f"BLOCK_IN == BLOCK_OUT (config {cfg.name!r}: {cfg.block_in}, {cfg.block_out})",
                                    hint="run this layer on the CPU")
+        if self.batched_weights and cfg.batch != 1:
+            raise UnsupportedError(f"batched matmul {self}: per-image weights need BATCH == 1 (config {cfg.name!r} "
+                                   f"has BATCH={cfg.batch})", hint="run it on the CPU")
         if min(self.h, self.w, self.kh, self.kw, self.stride) <= 0 or self.pad < 0:
             raise UnsupportedError(f"invalid conv2d geometry {self}")
         if self.oh <= 0 or self.ow <= 0:
