@@ -15,7 +15,7 @@ DRAM image once, so the runtime only re-binds the input.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 from vdla_hw.config import HwConfig
@@ -227,7 +227,7 @@ def _compile(wl: Conv2dWorkload, target: VdlaTarget, epilogue: Requantize, virtu
              name: str) -> CompiledConv:
     """Compile with the tuned knobs (when a tuning log has them), else with the fastest default knobs
     (``default_knobs`` itself falls back to fewer virtual threads when the layer has too few tiles)."""
-    tuned = dispatch.query("vdla_conv2d", asdict(wl))
+    tuned = dispatch.query("vdla_conv2d", wl.task_workload())
     if tuned is not None:
         return compile_conv2d(wl, target, knobs=tuned, epilogue=epilogue)
     try:

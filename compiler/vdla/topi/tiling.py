@@ -55,6 +55,13 @@ class Conv2dWorkload:
         reads = 1 if self.depthwise else self.ic
         return self.n * self.oc * self.oh * self.ow * reads * self.kh * self.kw
 
+    def task_workload(self) -> dict[str, int | bool]:
+        """The fields as a tuning task's workload; the form flags only when set, so the task keys of plain
+        convs (and the tuning logs written before the flags existed) stay the same."""
+        out = {k: getattr(self, k) for k in ("n", "ic", "h", "w", "oc", "kh", "kw", "stride", "pad")}
+        out.update({k: True for k in ("depthwise", "batched_weights") if getattr(self, k)})
+        return out
+
     def core_macs(self, cfg: HwConfig) -> int:
         """Multiply-accumulates the GEMM core performs (a depthwise layer's block-diagonal tiles: BLOCK_IN x)."""
         return self.macs * cfg.block_in if self.depthwise else self.macs
