@@ -76,7 +76,8 @@ def test_depthwise_needs_equal_channels() -> None:
 @pytest.mark.parametrize("wl", [
     Conv2dWorkload(1, 32, 8, 8, 32, 3, 3, 2, 1, depthwise=True),  # a MobileNetV2 stride-2 depthwise block
     dense_workload(17, 64, 64),                                   # a ViT linear layer: 17 tokens, 64 -> 64
-], ids=["depthwise", "vit_linear"])
+    batch_matmul_workload(2, 17, 32, 32),                         # Q.K^T of two heads, per-head weights
+], ids=["depthwise", "vit_linear", "attention"])
 def test_block_bit_exact_on_rtl(wl: Conv2dWorkload) -> None:
     from vdla.runtime.backends.rtl import RtlBackend
 
