@@ -258,9 +258,10 @@ class GraphModule:
                                          f"; convert it with .astype(np.{dtype}) / reshape it")
             self._input_bufs[name][...] = x
 
-    def _run_vdla(self, node: Mapping[str, Any], x: np.ndarray, backend: str,
-                  options: Mapping[str, Any]) -> tuple[np.ndarray, Any]:
-        """Run a VDLA node on input ``x``: its output value and the backend's run result."""
+    def _run_vdla(self, node: Mapping[str, Any], x: np.ndarray, backend: str, options: Mapping[str, Any],
+                  lookup: Callable[[Mapping[str, str]], np.ndarray] | None = None) -> tuple[np.ndarray, Any]:
+        """Run a VDLA node on input ``x`` (further inputs read with ``lookup``, default the arena): its
+        output value and the backend's run result."""
         program = self.programs[node["program"]]
         inp, out = node["input"], node["output"]
         if inp["perm"] is not None:
@@ -268,6 +269,10 @@ class GraphModule:
         spec = program.buffers[inp["buffer"]]
         dram = program.dram.copy()
         dram[spec.offset: spec.offset + spec.nbytes] = to_bytes(program.config, spec, x.reshape(spec.shape))
+        for more in node.get("more_inputs", ()):  # a residual add's second operand
+            spec = program.buffers[more["buffer"]]
+            v = (lookup or self._array)(more)
+            dram[spec.offset: spec.offset + spec.nbytes] = to_bytes(program.config, spec, v.reshape(spec.shape))
         bound = Program(program.config, program.instructions, dram, program.insn_addr, program.buffers)
         result = self._run_program(bound, backend, **options)
         y = result.read(out["buffer"]).reshape(out["shape"])
@@ -362,7 +367,8 @@ class GraphModule:
                 fn(*args, out)
                 values[node["name"]] = out
             else:
-                y, _ = self._run_vdla(node, values[node["input"]["value"]], backend, options)
+                y, _ = self._run_vdla(node, values[node["input"]["value"]], backend, options,
+                                      lambda ref: values[ref["value"]])
                 values[node["name"]] = np.array(y, order="C")
         for ref in self.graph["outputs"]:
             if "param" in ref:

@@ -31,8 +31,8 @@ from vdla.compiler.graph.passes.rewrite import Rewriter
 from vdla.compiler.graph.vdla_rules import channel_padding, gemm_unsupported_reason, packed_layouts
 
 _UNARY = frozenset({"relu", "sigmoid", "tanh", "clip", "right_shift", "cast", "quantize_linear", "dequantize_linear"})
-_POOLS = frozenset({"max_pool2d", "avg_pool2d", "global_avg_pool2d"})
-_BINARY = frozenset({"add", "subtract", "multiply", "divide", "maximum", "minimum"})
+_POOLS = frozenset({"max_pool2d", "avg_pool2d", "global_avg_pool2d", "qavg_pool2d"})
+_BINARY = frozenset({"add", "subtract", "multiply", "divide", "maximum", "minimum", "qadd"})
 
 
 def _keeps_zero(n: Node) -> bool:

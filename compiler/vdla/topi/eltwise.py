@@ -42,8 +42,8 @@ class AddWorkload:
     """A residual add of two packed ``(N, C, H, W)`` int8 tensors and its requantization.
 
     Each operand ``x`` is scaled by ``mult`` (an int32 multiplier, or None) or shifted right by
-    ``align`` (the per-tensor form), the sum gets ``round`` added, then ``[ReLU] >> shift`` and the
-    int8 clip."""
+    ``align`` (the per-tensor form; negative: left), the sum gets ``round`` added, then ``[ReLU] >> shift``
+    and the int8 clip (the graph operator ``qadd``)."""
 
     n: int
     c: int
@@ -63,8 +63,9 @@ class AddWorkload:
         if self.n % cfg.batch or self.c % cfg.block_in or min(self.n, self.c, self.h, self.w) <= 0:
             raise UnsupportedError(f"add of {self.n}x{self.c}x{self.h}x{self.w} does not tile into BATCH={cfg.batch}, "
                                    f"BLOCK={cfg.block_in}", hint="pad the channels to a multiple of the block")
-        if not 0 <= self.shift < cfg.acc_width or any(not 0 <= a < cfg.acc_width for a in self.align):
-            raise UnsupportedError(f"shifts {self.shift}, {self.align} are outside [0, {cfg.acc_width})")
+        if not 0 <= self.shift < cfg.acc_width or any(not -15 < a < cfg.acc_width for a in self.align):
+            raise UnsupportedError(f"shift {self.shift} is outside [0, {cfg.acc_width}) or an alignment {self.align} "
+                                   f"outside (-15, {cfg.acc_width}) (a left shift is an ALU MUL by a 16-bit immediate)")
 
     @property
     def elements(self) -> int:
@@ -110,8 +111,10 @@ def add_compute(wl: AddWorkload, target: VdlaTarget) -> AddTensors:
     def scaled(m: te.Tensor, which: int):  # type: ignore[no-untyped-def]
         if wl.mult is not None:
             return lambda n, c, y, x_, t, j: m[n, c, y, x_, t, j] * consts[which, t, j]
-        if wl.align[which]:
+        if wl.align[which] > 0:
             return lambda n, c, y, x_, t, j: m[n, c, y, x_, t, j] // IntImm(1 << wl.align[which], acc_t)
+        if wl.align[which] < 0:
+            return lambda n, c, y, x_, t, j: m[n, c, y, x_, t, j] * IntImm(1 << -wl.align[which], acc_t)
         return lambda n, c, y, x_, t, j: m[n, c, y, x_, t, j]
 
     fa, fb = scaled(ma, 0), scaled(mb, 1)
@@ -225,20 +228,9 @@ def compile_add(wl: AddWorkload, target: VdlaTarget | str = "default") -> Compil
     return CompiledAdd(wl, build(add_func(wl, tgt), tgt))
 
 
-def add_reference(a: np.ndarray, b: np.ndarray, wl: AddWorkload, out_width: int = 8, acc_width: int = 32) -> np.ndarray:
-    """NumPy: the quantizer's residual add on int8 arrays of any layout (int32 wrap, floor shifts)."""
-    half = 1 << (acc_width - 1)
+def add_reference(a: np.ndarray, b: np.ndarray, wl: AddWorkload) -> np.ndarray:
+    """NumPy: the graph operator ``qadd``'s reference on int8 arrays of any layout."""
+    from vdla.compiler.graph.ops.qnn import qadd_reference
 
-    def wrap(v: np.ndarray) -> np.ndarray:
-        return ((v + half) & ((1 << acc_width) - 1)) - half
-
-    terms = []
-    for k, x in enumerate((a, b)):
-        v = x.astype(np.int64)
-        v = wrap(v * wl.mult[k]) if wl.mult is not None else v >> wl.align[k]
-        terms.append(v)
-    acc = wrap(wrap(terms[0] + terms[1]) + wl.round)
-    if wl.relu:
-        acc = np.maximum(acc, 0)
-    lo, hi = -(1 << (out_width - 1)), (1 << (out_width - 1)) - 1
-    return np.clip(acc >> wl.shift, lo, hi).astype(np.int8)
+    return qadd_reference([a, b], {"mult": wl.mult, "align": wl.align, "round": wl.round, "shift": wl.shift,
+                                   "relu": wl.relu})
