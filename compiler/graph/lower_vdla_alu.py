@@ -14,7 +14,6 @@ only the accumulator SRAM) and are compiled through the schedule/tensorize path:
 
 from __future__ import annotations
 
-import numpy as np
 from vdla_hw.config import HwConfig
 from vdla_hw.errors import UnsupportedError
 
@@ -22,20 +21,23 @@ from vdla.compiler.graph.errors import NotLoweredError
 from vdla.compiler.graph.ir import Graph, Node
 from vdla.compiler.graph.vdla_kernel import VdlaKernel, compile_conv_workload
 from vdla.compiler.vdla.target import VdlaTarget
-from vdla.compiler.vdla.topi import Conv2dWorkload, Requantize
 from vdla.compiler.vdla.topi.eltwise import AddWorkload, compile_add
-from vdla.compiler.vdla.topi.reference import pack_bias
+from vdla.compiler.vdla.topi.pool import AvgPoolWorkload, compile_avg_pool
 
 
 ALU_KERNEL_OPS = ("qadd", "qavg_pool2d")
 
 
-def _data_inputs(node: Node, graph: Graph) -> list[str]:
+def _data_inputs(node: Node, graph: Graph, op: Node) -> list[str]:
+    """The outer values ``op``'s operands read, in ``op``'s operand order."""
+    body: Graph = node.attrs["body"]
+    outer = dict(zip((p.name for p in body.input_nodes), node.inputs))
     names = []
-    for outer in node.inputs:
-        if graph.node(outer).op == "constant":
-            raise NotLoweredError(f"kernel {node.name!r}: operand {outer!r} is a constant (fold it instead)")
-        names.append(outer)
+    for i in op.inputs:
+        if i not in outer or graph.node(outer[i]).op == "constant":
+            raise NotLoweredError(f"kernel {node.name!r}: operand {i!r} of {op.op} is not a computed value (a "
+                                  f"constant operand should be folded instead)")
+        names.append(outer[i])
     return names
 
 
@@ -51,7 +53,7 @@ def compile_alu_kernel(node: Node, graph: Graph, cfg: HwConfig, virtual_threads:
     """Compile a ``fused`` node of one ``qadd`` / ``qavg_pool2d`` placed on the VDLA."""
     body: Graph = node.attrs["body"]
     op = next(n for n in body.nodes if n.op != "input")
-    values = _data_inputs(node, graph)
+    values = _data_inputs(node, graph, op)
     target = VdlaTarget(cfg)
     if op.op == "qadd":
         wl = add_workload(op, cfg)
@@ -65,16 +67,14 @@ def compile_alu_kernel(node: Node, graph: Graph, cfg: HwConfig, virtual_threads:
     nb, cb, h, w, b, bi = x_type.shape
     a = op.attrs
     (kh, kw), stride, pad = tuple(a["pool_size"]), int(a["strides"][0]), int(a["padding"][0])
-    wl = Conv2dWorkload(nb * cb * b, bi, h, w, cfg.block_out, kh, kw, stride, pad)
-    epilogue = Requantize(shift=int(a["shift"]), relu=False, bias=True, multiplier=True)
-    compiled = compile_conv_workload(wl, target, epilogue, virtual_threads, node.name)
-    eye = np.zeros((1, 1, kh, kw, cfg.block_out, bi), np.int8)
-    eye[..., np.arange(bi), np.arange(bi)] = 1
-    data = np.zeros((wl.n // cfg.batch, 1, h, w, cfg.batch, bi), np.int8)
-    rnd = np.full(cfg.block_out, int(a["round"]), np.int32)
-    mult = np.full(cfg.block_out, int(a["mult"]), np.int32)
-    program = compiled.module.bind(data, eye, pack_bias(cfg, rnd), pack_bias(cfg, mult))
-    return VdlaKernel(node.name, program, values[0], None, op.type.shape, None, wl, epilogue, macs=0)
+    wl = AvgPoolWorkload(nb * b, cb * bi, h, w, kh, kw, stride, pad, int(a["mult"]), int(a["round"]), int(a["shift"]))
+    try:
+        pool = compile_avg_pool(wl, target, compile_conv=lambda c, t, ep: compile_conv_workload(
+            c, t, ep, virtual_threads, node.name))
+    except UnsupportedError as exc:
+        raise NotLoweredError(f"qavg_pool2d {op.name!r}: {exc}") from None
+    return VdlaKernel(node.name, pool.bind(), values[0], None, op.type.shape, None, pool.compiled.workload,
+                      pool.compiled.epilogue, macs=0)
 
 
 __all__ = ["ALU_KERNEL_OPS", "add_workload", "compile_alu_kernel"]

@@ -33,6 +33,7 @@ from vdla.compiler.tir.ir import max_, min_
 
 from ..build import VdlaModule, build
 from ..intrin import GemmIntrin
+from ..passes.fold_bias_init import ATTR as BIAS_INIT
 from ..passes.fold_requant_store import ATTR as REQUANT_ON_STORE
 from ..target import SCOPE_ACC, SCOPE_INP, SCOPE_WGT, VdlaTarget
 
@@ -77,14 +78,15 @@ class AddTensors:
     a: te.Tensor
     b: te.Tensor
     eye: te.Tensor
-    consts: te.Tensor
+    consts: te.Tensor | None
+    """The resident ``m_a, m_b, r`` tiles; None when the add has neither multipliers nor rounding."""
     moves: tuple[te.Tensor, te.Tensor]
     stages: tuple[te.Tensor, ...]
     out: te.Tensor
 
     @property
     def params(self) -> list[te.Tensor]:
-        return [self.a, self.b, self.eye, self.consts, self.out]
+        return [self.a, self.b, self.eye] + ([self.consts] if self.consts is not None else []) + [self.out]
 
 
 def add_compute(wl: AddWorkload, target: VdlaTarget) -> AddTensors:
@@ -98,7 +100,7 @@ def add_compute(wl: AddWorkload, target: VdlaTarget) -> AddTensors:
     a = te.placeholder(shape[:-1] + (bi,), inp_t, "a")
     b = te.placeholder(shape[:-1] + (bi,), inp_t, "b")
     eye = te.placeholder((1, 1, 1, 1, bo, bi), wgt_t, "eye")
-    consts = te.placeholder((3, bt, bo), acc_t, "consts")
+    consts = te.placeholder((3, bt, bo), acc_t, "consts") if wl.mult is not None or wl.round else None
 
     def move(x: te.Tensor, name: str) -> te.Tensor:
         k = te.reduce_axis(bi, "k")
@@ -110,7 +112,7 @@ def add_compute(wl: AddWorkload, target: VdlaTarget) -> AddTensors:
 
     def scaled(m: te.Tensor, which: int):  # type: ignore[no-untyped-def]
         if wl.mult is not None:
-            return lambda n, c, y, x_, t, j: m[n, c, y, x_, t, j] * consts[which, t, j]
+            return lambda n, c, y, x_, t, j: m[n, c, y, x_, t, j] * consts[which, t, j]  # type: ignore[index]
         if wl.align[which] > 0:
             return lambda n, c, y, x_, t, j: m[n, c, y, x_, t, j] // IntImm(1 << wl.align[which], acc_t)
         if wl.align[which] < 0:
@@ -121,7 +123,7 @@ def add_compute(wl: AddWorkload, target: VdlaTarget) -> AddTensors:
     x = te.compute(shape, lambda *i: fa(*i) + fb(*i), "sum")
     stages.append(x)
     if wl.round:
-        x = _stage(shape, lambda v, t, j: v + consts[2, t, j], x, "round")
+        x = _stage(shape, lambda v, t, j: v + consts[2, t, j], x, "round")  # type: ignore[index]
         stages.append(x)
     hi = (1 << (cfg.out_width - 1)) - 1
     if wl.relu:
@@ -165,7 +167,8 @@ def add_schedule(wl: AddWorkload, target: VdlaTarget, name: str = "add") -> Sche
     gemm = GemmIntrin(target)
     inps = [s.cache_read(x, SCOPE_INP, [m]) for x, m in zip((t.a, t.b), t.moves)]
     wgt = s.cache_read(t.eye, SCOPE_WGT)
-    s.cache_read(t.consts, SCOPE_ACC)
+    if t.consts is not None:
+        s.cache_read(t.consts, SCOPE_ACC)  # resident: loaded once, up front
     accs = [s.cache_write(m, SCOPE_ACC) for m in t.moves]
     for m in t.moves:
         s.compute_inline(m)
@@ -191,7 +194,9 @@ def add_schedule(wl: AddWorkload, target: VdlaTarget, name: str = "add") -> Sche
 
 def add_func(wl: AddWorkload, target: VdlaTarget, name: str = "add") -> PrimFunc:
     func = add_schedule(wl, target, name).func
-    attrs = (("target", "vdla"), ("config", target.config.name), ("workload", wl), (REQUANT_ON_STORE, True))
+    # No bias init: the second operand's tile is not a resident bias (it is computed after the reset).
+    attrs = (("target", "vdla"), ("config", target.config.name), ("workload", wl), (REQUANT_ON_STORE, True),
+             (BIAS_INIT, False))
     return PrimFunc(func.name, func.params, func.body, attrs)
 
 
@@ -200,8 +205,8 @@ class CompiledAdd:
     workload: AddWorkload
     module: VdlaModule
 
-    def constants(self) -> tuple[np.ndarray, np.ndarray]:
-        """The identity weight tile and the resident constant tiles (``m_a, m_b, r``)."""
+    def constants(self) -> tuple[np.ndarray, ...]:
+        """The identity weight tile and (when the add has any) the resident constant tiles (``m_a, m_b, r``)."""
         cfg = self.module.target.config
         wl = self.workload
         eye = np.eye(cfg.block_out, cfg.block_in, dtype=np.int8).reshape(1, 1, 1, 1, cfg.block_out, cfg.block_in)
@@ -209,7 +214,7 @@ class CompiledAdd:
         consts = np.empty((3, cfg.batch, cfg.block_out), np.int32)
         for k, v in enumerate((m[0], m[1], wl.round)):
             consts[k] = v
-        return eye, consts
+        return (eye, consts) if len(self.module.params) == 5 else (eye,)
 
     def bind(self, a: np.ndarray | None = None, b: np.ndarray | None = None):  # type: ignore[no-untyped-def]
         """The program with the constants (and the operands, packed, when given) in DRAM."""
