@@ -132,6 +132,8 @@ HOST_REASONS = {
     "pad": "zero-padding channels to the GEMM block (data movement)",
     "reshape": "a reshape (data movement)",
     "transpose": "a transpose (data movement)",
+    "max_pool2d": ("no VDLA max pool yet: it needs one identity GEMM per window tap and an ALU MAX chain, and "
+                   "padding of -128 where the LOAD pads with 0"),
     "softmax": "softmax needs exp and a divide, which the ALU (min/max/add/shr/mul) does not have",
     "layer_norm": "layer norm needs a mean, a variance and a reciprocal square root, which the ALU does not have",
 }
