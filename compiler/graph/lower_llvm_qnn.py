@@ -31,8 +31,8 @@ def _qadd(node: Node, xs: Sequence[Operand]) -> Tensor:
 
     def term(k: int, v: PrimExpr) -> PrimExpr:
         w = v.astype("int32")
-        if a["mult"] is not None:
-            return w * const(int(a["mult"][k]), "int32")
+        if a.get("mult") is not None:
+            return w * const(int(a.get("mult")[k]), "int32")
         s = a["align"][k]
         if s > 0:
             return w // const(1 << s, "int32")
@@ -69,7 +69,7 @@ def _qavg_pool2d(node: Node, xs: Sequence[Operand]) -> Tensor:
     sums = te.compute(node.type.shape, lambda *i: te.sum(window(i), axis=[ry, rx]), name=f"{node.name}_sum")
 
     def fn(*i: PrimExpr) -> PrimExpr:
-        acc = (sums[i] + const(int(a["round"]), "int32")) * const(int(a["mult"]), "int32")
+        acc = (sums[i] + const(int(a["round"]), "int32")) * const(int(a.get("mult")), "int32")
         return _requantized(acc, a["shift"], False)
 
     return te.compute(node.type.shape, fn, name=node.name)

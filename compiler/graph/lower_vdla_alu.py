@@ -45,7 +45,7 @@ def add_workload(op: Node, cfg: HwConfig) -> AddWorkload:
     """The :class:`AddWorkload` of a packed ``qadd``."""
     nb, cb, h, w, b, bi = op.type.shape
     a = op.attrs
-    return AddWorkload(nb * b, cb * bi, h, w, None if a["mult"] is None else tuple(a["mult"]), tuple(a["align"]),
+    return AddWorkload(nb * b, cb * bi, h, w, None if a.get("mult") is None else tuple(a.get("mult")), tuple(a["align"]),
                        int(a["round"]), int(a["shift"]), bool(a["relu"]))
 
 
@@ -67,7 +67,7 @@ def compile_alu_kernel(node: Node, graph: Graph, cfg: HwConfig, virtual_threads:
     nb, cb, h, w, b, bi = x_type.shape
     a = op.attrs
     (kh, kw), stride, pad = tuple(a["pool_size"]), int(a["strides"][0]), int(a["padding"][0])
-    wl = AvgPoolWorkload(nb * b, cb * bi, h, w, kh, kw, stride, pad, int(a["mult"]), int(a["round"]), int(a["shift"]))
+    wl = AvgPoolWorkload(nb * b, cb * bi, h, w, kh, kw, stride, pad, int(a.get("mult")), int(a["round"]), int(a["shift"]))
     try:
         pool = compile_avg_pool(wl, target, compile_conv=lambda c, t, ep: compile_conv_workload(
             c, t, ep, virtual_threads, node.name))

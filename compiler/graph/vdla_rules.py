@@ -102,7 +102,7 @@ def qadd_unsupported_reason(node: Node, input_types: Sequence[TensorType], cfg: 
         reason = _packed_blocks(t, cfg, f"operand {k}")
         if reason is not None:
             return reason
-    mult, align = node.attrs["mult"], node.attrs["align"]
+    mult, align = node.attrs.get("mult"), node.attrs["align"]
     if mult is None and any(a < -14 for a in align):
         return f"an alignment shift of {min(align)} does not fit the ALU's immediate multiplier"
     return None
@@ -132,21 +132,29 @@ HOST_REASONS = {
     "pad": "zero-padding channels to the GEMM block (data movement)",
     "reshape": "a reshape (data movement)",
     "transpose": "a transpose (data movement)",
-    "max_pool2d": ("no VDLA max pool yet: it needs one identity GEMM per window tap and an ALU MAX chain, and "
-                   "padding of -128 where the LOAD pads with 0"),
     "softmax": "softmax needs exp and a divide, which the ALU (min/max/add/shr/mul) does not have",
     "layer_norm": "layer norm needs a mean, a variance and a reciprocal square root, which the ALU does not have",
 }
 
 
+#: Why an int8 op of these kinds stays on the host.
+HOST_REASONS_INT8 = {
+    "max_pool2d": ("no VDLA max pool yet: it needs one identity GEMM per window tap and an ALU MAX chain, and "
+                   "padding of -128 where the LOAD pads with 0"),
+}
+
+
 def host_reason(ops: Sequence[Node]) -> str:
     """Why a kernel made of ``ops`` runs on the host (for the partition report)."""
-    floats = [n for n in ops if n.type.dtype.startswith("float")]
-    for n in ops:
-        if n.op in HOST_REASONS and not floats:
-            return f"{n.op}: {HOST_REASONS[n.op]}"
-    if floats:
-        first = next((n for n in floats if n.op not in HOST_REASONS), floats[0])
-        return (f"{first.op} runs in float: the quantizer keeps it in float (int8 covers conv2d, dense, residual "
-                f"adds, relu/clip, max and average pools)")
-    return f"{', '.join(sorted({n.op for n in ops}))}: no VDLA rule for this op"
+    compute = [n for n in ops if n.op not in HOST_REASONS]
+    if not compute:  # only borders and data movement
+        return f"{ops[0].op}: {HOST_REASONS[ops[0].op]}"
+    first = compute[0]
+    if any(n.type.dtype.startswith("float") for n in compute):
+        first = next(n for n in compute if n.type.dtype.startswith("float"))
+        return (f"{first.op} runs in float: the quantizer left it in float (it quantizes conv2d, dense, residual "
+                f"adds, relu/clip and average pools whose inputs are int8; the first conv stays float with "
+                f"skip_first_conv)")
+    if first.op in HOST_REASONS_INT8:
+        return f"{first.op}: {HOST_REASONS_INT8[first.op]}"
+    return f"{', '.join(sorted({n.op for n in compute}))}: no VDLA rule for this op"

@@ -52,7 +52,7 @@ def _qadd_relation(types: Sequence[TensorType], attrs: Attrs) -> TensorType:
     if a.dtype != "int8" or b.dtype != "int8" or a.shape != b.shape:
         raise TypeInferenceError(f"qadd: operands must be int8 of one shape, got {a.dtype}{list(a.shape)} and "
                                  f"{b.dtype}{list(b.shape)}")
-    if attrs["mult"] is not None and len(attrs["mult"]) != 2 or len(attrs["align"]) != 2:
+    if attrs.get("mult") is not None and len(attrs.get("mult")) != 2 or len(attrs["align"]) != 2:
         raise TypeInferenceError("qadd: mult and align take one value per operand")
     if not 0 <= attrs["shift"] < ACC_BITS or any(not -ACC_BITS < s < ACC_BITS for s in attrs["align"]):
         raise TypeInferenceError(f"qadd: shifts must be in [0, {ACC_BITS}), got {attrs['shift']}, {attrs['align']}")
@@ -64,8 +64,8 @@ def qadd_reference(xs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
     terms = []
     for k, x in enumerate(xs):
         v = x.astype(np.int64)
-        if attrs["mult"] is not None:
-            terms.append(wrap32(v * attrs["mult"][k]))
+        if attrs.get("mult") is not None:
+            terms.append(wrap32(v * attrs.get("mult")[k]))
         else:
             k_ = attrs["align"][k]
             terms.append(v >> k_ if k_ >= 0 else wrap32(v << -k_))
@@ -126,7 +126,7 @@ def qavg_pool_sums(x: np.ndarray, attrs: Attrs) -> np.ndarray:
 
 def qavg_pool_reference(xs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
     """NumPy: see the module doc."""
-    acc = wrap32(wrap32(qavg_pool_sums(xs[0], attrs) + attrs["round"]) * attrs["mult"])
+    acc = wrap32(wrap32(qavg_pool_sums(xs[0], attrs) + attrs["round"]) * attrs.get("mult"))
     return _clip8(acc >> attrs["shift"])
 
 

@@ -258,22 +258,29 @@ class _Quantizer:
         multiply (``requant_multipliers`` of ``1/K``: round half up to the multiplier's precision)."""
         x, s_x = self.as_int8(n.inputs[0])
         t = self.graph.node(n.inputs[0]).type
-        if n.op == "global_avg_pool2d":
+        if n.op in ("global_avg_pool2d", "mean"):
             pool, strides, padding = (t.shape[2], t.shape[3]), (1, 1), (0, 0, 0, 0)
         else:
             pool, strides, padding = tuple(n.attrs["pool_size"]), tuple(n.attrs["strides"]), tuple(n.attrs["padding"])
         k = pool[0] * pool[1]
         m, shift, r = requant_multipliers(np.array([1.0 / k]), np.array([128.0 * k]))
-        out = self.rw.emit("qavg_pool2d", [x], n.name, pool_size=pool, strides=strides, padding=padding,
-                           layout="NCHW", mult=int(m[0]), round=int(r[0]), shift=shift)
+        attrs = dict(pool_size=pool, strides=strides, padding=padding, layout="NCHW", mult=int(m[0]),
+                     round=int(r[0]), shift=shift)
+        if n.op == "mean" and not n.attrs["keepdims"]:  # the pool, then the reshape dropping H and W
+            pooled = self.b.op("qavg_pool2d", [x], f"{n.name}_pool", **attrs)
+            out = self.rw.emit("reshape", [pooled], n.name, newshape=tuple(n.type.shape))
+        else:
+            out = self.rw.emit("qavg_pool2d", [x], n.name, **attrs)
         self.scale[out] = s_x
         self.layers.append(QuantizedLayer(n.name, out, s_x, "avg_pool"))
 
     def _int8_avg_pool(self, n: Node) -> bool:
         """An average pool of an int8 NCHW value that ``qavg_pool2d`` computes: every window divided by
         its full size (no padding, or padding counted), no dilation or ceil mode."""
-        if n.op not in ("global_avg_pool2d", "avg_pool2d") or self.rw[n.inputs[0]] not in self.scale:
+        if n.op not in ("global_avg_pool2d", "avg_pool2d", "mean") or self.rw[n.inputs[0]] not in self.scale:
             return False
+        if n.op == "mean":  # a global average pool spelled ReduceMean over H and W
+            return sorted(n.attrs["axes"]) == [2, 3] and len(self.graph.node(n.inputs[0]).type.shape) == 4
         if n.attrs.get("layout", "NCHW") != "NCHW" or len(n.type.shape) != 4:
             return False
         if n.op == "avg_pool2d":
