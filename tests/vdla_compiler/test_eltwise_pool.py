@@ -125,3 +125,29 @@ def test_avg_pool_divides_with_the_stated_rounding() -> None:
     y = unpack_output(got)[0, :5, 0, 0]
     assert y.tolist() == [127, -128, 1, 0, -1]
     np.testing.assert_array_equal(unpack_output(got), avg_pool_reference(x, wl))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["add", "global_pool", "pool_3x3_s2_p1"])
+def test_a_block_of_each_on_rtl(kind: str) -> None:
+    """The Verilated RTL computes what fsim computes, with the cycle model's timing close."""
+    from vdla.runtime.backends.rtl import RtlBackend
+
+    why = RtlBackend.unavailable()
+    if why is not None:
+        pytest.fail(f"the rtl backend is unavailable here: {why}")
+    rng = np.random.default_rng(7)
+    if kind == "add":
+        wl = AddWorkload(1, 32, 4, 6, mult=(1 << 20, 3 << 19), round=1 << 20, shift=21, relu=True)
+        compiled = compile_add(wl, DEFAULT)
+        shape = compiled.module.params[0].shape
+        a, b = _int8(rng, shape, extremes=True), _int8(rng, shape)
+        got, result = compiled.run_packed(a, b, "rtl")
+        np.testing.assert_array_equal(got, add_reference(a, b, wl))
+    else:
+        pw = _pool(1, 32, 7, 7, 7, 1, 0) if kind == "global_pool" else _pool(1, 32, 9, 7, 3, 2, 1)
+        pool = compile_avg_pool(pw, DEFAULT)
+        x = _int8(rng, (pw.n, pw.c, pw.h, pw.w), extremes=True)
+        got, result = pool.run_packed(pack_data(DEFAULT.config, x), "rtl")
+        np.testing.assert_array_equal(unpack_output(got), avg_pool_reference(x, pw))
+    assert result.cycles > 0
