@@ -81,7 +81,7 @@ def test_vdla_compile_prints_the_partition(onnx_bytes: bytes, samples, tmp_path:
                  "-o", str(tmp_path / "m.vdla")]) == 0
     out = capsys.readouterr().out
     assert "why not vdla: conv2d '/b3/b3.3/Conv_output_0': depthwise conv (72 channels" in out
-    assert "8 of 12 conv2d/dense on the VDLA" in out
+    assert "8 of 12 conv2d/dense on the VDLA, 1 of 1 residual adds, 1 of 1 average pools" in out
     row = next(line for line in out.splitlines() if line.startswith("/b3/b3.6/Conv_output_0"))
     assert row.split()[1] == "vdla"
 

@@ -28,6 +28,7 @@ from vdla_hw.config import HwConfig
 from vdla.compiler.graph.errors import GraphError
 from vdla.compiler.graph.ir import Graph, Node, TensorType
 from vdla.compiler.graph.layout import parse_layout, transform
+from vdla.compiler.graph.ops.qnn import qadd_reference
 from vdla.compiler.graph.passes.rewrite import Rewriter
 from vdla.compiler.graph.vdla_rules import channel_padding, gemm_unsupported_reason, packed_layouts
 
@@ -47,8 +48,6 @@ def _keeps_zero(n: Node) -> bool:
 def _qadd_keeps_zero(n: Node) -> bool:
     """Whether a ``qadd`` maps two zero operands to zero (its rounding term is below ``2**shift``): then
     a residual add of two channel-padded values stays padded, its extra channels still zero."""
-    from vdla.compiler.graph.ops.qnn import qadd_reference
-
     zero = np.zeros(1, np.int8)
     return not qadd_reference([zero, zero], n.attrs).any()
 
