@@ -77,6 +77,15 @@ class Profile:
         c = self.vdla_cycles
         return None if c is None or not self.clock_mhz else c / (self.clock_mhz * 1e6)
 
+    @property
+    def end_to_end_seconds(self) -> float | None:
+        """The model's modeled latency: VDLA time at the config clock plus the host kernels' time (the
+        nodes run one after the other); None without a timed VDLA backend."""
+        v = self.vdla_seconds
+        if v is None and any(n.device == "vdla" for n in self.nodes):
+            return None
+        return (v or 0.0) + self.cpu_seconds
+
     def device_seconds(self, node: NodeProfile) -> float | None:
         """A VDLA node's time on the accelerator: its cycles at the config clock (None if untimed)."""
         if node.cycles is None or not self.clock_mhz:
@@ -111,6 +120,9 @@ class Profile:
             else:
                 total += f"; VDLA {n_vdla} nodes on an untimed backend (no device time)"
             total += f", simulated in {sim_ms:.3f} ms host time"
+        if self.end_to_end_seconds is not None:
+            total += (f"\nend to end: {1e3 * self.end_to_end_seconds:.3f} ms = VDLA {1e3 * (self.vdla_seconds or 0):.3f} ms "
+                      f"at the config clock + host {1e3 * self.cpu_seconds:.3f} ms (one after the other)")
         return "\n".join(rows + [total])
 
     def __repr__(self) -> str:
@@ -124,11 +136,11 @@ class Profile:
                          None if n.gemm_utilization is None else f"{n.gemm_utilization:.1%}", n.ops))
         clock = f" @{self.clock_mhz:g} MHz" if self.clock_mhz else ""
         return html_table(("node", "device", "host ms", "VDLA cycles", f"VDLA ms{clock}", "util", "ops"), rows,
-                          caption="profile", footer=self.table().splitlines()[-1])
+                          caption="profile", footer=" ".join(self.table().splitlines()[len(self.nodes) + 1:]))
 
     def to_json(self) -> dict[str, Any]:
         return {"clock_mhz": self.clock_mhz, "cpu_seconds": self.cpu_seconds, "vdla_cycles": self.vdla_cycles,
-                "vdla_seconds": self.vdla_seconds, "trace": self.trace,
+                "vdla_seconds": self.vdla_seconds, "end_to_end_seconds": self.end_to_end_seconds, "trace": self.trace,
                 "nodes": [{**n.__dict__, "device_seconds": self.device_seconds(n)} for n in self.nodes]}
 
 
