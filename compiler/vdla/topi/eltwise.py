@@ -146,8 +146,10 @@ def _stage(shape, fn, prev: te.Tensor, name: str) -> te.Tensor:  # type: ignore[
 
 
 def add_rows_per_tile(wl: AddWorkload, target: VdlaTarget) -> int:
-    """Rows of one output tile: as many as fit the input and accumulator buffers (double-buffered
-    by nothing: the add is bound by the DMA, two reads and one write per element)."""
+    """Rows of one output tile: as many as fit the input buffer (both operands) and the accumulator
+    buffer (two moved tiles each, beside the resident constants).  No virtual threads yet: a tile's
+    loads, moves and store run one after the other (the add is bound by its DMA anyway: two reads
+    and one write per element)."""
     cfg = target.config
     inp_tiles = target.scope(SCOPE_INP).depth // 2  # two operands
     acc_tiles = target.scope(SCOPE_ACC).depth // 2 - 3  # two moved tiles; the resident constants
