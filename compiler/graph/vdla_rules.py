@@ -143,6 +143,30 @@ def max_pool_unsupported_reason(node: Node, input_types: Sequence[TensorType], c
         return f"padding {pads[0]} exceeds the LOAD's 4-bit padding fields"
     return None
 
+
+def clamp_bounds(node: Node) -> tuple[int, int] | None:
+    """The int8 interval ``[lo, hi]`` a ``relu`` / ``clip`` clamps to, or None when a bound is not an integer
+    inside the int8 range."""
+    if node.op == "relu":
+        return 0, 127
+    lo, hi = node.attrs.get("a_min"), node.attrs.get("a_max")
+    lo, hi = -128 if lo is None else lo, 127 if hi is None else hi
+    if lo != int(lo) or hi != int(hi) or not -128 <= lo <= hi <= 127:
+        return None
+    return int(lo), int(hi)
+
+
+def clamp_unsupported_reason(node: Node, input_types: Sequence[TensorType], cfg: HwConfig) -> str | None:
+    """None when a standalone int8 ``relu`` / ``clip`` (no conv or add before it to absorb it) runs on the
+    VDLA (an identity GEMM, ALU MAX/MIN immediates or the STORE's ReLU), else why not."""
+    reason = _packed_blocks(input_types[0], cfg, "the input")
+    if reason is not None:
+        return reason
+    if clamp_bounds(node) is None:
+        return (f"clip bounds [{node.attrs.get('a_min')}, {node.attrs.get('a_max')}] are not integers inside the "
+                f"int8 range (the ALU clamps with integer immediates)")
+    return None
+
 #: Per op kind of a kernel that is not a GEMM: why the VDLA leaves it to the host when no rule places it.
 HOST_REASONS = {
     "layout_transform": "a layout change (data movement between the host's and the VDLA's layouts)",

@@ -25,6 +25,13 @@ POOLS = {
     "2x2_s2": MaxPoolWorkload(1, 16, 8, 6, 2, 2, 2, 0),
     "3x3_s1_p1_odd": MaxPoolWorkload(1, 16, 5, 3, 3, 3, 1, 1),
     "3x3_s2_p0_odd": MaxPoolWorkload(1, 16, 7, 9, 3, 3, 2, 0),
+    "3x3_s2_p1_relu6": MaxPoolWorkload(1, 16, 7, 7, 3, 3, 2, 1, lo=0, hi=6),  # a clamp folded after the max
+}
+
+#: Standalone int8 ReLU / clip: the 1x1 window with the clamp.
+CLAMPS = {
+    "relu": MaxPoolWorkload(1, 16, 5, 6, 1, 1, lo=0),
+    "clip": MaxPoolWorkload(1, 32, 4, 4, 1, 1, lo=-20, hi=50),
 }
 
 
@@ -48,12 +55,27 @@ def test_max_pool_bit_exact_on_fsim_and_cycle(name: str) -> None:
     compiled = _compiled(name)
     x = _data(np.random.default_rng(len(name)), wl)
     want = max_pool_reference(x, wl)
-    assert (want[:, 1] == -128).all() and want.max() == 127 and (want[:, wl.c // 2:] < 0).all()
+    if wl.lo == -128:
+        assert (want[:, 1] == -128).all() and want.max() == 127 and (want[:, wl.c // 2:] < 0).all()
+    else:
+        assert want.min() == wl.lo and want.max() == wl.hi
     for backend in BACKENDS:
         got, result = compiled.run_packed(pack_data(DEFAULT.config, x), backend)
         np.testing.assert_array_equal(unpack_output(got), want, err_msg=f"{name} on {backend}")
         if backend == "cycle":
             assert result.cycles > 0
+
+
+@pytest.mark.parametrize("name", sorted(CLAMPS))
+def test_standalone_clamp_bit_exact_on_fsim_and_cycle(name: str) -> None:
+    wl = CLAMPS[name]
+    compiled = compile_max_pool(wl, DEFAULT)
+    x = np.random.default_rng(5).integers(-128, 128, (wl.n, wl.c, wl.h, wl.w)).astype(np.int8)
+    want = max_pool_reference(x, wl)
+    assert want.min() == wl.lo and want.max() == wl.hi and not np.array_equal(want, x)
+    for backend in BACKENDS:
+        got, _ = compiled.run_packed(pack_data(DEFAULT.config, x), backend)
+        np.testing.assert_array_equal(unpack_output(got), want, err_msg=f"{name} on {backend}")
 
 
 def test_padding_never_wins() -> None:
@@ -85,9 +107,11 @@ def test_max_pool_rejects_what_it_cannot_do() -> None:
         compile_max_pool(MaxPoolWorkload(1, 24, 4, 4, 2, 2, 2), DEFAULT)
     with pytest.raises(UnsupportedError, match="smaller than the window"):
         compile_max_pool(MaxPoolWorkload(1, 16, 4, 4, 2, 2, 1, 2), DEFAULT)
+    with pytest.raises(UnsupportedError, match="clamp bounds"):
+        compile_max_pool(MaxPoolWorkload(1, 16, 4, 4, 1, 1, lo=10, hi=5), DEFAULT)
 
 
-def _pool_net(pool_bias: float) -> tuple:  # type: ignore[type-arg]
+def _pool_net(pool_bias: float, relu_after: bool = False) -> tuple:  # type: ignore[type-arg]
     rng = np.random.default_rng(3)
 
     def rand(shape: tuple[int, ...], s: float) -> np.ndarray:
@@ -98,25 +122,30 @@ def _pool_net(pool_bias: float) -> tuple:  # type: ignore[type-arg]
     y = b.op("conv2d", [x, b.const(rand((32, 16, 3, 3), 0.1), "w1"), b.const(np.full(32, pool_bias, np.float32), "b1")],
              "conv1", padding=(1, 1, 1, 1))
     y = b.op("max_pool2d", [y], "pool", pool_size=(3, 3), strides=(2, 2), padding=(1, 1, 1, 1))
+    if relu_after:  # nothing before it absorbs this ReLU: a standalone VDLA kernel
+        y = b.op("relu", [y], "relu_after_pool")
     y = b.op("conv2d", [y, b.const(rand((16, 32, 1, 1), 0.1), "w2")], "conv2")
     samples = [{"x": rand((1, 16, 9, 9), 1.0)} for _ in range(2)]
     return b.build([y]), samples, {"x": rand((1, 16, 9, 9), 1.0)}
 
 
-def test_partition_places_int8_max_pool_on_the_vdla_bit_exact() -> None:
-    """conv -> 3x3/2 max pool (padded) -> conv: the int8 max pool is its own VDLA kernel between the two
-    VDLA convs, and every integer value equals the graph's NumPy int8 reference on fsim and cycle."""
-    graph, samples, feed = _pool_net(-0.3)
+def test_partition_places_int8_max_pool_and_relu_on_the_vdla_bit_exact() -> None:
+    """conv -> 3x3/2 max pool (padded) -> ReLU -> conv: the int8 max pool is its own VDLA kernel between the
+    two VDLA convs, and so is the ReLU after it (no conv or add before it absorbs it: an identity GEMM and
+    the STORE's ReLU); every integer value equals the graph's NumPy int8 reference on fsim and cycle."""
+    graph, samples, feed = _pool_net(-0.3, relu_after=True)
     compiled = build_model(graph, target="vdla", calibrate=samples, skip_first_conv=False)
     entries = {e.ops: e for e in compiled.partition()}
-    assert entries[("max_pool2d",)].device == "vdla" and entries[("max_pool2d",)].reason is None
+    for ops in (("max_pool2d",), ("relu",)):
+        assert entries[ops].device == "vdla" and entries[ops].reason is None, entries[ops]
     want = run_all(compiled.graph, feed)
-    pool = want[entries[("max_pool2d",)].name]
+    pool, relu = want[entries[("max_pool2d",)].name], want[entries[("relu",)].name]
     assert pool.dtype == np.int8 and (pool < 0).any()  # negative maxima: zero padding would be wrong
+    assert relu.dtype == np.int8 and relu.min() == 0
     for backend in BACKENDS:
         got = compiled.module.run_all(feed, backend=backend)
         integer = [n for n, v in want.items() if v.dtype.kind in "iu" and n in got]
-        assert entries[("max_pool2d",)].name in integer
+        assert {entries[("max_pool2d",)].name, entries[("relu",)].name} <= set(integer)
         for name in integer:
             np.testing.assert_array_equal(got[name], want[name], err_msg=f"{name} on {backend}")
 

@@ -17,7 +17,9 @@ real tap.  The ALU adds the two tiles per tap, takes the MAX, and subtracts 128 
     m     = max(acc_0, acc_1, ..., acc_{K-1}) [- 128]      (ALU ADD / MAX / ADD imm, in place)
     out   = int8(m)                                         (STORE: plain narrowing, m is in range)
 
-Without padding the indicator, its moves and the offset are left out.  The result is bit-exact
+Without padding the indicator, its moves and the offset are left out.  A clamp ``[lo, hi]`` after the max
+(ReLU, ReLU6, clip) is two more ALU immediates or the STORE's ReLU; with a 1x1 window and stride 1
+the kernel is a standalone int8 ReLU / clip (one identity GEMM, the clamp, the STORE).  The result is bit-exact
 against the graph's ``max_pool2d`` on int8 (NumPy), and the kernel is a tensor expression
 scheduled and tensorized like the residual add (``topi/eltwise.py``): no hand-built instructions.
 """
@@ -32,7 +34,7 @@ from vdla_hw.errors import UnsupportedError
 from vdla.compiler import te
 from vdla.compiler.schedule import Schedule, create_schedule
 from vdla.compiler.tir import IntImm, PrimFunc
-from vdla.compiler.tir.ir import all_of, max_
+from vdla.compiler.tir.ir import all_of, max_, min_
 
 from ..build import VdlaModule, build
 from ..intrin import GemmIntrin
@@ -58,6 +60,10 @@ class MaxPoolWorkload:
     kw: int
     stride: int = 1
     pad: int = 0
+    lo: int = -128
+    """A clamp after the max, ``min(max(m, lo), hi)``: a ReLU / ReLU6 / clip folds in; with a 1x1 window
+    the kernel is a standalone int8 ReLU or clip."""
+    hi: int = 127
 
     @property
     def oh(self) -> int:
@@ -85,6 +91,10 @@ class MaxPoolWorkload:
                                    f"{self.h}x{self.w} input")
         if self.pad > 15:
             raise UnsupportedError(f"padding {self.pad} exceeds the LOAD's 4-bit padding fields")
+        top = (1 << (cfg.out_width - 1)) - 1
+        if not -top - 1 <= self.lo <= self.hi <= top:
+            raise UnsupportedError(f"clamp bounds [{self.lo}, {self.hi}] are not an interval inside the int"
+                                   f"{cfg.out_width} range [{-top - 1}, {top}]")
 
 
 @dataclass(frozen=True)
@@ -158,7 +168,14 @@ def max_pool_compute(wl: MaxPoolWorkload, target: VdlaTarget) -> MaxPoolTensors:
         e = taps[0](*idx)
         for tap in taps[1:]:
             e = max_(e, tap(*idx))
-        return e + IntImm(-OFFSET, acc_t) if p else e
+        if p:
+            e = e + IntImm(-OFFSET, acc_t)
+        top = (1 << (cfg.out_width - 1)) - 1
+        if wl.lo > -top - 1:
+            e = max_(e, IntImm(wl.lo, acc_t))
+        if wl.hi < top:
+            e = min_(e, IntImm(wl.hi, acc_t))
+        return e
 
     m = te.compute(shape, fold, "max")
     out = te.compute(shape, lambda *i: m[i].astype(out_t), "out")
@@ -272,4 +289,4 @@ def max_pool_reference(data: np.ndarray, wl: MaxPoolWorkload, layout: str = "NCH
     p = wl.pad
     attrs = op.make_attrs({"pool_size": (wl.kh, wl.kw), "strides": (wl.stride, wl.stride), "padding": (p, p, p, p),
                            "layout": layout})
-    return op.reference([data], attrs)
+    return np.clip(op.reference([data], attrs), wl.lo, wl.hi).astype(np.int8)
