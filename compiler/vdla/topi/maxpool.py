@@ -99,6 +99,9 @@ class MaxPoolWorkload:
 
 @dataclass(frozen=True)
 class MaxPoolTensors:
+    """The tensors of :func:`max_pool_compute`: parameters, the padded stages, the per-tap moves (with
+    padding interleaved: data tap, indicator tap), the MAX chain, the result."""
+
     data: te.Tensor
     eye: te.Tensor
     ind: te.Tensor | None
@@ -144,6 +147,8 @@ def max_pool_compute(wl: MaxPoolWorkload, target: VdlaTarget) -> MaxPoolTensors:
         sources.append(ind_src)
 
     def move(x: te.Tensor, w: te.Tensor, i: int, j: int, name: str, per_image: bool) -> te.Tensor:
+        # Tap (i, j) of every output through the weight tile ``w``; the indicator (not per_image) is one
+        # block that every image and channel block shares.
         k = te.reduce_axis(bi, "k")
         if per_image:
             return te.compute(shape, lambda n, c, y, x_, t, o: te.sum(
