@@ -60,12 +60,22 @@ class PortCounters:
 
 
 class Owner:
-    """What a booked burst belongs to: ``dirty`` is set when one of its bursts was delayed."""
+    """What a booked burst belongs to: ``dirty`` is set when one of its bursts was delayed.
 
-    __slots__ = ("dirty",)
+    ``paced`` owners hold the channel for a time that depends on when their data comes
+    (a tile writer that lags behind it, see :class:`vdla.simulator.cycle.dma.Writer`):
+    :meth:`hold_from` gives a burst's holding time when its data starts in a given cycle.
+    """
+
+    __slots__ = ("dirty", "paced")
 
     def __init__(self) -> None:
         self.dirty = False
+        self.paced = False
+
+    def hold_from(self, burst: "Burst", start: int) -> int:
+        """Cycles ``burst`` holds the channel when its data starts in cycle ``start``."""
+        return burst[HOLD]
 
 
 # A booked read burst is a list record (cheaper than an object: a program books one per burst):
@@ -158,6 +168,9 @@ class Dram:
             if start != b[START] and b is not burst and b[OWNER] is not None:
                 b[OWNER].dirty = True
             b[START] = start
+            owner = b[OWNER]
+            if owner is not None and owner.paced:
+                b[HOLD] = owner.hold_from(b, start)
             b[END] = end = start + b[HOLD]
             queue.append(b)
             requests.append(request)
@@ -190,6 +203,9 @@ class Dram:
                     b[OWNER].dirty = True
             else:
                 unchanged += 1
+            owner = b[OWNER]
+            if owner is not None and owner.paced:
+                b[HOLD] = owner.hold_from(b, start)
             b[END] = end = start + b[HOLD]
             queue.append(b)
             requests.append(request)
