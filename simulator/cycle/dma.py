@@ -160,7 +160,7 @@ class ReadRows(Owner):
     """
 
     __slots__ = ("heads", "tails", "timing", "base", "plan", "cfg", "start", "geo", "writer", "stalls_booked",
-                 "head_holds")
+                 "head_holds", "pending")
 
     def __init__(self, cfg: HwConfig, start: int, geo: RowGeometry) -> None:
         super().__init__()
@@ -178,6 +178,13 @@ class ReadRows(Owner):
         self.head_holds: dict[int, tuple[int, int]] = {}
         """(row, holding time without the writer's stall) of each row's first burst, by ``id``,
         when the stalls are booked."""
+        self.pending: tuple[int, int] | None = None
+        """(row, holding time without the stall) of the row's first burst being booked now."""
+
+    def adopt(self, burst: Burst) -> None:
+        if self.pending is not None:
+            self.head_holds[id(burst)] = self.pending
+            self.pending = None
 
     def hold_from(self, burst: Burst, start: int) -> int:
         """A row's first burst holds the channel until the writer takes its first element, so
@@ -258,6 +265,9 @@ def read_rows(cfg: HwConfig, dram: Dram, start: int, geo: RowGeometry, writer: W
         dram.drop_done()
     first_request = start + cfg.timing.dma_start_cycles
     if requests and requests[-1] > first_request:
+        # Requested before bursts already booked: each burst is placed among them; a writer's
+        # stalls are booked as each row's first burst lands (``hold_from``).
+        out.stalls_booked = out.paced = writer is not None
         _engine(cfg, start, geo, out, lambda request, hold, after, window: dram.read_burst(
             request, hold, out, after, window))
         return out
@@ -354,6 +364,8 @@ def _engine(
                 window = bursts[n - max_bursts]
                 if window[END] > grant:
                     grant = window[END]
+            if out.paced and len(heads) == r:
+                out.pending = (r, hold)
             after = book(grant + 1, hold, after, window)
             bursts.append(after)
             if len(heads) == r:

@@ -77,6 +77,9 @@ class Owner:
         """Cycles ``burst`` holds the channel when its data starts in cycle ``start``."""
         return burst[HOLD]
 
+    def adopt(self, burst: "Burst") -> None:
+        """``burst`` was just booked for this (paced) owner, before its start is known."""
+
 
 # A booked read burst is a list record (cheaper than an object: a program books one per burst):
 # [REQUEST, START, END, HOLD, OWNER, AFTER, GAP, WINDOW].  ``AFTER`` is the engine's previous burst
@@ -130,14 +133,21 @@ class Dram:
         if queue and queue[0][END] <= self.env.now:
             self.drop_done()
         gap = request - after[REQUEST] if after is not None else 0
+        paced = owner is not None and owner.paced
         if not queue or requests[-1] <= request:
             start = max(request + self.latency, self.tail_end())
             burst = [request, start, start + hold, hold, owner, after, gap, window]
+            if paced:
+                owner.adopt(burst)
+                burst[HOLD] = hold = owner.hold_from(burst, start)
+                burst[END] = start + hold
             queue.append(burst)
             requests.append(request)
             return burst
         # Requested before bursts already booked: serve it first and re-place those behind it.
         burst = [request, 0, 0, hold, owner, after, gap, window]
+        if paced:
+            owner.adopt(burst)
         at = bisect_right(requests, request)
         behind = queue[at:]
         del queue[at:], requests[at:]
@@ -182,6 +192,9 @@ class Dram:
         queue, requests, latency = self.queue, self.requests, self.latency
         start = burst[REQUEST] + latency
         burst[START] = start = start if start > end else end
+        owner = burst[OWNER]
+        if owner is not None and owner.paced:
+            burst[HOLD] = owner.hold_from(burst, start)
         burst[END] = end = start + burst[HOLD]
         queue.append(burst)
         requests.append(burst[REQUEST])
