@@ -25,7 +25,8 @@ class VdlaKernel:
     output_shape: tuple[int, ...]
     output_perm: tuple[int, ...] | None
     workload: object
-    """A :class:`Conv2dWorkload` (conv2d, dense, average pool) or an ``AddWorkload`` (residual add)."""
+    """A :class:`Conv2dWorkload` (conv2d, dense, average pool), an ``AddWorkload`` (residual add) or a
+    ``MaxPoolWorkload`` (int8 max pool)."""
     epilogue: Requantize | None
     input_buffer: str = "data"
     more_inputs: tuple[tuple[str, str], ...] = ()

@@ -123,6 +123,50 @@ def qpool_unsupported_reason(node: Node, input_types: Sequence[TensorType], cfg:
     return None
 
 
+
+def max_pool_unsupported_reason(node: Node, input_types: Sequence[TensorType], cfg: HwConfig) -> str | None:
+    """None when an int8 ``max_pool2d`` runs on the VDLA (an identity GEMM per window tap, an ALU MAX chain;
+    padding made exact by an indicator offset, see :mod:`vdla.compiler.vdla.topi.maxpool`), else why not."""
+    reason = _packed_blocks(input_types[0], cfg, "the input")
+    if reason is not None:
+        return reason
+    a = node.attrs
+    pads, (kh, kw), (sh, sw) = tuple(a["padding"]), tuple(a["pool_size"]), tuple(a["strides"])
+    if tuple(a["dilation"]) != (1, 1):
+        return f"dilation {tuple(a['dilation'])}: the VDLA max pool reads dense windows only"
+    if sh != sw or len(set(pads)) != 1:
+        return f"strides {(sh, sw)} / padding {pads} differ per axis; the VDLA max pool takes one of each"
+    h, w = input_types[0].shape[2:4]
+    if a["ceil_mode"] and ((h + 2 * pads[0] - kh) % sh or (w + 2 * pads[0] - kw) % sh):
+        return "ceil_mode adds a partial window past the padding; the VDLA max pool takes floor windows only"
+    if pads[0] > 15:
+        return f"padding {pads[0]} exceeds the LOAD's 4-bit padding fields"
+    return None
+
+
+def clamp_bounds(node: Node) -> tuple[int, int] | None:
+    """The int8 interval ``[lo, hi]`` a ``relu`` / ``clip`` clamps to, or None when a bound is not an integer
+    inside the int8 range."""
+    if node.op == "relu":
+        return 0, 127
+    lo, hi = node.attrs.get("a_min"), node.attrs.get("a_max")
+    lo, hi = -128 if lo is None else lo, 127 if hi is None else hi
+    if lo != int(lo) or hi != int(hi) or not -128 <= lo <= hi <= 127:
+        return None
+    return int(lo), int(hi)
+
+
+def clamp_unsupported_reason(node: Node, input_types: Sequence[TensorType], cfg: HwConfig) -> str | None:
+    """None when a standalone int8 ``relu`` / ``clip`` (no conv or add before it to absorb it) runs on the
+    VDLA (an identity GEMM, ALU MAX/MIN immediates or the STORE's ReLU), else why not."""
+    reason = _packed_blocks(input_types[0], cfg, "the input")
+    if reason is not None:
+        return reason
+    if clamp_bounds(node) is None:
+        return (f"clip bounds [{node.attrs.get('a_min')}, {node.attrs.get('a_max')}] are not integers inside the "
+                f"int8 range (the ALU clamps with integer immediates)")
+    return None
+
 #: Per op kind of a kernel that is not a GEMM: why the VDLA leaves it to the host when no rule places it.
 HOST_REASONS = {
     "layout_transform": "a layout change (data movement between the host's and the VDLA's layouts)",
@@ -138,10 +182,7 @@ HOST_REASONS = {
 
 
 #: Why an int8 op of these kinds stays on the host.
-HOST_REASONS_INT8 = {
-    "max_pool2d": ("no VDLA max pool yet: it needs one identity GEMM per window tap and an ALU MAX chain, and "
-                   "padding of -128 where the LOAD pads with 0"),
-}
+HOST_REASONS_INT8: dict[str, str] = {}
 
 
 def host_reason(ops: Sequence[Node]) -> str:
