@@ -41,7 +41,8 @@ def universe(cfg: HwConfig) -> list[str]:
         bins += [f"load:{mem.name}:pad={p}:stride={s}" for p in "ny" for s in "ny"]
     bins += [f"store:stride={s}" for s in "ny"]
     bins += [f"store:requant:shift={s}:clip={c}:relu={r}" for s in "ny" for c in "ny" for r in "ny"]
-    for kind in ("GEMM-reset", "GEMM", "ALU"):
+    bins += ["store:bias=none", "store:bias=step0", "store:bias=step1"]
+    for kind in ("GEMM-reset", "GEMM-overwrite", "GEMM", "ALU"):
         bins += [f"loop:{kind}:{shape}:factors={f}:uops={u}" for shape in ("1x1", "Nx1", "1xN", "NxN")
                  for f in ("0", "n") for u in ("1", "n") if not (shape == "1x1" and f == "n")]
     bins += [f"alu:{op.name}:{operand}" for op in AluOp for operand in ("imm+", "imm-", "acc")]
@@ -89,13 +90,15 @@ def _insn_bins(insn: object) -> set[str]:
             hit.add(f"store:stride={strided}")
             yn = {True: "y", False: "n"}
             hit.add(f"store:requant:shift={yn[insn.shift > 0]}:clip={yn[insn.clip]}:relu={yn[insn.relu]}")
+            hit.add(f"store:bias=step{insn.bias_step}" if insn.bias else "store:bias=none")
         elif insn.mem_type == MemType.UOP:
             hit.add("load:UOP")
         else:
             padded = "y" if any((insn.y_pad0, insn.y_pad1, insn.x_pad0, insn.x_pad1)) else "n"
             hit.add(f"load:{MemType(insn.mem_type).name}:pad={padded}:stride={strided}")
     elif isinstance(insn, (GemmInsn, AluInsn)):
-        kind = "ALU" if isinstance(insn, AluInsn) else ("GEMM-reset" if insn.reset else "GEMM")
+        kind = ("ALU" if isinstance(insn, AluInsn) else "GEMM-reset" if insn.reset
+                else "GEMM-overwrite" if insn.overwrite else "GEMM")
         shape = f"{'N' if insn.iter_out > 1 else '1'}x{'N' if insn.iter_in > 1 else '1'}"
         used = [insn.dst_factor_out * (insn.iter_out > 1), insn.dst_factor_in * (insn.iter_in > 1),
                 insn.src_factor_out * (insn.iter_out > 1), insn.src_factor_in * (insn.iter_in > 1)]

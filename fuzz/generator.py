@@ -102,11 +102,11 @@ def _emit(pb: ProgramBuilder, src: dict[str, BufferSpec], op: object, flags: dic
         pb.load_uops(pb.uops(list(op.uops), f"uops_{tag}"), op.sram, **flags)
     elif isinstance(op, StoreOp):
         pb.store(op.sram, src["out"].addr + op.offset, op.y, op.x, op.stride, shift=op.shift, clip=op.clip,
-                 relu=op.relu, **flags)
+                 relu=op.relu, bias=op.bias, **flags)
     elif isinstance(op, GemmOp):
         lp = op.loop
         pb.gemm(lp.bgn, lp.end, iter_out=lp.iter_out, iter_in=lp.iter_in, dst_factor=lp.dst, src_factor=lp.src,
-                wgt_factor=lp.wgt, reset=op.reset, **flags)
+                wgt_factor=lp.wgt, reset=op.reset, overwrite=op.overwrite, **flags)
     elif isinstance(op, AluStep):
         lp = op.loop
         pb.alu(op.op, lp.bgn, lp.end, imm=op.imm, iter_out=lp.iter_out, iter_in=lp.iter_in, dst_factor=lp.dst,
@@ -323,8 +323,10 @@ class _Drawer:
             return self._load(MemType.ACC, t)
         if pick < 0.25:
             return self._uop_load(t)
-        if pick < 0.35:
+        if pick < 0.30:
             return self._loop_op(t, lambda lp: GemmOp(lp, reset=True))
+        if pick < 0.38:
+            return self._loop_op(t, lambda lp: GemmOp(lp, overwrite=True))
         if pick < 0.65:
             return self._loop_op(t, lambda lp: GemmOp(lp))
         op = rng.choice(list(AluOp))
@@ -391,7 +393,13 @@ class _Drawer:
         sram = lo + int(rng.choice(starts))
         stride = x + rng.choice((0, 0, 2))
         offset = rng.randint(0, _DATA_TILES - ((y - 1) * stride + x))
+        bias = None
+        if rng.random() < 0.4:  # a bias per row (step 1) or one for the block (step 0), from written accumulators
+            step = rng.randint(0, 1) if y > 1 else 0
+            fits = [lo + k for k in range(hi - lo - (y - 1) * step) if ok[k:k + (y - 1) * step + 1:max(step, 1)].all()]
+            if fits:
+                bias = (int(rng.choice(fits)), step)
         if rng.random() < 0.5:  # half plain narrowing stores, half requantizing ones
-            return StoreOp(sram, offset, y, x, stride)
+            return StoreOp(sram, offset, y, x, stride, bias=bias)
         return StoreOp(sram, offset, y, x, stride, rng.randint(0, self.cfg.acc_width - 1), rng.random() < 0.5,
-                       rng.random() < 0.5)
+                       rng.random() < 0.5, bias)

@@ -79,10 +79,12 @@ class Loop:
 
 @dataclass(frozen=True)
 class GemmOp:
-    """GEMM (or, with ``reset``, zeroing of the destination accumulators) over ``loop``."""
+    """GEMM (or, with ``reset``, zeroing of the destination accumulators; with ``overwrite``, the
+    products written without reading the accumulators) over ``loop``."""
 
     loop: Loop
     reset: bool = False
+    overwrite: bool = False
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,8 @@ class AluStep:
 @dataclass(frozen=True)
 class StoreOp:
     """STORE of ``y x x`` accumulators from ``sram`` to the output buffer at element ``offset``,
-    requantized by ``shift`` / ``clip`` / ``relu`` (all off: the plain narrowing)."""
+    requantized by ``shift`` / ``clip`` / ``relu`` (all off: the plain narrowing); ``bias`` =
+    (first accumulator, step 0 or 1) adds ``acc[first + row * step]`` to each row first."""
 
     sram: int
     offset: int
@@ -107,6 +110,7 @@ class StoreOp:
     shift: int = 0
     clip: bool = False
     relu: bool = False
+    bias: tuple[int, int] | None = None
 
 
 ComputeOp = Union[LoadOp, UopLoadOp, GemmOp, AluStep]
@@ -227,7 +231,10 @@ def access_of(op: object, uops: list[Uop | None]) -> Access:
     if isinstance(op, UopLoadOp):
         return Access({}, {"uop": _span(op.sram, len(op.uops))})
     if isinstance(op, StoreOp):
-        return Access({"acc": _span(op.sram, op.y * op.x)}, {})
+        reads = _span(op.sram, op.y * op.x)
+        if op.bias is not None:
+            reads = np.concatenate([reads, op.bias[0] + np.arange(op.y, dtype=np.int64) * op.bias[1]])
+        return Access({"acc": reads}, {})
     loop = op.loop  # type: ignore[attr-defined]
     if loop.end > len(uops) or loop.bgn >= loop.end:
         raise PlanError(f"micro-op range [{loop.bgn}, {loop.end}) is empty or outside the micro-op buffer")
@@ -240,7 +247,9 @@ def access_of(op: object, uops: list[Uop | None]) -> Access:
     dst = loop_indices(loop, dst_f, loop.dst)
     reads = {"uop": _span(loop.bgn, loop.end - loop.bgn)}
     if isinstance(op, GemmOp):
-        if not op.reset:
+        if op.overwrite:
+            reads.update(inp=loop_indices(loop, src_f, loop.src), wgt=loop_indices(loop, wgt_f, loop.wgt))
+        elif not op.reset:
             reads.update(acc=dst, inp=loop_indices(loop, src_f, loop.src), wgt=loop_indices(loop, wgt_f, loop.wgt))
     else:
         src = None if op.imm is not None else loop_indices(loop, src_f, loop.src)

@@ -58,6 +58,10 @@ def raise_device_fault(program: Program, window: Window, fault: tuple[int, int, 
     if klass == regmap.FAULT_SRAM_RANGE and isinstance(insn, MemInsn):
         if insn.opcode == Opcode.STORE:
             n = insn.y_size * insn.x_size
+            last_bias = insn.bias_row + (insn.y_size - 1) * insn.bias_step
+            if insn.bias and insn.sram_base + n - 1 < cfg.acc_buff_depth and last_bias >= cfg.acc_buff_depth:
+                raise sram_range_error(insn, index, "ACC (the STORE's bias)", insn.bias_row, last_bias,
+                                       cfg.acc_buff_depth)
             raise sram_range_error(insn, index, "ACC (stored as OUT)", insn.sram_base, insn.sram_base + n - 1,
                                    cfg.acc_buff_depth)
         n = (insn.y_pad0 + insn.y_size + insn.y_pad1) * (insn.x_pad0 + insn.x_size + insn.x_pad1)

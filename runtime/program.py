@@ -7,7 +7,7 @@ read results back.
 
 File format (``Program.save``, described in ``docs/file_formats.md``): one NumPy
 ``.npz`` archive with two arrays, ``dram`` (uint8, the whole image) and ``meta``
-(a 0-d string holding JSON: ``{"format": "vdla-program", "version": 2,
+(a 0-d string holding JSON: ``{"format": "vdla-program", "version": 3,
 "config": {...HwConfig...}, "config_digest": str, "insn_addr": bytes,
 "insn_count": n, "buffers": [{name, kind, offset, shape, dtype, nbytes,
 elem_bytes}, ...], "sha256": hex}``).  ``sha256`` covers the image and the rest
@@ -47,7 +47,8 @@ from vdla.runtime.memory import BufferSpec, DramImage, read_buffer
 from vdla_hw.errors import BadFileError
 
 FORMAT = "vdla-program"
-VERSION = 2
+VERSION = 3
+"""3: the GEMM ``overwrite`` bit and the STORE bias fields (the instruction layouts moved)."""
 _WHAT = "a VDLA program bundle (.vdlaprog)"
 _HINT = "write bundles with Program.save or `vdla demo --save`; run a raw .bin from `vdla asm` with --uops/--dram"
 
@@ -163,8 +164,12 @@ class Program:
         if not isinstance(meta, dict) or meta.get("format") != FORMAT:
             raise BadFileError(f"{origin} is not {_WHAT} (its meta names no format {FORMAT!r})", hint=_HINT)
         if meta.get("version") != VERSION:
+            older = isinstance(meta.get("version"), int) and meta["version"] < VERSION
+            why = (" (its instructions use an older instruction layout: version 3 added the GEMM overwrite bit and "
+                   "the STORE bias)" if older else "")
             raise BadFileError(f"{origin} is a {FORMAT} file of version {meta.get('version')}; this vdla reads "
-                               f"version {VERSION}", hint="save the program again with this version")
+                               f"version {VERSION}{why}",
+                               hint="recompile the program (or model) with this vdla and save it again")
         if meta.get("sha256") != _content_digest(dram, meta):
             raise BadFileError(f"{origin} fails its SHA-256 check: its content was changed or damaged after "
                                f"it was written", hint="write the bundle again")
@@ -240,21 +245,25 @@ class ProgramBuilder:
 
     def store(self, sram_base: int, dram_base: int, y_size: int, x_size: int, x_stride: int, *,
               pop_prev: bool = False, pop_next: bool = False, push_prev: bool = False, push_next: bool = False,
-              shift: int = 0, clip: bool = False, relu: bool = False) -> int:
+              shift: int = 0, clip: bool = False, relu: bool = False,
+              bias: tuple[int, int] | None = None) -> int:
         """STORE accumulators ``[sram_base, +y*x)`` requantized to OUT (``>> shift``, optional ReLU and
-        saturation, then narrowed) at DRAM ``dram_base`` (row stride ``x_stride``)."""
+        saturation, then narrowed) at DRAM ``dram_base`` (row stride ``x_stride``); ``bias = (row, step)``
+        first adds ``acc[row + y * step]`` to every element of DRAM row ``y``."""
+        bias_row, bias_step = bias if bias is not None else (0, 0)
         return self.emit(MemInsn(Opcode.STORE, MemType.OUT, sram_base, dram_base, y_size, x_size, x_stride,
                                  deps=_deps(pop_prev, pop_next, push_prev, push_next), shift=shift, clip=clip,
-                                 relu=relu))
+                                 relu=relu, bias=bias is not None, bias_row=bias_row, bias_step=bias_step))
 
     def gemm(self, uop_bgn: int, uop_end: int, *, iter_out: int = 1, iter_in: int = 1,
              dst_factor: tuple[int, int] = (0, 0), src_factor: tuple[int, int] = (0, 0),
-             wgt_factor: tuple[int, int] = (0, 0), reset: bool = False, pop_prev: bool = False,
-             pop_next: bool = False, push_prev: bool = False, push_next: bool = False) -> int:
-        """GEMM over micro-ops ``[uop_bgn, uop_end)``; factors are (outer, inner) loop index factors."""
+             wgt_factor: tuple[int, int] = (0, 0), reset: bool = False, overwrite: bool = False,
+             pop_prev: bool = False, pop_next: bool = False, push_prev: bool = False, push_next: bool = False) -> int:
+        """GEMM over micro-ops ``[uop_bgn, uop_end)``; factors are (outer, inner) loop index factors;
+        ``overwrite`` writes the products instead of accumulating them."""
         return self.emit(GemmInsn(reset, uop_bgn, uop_end, iter_out, iter_in, dst_factor[0], dst_factor[1],
                                   src_factor[0], src_factor[1], wgt_factor[0], wgt_factor[1],
-                                  _deps(pop_prev, pop_next, push_prev, push_next)))
+                                  _deps(pop_prev, pop_next, push_prev, push_next), overwrite))
 
     def alu(self, op: AluOp, uop_bgn: int, uop_end: int, *, imm: int | None = None, iter_out: int = 1,
             iter_in: int = 1, dst_factor: tuple[int, int] = (0, 0), src_factor: tuple[int, int] = (0, 0),

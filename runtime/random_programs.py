@@ -161,9 +161,14 @@ class _Generator:
         sram = self._near_dst(region, y * x)
         r0, c0 = rng.randint(0, self.out_rows - y), rng.randint(0, self.out_cols - x)
         requant = rng.random() < 0.5  # half plain narrowing stores, half requantizing ones
+        bias = None
+        if rng.random() < 0.4:  # a bias per DRAM row (step 1) or one for the block (step 0), inside the region
+            step = rng.randint(0, 1)
+            size = self.size.acc
+            bias = (region * size + rng.randint(0, size - 1 - (y - 1) * step), step)
         self.pb.store(sram, self.out.addr + r0 * self.out_cols + c0, y, x, self.out_cols, **deps,
                       shift=rng.randint(0, self.cfg.acc_width - 1) if requant else 0,
-                      clip=requant and rng.random() < 0.5, relu=requant and rng.random() < 0.5)
+                      clip=requant and rng.random() < 0.5, relu=requant and rng.random() < 0.5, bias=bias)
 
     def _compute(self, region: int, **deps: bool) -> None:
         rng = self.rng
@@ -171,7 +176,9 @@ class _Generator:
         if choice < 0.2:
             self._load(MemType.ACC, region, **deps)
         elif choice < 0.6:
-            self.pb.gemm(reset=rng.random() < 0.2, **self._loop("gemm", region), **deps)  # type: ignore[arg-type]
+            mode = rng.random()  # a fifth reset, a fifth overwrite (acc = inp @ wgt), the rest accumulate
+            self.pb.gemm(reset=mode < 0.2, overwrite=0.2 <= mode < 0.4, **self._loop("gemm", region),
+                         **deps)  # type: ignore[arg-type]
         else:
             op = rng.choice(list(AluOp))
             use_imm = rng.random() < 0.5

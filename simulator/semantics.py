@@ -279,12 +279,27 @@ def _store(state: MachineState, insn: MemInsn, index: int) -> InsnEffect:
     if missing is not None:
         raise _uninitialized(insn, index, "ACC", insn.sram_base + missing, f"tile {missing} of the STORE")
     tiles = state.acc[insn.sram_base : insn.sram_base + n].reshape(y, x, cfg.batch * cfg.block_out)
+    if insn.bias:
+        tiles = tiles + _store_bias(state, insn, index)[:, None, :]  # wraps in the accumulator type
     data = packing.encode(requantize(tiles, insn.shift, insn.clip, insn.relu, cfg.out_width), cfg.out_width)
     if isinstance(where, slice):
         state.dram[where] = data.reshape(-1)
     else:
         state.dram[: limit * eb].reshape(limit, eb)[where] = data
     return InsnEffect(Opcode.STORE, MemType.OUT, rows=y, row_bytes=x * eb, sram_elems=n)
+
+
+def _store_bias(state: MachineState, insn: MemInsn, index: int) -> np.ndarray:
+    """The bias row of each DRAM row of a STORE with ``bias``: ``acc[bias_row + y * bias_step]``."""
+    if insn.bias_step not in (0, 1):
+        raise ProtocolError(f"instruction {index} ({describe(insn)}): bias_step {insn.bias_step} is not 0 or 1")
+    rows = insn.bias_row + np.arange(insn.y_size, dtype=np.int64) * insn.bias_step
+    last = int(rows[-1])
+    _check_sram(insn, index, "ACC (the STORE's bias)", insn.bias_row, last, state.acc.shape[0])
+    missing = _first_unwritten(state, MemType.ACC, slice(insn.bias_row, last + 1))
+    if missing is not None:
+        raise _uninitialized(insn, index, "ACC", insn.bias_row + missing, "the bias of the STORE")
+    return state.acc[rows].reshape(insn.y_size, -1)
 
 
 # ---- GEMM / ALU --------------------------------------------------------------------------
@@ -350,7 +365,9 @@ class _GemmPlan:
     ``src``/``wgt`` list the iterations' operands sorted (stably) by destination, so the
     iterations into each distinct destination (``targets``, ascending) are adjacent and
     ``starts`` marks where each of those groups begins; ``src_rows``/``wgt_rows`` are the
-    distinct elements read, for the written-ness check.
+    distinct elements read, for the written-ness check.  For an ``overwrite`` GEMM, ``src``/``wgt``
+    hold only the last iteration into each destination (the one whose product stays) and
+    ``starts`` is every position.
     """
 
     dst: np.ndarray
@@ -399,6 +416,12 @@ def _gemm_plan(state: MachineState, insn: GemmInsn, index: int, bgn: int, end: i
     order = np.argsort(dst, kind="stable")
     sorted_dst = dst[order]
     starts = np.flatnonzero(np.concatenate(([True], sorted_dst[1:] != sorted_dst[:-1])))
+    if insn.overwrite:
+        # Each iteration writes its product: the last into each destination wins.
+        last = np.concatenate((starts[1:], [sorted_dst.size])) - 1
+        keep = order[last]
+        return _GemmPlan(dst, src[keep], wgt[keep], sorted_dst[starts], np.arange(starts.size), np.unique(src),
+                         np.unique(wgt))
     return _GemmPlan(dst, src[order], wgt[order], sorted_dst[starts], starts, np.unique(src), np.unique(wgt))
 
 
@@ -415,7 +438,10 @@ def _gemm(state: MachineState, insn: GemmInsn, index: int) -> InsnEffect:
         else:
             _require_loop_written(state, insn, index, MemType.INP, "src", plan.src_rows)
             _require_loop_written(state, insn, index, MemType.WGT, "wgt", plan.wgt_rows)
-            _require_loop_written(state, insn, index, MemType.ACC, "dst", plan.targets)
+            if insn.overwrite:
+                _mark_written(state, MemType.ACC, plan.targets)
+            else:
+                _require_loop_written(state, insn, index, MemType.ACC, "dst", plan.targets)
         state.checked_plans.add(id(plan))
     if plan.src is None:
         state.acc[plan.dst] = 0
@@ -427,7 +453,10 @@ def _gemm(state: MachineState, insn: GemmInsn, index: int) -> InsnEffect:
     inp = state.inp.take(plan.src, axis=0).astype(acc_t)
     wgt = state.wgt.take(plan.wgt, axis=0).astype(acc_t)
     prod = np.einsum("nbi,noi->nbo", inp, wgt)
-    state.acc[plan.targets] += np.add.reduceat(prod, plan.starts, axis=0)
+    if insn.overwrite:
+        state.acc[plan.targets] = prod
+    else:
+        state.acc[plan.targets] += np.add.reduceat(prod, plan.starts, axis=0)
     return InsnEffect(Opcode.GEMM, uop_iters=iters, macs=iters * state.cfg.macs_per_cycle)
 
 

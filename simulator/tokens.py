@@ -73,12 +73,13 @@ def describe(insn: Insn) -> str:
         pad_s = f" pad={pad}" if any(pad) else ""
         pad_s += f" shift={insn.shift}" if insn.shift else ""
         pad_s += "".join(f" {w}" for w, on in (("clip", insn.clip), ("relu", insn.relu)) if on)
+        pad_s += f" bias={insn.bias_row},{insn.bias_step}" if insn.bias else ""
         return (
             f"{insn.opcode.name} {insn.mem_type.name} sram={insn.sram_base} dram={insn.dram_base} "
             f"{insn.y_size}x{insn.x_size} stride={insn.x_stride}{pad_s}{tail}"
         )
     if isinstance(insn, GemmInsn):
-        reset = " reset" if insn.reset else ""
+        reset = " reset" if insn.reset else (" overwrite" if insn.overwrite else "")
         return f"GEMM{reset} uop[{insn.uop_bgn}:{insn.uop_end}) loop {insn.iter_out}x{insn.iter_in}{tail}"
     if isinstance(insn, AluInsn):
         operand = f"imm={insn.imm}" if insn.use_imm else "tensor"

@@ -4,10 +4,12 @@ One instruction per line, a mnemonic, its words, then ``key=value`` operands::
 
     LOAD INP sram=0 dram=128 y=4 x=8 stride=64 pad=1,1,1,1 deps=pop_next,push_next
     GEMM reset uop=0:16 iter=4,2 dst=1,0 src=8,1 wgt=0,1
+    GEMM overwrite uop=0:16 iter=4,2 dst=1,0 src=8,1 wgt=0,1
     ALU SHR imm=-3 uop=0:1 iter=16,1 dst=1,0
     ALU ADD acc uop=0:1 iter=16,1 dst=1,0 src=1,0
     STORE OUT sram=0 dram=0 y=1 x=16 stride=16 deps=pop_prev,push_prev
     STORE OUT clip relu sram=0 dram=16 y=1 x=16 stride=16 shift=8
+    STORE OUT sram=4 dram=32 y=4 x=16 stride=64 bias=0,1
     FINISH
 
     .uops
@@ -50,6 +52,9 @@ UOPS_DIRECTIVE = ".uops"
 INSNS_DIRECTIVE = ".insns"
 RESET_WORD = "reset"
 """GEMM word: zero the accumulators instead of accumulating."""
+OVERWRITE_WORD = "overwrite"
+"""GEMM word: write the product without reading the accumulator (``acc = inp @ wgt``)."""
+GEMM_WORDS = (RESET_WORD, OVERWRITE_WORD)
 ACC_WORD = "acc"
 """ALU word: the second operand is the accumulator tile ``acc[src]`` (otherwise ``imm=`` is required)."""
 CLIP_WORD = "clip"
@@ -94,6 +99,8 @@ MEM_KEYS: tuple[Key, ...] = (
 )
 STORE_KEYS: tuple[Key, ...] = tuple(k for k in MEM_KEYS if k.name != "pad") + (
     Key("shift", ("shift",), "arithmetic right shift of each accumulator lane before clip and narrowing", default=(0,)),
+    Key("bias", ("bias_row", "bias_step"), "add acc[ROW + y*STEP] (STEP 0 or 1) to every element of DRAM row y "
+        "before the shift; left out: no bias", default=(0, 0)),
 )
 LOOP_KEYS: tuple[Key, ...] = (
     Key("uop", ("uop_bgn", "uop_end"), "micro-op range [begin, end)", sep=":"),
@@ -187,12 +194,17 @@ def _parse_insn(tokens: list[str], layouts: dict[str, Layout], lineno: int) -> I
         flags = _flag_words(flag_words, STORE_WORDS, mnemonic, lineno)
         mem_type = _one_word([w for w in words if w.lower() not in STORE_WORDS], {m.name: m for m in MemType},
                              f"{mnemonic} memory type", lineno)
+        bias = any(p.split("=", 1)[0].lower() == "bias" for p in pairs)
         values, deps = _parse_keys(pairs, STORE_KEYS, layouts["store"], mnemonic, lineno)
-        return MemInsn(op, mem_type, **values, deps=deps, clip=CLIP_WORD in flags, relu=RELU_WORD in flags)
+        if values["bias_step"] not in (0, 1):
+            raise AsmError(lineno, f"bias={values['bias_row']},{values['bias_step']}", "the bias STEP is 0 or 1")
+        return MemInsn(op, mem_type, **values, deps=deps, clip=CLIP_WORD in flags, relu=RELU_WORD in flags, bias=bias)
     if op == Opcode.GEMM:
-        reset = _flag_words(words, (RESET_WORD,), mnemonic, lineno)
+        flags = _flag_words(words, GEMM_WORDS, mnemonic, lineno)
+        if len(flags) > 1:
+            raise AsmError(lineno, " ".join(words), "a GEMM either resets or overwrites; give one of the two words")
         values, deps = _parse_keys(pairs, GEMM_KEYS, layouts["gemm"], mnemonic, lineno)
-        return GemmInsn(reset=RESET_WORD in reset, **values, deps=deps)
+        return GemmInsn(reset=RESET_WORD in flags, overwrite=OVERWRITE_WORD in flags, **values, deps=deps)
     if op == Opcode.ALU:
         acc_words = [w for w in words if w.lower() == ACC_WORD]
         use_acc = ACC_WORD in _flag_words(acc_words, (ACC_WORD,), mnemonic, lineno)
@@ -286,9 +298,10 @@ def format_insn(insn: Insn) -> str:
         keys: Sequence[Key] = MEM_KEYS
         if insn.opcode == Opcode.STORE:
             words += [w for w, on in ((CLIP_WORD, insn.clip), (RELU_WORD, insn.relu)) if on]
-            keys = STORE_KEYS
+            # A bias prints even at row 0, step 0: the key's presence is what enables it.
+            keys = [replace(k, default=None) if k.name == "bias" and insn.bias else k for k in STORE_KEYS]
     elif isinstance(insn, GemmInsn):
-        words = ["GEMM"] + ([RESET_WORD] if insn.reset else [])
+        words = ["GEMM"] + ([RESET_WORD] if insn.reset else []) + ([OVERWRITE_WORD] if insn.overwrite else [])
         keys = GEMM_KEYS
     elif isinstance(insn, AluInsn):
         words = ["ALU", AluOp(insn.alu_op).name] + ([] if insn.use_imm else [ACC_WORD])

@@ -61,6 +61,10 @@ FIELD_DOCS: dict[str | tuple[str, str], str] = {
     "clip": "1: saturate to the signed output range instead of wrapping (STORE only)",
     "relu": "1: lower bound 0 after the shift (STORE only)",
     "reset": "1: write zeros to the accumulators instead of accumulating",
+    "overwrite": "1: write the product without reading the accumulator (acc = inp @ wgt); not with reset",
+    "bias": "1: add acc[bias_row + y * bias_step] to every element of DRAM row y before the shift (STORE only)",
+    "bias_row": "accumulator element of the first row's bias (STORE with bias)",
+    "bias_step": "0: one bias for all rows; 1: the bias advances one accumulator element per DRAM row",
     "uop_bgn": "first micro-op of the loop body",
     "uop_end": "one past the last micro-op of the loop body",
     "iter_out": "extent of the outer loop (i0)",
@@ -348,7 +352,7 @@ def _syntax() -> str:
     forms = [
         ("LOAD", form(f"LOAD {'|'.join(m.name for m in MemType)}", asm.MEM_KEYS)),
         ("STORE", form(f"STORE OUT [{asm.CLIP_WORD}] [{asm.RELU_WORD}]", asm.STORE_KEYS)),
-        ("GEMM", form(f"GEMM [{asm.RESET_WORD}]", asm.GEMM_KEYS)),
+        ("GEMM", form(f"GEMM [{asm.RESET_WORD}|{asm.OVERWRITE_WORD}]", asm.GEMM_KEYS)),
         ("ALU, immediate", form(f"ALU {alu_ops}", [replace(k, default=None) if k.name == "imm" else k for k in asm.ALU_KEYS])),
         ("ALU, tensor", form(f"ALU {alu_ops} {asm.ACC_WORD}", asm.ALU_KEYS)),
         ("FINISH", form("FINISH", ())),
@@ -373,7 +377,10 @@ def _syntax() -> str:
         + _table(("Format", "Operand", "Default", "Meaning"), operand_rows)
         + "\n"
         f"- `{asm.CLIP_WORD}` (STORE) saturates to the output range, `{asm.RELU_WORD}` (STORE) bounds below by 0.\n"
-        f"- `{asm.RESET_WORD}` (GEMM) zeroes the accumulators. An ALU takes either `imm=N` (immediate operand) or the "
+        f"- `{asm.RESET_WORD}` (GEMM) zeroes the accumulators; `{asm.OVERWRITE_WORD}` (GEMM) writes the products "
+        f"without reading them (`acc = inp @ wgt`: a tile's first reduction step, no accumulator init before it). "
+        f"`bias=ROW,STEP` (STORE) adds `acc[ROW + y*STEP]` to row `y` before the shift (one extra read cycle per "
+        f"row). An ALU takes either `imm=N` (immediate operand) or the "
         f"word `{asm.ACC_WORD}` (second operand `acc[src]`; an `imm=` given with it is kept in the word but unused).\n"
         f"- `{asm.DEPS_KEY}=` takes a comma-separated subset of {', '.join(f'`{n}`' for n in DEP_FLAG_NAMES)}.\n"
         "- Errors name the line, the token and what is allowed; every value is checked against its field width "

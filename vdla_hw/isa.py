@@ -140,6 +140,11 @@ class MemInsn:
     (saturate to the signed output range), then it keeps the low output-width bits.
     ``shift=0`` with both flags clear is the plain wrapping narrow.  A STORE cannot pad
     (its encoding holds these fields where a LOAD holds the pads); a LOAD cannot requantize.
+
+    With ``bias`` a STORE first adds the accumulator element ``acc[bias_row + y * bias_step]``
+    (``bias_step`` is 0 or 1) to every element of DRAM row ``y``, wrapping at the accumulator
+    width, before the shift: the bias of a layer whose rows are output-channel blocks rides
+    on the STORE instead of initialising the accumulators (see :class:`GemmInsn` ``overwrite``).
     """
 
     opcode: Opcode
@@ -157,6 +162,9 @@ class MemInsn:
     shift: int = 0
     clip: bool = False
     relu: bool = False
+    bias: bool = False
+    bias_row: int = 0
+    bias_step: int = 0
 
 
 def requantize(acc: np.ndarray, shift: int, clip: bool, relu: bool, out_width: int) -> np.ndarray:
@@ -178,7 +186,10 @@ class GemmInsn:
 
     For ``i0 < iter_out, i1 < iter_in`` and each micro-op ``u``:
     ``acc[u.dst + i0*dst_factor_out + i1*dst_factor_in] += inp[u.src + ...] @ wgt[u.wgt + ...].T``
-    (or ``= 0`` when ``reset``).
+    (or ``= 0`` when ``reset``).  With ``overwrite`` every iteration writes the product without
+    reading the accumulator (``acc[dst] = inp @ wgt``): the first reduction step of a tile then
+    needs no accumulator initialisation before it (the bias moves to the STORE).  ``reset`` and
+    ``overwrite`` exclude each other.
     """
 
     reset: bool
@@ -193,6 +204,7 @@ class GemmInsn:
     wgt_factor_out: int
     wgt_factor_in: int
     deps: DepFlags = NO_DEPS
+    overwrite: bool = False
 
 
 @dataclass(frozen=True)
@@ -397,7 +409,13 @@ class Isa:
         )
         # STORE shares LOAD's fields up to the stride (fetch and the dependency gates read them
         # through either layout); where a LOAD keeps its pads, a STORE keeps its requantization.
-        self.store = _layout("store", _COMMON + block + [("shift", SHIFT_W), ("clip", 1), ("relu", 1)], INSN_BITS, cfg)
+        self.store = _layout(
+            "store",
+            _COMMON + block + [("shift", SHIFT_W), ("clip", 1), ("relu", 1),
+                               ("bias", 1), _index("bias_row", acc_w, "acc"), ("bias_step", 1)],
+            INSN_BITS,
+            cfg,
+        )
         self.gemm = _layout(
             "gemm",
             _COMMON
@@ -410,6 +428,7 @@ class Isa:
                 _index("src_factor_in", inp_w, "inp"),
                 _index("wgt_factor_out", wgt_w, "wgt"),
                 _index("wgt_factor_in", wgt_w, "wgt"),
+                ("overwrite", 1),
             ],
             INSN_BITS,
             cfg,
@@ -453,6 +472,8 @@ class Isa:
             _check_mem_fields(insn)
         if isinstance(insn, AluInsn):
             _check_enum("alu_op", insn.alu_op, AluOp)
+        if isinstance(insn, GemmInsn) and insn.reset and insn.overwrite:
+            raise IsaError("a GEMM either resets (acc = 0) or overwrites (acc = inp @ wgt), not both; clear one flag")
         values = {f.name: getattr(insn, f.name) for f in fields(insn) if f.name != "deps"}
         values.update({n: int(getattr(insn.deps, n)) for n in DEP_FLAG_NAMES})
         values["opcode"] = int(op)
@@ -481,13 +502,19 @@ class Isa:
             if op == Opcode.LOAD:
                 rest.update({k: v[k] for k in ("y_pad0", "y_pad1", "x_pad0", "x_pad1")})
             else:
-                rest.update(shift=v["shift"], clip=bool(v["clip"]), relu=bool(v["relu"]))
+                if not v["bias"] and (v["bias_row"] or v["bias_step"]):
+                    raise IsaError(f"malformed STORE 0x{word:032x}: bias_row/bias_step are set but bias is not")
+                rest.update(shift=v["shift"], clip=bool(v["clip"]), relu=bool(v["relu"]), bias=bool(v["bias"]),
+                            bias_row=v["bias_row"], bias_step=v["bias_step"])
             return MemInsn(op, mem_type, **rest, deps=_deps(v))
         if op == Opcode.GEMM:
             v = self.gemm.unpack(word)
             names = [f.name for f in fields(GemmInsn) if f.name != "deps"]
             args = {n: v[n] for n in names}
             args["reset"] = bool(args["reset"])
+            args["overwrite"] = bool(args["overwrite"])
+            if args["reset"] and args["overwrite"]:
+                raise IsaError(f"malformed GEMM 0x{word:032x}: both reset and overwrite are set")
             return GemmInsn(**args, deps=_deps(v))
         if op == Opcode.ALU:
             v = self.alu.unpack(word)
@@ -550,8 +577,13 @@ def _check_mem_fields(insn: MemInsn) -> None:
     if insn.opcode == Opcode.STORE and (insn.y_pad0 or insn.y_pad1 or insn.x_pad0 or insn.x_pad1):
         raise IsaError("STORE cannot pad (its encoding holds shift/clip/relu where a LOAD holds the pads); "
                        "set all pads to 0")
-    if insn.opcode == Opcode.LOAD and (insn.shift or insn.clip or insn.relu):
-        raise IsaError("only a STORE requantizes; set shift=0, clip and relu off on a LOAD")
+    if insn.opcode == Opcode.LOAD and (insn.shift or insn.clip or insn.relu or insn.bias or insn.bias_row or insn.bias_step):
+        raise IsaError("only a STORE requantizes or adds a bias; set shift=0, clip, relu and bias off on a LOAD")
+    if not insn.bias and (insn.bias_row or insn.bias_step):
+        raise IsaError(f"a STORE without bias has bias_row = {insn.bias_row}, bias_step = {insn.bias_step}; "
+                       f"set bias (or leave both 0)")
+    if insn.bias_step not in (0, 1):
+        raise IsaError(f"bias_step = {insn.bias_step}: the bias advances 0 or 1 accumulator element per DRAM row")
 
 
 def _deps(v: dict[str, int]) -> DepFlags:

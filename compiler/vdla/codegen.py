@@ -113,7 +113,8 @@ def codegen(func: PrimFunc, target: VdlaTarget) -> tuple[Program, dict[str, Para
             (n_out, f_out), (n_in, f_in) = loops
             common = dict(iter_out=n_out, iter_in=n_in, dst_factor=(f_out[0], f_in[0]), src_factor=(f_out[1], f_in[1]))
             if uop_insn.kind == "gemm":
-                pb.gemm(bgn, end, **common, wgt_factor=(f_out[2], f_in[2]), reset=uop_insn.reset, **fl)
+                pb.gemm(bgn, end, **common, wgt_factor=(f_out[2], f_in[2]), reset=uop_insn.reset,
+                        overwrite=uop_insn.overwrite, **fl)
             else:
                 pb.alu(uop_insn.alu_op, bgn, end, imm=uop_insn.imm, **common, **fl)  # type: ignore[arg-type]
             continue
@@ -128,7 +129,7 @@ def codegen(func: PrimFunc, target: VdlaTarget) -> tuple[Program, dict[str, Para
             else:
                 r = dma.requant
                 pb.store(dma.sram_base, base, dma.y_size, dma.x_size, dma.x_stride, shift=r.shift, clip=r.clip,
-                         relu=r.relu, **fl)
+                         relu=r.relu, bias=None if dma.bias is None else dma.bias[1:], **fl)
             continue
         if is_finish(insn):
             pb.finish(**fl)

@@ -13,10 +13,10 @@ import numpy as np
 
 from vdla_hw.isa import AluOp, DepFlags, Module, Uop
 
-from vdla.compiler.tir import AttrStmt, Buffer, For, IntImm, PrimExpr, Stmt, Var
+from vdla.compiler.tir import NE, AttrStmt, Buffer, For, IfThenElse, IntImm, Or, PrimExpr, Stmt, Var
 
 from .affine import NotAffineError, affine, eval_int
-from .intrin import ALU_UOP, GEMM_RESET_UOP, GEMM_UOP
+from .intrin import ALU_UOP, GEMM_OVERWRITE_UOP, GEMM_RESET_UOP, GEMM_UOP
 from .stmt import DEPS, FINISH, LOAD, STORE, UOP_LOOP, UOP_SCOPE, Requant, buffer_arg, int_arg, packed_call
 from .target import SCOPE_ACC, SCOPE_INP, SCOPE_WGT
 
@@ -36,6 +36,8 @@ class Dma:
     x_stride: int
     pad: tuple[int, int, int, int] = (0, 0, 0, 0)
     requant: Requant = Requant()
+    bias: tuple[Buffer, int, int] | None = None
+    """STORE only: (accumulator buffer, first tile, step per row) of the bias it adds."""
 
     @property
     def sram_tiles(self) -> int:
@@ -53,6 +55,7 @@ class UopInsn:
     uops: tuple[Uop, ...]
     alu_op: AluOp | None = None
     imm: int | None = None
+    overwrite: bool = False
 
     @property
     def iterations(self) -> int:
@@ -77,8 +80,9 @@ def as_dma(stmt: Stmt) -> Dma | None:
         return Dma(True, buffer_arg(a[0]), int_arg(a[1]), buffer_arg(a[2]), int_arg(a[3]), int_arg(a[4]),
                    int_arg(a[5]), int_arg(a[6]), tuple(int_arg(x) for x in a[7:11]))  # type: ignore[arg-type]
     shift, clip, relu = (int_arg(x) for x in a[7:10])
+    bias = (buffer_arg(a[10]), int_arg(a[11]), int_arg(a[12])) if len(a) > 10 else None
     return Dma(False, buffer_arg(a[2]), int_arg(a[3]), buffer_arg(a[0]), int_arg(a[1]), int_arg(a[4]),
-               int_arg(a[5]), int_arg(a[6]), requant=Requant(shift, bool(clip), bool(relu)))
+               int_arg(a[5]), int_arg(a[6]), requant=Requant(shift, bool(clip), bool(relu)), bias=bias)
 
 
 def is_finish(stmt: Stmt) -> bool:
@@ -115,12 +119,16 @@ def _decode_scope(attr: AttrStmt) -> UopInsn:
         else:
             inner.append((s.loop_var, ext))
         s = s.body
+    skip: list[Var] = []
+    if isinstance(s, IfThenElse) and s.else_case is None:
+        skip = guard_vars(s.condition)
+        s = s.then_case
     call = packed_call(s)
     if call is None:
         raise ValueError(f"instruction scope body must be a micro-op nest, got {s}")
     name, args = call
     zero = {v: 0 for v, _, _ in folded}
-    if name == GEMM_UOP:
+    if name in (GEMM_UOP, GEMM_OVERWRITE_UOP):
         idx = (args[1], args[3], args[5])
     elif name == GEMM_RESET_UOP:
         idx = (args[1], IntImm(0), IntImm(0))
@@ -129,12 +137,29 @@ def _decode_scope(attr: AttrStmt) -> UopInsn:
     else:
         raise ValueError(f"unknown micro-op {name}")
     cols = [_enumerate(e, inner, zero) for e in idx]
+    if skip:  # the guard: only the points where some guard variable is nonzero
+        keep = np.zeros([ext for _, ext in inner] or [1], dtype=bool)
+        for axis, (v, ext) in enumerate(inner):
+            if any(v is g for g in skip):
+                shape = [1] * len(inner)
+                shape[axis] = ext
+                keep = keep | (np.arange(ext).reshape(shape) != 0)
+        cols = [c[keep.reshape(-1)] for c in cols]
     uops = tuple(Uop(int(d), int(sv), int(w)) for d, sv, w in zip(*cols))
     loops = tuple((ext, f) for _, ext, f in folded)
     if name == ALU_UOP:
         use_imm = int_arg(args[5])
         return UopInsn("alu", False, loops, uops, AluOp(int_arg(args[4])), int_arg(args[6]) if use_imm else None)
-    return UopInsn("gemm", name == GEMM_RESET_UOP, loops, uops)
+    return UopInsn("gemm", name == GEMM_RESET_UOP, loops, uops, overwrite=name == GEMM_OVERWRITE_UOP)
+
+
+def guard_vars(cond: PrimExpr) -> list[Var]:
+    """The loop variables of a micro-op guard ``v0 != 0 || v1 != 0 || ...`` (``fold_bias_store``)."""
+    if isinstance(cond, Or):
+        return guard_vars(cond.a) + guard_vars(cond.b)
+    if isinstance(cond, NE) and isinstance(cond.a, Var) and isinstance(cond.b, IntImm) and cond.b.value == 0:
+        return [cond.a]
+    raise ValueError(f"a micro-op guard must be `v != 0 || ...` over loop variables, got {cond}")
 
 
 def _enumerate(e: PrimExpr, inner: list[tuple[Var, int]], env: dict[Var, int]) -> np.ndarray:
@@ -163,7 +188,10 @@ def module_and_ranges(stmt: Stmt) -> tuple[Module, list[Range], list[Range]]:
         if dma.load:
             module = Module.LOAD if scope in (SCOPE_INP, SCOPE_WGT) else Module.COMPUTE
             return module, [], [(scope, dma.sram_base, dma.sram_base + dma.sram_tiles)]
-        return Module.STORE, [(scope, dma.sram_base, dma.sram_base + dma.y_size * dma.x_size)], []
+        reads = [(scope, dma.sram_base, dma.sram_base + dma.y_size * dma.x_size)]
+        if dma.bias is not None:
+            reads.append((dma.bias[0].scope, dma.bias[1], dma.bias[1] + (dma.y_size - 1) * dma.bias[2] + 1))
+        return Module.STORE, reads, []
     insn = as_uop_insn(stmt)
     if insn is None:
         raise ValueError(f"not a VDLA instruction: {stmt}")

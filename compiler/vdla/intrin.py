@@ -34,6 +34,8 @@ from .target import SCOPE_ACC, SCOPE_INP, SCOPE_WGT, VdlaTarget
 
 GEMM_UOP = "vdla.gemm_uop"
 GEMM_RESET_UOP = "vdla.gemm_reset_uop"
+GEMM_OVERWRITE_UOP = "vdla.gemm_overwrite_uop"
+"""``acc[dst] = inp[src] @ wgt[widx].T``: a GEMM with the ``overwrite`` bit (``fold_bias_store``)."""
 ALU_UOP = "vdla.alu_uop"
 UOP_SCOPE = "vdla.uop_scope"
 """AttrStmt key: the body is one GEMM (value ``"gemm"``) or ALU (``"alu"``) instruction."""
@@ -147,6 +149,14 @@ def _gemm_uop(acc: np.ndarray, dst: int, inp: np.ndarray, src: int, wgt: np.ndar
     bits = acc.dtype.itemsize * 8
     prod = _tiles(inp)[src].astype(np.int64) @ _tiles(wgt)[widx].astype(np.int64).T
     acc_t[dst] = _wrap(acc_t[dst].astype(np.int64) + prod, bits).astype(acc.dtype)
+
+
+@register_packed(GEMM_OVERWRITE_UOP)
+def _gemm_overwrite_uop(acc: np.ndarray, dst: int, inp: np.ndarray, src: int, wgt: np.ndarray, widx: int) -> None:
+    acc_t = _tiles(acc)
+    bits = acc.dtype.itemsize * 8
+    prod = _tiles(inp)[src].astype(np.int64) @ _tiles(wgt)[widx].astype(np.int64).T
+    acc_t[dst] = _wrap(prod, bits).astype(acc.dtype)
 
 
 @register_packed(ALU_UOP)

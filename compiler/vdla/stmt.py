@@ -31,7 +31,7 @@ from vdla.compiler.tir.ir import Buffer
 
 from vdla_hw.isa import requantize
 
-from .intrin import ALU_UOP, GEMM_RESET_UOP, GEMM_UOP, UOP_SCOPE
+from .intrin import ALU_UOP, GEMM_OVERWRITE_UOP, GEMM_RESET_UOP, GEMM_UOP, UOP_SCOPE
 
 LOAD = "vdla.load"
 STORE = "vdla.store"
@@ -50,12 +50,15 @@ def dma_load(sram: Buffer, sram_tile: Any, dram: Buffer, dram_tile: Any, y_size:
 
 
 def dma_store(dram: Buffer, dram_tile: Any, sram: Buffer, sram_tile: Any, y_size: Any, x_size: Any,
-              x_stride: Any, requant: Requant | None = None) -> Evaluate:
+              x_stride: Any, requant: Requant | None = None,
+              bias: tuple[Buffer, Any, int] | None = None) -> Evaluate:
     """A 2-D STORE of accumulator tiles, requantized (``requant``, else plain) and narrowed to the output
-    type of ``dram``."""
+    type of ``dram``; ``bias = (buffer, first tile, step)`` adds tile ``first + y * step`` of ``buffer``
+    (an accumulator-scope buffer) to every tile of row ``y`` first."""
     r = requant or Requant()
+    extra: tuple[Any, ...] = () if bias is None else (bias[0], bias[1], int(bias[2]))
     return call_packed(STORE, dram, dram_tile, sram, sram_tile, y_size, x_size, x_stride, r.shift, int(r.clip),
-                       int(r.relu))
+                       int(r.relu), *extra)
 
 
 @dataclass(frozen=True)
@@ -116,7 +119,7 @@ def int_arg(e: PrimExpr) -> int:
     return e.value
 
 
-MICRO_OPS = (GEMM_UOP, GEMM_RESET_UOP, ALU_UOP)
+MICRO_OPS = (GEMM_UOP, GEMM_RESET_UOP, GEMM_OVERWRITE_UOP, ALU_UOP)
 
 
 # ---- NumPy implementations (tile arrays: one row per SRAM/DRAM element) ----------------------
@@ -138,11 +141,14 @@ def _load(sram: np.ndarray, s0: int, dram: np.ndarray, d0: int, ys: int, xs: int
 
 @register_packed(STORE)
 def _store(dram: np.ndarray, d0: int, sram: np.ndarray, s0: int, ys: int, xs: int, stride: int, shift: int = 0,
-           clip: int = 0, relu: int = 0) -> None:
+           clip: int = 0, relu: int = 0, bias: np.ndarray | None = None, b0: int = 0, bstep: int = 0) -> None:
     dst, src = _tile_rows(dram), _tile_rows(sram)
     bits = dst.dtype.itemsize * 8
     for r in range(ys):
-        rows = requantize(src[s0 + r * xs: s0 + (r + 1) * xs], shift, bool(clip), bool(relu), bits)
+        rows = src[s0 + r * xs: s0 + (r + 1) * xs]
+        if bias is not None:
+            rows = rows + _tile_rows(bias)[b0 + r * bstep]  # wraps in the accumulator type, as the hardware
+        rows = requantize(rows, shift, bool(clip), bool(relu), bits)
         dst[d0 + r * stride: d0 + r * stride + xs] = rows.astype(dst.dtype)
 
 

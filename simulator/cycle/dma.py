@@ -375,7 +375,7 @@ def _engine(
 
 
 def write_rows(cfg: HwConfig, start: int, first_element: int, geo: RowGeometry, row_elems: int, elem_bytes: int,
-               share: Callable[[int, int], object] | None = None) -> int:
+               row_reads: int = 0, share: Callable[[int, int], object] | None = None) -> int:
     """The cycle after the last write response of a block arrives (the engine is idle then).
 
     Elements reach the engine one per cycle from ``first_element`` on.  Elements at
@@ -383,7 +383,9 @@ def write_rows(cfg: HwConfig, start: int, first_element: int, geo: RowGeometry, 
     the engine takes one element per cycle and sends a beat the cycle after its last
     element, taking no element meanwhile, so a beat of m elements costs m + 1 cycles.
     A burst's first beat also waits until the burst's length, queued when it was
-    requested, is visible (``queue_latency``).
+    requested, is visible (``queue_latency``).  ``row_reads`` extra SRAM reads precede each
+    row's elements (a STORE's bias), so row ``r``'s first element comes no earlier than
+    ``first_element + r * row_elems + (r + 1) * row_reads``.
 
     A DRAM slower than the bus (``dram_beat_cycles`` > 1 or ``dram_burst_cycles`` > 0) is one
     memory for reads and writes: ``share(cycle, hold)`` books each write burst's time in it
@@ -403,6 +405,8 @@ def write_rows(cfg: HwConfig, start: int, first_element: int, geo: RowGeometry, 
     for r, bursts in enumerate(geo.bursts):
         if narrow and r >= max_rows and row_first_element[r - max_rows] + 1 > command:
             command = row_first_element[r - max_rows] + 1
+        if row_reads:
+            ready = max(ready, first_element + r * row_elems + (r + 1) * row_reads)
         row_first_element.append(ready)
         request = command
         lane, left = geo.lanes[r], row_elems

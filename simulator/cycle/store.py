@@ -6,7 +6,8 @@ per cycle into a small element queue -- the counters load in cycle ``s + 1``, th
 SRAM answers a cycle later, and the queue adds ``queue_latency`` -- so the write
 engine sees element k in cycle ``s + 2 + queue_latency + k`` at the earliest.  The
 row issuer hands the engine one command per row, and the engine packs the elements
-into bursts (:func:`vdla.simulator.cycle.dma.write_rows`).  The STORE is done once the
+into bursts (:func:`vdla.simulator.cycle.dma.write_rows`).  A STORE with a bias reads
+each row's bias element before the row's elements: one more read cycle per row.  The STORE is done once the
 last burst's write response has arrived, so the tokens it pushes mean "the data is
 in DRAM".  An empty STORE is done the cycle after it starts.
 """
@@ -38,7 +39,7 @@ class StoreUnit(Unit):
         if t.dram_beat_cycles > 1 or t.dram_burst_cycles > 0:
             dram = self.ctx.dram
             share = lambda cycle, hold: dram.read_burst(cycle, hold, None)  # noqa: E731 - one memory for both
-        done = write_rows(cfg, start, first_element, geo, x, eb, share)
+        done = write_rows(cfg, start, first_element, geo, x, eb, row_reads=int(insn.bias), share=share)
         self.ctx.dram.count(self.name, x * y * eb, geo.beats, write=True)
         cycles = done - start
         return cycles, min(cycles, cfg.timing.dram_latency), None

@@ -117,7 +117,7 @@ def test_bundle_of_an_older_version(bundle: Path, tmp_path: Path) -> None:
     meta["version"] = 1
     with (tmp_path / "old.vdlaprog").open("wb") as f:
         np.savez(f, dram=dram, meta=np.array(json.dumps(meta)))
-    with pytest.raises(BadFileError, match="version 1; this vdla reads version 2"):
+    with pytest.raises(BadFileError, match="version 1; this vdla reads version 3.*older instruction layout"):
         Program.load(tmp_path / "old.vdlaprog")
 
 
@@ -288,3 +288,21 @@ def test_bad_onnx_files(compiled_files, tmp_path: Path, capsys) -> None:
     cli_fails(["compile", str(bad), "-o", str(tmp_path / "o.vdla")], capsys, "truncated or not an ONNX model")
     cli_fails(["compile", str(compiled_files.module), "-o", str(tmp_path / "o.vdla")], capsys,
               "is a VDLA module (.vdla), not an ONNX model")
+
+
+def test_module_of_the_previous_instruction_layout_is_refused(compiled_files, tmp_path: Path, capsys) -> None:
+    # A module written before the GEMM overwrite bit and the STORE bias (manifest v2): its programs use
+    # the old instruction layouts, so it must be recompiled, not run.
+    old = tmp_path / "old.vdla"
+    with zipfile.ZipFile(compiled_files.module) as src, zipfile.ZipFile(old, "w") as dst:
+        for item in src.infolist():
+            data = src.read(item)
+            if item.filename == "manifest.json":
+                manifest = json.loads(data)
+                manifest["version"] = 2
+                data = json.dumps(manifest).encode()
+            dst.writestr(item, data)
+    with pytest.raises(BadFileError, match="manifest of format vdla-module v2 is not v3") as info:
+        load(old)
+    assert "recompile" in str(info.value.hint)
+    cli_fails(["run", str(old), "--input", str(compiled_files.x)], capsys, "v2 is not v3", "recompile")

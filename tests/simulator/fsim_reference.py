@@ -68,8 +68,11 @@ class RefMachine:
         if isinstance(insn, MemInsn):
             ob = cfg.out_elem_bytes
             for r in range(insn.y_size):
+                bias = (self.tile(MemType.ACC, insn.bias_row + r * insn.bias_step).reshape(-1) if insn.bias
+                        else np.zeros(cfg.batch * cfg.block_out, dtype=object))
                 for c in range(insn.x_size):
                     vals = self.tile(MemType.ACC, insn.sram_base + r * insn.x_size + c).reshape(-1)
+                    vals = [wrap(int(v) + int(b), cfg.acc_width) for v, b in zip(vals, bias)]
                     out = bytes(wrap(_requant(int(v), insn, cfg.out_width), cfg.out_width) & 0xFF for v in vals)
                     addr = (insn.dram_base + r * insn.x_stride + c) * ob
                     self.dram[addr : addr + ob] = out
@@ -89,7 +92,7 @@ class RefMachine:
                         x, k = self.tile(MemType.INP, s), self.tile(MemType.WGT, w)
                         for b in range(cfg.batch):
                             for o in range(cfg.block_out):
-                                total = int(acc[b, o]) + sum(int(x[b, j]) * int(k[o, j]) for j in range(cfg.block_in))
+                                total = (0 if insn.overwrite else int(acc[b, o])) + sum(int(x[b, j]) * int(k[o, j]) for j in range(cfg.block_in))
                                 acc[b, o] = wrap(total, cfg.acc_width)
                     else:
                         assert isinstance(insn, AluInsn)

@@ -213,7 +213,8 @@ def random_program(draw: st.DrawFn, preset: str) -> tuple[ProgramBuilder, int]:
                      dst_factor=(draw(st.integers(0, 2)), draw(st.integers(0, 2))),
                      src_factor=(draw(st.integers(0, 2)), draw(st.integers(0, 2))))
         if draw(st.booleans()):
-            pb.gemm(bgn, end, reset=draw(st.booleans()), wgt_factor=(draw(st.integers(0, 2)), draw(st.integers(0, 2))),
+            mode = draw(st.sampled_from(["acc", "reset", "overwrite"]))
+            pb.gemm(bgn, end, reset=mode == "reset", overwrite=mode == "overwrite", wgt_factor=(draw(st.integers(0, 2)), draw(st.integers(0, 2))),
                     pop_prev=first, **loops)
             first = False
         else:
@@ -224,8 +225,10 @@ def random_program(draw: st.DrawFn, preset: str) -> tuple[ProgramBuilder, int]:
     if first:
         pb.gemm(0, 0, pop_prev=True)
     pb.gemm(0, 0, push_next=True)
-    pb.store(0, out.addr, 1, DOMAIN, DOMAIN, pop_prev=True, push_prev=True, shift=draw(st.integers(0, cfg.acc_width - 1)),
-             clip=draw(st.booleans()), relu=draw(st.booleans()))
+    rows = draw(st.sampled_from([1, 2, 4]))
+    bias = draw(st.sampled_from([None, (draw(st.integers(0, DOMAIN - rows)), draw(st.integers(0, 1)))]))
+    pb.store(0, out.addr, rows, DOMAIN // rows, DOMAIN // rows, pop_prev=True, push_prev=True,
+             shift=draw(st.integers(0, cfg.acc_width - 1)), clip=draw(st.booleans()), relu=draw(st.booleans()), bias=bias)
     pb.finish(pop_next=True)
     return pb, DOMAIN
 

@@ -103,7 +103,7 @@ LOOP = "uop=0:1 iter=1,1 dst=0,0"
         ("ALU ADD imm=32768 " + LOOP, 1, "imm=32768", "imm = 32768 does not fit its 16-bit field; allowed [-32768, 32767]"),
         ("ALU ADD imm=1 wgt=0,0 " + LOOP, 1, "wgt=0,0", "unknown operand for ALU; allowed: imm, uop, iter, dst, src, deps"),
         ("STORE OUT sram=0 dram=0 y=1 x=1 stride=1 pad=0,0,0,0", 1, "pad=0,0,0,0",
-         "unknown operand for STORE; allowed: sram, dram, y, x, stride, shift, deps"),
+         "unknown operand for STORE; allowed: sram, dram, y, x, stride, shift, bias, deps"),
         (BASE + " shift=1", 1, "shift=1", "unknown operand for LOAD"),
         ("STORE OUT clip clip sram=0 dram=0 y=1 x=1 stride=1", 1, "clip", "repeated word for STORE"),
         ("STORE OUT sram=0 dram=0 y=1 x=1 stride=1 shift=32", 1, "shift=32", "shift = 32 does not fit its 5-bit field"),

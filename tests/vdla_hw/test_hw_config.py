@@ -131,7 +131,7 @@ def test_buffer_smaller_than_two_tiles(changes, buf, log_size, tile, allowed):
 
 
 def test_buffer_too_large_for_the_gemm_instruction():
-    with pytest.raises(ConfigError, match=r"default: the gemm fields need 129 bits but only 128 are available \(.*dst_factor_out\(12\).*\); .*log_acc_buff_size = 18"):
+    with pytest.raises(ConfigError, match=r"default: the gemm fields need 130 bits but only 128 are available \(.*dst_factor_out\(12\).*\); .*log_acc_buff_size = 18"):
         from_dict({**default_dict(), "log_acc_buff_size": 18})
 
 

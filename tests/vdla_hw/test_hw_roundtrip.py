@@ -57,7 +57,12 @@ def insn_st(isa: Isa, fmt: str) -> st.SearchStrategy:
         else:
             field = layout.field(f.name)
             args[f.name] = st.integers(field.lo, field.hi)
-    return st.builds(cls, **args)
+    records = st.builds(cls, **args)
+    if fmt == "gemm":  # reset and overwrite exclude each other
+        records = records.map(lambda i: dataclasses.replace(i, overwrite=False) if i.reset else i)
+    if fmt == "store":  # the bias row and step are meaningful only with the bias bit
+        records = records.map(lambda i: i if i.bias else dataclasses.replace(i, bias_row=0, bias_step=0))
+    return records
 
 
 def uop_st(isa: Isa) -> st.SearchStrategy:

@@ -7,7 +7,8 @@
 //   j = 2      BATCH x BLOCK_OUT dot products of BLOCK_IN int products (registered)
 //   j = 3..D-1 extra register stages (retiming room for large arrays)
 //   j = D-1    read the accumulator tile
-//   j = D      acc[dst] = acc[dst] + dot (or 0 for a reset GEMM), written back
+//   j = D      acc[dst] = acc[dst] + dot (0 for a reset GEMM, dot alone for an overwrite GEMM),
+//              written back
 // A micro-op that reads the accumulator the previous one writes does so in the cycle of
 // that write; the accumulator SRAM's write-through bypass hands it the new value, so
 // back-to-back micro-ops on one accumulator give the sequential result without a stall.
@@ -181,7 +182,7 @@ module vdla_gemm (
   assign acc_rd_addr = dst[D-1];
   assign acc_wr_en   = v[D];
   assign acc_wr_addr = dst[D];
-  assign acc_wr_data = insn.reset ? '0 : add_tile(acc_rd_data, dot[D]);
+  assign acc_wr_data = insn.reset ? '0 : insn.overwrite ? dot[D] : add_tile(acc_rd_data, dot[D]);
 
   // ---- completion --------------------------------------------------------------------------
   logic running;

@@ -7,7 +7,10 @@
 // for the accumulator SRAM's one read port. Each element read is requantized on its way
 // into the element queue (no extra cycle): every lane is shifted right arithmetically by
 // `shift`, bounded below by 0 if `relu`, saturated to the signed OUT_WIDTH range if `clip`,
-// then narrowed to its low OUT_WIDTH bits (shift 0, flags clear: the plain wrap). Tokens: pop_prev pops compute->store (c2s),
+// then narrowed to its low OUT_WIDTH bits (shift 0, flags clear: the plain wrap). With `bias`,
+// the element acc[bias_row + y * bias_step] is read before each row y's elements (one extra
+// read cycle per row) and added to every element of that row before the shift.
+// Tokens: pop_prev pops compute->store (c2s),
 // push_prev pushes store->compute (s2c). A STORE completes when DRAM has acknowledged
 // every write burst.
 `default_nettype none
@@ -76,11 +79,13 @@ module vdla_store (
   localparam logic signed [ACC_WIDTH-1:0] OUT_MIN = -OUT_MAX - 1;
 
   function automatic logic [OUT_ELEM_BITS-1:0] requant(input logic [ACC_ELEM_BITS-1:0] a,
+                                                       input logic [ACC_ELEM_BITS-1:0] b,
                                                        input logic [STORE_SHIFT_W-1:0] sh,
                                                        input logic clip, input logic relu);
     logic signed [ACC_WIDTH-1:0] v;
     for (int l = 0; l < LANES; l++) begin
-      v = $signed(a[l * ACC_WIDTH +: ACC_WIDTH]) >>> sh;
+      v = a[l * ACC_WIDTH +: ACC_WIDTH] + b[l * ACC_WIDTH +: ACC_WIDTH];  // wraps at ACC_WIDTH
+      v = v >>> sh;
       if (relu && v < 0) v = '0;
       if (clip && v > OUT_MAX) v = OUT_MAX;
       if (clip && v < OUT_MIN) v = OUT_MIN;
@@ -124,47 +129,95 @@ module vdla_store (
   end
 
   // ---- element reads: sram_base + k for k < y_size * x_size, through a small FIFO --------
+  // With a bias, each row starts with one read of its bias element (bias_next), which goes
+  // to bias_q instead of the FIFO; the row's elements are added to bias_q as they arrive.
   logic [NW-1:0]                     reads_left;
   logic                              rd_pending;  // a read whose data arrives this cycle
+  logic                              bias_pending;  // ... and that read was a row's bias
+  logic                              bias_next;     // the next read is the current row's bias
+  logic [SIZE_W-1:0]                 cols_left;     // element reads left in the current row
+  logic [AIW-1:0]                    el_addr, bias_addr;
+  logic [ACC_ELEM_BITS-1:0]          bias_q;
   logic [$clog2(ELEM_FIFO+1)-1:0]    queued;
   logic                              running;
 
-  assign rd_en = reads_left != '0 && 32'(queued) + 32'(rd_pending) < 32'(ELEM_FIFO);
+  assign rd_en   = reads_left != '0 && 32'(queued) + 32'(rd_pending) < 32'(ELEM_FIFO);
+  assign rd_addr = bias_next ? bias_addr : el_addr;
 
   always_ff @(posedge clk) begin
     if (!rst_n || clear) begin
-      reads_left <= '0;
-      rd_pending <= 1'b0;
-      rd_addr    <= '0;
-      running    <= 1'b0;
+      reads_left   <= '0;
+      rd_pending   <= 1'b0;
+      bias_pending <= 1'b0;
+      bias_next    <= 1'b0;
+      cols_left    <= '0;
+      el_addr      <= '0;
+      bias_addr    <= '0;
+      bias_q       <= '0;
+      running      <= 1'b0;
     end else begin
-      rd_pending <= rd_en;
+      rd_pending   <= rd_en && !bias_next;
+      bias_pending <= rd_en && bias_next;
+      if (bias_pending) bias_q <= rd_data;
       if (exec_start) begin
         reads_left <= NW'(insn.y_size) * NW'(insn.x_size);
-        rd_addr    <= AIW'(insn.sram_base);
+        el_addr    <= AIW'(insn.sram_base);
+        bias_addr  <= AIW'(insn.bias_row);
+        bias_next  <= insn.bias;
+        cols_left  <= insn.x_size;
         running    <= 1'b1;
+      end else if (rd_en && bias_next) begin
+        bias_next  <= 1'b0;
+        bias_addr  <= bias_addr + AIW'(insn.bias_step);
       end else if (rd_en) begin
         reads_left <= reads_left - 1'b1;
-        rd_addr    <= rd_addr + 1'b1;
+        el_addr    <= el_addr + 1'b1;
+        if (cols_left == SIZE_W'(1)) begin
+          cols_left <= insn.x_size;
+          bias_next <= insn.bias;
+        end else begin
+          cols_left <= cols_left - 1'b1;
+        end
       end
       if (exec_done) running <= 1'b0;
     end
   end
 
+  // Range checks: the element walk steps on element reads only; a row's bias read checks its own
+  // (unwrapped) index. The driver names whichever range the simulators report.
+  logic        el_fault, bias_fault, bias_seen;
+  logic [31:0] el_fault_elem, bias_at;
   vdla_sram_range #(.DEPTH(OUT_BUFF_DEPTH), .BASE_W(SRAM_IDX_W), .W(32)) u_range (
-    .clk, .rst_n, .clear, .start(exec_start), .base(insn.sram_base), .step(rd_en), .fault, .elem(fault_elem)
+    .clk, .rst_n, .clear, .start(exec_start), .base(insn.sram_base), .step(rd_en && !bias_next), .fault(el_fault),
+    .elem(el_fault_elem)
   );
+  assign bias_fault = rd_en && bias_next && bias_at >= 32'(OUT_BUFF_DEPTH) && !bias_seen;
+  assign fault      = el_fault || bias_fault;
+  assign fault_elem = bias_fault ? bias_at : el_fault_elem;
+  always_ff @(posedge clk) begin
+    if (!rst_n || clear) begin
+      bias_at   <= '0;
+      bias_seen <= 1'b0;
+    end else if (exec_start) begin
+      bias_at   <= 32'(insn.bias_row);
+      bias_seen <= 1'b0;
+    end else if (rd_en && bias_next) begin
+      bias_at <= bias_at + 32'(insn.bias_step);
+      if (bias_fault) bias_seen <= 1'b1;
+    end
+  end
 
   vdla_fifo #(.WIDTH(OUT_ELEM_BITS), .DEPTH(ELEM_FIFO), .STRICT_PUSH(1'b1)) u_elems (
     .clk, .rst_n, .clear,
-    .in_valid(rd_pending), .in_ready(), .in_data(requant(rd_data, insn.shift, insn.clip, insn.relu)),  // rd_en leaves room
+    .in_valid(rd_pending), .in_ready(),  // rd_en leaves room
+    .in_data(requant(rd_data, insn.bias ? bias_q : '0, insn.shift, insn.clip, insn.relu)),
     .out_valid(el_valid), .out_ready(el_ready), .out_data(el_data),
     .count(queued)
   );
 
   // Done once every element is read and handed on, every row issued, and DRAM has
   // acknowledged every burst. exec_start's own cycle never counts: the counters load then.
-  assign exec_done = running && !exec_start && reads_left == '0 && !rd_pending && queued == '0
+  assign exec_done = running && !exec_start && reads_left == '0 && !rd_pending && !bias_pending && queued == '0
                   && !issuing && dma_idle;
   assign busy      = gate_busy || running;
   /* verilator lint_on PINCONNECTEMPTY */

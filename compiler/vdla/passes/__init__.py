@@ -3,6 +3,7 @@
 from .allocate_sram import allocate_sram
 from .common import VdlaLoweringError
 from .fold_bias_init import fold_bias_init
+from .fold_bias_store import fold_bias_store
 from .fold_requant_store import fold_requant_store
 from .fold_uop_loop import fold_uop_loop
 from .inject_alu_op import inject_alu_op
@@ -12,5 +13,5 @@ from .inject_virtual_thread import inject_virtual_thread
 from .insert_dep_token import insert_dep_token
 from .unroll_stream import unroll_stream
 
-__all__ = ["VdlaLoweringError", "allocate_sram", "fold_bias_init", "fold_requant_store", "fold_uop_loop", "inject_alu_op", "inject_dma_copy",
+__all__ = ["VdlaLoweringError", "allocate_sram", "fold_bias_init", "fold_bias_store", "fold_requant_store", "fold_uop_loop", "inject_alu_op", "inject_dma_copy",
            "inject_uop_scope", "inject_virtual_thread", "insert_dep_token", "unroll_stream"]

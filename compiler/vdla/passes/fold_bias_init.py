@@ -35,7 +35,7 @@ ATTR = "vdla.bias_init"
 """PrimFunc attribute: False keeps the GEMM reset and the bias ADD."""
 
 
-def _uop_scope(stmt: Stmt, kind: str):  # type: ignore[no-untyped-def]
+def uop_scope(stmt: Stmt, kind: str):  # type: ignore[no-untyped-def]
     """``(buffer, loops, micro-op name, args)`` of an instruction scope of ``kind``, else None."""
     if not (isinstance(stmt, AttrStmt) and stmt.key == UOP_SCOPE and stmt.value == kind):
         return None
@@ -44,7 +44,7 @@ def _uop_scope(stmt: Stmt, kind: str):  # type: ignore[no-untyped-def]
     return None if call is None else (stmt.node, loops, call[0], call[1])
 
 
-def _is_zero(e: PrimExpr) -> bool:
+def is_zero(e: PrimExpr) -> bool:
     return isinstance(e, IntImm) and e.value == 0
 
 
@@ -52,7 +52,7 @@ def _handle(e: PrimExpr):  # type: ignore[no-untyped-def]
     return e.buffer if isinstance(e, BufferHandle) else None
 
 
-def _tiles(loops, dst: PrimExpr):  # type: ignore[no-untyped-def]
+def loop_tiles(loops, dst: PrimExpr):  # type: ignore[no-untyped-def]
     """``(rest, offsets)``: ``dst`` is ``rest`` (free of ``loops``) plus the offset of each iteration
     of ``loops`` (in order); None when ``dst`` is not affine in them."""
     vs = [lp.loop_var for lp in loops]
@@ -64,7 +64,7 @@ def _tiles(loops, dst: PrimExpr):  # type: ignore[no-untyped-def]
     return rest, [sum(coef[v] * i for v, i in zip(vs, point)) for point in itertools.product(*ranges)]
 
 
-def _touches_only_by_gemm(stmts: list[Stmt], buf) -> bool:  # type: ignore[no-untyped-def]
+def touches_only_by_gemm(stmts: list[Stmt], buf) -> bool:  # type: ignore[no-untyped-def]
     """Whether ``stmts`` use ``buf`` only as the accumulator of GEMM multiply-accumulates."""
     def mine(e: PrimExpr) -> bool:
         h = _handle(e)
@@ -85,13 +85,13 @@ class _Fold(Mutator):
         stmts = [self.visit(s) for s in node.stmts]
         k = 0
         while k < len(stmts):
-            reset = _uop_scope(stmts[k], "gemm")
+            reset = uop_scope(stmts[k], "gemm")
             add_at = None
             if reset is not None and reset[2] == GEMM_RESET_UOP:
                 add_at = next((j for j in range(k + 1, len(stmts))
-                               if (a := _uop_scope(stmts[j], "alu")) is not None and a[0].data is reset[0].data), None)
+                               if (a := uop_scope(stmts[j], "alu")) is not None and a[0].data is reset[0].data), None)
             if add_at is not None:
-                folded = self._fold(reset, _uop_scope(stmts[add_at], "alu"), stmts[k + 1:add_at])
+                folded = self._fold(reset, uop_scope(stmts[add_at], "alu"), stmts[k + 1:add_at])
                 if folded is not None:
                     stmts = stmts[:k] + [folded] + stmts[k + 1:add_at] + stmts[add_at + 1:]
             k += 1
@@ -104,14 +104,14 @@ class _Fold(Mutator):
         if name != ALU_UOP or AluOp(int_arg(a_args[4])) != AluOp.ADD or int_arg(a_args[5]):
             return None
         src_buf = _handle(a_args[2])
-        if src_buf is None or src_buf.data is buf.data or not _touches_only_by_gemm(between, buf):
+        if src_buf is None or src_buf.data is buf.data or not touches_only_by_gemm(between, buf):
             return None
-        r_tiles, a_tiles = _tiles(r_loops, r_args[1]), _tiles(a_loops, a_args[1])
+        r_tiles, a_tiles = loop_tiles(r_loops, r_args[1]), loop_tiles(a_loops, a_args[1])
         if r_tiles is None or a_tiles is None or set(r_tiles[1]) != set(a_tiles[1]):
             return None
         if len(set(a_tiles[1])) != len(a_tiles[1]):
             return None  # the ADD adds the bias to some tile twice: one copy is not the same
-        if not _is_zero(simplify(Sub(r_tiles[0], a_tiles[0]))):
+        if not is_zero(simplify(Sub(r_tiles[0], a_tiles[0]))):
             return None  # the same offsets from different bases: other tiles
         return AttrStmt(buf, UOP_SCOPE, "alu", rebuild_nest(a_loops, alu_uop(AluOp.MOV, buf, a_args[1], src_buf, a_args[3])))
 

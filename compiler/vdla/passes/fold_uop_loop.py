@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from vdla_hw.isa import LOOP_ITER_W
 
-from vdla.compiler.tir import AttrStmt, For, IntImm, Mutator, PrimFunc, Stmt
+from vdla.compiler.tir import AttrStmt, For, IfThenElse, IntImm, Mutator, PrimFunc, Stmt
 from vdla.compiler.tir.functor import substitute
 
 from ..affine import NotAffineError, affine
-from ..intrin import ALU_UOP, GEMM_RESET_UOP, GEMM_UOP
+from ..decode import guard_vars
+from ..intrin import ALU_UOP, GEMM_OVERWRITE_UOP, GEMM_RESET_UOP, GEMM_UOP
 from ..stmt import UOP_LOOP, UOP_SCOPE, int_arg, packed_call
 from ..target import SCOPE_ACC, SCOPE_INP, SCOPE_WGT, VdlaTarget
 from .common import const_extent, perfect_nest, rebuild_nest
@@ -28,6 +29,7 @@ MAX_LOOP = (1 << LOOP_ITER_W) - 1
 # Micro-op name -> argument positions of its (dst, src, wgt) indices (None: not used).
 INDEX_ARGS: dict[str, tuple[int | None, int | None, int | None]] = {
     GEMM_UOP: (1, 3, 5),
+    GEMM_OVERWRITE_UOP: (1, 3, 5),
     GEMM_RESET_UOP: (1, None, None),
     ALU_UOP: (1, 3, None),
 }
@@ -41,19 +43,26 @@ class _Fold(Mutator):
         if attr.key != UOP_SCOPE:
             return self.generic(attr)
         loops, body = perfect_nest(attr.body)
-        call = packed_call(body)
+        guard = body if isinstance(body, IfThenElse) and body.else_case is None else None
+        # A guarded micro-op (fold_bias_store) skips points of its guard's loops: those stay micro-op loops.
+        guarded = [] if guard is None else guard_vars(guard.condition)
+        call = packed_call(body if guard is None else guard.then_case)
         if call is None or call[0] not in INDEX_ARGS:
             return attr
         name, args = call
         unit = {lp.loop_var: IntImm(0) for lp in loops if const_extent(lp) == 1}
         loops = [lp for lp in loops if lp.loop_var not in unit]
         body = substitute(body, unit)
-        args = packed_call(body)[1]  # type: ignore[index]
+        if guard is not None:
+            body = IfThenElse(guard.condition, substitute(guard.then_case, unit), None)
+        args = packed_call(body if guard is None else body.then_case)[1]  # type: ignore[index,union-attr]
         uses_imm = name == ALU_UOP and int_arg(args[5]) == 1
         positions = INDEX_ARGS[name]
         limits = self._limits(name)
         folded: list[For] = []
         for lp in loops[:2]:
+            if any(lp.loop_var is g for g in guarded):
+                break
             factors = []
             for pos, limit in zip(positions, limits):
                 if pos is None or (pos == 3 and uses_imm):

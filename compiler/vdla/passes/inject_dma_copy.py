@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vdla.compiler.tir import (GE, GT, LE, LT, And, BufferLoad, BufferStore, Call, Cast, For, IntImm, Mutator,
+from vdla.compiler.tir import (GE, GT, LE, LT, Add, And, BufferLoad, BufferStore, Call, Cast, For, IntImm, Mutator,
                           PrimExpr, PrimFunc, Stmt, Var)
 from vdla.compiler.tir.ir import Max, Min
 from vdla.compiler.tir.functor import substitute, uses_var
@@ -89,8 +89,12 @@ class _Inject(Mutator):
         if isinstance(value, Cast):
             value = value.value
         on_store = requant_parts(value)
+        bias_load: BufferLoad | None = None
         if on_store is not None:
             value = on_store[0]
+            if (isinstance(value, Add) and isinstance(value.a, BufferLoad) and isinstance(value.b, BufferLoad)
+                    and is_vdla_scope(value.b.buffer)):
+                value, bias_load = value.a, value.b  # a bias the STORE adds (fold_bias_store)
         if not isinstance(value, BufferLoad):
             return None
         dst, src = store.buffer, value.buffer
@@ -126,16 +130,21 @@ class _Inject(Mutator):
         except NotAffineError as exc:
             raise VdlaLoweringError(f"copy between {sram.name} and {dram.name}: {exc}") from None
         padded = {v for v in vs if cond is not None and uses_var(cond, {v})}
+        b_coef = self._bias_coef(bias_load, tile_vars, unit, vs)
         groups: list[_Group] = []
         for lp in reversed(outer):  # innermost first: fuse loops contiguous in both memories
             v, ext = lp.loop_var, const_extent(lp)
             g = groups[-1] if groups else None
-            if (g is not None and v not in padded and not (set(g.vars) & padded)
+            # A bias is one tile per DRAM row: a loop that moves it never fuses with one that does not.
+            same_bias = b_coef is None or g is None or all((b_coef[v] == 0) == (b_coef[u] == 0) for u in g.vars)
+            if (g is not None and v not in padded and not (set(g.vars) & padded) and same_bias
                     and s_coef[v] == g.sram_coef * g.extent and d_coef[v] == g.dram_coef * g.extent):
                 g.vars.append(v)
                 g.extent *= ext
             else:
                 groups.append(_Group([v], ext, s_coef[v], d_coef[v]))
+        if groups and b_coef is not None and any(b_coef[v] for v in groups[0].vars):
+            groups.insert(0, _Group([], 1, 1, 1))  # the bias moves along the innermost loop: rows of one tile
         if groups and groups[0].sram_coef == 1 and groups[0].dram_coef != 1:
             # Strided in DRAM only: rows of one tile, the loop becomes the y dimension.
             groups.insert(0, _Group([], 1, 1, 1))
@@ -176,10 +185,52 @@ class _Inject(Mutator):
                                  (yp[0], yp[1], xp[0], xp[1]))
         else:
             dram_base = simplify(substitute(dram_idx, at_origin))
+            bias = None if bias_load is None else self._bias(bias_load, tile_vars, unit, vs, outer, x, y, at_origin)
             dma = dma_store(dram, dram_base, sram, sram_base, y.extent, x.extent, y.dram_coef,
-                            None if on_store is None else on_store[1])
+                            None if on_store is None else on_store[1], bias)
         kept = [lp for lp in outer if lp.loop_var in keep]
         return rebuild_nest(kept, dma)
+
+
+    @staticmethod
+    def _bias_coef(load: BufferLoad | None, tile_vars, unit, vs):  # type: ignore[no-untyped-def]
+        """The bias tile index's coefficient per copy loop, or None without a bias."""
+        if load is None:
+            return None
+        idx = tile_index(load.buffer, load.indices, tile_vars)
+        if idx is None:
+            raise VdlaLoweringError(f"the bias {load.buffer.name} of a STORE must be read as whole tiles")
+        try:
+            return affine(substitute(idx, unit), vs)[0]
+        except NotAffineError as exc:
+            raise VdlaLoweringError(f"the bias {load.buffer.name} of a STORE: {exc}") from None
+
+    @staticmethod
+    def _bias(load: BufferLoad, tile_vars, unit, vs, outer, x, y, at_origin):  # type: ignore[no-untyped-def]
+        """``(buffer, first tile, step)`` of a STORE's bias: one tile per DRAM row, the same for every
+        tile of the row, advancing 0 or 1 tile per row."""
+        buf = load.buffer
+        idx = tile_index(buf, load.indices, tile_vars)
+        if idx is None:
+            raise VdlaLoweringError(f"the bias {buf.name} of a STORE must be read as whole tiles")
+        idx = substitute(idx, unit)
+        try:
+            coef = affine(idx, vs)[0]
+        except NotAffineError as exc:
+            raise VdlaLoweringError(f"the bias {buf.name} of a STORE: {exc}") from None
+        if any(coef[v] for v in x.vars):
+            raise VdlaLoweringError(f"the bias {buf.name} of a STORE changes along a DRAM row; the STORE adds one "
+                                    f"bias tile per row")
+        extents = {lp.loop_var: const_extent(lp) for lp in outer}
+        weight, step = 1, None
+        for v in y.vars:  # innermost first: the row index of a fused y is sum(v * weight)
+            s = coef[v] // weight if coef[v] % weight == 0 else -1
+            if step is None:
+                step = s
+            if s != step or step not in (0, 1):
+                raise VdlaLoweringError(f"the bias {buf.name} of a STORE must advance 0 or 1 tile per DRAM row")
+            weight *= extents[v]
+        return buf, simplify(substitute(idx, at_origin)), step or 0
 
 
 def inject_dma_copy(func: PrimFunc, target: VdlaTarget) -> PrimFunc:

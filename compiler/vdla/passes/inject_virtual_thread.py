@@ -30,7 +30,7 @@ from vdla.compiler.tir import (Allocate, AttrStmt, Buffer, BufferHandle, BufferL
                           Mutator, PrimExpr, PrimFunc, SeqStmt, Stmt, Var, seq)
 from vdla.compiler.tir.functor import collect, fresh_copy, substitute
 
-from ..intrin import ALU_UOP, GEMM_RESET_UOP, UOP_SCOPE
+from ..intrin import ALU_UOP, GEMM_OVERWRITE_UOP, GEMM_RESET_UOP, UOP_SCOPE
 from ..stmt import LOAD, int_arg, packed_call
 from .common import const_extent, perfect_nest
 
@@ -96,13 +96,26 @@ def _flat(stmts: list[Stmt]) -> list[Stmt]:
 
 
 def _is_init(stmt: Stmt) -> bool:
-    """A GEMM reset or an ALU MOV scope: it writes its accumulators without reading them."""
+    """A GEMM reset or overwrite or an ALU MOV scope: it writes its accumulators without reading them."""
     if not (isinstance(stmt, AttrStmt) and stmt.key == UOP_SCOPE):
         return False
     call = packed_call(perfect_nest(stmt.body)[1])
     if call is None:
         return False
-    return call[0] == GEMM_RESET_UOP or (call[0] == ALU_UOP and int_arg(call[1][4]) == AluOp.MOV)
+    return (call[0] in (GEMM_RESET_UOP, GEMM_OVERWRITE_UOP)
+            or (call[0] == ALU_UOP and int_arg(call[1][4]) == AluOp.MOV))
+
+
+def _blocks(init: Stmt, stmt: Stmt) -> bool:
+    """Whether ``init`` must stay in front of ``stmt``: ``stmt`` touches the accumulators ``init``
+    writes, or is not a micro-op scope (a DMA, which may write) and touches a buffer ``init`` reads.
+    Micro-op scopes only read the input and weight buffers, so an overwriting GEMM moves past them."""
+    written = {init.node.data}  # type: ignore[attr-defined]
+    theirs = _buffers(stmt)
+    if written & theirs:
+        return True
+    read = _buffers(init) - written
+    return bool(read & theirs) and not (isinstance(stmt, AttrStmt) and stmt.key == UOP_SCOPE)
 
 
 def _buffers(stmt: Stmt) -> set[Var]:
@@ -119,9 +132,8 @@ def _sink_inits(stmts: list[Stmt]) -> list[Stmt]:
     while k >= 0:
         if _is_init(out[k]):
             init = out.pop(k)
-            mine = _buffers(init)
             j = k
-            while j < len(out) and not (mine & _buffers(out[j])):
+            while j < len(out) and not _blocks(init, out[j]):
                 j += 1
             inner = _enter(out[j], init) if j < len(out) else None
             if inner is None:

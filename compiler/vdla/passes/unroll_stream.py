@@ -57,6 +57,8 @@ def _instructions(stmt: Stmt, env: dict[Var, int]) -> Iterator[Stmt]:
 def _simplify_calls(body: Stmt) -> Stmt:
     if isinstance(body, For):
         return For(body.loop_var, body.min, body.extent, body.kind, _simplify_calls(body.body), body.annotations)
+    if isinstance(body, IfThenElse):  # a guarded micro-op (fold_bias_store)
+        return IfThenElse(body.condition, _simplify_calls(body.then_case), None)
     call = body.value  # type: ignore[union-attr]
     return Evaluate(Call(call.dtype, call.op, tuple(a if a.dtype == "handle" else simplify(a) for a in call.args)))
 

@@ -25,6 +25,11 @@ class Requantize:
     ``bias_init``: the accumulators start as a copy of the bias (one ALU MOV per tile at one cycle
     per tile, ``fold_bias_init``) instead of a GEMM reset and an ALU ADD after the reduction; False
     keeps the reset + ADD (to measure the difference).
+
+    ``bias_store``: no initialisation at all where the layout allows it (``fold_bias_store``): each
+    tile's first reduction step is a GEMM with the ``overwrite`` bit and the STORE adds the bias; False
+    keeps ``bias_init``'s MOV (to measure the difference).  It applies only with ``on_store`` and
+    ``bias_init``.
     """
 
     shift: int = 0
@@ -33,6 +38,7 @@ class Requantize:
     multiplier: bool = False
     on_store: bool = True
     bias_init: bool = True
+    bias_store: bool = True
 
     @property
     def alu_imm(self) -> bool:
@@ -45,6 +51,11 @@ class Requantize:
         """Whether the accumulators start as the bias (a bias to start from, and ``bias_init``): no
         GEMM reset and no bias ADD after the reduction."""
         return self.bias and self.bias_init
+
+    @property
+    def bias_on_store(self) -> bool:
+        """Whether the STORE adds the bias and the first GEMM step overwrites (no accumulator init)."""
+        return self.inits_from_bias and self.on_store and self.bias_store and not self.multiplier
 
     @property
     def resident_tiles(self) -> int:

@@ -69,7 +69,10 @@ def overflows(wl: Conv2dWorkload, k: Conv2dKnobs, target: VdlaTarget, ep: Requan
     bias_lists = _bias_lists(wl, k, cfg) * ep.resident_tiles
     upper = vt * (gemm + (int(ep.alu_imm) + int(not ep.inits_from_bias)) * epi) + bias_lists * epi
     lower = max(vt * gemm, vt * epi, bias_lists * epi)
-    need[SCOPE_UOP] = upper if upper <= depth or lower > depth else uop_count(wl, k, cfg, ep)
+    if ep.bias_on_store:
+        need[SCOPE_UOP] = uop_count(wl, k, cfg, ep)  # exact from the loop extents, nothing enumerated
+    else:
+        need[SCOPE_UOP] = upper if upper <= depth or lower > depth else uop_count(wl, k, cfg, ep)
     return {scope: n for scope, n in need.items() if n > target.scope(scope).depth}
 
 
@@ -182,6 +185,17 @@ def uop_count(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, ep: Requantize 
     a list is its offsets from its first micro-op (a pattern) plus that first micro-op.
     """
     g = geometry(wl, k, cfg)
+    if ep.bias_on_store:
+        # fold_bias_store: per thread, the first chunk's GEMM splits into the overwriting first step
+        # and the guarded rest; later chunks keep the whole list (which may equal the first step's:
+        # no reduction loop, or every reduction loop folded into the instruction); the STORE adds
+        # the bias (no ALU list).  The threads' accumulator bases differ, so no list is shared
+        # between them, and the rest never starts at the first micro-op as the others do.
+        first, rest = _split_sizes(wl, k, cfg)
+        whole = _uop_sizes(wl, k, cfg)[0] if g.ic_chunks > 1 else 0
+        if whole == first and _uop_lists(wl, k, cfg)[0] == _first_list(wl, k, cfg):
+            whole = 0  # the later chunks' list is the first step's (code generation loads it once)
+        return k.virtual_threads * (first + rest + whole)
     inp, wgt, acc = _tile_sizes(wl, k, g)
     inp_copies, wgt_copies = _copies(wl, k, cfg)
     gemm, epi = _uop_lists(wl, k, cfg)
@@ -248,21 +262,55 @@ Loop = tuple[int, Uop]
 """A loop of a micro-op nest: extent and the (dst, src, wgt) index step per iteration."""
 
 
-def _uop_nests(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> tuple[list[Loop], list[Loop]]:
-    """The loops enumerated into the GEMM list and into the epilogue lists (reset and ALU over the
-    output tile; the bias-add's src steps one bias row per output-channel block)."""
+def _gemm_loops(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> list[Loop]:
+    """The GEMM micro-op nest's loops, outermost first (dst step 0: a reduction loop)."""
     g = geometry(wl, k, cfg)
     row_step = 1 if wl.kh == 1 else wl.stride  # a 1x1 kernel reads a stage of just the rows it uses
     ow, taps = g.ow_tile, wl.kh * wl.kw
     ohw = k.oh_tile * ow
     oc_src = g.in_rows * g.in_cols if wl.depthwise else 0  # a depthwise output block reads its own input block
-    gemm = _unfolded([(k.oc_tile, (ohw, oc_src, k.ic_tile * taps)), (k.oh_tile, (ow, row_step * g.in_cols, 0)),
-                      (ow, (1, wl.stride, 0)), (k.ic_tile, (0, g.in_rows * g.in_cols, taps)),
-                      (wl.kh, (0, g.in_cols, wl.kw)), (wl.kw, (0, 1, 1))],
-                     (cfg.acc_buff_depth, cfg.inp_buff_depth, cfg.wgt_buff_depth))
+    return [(k.oc_tile, (ohw, oc_src, k.ic_tile * taps)), (k.oh_tile, (ow, row_step * g.in_cols, 0)),
+            (ow, (1, wl.stride, 0)), (k.ic_tile, (0, g.in_rows * g.in_cols, taps)),
+            (wl.kh, (0, g.in_cols, wl.kw)), (wl.kw, (0, 1, 1))]
+
+
+def _uop_nests(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> tuple[list[Loop], list[Loop]]:
+    """The loops enumerated into the GEMM list and into the epilogue lists (reset and ALU over the
+    output tile; the bias-add's src steps one bias row per output-channel block)."""
+    g = geometry(wl, k, cfg)
+    ow = g.ow_tile
+    ohw = k.oh_tile * ow
+    gemm = _unfolded(_gemm_loops(wl, k, cfg), (cfg.acc_buff_depth, cfg.inp_buff_depth, cfg.wgt_buff_depth))
     epi = _unfolded([(k.oc_tile, (ohw, 1, 0)), (k.oh_tile, (ow, 0, 0)), (ow, (1, 0, 0))],
                     (cfg.acc_buff_depth, cfg.acc_buff_depth, cfg.wgt_buff_depth))
     return gemm, epi
+
+
+def _split_sizes(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> tuple[int, int]:
+    """Lengths of the GEMM list split as ``fold_bias_store`` splits it: the overwriting first step
+    (the reduction loops, whose dst step is 0, at 0; its other loops fold as ``fold_uop_loop``
+    folds them) and the guarded rest (every point with a reduction index off 0; a guarded
+    reduction loop is never folded into the instruction loops)."""
+    limits = (cfg.acc_buff_depth, cfg.inp_buff_depth, cfg.wgt_buff_depth)
+    loops = [lp for lp in _gemm_loops(wl, k, cfg) if lp[0] > 1]
+    first = prod(extent for extent, _ in _unfolded([lp for lp in loops if lp[1][0] != 0], limits))
+    folded = 0
+    for extent, factors in loops[:2]:
+        if factors[0] == 0 or extent > MAX_LOOP or not all(0 <= f < lim for f, lim in zip(factors, limits)):
+            break
+        folded += 1
+    inner = loops[folded:]
+    rest = prod(extent for extent, _ in inner) - prod(extent for extent, f in inner if f[0] != 0)
+    return first, rest
+
+
+def _first_list(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> list[Uop]:
+    """The overwriting first step's micro-op offsets (see :func:`_split_sizes`)."""
+    limits = (cfg.acc_buff_depth, cfg.inp_buff_depth, cfg.wgt_buff_depth)
+    uops = [(0, 0, 0)]
+    for extent, (fd, fs, fw) in _unfolded([lp for lp in _gemm_loops(wl, k, cfg) if lp[0] > 1 and lp[1][0] != 0], limits):
+        uops = [(d + i * fd, s + i * fs, w + i * fw) for d, s, w in uops for i in range(extent)]
+    return uops
 
 
 def _unfolded(loops: list[Loop], limits: Uop) -> list[Loop]:

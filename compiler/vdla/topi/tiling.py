@@ -176,9 +176,11 @@ def estimate_cycles(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, ep: Requa
     tiles = nb * g.oc_tiles * g.oh_tiles * g.ow_tiles
     out_tiles = k.oc_tile * k.oh_tile * g.ow_tile
     bias_init = ep.inits_from_bias
-    gemm_insns = tiles * (g.ic_chunks + (0 if bias_init else 1))
+    # With the bias on the STORE the first reduction step is one more GEMM and nothing initialises.
+    gemm_insns = tiles * (g.ic_chunks + (0 if bias_init and not ep.bias_on_store else 1))
     imm_ops = 3 if ep.alu_imm else 0
-    per_tile = (t.alu_copy_ii if bias_init else 1 + t.alu_ii) + imm_ops * t.alu_ii
+    init = 0 if ep.bias_on_store else (t.alu_copy_ii if bias_init else 1 + t.alu_ii)
+    per_tile = init + imm_ops * t.alu_ii
     compute = (tiles * out_tiles * per_tile + wl.core_macs(cfg) // cfg.macs_per_cycle
                + gemm_insns * (t.gemm_pipeline_depth + t.insn_overhead)
                + tiles * (1 + imm_ops) * (t.alu_pipeline_depth + t.insn_overhead))

@@ -131,7 +131,7 @@ package vdla_pkg;
     opcode_e opcode;
   } mem_insn_t;
 
-  // store: 110 of 128 bits used
+  // store: 123 of 128 bits used
   localparam int STORE_OPCODE_W = 3;
   localparam int STORE_POP_PREV_W = 1;
   localparam int STORE_POP_NEXT_W = 1;
@@ -146,10 +146,16 @@ package vdla_pkg;
   localparam int STORE_SHIFT_W = 5;
   localparam int STORE_CLIP_W = 1;
   localparam int STORE_RELU_W = 1;
-  localparam int STORE_RSVD_W = 18;  // reserved bits above the fields
-  localparam int STORE_T_BITS = STORE_RSVD_W + STORE_OPCODE_W + STORE_POP_PREV_W + STORE_POP_NEXT_W + STORE_PUSH_PREV_W + STORE_PUSH_NEXT_W + STORE_MEM_TYPE_W + STORE_SRAM_BASE_W + STORE_DRAM_BASE_W + STORE_Y_SIZE_W + STORE_X_SIZE_W + STORE_X_STRIDE_W + STORE_SHIFT_W + STORE_CLIP_W + STORE_RELU_W;
+  localparam int STORE_BIAS_W = 1;
+  localparam int STORE_BIAS_ROW_W = 11;
+  localparam int STORE_BIAS_STEP_W = 1;
+  localparam int STORE_RSVD_W = 5;  // reserved bits above the fields
+  localparam int STORE_T_BITS = STORE_RSVD_W + STORE_OPCODE_W + STORE_POP_PREV_W + STORE_POP_NEXT_W + STORE_PUSH_PREV_W + STORE_PUSH_NEXT_W + STORE_MEM_TYPE_W + STORE_SRAM_BASE_W + STORE_DRAM_BASE_W + STORE_Y_SIZE_W + STORE_X_SIZE_W + STORE_X_STRIDE_W + STORE_SHIFT_W + STORE_CLIP_W + STORE_RELU_W + STORE_BIAS_W + STORE_BIAS_ROW_W + STORE_BIAS_STEP_W;
   typedef struct packed {
     logic [STORE_RSVD_W-1:0] rsvd;
+    logic bias_step;
+    logic [STORE_BIAS_ROW_W-1:0] bias_row;
+    logic bias;
     logic relu;
     logic clip;
     logic [STORE_SHIFT_W-1:0] shift;
@@ -166,7 +172,7 @@ package vdla_pkg;
     opcode_e opcode;
   } store_insn_t;
 
-  // gemm: 127 of 128 bits used
+  // gemm: 128 of 128 bits used
   localparam int GEMM_OPCODE_W = 3;
   localparam int GEMM_POP_PREV_W = 1;
   localparam int GEMM_POP_NEXT_W = 1;
@@ -183,10 +189,11 @@ package vdla_pkg;
   localparam int GEMM_SRC_FACTOR_IN_W = 11;
   localparam int GEMM_WGT_FACTOR_OUT_W = 10;
   localparam int GEMM_WGT_FACTOR_IN_W = 10;
-  localparam int GEMM_RSVD_W = 1;  // reserved bits above the fields
-  localparam int GEMM_T_BITS = GEMM_RSVD_W + GEMM_OPCODE_W + GEMM_POP_PREV_W + GEMM_POP_NEXT_W + GEMM_PUSH_PREV_W + GEMM_PUSH_NEXT_W + GEMM_RESET_W + GEMM_UOP_BGN_W + GEMM_UOP_END_W + GEMM_ITER_OUT_W + GEMM_ITER_IN_W + GEMM_DST_FACTOR_OUT_W + GEMM_DST_FACTOR_IN_W + GEMM_SRC_FACTOR_OUT_W + GEMM_SRC_FACTOR_IN_W + GEMM_WGT_FACTOR_OUT_W + GEMM_WGT_FACTOR_IN_W;
+  localparam int GEMM_OVERWRITE_W = 1;
+  localparam int GEMM_RSVD_W = 0;  // reserved bits above the fields
+  localparam int GEMM_T_BITS = GEMM_RSVD_W + GEMM_OPCODE_W + GEMM_POP_PREV_W + GEMM_POP_NEXT_W + GEMM_PUSH_PREV_W + GEMM_PUSH_NEXT_W + GEMM_RESET_W + GEMM_UOP_BGN_W + GEMM_UOP_END_W + GEMM_ITER_OUT_W + GEMM_ITER_IN_W + GEMM_DST_FACTOR_OUT_W + GEMM_DST_FACTOR_IN_W + GEMM_SRC_FACTOR_OUT_W + GEMM_SRC_FACTOR_IN_W + GEMM_WGT_FACTOR_OUT_W + GEMM_WGT_FACTOR_IN_W + GEMM_OVERWRITE_W;
   typedef struct packed {
-    logic [GEMM_RSVD_W-1:0] rsvd;
+    logic overwrite;
     logic [GEMM_WGT_FACTOR_IN_W-1:0] wgt_factor_in;
     logic [GEMM_WGT_FACTOR_OUT_W-1:0] wgt_factor_out;
     logic [GEMM_SRC_FACTOR_IN_W-1:0] src_factor_in;

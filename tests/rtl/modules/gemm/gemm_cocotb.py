@@ -1,4 +1,4 @@
-"""vdla_gemm against fsim's GEMM semantics: random loops, reset GEMMs, and back-to-back
+"""vdla_gemm against fsim's GEMM semantics: random loops, reset and overwrite GEMMs, and back-to-back
 micro-ops on one accumulator (the read-after-write hazard)."""
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ def random_gemm(rng: np.random.Generator, n_uops: int) -> GemmInsn:
     bgn = int(rng.integers(0, n_uops))
     end = int(rng.integers(bgn, n_uops + 1))
     f = lambda: int(rng.integers(0, 4))
-    return GemmInsn(bool(rng.random() < 0.15), bgn, end, int(rng.integers(1, 4)), int(rng.integers(1, 4)),
-                    f(), f(), f(), f(), f(), f())
+    mode = rng.random()  # 15% reset, 15% overwrite (acc = inp @ wgt), the rest accumulate
+    return GemmInsn(bool(mode < 0.15), bgn, end, int(rng.integers(1, 4)), int(rng.integers(1, 4)),
+                    f(), f(), f(), f(), f(), f(), overwrite=bool(0.15 <= mode < 0.3))
 
 
 @cocotb.test()

@@ -1,5 +1,5 @@
-"""vdla_store against fsim: strided rows requantized from int32 accumulators (random shift,
-ReLU and saturating clip, or the plain two's-complement wrap), bytes outside the rows untouched, under random AXI back-pressure; the s2c token
+"""vdla_store against fsim: strided rows requantized from int32 accumulators (a bias per row or per block,
+random shift, ReLU and saturating clip, or the plain two's-complement wrap), bytes outside the rows untouched, under random AXI back-pressure; the s2c token
 is pushed only after DRAM acknowledged every write."""
 
 from __future__ import annotations
@@ -51,10 +51,15 @@ async def requantizing_stores_match_fsim(dut):
         base = int(rng.integers(0, DRAM_BYTES // eb - y * stride - 1))
         # Every other store is the plain narrowing; the rest requantize with random fields.
         requant = k % 2 == 1
+        # A third of the stores add a bias: per row (step 1) or one for the block (step 0).
+        step = int(rng.integers(0, 2))
+        bias = k % 3 == 2
         insn = MemInsn(Opcode.STORE, MemType.OUT, int(rng.integers(0, N_ACC - y * x + 1)), base, y, x, stride,
                        deps=DepFlags(pop_prev=True, push_prev=True),
                        shift=int(rng.integers(0, cfg.acc_width)) if requant else 0,
-                       clip=requant and bool(rng.integers(0, 2)), relu=requant and bool(rng.integers(0, 2)))
+                       clip=requant and bool(rng.integers(0, 2)), relu=requant and bool(rng.integers(0, 2)),
+                       bias=bias, bias_row=int(rng.integers(0, N_ACC - max(y - 1, 0) * step)) if bias else 0,
+                       bias_step=step if bias else 0)
         dut.cmd_insn.value = cfg.isa.encode(insn)
         dut.cmd_valid.value = 1
         await RisingEdge(dut.clk)
