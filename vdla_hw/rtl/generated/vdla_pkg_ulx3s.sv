@@ -331,8 +331,8 @@ package vdla_pkg;
   localparam logic [3:0] BUF_ACC = 4'd3;
   localparam logic [3:0] BUF_OUT = 4'd4;
   localparam logic [3:0] BUF_INSN = 4'd5;
-  // CONFIG_ID reads this: the low 32 bits of the config digest 2c6dcde79d01.
-  localparam logic [AXIL_DATA_WIDTH-1:0] CONFIG_ID_VALUE = 32'hcde79d01;
+  // CONFIG_ID reads this: the low 32 bits of the config digest e957ae8c627c.
+  localparam logic [AXIL_DATA_WIDTH-1:0] CONFIG_ID_VALUE = 32'hae8c627c;
 endpackage
 /* verilator lint_on DECLFILENAME */
 /* verilator lint_on UNUSEDPARAM */
