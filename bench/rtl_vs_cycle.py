@@ -2,7 +2,8 @@
 
 Runs every system-test program (:mod:`vdla.runtime.system_programs`) on every preset
 (``tiny``, ``default``, ``wide``), ResNet-18-sized GEMMs on ``default``, and conv layers
-compiled by the VDLA compiler (bias MOV, requantizing STORE, 2 virtual threads: ResNet-18's
+compiled by the VDLA compiler (overwriting first GEMM step, a STORE that adds the bias and
+requantizes, 2 virtual threads: ResNet-18's
 1x1 layers C3 and C5 on ``default``, a small 1x1 and 3x3 layer on every preset), on the ``rtl``
 backend (the Verilated design with the harness's DRAM model at the config's
 ``timing.dram_latency``) and on the ``cycle`` backend, checks that both leave the same

@@ -96,8 +96,8 @@ def _alu_ops_and_stores(func):  # type: ignore[no-untyped-def]
 
 def test_epilogue_tail_folds_into_the_store(stages) -> None:  # type: ignore[no-untyped-def]
     ops, stores = _alu_ops_and_stores(dict(stages)["unroll_stream"])
-    # only the bias stays on the ALU, as the accumulators' initial value (fold_bias_init)
-    assert ops == ["MOV"] * len(ops) and len(ops) == len(stores)
+    # nothing stays on the ALU: the STORE requantizes and adds the bias (fold_bias_store)
+    assert ops == [] and stores and all(d.bias is not None for d in stores)
     assert {(d.requant.shift, d.requant.clip, d.requant.relu) for d in stores} == {(EPI.shift, True, True)}
     text = {name: str(func) for name, func in stages}
     assert "vdla.requant" not in text["inject_uop_scope"] and "vdla.requant" in text["fold_requant_store"]
@@ -108,9 +108,39 @@ def _resets(func) -> int:  # type: ignore[no-untyped-def]
     return sum(1 for s in stmts if as_uop_insn(s) is not None and as_uop_insn(s).kind == "gemm" and as_uop_insn(s).reset)
 
 
+def _overwrites(func) -> int:  # type: ignore[no-untyped-def]
+    stmts = [split_deps(s)[1] for s in func.body.body.body.body.stmts]  # type: ignore[union-attr]
+    return sum(1 for s in stmts if as_uop_insn(s) is not None and as_uop_insn(s).kind == "gemm"
+               and as_uop_insn(s).overwrite)
+
+
+def test_bias_on_the_store_removes_the_accumulator_init() -> None:
+    """fold_bias_store (the default) on a reduction chunked over input channels: the first chunk's
+    loop iteration is peeled, each output tile's first reduction step is one overwriting GEMM, no
+    reset or ALU op is left, and every STORE adds its tile's bias."""
+    func = conv2d_func(WL, KNOBS, TARGET, EPI)
+    data, kernel, bias = random_conv_data(WL, seed=7)
+    want = ref.conv2d_reference(data, kernel, bias, 1, 1, EPI.shift, EPI.relu)
+    for name, fn in passes(TARGET):
+        func = fn(func)
+        if name == "fold_bias_store":
+            assert np.array_equal(_run(func, data, kernel, bias), want)
+            assert "vdla.gemm_overwrite_uop" in str(func) and "vdla.alu_uop" not in str(func)
+    ops, stores = _alu_ops_and_stores(func)
+    assert ops == [] and _resets(func) == 0
+    assert _overwrites(func) == len(stores) > 0 and all(d.bias is not None for d in stores)
+    compiled = compile_conv2d(WL, TARGET, knobs=KNOBS, epilogue=EPI)
+    # the capacity model counts the split lists: overwriting first step, guarded rest, whole list
+    loaded = compiled.module.program.buffers["uops"].nbytes // 4
+    assert footprint(WL, KNOBS, TARGET.config, EPI)[SCOPE_UOP] == loaded
+    for backend in ("fsim", "cycle"):
+        assert check_conv2d(compiled, seed=8, backend=backend)[0], backend
+
+
 @pytest.mark.parametrize("bias_init", [True, False])
 def test_bias_initialises_the_accumulators_instead_of_reset_and_add(bias_init: bool) -> None:
-    func = conv2d_func(WL, KNOBS, TARGET, Requantize(shift=9, bias_init=bias_init))
+    # the MOV path (bias_store=False) and the reset + ADD path before it
+    func = conv2d_func(WL, KNOBS, TARGET, Requantize(shift=9, bias_init=bias_init, bias_store=False))
     data, kernel, bias = random_conv_data(WL, seed=5)
     want = ref.conv2d_reference(data, kernel, bias, 1, 1, 9, True)
     for name, fn in passes(TARGET):
@@ -121,10 +151,11 @@ def test_bias_initialises_the_accumulators_instead_of_reset_and_add(bias_init: b
     # one ALU instruction per output tile either way; the GEMM resets go with the MOV
     assert ops == ["MOV" if bias_init else "ADD"] * len(stores)
     assert _resets(func) == (0 if bias_init else len(stores))
-    compiled = compile_conv2d(WL, TARGET, knobs=KNOBS, epilogue=Requantize(shift=9, bias_init=bias_init))
+    ep = Requantize(shift=9, bias_init=bias_init, bias_store=False)
+    compiled = compile_conv2d(WL, TARGET, knobs=KNOBS, epilogue=ep)
     # the capacity model counts the micro-op lists code generation loads: no reset list with the MOV
     loaded = compiled.module.program.buffers["uops"].nbytes // 4
-    assert footprint(WL, KNOBS, TARGET.config, Requantize(shift=9, bias_init=bias_init))[SCOPE_UOP] == loaded
+    assert footprint(WL, KNOBS, TARGET.config, ep)[SCOPE_UOP] == loaded
     for backend in ("fsim", "cycle"):
         assert check_conv2d(compiled, seed=6, backend=backend)[0], backend
 
@@ -140,8 +171,9 @@ def test_epilogue_becomes_in_place_alu_ops_in_order_without_on_store() -> None:
 
 
 @pytest.mark.parametrize("epi, alu, store", [
-    (Requantize(shift=5, relu=False), ["MOV"], (5, True, False)),       # signed clip: lower bound OUT_MIN
-    (Requantize(shift=0, relu=True), ["MOV"], (0, True, True)),         # no shift: ReLU + clip only
+    (Requantize(shift=5, relu=False), [], (5, True, False)),            # signed clip: lower bound OUT_MIN
+    (Requantize(shift=0, relu=True), [], (0, True, True)),              # no shift: ReLU + clip only
+    (Requantize(shift=5, bias_store=False), ["MOV"], (5, True, True)),  # the bias MOV instead of the STORE's bias
     (Requantize(shift=5, bias_init=False), ["ADD"], (5, True, True)),   # reset + bias ADD, as before
     (Requantize(shift=3, relu=False, bias=False), [], (3, True, False)),  # nothing left for the ALU
 ])
@@ -179,7 +211,7 @@ def test_virtual_threads_get_disjoint_sram_regions(stages) -> None:  # type: ign
     gemm_inputs = set()
     for s in func.body.body.body.body.stmts:  # three arena allocations around the stream
         insn = as_uop_insn(split_deps(s)[1])
-        if insn is not None and insn.kind == "gemm" and not insn.reset:
+        if insn is not None and insn.kind == "gemm" and insn.overwrite:  # a tile's first step: its first input
             gemm_inputs.add(min(u.src for u in insn.uops))
     assert len(gemm_inputs) == 2
 

@@ -25,9 +25,9 @@ stores ``B`` requantized, iterating the ADD's tiles in the ADD's order.  Anythin
 
 from __future__ import annotations
 
-from vdla.compiler.tir import (NE, AttrStmt, BufferHandle, BufferLoad, BufferStore, Call, Cast, Evaluate, For, IfThenElse,
+from vdla.compiler.tir import (NE, Allocate, AttrStmt, BufferHandle, BufferLoad, BufferStore, Call, Cast, Evaluate, For, IfThenElse,
                           IntImm, Mutator, Or, PrimExpr, PrimFunc, SeqStmt, Stmt, StringImm, Sub, seq)
-from vdla.compiler.tir.functor import collect, substitute
+from vdla.compiler.tir.functor import collect, fresh_copy, substitute
 
 from vdla_hw.isa import AluOp
 
@@ -73,26 +73,36 @@ def _split_gemm(scope: AttrStmt) -> Stmt | None:
 
 def _first_step(stmt: Stmt, buf) -> Stmt | None:  # type: ignore[no-untyped-def]
     """``stmt`` (the first statement touching ``buf`` after its reset) with its first GEMM split; a
-    loop over reduction chunks is peeled first.  None when it is neither."""
+    loop over reduction chunks is peeled first (through the input/weight allocations its body opens:
+    the peeled copy reopens them, as the unrolled stream reuses one region per iteration anyway).
+    None when it is neither."""
     scope = uop_scope(stmt, "gemm")
     if scope is not None:
         return _split_gemm(stmt) if scope[0].data is buf.data else None  # type: ignore[arg-type]
     if not isinstance(stmt, For) or const_extent(stmt) < 1:
         return None
-    body = stmt.body.stmts if isinstance(stmt.body, SeqStmt) else [stmt.body]
+    allocs: list[Allocate] = []
+    inner = stmt.body
+    while isinstance(inner, Allocate):
+        allocs.append(inner)
+        inner = inner.body
+    body = list(inner.stmts) if isinstance(inner, SeqStmt) else [inner]
     at = next((i for i, s in enumerate(body) if (u := uop_scope(s, "gemm")) is not None and u[0].data is buf.data), None)
     if at is None:
         return None
     v = stmt.loop_var
-    peeled = [substitute(s, {v: IntImm(0)}) for s in body]
+    peeled = [fresh_copy(s, {v: IntImm(0)}) for s in body]
     split = _split_gemm(peeled[at])  # type: ignore[arg-type]
     if split is None:
         return None
     peeled[at] = split
+    first = seq(*peeled)
+    for a in reversed(allocs):
+        first = Allocate(a.buffer, first)
     n = const_extent(stmt)
     rest = [] if n == 1 else [For(v, stmt.min, IntImm(n - 1), stmt.kind, substitute(stmt.body, {v: v + 1}),
                                   stmt.annotations)]
-    return seq(*peeled, *rest)
+    return seq(first, *rest)
 
 
 def _store_with_bias(stmt: Stmt, buf, add) -> Stmt | None:  # type: ignore[no-untyped-def]

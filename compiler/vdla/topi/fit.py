@@ -69,7 +69,10 @@ def overflows(wl: Conv2dWorkload, k: Conv2dKnobs, target: VdlaTarget, ep: Requan
     bias_lists = _bias_lists(wl, k, cfg) * ep.resident_tiles
     upper = vt * (gemm + (int(ep.alu_imm) + int(not ep.inits_from_bias)) * epi) + bias_lists * epi
     lower = max(vt * gemm, vt * epi, bias_lists * epi)
-    need[SCOPE_UOP] = upper if upper <= depth or lower > depth else uop_count(wl, k, cfg, ep)
+    if ep.bias_on_store:
+        need[SCOPE_UOP] = uop_count(wl, k, cfg, ep)  # exact from the loop extents, nothing enumerated
+    else:
+        need[SCOPE_UOP] = upper if upper <= depth or lower > depth else uop_count(wl, k, cfg, ep)
     return {scope: n for scope, n in need.items() if n > target.scope(scope).depth}
 
 
@@ -182,28 +185,27 @@ def uop_count(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, ep: Requantize 
     a list is its offsets from its first micro-op (a pattern) plus that first micro-op.
     """
     g = geometry(wl, k, cfg)
+    if ep.bias_on_store:
+        # fold_bias_store: per thread, the first chunk's GEMM splits into the overwriting first step
+        # and the guarded rest; later chunks keep the whole list (equal to the first step's when
+        # there is no reduction loop); the STORE adds the bias (no ALU list).  The threads'
+        # accumulator bases differ, so no list is shared between them.
+        first, rest = _split_sizes(wl, k, cfg)
+        whole = _uop_sizes(wl, k, cfg)[0] if g.ic_chunks > 1 and rest else 0
+        return k.virtual_threads * (first + rest + whole)
     inp, wgt, acc = _tile_sizes(wl, k, g)
     inp_copies, wgt_copies = _copies(wl, k, cfg)
     gemm, epi = _uop_lists(wl, k, cfg)
-    first, rest = _split_lists(wl, k, cfg)
     flat = tuple((d, 0, 0) for d, _, _ in epi)
     patterns: dict[tuple[Uop, ...], int] = {}
-    ids = [patterns.setdefault(tuple(p), len(patterns)) for p in (gemm, flat, epi, first, rest)]
-    sizes = [len(gemm), len(epi), len(epi), len(first), len(rest)]
+    ids = [patterns.setdefault(tuple(p), len(patterns)) for p in (gemm, flat, epi)]
+    sizes = [len(gemm), len(epi), len(epi)]
     lists: set[tuple[int, Uop]] = set()
     for t in range(k.virtual_threads):
         # allocate_sram stacks the resident bias first, the multiplier next, then thread 0's buffers
         # below thread 1's.
         a0 = g.ocb * ep.resident_tiles + t * acc
-        base = (a0, t * inp if inp_copies > 1 else 0, t * wgt if wgt_copies > 1 else 0)
-        if ep.bias_on_store:
-            # fold_bias_store: the first chunk's GEMM splits into the overwriting first step and the
-            # guarded rest; later chunks keep the whole list; the STORE adds the bias (no ALU list).
-            lists.update({(ids[3], base), (ids[4], base)} if rest else {(ids[3], base)})
-            if g.ic_chunks > 1:
-                lists.add((ids[0], base))
-            continue
-        lists.add((ids[0], base))
+        lists.add((ids[0], (a0, t * inp if inp_copies > 1 else 0, t * wgt if wgt_copies > 1 else 0)))
         if not ep.inits_from_bias:
             lists.add((ids[1], (a0, 0, 0)))   # reset (a bias initialisation's MOV replaces it)
         if ep.alu_imm:
@@ -280,32 +282,22 @@ def _uop_nests(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> tuple[list[
     return gemm, epi
 
 
-def _split_lists(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> tuple[list[Uop], list[Uop]]:
-    """The GEMM list split as ``fold_bias_store`` splits it: the overwriting first step (the
-    reduction loops, whose dst step is 0, at 0) and the guarded rest (every other point; a guarded
+def _split_sizes(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> tuple[int, int]:
+    """Lengths of the GEMM list split as ``fold_bias_store`` splits it: the overwriting first step
+    (the reduction loops, whose dst step is 0, at 0; its other loops fold as ``fold_uop_loop``
+    folds them) and the guarded rest (every point with a reduction index off 0; a guarded
     reduction loop is never folded into the instruction loops)."""
     limits = (cfg.acc_buff_depth, cfg.inp_buff_depth, cfg.wgt_buff_depth)
     loops = [lp for lp in _gemm_loops(wl, k, cfg) if lp[0] > 1]
-    first = _enumerate(_unfolded([lp for lp in loops if lp[1][0] != 0], limits))
+    first = prod(extent for extent, _ in _unfolded([lp for lp in loops if lp[1][0] != 0], limits))
     folded = 0
     for extent, factors in loops[:2]:
         if factors[0] == 0 or extent > MAX_LOOP or not all(0 <= f < lim for f, lim in zip(factors, limits)):
             break
         folded += 1
     inner = loops[folded:]
-    points = [[0]]
-    for extent, _ in inner:
-        points = [p + [i] for p in points for i in range(extent)]
-    red = [j for j, (_, f) in enumerate(inner) if f[0] == 0]
-    rest = [u for u, p in zip(_enumerate(inner), points) if any(p[j + 1] for j in red)]
+    rest = prod(extent for extent, _ in inner) - prod(extent for extent, f in inner if f[0] != 0)
     return first, rest
-
-
-def _enumerate(nest: list[Loop]) -> list[Uop]:
-    uops = [(0, 0, 0)]
-    for extent, (fd, fs, fw) in nest:
-        uops = [(d + i * fd, s + i * fs, w + i * fw) for d, s, w in uops for i in range(extent)]
-    return uops
 
 
 def _unfolded(loops: list[Loop], limits: Uop) -> list[Loop]:
