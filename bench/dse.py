@@ -1,4 +1,5 @@
-"""Design-space exploration of ResNet-18 on VDLA: a 12-point sweep plus the default preset as the peer.
+"""Design-space exploration of ResNet-18 (and MobileNetV2) on VDLA: a 12-point sweep plus the default preset
+as the peer.
 
 Every point: its RTL linted, yosys xc7 resources, the boards it fits, ResNet-18's conv layers
 C2-C12 compiled and timed on the cycle model (bit-exact against NumPy).  The default preset is
@@ -6,7 +7,12 @@ evaluated in the same run and each point's speed-up and LUT ratio are reported a
 the Pareto-optimal configs (latency against LUTs, among the configs that fit the board) for the
 PYNQ-Z2 and the ZCU104, and writes JSON and the Pareto plots to bench/results/.
 
-    python bench/dse.py [--jobs 2] [--quick] [--fmax]
+    python bench/dse.py [--jobs 2] [--quick] [--fmax] [--models resnet18,mobilenet_v2] [--resolution 224]
+
+``--models`` adds whole models (torchvision, random weights, exported to ONNX as users do:
+``tests/models/zoo.py``): every kernel the graph compiler puts on the VDLA for the point's config
+is timed, convs, dense, residual adds and pools alike (``vdla dse --model``), and the latency is
+their sum at the config clock.  ``resnet18`` alone is the conv-layer table C2-C12.
 
 The sweep (on the default preset): block 4/8 x bus 64/128 bits x accumulator depth 512/1024/2048,
 with the input and weight buffers held at 2048 and 1024 elements and every multiplier on DSPs
@@ -32,7 +38,7 @@ from vdla.compiler.dse.plots import plot_pareto  # noqa: E402
 from vdla.compiler.dse.report import board_front, format_table, to_json, write_json  # noqa: E402
 from vdla.compiler.dse.run import run_sweep  # noqa: E402
 from vdla.compiler.dse.sweep import SweepPoint, parse_sweep, sweep_points  # noqa: E402
-from vdla.compiler.dse.workloads import resnet18  # noqa: E402
+from vdla.compiler.dse.workloads import Workloads, onnx_model, resnet18  # noqa: E402
 from vdla_hw.config import load_config  # noqa: E402
 
 SWEEP = ["block=4,8", "bus=64,128", "acc_depth=512,1024,2048", "inp_depth=2048", "wgt_depth=1024", "lut_macs=0"]
@@ -47,8 +53,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fmax", action="store_true", help="nextpnr Fmax on the ECP5-85F where a config fits")
     p.add_argument("--sweep", nargs="+", default=SWEEP, metavar="NAME=V1,V2",
                    help=f"the sweep (as for vdla dse; default: {' '.join(SWEEP)})")
+    p.add_argument("--models", default="resnet18",
+                   help="comma-separated: resnet18 (its conv layers) and/or whole models from the zoo (mobilenet_v2)")
+    p.add_argument("--resolution", type=int, default=224, help="input size of the whole models")
     p.add_argument("--out", default=str(RESULTS / "dse.json"))
     args = p.parse_args(argv)
+    extra = [m for m in args.models.split(",") if m and m != "resnet18"]
+    if "resnet18" not in args.models.split(","):
+        raise SystemExit("--models must include resnet18 (the sweep's reference table)")
 
     host = host_target()
     print(f"host: {host.cpu} ({', '.join(f for f in ('avx512f', 'avx2', 'fma') if f in host.features) or 'no SIMD'})")
@@ -82,8 +94,39 @@ def main(argv: list[str] | None = None) -> int:
     doc["picks"] = picks
     write_json(out, doc)
     png = plot_pareto([reference, *swept], out.with_name("dse_pareto.png"), f"ResNet-18 on VDLA: {len(swept) + 1} configs")
+    for name in extra:
+        model = run_model(name, args.resolution, points, args.jobs, args.fmax)
+        doc.setdefault("models", {})[name] = model
+        write_json(out, doc)
     print(f"wrote {out} and {png} in {time.perf_counter() - start:.0f} s")
     return 0
+
+
+def model_workloads(name: str, resolution: int) -> Workloads:
+    """A zoo model exported to ONNX once (under the results folder, so the DSE cache keys on its bytes)."""
+    import torch
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "models"))
+    from zoo import export, make_model
+
+    path = RESULTS / "dse_models" / f"{name}_{resolution}.onnx"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        model = export(make_model(name, seed=0), torch.zeros(1, 3, resolution, resolution), "torchscript")
+        path.write_bytes(model.SerializeToString())
+    return onnx_model(str(path))
+
+
+def run_model(name: str, resolution: int, points: list[SweepPoint], jobs: int, fmax: bool) -> dict:  # type: ignore[type-arg]
+    """Sweep ``points`` on a whole model; print the table against the first point (the default preset)."""
+    workloads = model_workloads(name, resolution)
+    results = run_sweep(points, workloads, jobs=jobs, fmax=fmax)
+    reference = replace(results[0], label="default (peer)")
+    kernels = len(reference.layers) if reference.ok else 0
+    print(f"\nVDLA {name} at {resolution}x{resolution}: every VDLA kernel ({kernels} on the default preset: convs, "
+          f"dense, residual adds, pools), cycle model, end-to-end VDLA latency per config")
+    print(format_table([reference, *results[1:]], reference))
+    return to_json([reference, *results[1:]], {"model": name, "resolution": resolution}, reference)
 
 
 if __name__ == "__main__":

@@ -77,6 +77,15 @@ class Profile:
         c = self.vdla_cycles
         return None if c is None or not self.clock_mhz else c / (self.clock_mhz * 1e6)
 
+    @property
+    def end_to_end_seconds(self) -> float | None:
+        """The model's modeled latency: VDLA time at the config clock plus the host kernels' time (the
+        nodes run one after the other); None without a timed VDLA backend."""
+        v = self.vdla_seconds
+        if v is None and any(n.device == "vdla" for n in self.nodes):
+            return None
+        return (v or 0.0) + self.cpu_seconds
+
     def device_seconds(self, node: NodeProfile) -> float | None:
         """A VDLA node's time on the accelerator: its cycles at the config clock (None if untimed)."""
         if node.cycles is None or not self.clock_mhz:
@@ -111,6 +120,9 @@ class Profile:
             else:
                 total += f"; VDLA {n_vdla} nodes on an untimed backend (no device time)"
             total += f", simulated in {sim_ms:.3f} ms host time"
+        if self.end_to_end_seconds is not None:
+            total += (f"\nend to end: {1e3 * self.end_to_end_seconds:.3f} ms = VDLA {1e3 * (self.vdla_seconds or 0):.3f} ms "
+                      f"at the config clock + host {1e3 * self.cpu_seconds:.3f} ms (one after the other)")
         return "\n".join(rows + [total])
 
     def __repr__(self) -> str:
@@ -124,11 +136,11 @@ class Profile:
                          None if n.gemm_utilization is None else f"{n.gemm_utilization:.1%}", n.ops))
         clock = f" @{self.clock_mhz:g} MHz" if self.clock_mhz else ""
         return html_table(("node", "device", "host ms", "VDLA cycles", f"VDLA ms{clock}", "util", "ops"), rows,
-                          caption="profile", footer=self.table().splitlines()[-1])
+                          caption="profile", footer=" ".join(self.table().splitlines()[len(self.nodes) + 1:]))
 
     def to_json(self) -> dict[str, Any]:
         return {"clock_mhz": self.clock_mhz, "cpu_seconds": self.cpu_seconds, "vdla_cycles": self.vdla_cycles,
-                "vdla_seconds": self.vdla_seconds, "trace": self.trace,
+                "vdla_seconds": self.vdla_seconds, "end_to_end_seconds": self.end_to_end_seconds, "trace": self.trace,
                 "nodes": [{**n.__dict__, "device_seconds": self.device_seconds(n)} for n in self.nodes]}
 
 
@@ -258,9 +270,10 @@ class GraphModule:
                                          f"; convert it with .astype(np.{dtype}) / reshape it")
             self._input_bufs[name][...] = x
 
-    def _run_vdla(self, node: Mapping[str, Any], x: np.ndarray, backend: str,
-                  options: Mapping[str, Any]) -> tuple[np.ndarray, Any]:
-        """Run a VDLA node on input ``x``: its output value and the backend's run result."""
+    def _run_vdla(self, node: Mapping[str, Any], x: np.ndarray, backend: str, options: Mapping[str, Any],
+                  lookup: Callable[[Mapping[str, str]], np.ndarray] | None = None) -> tuple[np.ndarray, Any]:
+        """Run a VDLA node on input ``x`` (further inputs read with ``lookup``, default the arena): its
+        output value and the backend's run result."""
         program = self.programs[node["program"]]
         inp, out = node["input"], node["output"]
         if inp["perm"] is not None:
@@ -268,6 +281,10 @@ class GraphModule:
         spec = program.buffers[inp["buffer"]]
         dram = program.dram.copy()
         dram[spec.offset: spec.offset + spec.nbytes] = to_bytes(program.config, spec, x.reshape(spec.shape))
+        for more in node.get("more_inputs", ()):  # a residual add's second operand
+            spec = program.buffers[more["buffer"]]
+            v = (lookup or self._array)(more)
+            dram[spec.offset: spec.offset + spec.nbytes] = to_bytes(program.config, spec, v.reshape(spec.shape))
         bound = Program(program.config, program.instructions, dram, program.insn_addr, program.buffers)
         result = self._run_program(bound, backend, **options)
         y = result.read(out["buffer"]).reshape(out["shape"])
@@ -362,7 +379,8 @@ class GraphModule:
                 fn(*args, out)
                 values[node["name"]] = out
             else:
-                y, _ = self._run_vdla(node, values[node["input"]["value"]], backend, options)
+                y, _ = self._run_vdla(node, values[node["input"]["value"]], backend, options,
+                                      lambda ref: values[ref["value"]])
                 values[node["name"]] = np.array(y, order="C")
         for ref in self.graph["outputs"]:
             if "param" in ref:

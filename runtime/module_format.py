@@ -29,6 +29,7 @@ Members:
         "args": [{"value": name} | {"param": key}]},       # then the output, last
        {"name", "device": "vdla", "program": member, "ops": [str], "macs": int,
         "input": {"value": name, "buffer": str, "perm": [int] | null},
+        "more_inputs": [{"value": name, "buffer": str, "perm": null}],   # optional: a residual add's 2nd operand
         "output": {"buffer": str, "shape": [int], "perm": [int] | null}}],
      "partition": [{"name", "device", "ops": [str], "anchor": str | null,   # target vdla only
                     "reason": str | null}],                 # see vdla.runtime.partition_report

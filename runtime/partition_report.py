@@ -51,7 +51,7 @@ def read_partition(source: Any) -> PartitionReport:
 
 
 def format_partition(entries: Sequence[PartitionEntry]) -> str:
-    """A table: one line per kernel, its device and anchor, then the reason of each conv on the CPU."""
+    """A table: one line per kernel, its device and ops, then the reason of each kernel on the CPU."""
     width = max((len(e.name) for e in entries), default=4)
     lines = [f"{'kernel':<{width}}  device  ops"]
     for e in entries:
@@ -63,8 +63,13 @@ def format_partition(entries: Sequence[PartitionEntry]) -> str:
         counts[e.device] = counts.get(e.device, 0) + 1
     gemms = [e for e in entries if e.anchor is not None]
     on_vdla = sum(e.device == "vdla" for e in gemms)
-    lines.append(f"{len(entries)} kernels ({', '.join(f'{d} {c}' for d, c in sorted(counts.items()))}); "
-                 f"{on_vdla} of {len(gemms)} conv2d/dense on the VDLA")
+    summary = (f"{len(entries)} kernels ({', '.join(f'{d} {c}' for d, c in sorted(counts.items()))}); "
+               f"{on_vdla} of {len(gemms)} conv2d/dense on the VDLA")
+    for op, what in (("qadd", "residual adds"), ("qavg_pool2d", "average pools")):
+        kernels = [e for e in entries if op in e.ops]
+        if kernels:
+            summary += f", {sum(e.device == 'vdla' for e in kernels)} of {len(kernels)} {what}"
+    lines.append(summary)
     return "\n".join(lines)
 
 

@@ -96,6 +96,8 @@ class LayerProgram:
     expected: np.ndarray | None = None
     """The NumPy result (NCHW) the run must reproduce; None for a model kernel (zero input)."""
     out_shape: tuple[int, ...] = ()
+    macs: int | None = None
+    """Useful MACs when they differ from the workload's (a residual add or a pool: none)."""
 
     def timed(self, result: RunResult, cfg: HwConfig) -> LayerTime:
         """The layer's time from its run, after checking the output bit-exactly."""
@@ -104,7 +106,8 @@ class LayerProgram:
             if not np.array_equal(got, self.expected):
                 raise ProgramFaultError(f"layer {self.name} compiled for {cfg.label()} differs from NumPy on the "
                                         f"{result.backend} backend", hint="a compiler or simulator bug: report it with the config")
-        return LayerTime(self.name, str(self.workload), self.workload.macs, int(result.cycles or 0), self.knobs)
+        macs = self.workload.macs if self.macs is None else self.macs
+        return LayerTime(self.name, str(self.workload), macs, int(result.cycles or 0), self.knobs)
 
 
 def _resnet18_programs(wl: Workloads, cfg: HwConfig) -> Iterator[LayerProgram]:
@@ -141,7 +144,9 @@ def _model_programs(wl: Workloads, cfg: HwConfig) -> Iterator[LayerProgram]:
         except NotLoweredError:  # runs on the CPU for this config: no VDLA latency to report
             continue
         found = True
-        yield LayerProgram(node.name, kernel.workload, kernel.program)
+        # Every VDLA kernel: convs, dense, and the residual adds and pools (identity GEMM + ALU).
+        yield LayerProgram(node.name, kernel.workload, kernel.program,  # type: ignore[arg-type]
+                           macs=int(kernel.describe()["macs"]))  # type: ignore[call-overload]
     if not found:
         raise UnsupportedError(f"no layer of model {wl.name!r} runs on the VDLA with config {cfg.label()}",
                                hint="`vdla compile MODEL --target vdla --calibrate ...` prints why each layer stays on the CPU")

@@ -542,3 +542,6 @@ from vdla.compiler.graph import lower_llvm_matmul  # noqa: E402,F401
 
 # The indexing and float-math lowerings use the helpers above too.
 from vdla.compiler.graph import lower_llvm_index  # noqa: E402,F401
+
+# The requantizing int8 operators (qadd, qavg_pool2d) for the kernels left on the host.
+from vdla.compiler.graph import lower_llvm_qnn  # noqa: E402,F401

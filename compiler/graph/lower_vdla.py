@@ -1,5 +1,6 @@
 """The ``vdla`` lowerings: a partitioned VDLA kernel (packed int8 conv2d/dense and its ALU chain)
-becomes one VDLA program.
+becomes one VDLA program (a kernel of one ``qadd`` or ``qavg_pool2d``:
+:mod:`vdla.compiler.graph.lower_vdla_alu`).
 
 The GEMM's lowering starts a :class:`VdlaGemm` description; each ALU op after it
 (``relu``, a per-channel ``multiply``, ``right_shift``, ``clip``, the narrowing ``cast``) folds
@@ -25,6 +26,8 @@ from vdla.compiler.autotune import dispatch
 from vdla.compiler.graph.errors import NotLoweredError
 from vdla.compiler.graph.ir import Graph, Node, TensorType
 from vdla.compiler.graph.ops import lower, register_lowering
+from vdla.compiler.graph.lower_vdla_alu import ALU_KERNEL_OPS, compile_alu_kernel
+from vdla.compiler.graph.vdla_kernel import VdlaKernel, compile_conv_workload
 from vdla.compiler.graph.vdla_rules import gemm_unsupported_reason, is_packed_for
 from vdla.compiler.vdla.target import VdlaTarget
 from vdla.compiler.vdla.topi import CompiledConv, Conv2dWorkload, Requantize, compile_conv2d, dense_workload
@@ -197,41 +200,6 @@ def _cast(node: Node, xs: Sequence[object]) -> VdlaGemm:
     return replace(g, narrowed=True, out_type=node.type)
 
 
-@dataclass(frozen=True)
-class VdlaKernel:
-    """One compiled VDLA node: its program (weights bound) and how its input and output map to buffers."""
-
-    name: str
-    program: Program
-    input_value: str
-    input_perm: tuple[int, ...] | None
-    output_shape: tuple[int, ...]
-    output_perm: tuple[int, ...] | None
-    workload: Conv2dWorkload
-    epilogue: Requantize
-
-    def describe(self) -> dict[str, object]:
-        """The node's entry in the graph description (without its ``program`` member name)."""
-        return {"input": {"value": self.input_value, "buffer": "data",
-                          "perm": list(self.input_perm) if self.input_perm else None},
-                "output": {"buffer": "out", "shape": list(self.output_shape),
-                           "perm": list(self.output_perm) if self.output_perm else None},
-                "macs": self.workload.macs}
-
-
-def _compile(wl: Conv2dWorkload, target: VdlaTarget, epilogue: Requantize, virtual_threads: int,
-             name: str) -> CompiledConv:
-    """Compile with the tuned knobs (when a tuning log has them), else with the fastest default knobs
-    (``default_knobs`` itself falls back to fewer virtual threads when the layer has too few tiles)."""
-    tuned = dispatch.query("vdla_conv2d", asdict(wl))
-    if tuned is not None:
-        return compile_conv2d(wl, target, knobs=tuned, epilogue=epilogue)
-    try:
-        return compile_conv2d(wl, target, epilogue=epilogue, virtual_threads=virtual_threads)
-    except UnsupportedError as exc:  # CapacityError included: no tiling of this layer fits the config
-        raise NotLoweredError(f"kernel {name!r}: no VDLA schedule of {wl} fits: {exc}") from None
-
-
 def kernel_gemm(node: Node, graph: Graph, cfg: HwConfig) -> tuple[VdlaGemm, str]:
     """The GEMM a ``fused`` node placed on the VDLA computes, and the name of its data input."""
     body: Graph = node.attrs["body"]
@@ -253,9 +221,12 @@ def kernel_gemm(node: Node, graph: Graph, cfg: HwConfig) -> tuple[VdlaGemm, str]
 
 def compile_kernel(node: Node, graph: Graph, cfg: HwConfig, virtual_threads: int = 2) -> VdlaKernel:
     """Compile a ``fused`` node placed on the VDLA; raises NotLoweredError when its body does not fit."""
+    ops = [n for n in node.attrs["body"].nodes if n.op != "input"]
+    if len(ops) == 1 and ops[0].op in ALU_KERNEL_OPS:
+        return compile_alu_kernel(node, graph, cfg, virtual_threads)
     g, data_value = kernel_gemm(node, graph, cfg)
     epilogue = g.requantize()
-    compiled = _compile(g.workload, VdlaTarget(cfg), epilogue, virtual_threads, node.name)
+    compiled = compile_conv_workload(g.workload, VdlaTarget(cfg), epilogue, virtual_threads, node.name)
     wl = g.workload
     data = np.zeros((wl.n // cfg.batch, wl.ic // cfg.block_in, wl.h, wl.w, cfg.batch, cfg.block_in), np.int8)
     args = [data, g.kernel] + [pack_bias(cfg, v) for v in (g.bias, g.multiplier) if v is not None]
@@ -265,4 +236,4 @@ def compile_kernel(node: Node, graph: Graph, cfg: HwConfig, virtual_threads: int
     return VdlaKernel(node.name, program, data_value, perm, out_shape, perm, wl, epilogue)
 
 
-__all__ = ["VdlaGemm", "VdlaKernel", "VdlaOperand", "compile_kernel", "kernel_gemm", "per_channel_vector"]
+__all__ = ["VdlaGemm", "VdlaKernel", "VdlaOperand", "compile_conv_workload", "compile_kernel", "kernel_gemm", "per_channel_vector"]

@@ -81,3 +81,80 @@ def is_packed_for(node: Node, cfg: HwConfig) -> bool:
     """True when a conv2d/dense already uses the VDLA layouts of ``cfg``."""
     want = packed_layouts(node.op, cfg)
     return all((node.attrs.get(k) or node.attrs["data_layout"]) == v for k, v in want.items())
+
+
+def _packed_blocks(t: TensorType, cfg: HwConfig, what: str) -> str | None:
+    """None when ``t`` is an int8 tensor in the packed activation layout of ``cfg``, else why not."""
+    if t.dtype != "int8":
+        return f"{what} is {t.dtype}, not int8 (it is not quantized)"
+    if len(t.shape) != 6 or t.shape[4] != cfg.batch or t.shape[5] != cfg.block_in:
+        return (f"{what} {list(t.shape)} is not in the packed layout NCHW{cfg.batch}n{cfg.block_in}c (its channels "
+                f"do not tile into BLOCK_IN={cfg.block_in}, or no VDLA conv produces it)")
+    if cfg.block_in != cfg.block_out:
+        return (f"config {cfg.name!r} has BLOCK_IN={cfg.block_in} != BLOCK_OUT={cfg.block_out}: the identity GEMM that "
+                f"moves int8 tiles into the accumulators needs them equal")
+    return None
+
+
+def qadd_unsupported_reason(node: Node, input_types: Sequence[TensorType], cfg: HwConfig) -> str | None:
+    """None when a ``qadd`` runs on the VDLA (identity GEMM into the accumulators + ALU), else why not."""
+    for k, t in enumerate(input_types):
+        reason = _packed_blocks(t, cfg, f"operand {k}")
+        if reason is not None:
+            return reason
+    mult, align = node.attrs.get("mult"), node.attrs["align"]
+    if mult is None and any(a < -14 for a in align):
+        return f"an alignment shift of {min(align)} does not fit the ALU's immediate multiplier"
+    return None
+
+
+def qpool_unsupported_reason(node: Node, input_types: Sequence[TensorType], cfg: HwConfig) -> str | None:
+    """None when a ``qavg_pool2d`` runs on the VDLA (a conv with identity weight tiles per tap, then the
+    fixed-point divide on the ALU / STORE), else why not."""
+    reason = _packed_blocks(input_types[0], cfg, "the input")
+    if reason is not None:
+        return reason
+    a = node.attrs
+    pads = tuple(a["padding"])
+    if a["strides"][0] != a["strides"][1] or len(set(pads)) != 1:
+        return f"strides {tuple(a['strides'])} / padding {pads} differ per axis; the VDLA conv schedule takes one of each"
+    if pads[0] >= min(a["pool_size"]) and pads[0]:
+        return f"padding {pads[0]} is not smaller than the window {tuple(a['pool_size'])}"
+    return None
+
+
+#: Per op kind of a kernel that is not a GEMM: why the VDLA leaves it to the host when no rule places it.
+HOST_REASONS = {
+    "layout_transform": "a layout change (data movement between the host's and the VDLA's layouts)",
+    "quantize_linear": "the float -> int8 border (the VDLA computes on int8 only)",
+    "dequantize_linear": "the int8 -> float border (the VDLA computes on int8 only)",
+    "strided_slice": "slicing away channel padding (data movement)",
+    "pad": "zero-padding channels to the GEMM block (data movement)",
+    "reshape": "a reshape (data movement)",
+    "transpose": "a transpose (data movement)",
+    "softmax": "softmax needs exp and a divide, which the ALU (min/max/add/shr/mul) does not have",
+    "layer_norm": "layer norm needs a mean, a variance and a reciprocal square root, which the ALU does not have",
+}
+
+
+#: Why an int8 op of these kinds stays on the host.
+HOST_REASONS_INT8 = {
+    "max_pool2d": ("no VDLA max pool yet: it needs one identity GEMM per window tap and an ALU MAX chain, and "
+                   "padding of -128 where the LOAD pads with 0"),
+}
+
+
+def host_reason(ops: Sequence[Node]) -> str:
+    """Why a kernel made of ``ops`` runs on the host (for the partition report)."""
+    compute = [n for n in ops if n.op not in HOST_REASONS]
+    if not compute:  # only borders and data movement
+        return f"{ops[0].op}: {HOST_REASONS[ops[0].op]}"
+    first = compute[0]
+    if any(n.type.dtype.startswith("float") for n in compute):
+        first = next(n for n in compute if n.type.dtype.startswith("float"))
+        return (f"{first.op} runs in float: the quantizer left it in float (it quantizes conv2d, dense, residual "
+                f"adds, relu/clip and average pools whose inputs are int8; the first conv stays float with "
+                f"skip_first_conv)")
+    if first.op in HOST_REASONS_INT8:
+        return f"{first.op}: {HOST_REASONS_INT8[first.op]}"
+    return f"{', '.join(sorted({n.op for n in compute}))}: no VDLA rule for this op"

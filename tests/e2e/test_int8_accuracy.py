@@ -85,7 +85,7 @@ def test_cli_calibration_option_reports_sqnr(digits, tmp_path: Path, capsys) -> 
         q = json.loads(z.read("graph.json"))["quantization"]
     assert q["calibration"] == "kl" and q["per_channel"] is True
     dbs = [r["sqnr_db"] for r in q["sqnr"]]
-    assert len(dbs) == 3 and dbs == sorted(dbs) and all(d > 20 for d in dbs)
+    assert len(dbs) == 4 and dbs == sorted(dbs) and all(d > 20 for d in dbs)  # 2 convs, the average pool, the dense
     assert main(["compile", str(DIGITS_CNN), "--target", "vdla", "--calibrate", str(tmp_path / "calib.npz"),
                  "--calibration", "entropy", "-o", str(out)]) == 2
     err = capsys.readouterr().err

@@ -1,4 +1,5 @@
-"""ResNet-18 end to end: llvm against onnxruntime, vdla (int8) on fsim against the NumPy int8 reference."""
+"""ResNet-18 end to end: llvm against onnxruntime, vdla (int8: every conv but the float stem, every residual add
+and the global average pool on the VDLA) on fsim and cycle against the NumPy int8 reference."""
 
 from __future__ import annotations
 
@@ -42,12 +43,18 @@ def _vdla_is_bit_exact(resolution: int, skip_first_conv: bool) -> None:
     # Every conv and the dense: the 3-channel first conv and the 1000-class dense run zero-padded to the block.
     gemms = [e for e in compiled.partition() if e.anchor is not None]
     assert len(gemms) == 21 and all(e.device == "vdla" for e in gemms), [e for e in gemms if e.device != "vdla"]
-    got = compiled.module.run_all(feed, backend="fsim")
+    # Every residual add (8) and the global average pool run on the VDLA too (identity GEMM + ALU).
+    alu = [e for e in compiled.partition() if e.ops in (("qadd",), ("qavg_pool2d",))]
+    assert sorted(e.ops[0] for e in alu) == ["qadd"] * 8 + ["qavg_pool2d"] and all(e.device == "vdla" for e in alu)
+    # Every kernel left on the host says why.
+    assert all(e.reason for e in compiled.partition() if e.device == "cpu")
     want = run_all(compiled.graph, feed)
-    integer = [n for n, v in want.items() if v.dtype.kind in "iu" and n in got]
-    assert len(integer) >= 30  # every kernel output from the input quantization to the last requantization
-    for name in integer:  # the whole integer path, node by node, bit-exactly
-        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+    for backend in ("fsim", "cycle"):
+        got = compiled.module.run_all(feed, backend=backend)
+        integer = [n for n, v in want.items() if v.dtype.kind in "iu" and n in got]
+        assert len(integer) >= 30  # every kernel output from the input quantization to the last requantization
+        for name in integer:  # the whole integer path, node by node, bit-exactly
+            np.testing.assert_array_equal(got[name], want[name], err_msg=f"{name} on {backend}")
     final = run_graph(quantize(graph, samples, skip_first_conv=skip_first_conv), feed)[0]
     np.testing.assert_allclose(compiled.run(feed)[0], final, rtol=1e-5, atol=1e-5 * float(np.abs(final).max()))
 

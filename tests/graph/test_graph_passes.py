@@ -229,9 +229,14 @@ def test_partition_puts_int8_convs_on_vdla_and_the_rest_on_cpu(net) -> None:
     parted = partition(fuse_ops(fold_constant(alter_layout(q, CFG))), CFG)
     where = placement(parted)
     vdla = [n for n in parted.nodes if n.op == "fused" and n.attrs["target"] == "vdla"]
-    assert len(vdla) == 3 and set(where.values()) == {"vdla", "llvm"}  # conv2, conv3 and the dense
+    # conv2, conv3 and the dense; the residual add and the global average pool (identity GEMM + ALU)
+    assert len(vdla) == 5 and set(where.values()) == {"vdla", "llvm"}
+    alu = [n for n in vdla if [m.op for m in n.attrs["body"].nodes if m.op != "input"] in (["qadd"], ["qavg_pool2d"])]
+    assert len(alu) == 2 and all(n.type.dtype == "int8" for n in alu)
     for n in vdla:
         body_ops = [m.op for m in n.attrs["body"].nodes if m.op not in ("input",)]
+        if n in alu:
+            continue
         assert body_ops[0] in ("conv2d", "dense") and set(body_ops[1:]) <= ALU_OPS
         gemm = n.attrs["body"].nodes[len(n.inputs)]
         assert gemm.attrs["data_layout"] in ("NCHW1n16c", "NC1n16c")

@@ -59,11 +59,15 @@ def test_report_names_device_and_reason_per_kernel(onnx_bytes: bytes, samples, t
     assert len(dense) == 1 and dense[0].device == "vdla"  # 64 -> 10 features, padded to 16 outputs
     assert sum(e.device == "vdla" for e in gemms.values()) == 8 and len(gemms) == 12
     # A padded conv's output (zeros in its extra channels) feeds the next padded conv directly, with no
-    # slice-and-pad kernel between them; before the residual add and a float op it is sliced back.
+    # slice-and-pad kernel between them; the residual add of two values padded alike runs padded on the
+    # VDLA (its extra channels stay zero), and so does the global average pool; before a float op the
+    # padding is sliced back.
     b2_input = compiled.graph.node(gemms["/b2/b2.0/Conv_output_0"].name).inputs[0]
     assert b2_input == gemms["/b1/b1.6/Conv_output_0"].name
+    assert [e.device for e in entries if e.ops in (("qadd",), ("qavg_pool2d",))] == ["vdla", "vdla"]
     cpu_ops = [e.ops for e in entries if e.device == "cpu"]
-    assert sum("strided_slice" in ops for ops in cpu_ops) == 4  # 2 dequantizes, the add, the logits
+    assert sum("strided_slice" in ops for ops in cpu_ops) == 3  # 2 dequantizes, the logits
+    assert all(e.reason for e in entries if e.device == "cpu")
     # The report travels in the module file and reads back unchanged.
     path = compiled.export(tmp_path / "m.vdla")
     assert read_partition(load(path)) == entries
@@ -77,7 +81,7 @@ def test_vdla_compile_prints_the_partition(onnx_bytes: bytes, samples, tmp_path:
                  "-o", str(tmp_path / "m.vdla")]) == 0
     out = capsys.readouterr().out
     assert "why not vdla: conv2d '/b3/b3.3/Conv_output_0': depthwise conv (72 channels" in out
-    assert "8 of 12 conv2d/dense on the VDLA" in out
+    assert "8 of 12 conv2d/dense on the VDLA, 1 of 1 residual adds, 1 of 1 average pools" in out
     row = next(line for line in out.splitlines() if line.startswith("/b3/b3.6/Conv_output_0"))
     assert row.split()[1] == "vdla"
 

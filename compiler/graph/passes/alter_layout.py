@@ -4,7 +4,8 @@
 the layouts of each conv2d/dense (or leaves it alone).  Packed values then flow through the
 operators that do not care about layout (elementwise ops, quantize/dequantize with scalar
 scales, pooling over H and W, binary ops whose other operand is packed too or is a
-constant, channel concatenations of values packed alike); a ``layout_transform`` is inserted only where a producer's layout differs from
+constant, a ``qadd`` of two values channel-padded alike with zeros, channel concatenations of
+values packed alike); a ``layout_transform`` is inserted only where a producer's layout differs from
 what its consumer needs, and graph outputs return to their primal layout.  Constant
 operands are packed at compile time instead of through a transform node.
 
@@ -27,12 +28,13 @@ from vdla_hw.config import HwConfig
 from vdla.compiler.graph.errors import GraphError
 from vdla.compiler.graph.ir import Graph, Node, TensorType
 from vdla.compiler.graph.layout import parse_layout, transform
+from vdla.compiler.graph.ops.qnn import qadd_reference
 from vdla.compiler.graph.passes.rewrite import Rewriter
 from vdla.compiler.graph.vdla_rules import channel_padding, gemm_unsupported_reason, packed_layouts
 
 _UNARY = frozenset({"relu", "sigmoid", "tanh", "clip", "right_shift", "cast", "quantize_linear", "dequantize_linear"})
-_POOLS = frozenset({"max_pool2d", "avg_pool2d", "global_avg_pool2d"})
-_BINARY = frozenset({"add", "subtract", "multiply", "divide", "maximum", "minimum"})
+_POOLS = frozenset({"max_pool2d", "avg_pool2d", "global_avg_pool2d", "qavg_pool2d"})
+_BINARY = frozenset({"add", "subtract", "multiply", "divide", "maximum", "minimum", "qadd"})
 
 
 def _keeps_zero(n: Node) -> bool:
@@ -41,6 +43,13 @@ def _keeps_zero(n: Node) -> bool:
         lo, hi = n.attrs.get("a_min"), n.attrs.get("a_max")
         return (lo is None or lo <= 0) and (hi is None or hi >= 0)
     return n.op in ("relu", "right_shift", "cast", "max_pool2d", "avg_pool2d", "global_avg_pool2d")
+
+
+def _qadd_keeps_zero(n: Node) -> bool:
+    """Whether a ``qadd`` maps two zero operands to zero (its rounding term is below ``2**shift``): then
+    a residual add of two channel-padded values stays padded, its extra channels still zero."""
+    zero = np.zeros(1, np.int8)
+    return not qadd_reference([zero, zero], n.attrs).any()
 
 
 #: ``policy(node, input_types, graph)``: the conv2d/dense attributes ``data_layout``, ``kernel_layout``
@@ -181,6 +190,12 @@ class LayoutRewriter:
         packed = next(self.rw[i] for i in n.inputs if self.layout.get(self.rw[i]) == lay)
         primal_shape = parse_layout(lay).primal_shape(self.b.type_of(packed).shape)
         padded = self.channels.get(packed)
+        if padded is not None and n.op == "qadd" and self.padded_alike(n, lay, padded):
+            out = self.rw.copy(n, [self.rw[i] for i in n.inputs])
+            self.layout[out], self.channels[out] = lay, padded
+            if _qadd_keeps_zero(n):
+                self.zeros.add(out)
+            return True
         if padded is not None and not all(self.rw[i] == packed or self.b.const_value(self.rw[i]) is not None
                                           for i in n.inputs):
             return False  # a second variable operand would need the same padding
@@ -220,6 +235,11 @@ class LayoutRewriter:
             if packed in self.zeros and keeps_zero:
                 self.zeros.add(out)
         return True
+
+    def padded_alike(self, n: Node, lay: str, channels: int) -> bool:
+        """Whether every operand of ``n`` is in layout ``lay``, padded from ``channels`` with zeros."""
+        vs = [self.rw[i] for i in n.inputs]
+        return all(self.layout.get(v) == lay and self.channels.get(v) == channels and v in self.zeros for v in vs)
 
     def concat(self, n: Node, lay: str) -> bool:
         """Emit a channel concatenation of values that are all in packed layout ``lay`` in that layout

@@ -3,9 +3,12 @@
 Each fused kernel anchored on a conv2d/dense that the VDLA can run in its packed layout
 splits into a VDLA kernel -- the GEMM plus the chain of ALU ops that directly follows it
 (relu, bias/constant add, shift, clip, the final narrowing cast) -- and, when the group
-went on past what the ALU can do, a CPU kernel for the rest.  Every other kernel runs on
-the CPU (``llvm``); one anchored on a conv2d/dense the VDLA cannot run carries the ``reason``
-(from :func:`~vdla.compiler.graph.vdla_rules.gemm_unsupported_reason`).  Layout transforms are
+went on past what the ALU can do, a CPU kernel for the rest.  A kernel of one ``qadd``
+(residual add) or ``qavg_pool2d`` goes to the VDLA when its rule in
+:mod:`~vdla.compiler.graph.vdla_rules` allows (an identity GEMM moves the int8 operands into the
+accumulators, the ALU does the rest).  Every other kernel runs on the CPU (``llvm``) and carries
+the ``reason``: from :func:`~vdla.compiler.graph.vdla_rules.gemm_unsupported_reason` for a
+conv2d/dense, from the op's rule, or :func:`~vdla.compiler.graph.vdla_rules.host_reason`.  Layout transforms are
 injective CPU ops, so they sit in the CPU kernels at the borders; the VDLA kernels only see
 packed tensors.  Every ``fused`` node of
 the result carries its ``target``.
@@ -19,7 +22,8 @@ from vdla.compiler.graph.errors import GraphError
 from vdla.compiler.graph.ir import Graph, Node
 from vdla.compiler.graph.passes.fuse_ops import group_body
 from vdla.compiler.graph.passes.rewrite import Rewriter
-from vdla.compiler.graph.vdla_rules import ALU_OPS, gemm_unsupported_reason, is_packed_for
+from vdla.compiler.graph.vdla_rules import (ALU_OPS, gemm_unsupported_reason, host_reason, is_packed_for,
+                                            qadd_unsupported_reason, qpool_unsupported_reason)
 
 CPU, VDLA = "llvm", "vdla"
 
@@ -59,6 +63,20 @@ def _vdla_prefix(body: Graph, cfg: HwConfig) -> tuple[list[str] | None, str | No
     return chain, None
 
 
+#: Kernels of one requantizing int8 op that run on the VDLA ALU (after an identity GEMM), by op.
+ALU_KERNEL_RULES = {"qadd": qadd_unsupported_reason, "qavg_pool2d": qpool_unsupported_reason}
+
+
+def alu_kernel_reason(body: Graph, cfg: HwConfig) -> tuple[bool, str | None]:
+    """(is an ALU kernel, why it stays on the host or None) for a body of one ``qadd``/``qavg_pool2d``."""
+    ops = [n for n in body.nodes if n.op != "input"]
+    if len(ops) != 1 or ops[0].op not in ALU_KERNEL_RULES:
+        return False, None
+    n = ops[0]
+    reason = ALU_KERNEL_RULES[n.op](n, [body.node(i).type for i in n.inputs], cfg)
+    return True, None if reason is None else f"{n.op} {n.name!r}: {reason}"
+
+
 def partition(graph: Graph, cfg: HwConfig) -> Graph:
     """Assign every fused kernel to the VDLA or the CPU (see the module doc); run after fuse_ops."""
     rw = Rewriter(graph)
@@ -69,9 +87,13 @@ def partition(graph: Graph, cfg: HwConfig) -> Graph:
         if n.op != "fused":
             raise GraphError(f"partition runs on a fused graph, but node {n.name!r} is a bare {n.op!r}; run fuse_ops first")
         body: Graph = n.attrs["body"]
+        alu, reason = alu_kernel_reason(body, cfg)
+        if alu:
+            rw.copy(n, target=CPU if reason else VDLA, reason=reason)
+            continue
         prefix, reason = _vdla_prefix(body, cfg)
         if prefix is None:
-            rw.copy(n, target=CPU, reason=reason)
+            rw.copy(n, target=CPU, reason=reason or host_reason([m for m in body.nodes if m.op != "input"]))
             continue
         outer = dict(zip((p.name for p in body.input_nodes), (rw[i] for i in n.inputs)))
         if prefix[-1] == body.outputs[0]:
@@ -85,7 +107,8 @@ def partition(graph: Graph, cfg: HwConfig) -> Graph:
         rest = [m.name for m in body.nodes if m.op != "input" and m.name not in prefix]
         rest_body, rest_params = group_body(body, rest)
         pattern = "INJECTIVE" if n.attrs["pattern"] == "COMPLEX_OUT_FUSABLE" else n.attrs["pattern"]
-        rw.emit("fused", [outer[p] for p in rest_params], n.name, body=rest_body, pattern=pattern, target=CPU)
+        rw.emit("fused", [outer[p] for p in rest_params], n.name, body=rest_body, pattern=pattern, target=CPU,
+                reason=host_reason([m for m in rest_body.nodes if m.op != "input"]))
     return rw.finish()
 
 

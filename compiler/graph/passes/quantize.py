@@ -25,9 +25,11 @@ Every quantized value ``q`` (int8) stands for ``q * scale``, the scale chosen by
   the bound is checked when the graph is built, so the accumulators never wrap at run time.
 
 Round-to-nearest comes for free: ``2**(s-1)`` (per-tensor) or ``2**(s-1) / m[c]`` (per-channel)
-is folded into the int32 bias.  A residual ``add`` of quantized values rescales both operands to
-the output (left/right shifts, or integer multipliers), adds in int32 and requantizes the same
-way.  relu, max_pool2d, reshape and transpose pass int8 values through unchanged; every other
+is folded into the int32 bias.  A residual ``add`` of quantized values becomes one ``qadd``: it
+rescales both operands to the output (left shifts, or integer multipliers), adds in int32 and
+requantizes the same way.  An average pool (global or not, no dilation, padding counted) of an
+int8 value becomes one ``qavg_pool2d`` keeping the input's scale, its divide a fixed-point
+multiply (:mod:`vdla.compiler.graph.ops.qnn`).  relu, max_pool2d, reshape and transpose pass int8 values through unchanged; every other
 operator runs in float on dequantized inputs, and graph outputs are dequantized.  With
 ``skip_first_conv`` the first convolution stays in float (its few input channels suit the CPU
 better).  :func:`quantize_model` also returns which value each quantized layer's output replaced
@@ -223,27 +225,69 @@ class _Quantizer:
             self.rw.bind(n.name, self.rw[relu.name])
 
     def residual_add(self, n: Node) -> None:
+        """One ``qadd`` (:mod:`vdla.compiler.graph.ops.qnn`): both operands rescaled to a common scale
+        (integer multipliers, or shifts aligning powers of two), added with the rounding term,
+        [ReLU], shifted, clipped."""
         (a, s_a), (c, s_c) = self.as_int8(n.inputs[0]), self.as_int8(n.inputs[1])
         relu = self.fused_relu(n)
         out_node = relu or n
         s_y = self.scale_for(out_node.name)
-        terms = []
+        attrs: dict[str, object]
         if self.per_channel:
             m, shift, _ = requant_multipliers(np.array([s_a, s_c]) / s_y, np.full(2, 512.0))  # 2x margin: two terms
-            for v, mv in zip((a, c), m):
-                wide = self.b.op("cast", [v], f"{v}_i32", dtype="int32")
-                terms.append(self.b.op("multiply", [wide, self.b.const(np.int32(mv), f"{v}_m")], f"{v}_scaled"))
+            attrs = {"mult": (int(m[0]), int(m[1]))}
         else:
             e_a, e_c = (-round(math.log2(v)) for v in (s_a, s_c))
             e = max(e_a, e_c)
-            for v, ev in ((a, e_a), (c, e_c)):
-                wide = self.b.op("cast", [v], f"{v}_i32", dtype="int32")
-                terms.append(self.b.op("right_shift", [wide], f"{v}_align", shift=ev - e) if ev != e else wide)
+            attrs = {"align": (e_a - e, e_c - e)}  # <= 0: the coarser operand shifts left onto the finer scale
             shift = e + round(math.log2(s_y))
-        acc = self.b.op("add", terms, f"{n.name}_acc")
-        if shift > 0:
-            acc = self.b.op("add", [acc, self.b.const(np.int32(1 << (shift - 1)), f"{n.name}_round")], f"{n.name}_rnd")
-        self.requantize(self.relu_acc(acc, relu), shift, s_y, out_node, "add")
+            if shift < 0 or shift >= ACC_BITS or e - min(e_a, e_c) >= ACC_BITS:
+                self.rw.copy(n, [self.as_float(self.rw[i]) for i in n.inputs])
+                return
+        if relu is not None:
+            self.absorbed.add(relu.name)
+        out = self.rw.emit("qadd", [a, c], out_node.name, round=(1 << (shift - 1)) if shift > 0 else 0,
+                           shift=shift, relu=relu is not None, **attrs)
+        self.scale[out] = s_y
+        self.layers.append(QuantizedLayer(out_node.name, out, s_y, "add"))
+        if relu is not None:
+            self.rw.bind(n.name, out)
+
+    def avg_pool(self, n: Node) -> None:
+        """One ``qavg_pool2d`` keeping the input's scale: the divide by the window size is a fixed-point
+        multiply (``requant_multipliers`` of ``1/K``: round half up to the multiplier's precision)."""
+        x, s_x = self.as_int8(n.inputs[0])
+        t = self.graph.node(n.inputs[0]).type
+        if n.op in ("global_avg_pool2d", "mean"):
+            pool, strides, padding = (t.shape[2], t.shape[3]), (1, 1), (0, 0, 0, 0)
+        else:
+            pool, strides, padding = tuple(n.attrs["pool_size"]), tuple(n.attrs["strides"]), tuple(n.attrs["padding"])
+        k = pool[0] * pool[1]
+        m, shift, r = requant_multipliers(np.array([1.0 / k]), np.array([128.0 * k]))
+        attrs = dict(pool_size=pool, strides=strides, padding=padding, layout="NCHW", mult=int(m[0]),
+                     round=int(r[0]), shift=shift)
+        if n.op == "mean" and not n.attrs["keepdims"]:  # the pool, then the reshape dropping H and W
+            pooled = self.b.op("qavg_pool2d", [x], f"{n.name}_pool", **attrs)
+            out = self.rw.emit("reshape", [pooled], n.name, newshape=tuple(n.type.shape))
+        else:
+            out = self.rw.emit("qavg_pool2d", [x], n.name, **attrs)
+        self.scale[out] = s_x
+        self.layers.append(QuantizedLayer(n.name, out, s_x, "avg_pool"))
+
+    def _int8_avg_pool(self, n: Node) -> bool:
+        """An average pool of an int8 NCHW value that ``qavg_pool2d`` computes: every window divided by
+        its full size (no padding, or padding counted), no dilation or ceil mode."""
+        if n.op not in ("global_avg_pool2d", "avg_pool2d", "mean") or self.rw[n.inputs[0]] not in self.scale:
+            return False
+        if n.op == "mean":  # a global average pool spelled ReduceMean over H and W
+            return sorted(n.attrs["axes"]) == [2, 3] and len(self.graph.node(n.inputs[0]).type.shape) == 4
+        if n.attrs.get("layout", "NCHW") != "NCHW" or len(n.type.shape) != 4:
+            return False
+        if n.op == "avg_pool2d":
+            a = n.attrs
+            if tuple(a["dilation"]) != (1, 1) or a.get("ceil_mode") or (any(a["padding"]) and not a.get("count_include_pad")):
+                return False
+        return True
 
     def run(self) -> Graph:
         for n in self.graph.nodes:
@@ -255,6 +299,8 @@ class _Quantizer:
                 self.linear(n)
             elif n.op == "add" and n.type.dtype.startswith("float") and self._any_int8(n) and self._same_shape(n):
                 self.residual_add(n)
+            elif self._int8_avg_pool(n):
+                self.avg_pool(n)
             elif n.op in _PASSTHROUGH and self.rw[n.inputs[0]] in self.scale:
                 out = self.rw.copy(n)
                 self.scale[out] = self.scale[self.rw[n.inputs[0]]]

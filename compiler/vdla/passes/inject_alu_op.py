@@ -4,8 +4,9 @@ After ``compute_inline`` of the element-wise stages (bias add, ReLU, shift, clip
 store of the result reads ``out[...] = cast(f(acc[t, i, j]))`` where ``f`` is a chain of
 element-wise operations on the accumulator tile: ``op(chain, operand)`` with ``op`` one of
 :data:`~vdla.compiler.vdla.intrin.ALU_OPS` (``x // 2**s`` is a shift right) and ``operand`` a
-constant (an immediate) or another accumulator-scope tile with the same lanes (a bias
-row).  The ALU only works in place (``acc[dst] = op(acc[dst], imm | acc[src])``), so the
+constant (an immediate), another accumulator-scope tile with the same lanes (a bias
+row), or another such chain on a second accumulator tile (a residual add's ``a * m_a + b * m_b``:
+that chain runs first, in place on its own tile, which must be dead after the store too).  The ALU only works in place (``acc[dst] = op(acc[dst], imm | acc[src])``), so the
 chain is evaluated innermost first, each operation an instruction scope over the tile
 loops writing ``acc`` itself, and the store becomes ``out[...] = cast(acc[...])``, which
 ``inject_dma_copy`` turns into a STORE.  A ``vdla.requant`` wrapper that ``fold_requant_store``
@@ -36,6 +37,7 @@ def _is_acc_load(e: PrimExpr) -> bool:
 class _Inject(Mutator):
     def __init__(self, target: VdlaTarget):
         self.tile = target.scope(SCOPE_ACC).tile
+        self.temps: list = []  # accumulator tiles a sub-chain of the current epilogue overwrites
 
     def visit_SeqStmt(self, node: SeqStmt) -> Stmt:
         out: list[Stmt] = []
@@ -44,11 +46,11 @@ class _Inject(Mutator):
             if lowered is None:
                 out.append(self.visit(s))
                 continue
-            acc = lowered[1]
             later = node.stmts[k + 1:]
-            if any(collect(later, lambda n: isinstance(n, BufferLoad) and n.buffer.data is acc.data)):
-                raise VdlaLoweringError(f"the epilogue would overwrite {acc.name} in place, but a later "
-                                        f"statement reads it; store it before reading it again")
+            for acc in lowered[1]:
+                if any(collect(later, lambda n: isinstance(n, BufferLoad) and n.buffer.data is acc.data)):
+                    raise VdlaLoweringError(f"the epilogue would overwrite {acc.name} in place, but a later "
+                                            f"statement reads it; store it before reading it again")
             out.append(lowered[0])
         return seq(*out)
 
@@ -72,6 +74,7 @@ class _Inject(Mutator):
             return None
         tile_vars = tuple(lp.loop_var for lp in loops[-nt:])
         chain: list[Stmt] = []
+        self.temps = []
         root = self._chain(value, tile_vars, loops, chain)
         dst = tile_index(root.buffer, root.indices, tile_vars)
         for lp in loops[:-nt]:
@@ -82,7 +85,7 @@ class _Inject(Mutator):
         kept: PrimExpr = root if on_store is None else requant(root, on_store[1], on_store[2])
         final = Cast(store.value.dtype, kept) if isinstance(store.value, Cast) else kept
         copy = rebuild_nest(loops, BufferStore(store.buffer, final, store.indices))
-        return seq(*chain, copy), root.buffer
+        return seq(*chain, copy), [root.buffer, *self.temps]
 
     def _chain(self, e: PrimExpr, tile_vars, loops: list[For], out: list[Stmt]) -> BufferLoad:  # type: ignore[no-untyped-def]
         """Emit the ALU scopes computing ``e`` in place; returns the accumulator load it ends in."""
@@ -107,7 +110,15 @@ class _Inject(Mutator):
                     raise VdlaLoweringError(f"{root.buffer.name}: only division by a power of two maps to a shift")
                 imm = imm.bit_length() - 1
             uop = alu_uop(intrin.op, root.buffer, dst, imm=imm)
-        elif _is_acc_load(rhs) and not isinstance(e, FloorDiv):
+        elif (_is_acc_load(rhs) or self._has_chain(rhs)) and not isinstance(e, FloorDiv):
+            if not _is_acc_load(rhs):
+                # Another chain (``a * m_a + b * m_b``): evaluate it in place on its own tile first;
+                # that tile is dead after this store like the root's (checked by the caller).
+                rhs = self._chain(rhs, tile_vars, loops, out)
+                if rhs.buffer.data is root.buffer.data:
+                    raise VdlaLoweringError(f"{root.buffer.name}: both operands of `{e}` are chains on the "
+                                            f"same accumulator tile")
+                self.temps.append(rhs.buffer)
             src = tile_index(rhs.buffer, rhs.indices, tile_vars)  # type: ignore[union-attr]
             if src is None:
                 raise VdlaLoweringError(f"{root.buffer.name}: ALU operand {rhs} must be a whole accumulator tile")

@@ -1,0 +1,80 @@
+"""The ``vdla`` lowerings of the requantizing int8 operators: a partitioned kernel of one ``qadd``
+(residual add) or ``qavg_pool2d`` (average / global average pool) becomes one VDLA program.
+
+Both reach the accumulators through the GEMM core with identity weight tiles (the ALU reads
+only the accumulator SRAM) and are compiled through the schedule/tensorize path:
+
+* ``qadd``: :func:`vdla.compiler.vdla.topi.eltwise.compile_add` (two identity GEMMs, the
+  requantizing ALU chain, a STORE that shifts, clips and narrows);
+* ``qavg_pool2d``: a packed ``(N/B, C/BI, H, W, B, BI)`` tensor is, byte for byte, a batch of
+  ``N*C/BI`` images of BI channels, so the pool is the conv2d schedule of that batch with an
+  identity weight tile per window tap (the window sum) and the epilogue ``((sum + round) * mult)
+  >> shift`` (the fixed-point divide: ALU ADD of the rounding tile, ALU MUL, STORE shift).
+"""
+
+from __future__ import annotations
+
+from vdla_hw.config import HwConfig
+from vdla_hw.errors import UnsupportedError
+
+from vdla.compiler.graph.errors import NotLoweredError
+from vdla.compiler.graph.ir import Graph, Node
+from vdla.compiler.graph.vdla_kernel import VdlaKernel, compile_conv_workload
+from vdla.compiler.vdla.target import VdlaTarget
+from vdla.compiler.vdla.topi.eltwise import AddWorkload, compile_add
+from vdla.compiler.vdla.topi.pool import AvgPoolWorkload, compile_avg_pool
+
+
+ALU_KERNEL_OPS = ("qadd", "qavg_pool2d")
+
+
+def _data_inputs(node: Node, graph: Graph, op: Node) -> list[str]:
+    """The outer values ``op``'s operands read, in ``op``'s operand order."""
+    body: Graph = node.attrs["body"]
+    outer = dict(zip((p.name for p in body.input_nodes), node.inputs))
+    names = []
+    for i in op.inputs:
+        if i not in outer or graph.node(outer[i]).op == "constant":
+            raise NotLoweredError(f"kernel {node.name!r}: operand {i!r} of {op.op} is not a computed value (a "
+                                  f"constant operand should be folded instead)")
+        names.append(outer[i])
+    return names
+
+
+def add_workload(op: Node, cfg: HwConfig) -> AddWorkload:
+    """The :class:`AddWorkload` of a packed ``qadd``."""
+    nb, cb, h, w, b, bi = op.type.shape
+    a = op.attrs
+    return AddWorkload(nb * b, cb * bi, h, w, None if a.get("mult") is None else tuple(a.get("mult")), tuple(a["align"]),
+                       int(a["round"]), int(a["shift"]), bool(a["relu"]))
+
+
+def compile_alu_kernel(node: Node, graph: Graph, cfg: HwConfig, virtual_threads: int = 2) -> VdlaKernel:
+    """Compile a ``fused`` node of one ``qadd`` / ``qavg_pool2d`` placed on the VDLA."""
+    body: Graph = node.attrs["body"]
+    op = next(n for n in body.nodes if n.op != "input")
+    values = _data_inputs(node, graph, op)
+    target = VdlaTarget(cfg)
+    if op.op == "qadd":
+        wl = add_workload(op, cfg)
+        try:
+            compiled = compile_add(wl, target)
+        except UnsupportedError as exc:
+            raise NotLoweredError(f"qadd {op.name!r}: {exc}") from None
+        return VdlaKernel(node.name, compiled.bind(), values[0], None, op.type.shape, None, wl, None,
+                          input_buffer="a", more_inputs=((values[-1], "b"),), macs=0)
+    x_type = body.input_nodes[0].type
+    nb, cb, h, w, b, bi = x_type.shape
+    a = op.attrs
+    (kh, kw), stride, pad = tuple(a["pool_size"]), int(a["strides"][0]), int(a["padding"][0])
+    wl = AvgPoolWorkload(nb * b, cb * bi, h, w, kh, kw, stride, pad, int(a.get("mult")), int(a["round"]), int(a["shift"]))
+    try:
+        pool = compile_avg_pool(wl, target, compile_conv=lambda c, t, ep: compile_conv_workload(
+            c, t, ep, virtual_threads, node.name))
+    except UnsupportedError as exc:
+        raise NotLoweredError(f"qavg_pool2d {op.name!r}: {exc}") from None
+    return VdlaKernel(node.name, pool.bind(), values[0], None, op.type.shape, None, pool.compiled.workload,
+                      pool.compiled.epilogue, macs=0)
+
+
+__all__ = ["ALU_KERNEL_OPS", "add_workload", "compile_alu_kernel"]

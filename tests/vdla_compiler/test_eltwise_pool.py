@@ -1,0 +1,153 @@
+"""Residual add and average pooling compiled for the VDLA (identity GEMM + ALU, through the schedule /
+tensorize path) vs the graph operators' NumPy references, bit-exactly on fsim and cycle."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vdla.compiler.graph.passes.quantize import requant_multipliers
+from vdla.compiler.vdla import VdlaTarget
+from vdla.compiler.vdla.topi.eltwise import AddWorkload, add_reference, compile_add
+from vdla.compiler.vdla.topi.pool import AvgPoolWorkload, avg_pool_reference, compile_avg_pool
+from vdla.compiler.vdla.topi.reference import pack_data, unpack_output
+from vdla_hw.errors import UnsupportedError
+
+DEFAULT = VdlaTarget.from_config("default")
+BACKENDS = ("fsim", "cycle")
+
+
+def _int8(rng: np.random.Generator, shape: tuple[int, ...], extremes: bool = False) -> np.ndarray:
+    x = rng.integers(-128, 128, shape).astype(np.int8)
+    if extremes:  # saturation corners: whole rows of -128 and 127
+        x[..., 0, :] = -128
+        x[..., -1, :] = 127
+    return x
+
+
+ADDS = {
+    # per-channel quantization: int32 multipliers (wider than the ALU immediate) and a rounding term
+    "mult_relu": AddWorkload(1, 32, 5, 7, mult=(1 << 20, 3 << 19), round=1 << 20, shift=21, relu=True),
+    "mult_signed": AddWorkload(1, 16, 3, 9, mult=(900_001, -1_234_567), round=1 << 22, shift=23),
+    # products that wrap the int32 accumulator, as the reference does
+    "mult_wraps": AddWorkload(1, 16, 2, 3, mult=(1 << 24, 1 << 24), round=0, shift=24),
+    # per-tensor quantization: right and left alignment shifts (ALU SHR / MUL by an immediate)
+    "align": AddWorkload(1, 48, 4, 4, align=(2, -3), round=2, shift=2),
+    "plain": AddWorkload(1, 16, 1, 1),
+    # rows tiled: more tiles than one pass of the buffers holds
+    "resnet_56": AddWorkload(1, 64, 56, 56, mult=(1 << 21, 1 << 20), round=1 << 21, shift=22, relu=True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ADDS))
+def test_add_bit_exact_on_fsim_and_cycle(name: str) -> None:
+    wl = ADDS[name]
+    compiled = compile_add(wl, DEFAULT)
+    rng = np.random.default_rng(len(name))
+    shape = compiled.module.params[0].shape
+    a, b = _int8(rng, shape, extremes=True), _int8(rng, shape)
+    want = add_reference(a, b, wl)
+    assert want.min() < 0 or wl.relu  # the data reach both clip bounds on some case
+    for backend in BACKENDS if wl.h * wl.w <= 64 or name == "resnet_56" else ("fsim",):
+        got, result = compiled.run_packed(a, b, backend)
+        np.testing.assert_array_equal(got, want, err_msg=f"{name} on {backend}")
+        if backend == "cycle":
+            assert result.cycles > 0
+
+
+def test_add_saturates_at_both_bounds() -> None:
+    wl = AddWorkload(1, 16, 2, 2, mult=(1 << 16, 1 << 16), round=0, shift=8)
+    compiled = compile_add(wl, DEFAULT)
+    shape = compiled.module.params[0].shape
+    a = np.full(shape, 127, np.int8)
+    a[0, 0, 0] = -128
+    got, _ = compiled.run_packed(a, a.copy(), "fsim")
+    assert got[0, 0, 0].max() == -128 and got[0, 0, 1].min() == 127
+    np.testing.assert_array_equal(got, add_reference(a, a, wl))
+
+
+def test_add_uses_the_gemm_core_and_the_alu() -> None:
+    """Two identity GEMMs move the operands into the accumulators; the ALU multiplies (by resident
+    tiles, not immediates) and adds; the STORE requantizes."""
+    from vdla_hw.isa import AluInsn, AluOp, GemmInsn
+
+    program = compile_add(ADDS["mult_relu"], DEFAULT).bind()
+    gemms = [i for i in program.instructions if isinstance(i, GemmInsn)]
+    alus = [i for i in program.instructions if isinstance(i, AluInsn)]
+    assert gemms and {AluOp(i.alu_op) for i in alus} == {AluOp.MUL, AluOp.ADD}
+    assert all(not i.use_imm for i in alus)
+
+
+def test_add_rejects_tiles_that_do_not_fit() -> None:
+    with pytest.raises(UnsupportedError, match="BLOCK"):
+        compile_add(AddWorkload(1, 24, 4, 4), DEFAULT)
+    with pytest.raises(UnsupportedError, match="alignment"):
+        compile_add(AddWorkload(1, 16, 4, 4, align=(-20, 0)), DEFAULT)
+
+
+def _pool(n: int, c: int, h: int, w: int, k: int, stride: int, pad: int) -> AvgPoolWorkload:
+    m, shift, r = requant_multipliers(np.array([1.0 / (k * k)]), np.array([128.0 * k * k]))
+    return AvgPoolWorkload(n, c, h, w, k, k, stride, pad, int(m[0]), int(r[0]), shift)
+
+
+POOLS = {
+    "global_7x7": _pool(1, 64, 7, 7, 7, 1, 0),          # ResNet's global average pool (smaller C)
+    "global_odd_5x5": _pool(1, 32, 5, 5, 5, 1, 0),
+    "3x3_s2_p1": _pool(1, 32, 9, 7, 3, 2, 1),           # padding counted in the divisor, odd sizes
+    "2x2_s2": _pool(1, 16, 8, 6, 2, 2, 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(POOLS))
+def test_avg_pool_bit_exact_on_fsim_and_cycle(name: str) -> None:
+    wl = POOLS[name]
+    compiled = compile_avg_pool(wl, DEFAULT)
+    rng = np.random.default_rng(len(name))
+    x = _int8(rng, (wl.n, wl.c, wl.h, wl.w), extremes=True)
+    want = avg_pool_reference(x, wl)
+    for backend in BACKENDS:
+        got, _ = compiled.run_packed(pack_data(DEFAULT.config, x), backend)
+        np.testing.assert_array_equal(unpack_output(got), want, err_msg=f"{name} on {backend}")
+
+
+def test_avg_pool_divides_with_the_stated_rounding() -> None:
+    """The fixed-point divide rounds half up (to the multiplier's precision): a window of all 127 averages
+    to 127, of all -128 to -128, and sums of k*k*v + k*k/2 round up."""
+    wl = POOLS["global_odd_5x5"]
+    compiled = compile_avg_pool(wl, DEFAULT)
+    x = np.zeros((wl.n, wl.c, wl.h, wl.w), np.int8)
+    x[:, 0] = 127
+    x[:, 1] = -128
+    x[:, 2, 0, :3] = 5  # sum 15 over 25 -> 0.6 -> 1
+    x[:, 3, 0, :2] = 5  # sum 10 over 25 -> 0.4 -> 0
+    x[:, 4, 0, :3] = -5  # -0.6 -> -1
+    got, _ = compiled.run_packed(pack_data(DEFAULT.config, x), "fsim")
+    y = unpack_output(got)[0, :5, 0, 0]
+    assert y.tolist() == [127, -128, 1, 0, -1]
+    np.testing.assert_array_equal(unpack_output(got), avg_pool_reference(x, wl))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["add", "global_pool", "pool_3x3_s2_p1"])
+def test_a_block_of_each_on_rtl(kind: str) -> None:
+    """The Verilated RTL computes what fsim computes, with the cycle model's timing close."""
+    from vdla.runtime.backends.rtl import RtlBackend
+
+    why = RtlBackend.unavailable()
+    if why is not None:
+        pytest.fail(f"the rtl backend is unavailable here: {why}")
+    rng = np.random.default_rng(7)
+    if kind == "add":
+        wl = AddWorkload(1, 32, 4, 6, mult=(1 << 20, 3 << 19), round=1 << 20, shift=21, relu=True)
+        compiled = compile_add(wl, DEFAULT)
+        shape = compiled.module.params[0].shape
+        a, b = _int8(rng, shape, extremes=True), _int8(rng, shape)
+        got, result = compiled.run_packed(a, b, "rtl")
+        np.testing.assert_array_equal(got, add_reference(a, b, wl))
+    else:
+        pw = _pool(1, 32, 7, 7, 7, 1, 0) if kind == "global_pool" else _pool(1, 32, 9, 7, 3, 2, 1)
+        pool = compile_avg_pool(pw, DEFAULT)
+        x = _int8(rng, (pw.n, pw.c, pw.h, pw.w), extremes=True)
+        got, result = pool.run_packed(pack_data(DEFAULT.config, x), "rtl")
+        np.testing.assert_array_equal(unpack_output(got), avg_pool_reference(x, pw))
+    assert result.cycles > 0
