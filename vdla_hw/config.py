@@ -80,6 +80,23 @@ class TimingConfig:
     dma_narrow_rows: int = _DEFAULTS["timing"]["dma_narrow_rows"]
     """Row commands a DMA engine keeps in flight when its elements are narrower than the bus
     (the queue of lane offsets and counts it unpacks or packs beats with)."""
+    dram_beat_cycles: int = 1
+    """Cycles the DRAM needs per bus beat: 1 for a memory as fast as the bus (every preset's RTL
+    harness); ``bus_bytes / bytes per cycle`` for a narrower one, e.g. 4 for a 16-bit SDRAM behind
+    a 64-bit bus (a board's memory, see ``vdla_hw.fpga.boards``).  Reads and writes share it."""
+    dram_burst_cycles: int = 0
+    """Cycles the DRAM spends on every burst besides its beats: row activation and precharge,
+    the controller's command slots, refresh on average.  0 for the RTL harness's memory."""
+
+    def to_dict(self) -> dict[str, int]:
+        """The fields as a JSON-ready dict.  The DRAM fields added after the presets
+        (:data:`NEUTRAL_TIMING`) are left out at their neutral value: a config that does not set
+        them describes the same hardware, with the same digest, as before they existed."""
+        data = dataclasses.asdict(self)
+        for key, neutral in NEUTRAL_TIMING.items():
+            if data[key] == neutral:
+                del data[key]
+        return data
 
     @property
     def alu_copy_ii(self) -> int:
@@ -269,7 +286,9 @@ class HwConfig:
     # ---- (de)serialization ------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict that :func:`from_dict` turns back into an equal config."""
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        data["timing"] = self.timing.to_dict()
+        return data
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
@@ -291,7 +310,7 @@ class HwConfig:
         """A new validated config with some fields changed (``timing`` may be a dict)."""
         data = self.to_dict()
         if isinstance(changes.get("timing"), TimingConfig):
-            changes["timing"] = dataclasses.asdict(changes["timing"])
+            changes["timing"] = changes["timing"].to_dict()
         elif isinstance(changes.get("timing"), dict):
             changes["timing"] = {**data["timing"], **changes["timing"]}
         data.update(changes)
@@ -336,7 +355,12 @@ TIMING_RANGES: dict[str, tuple[int, int]] = {
     "dma_start_cycles": (2, 16),
     "dma_max_bursts": (1, 64),
     "dma_narrow_rows": (1, 64),
+    "dram_beat_cycles": (1, 256),
+    "dram_burst_cycles": (0, 10_000),
 }
+NEUTRAL_TIMING: dict[str, int] = {"dram_beat_cycles": 1, "dram_burst_cycles": 0}
+"""Timing fields whose neutral value leaves the cycle model's timing as it was before they existed
+(left out of :meth:`TimingConfig.to_dict`, so out of the digest, at that value)."""
 CLOCK_MHZ_RANGE: tuple[float, float] = (1, 2000)
 # The rules across fields that validation enforces besides the ranges above (public: the docs
 # generator prints them).  Each is what the RTL's elaboration checks or the ISA's encoding need.

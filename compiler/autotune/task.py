@@ -206,6 +206,6 @@ def extract_tasks(graph: Any, target: str = "llvm", *, cpu_target: str = "llvm",
                     gemm, _ = kernel_gemm(n, g, cfg)
                 except NotLoweredError:
                     continue  # runs on the CPU: nothing to tune on the accelerator
-                found.append(make_task("vdla_conv2d", asdict(gemm.workload), config=cfg))
+                found.append(make_task("vdla_conv2d", gemm.workload.task_workload(), config=cfg))
         return _weighted(found)
     raise UsageError(f"unknown target {target!r}; use one of {TARGETS}")

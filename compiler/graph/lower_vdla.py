@@ -16,7 +16,7 @@ DRAM image once, so the runtime only re-binds the input.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 from vdla_hw.config import HwConfig
@@ -31,7 +31,7 @@ from vdla.compiler.graph.vdla_kernel import VdlaKernel, compile_conv_workload
 from vdla.compiler.graph.vdla_rules import gemm_unsupported_reason, is_packed_for
 from vdla.compiler.vdla.target import VdlaTarget
 from vdla.compiler.vdla.topi import CompiledConv, Conv2dWorkload, Requantize, compile_conv2d, dense_workload
-from vdla.compiler.vdla.topi.reference import pack_bias
+from vdla.compiler.vdla.topi.reference import pack_bias, pack_depthwise_kernel
 from vdla.runtime.program import Program
 
 
@@ -94,13 +94,14 @@ def _conv2d(node: Node, xs: Sequence[VdlaOperand]) -> VdlaGemm:
     cfg = _gemm_checks(node, xs)
     a = node.attrs
     n, c6, h, w, b, bi = xs[0].type.shape
-    oc = xs[1].type.shape[0] * xs[1].type.shape[4]
+    depthwise = a.get("groups", 1) > 1  # the rules pass only depthwise groupings, weights (C, 1, KH, KW)
+    oc = xs[1].type.shape[0] if depthwise else xs[1].type.shape[0] * xs[1].type.shape[4]
     kh, kw = xs[1].type.shape[2:4]
     (sh, sw), pads = a["strides"], tuple(a["padding"])
     if sh != sw or len(set(pads)) != 1:
         raise NotLoweredError(f"conv2d {node.name!r}: the VDLA schedule takes one stride and one padding for both "
                               f"axes, got strides {(sh, sw)} and padding {pads}")
-    wl = Conv2dWorkload(n * b, c6 * bi, h, w, oc, kh, kw, sh, pads[0])
+    wl = Conv2dWorkload(n * b, c6 * bi, h, w, oc, kh, kw, sh, pads[0], depthwise)
     try:
         wl.check(cfg)
     except ValueError as exc:
@@ -108,7 +109,8 @@ def _conv2d(node: Node, xs: Sequence[VdlaOperand]) -> VdlaGemm:
     bias = xs[2].value if len(xs) == 3 else None
     if len(xs) == 3 and bias is None:
         raise NotLoweredError(f"conv2d {node.name!r}: the bias must be a constant")
-    return VdlaGemm("conv2d", wl, xs[1].value, bias, node.type, cfg)  # type: ignore[arg-type]
+    kernel = pack_depthwise_kernel(cfg, xs[1].value) if depthwise else xs[1].value  # type: ignore[arg-type]
+    return VdlaGemm("conv2d", wl, kernel, bias, node.type, cfg)
 
 
 @register_lowering("dense", "vdla")

@@ -9,7 +9,12 @@ only the accumulator SRAM) and are compiled through the schedule/tensorize path:
 * ``qavg_pool2d``: a packed ``(N/B, C/BI, H, W, B, BI)`` tensor is, byte for byte, a batch of
   ``N*C/BI`` images of BI channels, so the pool is the conv2d schedule of that batch with an
   identity weight tile per window tap (the window sum) and the epilogue ``((sum + round) * mult)
-  >> shift`` (the fixed-point divide: ALU ADD of the rounding tile, ALU MUL, STORE shift).
+  >> shift`` (the fixed-point divide: ALU ADD of the rounding tile, ALU MUL, STORE shift);
+* int8 ``max_pool2d``: :func:`vdla.compiler.vdla.topi.maxpool.compile_max_pool` (an identity GEMM
+  per window tap into its own accumulator tile, an ALU MAX chain; padding made exact by an
+  indicator offset that only real elements get);
+* a standalone int8 ``relu`` / ``clip`` (nothing before it absorbs it): the same kernel with a 1x1
+  window and the clamp.
 """
 
 from __future__ import annotations
@@ -20,12 +25,14 @@ from vdla_hw.errors import UnsupportedError
 from vdla.compiler.graph.errors import NotLoweredError
 from vdla.compiler.graph.ir import Graph, Node
 from vdla.compiler.graph.vdla_kernel import VdlaKernel, compile_conv_workload
+from vdla.compiler.graph.vdla_rules import clamp_bounds
 from vdla.compiler.vdla.target import VdlaTarget
 from vdla.compiler.vdla.topi.eltwise import AddWorkload, compile_add
+from vdla.compiler.vdla.topi.maxpool import MaxPoolWorkload, compile_max_pool
 from vdla.compiler.vdla.topi.pool import AvgPoolWorkload, compile_avg_pool
 
 
-ALU_KERNEL_OPS = ("qadd", "qavg_pool2d")
+ALU_KERNEL_OPS = ("qadd", "qavg_pool2d", "max_pool2d", "relu", "clip")
 
 
 def _data_inputs(node: Node, graph: Graph, op: Node) -> list[str]:
@@ -50,7 +57,8 @@ def add_workload(op: Node, cfg: HwConfig) -> AddWorkload:
 
 
 def compile_alu_kernel(node: Node, graph: Graph, cfg: HwConfig, virtual_threads: int = 2) -> VdlaKernel:
-    """Compile a ``fused`` node of one ``qadd`` / ``qavg_pool2d`` placed on the VDLA."""
+    """Compile a ``fused`` node of one ``qadd`` / ``qavg_pool2d`` / int8 ``max_pool2d`` / ``relu`` / ``clip`` placed on
+    the VDLA."""
     body: Graph = node.attrs["body"]
     op = next(n for n in body.nodes if n.op != "input")
     values = _data_inputs(node, graph, op)
@@ -66,6 +74,20 @@ def compile_alu_kernel(node: Node, graph: Graph, cfg: HwConfig, virtual_threads:
     x_type = body.input_nodes[0].type
     nb, cb, h, w, b, bi = x_type.shape
     a = op.attrs
+    if op.op in ("max_pool2d", "relu", "clip"):
+        if op.op == "max_pool2d":
+            mw = MaxPoolWorkload(nb * b, cb * bi, h, w, *tuple(a["pool_size"]), int(a["strides"][0]),
+                                 int(a["padding"][0]))
+        else:  # a standalone clamp: the 1x1 "max pool" with its clamp
+            bounds = clamp_bounds(op)
+            if bounds is None:
+                raise NotLoweredError(f"{op.op} {op.name!r}: its bounds are not int8 integers")
+            mw = MaxPoolWorkload(nb * b, cb * bi, h, w, 1, 1, 1, 0, *bounds)
+        try:
+            mp = compile_max_pool(mw, target)
+        except UnsupportedError as exc:
+            raise NotLoweredError(f"{op.op} {op.name!r}: {exc}") from None
+        return VdlaKernel(node.name, mp.bind(), values[0], None, op.type.shape, None, mw, None, macs=0)
     (kh, kw), stride, pad = tuple(a["pool_size"]), int(a["strides"][0]), int(a["padding"][0])
     wl = AvgPoolWorkload(nb * b, cb * bi, h, w, kh, kw, stride, pad, int(a.get("mult")), int(a["round"]), int(a["shift"]))
     try:

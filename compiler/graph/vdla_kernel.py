@@ -3,7 +3,7 @@ pooling lowerings share (tuned knobs when a tuning log has them, else the defaul
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from vdla_hw.errors import UnsupportedError
 
@@ -25,7 +25,8 @@ class VdlaKernel:
     output_shape: tuple[int, ...]
     output_perm: tuple[int, ...] | None
     workload: object
-    """A :class:`Conv2dWorkload` (conv2d, dense, average pool) or an ``AddWorkload`` (residual add)."""
+    """A :class:`Conv2dWorkload` (conv2d, dense, average pool), an ``AddWorkload`` (residual add) or a
+    ``MaxPoolWorkload`` (int8 max pool)."""
     epilogue: Requantize | None
     input_buffer: str = "data"
     more_inputs: tuple[tuple[str, str], ...] = ()
@@ -41,6 +42,8 @@ class VdlaKernel:
             "output": {"buffer": "out", "shape": list(self.output_shape),
                        "perm": list(self.output_perm) if self.output_perm else None},
             "macs": self.workload.macs if self.macs is None else self.macs}  # type: ignore[attr-defined]
+        if getattr(self.workload, "depthwise", False):  # how it runs: the only VDLA form (docs/vdla_compiler.md)
+            out["depthwise"] = "block_diagonal_gemm"
         if self.more_inputs:
             out["more_inputs"] = [{"value": v, "buffer": b, "perm": None} for v, b in self.more_inputs]
         return out
@@ -50,7 +53,7 @@ def compile_conv_workload(wl: Conv2dWorkload, target: VdlaTarget, epilogue: Requ
                           name: str) -> CompiledConv:
     """Compile with the tuned knobs (when a tuning log has them), else with the fastest default knobs
     (``default_knobs`` itself falls back to fewer virtual threads when the layer has too few tiles)."""
-    tuned = dispatch.query("vdla_conv2d", asdict(wl))
+    tuned = dispatch.query("vdla_conv2d", wl.task_workload())
     if tuned is not None:
         return compile_conv2d(wl, target, knobs=tuned, epilogue=epilogue)
     try:

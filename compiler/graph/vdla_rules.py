@@ -1,7 +1,8 @@
 """Which graph operators the VDLA can run, for a hardware config (used by alter_layout and partition).
 
 The VDLA runs int8 x int8 -> int32 conv2d and dense on its GEMM core, with channel counts
-that tile into BLOCK_IN x BLOCK_OUT weight blocks and a batch that tiles into BATCH rows,
+that tile into BLOCK_IN x BLOCK_OUT weight blocks and a batch that tiles into BATCH rows (depthwise
+convs as a block-diagonal GEMM, :func:`depthwise_unsupported_reason`),
 followed by the ALU ops (relu/max/min, add of a constant, shift, clip) and the STORE
 narrowing to int8.
 """
@@ -31,14 +32,10 @@ def gemm_unsupported_reason(node: Node, input_types: Sequence[TensorType], cfg: 
         n, c, _, _ = parse_layout(node.attrs["data_layout"]).primal_shape(data.shape)
         o = parse_layout(node.attrs["kernel_layout"]).primal_shape(weight.shape)[0]
         groups = node.attrs["groups"]
-        if groups != 1 and groups == c:
-            return (f"depthwise conv ({groups} channels, each its own group): a depthwise output reads 1 input "
-                    f"channel, the GEMM core contracts BLOCK_IN={cfg.block_in} per output; as a plain conv with a "
-                    f"diagonal {c}x{c} weight it would do {c}x the useful MACs, and the block-diagonal form that "
-                    f"would waste only {cfg.block_in}x needs a group axis the VDLA conv schedule does not have")
         if groups != 1:
-            return (f"grouped conv ({groups} groups of {c // groups} input channels): the VDLA conv schedule "
-                    f"has no group axis")
+            reason = depthwise_unsupported_reason(node, c, o, cfg)
+            if reason is not None:
+                return reason
         if tuple(node.attrs["dilation"]) != (1, 1):
             return f"dilation {tuple(node.attrs['dilation'])}: the VDLA conv schedule reads dense windows only"
     else:
@@ -54,6 +51,40 @@ def gemm_unsupported_reason(node: Node, input_types: Sequence[TensorType], cfg: 
     return None
 
 
+def depthwise_unsupported_reason(node: Node, channels: int, out_channels: int, cfg: HwConfig) -> str | None:
+    """None when a grouped conv2d is depthwise and runs as the block-diagonal GEMM (output block ``o``
+    contracts only input block ``o`` through a diagonal BLOCK_OUT x BLOCK_IN weight tile: BLOCK_IN x the
+    useful MACs), else why not."""
+    groups = node.attrs["groups"]
+    if groups != channels or out_channels != channels:
+        return (f"grouped conv ({groups} groups of {channels // groups} input channels, {out_channels} outputs): "
+                f"the VDLA runs depthwise convs (one input and one output channel per group) as a block-diagonal "
+                f"GEMM, other groupings have no VDLA schedule")
+    if cfg.block_in != cfg.block_out:
+        return (f"depthwise conv on config {cfg.name!r}: the block-diagonal GEMM needs BLOCK_IN == BLOCK_OUT "
+                f"({cfg.block_in} != {cfg.block_out})")
+    return None
+
+
+#: Operators a transformer keeps on the host, and why (the partition report's reason for their kernels).
+HOST_ONLY = {
+    "layer_norm": "layer_norm needs a mean, a variance, a division and a square root over the features: the VDLA ALU "
+                  "has only MIN, MAX, ADD, SHR, MUL and MOV on int32, so it runs in float on the CPU",
+    "softmax": "softmax needs exp and a division per row: no VDLA ALU form, so it runs in float on the CPU",
+    "erf": "GELU's erf is a transcendental function: no VDLA ALU form, so it runs in float on the CPU",
+    "matmul": "a matmul of two activations (attention's Q.K^T or A.V) has no VDLA lowering yet: its second operand "
+              "would be a weight loaded per call; it runs on the CPU",
+}
+
+
+def host_only_reason(ops: Sequence[str]) -> str | None:
+    """Why a kernel made of ``ops`` (without a conv2d/dense) stays on the CPU, when one of its operators is
+    one the VDLA has no form for (:data:`HOST_ONLY`); None otherwise."""
+    reasons = [f"{op}: {HOST_ONLY[op]}" if not HOST_ONLY[op].startswith(op) else HOST_ONLY[op]
+               for op in dict.fromkeys(ops) if op in HOST_ONLY]
+    return "; ".join(reasons) or None
+
+
 def channel_padding(node: Node, input_types: Sequence[TensorType], cfg: HwConfig) -> tuple[int, int] | None:
     """The input and output channel counts, rounded up to BLOCK_IN / BLOCK_OUT, to which ``node``'s
     channels are zero-padded so it runs on the VDLA; None when it runs unpadded or not at all."""
@@ -67,11 +98,12 @@ def channel_padding(node: Node, input_types: Sequence[TensorType], cfg: HwConfig
     return -(-c // cfg.block_in) * cfg.block_in, -(-o // cfg.block_out) * cfg.block_out
 
 
-def packed_layouts(op: str, cfg: HwConfig) -> dict[str, str]:
-    """The VDLA data/kernel/output layouts of a conv2d or dense."""
+def packed_layouts(op: str, cfg: HwConfig, depthwise: bool = False) -> dict[str, str]:
+    """The VDLA data/kernel/output layouts of a conv2d or dense.  A depthwise conv keeps its ``(C, 1, KH, KW)``
+    weights in OIHW: its lowering builds the block-diagonal tiles from them."""
     if op == "conv2d":
         return {"data_layout": f"NCHW{cfg.batch}n{cfg.block_in}c",
-                "kernel_layout": f"OIHW{cfg.block_out}o{cfg.block_in}i",
+                "kernel_layout": "OIHW" if depthwise else f"OIHW{cfg.block_out}o{cfg.block_in}i",
                 "out_layout": f"NCHW{cfg.batch}n{cfg.block_out}c"}
     return {"data_layout": f"NC{cfg.batch}n{cfg.block_in}c", "kernel_layout": f"OI{cfg.block_out}o{cfg.block_in}i",
             "out_layout": f"NC{cfg.batch}n{cfg.block_out}c"}
@@ -79,7 +111,7 @@ def packed_layouts(op: str, cfg: HwConfig) -> dict[str, str]:
 
 def is_packed_for(node: Node, cfg: HwConfig) -> bool:
     """True when a conv2d/dense already uses the VDLA layouts of ``cfg``."""
-    want = packed_layouts(node.op, cfg)
+    want = packed_layouts(node.op, cfg, node.attrs.get("groups", 1) > 1)
     return all((node.attrs.get(k) or node.attrs["data_layout"]) == v for k, v in want.items())
 
 
@@ -123,6 +155,50 @@ def qpool_unsupported_reason(node: Node, input_types: Sequence[TensorType], cfg:
     return None
 
 
+
+def max_pool_unsupported_reason(node: Node, input_types: Sequence[TensorType], cfg: HwConfig) -> str | None:
+    """None when an int8 ``max_pool2d`` runs on the VDLA (an identity GEMM per window tap, an ALU MAX chain;
+    padding made exact by an indicator offset, see :mod:`vdla.compiler.vdla.topi.maxpool`), else why not."""
+    reason = _packed_blocks(input_types[0], cfg, "the input")
+    if reason is not None:
+        return reason
+    a = node.attrs
+    pads, (kh, kw), (sh, sw) = tuple(a["padding"]), tuple(a["pool_size"]), tuple(a["strides"])
+    if tuple(a["dilation"]) != (1, 1):
+        return f"dilation {tuple(a['dilation'])}: the VDLA max pool reads dense windows only"
+    if sh != sw or len(set(pads)) != 1:
+        return f"strides {(sh, sw)} / padding {pads} differ per axis; the VDLA max pool takes one of each"
+    h, w = input_types[0].shape[2:4]
+    if a["ceil_mode"] and ((h + 2 * pads[0] - kh) % sh or (w + 2 * pads[0] - kw) % sh):
+        return "ceil_mode adds a partial window past the padding; the VDLA max pool takes floor windows only"
+    if pads[0] > 15:
+        return f"padding {pads[0]} exceeds the LOAD's 4-bit padding fields"
+    return None
+
+
+def clamp_bounds(node: Node) -> tuple[int, int] | None:
+    """The int8 interval ``[lo, hi]`` a ``relu`` / ``clip`` clamps to, or None when a bound is not an integer
+    inside the int8 range."""
+    if node.op == "relu":
+        return 0, 127
+    lo, hi = node.attrs.get("a_min"), node.attrs.get("a_max")
+    lo, hi = -128 if lo is None else lo, 127 if hi is None else hi
+    if lo != int(lo) or hi != int(hi) or not -128 <= lo <= hi <= 127:
+        return None
+    return int(lo), int(hi)
+
+
+def clamp_unsupported_reason(node: Node, input_types: Sequence[TensorType], cfg: HwConfig) -> str | None:
+    """None when a standalone int8 ``relu`` / ``clip`` (no conv or add before it to absorb it) runs on the
+    VDLA (an identity GEMM, ALU MAX/MIN immediates or the STORE's ReLU), else why not."""
+    reason = _packed_blocks(input_types[0], cfg, "the input")
+    if reason is not None:
+        return reason
+    if clamp_bounds(node) is None:
+        return (f"clip bounds [{node.attrs.get('a_min')}, {node.attrs.get('a_max')}] are not integers inside the "
+                f"int8 range (the ALU clamps with integer immediates)")
+    return None
+
 #: Per op kind of a kernel that is not a GEMM: why the VDLA leaves it to the host when no rule places it.
 HOST_REASONS = {
     "layout_transform": "a layout change (data movement between the host's and the VDLA's layouts)",
@@ -132,20 +208,19 @@ HOST_REASONS = {
     "pad": "zero-padding channels to the GEMM block (data movement)",
     "reshape": "a reshape (data movement)",
     "transpose": "a transpose (data movement)",
-    "softmax": "softmax needs exp and a divide, which the ALU (min/max/add/shr/mul) does not have",
-    "layer_norm": "layer norm needs a mean, a variance and a reciprocal square root, which the ALU does not have",
+    # softmax, layer_norm, erf, matmul: HOST_ONLY (named first, whatever else the kernel holds)
 }
 
 
 #: Why an int8 op of these kinds stays on the host.
-HOST_REASONS_INT8 = {
-    "max_pool2d": ("no VDLA max pool yet: it needs one identity GEMM per window tap and an ALU MAX chain, and "
-                   "padding of -128 where the LOAD pads with 0"),
-}
+HOST_REASONS_INT8: dict[str, str] = {}
 
 
 def host_reason(ops: Sequence[Node]) -> str:
     """Why a kernel made of ``ops`` runs on the host (for the partition report)."""
+    named = host_only_reason([n.op for n in ops])
+    if named is not None:  # an op the VDLA has no form for: the reason, whatever borders the kernel holds
+        return named
     compute = [n for n in ops if n.op not in HOST_REASONS]
     if not compute:  # only borders and data movement
         return f"{ops[0].op}: {HOST_REASONS[ops[0].op]}"

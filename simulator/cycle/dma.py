@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from vdla.simulator.cycle.dram import END, REQUEST, START, Burst, Dram, Owner, burst_beats
+from vdla.simulator.cycle.dram import END, HOLD, REQUEST, START, Burst, Dram, Owner, burst_beats
 from vdla_hw.config import HwConfig
 
 
@@ -72,24 +72,28 @@ def geometry(cfg: HwConfig, addr: int, row_bytes: int, rows: int, stride: int, e
     burst = t.dram_burst_bytes
     # Only the offsets within a burst-aligned block matter, so programs reuse few shapes.
     return _geometry(cfg.bus_bytes, burst, t.dram_latency, t.dma_max_bursts, t.dma_narrow_rows,
-                     addr % burst, row_bytes, rows, stride % burst, elem_bytes)
+                     addr % burst, row_bytes, rows, stride % burst, elem_bytes, t.dram_beat_cycles, t.dram_burst_cycles)
 
 
 @lru_cache(maxsize=4096)
 def _geometry(bus: int, burst: int, latency: int, max_bursts: int, max_rows: int,
-              addr: int, row_bytes: int, rows: int, stride: int, elem_bytes: int) -> RowGeometry:
+              addr: int, row_bytes: int, rows: int, stride: int, elem_bytes: int,
+              beat_cycles: int = 1, burst_cycles: int = 0) -> RowGeometry:
     narrow = elem_bytes < bus
     per_beat = bus // elem_bytes if narrow else 1
 
     def row(a: int) -> tuple[tuple[int, ...], int, tuple[int, ...]]:
         beats = tuple(burst_beats(a, row_bytes, bus, burst))
         if not narrow:
-            return beats, 0, beats
+            if beat_cycles == 1 and burst_cycles == 0:
+                return beats, 0, beats
+            # A slower DRAM: its beats, not the bus, set the pace, plus its per-burst cost.
+            return beats, 0, tuple(b * beat_cycles + burst_cycles for b in beats)
         lane = (a % bus) // elem_bytes
         left, first, holds = row_bytes // elem_bytes, lane, []
         for b in beats:
             elems = min(left, b * per_beat - first)
-            holds.append(elems)
+            holds.append(max(elems, b * beat_cycles) + burst_cycles)
             left -= elems
             first = 0
         return beats, lane, tuple(holds)
@@ -155,7 +159,8 @@ class ReadRows(Owner):
     in front of them (then ``dirty`` is set, see :mod:`vdla.simulator.cycle.dram`).
     """
 
-    __slots__ = ("heads", "tails", "timing", "base", "plan", "cfg", "start", "geo", "writer", "stalls_booked")
+    __slots__ = ("heads", "tails", "timing", "base", "plan", "cfg", "start", "geo", "writer", "stalls_booked",
+                 "head_holds", "pending")
 
     def __init__(self, cfg: HwConfig, start: int, geo: RowGeometry) -> None:
         super().__init__()
@@ -170,6 +175,28 @@ class ReadRows(Owner):
         """The tile writer that paces a block of elements at least as wide as the bus, if it ever lags."""
         self.stalls_booked = False
         """The bursts' holding times include the writer's stalls (booked behind everything else)."""
+        self.head_holds: dict[int, tuple[int, int]] = {}
+        """(row, holding time without the writer's stall) of each row's first burst, by ``id``,
+        when the stalls are booked."""
+        self.pending: tuple[int, int] | None = None
+        """(row, holding time without the stall) of the row's first burst being booked now."""
+
+    def adopt(self, burst: Burst) -> None:
+        if self.pending is not None:
+            self.head_holds[id(burst)] = self.pending
+            self.pending = None
+
+    def hold_from(self, burst: Burst, start: int) -> int:
+        """A row's first burst holds the channel until the writer takes its first element, so
+        its holding time shrinks (or grows) when its data moves to ``start``."""
+        row = self.head_holds.get(id(burst))
+        if row is None:
+            return burst[HOLD]
+        r, hold = row
+        writer = self.writer
+        assert writer is not None  # head_holds is filled only for a paced block
+        ready = writer.ready if r == 0 else self.tails[r - 1][END] + writer.trail + writer.gap
+        return hold + ready - (start + writer.lead) if ready > start + writer.lead else hold
 
     def expand(self, tail: int) -> list[Burst]:
         """The segment's bursts, exactly as :func:`_bursts` would have booked them with data
@@ -200,19 +227,27 @@ class ReadRows(Owner):
 
 @dataclass(frozen=True)
 class Writer:
-    """The tile writer behind a read of elements at least as wide as the bus.
+    """The tile writer behind a padded read, which can hold the read channel.
 
-    The engine holds an element's last beat on the read channel until the writer, which walks
-    the padded block one element per ``w`` cycles, takes it; so after padding the channel waits
-    for the writer, and so does every burst queued behind.
+    The writer walks the padded block one element per ``w`` cycles and takes a data element
+    only when it gets there.  The engine holds the data meanwhile: an element at least as wide
+    as the bus keeps its last beat on the read channel; for narrower elements the beat
+    register stays full, so the row's next beat is not taken.  After padding the channel
+    therefore waits for the writer, and so does every burst queued behind.
     """
 
     ready: int
     """The cycle the writer can take the block's first data element."""
     gap: int
     """Cycles from a row's last data element to the writer being ready for the next row's first."""
-    ratio: int
-    """Beats per element."""
+    lead: int
+    """Cycles from a row's first beat on the channel to its first element being ready for the
+    writer: ``beats - 1`` for elements at least as wide as the bus (the element is complete
+    with its last beat), 1 for narrower ones (the beat register is loaded first)."""
+    trail: int
+    """Cycle of a row's last element relative to the end of the row's hold on the channel: -1
+    for wide elements (written with the last beat), 0 for narrow ones (its hold ends as the
+    beat register's last element comes out)."""
 
 
 def read_rows(cfg: HwConfig, dram: Dram, start: int, geo: RowGeometry, writer: Writer | None = None) -> ReadRows:
@@ -230,13 +265,16 @@ def read_rows(cfg: HwConfig, dram: Dram, start: int, geo: RowGeometry, writer: W
         dram.drop_done()
     first_request = start + cfg.timing.dma_start_cycles
     if requests and requests[-1] > first_request:
+        # Requested before bursts already booked: each burst is placed among them; a writer's
+        # stalls are booked as each row's first burst lands (``hold_from``).
+        out.stalls_booked = out.paced = writer is not None
         _engine(cfg, start, geo, out, lambda request, hold, after, window: dram.read_burst(
             request, hold, out, after, window))
         return out
     tail = dram.tail_end()
     plan = geo.plan
     if plan is None or writer is not None:
-        out.stalls_booked = writer is not None
+        out.stalls_booked = out.paced = writer is not None
         bursts = _bursts(cfg, start, geo, out, tail, dram.latency)
         queue.extend(bursts)
         requests.extend(b[REQUEST] for b in bursts)
@@ -280,17 +318,20 @@ def _bursts(cfg: HwConfig, start: int, geo: RowGeometry, out: ReadRows, tail: in
                     grant = window[END]
             request = grant + 1
             first = request + latency if request + latency > tail else tail
-            if writer is not None and len(heads) == r and ready > first + writer.ratio - 1:
-                hold += ready - (first + writer.ratio - 1)  # the row's first element waits for the writer
+            base_hold = hold
+            if writer is not None and len(heads) == r and ready > first + writer.lead:
+                hold += ready - (first + writer.lead)  # the row's first element waits for the writer
             tail = first + hold
             after = [request, first, tail, hold, out, after, request - after[REQUEST] if after else 0, window]
             bursts.append(after)
             if len(heads) == r:
                 heads.append(after)
+                if writer is not None:
+                    out.head_holds[id(after)] = (r, base_hold)
         tails.append(after)
         command = grant + 1
         if writer is not None:
-            ready = tail - 1 + writer.gap
+            ready = tail + writer.trail + writer.gap
     return bursts
 
 
@@ -323,6 +364,8 @@ def _engine(
                 window = bursts[n - max_bursts]
                 if window[END] > grant:
                     grant = window[END]
+            if out.paced and len(heads) == r:
+                out.pending = (r, hold)
             after = book(grant + 1, hold, after, window)
             bursts.append(after)
             if len(heads) == r:
@@ -332,7 +375,7 @@ def _engine(
 
 
 def write_rows(cfg: HwConfig, start: int, first_element: int, geo: RowGeometry, row_elems: int, elem_bytes: int,
-               row_reads: int = 0) -> int:
+               share: Callable[[int, int], object] | None = None, row_reads: int = 0) -> int:
     """The cycle after the last write response of a block arrives (the engine is idle then).
 
     Elements reach the engine one per cycle from ``first_element`` on.  Elements at
@@ -343,6 +386,10 @@ def write_rows(cfg: HwConfig, start: int, first_element: int, geo: RowGeometry, 
     requested, is visible (``queue_latency``).  ``row_reads`` extra SRAM reads precede each
     row's elements (a STORE's bias), so row ``r``'s first element comes no earlier than
     ``first_element + r * row_elems + (r + 1) * row_reads``.
+
+    A DRAM slower than the bus (``dram_beat_cycles`` > 1 or ``dram_burst_cycles`` > 0) is one
+    memory for reads and writes: ``share(cycle, hold)`` books each write burst's time in it
+    (on the read channel's queue), so the reads behind it wait.
     """
     t = cfg.timing
     latency, max_bursts, max_rows, ql = t.dram_latency, t.dma_max_bursts, t.dma_narrow_rows, t.queue_latency
@@ -352,6 +399,9 @@ def write_rows(cfg: HwConfig, start: int, first_element: int, geo: RowGeometry, 
     responses: list[int] = []
     row_first_element: list[int] = []
     ready = first_element  # narrow: the next element's cycle; wide: the last beat's (or first_element)
+    beat_cycles, burst_cycles = t.dram_beat_cycles, t.dram_burst_cycles
+    slow = beat_cycles > 1 or burst_cycles > 0
+    dram_free = 0
     for r, bursts in enumerate(geo.bursts):
         if narrow and r >= max_rows and row_first_element[r - max_rows] + 1 > command:
             command = row_first_element[r - max_rows] + 1
@@ -377,6 +427,15 @@ def write_rows(cfg: HwConfig, start: int, first_element: int, geo: RowGeometry, 
             else:
                 first_out = max(ready + 1, length_known)
                 last_out = ready = first_out + beats - 1
+            if slow:
+                # A DRAM slower than the bus takes the beats at its own pace, one burst after the
+                # other, and holds the engine back meanwhile.
+                begin = max(first_out, dram_free)
+                last_out = max(last_out, begin + beats * beat_cycles - 1) + burst_cycles
+                dram_free = last_out + 1
+                if share is not None:
+                    share(begin, last_out + 1 - begin)
+                ready = last_out + 1 if narrow else last_out
             responses.append(last_out + latency)
         command = request + 1
     return responses[-1] + 1 if responses else start + 1

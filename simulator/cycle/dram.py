@@ -60,12 +60,25 @@ class PortCounters:
 
 
 class Owner:
-    """What a booked burst belongs to: ``dirty`` is set when one of its bursts was delayed."""
+    """What a booked burst belongs to: ``dirty`` is set when one of its bursts was delayed.
 
-    __slots__ = ("dirty",)
+    ``paced`` owners hold the channel for a time that depends on when their data comes
+    (a tile writer that lags behind it, see :class:`vdla.simulator.cycle.dma.Writer`):
+    :meth:`hold_from` gives a burst's holding time when its data starts in a given cycle.
+    """
+
+    __slots__ = ("dirty", "paced")
 
     def __init__(self) -> None:
         self.dirty = False
+        self.paced = False
+
+    def hold_from(self, burst: "Burst", start: int) -> int:
+        """Cycles ``burst`` holds the channel when its data starts in cycle ``start``."""
+        return burst[HOLD]
+
+    def adopt(self, burst: "Burst") -> None:
+        """``burst`` was just booked for this (paced) owner, before its start is known."""
 
 
 # A booked read burst is a list record (cheaper than an object: a program books one per burst):
@@ -120,14 +133,21 @@ class Dram:
         if queue and queue[0][END] <= self.env.now:
             self.drop_done()
         gap = request - after[REQUEST] if after is not None else 0
+        paced = owner is not None and owner.paced
         if not queue or requests[-1] <= request:
             start = max(request + self.latency, self.tail_end())
             burst = [request, start, start + hold, hold, owner, after, gap, window]
+            if paced:
+                owner.adopt(burst)
+                burst[HOLD] = hold = owner.hold_from(burst, start)
+                burst[END] = start + hold
             queue.append(burst)
             requests.append(request)
             return burst
         # Requested before bursts already booked: serve it first and re-place those behind it.
         burst = [request, 0, 0, hold, owner, after, gap, window]
+        if paced:
+            owner.adopt(burst)
         at = bisect_right(requests, request)
         behind = queue[at:]
         del queue[at:], requests[at:]
@@ -158,6 +178,9 @@ class Dram:
             if start != b[START] and b is not burst and b[OWNER] is not None:
                 b[OWNER].dirty = True
             b[START] = start
+            owner = b[OWNER]
+            if owner is not None and owner.paced:
+                b[HOLD] = owner.hold_from(b, start)
             b[END] = end = start + b[HOLD]
             queue.append(b)
             requests.append(request)
@@ -169,6 +192,9 @@ class Dram:
         queue, requests, latency = self.queue, self.requests, self.latency
         start = burst[REQUEST] + latency
         burst[START] = start = start if start > end else end
+        owner = burst[OWNER]
+        if owner is not None and owner.paced:
+            burst[HOLD] = owner.hold_from(burst, start)
         burst[END] = end = start + burst[HOLD]
         queue.append(burst)
         requests.append(burst[REQUEST])
@@ -190,6 +216,9 @@ class Dram:
                     b[OWNER].dirty = True
             else:
                 unchanged += 1
+            owner = b[OWNER]
+            if owner is not None and owner.paced:
+                b[HOLD] = owner.hold_from(b, start)
             b[END] = end = start + b[HOLD]
             queue.append(b)
             requests.append(request)

@@ -126,7 +126,8 @@ class FetchUnit:
         # The k-th instruction of the chunk leaves the DMA stream with its last beat (one per cycle
         # out of a wider beat); none before the chunk's data allows.
         extra = 1 if narrow else 0
-        per_insn = cfg.fetch_cycles_per_insn
+        # A DRAM slower than the bus paces the stream by its beats.
+        per_insn = max(cfg.fetch_cycles_per_insn, -(-cfg.timing.dram_beat_cycles * INSN_BYTES // cfg.bus_bytes))
         arrive = head[START] + extra + per_insn - 1
         for i in range(first, first + count):
             self.arrivals[i] = arrive

@@ -46,10 +46,11 @@ def start_load(unit: Unit, insn: MemInsn, start: int) -> tuple[int, int, ReadRow
         geo = unit.shapes[key] = geometry(cfg, key[1], x * eb, y, key[4], eb)
     w = cfg.timing.sram_write_cycles
     writer = None
-    if eb >= cfg.bus_bytes and (insn.y_pad0 or insn.x_pad0 or insn.x_pad1 or w > eb // cfg.bus_bytes):
+    wide = eb >= cfg.bus_bytes
+    if insn.y_pad0 or insn.x_pad0 or insn.x_pad1 or (w > eb // cfg.bus_bytes if wide else w > 1):
         cols = insn.x_pad0 + x + insn.x_pad1
         writer = Writer(start + (insn.y_pad0 * cols + insn.x_pad0 + 1) * w, (insn.x_pad1 + insn.x_pad0 + 1) * w,
-                        eb // cfg.bus_bytes)
+                        eb // cfg.bus_bytes - 1 if wide else 1, -1 if wide else 0)
     rows = read_rows(cfg, ctx.dram, start, geo, writer)
     ctx.dram.count(unit.name, y * x * eb, geo.beats, write=False)
     rows.timing = partial(load_timing, cfg, insn, start, rows, eb)

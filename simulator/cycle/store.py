@@ -35,7 +35,12 @@ class StoreUnit(Unit):
         eb = cfg.out_elem_bytes
         geo = geometry(cfg, insn.dram_base * eb, x * eb, y, insn.x_stride * eb, eb)
         first_element = start + 2 + cfg.timing.store_pipeline_depth + cfg.timing.queue_latency
-        done = write_rows(cfg, start, first_element, geo, x, eb, row_reads=int(insn.bias))
+        t = cfg.timing
+        share = None
+        if t.dram_beat_cycles > 1 or t.dram_burst_cycles > 0:
+            dram = self.ctx.dram
+            share = lambda cycle, hold: dram.read_burst(cycle, hold, None)  # noqa: E731 - one memory for both
+        done = write_rows(cfg, start, first_element, geo, x, eb, share, row_reads=int(insn.bias))
         self.ctx.dram.count(self.name, x * y * eb, geo.beats, write=True)
         cycles = done - start
         return cycles, min(cycles, cfg.timing.dram_latency), None

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
 import simpy
 
 from vdla.simulator.cycle.dma import geometry, read_rows
 from vdla.simulator.cycle.dram import END, REQUEST, START, Dram, Owner, burst_beats
-from vdla_hw.config import load_config
+from vdla_hw.config import ConfigError, load_config
 
 # 8-byte bus, 64-byte bursts, 10 cycles of latency, engines as in the RTL.
 CFG = load_config("default").replace(timing={"dram_latency": 10, "dram_burst_bytes": 64})
@@ -87,3 +89,53 @@ def test_a_streaming_block_is_one_segment_until_a_request_lands_inside():
     assert _span(b) == (29, 33) and rows.dirty
     assert [(rows.first(r), rows.last(r)) for r in range(4)] == [(13, 20), (21, 28), (33, 40), (41, 48)]
     assert dram.requests == [3, 5, 6, 7, 9]
+
+
+def test_a_slower_dram_holds_the_channel_per_beat_and_burst():
+    """``dram_beat_cycles`` / ``dram_burst_cycles`` (a board's SDRAM): a burst holds the channel its
+    beats times the beat cycles plus the per-burst cost; narrow elements still need a cycle each."""
+    slow = CFG.replace(timing={"dram_beat_cycles": 5, "dram_burst_cycles": 2})
+    wide = geometry(slow, 0, 64, 2, 640, 16)
+    assert wide.bursts == ((8,), (8,)) and wide.holds == ((42,), (42,))
+    tiny = load_config("tiny").replace(timing={"dram_beat_cycles": 1, "dram_burst_cycles": 3})
+    assert geometry(tiny, 4, 12, 1, 0, 4).holds == ((3 + 3,),)  # 3 elements, 2 beats, + 3
+    dram = Dram(simpy.Environment(), slow, ("a",))
+    rows = read_rows(slow, dram, 0, wide)
+    # First data after the start cycles and the latency; the two bursts back to back.
+    first = slow.timing.dma_start_cycles + slow.timing.dram_latency
+    assert rows.first(0) == first and rows.last(1) == first + 2 * 42 - 1
+
+
+def test_neutral_dram_timing_leaves_configs_and_digests_unchanged():
+    """The SDRAM fields at their neutral values are not in the config's JSON nor its digest, so the
+    presets (calibrated against the RTL harness's DRAM) keep their identity; other values change it."""
+    tiny = load_config("tiny")
+    assert "dram_beat_cycles" not in tiny.to_dict()["timing"]
+    same = tiny.replace(timing={"dram_beat_cycles": 1, "dram_burst_cycles": 0})
+    assert same.digest == tiny.digest and same == tiny
+    slow = tiny.replace(timing={"dram_beat_cycles": 5})
+    assert slow.digest != tiny.digest and slow.to_dict()["timing"]["dram_beat_cycles"] == 5
+    with pytest.raises(ConfigError, match="dram_beat_cycles"):
+        tiny.replace(timing={"dram_beat_cycles": 0})
+
+
+def test_the_ulx3s_boards_sdram_slows_the_model_not_the_results():
+    """The board's DRAM timing (vdla_hw.fpga.boards) changes only the cycle model's timing: the same
+    program leaves the same DRAM, takes more cycles (reads and the STOREs' writes share the slower
+    SDRAM), and the hardware fields are the preset's."""
+    from vdla.runtime.backends import run
+    from vdla.runtime.system_programs import build_case
+    from vdla_hw.fpga.boards import get_board
+
+    board = get_board("ulx3s")
+    tiny = load_config(board.default_config)
+    soc = board.model_config(tiny)
+    assert soc.timing.dram_beat_cycles > 1
+    assert {k: v for k, v in soc.to_dict().items() if k != "timing"} == {k: v for k, v in tiny.to_dict().items() if k != "timing"}
+    program = build_case(tiny, "random0")
+    import dataclasses
+
+    fast = run(program, "cycle")
+    slow = run(dataclasses.replace(program, config=soc), "cycle")
+    assert np.array_equal(fast.dram, slow.dram)
+    assert slow.cycles > fast.cycles

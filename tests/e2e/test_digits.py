@@ -13,10 +13,10 @@ def test_digits_on_vdla_fsim_keeps_top1_within_one_point(digits) -> None:
     graph, samples, x_te, y_te = digits
     compiled = build_model(graph, target="vdla", config="default", calibrate=samples)
     assert compiled.fallbacks == {}
-    # Both int8 convs, the global average pool and the 10-class dense (its outputs zero-padded to the GEMM
-    # block) run on the VDLA.
-    assert [e.ops[0] for e in compiled.partition() if e.device == "vdla"] == ["conv2d", "conv2d", "qavg_pool2d",
-                                                                              "dense"]
+    # Both int8 convs, the max pool between them, the global average pool and the 10-class dense (its outputs
+    # zero-padded to the GEMM block) run on the VDLA.
+    assert [e.ops[0] for e in compiled.partition() if e.device == "vdla"] == ["conv2d", "max_pool2d", "conv2d",
+                                                                              "qavg_pool2d", "dense"]
     float_top1 = np.mean([run_graph(graph, {"x": x_te[i:i + 1]})[0].argmax() == y_te[i] for i in range(len(x_te))])
     outs = [compiled.run({"x": x_te[i:i + 1]}, backend="fsim")[0] for i in range(len(x_te))]
     int8_top1 = np.mean([o.argmax() == y for o, y in zip(outs, y_te)])

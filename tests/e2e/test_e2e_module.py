@@ -56,8 +56,9 @@ def test_a_loaded_module_reexports_and_profiles_with_a_timeline(digits_vdla, tmp
     outputs, profile = again.profile(feed, backend="cycle", trace=tmp_path / "t.json")
     np.testing.assert_array_equal(outputs[0], compiled.run(feed)[0])
     vdla = [n for n in profile.nodes if n.device == "vdla"]
-    # Two convs, the global average pool and the 10-class dense (its outputs zero-padded to the GEMM block).
-    assert len(vdla) == 4 and all(n.cycles and 0 < n.gemm_utilization <= 1 for n in vdla)
+    # Two convs, the max pool, the global average pool and the 10-class dense (its outputs zero-padded to the
+    # GEMM block).
+    assert len(vdla) == 5 and all(n.cycles and 0 < n.gemm_utilization <= 1 for n in vdla)
     assert profile.vdla_cycles == sum(n.cycles for n in vdla)
     layers = [e for e in json.loads((tmp_path / "t.json").read_text())["traceEvents"] if e.get("cat") == "layer"]
     assert [e["name"] for e in layers] == [n.name for n in vdla]

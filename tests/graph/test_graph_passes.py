@@ -229,10 +229,12 @@ def test_partition_puts_int8_convs_on_vdla_and_the_rest_on_cpu(net) -> None:
     parted = partition(fuse_ops(fold_constant(alter_layout(q, CFG))), CFG)
     where = placement(parted)
     vdla = [n for n in parted.nodes if n.op == "fused" and n.attrs["target"] == "vdla"]
-    # conv2, conv3 and the dense; the residual add and the global average pool (identity GEMM + ALU)
-    assert len(vdla) == 5 and set(where.values()) == {"vdla", "llvm"}
-    alu = [n for n in vdla if [m.op for m in n.attrs["body"].nodes if m.op != "input"] in (["qadd"], ["qavg_pool2d"])]
-    assert len(alu) == 2 and all(n.type.dtype == "int8" for n in alu)
+    # conv2, conv3 and the dense; the residual add, the max pool and the global average pool (identity
+    # GEMM + ALU)
+    assert len(vdla) == 6 and set(where.values()) == {"vdla", "llvm"}
+    alu = [n for n in vdla if [m.op for m in n.attrs["body"].nodes if m.op != "input"] in
+           (["qadd"], ["qavg_pool2d"], ["max_pool2d"])]
+    assert len(alu) == 3 and all(n.type.dtype == "int8" for n in alu)
     for n in vdla:
         body_ops = [m.op for m in n.attrs["body"].nodes if m.op not in ("input",)]
         if n in alu:

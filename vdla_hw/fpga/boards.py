@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 
+from vdla_hw.config import HwConfig
 from vdla_hw.errors import UsageError
 
 
@@ -192,6 +193,14 @@ class Board:
     sources: tuple[str, ...] = ()
     """Project files (relative to the repository root) the flow builds from besides the RTL and the
     board's scripts; they count in the build id."""
+    dram_timing: tuple[tuple[str, int], ...] = ()
+    """The cycle model's DRAM timing (``TimingConfig`` fields) for the board's own memory, where it
+    differs from the RTL harness's fixed-latency DRAM the presets are calibrated against; measured
+    against the board's simulation (``bench/ulx3s.py``)."""
+
+    def model_config(self, cfg: HwConfig) -> HwConfig:
+        """``cfg`` with this board's DRAM timing: what the cycle model runs to predict the board."""
+        return cfg.replace(timing=dict(self.dram_timing)) if self.dram_timing else cfg
 
     @property
     def scripts_dir(self) -> Path:
@@ -223,6 +232,10 @@ BOARDS: dict[str, Board] = {b.name: b for b in (
     Board("ulx3s", "Radiona ULX3S (Lattice ECP5-85F): LiteX SoC, 32 MiB SDRAM, USB serial link",
           "LFE5U-85F-6CABGA381", "ulx3s_flow", serial=True, default_config="ulx3s",
           sources=("vdla_hw/fpga/ulx3s_soc.py",),
+          # The 16-bit SDR SDRAM behind LiteDRAM and the AXI bridge, fitted to the simulated SoC on
+          # bench/ulx3s.py's programs (docs/fpga_ulx3s.md): 5 cycles per 64-bit beat (2 bytes per
+          # cycle plus the controller's and refresh's share), shared by reads and writes.
+          dram_timing=(("dram_latency", 9), ("dram_beat_cycles", 5), ("dram_burst_cycles", 0)),
           resources=Resources("ecp5", luts=83_640, ffs=83_640, dsps=156, bram36=104),
           notes=("open flow from pip (LiteX, yosys, nextpnr-ecp5, ecppack); the host runs programs over the "
                  "USB serial port (UART bridge) into the SDRAM (docs/fpga_ulx3s.md)",

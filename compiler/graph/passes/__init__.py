@@ -19,6 +19,7 @@ from vdla.compiler.graph.passes.cpu_layout import cpu_layout
 from vdla.compiler.graph.passes.fold_batch_norm import fold_batch_norm
 from vdla.compiler.graph.passes.fold_constant import fold_constant
 from vdla.compiler.graph.passes.fuse_ops import fuse_ops, fusion_groups
+from vdla.compiler.graph.passes.linear_matmul import rewrite_linear_matmul
 from vdla.compiler.graph.passes.partition import partition, placement
 from vdla.compiler.graph.passes.plan_memory import MemoryPlan, plan_memory, run_planned
 from vdla.compiler.graph.passes.calibration import Calibration, calibrate, parse_calibration
@@ -44,8 +45,9 @@ def optimize_for_vdla(graph: Graph, cfg: HwConfig, samples: Sequence[Mapping[str
 
 def quantize_for_vdla(graph: Graph, samples: Sequence[Mapping[str, np.ndarray]], *, skip_first_conv: bool = True,
                       calibration: str | Calibration = "max", per_channel: bool = True) -> QuantizedModel:
-    """The first half of :func:`optimize_for_vdla`: fold batch norms and constants, quantize."""
-    return quantize_model(fold_constant(fold_batch_norm(graph)), samples, skip_first_conv=skip_first_conv,
+    """The first half of :func:`optimize_for_vdla`: fold batch norms, turn linear matmuls into dense, fold
+    constants, quantize."""
+    return quantize_model(fold_constant(rewrite_linear_matmul(fold_batch_norm(graph))), samples, skip_first_conv=skip_first_conv,
                           calibration=calibration, per_channel=per_channel)
 
 
@@ -58,5 +60,5 @@ def lower_quantized_for_vdla(g: Graph, cfg: HwConfig) -> Graph:
 __all__ = [
     "Calibration", "LayoutRewriter", "MemoryPlan", "QuantizedModel", "alter_layout", "cpu_layout", "calibrate", "fold_batch_norm", "fold_constant", "fuse_ops", "fusion_groups",
     "lower_quantized_for_vdla", "optimize_for_cpu", "optimize_for_vdla", "parse_calibration", "partition", "placement",
-    "plan_memory", "quantize", "quantize_for_vdla", "quantize_model", "run_planned",
+    "plan_memory", "quantize", "quantize_for_vdla", "quantize_model", "rewrite_linear_matmul", "run_planned",
 ]

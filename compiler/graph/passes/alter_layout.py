@@ -283,11 +283,12 @@ def alter_layout(graph: Graph, cfg: HwConfig) -> Graph:
     """Pack the VDLA-capable conv2d/dense of ``graph`` into ``cfg``'s layouts (see the module doc)."""
 
     def vdla(n: Node, types: Sequence[TensorType], graph: Graph) -> dict[str, str] | None:
+        lays = packed_layouts(n.op, cfg, n.attrs.get("groups", 1) > 1)  # grouped: depthwise (the rules refuse others)
         if gemm_unsupported_reason(n, types, cfg) is None:
-            return packed_layouts(n.op, cfg)
+            return lays
         padding = channel_padding(n, types, cfg)
         if padding is None or any(graph.node(i).op != "constant" for i in n.inputs[1:]):
             return None  # padded weights and bias are made at compile time
-        return dict(packed_layouts(n.op, cfg), pad_channels=f"{padding[0]},{padding[1]}")
+        return dict(lays, pad_channels=f"{padding[0]},{padding[1]}")
 
     return LayoutRewriter(graph, vdla).run()

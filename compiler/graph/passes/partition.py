@@ -22,8 +22,9 @@ from vdla.compiler.graph.errors import GraphError
 from vdla.compiler.graph.ir import Graph, Node
 from vdla.compiler.graph.passes.fuse_ops import group_body
 from vdla.compiler.graph.passes.rewrite import Rewriter
-from vdla.compiler.graph.vdla_rules import (ALU_OPS, gemm_unsupported_reason, host_reason, is_packed_for,
-                                            qadd_unsupported_reason, qpool_unsupported_reason)
+from vdla.compiler.graph.vdla_rules import (ALU_OPS, clamp_unsupported_reason, gemm_unsupported_reason, host_reason, is_packed_for,
+                                            max_pool_unsupported_reason, qadd_unsupported_reason,
+                                            qpool_unsupported_reason)
 
 CPU, VDLA = "llvm", "vdla"
 
@@ -64,7 +65,9 @@ def _vdla_prefix(body: Graph, cfg: HwConfig) -> tuple[list[str] | None, str | No
 
 
 #: Kernels of one requantizing int8 op that run on the VDLA ALU (after an identity GEMM), by op.
-ALU_KERNEL_RULES = {"qadd": qadd_unsupported_reason, "qavg_pool2d": qpool_unsupported_reason}
+ALU_KERNEL_RULES = {"qadd": qadd_unsupported_reason, "qavg_pool2d": qpool_unsupported_reason,
+                    "max_pool2d": max_pool_unsupported_reason, "relu": clamp_unsupported_reason,
+                    "clip": clamp_unsupported_reason}
 
 
 def alu_kernel_reason(body: Graph, cfg: HwConfig) -> tuple[bool, str | None]:

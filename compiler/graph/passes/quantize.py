@@ -192,7 +192,9 @@ class _Quantizer:
     def quantizable(self, n: Node) -> bool:
         if n.op not in ("conv2d", "dense") or n.name in self.float_convs or not n.type.dtype.startswith("float"):
             return False
-        return all(self.graph.node(i).op == "constant" for i in n.inputs[1:]) and n.attrs.get("groups", 1) == 1
+        # Grouped and depthwise convs too: every scale is per output channel (or per tensor), whatever
+        # input channels a filter reads, and the accumulator bound sums each filter's own weights.
+        return all(self.graph.node(i).op == "constant" for i in n.inputs[1:])
 
     def linear(self, n: Node) -> None:
         x, s_x = self.as_int8(n.inputs[0])

@@ -1,13 +1,14 @@
 """VDLA operator schedules: packed int8 conv2d (+ bias, ReLU, requantize) and dense."""
 
 from .conv2d import Conv2dTensors, conv2d_compute, conv2d_func, conv2d_schedule
-from .ops import (RESNET18_C1, RESNET18_CONVS, CompiledConv, check_conv2d, compile_conv2d, dense_workload, random_conv_data,
+from .ops import (RESNET18_C1, RESNET18_CONVS, CompiledConv, batch_matmul_workload, check_conv2d, compile_conv2d,
+                  dense_workload, random_conv_data,
                   resnet18_layer, tune_conv2d,
                   requant_shift)
 from .epilogue import Requantize
 from .fit import check_knobs, default_knobs, fits, footprint, knob_space, uop_count
 from .tiling import Conv2dKnobs, Conv2dWorkload, estimate_cycles
 
-__all__ = ["RESNET18_C1", "RESNET18_CONVS", "CompiledConv", "Conv2dKnobs", "Conv2dTensors", "conv2d_compute", "conv2d_func", "Conv2dWorkload", "Requantize", "check_conv2d",
+__all__ = ["RESNET18_C1", "RESNET18_CONVS", "CompiledConv", "Conv2dKnobs", "Conv2dTensors", "conv2d_compute", "conv2d_func", "Conv2dWorkload", "Requantize", "batch_matmul_workload", "check_conv2d",
            "check_knobs", "compile_conv2d", "conv2d_schedule", "default_knobs", "dense_workload", "estimate_cycles",
            "fits", "footprint", "knob_space", "random_conv_data", "requant_shift", "resnet18_layer", "tune_conv2d", "uop_count"]

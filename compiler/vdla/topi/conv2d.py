@@ -69,11 +69,13 @@ def conv2d_compute(wl: Conv2dWorkload, target: VdlaTarget, epilogue: Requantize 
     wl.check(cfg)
     b_, bi, bo = cfg.batch, cfg.block_in, cfg.block_out
     nb, icb, ocb = wl.n // b_, wl.ic // bi, wl.oc // bo
+    kib = wl.ic_blocks(cfg)  # input blocks per output block: 1 for a depthwise (block-diagonal) layer
     inp_t, wgt_t = target.scope(SCOPE_INP).dtype, target.scope(SCOPE_WGT).dtype
     acc_t, out_t = target.scope(SCOPE_ACC).dtype, target.out_dtype
     s, p = wl.stride, wl.pad
     data = te.placeholder((nb, icb, wl.h, wl.w, b_, bi), inp_t, "data")
-    kernel = te.placeholder((ocb, icb, wl.kh, wl.kw, bo, bi), wgt_t, "kernel")
+    per_image = (nb,) if wl.batched_weights else ()  # a batched matmul: each image (head) its own weights
+    kernel = te.placeholder(per_image + (ocb, kib, wl.kh, wl.kw, bo, bi), wgt_t, "kernel")
     row_step = s
     if p:
         source = te.compute((nb, icb, wl.h + 2 * p, wl.w + 2 * p, b_, bi),
@@ -88,13 +90,14 @@ def conv2d_compute(wl: Conv2dWorkload, target: VdlaTarget, epilogue: Requantize 
         row_step = 1
     else:
         source = data
-    ic = te.reduce_axis(icb, "ic")
+    ic = te.reduce_axis(kib, "ic")
     ky = te.reduce_axis(wl.kh, "ky")
     kx = te.reduce_axis(wl.kw, "kx")
     k = te.reduce_axis(bi, "k")
+    dw = wl.depthwise
     conv = te.compute((nb, ocb, wl.oh, wl.ow, b_, bo), lambda n, o, y, x, b, j: te.sum(
-        source[n, ic, y * row_step + ky, x * s + kx, b, k].astype(acc_t) * kernel[o, ic, ky, kx, j, k].astype(acc_t),
-        axis=[ic, ky, kx, k]), "conv")
+        source[n, o + ic if dw else ic, y * row_step + ky, x * s + kx, b, k].astype(acc_t)
+        * kernel[(n,) * len(per_image) + (o, ic, ky, kx, j, k)].astype(acc_t), axis=[ic, ky, kx, k]), "conv")
     shape = conv.shape
     stages: list[te.Tensor] = []
     x = conv
@@ -185,7 +188,8 @@ def conv2d_schedule(wl: Conv2dWorkload, knobs: Conv2dKnobs, target: VdlaTarget, 
     # Copies: per chunk, or -- with one chunk -- at the innermost loop of the tile axis they depend on.
     at = {"wgt": ic_o, "inp": ic_o}
     if g.ic_chunks == 1:
-        at = {"wgt": axes["oc"][-1], "inp": axes["oh"][-1]}
+        # A depthwise input tile holds the output-channel tile's own blocks: inside both tile axes.
+        at = {"wgt": axes["oc"][-1], "inp": tile_loops[-1] if wl.depthwise else axes["oh"][-1]}
     s.compute_at(wgt, at["wgt"])
     s.compute_at(inp, at["inp"])
 

@@ -40,7 +40,7 @@ def footprint(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, ep: Requantize 
 
 def shape_error(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> str | None:
     """Why the knobs do not describe a tiling of the layer (capacity aside), or None."""
-    ocb, icb = wl.oc // cfg.block_out, wl.ic // cfg.block_in
+    ocb, icb = wl.oc // cfg.block_out, wl.ic_blocks(cfg)
     if k.virtual_threads < 1:
         return f"virtual_threads must be >= 1, got {k.virtual_threads}"
     if k.vt_axis not in ("oc", "oh") or k.loop_order not in ("oc_oh", "oh_oc"):
@@ -109,7 +109,7 @@ def knob_space(wl: Conv2dWorkload, target: VdlaTarget, virtual_threads: tuple[in
     """Every knob setting that tiles the layer and fits the config (the auto-tuner's search space)."""
     cfg = target.config
     wl.check(cfg)
-    ocb, icb = wl.oc // cfg.block_out, wl.ic // cfg.block_in
+    ocb, icb = wl.oc // cfg.block_out, wl.ic_blocks(cfg)
     out = []
     for oc_t, oh_t, ic_t, vt, axis, order in product(_divisors(ocb), _divisors(wl.oh), _divisors(icb), virtual_threads,
                                                      ("oc", "oh"), ("oc_oh", "oh_oc")):
@@ -141,7 +141,7 @@ def _no_tiling(wl: Conv2dWorkload, target: VdlaTarget, ep: Requantize) -> Unsupp
     cfg = target.config
     best: tuple[int, Conv2dKnobs, dict[str, int]] | None = None
     shape_reasons = []
-    ocb, icb = wl.oc // cfg.block_out, wl.ic // cfg.block_in
+    ocb, icb = wl.oc // cfg.block_out, wl.ic_blocks(cfg)
     for oc_t, oh_t, ic_t, order in product(_divisors(ocb), _divisors(wl.oh), _divisors(icb), ("oc_oh", "oh_oc")):
         k = Conv2dKnobs(oc_t, oh_t, ic_t, 1, "oc", order)
         reason = shape_error(wl, k, cfg)
@@ -229,7 +229,7 @@ def _sram_footprint(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, ep: Requa
 
 def _tile_sizes(wl: Conv2dWorkload, k: Conv2dKnobs, g: TileGeometry) -> tuple[int, int, int]:
     """SRAM tiles of one thread's input, weight and accumulator buffers."""
-    return k.ic_tile * g.in_rows * g.in_cols, k.oc_tile * k.ic_tile * wl.kh * wl.kw, k.oc_tile * k.oh_tile * g.ow_tile
+    return g.inp_blocks * g.in_rows * g.in_cols, k.oc_tile * k.ic_tile * wl.kh * wl.kw, k.oc_tile * k.oh_tile * g.ow_tile
 
 
 def _copies(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> tuple[int, int]:
@@ -265,7 +265,8 @@ def _gemm_loops(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> list[Loop]
     row_step = 1 if wl.kh == 1 else wl.stride  # a 1x1 kernel reads a stage of just the rows it uses
     ow, taps = g.ow_tile, wl.kh * wl.kw
     ohw = k.oh_tile * ow
-    return [(k.oc_tile, (ohw, 0, k.ic_tile * taps)), (k.oh_tile, (ow, row_step * g.in_cols, 0)),
+    oc_src = g.in_rows * g.in_cols if wl.depthwise else 0  # a depthwise output block reads its own input block
+    return [(k.oc_tile, (ohw, oc_src, k.ic_tile * taps)), (k.oh_tile, (ow, row_step * g.in_cols, 0)),
             (ow, (1, wl.stride, 0)), (k.ic_tile, (0, g.in_rows * g.in_cols, taps)),
             (wl.kh, (0, g.in_cols, wl.kw)), (wl.kw, (0, 1, 1))]
 

@@ -47,6 +47,13 @@ def dense_workload(batch: int, in_features: int, out_features: int) -> Conv2dWor
     return Conv2dWorkload(1, in_features, batch, 1, out_features, 1, 1, 1, 0)
 
 
+def batch_matmul_workload(batch: int, rows: int, inner: int, cols: int) -> Conv2dWorkload:
+    """``A (batch, rows, inner) @ B (batch, inner, cols)`` -- attention's Q.K^T or A.V over heads -- as
+    ``batch`` dense layers with per-image weights: data ``(batch, K/BI, rows, 1, 1, BI)``, weights
+    ``(batch, N/BO, K/BI, 1, 1, BO, BI)`` (``B`` transposed, an activation bound per call), BATCH = 1."""
+    return Conv2dWorkload(batch, inner, rows, 1, cols, 1, 1, 1, 0, batched_weights=True)
+
+
 @dataclass(frozen=True)
 class CompiledConv:
     workload: Conv2dWorkload
@@ -62,10 +69,20 @@ class CompiledConv:
         channels zero-padded when the layer was compiled with ``pad_channels``)."""
         cfg = self.module.target.config
         extra = self.workload.with_padded_channels(cfg).ic - data.shape[1] if self.padded else 0
+        dw = self.workload.depthwise
         if extra:
             data = np.pad(data, ((0, 0), (0, extra), (0, 0), (0, 0)))
-            kernel = np.pad(kernel, ((0, 0), (0, extra), (0, 0), (0, 0)))
-        args = [ref.pack_data(cfg, data), ref.pack_kernel(cfg, kernel)]
+            grow = ((0, extra), (0, 0), (0, 0), (0, 0)) if dw else ((0, 0), (0, extra), (0, 0), (0, 0))
+            kernel = np.pad(kernel, ((0, 0),) * (kernel.ndim - 4) + grow)
+            if dw:  # extra channels are extra groups: their bias and multiplier are zero
+                bias = None if bias is None else np.pad(bias, (0, extra))
+                multiplier = None if multiplier is None else np.pad(multiplier, (0, extra))
+        pack = ref.pack_depthwise_kernel if dw else ref.pack_kernel
+        if self.workload.batched_weights:  # (N, O, I, KH, KW): one packed kernel per image
+            packed = np.stack([pack(cfg, k) for k in kernel])
+        else:
+            packed = pack(cfg, kernel)
+        args = [ref.pack_data(cfg, data), packed]
         if self.epilogue.bias:
             args.append(ref.pack_bias(cfg, bias if bias is not None else np.zeros(kernel.shape[0], np.int32)))
         if self.epilogue.multiplier:
@@ -79,7 +96,7 @@ class CompiledConv:
         """Run on NCHW int8 data / OIHW kernel; returns the NCHW int8 output and the run result."""
         outs, result = self.module.run(*self.pack_inputs(data, kernel, bias, multiplier), backend=backend,
                                        **options)
-        return ref.unpack_output(outs["out"]), result
+        return ref.unpack_output(outs["out"])[:, :self.workload.oc], result
 
 
 def compile_conv2d(wl: Conv2dWorkload, target: VdlaTarget | str = "default", knobs: Conv2dKnobs | None = None,
@@ -96,17 +113,19 @@ def compile_conv2d(wl: Conv2dWorkload, target: VdlaTarget | str = "default", kno
 
 
 def random_conv_data(wl: Conv2dWorkload, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Seeded int8 data (NCHW), int8 kernel (OIHW) and int32 bias for ``wl``."""
+    """Seeded int8 data (NCHW), int8 kernel (OIHW; ``(C, 1, KH, KW)`` when depthwise; one per image,
+    ``(N, O, I, KH, KW)``, with ``batched_weights``) and int32 bias for ``wl``."""
     rng = np.random.default_rng(seed)
     data = rng.integers(-128, 128, (wl.n, wl.ic, wl.h, wl.w)).astype(np.int8)
-    kernel = rng.integers(-128, 128, (wl.oc, wl.ic, wl.kh, wl.kw)).astype(np.int8)
+    per_image = (wl.n,) if wl.batched_weights else ()
+    kernel = rng.integers(-128, 128, per_image + (wl.oc, 1 if wl.depthwise else wl.ic, wl.kh, wl.kw)).astype(np.int8)
     bias = rng.integers(-(1 << 14), 1 << 14, wl.oc).astype(np.int32)
     return data, kernel, bias
 
 
 def requant_shift(wl: Conv2dWorkload) -> int:
     """A shift that spreads the accumulators of random int8 data over the int8 output range."""
-    spread = np.sqrt(wl.ic * wl.kh * wl.kw) * 128 * 128 / 3
+    spread = np.sqrt((1 if wl.depthwise else wl.ic) * wl.kh * wl.kw) * 128 * 128 / 3
     return max(0, int(round(np.log2(spread))) - 6)
 
 
@@ -118,8 +137,12 @@ def check_conv2d(compiled: CompiledConv, seed: int = 0, backend: str = "fsim", *
     mult = np.random.default_rng(seed + 1).integers(1, 1 << 9, wl.oc).astype(np.int32) if ep.multiplier else None
     got, result = compiled.run_nchw(data, kernel, bias if ep.bias else None, backend, mult, **options)
     cfg = compiled.module.target.config
-    want = ref.conv2d_reference(data, kernel, bias if ep.bias else None, wl.stride, wl.pad, ep.shift, ep.relu,
-                                cfg.out_width, cfg.acc_width, mult)
+    reference = ref.depthwise_reference if wl.depthwise else ref.conv2d_reference
+    args = (bias if ep.bias else None, wl.stride, wl.pad, ep.shift, ep.relu, cfg.out_width, cfg.acc_width, mult)
+    if wl.batched_weights:  # each image with its own weights
+        want = np.concatenate([reference(data[i:i + 1], kernel[i], *args) for i in range(wl.n)])
+    else:
+        want = reference(data, kernel, *args)
     return bool(np.array_equal(got, want)), result, got, want
 
 

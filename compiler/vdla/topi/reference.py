@@ -43,6 +43,28 @@ def conv2d_reference(data: np.ndarray, kernel: np.ndarray, bias: np.ndarray | No
     return np.clip(acc >> shift, lo, hi).astype(np.int8 if out_width <= 8 else np.int32)
 
 
+def depthwise_reference(data: np.ndarray, kernel: np.ndarray, bias: np.ndarray | None, stride: int, pad: int,
+                        shift: int, relu: bool, out_width: int = 8, acc_width: int = 32,
+                        multiplier: np.ndarray | None = None) -> np.ndarray:
+    """:func:`conv2d_reference` of a depthwise conv (``kernel`` ``(C, 1, KH, KW)``): as the dense conv
+    with the equivalent diagonal ``(C, C, KH, KW)`` kernel."""
+    c = kernel.shape[0]
+    full = np.zeros((c, c) + kernel.shape[2:], kernel.dtype)
+    full[np.arange(c), np.arange(c)] = kernel[:, 0]
+    return conv2d_reference(data, full, bias, stride, pad, shift, relu, out_width, acc_width, multiplier)
+
+
+def pack_depthwise_kernel(cfg: HwConfig, kernel: np.ndarray) -> np.ndarray:
+    """A depthwise ``(C, 1, KH, KW)`` kernel as the block-diagonal GEMM's ``(C/BO, 1, KH, KW, BO, BI)``:
+    output block ``o`` meets only input block ``o``, through a diagonal BO x BI tile (BO == BI)."""
+    c, _, kh, kw = kernel.shape
+    bo = cfg.block_out
+    out = np.zeros((c // bo, 1, kh, kw, bo, bo), kernel.dtype)
+    lane = np.arange(bo)
+    out[:, 0, :, :, lane, lane] = kernel[:, 0].reshape(c // bo, bo, kh, kw).transpose(1, 0, 2, 3)
+    return out
+
+
 def _wrap(acc: np.ndarray, width: int) -> np.ndarray:
     """int64 values wrapped to ``width``-bit two's complement, as the accumulator SRAM holds them."""
     half = 1 << (width - 1)

@@ -33,6 +33,13 @@ class Conv2dWorkload:
     kw: int
     stride: int = 1
     pad: int = 0
+    depthwise: bool = False
+    """Each output channel reads only its own input channel (``ic == oc``, groups = channels).  It runs
+    on the GEMM core as a block-diagonal GEMM: output block ``o`` contracts only input block ``o`` with a
+    diagonal BLOCK_OUT x BLOCK_IN weight tile (BLOCK_IN x the useful MACs, no other waste)."""
+    batched_weights: bool = False
+    """Every image of the batch has its own weights (``(N, OC, IC, KH, KW)``): a batched matmul of two
+    activations, e.g. attention's Q.K^T over heads (``batch_matmul_workload``); needs BATCH == 1."""
 
     @property
     def oh(self) -> int:
@@ -44,13 +51,31 @@ class Conv2dWorkload:
 
     @property
     def macs(self) -> int:
-        return self.n * self.oc * self.oh * self.ow * self.ic * self.kh * self.kw
+        """Useful multiply-accumulates (a depthwise output reads one input channel)."""
+        reads = 1 if self.depthwise else self.ic
+        return self.n * self.oc * self.oh * self.ow * reads * self.kh * self.kw
+
+    def task_workload(self) -> dict[str, int | bool]:
+        """The fields as a tuning task's workload; the form flags only when set, so the task keys of plain
+        convs (and the tuning logs written before the flags existed) stay the same."""
+        out = {k: getattr(self, k) for k in ("n", "ic", "h", "w", "oc", "kh", "kw", "stride", "pad")}
+        out.update({k: True for k in ("depthwise", "batched_weights") if getattr(self, k)})
+        return out
+
+    def core_macs(self, cfg: HwConfig) -> int:
+        """Multiply-accumulates the GEMM core performs (a depthwise layer's block-diagonal tiles: BLOCK_IN x)."""
+        return self.macs * cfg.block_in if self.depthwise else self.macs
+
+    def ic_blocks(self, cfg: HwConfig) -> int:
+        """Input-channel blocks one output block contracts (1 for a depthwise layer)."""
+        return 1 if self.depthwise else self.ic // cfg.block_in
 
     def with_padded_channels(self, cfg: HwConfig) -> "Conv2dWorkload":
         """The layer with its input channels zero-padded to a multiple of BLOCK_IN (same result)."""
         ic = -(-self.ic // cfg.block_in) * cfg.block_in
-        return self if ic == self.ic else Conv2dWorkload(self.n, ic, self.h, self.w, self.oc, self.kh, self.kw,
-                                                         self.stride, self.pad)
+        oc = ic if self.depthwise else self.oc  # a depthwise layer's extra channels are extra (zero) groups
+        return self if ic == self.ic else Conv2dWorkload(self.n, ic, self.h, self.w, oc, self.kh, self.kw,
+                                                         self.stride, self.pad, self.depthwise, self.batched_weights)
 
     def check(self, cfg: HwConfig) -> None:
         """Raise :class:`UnsupportedError` unless the layer maps onto ``cfg``'s tiles."""
@@ -59,6 +84,13 @@ class Conv2dWorkload:
             if value <= 0 or value % block:
                 raise UnsupportedError(f"conv2d {name}={value} must be a positive multiple of {what}={block} on "
                                        f"config {cfg.name!r}", hint=f"pad the channels (or batch) to a multiple of {block}")
+        if self.depthwise and (self.ic != self.oc or cfg.block_in != cfg.block_out):
+            raise UnsupportedError(f"depthwise conv2d {self}: the block-diagonal GEMM needs ic == oc and "
+                                   f"BLOCK_IN == BLOCK_OUT (config {cfg.name!r}: {cfg.block_in}, {cfg.block_out})",
+                                   hint="run this layer on the CPU")
+        if self.batched_weights and cfg.batch != 1:
+            raise UnsupportedError(f"batched matmul {self}: per-image weights need BATCH == 1 (config {cfg.name!r} "
+                                   f"has BATCH={cfg.batch})", hint="run it on the CPU")
         if min(self.h, self.w, self.kh, self.kw, self.stride) <= 0 or self.pad < 0:
             raise UnsupportedError(f"invalid conv2d geometry {self}")
         if self.oh <= 0 or self.ow <= 0:
@@ -101,15 +133,17 @@ class TileGeometry:
     ow_tiles: int
     in_rows: int
     in_cols: int
+    inp_blocks: int
+    """Input-channel blocks of one input tile (``ic_tile``; a depthwise tile's own ``oc_tile`` blocks)."""
 
 
 def geometry(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> TileGeometry:
-    ocb, icb = wl.oc // cfg.block_out, wl.ic // cfg.block_in
+    ocb, icb = wl.oc // cfg.block_out, wl.ic_blocks(cfg)
     one_row = wl.kh == 1
     in_rows = k.oh_tile if one_row else (k.oh_tile - 1) * wl.stride + wl.kh
     ow = k.tile_ow(wl)
     return TileGeometry(ocb, icb, ocb // k.oc_tile, wl.oh // k.oh_tile, icb // k.ic_tile, ow, wl.ow // ow, in_rows,
-                        (ow - 1) * wl.stride + wl.kw)
+                        (ow - 1) * wl.stride + wl.kw, k.oc_tile if wl.depthwise else k.ic_tile)
 
 
 def hoisted(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> str | None:
@@ -119,8 +153,10 @@ def hoisted(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> str | None:
     axis it depends on (weights: oc, input: oh), so the one of the outer axis is loaded once
     per outer tile and reused by the inner ones.
     """
-    if k.ic_tile != wl.ic // cfg.block_in:
+    if k.ic_tile != wl.ic_blocks(cfg):
         return None
+    if wl.depthwise:  # the input tile depends on the output-channel tile too: it is never hoisted
+        return "wgt" if k.loop_order == "oc_oh" else None
     return "wgt" if k.loop_order == "oc_oh" else "inp"
 
 
@@ -145,16 +181,16 @@ def estimate_cycles(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, ep: Requa
     imm_ops = 3 if ep.alu_imm else 0
     init = 0 if ep.bias_on_store else (t.alu_copy_ii if bias_init else 1 + t.alu_ii)
     per_tile = init + imm_ops * t.alu_ii
-    compute = (tiles * out_tiles * per_tile + wl.macs // cfg.macs_per_cycle
+    compute = (tiles * out_tiles * per_tile + wl.core_macs(cfg) // cfg.macs_per_cycle
                + gemm_insns * (t.gemm_pipeline_depth + t.insn_overhead)
                + tiles * (1 + imm_ops) * (t.alu_pipeline_depth + t.insn_overhead))
     hoist = hoisted(wl, k, cfg)
     inp_loads = tiles * g.ic_chunks if hoist != "inp" else nb * g.oh_tiles * g.ow_tiles
     wgt_loads = tiles * g.ic_chunks if hoist != "wgt" else nb * g.oc_tiles
-    inp_bytes = inp_loads * k.ic_tile * g.in_rows * g.in_cols * cfg.inp_elem_bytes
+    inp_bytes = inp_loads * g.inp_blocks * g.in_rows * g.in_cols * cfg.inp_elem_bytes
     wgt_bytes = wgt_loads * k.oc_tile * k.ic_tile * wl.kh * wl.kw * cfg.wgt_elem_bytes
     out_bytes = nb * g.ocb * wl.oh * wl.ow * cfg.out_elem_bytes
-    rows = inp_loads * k.ic_tile * g.in_rows + wgt_loads * k.oc_tile + tiles * k.oc_tile
+    rows = inp_loads * g.inp_blocks * g.in_rows + wgt_loads * k.oc_tile + tiles * k.oc_tile
     memory = (inp_bytes + wgt_bytes + out_bytes) / cfg.bus_bytes + rows * t.dram_latency / 4
     if k.virtual_threads > 1:
         return max(compute, memory) + min(compute, memory) / (4 * tiles)
