@@ -60,8 +60,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "GEMM overwrites the accumulator instead of adding to it"),
     Mutant("overwrite-accumulates", "vdla_gemm.sv", "insn.overwrite ? dot[D] : add_tile(acc_rd_data, dot[D])",
            "add_tile(acc_rd_data, dot[D])", "the GEMM overwrite bit is ignored: the first reduction step accumulates"),
-    Mutant("store-bias-ignored", "vdla_store.sv", ".in_data(requant(rd_data, insn.bias ? bias_q : '0,",
-           ".in_data(requant(rd_data, '0,", "the STORE's bias is never added"),
+    Mutant("store-bias-ignored", "vdla_store.sv", "      a_bias <= insn.bias ? bias_q : '0;",
+           "      a_bias <= '0;", "the STORE's bias is never added"),
     Mutant("store-bias-no-step", "vdla_store.sv", "bias_addr  <= bias_addr + AIW'(insn.bias_step);",
            "bias_addr  <= bias_addr;", "the STORE's bias does not advance per row (bias_step ignored)"),
     Mutant("store-bias-stale", "vdla_store.sv", "if (bias_pending) bias_q <= rd_data;",
@@ -99,6 +99,18 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("alu-forward-imm", "vdla_alu.sv", "assign fwd_src3 = v[D] && acc_wr_addr == src[3] && !insn.use_imm;",
            "assign fwd_src3 = v[D] && acc_wr_addr == src[3];",
            "pipelined ALU: a write is forwarded over the immediate operand"),
+    Mutant("store-stage-a-early", "vdla_store.sv", "      else                 a_v <= rd_pending;",
+           "      else                 a_v <= rd_en && !bias_next;",
+           "pipelined STORE (store_pipeline_depth >= 1): stage A's valid runs a cycle ahead of the SRAM's data"),
+    Mutant("store-stage-b-early", "vdla_store.sv", "      else                 b_v <= c_v;",
+           "      else                 b_v <= rd_pending;",
+           "pipelined STORE (store_pipeline_depth >= 2): stage B's valid skips stage A (its data is the previous "
+           "element's)"),
+    Mutant("gemm-wgt-unregistered", "vdla_gemm.sv",
+           "      inp_t <= inp_rd_data;\n      wgt_t <= wgt_rd_data;\n    end\n",
+           "      inp_t <= inp_rd_data;\n    end\n    assign wgt_t = wgt_rd_data;\n",
+           "GEMM operand registers (gemm_pipeline_depth >= 4): the weight tile bypasses its register, so each "
+           "input meets the next iteration's weights"),
     Mutant("alu-mul-dropped", "vdla_alu.sv", "assign res5 = insn.alu_op == ALU_MUL ? product : other;",
            "assign res5 = other;", "pipelined ALU: MUL takes the other ops' result (product dropped)"),
 )
@@ -111,7 +123,8 @@ FAULT_MUTANTS: tuple[tuple[Mutant, str], ...] = (
             "the address window lets a DMA command start below WINDOW_BASE"), "store_outside_window"),
     (Mutant("loop-check-skips-src", "vdla_compute.sv", ".check_src(is_gemm ? !gemm.reset : !alu.use_imm)",
             ".check_src(1'b0)", "the loop check ignores the source operand"), "gemm_src_overrun"),
-    (Mutant("store-range-unchecked", "vdla_store.sv", ".step(rd_en), .fault,", ".step(1'b0), .fault,",
+    (Mutant("store-range-unchecked", "vdla_store.sv", ".step(rd_en && !bias_next), .fault(el_fault),",
+            ".step(1'b0), .fault(el_fault),",
             "the STORE's accumulator walk is not range-checked"), "store_past_sram"),
 )
 """Mutants of the fault logic, each with the fault program of tests/faults/test_faults.py that

@@ -57,6 +57,10 @@ class TimingConfig:
     """Cycles to fill the ALU pipeline."""
     alu_ii: int = _DEFAULTS["timing"]["alu_ii"]
     """Initiation interval of the ALU: cycles between consecutive micro-op iterations."""
+    store_pipeline_depth: int = _DEFAULTS["timing"]["store_pipeline_depth"]
+    """Register stages of the STORE's requantization between the output buffer's read and the
+    element queue (0..3): each delays every STORE's element stream by one cycle and shortens the
+    critical path (``docs/rtl.md``)."""
     sram_write_cycles: int = _DEFAULTS["timing"]["sram_write_cycles"]
     """Cycles to write one element (tile) into an SRAM buffer, e.g. a zero-padding element."""
     insn_overhead: int = _DEFAULTS["timing"]["insn_overhead"]
@@ -344,6 +348,7 @@ TIMING_RANGES: dict[str, tuple[int, int]] = {
     "gemm_pipeline_depth": (1, 64),
     "alu_pipeline_depth": (1, 64),
     "alu_ii": (1, 16),
+    "store_pipeline_depth": (0, 3),
     "sram_write_cycles": (1, 16),
     "insn_overhead": (2, 64),
     "queue_latency": (1, 16),

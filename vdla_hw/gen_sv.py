@@ -32,7 +32,7 @@ AXI_ID_WIDTH = 1
 # The TimingConfig fields that are RTL parameters (the others are measured
 # properties of the RTL, documented in docs/rtl.md, or of the DRAM).
 RTL_TIMING_FIELDS = (
-    "dram_burst_bytes", "gemm_pipeline_depth", "alu_pipeline_depth", "alu_ii", "dma_max_bursts", "dma_narrow_rows",
+    "dram_burst_bytes", "gemm_pipeline_depth", "alu_pipeline_depth", "alu_ii", "store_pipeline_depth", "dma_max_bursts", "dma_narrow_rows",
 )
 
 # Enum field types inside the instruction structs.

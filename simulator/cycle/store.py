@@ -3,8 +3,9 @@
 Timing of one STORE, as the RTL's store module: from the executor's start in cycle
 ``s`` it reads the output buffer (the narrowed copy of the accumulators) one element
 per cycle into a small element queue -- the counters load in cycle ``s + 1``, the
-SRAM answers a cycle later, and the queue adds ``queue_latency`` -- so the write
-engine sees element k in cycle ``s + 2 + queue_latency + k`` at the earliest.  The
+SRAM answers a cycle later, the requantization takes ``store_pipeline_depth`` more
+cycles, and the queue adds ``queue_latency`` -- so the write engine sees element k in
+cycle ``s + 2 + store_pipeline_depth + queue_latency + k`` at the earliest.  The
 row issuer hands the engine one command per row, and the engine packs the elements
 into bursts (:func:`vdla.simulator.cycle.dma.write_rows`).  A STORE with a bias reads
 each row's bias element before the row's elements: one more read cycle per row.  The STORE is done once the
@@ -33,7 +34,7 @@ class StoreUnit(Unit):
             return 1, 0, None
         eb = cfg.out_elem_bytes
         geo = geometry(cfg, insn.dram_base * eb, x * eb, y, insn.x_stride * eb, eb)
-        first_element = start + 2 + cfg.timing.queue_latency
+        first_element = start + 2 + cfg.timing.store_pipeline_depth + cfg.timing.queue_latency
         t = cfg.timing
         share = None
         if t.dram_beat_cycles > 1 or t.dram_burst_cycles > 0:

@@ -112,6 +112,20 @@ def test_ulx3s_no_run_writes_the_self_test_top_its_constraints_and_ram_images(tm
     assert len(dram) == len(expect) and any(int(w, 16) for w in dram) and dram != expect
 
 
+def test_ulx3s_soc_defaults_to_the_ulx3s_preset_at_the_soc_clock(tmp_path, capsys):
+    """The board's own preset is ``ulx3s`` (sized for the 85F with the SoC around it); its clock is the SoC's."""
+    import json
+
+    out = tmp_path / "soc"
+    assert main(["fpga", "build", "--board", "ulx3s", "--no-run", "-o", str(out)]) == 0
+    cfg = load_config("ulx3s")
+    assert f"config 'ulx3s' ({cfg.digest})" in capsys.readouterr().out
+    soc = json.loads((out / "soc.json").read_text())
+    assert soc["config"] == "ulx3s" and soc["config_digest"] == cfg.digest
+    assert soc["sys_clk_hz"] == cfg.clock_mhz * 1e6  # the board runs the accelerator at the config's clock
+    assert (out / "gateware" / "vdla_ulx3s_soc.v").stat().st_size > 0
+
+
 @pytest.mark.slow
 def test_ulx3s_build_gives_a_bitstream_and_nextpnr_fmax(tmp_path, capsys):
     out = tmp_path / "ulx"

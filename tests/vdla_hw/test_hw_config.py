@@ -171,7 +171,7 @@ def test_bad_files_and_names(tmp_path):
         load_config(bad)
     with pytest.raises(ConfigError, match=r"hardware config file '.*missing\.json' does not exist"):
         load_config(tmp_path / "missing.json")
-    with pytest.raises(ConfigError, match=r"no hardware preset named 'huge'; presets: \['default', 'tiny', 'wide'\], or pass a \.json path"):
+    with pytest.raises(ConfigError, match=r"no hardware preset named 'huge'; presets: \['default', 'tiny', 'ulx3s', 'wide'\], or pass a \.json path"):
         load_config("huge")
 
 

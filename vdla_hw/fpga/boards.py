@@ -230,7 +230,7 @@ BOARDS: dict[str, Board] = {b.name: b for b in (
           resources=Resources("zynqmp", luts=230_400, ffs=460_800, dsps=1_728, bram36=312), host_cpu=CORTEX_A53,
           notes=("2 GiB PS DDR4; HP0_FPD maps the low 2 GiB, which the 32-bit master reaches",)),
     Board("ulx3s", "Radiona ULX3S (Lattice ECP5-85F): LiteX SoC, 32 MiB SDRAM, USB serial link",
-          "LFE5U-85F-6CABGA381", "ulx3s_flow", serial=True, default_config="tiny",
+          "LFE5U-85F-6CABGA381", "ulx3s_flow", serial=True, default_config="ulx3s",
           sources=("vdla_hw/fpga/ulx3s_soc.py",),
           # The 16-bit SDR SDRAM behind LiteDRAM and the AXI bridge, fitted to the simulated SoC on
           # bench/ulx3s.py's programs (docs/fpga_ulx3s.md): 5 cycles per 64-bit beat (2 bytes per

@@ -4,7 +4,9 @@
 // emits the iteration, D = GEMM_PIPELINE_DEPTH >= 3):
 //   j = 0      read the micro-op
 //   j = 1      add the loop offsets; read the input and weight tiles
-//   j = 2      BATCH x BLOCK_OUT dot products of BLOCK_IN int products (registered)
+//   j = 2      BATCH x BLOCK_OUT dot products of BLOCK_IN int products (registered); with
+//              D >= 4 the tiles are registered here instead and the dot products are j = 3's,
+//              so a block RAM's clock-to-out and the multiply-add tree are in separate cycles
 //   j = 3..D-1 extra register stages (retiming room for large arrays)
 //   j = D-1    read the accumulator tile
 //   j = D      acc[dst] = acc[dst] + dot (0 for a reset GEMM, dot alone for an overwrite GEMM),
@@ -84,7 +86,12 @@ module vdla_gemm (
   // ---- pipeline registers: stage k holds the iteration emitted k cycles ago ---------------
   logic [D:1]                    v;
   logic [D:2][AIW-1:0]           dst;
-  logic [D:3][ACC_ELEM_BITS-1:0] dot;
+  // With D >= 4 the operand tiles get a register stage of their own (stage 3 holds them) and
+  // the first dot product register is stage 4.
+  localparam int FD = D >= 4 ? 4 : 3;
+  logic [D:FD][ACC_ELEM_BITS-1:0] dot;
+  logic [INP_ELEM_BITS-1:0]      inp_t;  // the operand tiles the multipliers see
+  logic [WGT_ELEM_BITS-1:0]      wgt_t;
   logic [AIW-1:0]                dst1_off;
   logic [IIW-1:0]                src1_off;
   logic [WIW-1:0]                wgt1_off;
@@ -115,8 +122,8 @@ module vdla_gemm (
     localparam int O = POS / BLOCK_IN % BLOCK_OUT;
     localparam int I = POS % BLOCK_IN;
     vdla_lut_mul #(.XW(INP_WIDTH), .YW(WGT_WIDTH)) u_mul (
-      .x(inp_rd_data[(B * BLOCK_IN + I) * INP_WIDTH +: INP_WIDTH]),
-      .y(wgt_rd_data[(O * BLOCK_IN + I) * WGT_WIDTH +: WGT_WIDTH]),
+      .x(inp_t[(B * BLOCK_IN + I) * INP_WIDTH +: INP_WIDTH]),
+      .y(wgt_t[(O * BLOCK_IN + I) * WGT_WIDTH +: WGT_WIDTH]),
       .p(lut_p[k * PW +: PW])
     );
   end
@@ -173,9 +180,19 @@ module vdla_gemm (
     src1_off <= src_off;
     wgt1_off <= wgt_off;
     dst[2]   <= uop.dst + dst1_off;
-    dot[3]   <= dot_tile(inp_rd_data, wgt_rd_data, lut_p);
+    dot[FD]  <= dot_tile(inp_t, wgt_t, lut_p);
     for (int k = 3; k <= D; k++) dst[k] <= dst[k-1];
-    for (int k = 4; k <= D; k++) dot[k] <= dot[k-1];
+    for (int k = FD + 1; k <= D; k++) dot[k] <= dot[k-1];
+  end
+
+  if (D >= 4) begin : g_operand_regs
+    always_ff @(posedge clk) begin
+      inp_t <= inp_rd_data;
+      wgt_t <= wgt_rd_data;
+    end
+  end else begin : g_no_operand_regs
+    assign inp_t = inp_rd_data;
+    assign wgt_t = wgt_rd_data;
   end
 
   assign acc_rd_en   = v[D-1];

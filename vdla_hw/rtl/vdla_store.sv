@@ -5,11 +5,16 @@
 // It keeps the output buffer: a full-width copy of the accumulator buffer, written whenever
 // compute writes an accumulator. Store reads this copy, so it never competes with compute
 // for the accumulator SRAM's one read port. Each element read is requantized on its way
-// into the element queue (no extra cycle): every lane is shifted right arithmetically by
+// into the element queue: every lane is shifted right arithmetically by
 // `shift`, bounded below by 0 if `relu`, saturated to the signed OUT_WIDTH range if `clip`,
 // then narrowed to its low OUT_WIDTH bits (shift 0, flags clear: the plain wrap). With `bias`,
 // the element acc[bias_row + y * bias_step] is read before each row y's elements (one extra
 // read cycle per row) and added to every element of that row before the shift.
+// The requantization is P = STORE_PIPELINE_DEPTH register stages long (timing.store_pipeline_depth,
+// 0..3): P >= 1 registers the output buffer's read data (a block RAM's clock-to-out then feeds
+// no logic), P >= 2 registers the shifted sum, P = 3 also the sum before the shift. Each stage
+// delays every element by one cycle; the element FIFO is P entries deeper, so the stream keeps
+// one element per cycle.
 // Tokens: pop_prev pops compute->store (c2s),
 // push_prev pushes store->compute (s2c). A STORE completes when DRAM has acknowledged
 // every write burst.
@@ -53,7 +58,8 @@ module vdla_store (
   localparam int BW = RW + LOG_OUT_ELEM_BYTES;
   logic [BW-1:0] row_byte;
   localparam int NW = 2 * SIZE_W;  // y_size * x_size
-  localparam int ELEM_FIFO = 4;
+  localparam int P = STORE_PIPELINE_DEPTH;
+  localparam int ELEM_FIFO = 4 + P;  // the elements in the pipeline have room reserved
 
   logic                 exec_start, exec_done, gate_busy;
   logic [INSN_BITS-1:0] insn_bits;
@@ -74,22 +80,36 @@ module vdla_store (
   );
   assign insn = vdla_pkg::store_insn_t'(insn_bits);
 
-  // ---- the output buffer: a copy of the accumulators, requantized as it is read -----------------
+  // ---- the output buffer: a copy of the accumulators, requantized as it is read ---------------
   localparam logic signed [ACC_WIDTH-1:0] OUT_MAX = ACC_WIDTH'((1 << (OUT_WIDTH - 1)) - 1);
   localparam logic signed [ACC_WIDTH-1:0] OUT_MIN = -OUT_MAX - 1;
 
-  function automatic logic [OUT_ELEM_BITS-1:0] requant(input logic [ACC_ELEM_BITS-1:0] a,
-                                                       input logic [ACC_ELEM_BITS-1:0] b,
-                                                       input logic [STORE_SHIFT_W-1:0] sh,
-                                                       input logic clip, input logic relu);
+  if (P < 0 || P > 3) begin : g_bad_depth
+    $fatal(1, "vdla_store: timing.store_pipeline_depth = %0d; allowed 0..3", P);
+  end
+
+  // The three parts of the requantization, per lane; registers go between them (below).
+  function automatic logic [ACC_ELEM_BITS-1:0] add_lanes(input logic [ACC_ELEM_BITS-1:0] a,
+                                                         input logic [ACC_ELEM_BITS-1:0] b);
+    for (int l = 0; l < LANES; l++)
+      add_lanes[l * ACC_WIDTH +: ACC_WIDTH] = a[l * ACC_WIDTH +: ACC_WIDTH] + b[l * ACC_WIDTH +: ACC_WIDTH];  // wraps
+  endfunction
+
+  function automatic logic [ACC_ELEM_BITS-1:0] shift_lanes(input logic [ACC_ELEM_BITS-1:0] a,
+                                                           input logic [STORE_SHIFT_W-1:0] sh);
+    for (int l = 0; l < LANES; l++)
+      shift_lanes[l * ACC_WIDTH +: ACC_WIDTH] = $signed(a[l * ACC_WIDTH +: ACC_WIDTH]) >>> sh;
+  endfunction
+
+  function automatic logic [OUT_ELEM_BITS-1:0] clip_lanes(input logic [ACC_ELEM_BITS-1:0] a,
+                                                          input logic clip, input logic relu);
     logic signed [ACC_WIDTH-1:0] v;
     for (int l = 0; l < LANES; l++) begin
-      v = a[l * ACC_WIDTH +: ACC_WIDTH] + b[l * ACC_WIDTH +: ACC_WIDTH];  // wraps at ACC_WIDTH
-      v = v >>> sh;
+      v = a[l * ACC_WIDTH +: ACC_WIDTH];
       if (relu && v < 0) v = '0;
       if (clip && v > OUT_MAX) v = OUT_MAX;
       if (clip && v < OUT_MIN) v = OUT_MIN;
-      requant[l * OUT_WIDTH +: OUT_WIDTH] = v[OUT_WIDTH-1:0];
+      clip_lanes[l * OUT_WIDTH +: OUT_WIDTH] = v[OUT_WIDTH-1:0];
     end
   endfunction
 
@@ -140,8 +160,9 @@ module vdla_store (
   logic [ACC_ELEM_BITS-1:0]          bias_q;
   logic [$clog2(ELEM_FIFO+1)-1:0]    queued;
   logic                              running;
+  logic [2:0]                        in_flight;     // elements between the SRAM read and the FIFO
 
-  assign rd_en   = reads_left != '0 && 32'(queued) + 32'(rd_pending) < 32'(ELEM_FIFO);
+  assign rd_en   = reads_left != '0 && 32'(queued) + 32'(in_flight) < 32'(ELEM_FIFO);
   assign rd_addr = bias_next ? bias_addr : el_addr;
 
   always_ff @(posedge clk) begin
@@ -207,17 +228,57 @@ module vdla_store (
     end
   end
 
+  // ---- the requantization pipeline: read data -> [A] -> add -> [C] -> shift -> [B] -> clip -> FIFO
+  // (stage A when P >= 1, B when P >= 2, C when P = 3). The bias operand travels with its element:
+  // bias_q may change for the next row while this row's last elements are still in flight.
+  logic                     a_v, c_v, b_v;
+  logic [ACC_ELEM_BITS-1:0] a_acc, a_bias, c_sum, b_shifted;
+  if (P >= 1) begin : g_stage_a
+    always_ff @(posedge clk) begin
+      if (!rst_n || clear) a_v <= 1'b0;
+      else                 a_v <= rd_pending;
+      a_acc  <= rd_data;
+      a_bias <= insn.bias ? bias_q : '0;
+    end
+  end else begin : g_no_stage_a
+    assign a_v    = rd_pending;
+    assign a_acc  = rd_data;
+    assign a_bias = insn.bias ? bias_q : '0;
+  end
+  if (P >= 3) begin : g_stage_c
+    always_ff @(posedge clk) begin
+      if (!rst_n || clear) c_v <= 1'b0;
+      else                 c_v <= a_v;
+      c_sum <= add_lanes(a_acc, a_bias);
+    end
+  end else begin : g_no_stage_c
+    assign c_v   = a_v;
+    assign c_sum = add_lanes(a_acc, a_bias);
+  end
+  if (P >= 2) begin : g_stage_b
+    always_ff @(posedge clk) begin
+      if (!rst_n || clear) b_v <= 1'b0;
+      else                 b_v <= c_v;
+      b_shifted <= shift_lanes(c_sum, insn.shift);
+    end
+  end else begin : g_no_stage_b
+    assign b_v       = c_v;
+    assign b_shifted = shift_lanes(c_sum, insn.shift);
+  end
+  // Elements read but not yet in the FIFO: the read in its SRAM cycle and those in stages A..C.
+  assign in_flight = 3'(rd_pending) + 3'(P >= 1 && a_v) + 3'(P >= 3 && c_v) + 3'(P >= 2 && b_v);
+
   vdla_fifo #(.WIDTH(OUT_ELEM_BITS), .DEPTH(ELEM_FIFO), .STRICT_PUSH(1'b1)) u_elems (
     .clk, .rst_n, .clear,
-    .in_valid(rd_pending), .in_ready(),  // rd_en leaves room
-    .in_data(requant(rd_data, insn.bias ? bias_q : '0, insn.shift, insn.clip, insn.relu)),
+    .in_valid(b_v), .in_ready(),  // rd_en leaves room
+    .in_data(clip_lanes(b_shifted, insn.clip, insn.relu)),
     .out_valid(el_valid), .out_ready(el_ready), .out_data(el_data),
     .count(queued)
   );
 
   // Done once every element is read and handed on, every row issued, and DRAM has
   // acknowledged every burst. exec_start's own cycle never counts: the counters load then.
-  assign exec_done = running && !exec_start && reads_left == '0 && !rd_pending && !bias_pending && queued == '0
+  assign exec_done = running && !exec_start && reads_left == '0 && in_flight == '0 && !bias_pending && queued == '0
                   && !issuing && dma_idle;
   assign busy      = gate_busy || running;
   /* verilator lint_on PINCONNECTEMPTY */

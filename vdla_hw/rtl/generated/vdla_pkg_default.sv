@@ -69,6 +69,7 @@ package vdla_pkg;
   localparam int GEMM_PIPELINE_DEPTH = 4;
   localparam int ALU_PIPELINE_DEPTH = 3;
   localparam int ALU_II = 2;
+  localparam int STORE_PIPELINE_DEPTH = 0;
   localparam int DMA_MAX_BURSTS = 8;
   localparam int DMA_NARROW_ROWS = 4;
   localparam int LOG_DRAM_BURST_BYTES = 8;
@@ -328,8 +329,8 @@ package vdla_pkg;
   localparam logic [3:0] BUF_ACC = 4'd3;
   localparam logic [3:0] BUF_OUT = 4'd4;
   localparam logic [3:0] BUF_INSN = 4'd5;
-  // CONFIG_ID reads this: the low 32 bits of the config digest d0451442ca0f.
-  localparam logic [AXIL_DATA_WIDTH-1:0] CONFIG_ID_VALUE = 32'h1442ca0f;
+  // CONFIG_ID reads this: the low 32 bits of the config digest 0ba8d7edc33f.
+  localparam logic [AXIL_DATA_WIDTH-1:0] CONFIG_ID_VALUE = 32'hd7edc33f;
 endpackage
 /* verilator lint_on DECLFILENAME */
 /* verilator lint_on UNUSEDPARAM */

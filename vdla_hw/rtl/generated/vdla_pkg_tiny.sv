@@ -66,9 +66,10 @@ package vdla_pkg;
 
   // ---- timing parameters implemented by the RTL (see docs/rtl.md) ----
   localparam int DRAM_BURST_BYTES = 64;
-  localparam int GEMM_PIPELINE_DEPTH = 3;
+  localparam int GEMM_PIPELINE_DEPTH = 4;
   localparam int ALU_PIPELINE_DEPTH = 5;
   localparam int ALU_II = 2;
+  localparam int STORE_PIPELINE_DEPTH = 2;
   localparam int DMA_MAX_BURSTS = 8;
   localparam int DMA_NARROW_ROWS = 4;
   localparam int LOG_DRAM_BURST_BYTES = 6;
@@ -330,8 +331,8 @@ package vdla_pkg;
   localparam logic [3:0] BUF_ACC = 4'd3;
   localparam logic [3:0] BUF_OUT = 4'd4;
   localparam logic [3:0] BUF_INSN = 4'd5;
-  // CONFIG_ID reads this: the low 32 bits of the config digest 994f16577e47.
-  localparam logic [AXIL_DATA_WIDTH-1:0] CONFIG_ID_VALUE = 32'h16577e47;
+  // CONFIG_ID reads this: the low 32 bits of the config digest cc6ceccc1f74.
+  localparam logic [AXIL_DATA_WIDTH-1:0] CONFIG_ID_VALUE = 32'heccc1f74;
 endpackage
 /* verilator lint_on DECLFILENAME */
 /* verilator lint_on UNUSEDPARAM */

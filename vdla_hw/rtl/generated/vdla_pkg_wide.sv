@@ -69,6 +69,7 @@ package vdla_pkg;
   localparam int GEMM_PIPELINE_DEPTH = 5;
   localparam int ALU_PIPELINE_DEPTH = 3;
   localparam int ALU_II = 2;
+  localparam int STORE_PIPELINE_DEPTH = 0;
   localparam int DMA_MAX_BURSTS = 8;
   localparam int DMA_NARROW_ROWS = 4;
   localparam int LOG_DRAM_BURST_BYTES = 9;
@@ -330,8 +331,8 @@ package vdla_pkg;
   localparam logic [3:0] BUF_ACC = 4'd3;
   localparam logic [3:0] BUF_OUT = 4'd4;
   localparam logic [3:0] BUF_INSN = 4'd5;
-  // CONFIG_ID reads this: the low 32 bits of the config digest d01e61ffbeaf.
-  localparam logic [AXIL_DATA_WIDTH-1:0] CONFIG_ID_VALUE = 32'h61ffbeaf;
+  // CONFIG_ID reads this: the low 32 bits of the config digest 9300057131d3.
+  localparam logic [AXIL_DATA_WIDTH-1:0] CONFIG_ID_VALUE = 32'h057131d3;
 endpackage
 /* verilator lint_on DECLFILENAME */
 /* verilator lint_on UNUSEDPARAM */

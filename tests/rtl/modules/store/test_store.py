@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from rtl_configs import configs_under_test
 
+from vdla_hw.config import load_config
+
 HERE = Path(__file__).parent
 MODULES = ["vdla_fifo", "vdla_sram", "vdla_dep_gate", "vdla_dma_wr", "vdla_sram_range", "vdla_store"]
 
@@ -23,3 +25,9 @@ def test_store_tiny(rtl_module):
 @pytest.mark.parametrize("config", configs_under_test(["default", "wide"]))
 def test_store_presets(rtl_module, config):
     _run(rtl_module, config, N_INSNS=6)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("depth", [0, 1, 3])  # tiny's own is 2 (test_store_tiny)
+def test_store_pipeline_depths_tiny(rtl_module, depth):
+    _run(rtl_module, load_config("tiny").replace(timing={"store_pipeline_depth": depth}))
