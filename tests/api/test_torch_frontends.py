@@ -10,6 +10,8 @@ families' small members) through both front ends.
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -23,7 +25,8 @@ import vdla
 from vdla.compiler.frontend.torch_dynamo import VdlaFallbackWarning
 from vdla.compiler.graph.errors import UnsupportedModelError
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "models"))
 
 
 @pytest.fixture(autouse=True)
@@ -255,3 +258,36 @@ def test_zoo_families_through_torch_compile(family: str) -> None:
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore", VdlaFallbackWarning)  # ops without a converter run eager here
         assert_zoo_match(torch.compile(m, backend="vdla")(x), m(x))
+
+
+# --- the README's torchvision one-liner ------------------------------------------------------------
+
+
+def readme_one_liner() -> str:
+    """The README's ``python -c "import torch, torchvision, vdla; ..."`` line, as written."""
+    lines = [line for line in (ROOT / "README.md").read_text().splitlines()
+             if line.startswith('python -c "import torch, torchvision, vdla;')]
+    assert len(lines) == 1, "README.md must show the torchvision one-liner exactly once"
+    return lines[0]
+
+
+def test_torchvision_resnet18_in_train_mode_through_torch_compile() -> None:
+    """What the one-liner does (a torchvision model as constructed, i.e. in train mode, whose batch norms
+    use batch statistics and so run eager), at 64 px so that the default suite can afford it."""
+    import torchvision
+
+    torch.manual_seed(0)
+    model, x = torchvision.models.resnet18(), torch.randn(2, 3, 64, 64)
+    eager = torchvision.models.resnet18()
+    eager.load_state_dict(model.state_dict())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the inference-only and eager-fallback notes
+        got = torch.compile(model, backend="vdla")(x)
+    assert_zoo_match(got, eager(x))
+
+
+@pytest.mark.slow
+def test_readme_torchvision_one_liner_runs_as_written(tmp_path: Path) -> None:
+    proc = subprocess.run(readme_one_liner(), shell=True, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=1800, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr[-3000:]

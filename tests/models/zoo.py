@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import torch
-from torchvision_compat import import_torchvision
+import torchvision as tv
 
 from vdla.compiler.frontend.onnx import from_onnx
 from vdla.compiler.graph.build import build_model
@@ -34,7 +34,6 @@ FAMILIES = ("resnet", "mobilenet_v2", "mobilenet_v3", "squeezenet", "densenet", 
 
 
 def _family_model(family: str, image_size: int) -> torch.nn.Module:
-    tv = import_torchvision()
     m = tv.models
     if family == "resnet":
         return m.resnet.ResNet(m.resnet.Bottleneck, [1, 1, 1, 1], num_classes=100)
@@ -76,7 +75,6 @@ def _family_model(family: str, image_size: int) -> torch.nn.Module:
 def make_model(name: str, seed: int = 0, image_size: int | None = None, family: bool = False) -> torch.nn.Module:
     """``name`` (a zoo model, or with ``family`` a family's small member: ``mobilenet_v2`` is both) with
     seeded random weights and randomized BatchNorm statistics, in eval mode."""
-    tv = import_torchvision()
     torch.manual_seed(seed)
     if family:
         model = _family_model(name, image_size or 32).eval()

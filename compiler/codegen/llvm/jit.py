@@ -37,7 +37,7 @@ def jit(mod: LLVMModule, opt: int = 3) -> CpuModule:
     if mod.uses_openmp:
         _load_libgomp()
     optimized = mod.optimized(opt)
-    engine = llvm.create_mcjit_compiler(optimized, mod.target.target_machine(opt))
+    engine = llvm.create_mcjit_compiler(optimized, mod.target.target_machine(opt, jit=True))
     engine.finalize_object()
     return CpuModule(mod.meta(), engine.get_function_address, engine,
                      engine.get_global_value_address(THREADS_SYMBOL))

@@ -221,14 +221,21 @@ class Target:
         """This target with ``extra`` features enabled (names without the ``+``)."""
         return Target(self.triple, self.cpu, self.features | {f.lstrip("+") for f in extra})
 
-    def target_machine(self, opt: int = 3) -> llvm.TargetMachine:
-        """An LLVM target machine for this CPU (position-independent, for shared libraries)."""
+    def target_machine(self, opt: int = 3, jit: bool = False) -> llvm.TargetMachine:
+        """An LLVM target machine for this CPU: position-independent for shared libraries, or with ``jit``
+        for MCJIT in this process."""
         init_llvm()
         try:
             tgt = llvm.Target.from_triple(self.triple)
         except RuntimeError as err:
             raise TargetError(f"LLVM cannot generate code for triple {self.triple!r}: {err}") \
                 from None
+        if jit:
+            # The large code model: MCJIT places code wherever mmap puts it, and a 32-bit PC-relative
+            # reference to a symbol of a library loaded more than 2 GiB away (libm, libgomp beside a
+            # multi-GB torch) fails LLVM's relocation assertion and aborts the process.
+            return tgt.create_target_machine(cpu=self.cpu, features=self.feature_string, opt=opt,
+                                             reloc="default", codemodel="jitdefault", jit=True)
         return tgt.create_target_machine(cpu=self.cpu, features=self.feature_string, opt=opt,
                                          reloc="pic", codemodel="default")
 
