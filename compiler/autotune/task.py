@@ -173,7 +173,8 @@ def extract_tasks(graph: Any, target: str = "llvm", *, cpu_target: str = "llvm",
 
     ``llvm``: the graph is optimized as ``build_model`` does and every fused kernel is lowered (no
     code generation) with a recording dispatcher.  ``vdla``: the graph is quantized with
-    ``calibrate`` and partitioned; every kernel placed on the accelerator is one ``vdla_conv2d`` task.
+    ``calibrate`` and partitioned; every conv/dense kernel placed on the accelerator is one ``vdla_conv2d`` task, and so is an average pool
+    (its window sum is a conv2d schedule); adds and max pools have no knobs.
     """
     from vdla.compiler.graph.build import TARGETS
 
@@ -195,6 +196,7 @@ def extract_tasks(graph: Any, target: str = "llvm", *, cpu_target: str = "llvm",
         from vdla.compiler.graph.build import _samples
         from vdla.compiler.graph.errors import NotLoweredError
         from vdla.compiler.graph.lower_vdla import kernel_gemm
+        from vdla.compiler.graph.lower_vdla_alu import avg_pool_workload
         from vdla.compiler.graph.passes import optimize_for_vdla
 
         cfg = load_config(config) if isinstance(config, str) else config
@@ -205,7 +207,11 @@ def extract_tasks(graph: Any, target: str = "llvm", *, cpu_target: str = "llvm",
                 try:
                     gemm, _ = kernel_gemm(n, g, cfg)
                 except NotLoweredError:
-                    continue  # runs on the CPU: nothing to tune on the accelerator
+                    pool = avg_pool_workload(n)  # an average pool's window sum is a conv2d schedule too
+                    if pool is not None:
+                        found.append(make_task("vdla_conv2d", pool.conv(cfg.block_in, cfg.batch).task_workload(),
+                                               config=cfg))
+                    continue  # other ALU kernels (adds, max pools) have no knobs to tune
                 found.append(make_task("vdla_conv2d", gemm.workload.task_workload(), config=cfg))
         return _weighted(found)
     raise UsageError(f"unknown target {target!r}; use one of {TARGETS}")

@@ -56,6 +56,20 @@ def add_workload(op: Node, cfg: HwConfig) -> AddWorkload:
                        int(a["round"]), int(a["shift"]), bool(a["relu"]))
 
 
+def avg_pool_workload(node: Node) -> AvgPoolWorkload | None:
+    """The workload of a ``fused`` node whose op is ``qavg_pool2d`` (else None): its window sum runs as a
+    conv2d schedule, so it is also a ``vdla_conv2d`` tuning task (:func:`AvgPoolWorkload.conv`)."""
+    body: Graph = node.attrs["body"]
+    op = next(n for n in body.nodes if n.op != "input")
+    if op.op != "qavg_pool2d":
+        return None
+    nb, cb, h, w, b, bi = body.input_nodes[0].type.shape
+    a = op.attrs
+    (kh, kw), stride, pad = tuple(a["pool_size"]), int(a["strides"][0]), int(a["padding"][0])
+    return AvgPoolWorkload(nb * b, cb * bi, h, w, kh, kw, stride, pad, int(a.get("mult")), int(a["round"]),
+                           int(a["shift"]))
+
+
 def compile_alu_kernel(node: Node, graph: Graph, cfg: HwConfig, virtual_threads: int = 2) -> VdlaKernel:
     """Compile a ``fused`` node of one ``qadd`` / ``qavg_pool2d`` / int8 ``max_pool2d`` / ``relu`` / ``clip`` placed on
     the VDLA."""
@@ -88,8 +102,8 @@ def compile_alu_kernel(node: Node, graph: Graph, cfg: HwConfig, virtual_threads:
         except UnsupportedError as exc:
             raise NotLoweredError(f"{op.op} {op.name!r}: {exc}") from None
         return VdlaKernel(node.name, mp.bind(), values[0], None, op.type.shape, None, mw, None, macs=0)
-    (kh, kw), stride, pad = tuple(a["pool_size"]), int(a["strides"][0]), int(a["padding"][0])
-    wl = AvgPoolWorkload(nb * b, cb * bi, h, w, kh, kw, stride, pad, int(a.get("mult")), int(a["round"]), int(a["shift"]))
+    wl = avg_pool_workload(node)
+    assert wl is not None, op.op
     try:
         pool = compile_avg_pool(wl, target, compile_conv=lambda c, t, ep: compile_conv_workload(
             c, t, ep, virtual_threads, node.name))
@@ -99,4 +113,4 @@ def compile_alu_kernel(node: Node, graph: Graph, cfg: HwConfig, virtual_threads:
                       pool.compiled.epilogue, macs=0)
 
 
-__all__ = ["ALU_KERNEL_OPS", "add_workload", "compile_alu_kernel"]
+__all__ = ["ALU_KERNEL_OPS", "add_workload", "avg_pool_workload", "compile_alu_kernel"]
