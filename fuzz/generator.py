@@ -218,9 +218,13 @@ class _Drawer:
                           for _ in range(n_loads))
         computes: list[ComputeOp] = []
         lo, hi = self._region("uop", t)
-        if self.compute_bound or self.load_bound:
-            bias = self._load(MemType.ACC, t, big=True) if self.compute_bound else self._tiny_load(MemType.ACC, t)
-            computes.append(self._apply(bias))  # type: ignore[arg-type]
+        if self.compute_bound:
+            # Two large bias loads: compute must be several times slower than a one-tile input load
+            # (whose DRAM latency alone is tens of cycles) for load to get a whole queue ahead.
+            computes += [self._apply(self._load(MemType.ACC, t, big=True)) for _ in range(2)]  # type: ignore[misc]
+            return Round(loads, tuple(computes), (self._apply(self._store(t)),))
+        if self.load_bound:
+            computes.append(self._apply(self._tiny_load(MemType.ACC, t)))  # type: ignore[arg-type]
             return Round(loads, tuple(computes), (self._apply(self._store(t)),))
         if self.uops[lo] is None and rng.random() < 0.15:
             # A thread's first round with a single compute instruction (a bias load): it alone
