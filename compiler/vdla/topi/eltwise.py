@@ -179,27 +179,40 @@ def add_schedule(wl: AddWorkload, target: VdlaTarget, name: str = "add") -> Sche
     n, c, y, x, b, j = s.get_loops(t.out)
     y_o, y_i = s.split(y, factor=add_rows_per_tile(wl, target))
     s.reorder(n, c, y_o, y_i, x, b, j)
+    tensorize_moves(s, gemm, accs, [wgt], inps, n, y_o)
+    return s
+
+
+def tensorize_moves(s: Schedule, gemm: GemmIntrin, accs: list, wgts: list, inps: list, n: object,
+                    y_o: object) -> None:
+    """The common tail of the identity-GEMM kernels (add, max pool): each moved tile's accumulator and input
+    copies at the row tile ``y_o``, the identity weight tiles once per image block ``n``, the moves
+    tensorized as GEMM reset + update."""
     inits = []
     for acc in accs:
         s.compute_at(acc, y_o)
-        loops = s.get_loops(acc)
-        inits.append(s.decompose_reduction(acc, loops[-7]))
-    s.compute_at(wgt, n)
+        inits.append(s.decompose_reduction(acc, s.get_loops(acc)[-7]))
+    for w in wgts:
+        s.compute_at(w, n)
     for inp in inps:
         s.compute_at(inp, y_o)
     s.compact_buffers()
     for acc, init in zip(accs, inits):
         s.tensorize(s.get_loops(acc)[-3], gemm.update)
         s.tensorize(s.get_loops(init)[-2], gemm.reset)
-    return s
 
 
-def add_func(wl: AddWorkload, target: VdlaTarget, name: str = "add") -> PrimFunc:
-    func = add_schedule(wl, target, name).func
-    # No bias init: the second operand's tile is not a resident bias (it is computed after the reset).
+def alu_kernel_func(s: Schedule, wl: object, target: VdlaTarget) -> PrimFunc:
+    """The scheduled function of an identity-GEMM + ALU kernel, marked for the VDLA pipeline: requantization on
+    the STORE, and no bias-init fold (its accumulator tiles are moved operands, not resident biases)."""
+    func = s.func
     attrs = (("target", "vdla"), ("config", target.config.name), ("workload", wl), (REQUANT_ON_STORE, True),
              (BIAS_INIT, False))
     return PrimFunc(func.name, func.params, func.body, attrs)
+
+
+def add_func(wl: AddWorkload, target: VdlaTarget, name: str = "add") -> PrimFunc:
+    return alu_kernel_func(add_schedule(wl, target, name), wl, target)
 
 
 @dataclass(frozen=True)

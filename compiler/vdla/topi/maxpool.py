@@ -38,9 +38,8 @@ from vdla.compiler.tir.ir import all_of, max_, min_
 
 from ..build import VdlaModule, build
 from ..intrin import GemmIntrin
-from ..passes.fold_bias_init import ATTR as BIAS_INIT
-from ..passes.fold_requant_store import ATTR as REQUANT_ON_STORE
 from ..target import SCOPE_ACC, SCOPE_INP, SCOPE_WGT, VdlaTarget
+from .eltwise import alu_kernel_func, tensorize_moves
 
 #: The indicator's value and its weight: a real tap gets ``IND_VALUE * IND_WEIGHT`` added, padding 0.
 IND_VALUE, IND_WEIGHT = 64, 2
@@ -232,26 +231,12 @@ def max_pool_schedule(wl: MaxPoolWorkload, target: VdlaTarget, name: str = "max_
     n, c, y, x, b, j = s.get_loops(t.out)
     y_o, y_i = s.split(y, factor=max_pool_rows_per_tile(wl, target))
     s.reorder(n, c, y_o, y_i, x, b, j)
-    inits = []
-    for acc in accs:
-        s.compute_at(acc, y_o)
-        inits.append(s.decompose_reduction(acc, s.get_loops(acc)[-7]))
-    for w in wgts:
-        s.compute_at(w, n)
-    for inp in inps:
-        s.compute_at(inp, y_o)
-    s.compact_buffers()
-    for acc, init in zip(accs, inits):
-        s.tensorize(s.get_loops(acc)[-3], gemm.update)
-        s.tensorize(s.get_loops(init)[-2], gemm.reset)
+    tensorize_moves(s, gemm, accs, wgts, inps, n, y_o)
     return s
 
 
 def max_pool_func(wl: MaxPoolWorkload, target: VdlaTarget, name: str = "max_pool") -> PrimFunc:
-    func = max_pool_schedule(wl, target, name).func
-    attrs = (("target", "vdla"), ("config", target.config.name), ("workload", wl), (REQUANT_ON_STORE, True),
-             (BIAS_INIT, False))
-    return PrimFunc(func.name, func.params, func.body, attrs)
+    return alu_kernel_func(max_pool_schedule(wl, target, name), wl, target)
 
 
 @dataclass(frozen=True)
