@@ -57,11 +57,10 @@ HOST_OPS = frozenset({"layout_transform", "quantize_linear", "dequantize_linear"
 
 def make_onnx(name: str, resolution: int):  # type: ignore[no-untyped-def]
     import torch
-    from torchvision_compat import import_torchvision
+    import torchvision as tv
     from zoo import export, make_model
 
     if name == "vit":
-        tv = import_torchvision()
         torch.manual_seed(0)
         model = tv.models.VisionTransformer(image_size=resolution, patch_size=16, num_layers=4, num_heads=4,
                                             hidden_dim=128, mlp_dim=512, num_classes=1000).eval()

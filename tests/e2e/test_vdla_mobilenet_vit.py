@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import torchvision
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
-from torchvision_compat import import_torchvision  # noqa: E402
 from zoo import export, make_model  # noqa: E402
 
 from vdla.compiler.frontend.onnx import from_onnx  # noqa: E402
@@ -78,7 +78,7 @@ def test_mobilenet_v2_depthwise_convs_on_the_vdla_bit_exact() -> None:
 @pytest.mark.slow
 def test_small_vit_linear_layers_on_the_vdla_bit_exact() -> None:
     torch.manual_seed(0)
-    net = import_torchvision().models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
+    net = torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
                                                         hidden_dim=64, mlp_dim=128, num_classes=10).eval()
     with torch.no_grad():
         net.heads.head.weight.normal_(0.0, 0.02)  # ViT zero-initializes its classifier
