@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from vdla_hw.config import HwConfig
 from vdla_hw.errors import UnsupportedError
 
 from vdla.compiler import te
@@ -211,6 +212,11 @@ def alu_kernel_func(s: Schedule, wl: object, target: VdlaTarget) -> PrimFunc:
     return PrimFunc(func.name, func.params, func.body, attrs)
 
 
+def identity_tile(cfg: HwConfig) -> np.ndarray:
+    """The int8 identity weight tile (packed OIHWoi, one block) that moves an input tile into the accumulators."""
+    return np.eye(cfg.block_out, cfg.block_in, dtype=np.int8).reshape(1, 1, 1, 1, cfg.block_out, cfg.block_in)
+
+
 def add_func(wl: AddWorkload, target: VdlaTarget, name: str = "add") -> PrimFunc:
     return alu_kernel_func(add_schedule(wl, target, name), wl, target)
 
@@ -224,7 +230,7 @@ class CompiledAdd:
         """The identity weight tile and (when the add has any) the resident constant tiles (``m_a, m_b, r``)."""
         cfg = self.module.target.config
         wl = self.workload
-        eye = np.eye(cfg.block_out, cfg.block_in, dtype=np.int8).reshape(1, 1, 1, 1, cfg.block_out, cfg.block_in)
+        eye = identity_tile(cfg)
         m = wl.mult or (0, 0)
         consts = np.empty((3, cfg.batch, cfg.block_out), np.int32)
         for k, v in enumerate((m[0], m[1], wl.round)):

@@ -39,7 +39,7 @@ from vdla.compiler.tir.ir import all_of, max_, min_
 from ..build import VdlaModule, build
 from ..intrin import GemmIntrin
 from ..target import SCOPE_ACC, SCOPE_INP, SCOPE_WGT, VdlaTarget
-from .eltwise import alu_kernel_func, tensorize_moves
+from .eltwise import alu_kernel_func, identity_tile, tensorize_moves
 
 #: The indicator's value and its weight: a real tap gets ``IND_VALUE * IND_WEIGHT`` added, padding 0.
 IND_VALUE, IND_WEIGHT = 64, 2
@@ -247,7 +247,7 @@ class CompiledMaxPool:
     def constants(self) -> tuple[np.ndarray, ...]:
         """The identity weight tile and, with padding, the indicator tensor and its ``2 * I`` tile."""
         cfg = self.module.target.config
-        eye = np.eye(cfg.block_out, cfg.block_in, dtype=np.int8).reshape(1, 1, 1, 1, cfg.block_out, cfg.block_in)
+        eye = identity_tile(cfg)
         if not self.workload.pad:
             return (eye,)
         ind = np.full(self.module.params[2].shape, IND_VALUE, np.int8)
