@@ -99,7 +99,7 @@ def _solver_path(solver: str, work: Path) -> str:
 
 def sby_text(task: ProofTask, files: list[str], solver: str) -> str:
     """The ``.sby`` file of ``task`` over ``files`` (the package first)."""
-    defines = "-D SYNTHESIS" + (f" -D {task.define}" if task.define else "")
+    defines = " ".join(f"-D {d}" for d in ("SYNTHESIS", task.define, *task.extra_defines) if d)
     chparam = " ".join(f"-set {k} {v}" for k, v in task.params)
     # SYNTHESIS hides the simulation-only concurrent assertions (SVA that yosys's own front end
     # does not parse); their formal twins are the immediate assertions under `ifdef FORMAL.
