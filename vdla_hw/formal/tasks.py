@@ -44,6 +44,8 @@ class ProofTask:
     """File names in ``vdla_hw/formal`` read after the RTL modules."""
     properties: tuple[str, ...] = field(default=())
     """Labels of the properties the task checks (asserted ones), for the report."""
+    solver: str = "z3"
+    """The solver the task runs with unless the caller names one (boolector where z3 is far slower)."""
 
     @property
     def method(self) -> str:
@@ -64,6 +66,8 @@ ARB_PROPS = ("a_arb_grant_onehot", "a_axi_ar_stable", "a_arb_bursts", "f_arb_in_
 ARB_ROUTE_PROPS = ("a_arb_route", "a_arb_r_owned")
 TILE_PROPS = ("f_tile_addr", "f_tile_oob_sound")
 RANGE_PROPS = ("f_range_first", "f_range_sound", "f_range_seen")
+CTRL_PROPS = ("f_ctrl_clear_start", "f_ctrl_ends", "f_ctrl_ends_why", "f_ctrl_window_fixed", "f_ctrl_b_held",
+              "f_ctrl_r_held")
 UOP_LOOP_PROPS = ("a_uop_range", "f_uop_bounds", "f_uop_progress", "f_uop_wait")
 
 
@@ -87,12 +91,16 @@ DMA_BMC_DEPTH = 12
 TOKENS_BMC_DEPTH = 12
 # Read arbiter, route: 10 cycles hold a grant, its AR handshake and the R bursts of the first
 # grants ending (back-pressured or not), so the solver can pick a burst whose data is routed
-# while later grants to other clients are in flight.
+# while later grants to other clients are in flight. Boolector: 2.5 min on tiny; z3 did not
+# reach depth 10 in 10 minutes.
 ARB_ROUTE_BMC_DEPTH = 10
 # Window: 8 cycles cover reset, a command through the window (in or out of it, halted or not)
 # and the engine's first bursts of it, split at a DRAM block boundary; the free base and limit
 # make the solver's work grow fast with depth (depth 12 did not finish in 10 minutes).
 WINDOW_BMC_DEPTH = 8
+# Write window: the same 8 cycles -- reset, a command through the window, its first AW bursts
+# (split at a DRAM block boundary) and their first W beats. Boolector: 2.7 min on tiny.
+WINDOW_WR_BMC_DEPTH = 8
 
 
 # The FIFO invariants are 1-inductive, so any depth proves them; the depth is the longest
@@ -157,6 +165,9 @@ def proof_tasks(cfg: HwConfig | str) -> list[ProofTask]:
                 name=f"tile_{kind}_d{depth}", top="vdla_tile_loader", modules=("vdla_sram_range", "vdla_tile_loader"),
                 params=(("ELEM_BITS", bits), ("DEPTH", depth)), define="VDLA_FORMAL_TOP_TILE", depth=3,
                 properties=TILE_PROPS + RANGE_PROPS))
+    # The control registers: a run starts, ends on FINISH or a fault, and keeps its window.
+    tasks.append(ProofTask(name="ctrl", top="vdla_ctrl", modules=("vdla_ctrl",), define="VDLA_FORMAL_TOP_CTRL",
+                           depth=3, properties=CTRL_PROPS))
     # The micro-op loop of GEMM (II 1) and of the ALU (its II and copy II): the range and termination.
     # The operand offsets feed no property; 8-bit offsets keep the problem small.
     loops = {("gemm", 1, 1), ("alu", cfg.timing.alu_ii, cfg.timing.alu_copy_ii)}
@@ -174,7 +185,7 @@ def proof_tasks(cfg: HwConfig | str) -> list[ProofTask]:
     tasks.append(ProofTask(
         name=f"rd_arb_route_n{n_rd}", top="vdla_axi_rd_arb", modules=("vdla_fifo", "vdla_axi_rd_arb"),
         params=(("N", n_rd),), define="VDLA_FORMAL_TOP_RD_ARB", extra_defines=("VDLA_FORMAL_ARB_ROUTE",), mode="bmc",
-        depth=ARB_ROUTE_BMC_DEPTH, properties=ARB_ROUTE_PROPS + ARB_PROPS))
+        depth=ARB_ROUTE_BMC_DEPTH, properties=ARB_ROUTE_PROPS + ARB_PROPS, solver="boolector"))
     # The address window (base/limit registers) in front of a read engine: every AR burst stays inside.
     tasks.append(ProofTask(
         name=f"window_rd_insn_{isa_mod.INSN_BITS}b", top="vdla_formal_window",
@@ -182,6 +193,13 @@ def proof_tasks(cfg: HwConfig | str) -> list[ProofTask]:
         harness=("vdla_formal_window.sv",), mode="bmc", depth=WINDOW_BMC_DEPTH,
         properties=("a_axi_in_window", "a_dma_rd_cmd", "a_dma_rd_cmd_stable", "a_dma_rd_r_owed") + DMA_RD_PROPS))
     out_bits = 8 * cfg.out_elem_bytes
+    # The address window in front of the write engine (the store's path): every AW burst and W beat inside.
+    tasks.append(ProofTask(
+        name=f"window_wr_out_{out_bits}b", top="vdla_formal_window_wr",
+        modules=("vdla_fifo", "vdla_dma_wr", "vdla_addr_window"), params=(("ELEM_BITS", out_bits),),
+        harness=("vdla_formal_window_wr.sv",), mode="bmc", depth=WINDOW_WR_BMC_DEPTH,
+        properties=("a_axi_aw_in_window", "a_axi_w_in_window", "a_dma_wr_cmd", "a_dma_wr_cmd_stable",
+                    "a_dma_wr_el_stable", "a_dma_wr_b_owed") + DMA_WR_PROPS, solver="boolector"))
     tasks.append(ProofTask(
         name=f"dma_wr_out_{out_bits}b", top="vdla_dma_wr", modules=("vdla_fifo", "vdla_dma_wr"),
         params=(("ELEM_BITS", out_bits),), define="VDLA_FORMAL_TOP_DMA_WR", mode="bmc", depth=DMA_BMC_DEPTH,
