@@ -114,12 +114,14 @@ def device_kind(config: str, backends: Sequence[str]) -> str:
 
 def run_pool_campaign(address: str, configs: Sequence[str], count: int, *, backends: Sequence[str] = DEFAULT_BACKENDS,
                       chunk: int = 20, time_limit: float | None = None, quiet: bool = False,
-                      window: int = 8, journal: str | Path | None = None) -> dict[str, Any]:
+                      window: int = 8, journal: str | Path | None = None,
+                      rtl_dir: str | Path | None = None) -> dict[str, Any]:
     """Run ``count`` programs over ``configs`` on the pool at ``address``; a JSON-ready report.
 
     With ``time_limit`` no new chunk is submitted after that many seconds (the chunks in flight finish).
     With ``journal`` each finished chunk is appended there at once, and chunks already in it are not
-    run again but counted (``resumed_programs`` in the report).
+    run again but counted (``resumed_programs`` in the report). ``rtl_dir`` fuzzes the module files of
+    that folder (a copy of ``vdla_hw/rtl``, e.g. one frozen for a long run while the tree changes).
     """
     from vdla.runtime.pool import PoolExecutor
     shares = split_count(count, configs)
@@ -147,7 +149,8 @@ def run_pool_campaign(address: str, configs: Sequence[str], count: int, *, backe
         while todo or pending:
             while todo and len(pending) < window and not (time_limit and time.perf_counter() - t0 > time_limit):
                 config, seeds = todo.pop(0)
-                settings = Settings(config, count=len(seeds), backends=tuple(backends))
+                options = {"rtl": {"rtl_dir": str(rtl_dir)}} if rtl_dir and "rtl" in backends else {}
+                settings = Settings(config, count=len(seeds), backends=tuple(backends), options=options)
                 fut = ex.submit(run_chunk, settings, seeds, device_kind=device_kind(config, backends))
                 pending[fut] = (config, seeds)
             if time_limit and time.perf_counter() - t0 > time_limit:
@@ -224,6 +227,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--address", default=None, help="an existing pool's scheduler (default: a local cluster)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="local cluster workers")
     parser.add_argument("--out", default="fuzz-out/pool_campaign.json")
+    parser.add_argument("--rtl-dir", default=None,
+                        help="fuzz the module files in this folder (a copy of vdla_hw/rtl) instead of the shipped RTL")
     parser.add_argument("--journal", default=None,
                         help="append each finished chunk to this JSON-lines file; chunks already in it are skipped")
     args = parser.parse_args(argv)
@@ -233,7 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{os.getloadavg()[0]:.1f}", flush=True)
     if args.address:
         rep = run_pool_campaign(args.address, configs, args.count, backends=backends, chunk=args.chunk,
-                                time_limit=args.time, journal=args.journal)
+                                time_limit=args.time, journal=args.journal,
+                                rtl_dir=args.rtl_dir)
     else:
         from vdla.runtime.pool.kinds import parse_device
         from vdla.runtime.pool.node import local_cluster
@@ -242,7 +248,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             devices += [parse_device(f"vdla-rtl@{c}", 1) for c in configs]
         with local_cluster(args.workers, devices, port=0) as cluster:
             rep = run_pool_campaign(cluster.scheduler_address, configs, args.count, backends=backends,
-                                    chunk=args.chunk, time_limit=args.time, journal=args.journal)
+                                    chunk=args.chunk, time_limit=args.time, journal=args.journal,
+                                rtl_dir=args.rtl_dir)
     rep["machine"] = {"cpu": cpu_name(), "cores": os.cpu_count(), "load_average_1m": os.getloadavg()[0]}
     print(format_report(rep))
     out = Path(args.out)
