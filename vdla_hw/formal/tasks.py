@@ -152,6 +152,8 @@ def proof_tasks(cfg: HwConfig | str) -> list[ProofTask]:
             properties=DMA_RD_PROPS + (FIFO_PROPS if bits < cfg.bus_width else ())))
     # A tile loader and its range check at each SRAM depth of the config (the element width only
     # sizes the data path): the SRAM address wraps only where the range check reports a fault.
+    # Depth 5: reset, a start at a base on or past the end and the first steps, so a check that
+    # misses the first element past the end fails from reset.
     loaders: dict[int, tuple[str, int]] = {}
     for kind in ("inp", "wgt", "acc", "uop", "out"):
         loaders.setdefault(getattr(cfg, f"{kind}_buff_depth"), (kind, 8 * getattr(cfg, f"{kind}_elem_bytes")))
@@ -159,11 +161,11 @@ def proof_tasks(cfg: HwConfig | str) -> list[ProofTask]:
         tasks.append(ProofTask(
             name=f"sram_range_d{depth}", top="vdla_sram_range", modules=("vdla_sram_range",),
             params=(("DEPTH", depth), ("BASE_W", cfg.isa.sram_idx_w),
-                    ("W", 32)), define="VDLA_FORMAL_TOP_RANGE", depth=3, properties=RANGE_PROPS))
+                    ("W", 32)), define="VDLA_FORMAL_TOP_RANGE", depth=5, properties=RANGE_PROPS))
         if kind != "out":
             tasks.append(ProofTask(
                 name=f"tile_{kind}_d{depth}", top="vdla_tile_loader", modules=("vdla_sram_range", "vdla_tile_loader"),
-                params=(("ELEM_BITS", bits), ("DEPTH", depth)), define="VDLA_FORMAL_TOP_TILE", depth=3,
+                params=(("ELEM_BITS", bits), ("DEPTH", depth)), define="VDLA_FORMAL_TOP_TILE", depth=5,
                 properties=TILE_PROPS + RANGE_PROPS))
     # The control registers: a run starts, ends on FINISH or a fault, and keeps its window.
     tasks.append(ProofTask(name="ctrl", top="vdla_ctrl", modules=("vdla_ctrl",), define="VDLA_FORMAL_TOP_CTRL",
