@@ -157,7 +157,7 @@ def _prove(args: argparse.Namespace) -> int:
         tasks = [t for t in tasks if t.name in args.task]
     if args.list:
         for t in tasks:
-            print(f"{t.name:22} {t.top:20} {t.method:22} {', '.join(t.properties)}")
+            print(f"{t.name:22} {t.top:22} {t.method:22} {t.solver:9} {', '.join(t.properties)}")
         return 0
     if args.rtl_dir and not Path(args.rtl_dir).is_dir():
         raise UsageError(f"--rtl-dir {args.rtl_dir} is not a folder", hint="point it at a copy of vdla_hw/rtl")
