@@ -184,16 +184,37 @@ def run_pool_campaign(address: str, configs: Sequence[str], count: int, *, backe
             "presets": {c: t.to_dict() for c, t in tallies.items()}}
 
 
+def report_from_journal(journal: str | Path, configs: Sequence[str], count: int, *,
+                        backends: Sequence[str] = DEFAULT_BACKENDS) -> dict[str, Any]:
+    """The report of the programs a journal holds (of ``configs``), without running anything
+    (a campaign that was stopped, or one still running)."""
+    path = Path(journal)
+    tallies = {c: PresetTally(c, Coverage.for_config(load_config(c))) for c in configs}
+    for (config, _), records in sorted(read_journal(path).items()):
+        if config in tallies:
+            for rec in records:
+                tallies[config].add(rec, rec["bins"])
+    programs = sum(t.programs for t in tallies.values())
+    return {"configs": list(configs), "backends": list(backends), "requested": count, "programs": programs,
+            "resumed_programs": programs, "report_only": True,
+            "mismatches_or_crashes": sum(len(t.failing_seeds) for t in tallies.values()), "lost_jobs": [],
+            "seconds": 0.0, "programs_per_s": 0.0, "presets": {c: t.to_dict() for c, t in tallies.items()}}
+
+
 def format_report(rep: dict[str, Any]) -> str:
     """The summary table."""
     lines = [f"{'preset':<9} {'programs':>9} {'instructions':>13} {'failures':>9} {'coverage':>9}"]
     for c, p in rep["presets"].items():
         lines.append(f"{c:<9} {p['programs']:>9,} {p['instructions']:>13,} {p['failures']:>9} {p['coverage']:>9}")
     resumed = rep.get("resumed_programs", 0)
-    lines.append(f"total {rep['programs']:,} of {rep['requested']:,} programs ({','.join(rep['backends'])})"
-                 + (f", {resumed:,} of them from the journal," if resumed else "") +
-                 f" in {rep['seconds']:.0f} s ({rep['programs_per_s']:.2f} programs/s); failures "
-                 f"{rep['mismatches_or_crashes']}; lost jobs {len(rep['lost_jobs'])}")
+    if rep.get("report_only"):
+        lines.append(f"total {rep['programs']:,} of {rep['requested']:,} programs ({','.join(rep['backends'])}) in the "
+                     f"journal; failures {rep['mismatches_or_crashes']}")
+    else:
+        lines.append(f"total {rep['programs']:,} of {rep['requested']:,} programs ({','.join(rep['backends'])})"
+                     + (f", {resumed:,} of them from the journal," if resumed else "") +
+                     f" in {rep['seconds']:.0f} s ({rep['programs_per_s']:.2f} programs/s); failures "
+                     f"{rep['mismatches_or_crashes']}; lost jobs {len(rep['lost_jobs'])}")
     for c, p in rep["presets"].items():
         if p.get("failure_kinds"):
             lines.append(f"  {c} failures: {p['failure_kinds']} (seeds {p['failing_seeds'][:10]})")
@@ -201,7 +222,7 @@ def format_report(rep: dict[str, Any]) -> str:
             lines.append(f"  {c} cycle model vs RTL: max |error| {p['max_cycle_error']['error']:.1%} "
                          f"(seed {p['max_cycle_error']['seed']})")
     for c, p in rep["presets"].items():
-        if p["unreached"]:
+        if p["unreached"] and p["programs"]:
             lines.append(f"  {c} unreached: {', '.join(p['unreached'])}")
     return "\n".join(lines)
 
@@ -231,9 +252,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="fuzz the module files in this folder (a copy of vdla_hw/rtl) instead of the shipped RTL")
     parser.add_argument("--journal", default=None,
                         help="append each finished chunk to this JSON-lines file; chunks already in it are skipped")
+    parser.add_argument("--report-only", action="store_true",
+                        help="with --journal: print the report of the programs it holds, run nothing")
     args = parser.parse_args(argv)
     configs = [c for c in args.configs.split(",") if c]
     backends = tuple(b for b in args.backends.split(",") if b)
+    if args.report_only:
+        if not args.journal or not Path(args.journal).exists():
+            parser.error("--report-only needs --journal FILE naming an existing journal")
+        rep = report_from_journal(args.journal, configs, args.count, backends=backends)
+        print(format_report(rep))
+        return 1 if rep["mismatches_or_crashes"] else 0
     print(f"CPU: {cpu_name()}, {os.cpu_count()} cores; load average "
           f"{os.getloadavg()[0]:.1f}", flush=True)
     if args.address:

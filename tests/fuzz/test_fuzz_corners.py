@@ -77,8 +77,10 @@ def test_pool_campaign_journal_resumes_a_stopped_run(tmp_path) -> None:
                                     quiet=True, journal=journal)
     assert resumed["resumed_programs"] == 4 and resumed["programs"] == 8 and resumed["lost_jobs"] == []
     assert resumed["presets"] == full["presets"]  # same verdicts, instructions and coverage as the full run
-    from vdla.fuzz.pool_campaign import read_journal
+    from vdla.fuzz.pool_campaign import read_journal, report_from_journal
     assert sorted(read_journal(journal)) == [("tiny", 0), ("tiny", 2), ("tiny", 4), ("tiny", 6)]
+    # --report-only: the same report from the journal alone
+    assert report_from_journal(journal, ["tiny"], 8, backends=("fsim", "cycle"))["presets"] == full["presets"]
 
 
 @pytest.mark.slow
