@@ -221,7 +221,7 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
         if n.op != "fused":
             raise GraphError(f"node {n.name!r} ({n.op}) is not part of a fused kernel; the pipeline must fuse every node")
         ops = [b.op for b in n.attrs["body"].nodes if b.op != "input"]
-        anchor = next((b.name for b in n.attrs["body"].nodes if b.op in ("conv2d", "dense")), None)
+        anchor = next((b.name for b in n.attrs["body"].nodes if b.op in ("conv2d", "dense", "batch_matmul")), None)
         if n.attrs.get("target") == "vdla":
             try:
                 kernel = compile_kernel(n, g, cfg, virtual_threads)
