@@ -37,6 +37,7 @@ from vdla.compiler.graph.lower_llvm import CpuKernel, compile_draft, draft_kerne
 from vdla.compiler.graph.lower_vdla import VdlaKernel, compile_kernel
 from vdla.compiler.graph.passes import (Calibration, QuantizedModel, lower_quantized_for_vdla, optimize_for_cpu,
                                    plan_memory, quantize_for_vdla)
+from vdla.compiler.graph.passes.plan_memory import concat_operands, placed_concats
 from vdla.compiler.graph.passes.sqnr import LayerSqnr, layer_sqnr
 from vdla.runtime.graph_executor import GraphModule
 from vdla.runtime.partition_report import PartitionEntry, read_partition
@@ -272,7 +273,17 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
                 # Cross-compiled for a board: exported and run there (or here under qemu: run_emulated).
                 library_error = (f"model {name} was compiled for {tgt.arch} ({tgt.cpu}); this host is "
                                  f"{host_target().arch}: run it on the board, or compile with --cpu-target llvm")
-    plan = plan_memory(g)
+    # Concatenation by placement: a concat of VDLA outputs (each a contiguous, aligned slice of it) costs
+    # nothing; its operands' producers write into its buffer (plan_memory) and the executor skips it.
+    placed = placed_concats(g, producers=set(vdla_kernels)) if target == "vdla" else {}
+    for k, nd in enumerate(nodes):
+        if nd["name"] in placed:
+            nodes[k] = {"name": nd["name"], "device": "placed", "ops": nd["ops"], "inputs": [v for v, _ in placed[nd["name"]]],
+                        "axis": concat_operands(g.node(nd["name"]))[1]}  # type: ignore[index]
+    report = [PartitionEntry(e.name, "placed", e.ops, e.anchor, "concatenation by placement: its operands' VDLA "
+                             "kernels store into their slices of its buffer, no copy") if e.name in placed else e
+              for e in report]
+    plan = plan_memory(g, placed=placed)
     description = {
         "format": FORMAT, "version": VERSION, "name": name, "target": target,
         "config": cfg.to_dict() if target == "vdla" else None,

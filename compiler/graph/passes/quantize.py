@@ -29,7 +29,8 @@ is folded into the int32 bias.  A residual ``add`` of quantized values becomes o
 rescales both operands to the output (left shifts, or integer multipliers), adds in int32 and
 requantizes the same way.  An average pool (global or not, no dilation, padding counted) of an
 int8 value becomes one ``qavg_pool2d`` keeping the input's scale, its divide a fixed-point
-multiply (:mod:`vdla.compiler.graph.ops.qnn`).  relu, max_pool2d, reshape and transpose pass int8 values through unchanged; every other
+multiply (:mod:`vdla.compiler.graph.ops.qnn`).  relu, max_pool2d, reshape, transpose and take pass int8 values
+through unchanged, and so does a concatenation of int8 values (calibrated to one shared scale); every other
 operator runs in float on dequantized inputs, and graph outputs are dequantized.  With
 ``skip_first_conv`` the first convolution stays in float (its few input channels suit the CPU
 better).  :func:`quantize_model` also returns which value each quantized layer's output replaced
@@ -358,6 +359,9 @@ class _Quantizer:
                 self.residual_add(n)
             elif self._int8_avg_pool(n):
                 self.avg_pool(n)
+            elif n.op == "concatenate" and self._int8_alike(n):
+                out = self.rw.copy(n)
+                self.scale[out] = self.scale[self.rw[n.inputs[0]]]
             elif self._activation_matmul(n):
                 self.activation_matmul(n)
             elif self.scaled(n):
@@ -371,11 +375,31 @@ class _Quantizer:
             self.rw.bind(o, self.as_float(self.rw[o]))
         return self.rw.finish()
 
+    def _int8_alike(self, n: Node) -> bool:
+        """Every operand int8 with one scale (:func:`shared_concat_ranges` gives a concat's operands one)."""
+        new = [self.rw[i] for i in n.inputs]
+        return all(v in self.scale for v in new) and len({self.scale[v] for v in new}) == 1
+
     def _any_int8(self, n: Node) -> bool:
         return any(self.rw[i] in self.scale for i in n.inputs)
 
     def _same_shape(self, n: Node) -> bool:
         return all(self.graph.node(i).type.shape == n.type.shape for i in n.inputs)
+
+
+def shared_concat_ranges(graph: Graph, ranges: Mapping[str, float]) -> dict[str, float]:
+    """``ranges`` with every concatenation's operands and result given one threshold (the largest of
+    theirs), as TensorRT does: int8 operands of one scale concatenate as int8 with no requantization,
+    so the concat is data movement (on the VDLA, by placement: :func:`~.plan_memory.placed_concats`)."""
+    out = dict(ranges)
+    for n in graph.nodes:
+        if n.op != "concatenate" or any(graph.node(i).op == "constant" for i in n.inputs):
+            continue
+        names = [*n.inputs, n.name]
+        if all(v in out for v in names):
+            t = max(out[v] for v in names)
+            out.update({v: t for v in names})
+    return out
 
 
 def quantize_model(graph: Graph, samples: Sequence[Mapping[str, np.ndarray]], *, skip_first_conv: bool = True,
@@ -388,7 +412,7 @@ def quantize_model(graph: Graph, samples: Sequence[Mapping[str, np.ndarray]], *,
     of two.  Run :func:`fold_batch_norm` first so batch norms are part of the convolutions' weights.
     """
     cal = parse_calibration(calibration)
-    q = _Quantizer(graph, calibrate(graph, samples, cal), skip_first_conv, per_channel)
+    q = _Quantizer(graph, shared_concat_ranges(graph, calibrate(graph, samples, cal)), skip_first_conv, per_channel)
     out = q.run()
     return QuantizedModel(out, graph, tuple(q.layers), cal, per_channel)
 
@@ -400,5 +424,5 @@ def quantize(graph: Graph, samples: Sequence[Mapping[str, np.ndarray]], *, skip_
                           per_channel=per_channel).graph
 
 
-__all__ = ["QuantizedLayer", "QuantizedModel", "calibrate", "exponent_for", "quantize", "quantize_model",
+__all__ = ["QuantizedLayer", "QuantizedModel", "calibrate", "shared_concat_ranges", "exponent_for", "quantize", "quantize_model",
            "quantize_weight", "quantize_weight_per_channel", "requant_multipliers"]
