@@ -9,7 +9,9 @@ backend into one shared library.  ``vdla``: quantize to int8 with the calibratio
 samples, pack for the hardware config, fuse and partition; each VDLA kernel becomes a
 program (:mod:`vdla.compiler.graph.lower_vdla`), everything else CPU kernels
 (:mod:`vdla.compiler.graph.lower_llvm`).  A VDLA kernel whose chain the accelerator cannot run
-exactly falls back to the CPU; the module's partition report (``CompiledModule.partition``,
+exactly falls back to the CPU, and with ``placement="cost"`` an add / pool / clamp the host runs faster
+goes there (:mod:`vdla.compiler.graph.cost`); a concat of VDLA outputs is done by placement (no copy,
+:func:`~vdla.compiler.graph.passes.plan_memory.placed_concats`); the module's partition report (``CompiledModule.partition``,
 :mod:`vdla.runtime.partition_report`) lists every kernel's device and why each conv stays on the CPU.
 """
 

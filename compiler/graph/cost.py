@@ -33,6 +33,8 @@ from pathlib import Path
 from vdla_hw.config import HwConfig
 from vdla_hw.isa import AluInsn, GemmInsn, Insn, MemInsn, MemType
 
+from vdla.compiler.codegen.llvm import current_target
+from vdla.compiler.codegen.llvm.target import Target, host_target
 from vdla.compiler.graph.ir import Node, TensorType
 from vdla.simulator.cycle.compute import alu_cycles, gemm_cycles
 
@@ -60,11 +62,10 @@ class HostModel:
 
 def detected_clock_hz() -> float | None:
     """This machine's highest CPU clock (cpufreq's maximum, else /proc/cpuinfo's MHz), or None."""
-    for path in ("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq",):
-        try:
-            return int(Path(path).read_text().split()[0]) * 1e3
-        except (OSError, ValueError, IndexError):
-            pass
+    try:
+        return int(Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq").read_text().split()[0]) * 1e3
+    except (OSError, ValueError, IndexError):
+        pass
     try:
         mhz = [float(line.split(":")[1]) for line in Path("/proc/cpuinfo").read_text().splitlines()
                if line.lower().startswith("cpu mhz")]
@@ -73,18 +74,15 @@ def detected_clock_hz() -> float | None:
     return max(mhz) * 1e6 if mhz else None
 
 
-def host_model(target: object | None = None) -> HostModel:
+def host_model(target: Target | None = None) -> HostModel:
     """The host of a CPU target (default: the one being compiled for): its int8 lanes, and this machine's
     clock when the target is this machine's architecture, else :data:`BOARD_HOST_HZ`."""
-    from vdla.compiler.codegen.llvm import current_target
-    from vdla.compiler.codegen.llvm.target import host_target
-
     tgt = target or current_target()
-    lanes = tgt.vector_lanes(8)  # type: ignore[attr-defined]
+    lanes = tgt.vector_lanes(8)
     override = os.environ.get("VDLA_HOST_HZ")
     if override:
         return HostModel(lanes, float(override), "VDLA_HOST_HZ")
-    if tgt.arch == host_target().arch:  # type: ignore[attr-defined]
+    if tgt.arch == host_target().arch:
         hz = detected_clock_hz()
         if hz:
             return HostModel(lanes, hz, "detected")
