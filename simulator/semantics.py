@@ -84,6 +84,7 @@ class MachineState:
         self.inp_sram = np.zeros((cfg.inp_buff_depth, cfg.batch, cfg.block_in), dtype=packing.dtype_for(cfg.inp_width))
         self.wgt_sram = np.zeros((cfg.wgt_buff_depth, cfg.block_out, cfg.block_in), dtype=packing.dtype_for(cfg.wgt_width))
         self.acc = np.zeros((cfg.acc_buff_depth, cfg.batch, cfg.block_out), dtype=packing.dtype_for(cfg.acc_width))
+        self.macs_per_cycle = cfg.macs_per_cycle
         self.elem_bytes = {
             MemType.UOP: cfg.uop_elem_bytes,
             MemType.INP: cfg.inp_elem_bytes,
@@ -537,7 +538,7 @@ def _gemm(state: MachineState, insn: GemmInsn, index: int) -> InsnEffect:
             state.acc[plan.targets] = part
         else:
             state.acc[plan.targets] += part
-        return InsnEffect(Opcode.GEMM, uop_iters=iters, macs=iters * state.cfg.macs_per_cycle)
+        return InsnEffect(Opcode.GEMM, uop_iters=iters, macs=iters * state.macs_per_cycle)
     inp = state.inp_sram.take(plan.src, axis=0).astype(acc_t)
     wgt = state.wgt_sram.take(plan.wgt, axis=0).astype(acc_t)
     prod = np.einsum("nbi,noi->nbo", inp, wgt)
@@ -545,7 +546,7 @@ def _gemm(state: MachineState, insn: GemmInsn, index: int) -> InsnEffect:
         state.acc[plan.targets] = prod
     else:
         state.acc[plan.targets] += np.add.reduceat(prod, plan.starts, axis=0)
-    return InsnEffect(Opcode.GEMM, uop_iters=iters, macs=iters * state.cfg.macs_per_cycle)
+    return InsnEffect(Opcode.GEMM, uop_iters=iters, macs=iters * state.macs_per_cycle)
 
 
 def _alu_apply(op: AluOp, a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
@@ -562,8 +563,11 @@ def _alu_apply(op: AluOp, a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
         return np.broadcast_to(np.asarray(b, dtype=a.dtype), a.shape)
     # SHR: arithmetic shift right by b, left by -b; amounts beyond the width saturate
     # (right: sign fill, left: zero), computed in int64 and narrowed by a wrapping cast.
-    amount = np.asarray(b, dtype=np.int64)
     wide = a.astype(np.int64)
+    if isinstance(b, int):  # an immediate: clamp in Python (np.clip on a scalar costs more than the shift)
+        right, left = min(max(b, 0), 63), min(max(-b, 0), 63)
+        return ((wide >> right) << left).astype(a.dtype)
+    amount = np.asarray(b, dtype=np.int64)
     shifted = (wide >> np.clip(amount, 0, 63)) << np.clip(-amount, 0, 63)
     return shifted.astype(a.dtype)
 
