@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -30,14 +31,16 @@ from vdla.simulator.tokens import describe
 from vdla.simulator.window import Window, dram_window_error, in_window, resolve_window
 
 
-@dataclass(frozen=True)
-class InsnEffect:
+class InsnEffect(NamedTuple):
     """The work one instruction did; the cycle model derives its duration from these counts.
 
     For LOAD/STORE, ``rows`` DRAM rows of ``row_bytes`` bytes each were moved and
     ``sram_elems`` SRAM elements (tiles) were written or read, ``pad_elems`` of them
     zero padding.  For GEMM/ALU, ``uop_iters`` = iter_out * iter_in * micro-ops; ``alu_copy``
     marks a MOV, whose iterations issue every cycle instead of every ``alu_ii``.
+
+    A named tuple, not a frozen dataclass: one is built per simulated instruction, and a frozen
+    dataclass's ``__init__`` cost a measurable share of a LOAD's simulation time.
     """
 
     opcode: Opcode
