@@ -104,6 +104,8 @@ class MachineState:
         # the checks off the hot path of any program once its buffers are filled.
         self.all_written: set[MemType] = set(self.buffers) if zeroed_sram else set()
         self.checked_plans: set[int] = set()
+        self.marked_ranges: set[tuple[MemType, int, int]] = set()
+        """(buffer, start, stop) slices already recorded as written (written-ness only grows)."""
         """ids of the plans whose reads were checked (and writes recorded) on their first run."""
         self.widths: dict[MemType, int] = {MemType.INP: cfg.inp_width, MemType.WGT: cfg.wgt_width, MemType.ACC: cfg.acc_width}
         self.plans: dict[tuple[Insn, bytes], _GemmPlan | _AluPlan] = {}
@@ -208,6 +210,11 @@ def _mark_written(state: MachineState, mt: MemType, rows: slice | np.ndarray) ->
     """Record that SRAM elements ``rows`` of buffer ``mt`` now hold defined values."""
     if mt in state.all_written:
         return
+    if isinstance(rows, slice):  # LOADs rewrite the same few ranges: remember them, skip the array test
+        key = (mt, rows.start, rows.stop)
+        if key in state.marked_ranges:
+            return
+        state.marked_ranges.add(key)
     written = state.written[mt]
     if written[rows].all():  # the common steady state: reloading elements already written
         return
