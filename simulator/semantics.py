@@ -439,6 +439,8 @@ class _GemmPlan:
     (:func:`float_chunk`), else 0 (the integer path)."""
     chunk: int = 0
     """Iterations summed by one float matmul row: a divisor of ``group`` small enough to be exact."""
+    target_rows: slice | np.ndarray | None = None
+    """``targets`` as a slice when they are consecutive (a slice updates in place, no gather/scatter)."""
 
 
 @dataclass(frozen=True)
@@ -483,13 +485,22 @@ def _gemm_plan(state: MachineState, insn: GemmInsn, index: int, bgn: int, end: i
         last = np.concatenate((starts[1:], [sorted_dst.size])) - 1
         keep = order[last]
         chunk = float_chunk(state.cfg, 1)
-        return _GemmPlan(dst, src[keep], wgt[keep], sorted_dst[starts], np.arange(starts.size), np.unique(src),
-                         np.unique(wgt), group=1 if chunk else 0, chunk=chunk)
+        targets = sorted_dst[starts]
+        return _GemmPlan(dst, src[keep], wgt[keep], targets, np.arange(starts.size), np.unique(src),
+                         np.unique(wgt), group=1 if chunk else 0, chunk=chunk, target_rows=_as_slice(targets))
     group = sorted_dst.size // starts.size
     uniform = sorted_dst.size == group * starts.size and np.array_equal(starts, np.arange(starts.size) * group)
     chunk = float_chunk(state.cfg, group) if uniform else 0
-    return _GemmPlan(dst, src[order], wgt[order], sorted_dst[starts], starts, np.unique(src), np.unique(wgt),
-                     group=group if chunk else 0, chunk=chunk)
+    targets = sorted_dst[starts]
+    return _GemmPlan(dst, src[order], wgt[order], targets, starts, np.unique(src), np.unique(wgt),
+                     group=group if chunk else 0, chunk=chunk, target_rows=_as_slice(targets))
+
+
+def _as_slice(rows: np.ndarray) -> slice | np.ndarray:
+    """Ascending unique ``rows`` as a slice when they are consecutive, else themselves."""
+    if rows.size and int(rows[-1]) - int(rows[0]) == rows.size - 1:
+        return slice(int(rows[0]), int(rows[-1]) + 1)
+    return rows
 
 
 def float_chunk(cfg: HwConfig, group: int) -> int:
@@ -545,9 +556,9 @@ def _gemm(state: MachineState, insn: GemmInsn, index: int) -> InsnEffect:
         if plan.group != plan.chunk:
             part = part.reshape(plan.targets.size, -1, batch, part.shape[-1]).sum(axis=1, dtype=acc_t)
         if insn.overwrite:
-            state.acc[plan.targets] = part
+            state.acc[plan.target_rows] = part
         else:
-            state.acc[plan.targets] += part
+            state.acc[plan.target_rows] += part
         return InsnEffect(Opcode.GEMM, uop_iters=iters, macs=iters * state.macs_per_cycle)
     inp = state.inp_sram.take(plan.src, axis=0).astype(acc_t)
     wgt = state.wgt_sram.take(plan.wgt, axis=0).astype(acc_t)
