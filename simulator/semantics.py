@@ -104,9 +104,9 @@ class MachineState:
         # the checks off the hot path of any program once its buffers are filled.
         self.all_written: set[MemType] = set(self.buffers) if zeroed_sram else set()
         self.checked_plans: set[int] = set()
+        """ids of the plans whose reads were checked (and writes recorded) on their first run."""
         self.marked_ranges: set[tuple[MemType, int, int]] = set()
         """(buffer, start, stop) slices already recorded as written (written-ness only grows)."""
-        """ids of the plans whose reads were checked (and writes recorded) on their first run."""
         self.widths: dict[MemType, int] = {MemType.INP: cfg.inp_width, MemType.WGT: cfg.wgt_width, MemType.ACC: cfg.acc_width}
         self.plans: dict[tuple[Insn, bytes], _GemmPlan | _AluPlan] = {}
         """Checked loop indices of GEMM/ALU instructions by (instruction, micro-op words they read):
@@ -118,7 +118,7 @@ class MachineState:
             if sys.byteorder == "little" and width in (8, 16, 32) and buf[0].nbytes == self.elem_bytes[mt]:
                 self.sram_bytes[mt] = buf.view(np.uint8).reshape(buf.shape[0], -1)
         # GEMM operands as float32 (weights transposed to (depth, BLOCK_IN, BLOCK_OUT)): a batched
-        # float matmul is exact while every partial sum stays below 2**24 (see _gemm_plan), and
+        # float matmul is exact while every partial sum stays within 2**24 (see float_chunk), and
         # several times faster than integer einsum. LOADs keep them current; ``inp``/``wgt`` hand
         # the integer arrays out for writing, so any such access marks them stale.
         self.inp_f32 = np.ascontiguousarray(self.inp_sram, dtype=np.float32)
