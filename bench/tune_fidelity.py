@@ -150,7 +150,8 @@ def bench_model(name: str, args: argparse.Namespace, log_dir: Path) -> dict[str,
     db = Database(log)
     t0 = time.perf_counter()
     with LocalExecutor(workers=args.workers) as executor:
-        tune_tasks(tasks, db, executor, args.trials, args.tuner, args.batch, quiet=args.quiet)
+        options = MeasureOptions(build_timeout_s=args.build_timeout, run_timeout_s=args.build_timeout)
+        tune_tasks(tasks, db, executor, args.trials, args.tuner, args.batch, options=options, quiet=args.quiet)
         tune_s = time.perf_counter() - t0
     predictions = {t.key: predict(t, db.of_task(t), args.predict_rounds)
                    for t in tqdm(tasks, desc="predicting", unit="task", disable=args.quiet)}
@@ -210,6 +211,8 @@ def main() -> None:
     ap.add_argument("--kinds", default=",".join(DEFAULT_KINDS), help="task kinds to tune (default: %(default)s)")
     ap.add_argument("--rounds", type=int, default=15, help="interleaved profiled runs of each build (default: 15)")
     ap.add_argument("--predict-rounds", type=int, default=3, help="re-timing rounds of default and best (default: 3)")
+    ap.add_argument("--build-timeout", type=float, default=900.0,
+                    help="seconds a build (and a run) job may take (default: 900: a loaded machine)")
     ap.add_argument("--cpu-target", default="llvm")
     ap.add_argument("--resume", action="store_true", help="keep and continue an existing tuning log")
     ap.add_argument("--keep-openblas-coretype", action="store_true")
