@@ -113,6 +113,20 @@ MUTANTS: tuple[Mutant, ...] = (
            "input meets the next iteration's weights"),
     Mutant("alu-mul-dropped", "vdla_alu.sv", "assign res5 = insn.alu_op == ALU_MUL ? product : other;",
            "assign res5 = other;", "pipelined ALU: MUL takes the other ops' result (product dropped)"),
+    # Mutants of the properties added with the arbiter, micro-op loop, range check and write-window
+    # proofs (docs/rtl.md, "Formal proofs"); some change no result a program can see.
+    Mutant("arb-fixed-priority", "vdla_axi_rd_arb.sv", "idx = int'(last_grant) + k;", "idx = k - 1;",
+           "the read arbiter grants by fixed priority, not round-robin: a low client can starve"),
+    Mutant("arb-route-pops-early", "vdla_axi_rd_arb.sv", ".out_ready(m_rvalid && m_rready && m_rlast)",
+           ".out_ready(m_rvalid && m_rready)",
+           "the read arbiter's route advances on every beat, not on RLAST: beats go to the wrong client"),
+    Mutant("uop-range-long", "vdla_uop_loop.sv", "assign last_u   = u + 1'b1 == uop_end;",
+           "assign last_u   = u == uop_end;", "off-by-one in the micro-op range: one micro-op past uop_end is read"),
+    Mutant("range-check-late", "vdla_sram_range.sv", "assign fault = step && at >= W'(DEPTH) && !seen;",
+           "assign fault = step && at > W'(DEPTH) && !seen;",
+           "the SRAM range check misses the first element past the buffer (it reports the second)"),
+    Mutant("wr-window-last-beat", "vdla_addr_window.sv", "span_end <= W'(limit)", "span_end <= W'(limit) + W'(BUS_BYTES)",
+           "the address window lets a command end one bus beat past WINDOW_LIMIT"),
 )
 
 
@@ -182,7 +196,7 @@ class ProofVerdict:
     seconds: float
 
 
-def prove_mutant(mutant: Mutant | None, config: str, workdir: Path, solver: str = "z3") -> ProofVerdict:
+def prove_mutant(mutant: Mutant | None, config: str, workdir: Path, solver: str | None = None) -> ProofVerdict:
     """Run the proof tasks whose top or harness reads ``mutant``'s file until one fails."""
     from vdla_hw.formal.sby import run_task
     from vdla_hw.formal.tasks import proof_tasks

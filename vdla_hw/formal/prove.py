@@ -12,7 +12,7 @@ from vdla_hw.progress import bar
 
 
 def prove(cfg: HwConfig | str, tasks: Sequence[ProofTask] | None = None, *, rtl_dir: Path | str | None = None,
-          solver: str = "z3", timeout: float = 1800.0) -> list[ProofResult]:
+          solver: str | None = None, timeout: float = 1800.0) -> list[ProofResult]:
     """Run ``tasks`` (default: all of ``cfg``'s) one at a time (solvers are CPU-hungry)."""
     cfg = load_config(cfg)
     todo = list(tasks) if tasks is not None else proof_tasks(cfg)

@@ -99,7 +99,7 @@ def _solver_path(solver: str, work: Path) -> str:
 
 def sby_text(task: ProofTask, files: list[str], solver: str) -> str:
     """The ``.sby`` file of ``task`` over ``files`` (the package first)."""
-    defines = "-D SYNTHESIS" + (f" -D {task.define}" if task.define else "")
+    defines = " ".join(f"-D {d}" for d in ("SYNTHESIS", task.define, *task.extra_defines) if d)
     chparam = " ".join(f"-set {k} {v}" for k, v in task.params)
     # SYNTHESIS hides the simulation-only concurrent assertions (SVA that yosys's own front end
     # does not parse); their formal twins are the immediate assertions under `ifdef FORMAL.
@@ -138,10 +138,13 @@ def parse_log(text: str) -> tuple[str, list[tuple[str, str]], int | None, str | 
     return status, failed, step, trace, induction
 
 
-def run_task(cfg: HwConfig | str, task: ProofTask, *, rtl_dir: Path | str | None = None, solver: str = "z3",
+def run_task(cfg: HwConfig | str, task: ProofTask, *, rtl_dir: Path | str | None = None, solver: str | None = None,
              timeout: float = 1800.0) -> ProofResult:
-    """Run ``task`` on the RTL of ``cfg`` (modules from ``rtl_dir`` when given) and return its verdict."""
+    """Run ``task`` on the RTL of ``cfg`` (modules from ``rtl_dir`` when given) and return its verdict.
+
+    ``solver`` overrides the task's own (``task.solver``)."""
     cfg = load_config(cfg)
+    solver = solver or task.solver
     sources = rtl_sources(cfg, task.modules, rtl_dir) + [harness_path(h) for h in task.harness]
     work = build_dir(cfg, f"prove-{task.name}-{solver}", sources,
                      extra={"task": repr(task), "solver": solver})

@@ -16,11 +16,13 @@ inductive strengthening is written yet, and the depth is stated in the task.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from vdla_hw import isa as isa_mod
 from vdla_hw.config import HwConfig, load_config
+from vdla_hw.rtl_build import RTL_DIR
 
 HARNESS_DIR = Path(__file__).parent
 
@@ -34,12 +36,16 @@ class ProofTask:
     modules: tuple[str, ...]
     params: tuple[tuple[str, int], ...] = ()
     define: str | None = None
+    extra_defines: tuple[str, ...] = ()
+    """More macros defined for the run (a variant of the module's properties)."""
     mode: str = "prove"
     depth: int = 8
     harness: tuple[str, ...] = ()
     """File names in ``vdla_hw/formal`` read after the RTL modules."""
     properties: tuple[str, ...] = field(default=())
     """Labels of the properties the task checks (asserted ones), for the report."""
+    solver: str = "z3"
+    """The solver the task runs with unless the caller names one (boolector where z3 is far slower)."""
 
     @property
     def method(self) -> str:
@@ -55,6 +61,25 @@ DMA_RD_PROPS = ("a_axi_ar_burst", "a_axi_ar_stable", "f_dma_ar_len", "f_dma_rd_b
 DMA_WR_PROPS = ("a_axi_aw_burst", "a_axi_aw_stable", "a_axi_w_stable", "a_axi_wlast", "f_dma_aw_len",
                 "f_dma_w_after_aw", "f_dma_wr_outstanding")
 
+ARB_PROPS = ("a_arb_grant_onehot", "a_axi_ar_stable", "a_arb_bursts", "f_arb_in_flight", "a_arb_r_onehot",
+             "a_arb_fair", "f_arb_fair_dist")
+ARB_ROUTE_PROPS = ("a_arb_route", "a_arb_r_owned")
+TILE_PROPS = ("f_tile_addr", "f_tile_oob_sound")
+RANGE_PROPS = ("f_range_first", "f_range_sound", "f_range_seen")
+CTRL_PROPS = ("f_ctrl_clear_start", "f_ctrl_ends", "f_ctrl_ends_why", "f_ctrl_window_fixed", "f_ctrl_b_held",
+              "f_ctrl_r_held")
+UOP_LOOP_PROPS = ("a_uop_range", "f_uop_bounds", "f_uop_progress", "f_uop_wait")
+
+
+def read_clients(rtl_dir: Path | None = None) -> int:
+    """The number of DRAM read clients ``vdla_top`` puts on its arbiter (its ``N_RD``)."""
+    text = ((rtl_dir or RTL_DIR) / "vdla_top.sv").read_text()
+    found = re.search(r"localparam\s+int\s+N_RD\s*=\s*(\d+)\s*;", text)
+    if not found:
+        raise ValueError("vdla_top.sv no longer declares `localparam int N_RD = <number>;`; update "
+                         "vdla_hw/formal/tasks.py:read_clients")
+    return int(found.group(1))
+
 
 # Depths of the BMC tasks (their induction does not close yet: see docs/rtl.md).
 # DMA: 12 cycles from reset cover a command accepted, its first bursts split at a DRAM
@@ -64,10 +89,18 @@ DMA_BMC_DEPTH = 12
 # Tokens: 12 cycles hold two complete instructions per gate (3 cycles each plus a 1-cycle
 # executor) with tokens crossing both queues in both directions.
 TOKENS_BMC_DEPTH = 12
+# Read arbiter, route: 10 cycles hold a grant, its AR handshake and the R bursts of the first
+# grants ending (back-pressured or not), so the solver can pick a burst whose data is routed
+# while later grants to other clients are in flight. Boolector: 2.5 min on tiny; z3 did not
+# reach depth 10 in 10 minutes.
+ARB_ROUTE_BMC_DEPTH = 10
 # Window: 8 cycles cover reset, a command through the window (in or out of it, halted or not)
 # and the engine's first bursts of it, split at a DRAM block boundary; the free base and limit
 # make the solver's work grow fast with depth (depth 12 did not finish in 10 minutes).
 WINDOW_BMC_DEPTH = 8
+# Write window: the same 8 cycles -- reset, a command through the window, its first AW bursts
+# (split at a DRAM block boundary) and their first W beats. Boolector: 2.7 min on tiny.
+WINDOW_WR_BMC_DEPTH = 8
 
 
 # The FIFO invariants are 1-inductive, so any depth proves them; the depth is the longest
@@ -117,6 +150,48 @@ def proof_tasks(cfg: HwConfig | str) -> list[ProofTask]:
             name=f"dma_rd_{client}_{bits}b", top="vdla_dma_rd", modules=("vdla_fifo", "vdla_dma_rd"),
             params=(("ELEM_BITS", bits),), define="VDLA_FORMAL_TOP_DMA_RD", mode="bmc", depth=DMA_BMC_DEPTH,
             properties=DMA_RD_PROPS + (FIFO_PROPS if bits < cfg.bus_width else ())))
+    # A tile loader and its range check at each SRAM depth of the config (the element width only
+    # sizes the data path): the SRAM address wraps only where the range check reports a fault.
+    # Depth 5: reset, a start at a base on or past the end and the first steps, so a check that
+    # misses the first element past the end fails from reset.
+    loaders: dict[int, tuple[str, int]] = {}
+    for kind in ("inp", "wgt", "acc", "uop", "out"):
+        loaders.setdefault(getattr(cfg, f"{kind}_buff_depth"), (kind, 8 * getattr(cfg, f"{kind}_elem_bytes")))
+    for depth, (kind, bits) in sorted(loaders.items()):
+        tasks.append(ProofTask(
+            name=f"sram_range_d{depth}", top="vdla_sram_range", modules=("vdla_sram_range",),
+            params=(("DEPTH", depth), ("BASE_W", cfg.isa.sram_idx_w),
+                    ("W", 32)), define="VDLA_FORMAL_TOP_RANGE", depth=5, properties=RANGE_PROPS))
+        if kind != "out":
+            tasks.append(ProofTask(
+                name=f"tile_{kind}_d{depth}", top="vdla_tile_loader", modules=("vdla_sram_range", "vdla_tile_loader"),
+                params=(("ELEM_BITS", bits), ("DEPTH", depth)), define="VDLA_FORMAL_TOP_TILE", depth=5,
+                properties=TILE_PROPS + RANGE_PROPS))
+    # The control registers: a run starts, ends on FINISH or a fault, and keeps its window.
+    tasks.append(ProofTask(name="ctrl", top="vdla_ctrl", modules=("vdla_ctrl",), define="VDLA_FORMAL_TOP_CTRL",
+                           depth=3, properties=CTRL_PROPS))
+    # The micro-op loop of GEMM (II 1) and of the ALU (its II and copy II): the range and termination.
+    # The operand offsets feed no property; 8-bit offsets keep the problem small. Depth 2 * II + 3:
+    # reset, start and two iterations of a one-micro-op range, so a loop that runs past its range
+    # fails the base case with a counterexample from reset.
+    loops = {("gemm", 1, 1), ("alu", cfg.timing.alu_ii, cfg.timing.alu_copy_ii)}
+    for unit, ii, ii_fast in sorted(loops):
+        tasks.append(ProofTask(
+            name=f"uop_loop_{unit}_ii{ii}", top="vdla_uop_loop", modules=("vdla_uop_loop",),
+            params=(("II", ii), ("II_FAST", ii_fast), ("DST_W", 8), ("SRC_W", 8), ("WGT_W", 8)),
+            define="VDLA_FORMAL_TOP_UOP_LOOP", depth=2 * ii + 3, properties=UOP_LOOP_PROPS))
+    # The read arbiter: k-induction for its grants, AR handshake, burst count and fairness; BMC for
+    # the routing of read data (the route FIFO's contents are not visible to an assertion). Depth
+    # N + 3: reset, a request starting to wait, N grants to others -- so an unfair arbiter fails
+    # the base case with a counterexample from reset instead of only the induction step.
+    n_rd = read_clients()
+    tasks.append(ProofTask(
+        name=f"rd_arb_n{n_rd}", top="vdla_axi_rd_arb", modules=("vdla_fifo", "vdla_axi_rd_arb"), params=(("N", n_rd),),
+        define="VDLA_FORMAL_TOP_RD_ARB", depth=n_rd + 3, properties=ARB_PROPS + ("a_fifo_overflow", "a_fifo_underflow")))
+    tasks.append(ProofTask(
+        name=f"rd_arb_route_n{n_rd}", top="vdla_axi_rd_arb", modules=("vdla_fifo", "vdla_axi_rd_arb"),
+        params=(("N", n_rd),), define="VDLA_FORMAL_TOP_RD_ARB", extra_defines=("VDLA_FORMAL_ARB_ROUTE",), mode="bmc",
+        depth=ARB_ROUTE_BMC_DEPTH, properties=ARB_ROUTE_PROPS + ARB_PROPS, solver="boolector"))
     # The address window (base/limit registers) in front of a read engine: every AR burst stays inside.
     tasks.append(ProofTask(
         name=f"window_rd_insn_{isa_mod.INSN_BITS}b", top="vdla_formal_window",
@@ -124,6 +199,13 @@ def proof_tasks(cfg: HwConfig | str) -> list[ProofTask]:
         harness=("vdla_formal_window.sv",), mode="bmc", depth=WINDOW_BMC_DEPTH,
         properties=("a_axi_in_window", "a_dma_rd_cmd", "a_dma_rd_cmd_stable", "a_dma_rd_r_owed") + DMA_RD_PROPS))
     out_bits = 8 * cfg.out_elem_bytes
+    # The address window in front of the write engine (the store's path): every AW burst and W beat inside.
+    tasks.append(ProofTask(
+        name=f"window_wr_out_{out_bits}b", top="vdla_formal_window_wr",
+        modules=("vdla_fifo", "vdla_dma_wr", "vdla_addr_window"), params=(("ELEM_BITS", out_bits),),
+        harness=("vdla_formal_window_wr.sv",), mode="bmc", depth=WINDOW_WR_BMC_DEPTH,
+        properties=("a_axi_aw_in_window", "a_axi_w_in_window", "a_dma_wr_cmd", "a_dma_wr_cmd_stable",
+                    "a_dma_wr_el_stable", "a_dma_wr_b_owed") + DMA_WR_PROPS, solver="boolector"))
     tasks.append(ProofTask(
         name=f"dma_wr_out_{out_bits}b", top="vdla_dma_wr", modules=("vdla_fifo", "vdla_dma_wr"),
         params=(("ELEM_BITS", out_bits),), define="VDLA_FORMAL_TOP_DMA_WR", mode="bmc", depth=DMA_BMC_DEPTH,

@@ -44,6 +44,9 @@ module vdla_axi_rd_arb #(
   logic          route_in_ready, route_valid;
   logic [IW-1:0] route_head, last_grant, pick;
   logic          found, grant;
+  /* verilator lint_off UNUSEDSIGNAL */  // read only by the formal properties below
+  logic [$clog2(DMA_MAX_BURSTS + 1)-1:0] route_count;
+  /* verilator lint_on UNUSEDSIGNAL */
 
   // Round-robin: the first requesting client after the last one granted.
   always_comb begin
@@ -87,7 +90,7 @@ module vdla_axi_rd_arb #(
     .clk, .rst_n, .clear,
     .in_valid(grant), .in_ready(route_in_ready), .in_data(pick),
     .out_valid(route_valid), .out_ready(m_rvalid && m_rready && m_rlast), .out_data(route_head),
-    .count()
+    .count(route_count)
   );
 
   always_comb begin
@@ -96,6 +99,122 @@ module vdla_axi_rd_arb #(
   end
   assign m_rready = route_valid && r_ready[route_head];
   /* verilator lint_on PINCONNECTEMPTY */
+`ifdef FORMAL
+  // Formal properties (`vdla hw prove`, docs/rtl.md "Formal proofs"). The clients' and the AXI
+  // slave's contracts are assumed when the arbiter is proven alone (VDLA_FORMAL_TOP_RD_ARB).
+  // Task rd_arb (k-induction): grants, the master AR handshake, bursts conserved, fairness.
+  // Task rd_arb_route (BMC, VDLA_FORMAL_ARB_ROUTE): the read data of a burst the solver picks
+  // reaches exactly its client, and no client receives a burst it did not ask for.
+`ifdef VDLA_FORMAL_TOP_RD_ARB
+  `define VDLA_RD_ARB_CONTRACT assume
+  initial assume (!rst_n);
+`else
+  `define VDLA_RD_ARB_CONTRACT assert
+`endif
+  localparam int FW = 8;  // formal counters: wide enough for any depth the tasks use
+  logic f_past = 1'b0;
+  always_ff @(posedge clk) f_past <= 1'b1;
+  logic [FW-1:0] f_cli_bursts, f_m_bursts, f_r_bursts;  // client ARs taken, master ARs sent, R bursts ended
+  logic [N-1:0][IW:0] f_others;  // per client: grants to other clients while it waits
+  logic [IW:0] f_dist [N];       // how far last_grant has moved round from client i
+  always_ff @(posedge clk) begin
+    if (!rst_n || clear) begin
+      {f_cli_bursts, f_m_bursts, f_r_bursts} <= '0;
+      f_others <= '0;
+    end else begin
+      f_cli_bursts <= f_cli_bursts + FW'(grant);
+      f_m_bursts   <= f_m_bursts + FW'(m_arvalid && m_arready);
+      f_r_bursts   <= f_r_bursts + FW'(m_rvalid && m_rready && m_rlast);
+      for (int i = 0; i < N; i++)
+        f_others[i] <= ar_valid[i] && !ar_ready[i] ? f_others[i] + (IW+1)'(grant) : '0;
+    end
+  end
+  always_comb
+    for (int i = 0; i < N; i++)
+      f_dist[i] = (IW+1)'((int'(last_grant) - i + N) % N);
+
+  always_ff @(posedge clk) begin
+    if (rst_n && !clear) begin
+      // the slave returns data only for bursts it accepted, and holds a beat until RREADY
+      if (m_rvalid) a_arb_r_owed: `VDLA_RD_ARB_CONTRACT (f_m_bursts != f_r_bursts);
+      if (f_past && $past(rst_n && !clear && m_rvalid && !m_rready))
+        a_arb_r_stable: `VDLA_RD_ARB_CONTRACT (m_rvalid && $stable(m_rlast));
+
+      // one grant at a time, only to a client that asks
+      a_arb_grant_onehot: assert ($onehot0(ar_ready) && (ar_ready & ~ar_valid) == '0);
+      // AXI4 on the master side: ARVALID held, address and length stable, until ARREADY
+      if (f_past && $past(rst_n && !clear && m_arvalid && !m_arready))
+        a_axi_ar_stable: assert (m_arvalid && $stable(m_araddr) && $stable(m_arlen));
+      // no burst lost or duplicated between the clients and the master: taken = sent + held
+      a_arb_bursts: assert (f_cli_bursts == f_m_bursts + FW'(m_arvalid));
+      // the route FIFO holds one entry per burst granted and not ended on R (so at most
+      // DMA_MAX_BURSTS are in flight); ending one needs one sent
+      f_arb_in_flight: assert (f_cli_bursts - f_r_bursts == FW'(route_count)
+          && f_m_bursts - f_r_bursts <= FW'(DMA_MAX_BURSTS) && f_m_bursts - f_r_bursts <= f_cli_bursts - f_r_bursts);
+      // read data goes to one client at most, the head burst's, and only while the slave offers it
+      a_arb_r_onehot: assert ($onehot0(r_valid) && (r_valid == '0 || m_rvalid) && (!m_rready || route_valid));
+    end
+  end
+  // Per-client checks as bit vectors (yosys names an assertion once, so none sits in a loop).
+  logic [N-1:0] f_waited;  // the client's request was pending in the previous cycle
+  logic [N-1:0][AXI_ADDR_WIDTH-1:0] f_addr_q;
+  logic [N-1:0][7:0] f_len_q;
+  logic [N-1:0] f_held, f_fair, f_fair_dist;
+  always_ff @(posedge clk) begin
+    f_waited <= rst_n && !clear ? ar_valid & ~ar_ready : '0;
+    f_addr_q <= ar_addr;
+    f_len_q  <= ar_len;
+  end
+  always_comb
+    for (int i = 0; i < N; i++) begin
+      f_held[i]      = !f_waited[i] || (ar_valid[i] && ar_addr[i] == f_addr_q[i] && ar_len[i] == f_len_q[i]);
+      f_fair[i]      = 32'(f_others[i]) <= N - 1;
+      f_fair_dist[i] = f_others[i] <= f_dist[i];
+    end
+  always_ff @(posedge clk) begin
+    if (rst_n && !clear) begin
+      // clients: AXI4 -- a request is held, with its address and length, until ARREADY
+      a_arb_client_stable: `VDLA_RD_ARB_CONTRACT (&f_held);
+      // fairness: while a client waits, at most N - 1 others are granted (round-robin) ...
+      a_arb_fair: assert (&f_fair);
+      // ... because each grant to another client moves last_grant further round from it
+      f_arb_fair_dist: assert (&f_fair_dist);
+    end
+  end
+`ifdef VDLA_FORMAL_ARB_ROUTE
+  // The burst the solver picks (f_k-th granted): its client, and the R bursts each client got.
+  (* anyconst *) logic [FW-1:0] f_k;
+  logic [IW-1:0] f_k_client;
+  logic [N-1:0][FW-1:0] f_granted, f_got;
+  always_ff @(posedge clk) begin
+    if (!rst_n || clear) begin
+      f_k_client <= '0;
+      f_granted <= '0;
+      f_got <= '0;
+    end else begin
+      if (grant && f_cli_bursts == f_k) f_k_client <= pick;
+      for (int i = 0; i < N; i++) begin
+        f_granted[i] <= f_granted[i] + FW'(ar_ready[i]);
+        f_got[i] <= f_got[i] + FW'(r_valid[i] && r_ready[i] && m_rlast);
+      end
+    end
+  end
+  always_ff @(posedge clk) begin
+    if (rst_n && !clear) begin
+      // every beat of the picked burst reaches its client, and only it
+      if (m_rvalid && f_r_bursts == f_k && f_cli_bursts > f_k)
+        a_arb_route: assert (r_valid == N'(1) << f_k_client);
+    end
+  end
+  logic [N-1:0] f_owned;
+  always_comb
+    for (int i = 0; i < N; i++) f_owned[i] = !(r_valid[i] && r_ready[i] && m_rlast) || f_got[i] < f_granted[i];
+  // no client ends more bursts than it was granted
+  always_ff @(posedge clk)
+    if (rst_n && !clear) a_arb_r_owned: assert (&f_owned);
+`endif
+`undef VDLA_RD_ARB_CONTRACT
+`endif
 endmodule
 
 `default_nettype wire

@@ -157,6 +157,39 @@ module vdla_ctrl #(
       end
     end
   end
+`ifdef FORMAL
+  // Formal properties (`vdla hw prove`, docs/rtl.md "Formal proofs"; any AXI-lite traffic, any
+  // finish/fault inputs). The controller's part of "a run ends with FINISH or a fault": a start
+  // clears the datapath for exactly one cycle and then starts fetch; the cycle after compute
+  // retires FINISH or a fault stops the machine, busy falls and done rises; and nothing moves
+  // the address window while a program runs.
+`ifdef VDLA_FORMAL_TOP_CTRL
+  initial assume (!rst_n);
+`endif
+  logic f_past = 1'b0;
+  always_ff @(posedge clk) f_past <= 1'b1;
+  always_ff @(posedge clk) begin
+`ifdef VDLA_FORMAL_TOP_CTRL
+    // the datapath's contract: clear resets compute's FINISH state and the fault collector, so
+    // neither reports in the clear cycle nor in the start cycle after it
+    if (clear || start) assume (!finish && !fault_new);
+`endif
+    if (rst_n && f_past && $past(rst_n)) begin
+      // clear lasts one cycle and is followed by start; both only inside a run
+      f_ctrl_clear_start: assert (start == $past(clear) && !(clear && start) && (!clear || busy) && (!start || busy));
+      // a run ends the cycle after FINISH or a fault: busy falls, done rises
+      if ($past(busy && !clear && (finish || fault_new))) f_ctrl_ends: assert (!busy && done);
+      // ... and only then (or never started): busy falls only on FINISH or a fault
+      if ($past(busy) && !busy) f_ctrl_ends_why: assert ($past(finish || fault_new));
+      // the window cannot move under a running program
+      if ($past(busy)) f_ctrl_window_fixed: assert ($stable(window_base) && $stable(window_limit));
+      // AXI-lite: a response is held until taken
+      if ($past(s_axil_bvalid && !s_axil_bready)) f_ctrl_b_held: assert (s_axil_bvalid && $stable(s_axil_bresp));
+      if ($past(s_axil_rvalid && !s_axil_rready))
+        f_ctrl_r_held: assert (s_axil_rvalid && $stable(s_axil_rdata) && $stable(s_axil_rresp));
+    end
+  end
+`endif
 endmodule
 
 `default_nettype wire

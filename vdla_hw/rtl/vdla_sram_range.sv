@@ -36,6 +36,37 @@ module vdla_sram_range #(
       if (fault) seen <= 1'b1;
     end
   end
+`ifdef FORMAL
+  // Formal properties (`vdla hw prove`, docs/rtl.md "Formal proofs"; any start, base and
+  // steps). f_first is where the walk's first element at or past DEPTH lies: DEPTH, or the
+  // base when the walk starts past the buffer. Proven: `fault` pulses exactly once per walk,
+  // at the step of that element (f_range_first), and at no other (f_range_sound), so an
+  // SRAM address that wraps at DEPTH is always reported at its first wrapped element.
+`ifdef VDLA_FORMAL_TOP_RANGE
+  initial assume (!rst_n);
+`endif
+  logic [W-1:0] f_first;
+  always_ff @(posedge clk) begin
+    if (!rst_n || clear) begin
+      f_first <= W'(DEPTH);
+    end else if (start) begin
+      f_first <= W'(base) > W'(DEPTH) ? W'(base) : W'(DEPTH);
+    end
+  end
+  always_ff @(posedge clk) begin
+    if (rst_n && !clear) begin
+      // the walk never wraps W bits, so it only moves up (the machine halts at its first fault,
+      // long before a walk could run 2^W elements)
+      assume (!(step && at == '1));
+      // the first element past the end is reported ...
+      if (step && at == f_first) f_range_first: assert (fault);
+      // ... and nothing else
+      if (fault) f_range_sound: assert (step && at == f_first);
+      // what makes it inductive: the walk is past f_first exactly when it has reported
+      f_range_seen: assert (seen == (at > f_first) && f_first >= W'(DEPTH) && (at >= f_first || f_first == W'(DEPTH)));
+    end
+  end
+`endif
 endmodule
 
 `default_nettype wire

@@ -127,6 +127,42 @@ module vdla_tile_loader #(
     .clk, .rst_n, .clear, .start, .base(insn.sram_base), .step(wr_en), .fault(oob), .elem(oob_elem)
   );
 
+`ifdef FORMAL
+  // Formal properties (`vdla hw prove`, docs/rtl.md "Formal proofs"). The load unit's contract is
+  // assumed when the loader is proven alone (VDLA_FORMAL_TOP_TILE): a start only while idle, the
+  // instruction held while busy. f_idx is the walk's SRAM element index, unwrapped. For every
+  // instruction, legal or not: the SRAM address is f_idx modulo DEPTH and the range check sees
+  // exactly f_idx (f_tile_addr), and `oob` pulses only at a write at or past DEPTH
+  // (f_tile_oob_sound); vdla_sram_range's own proof shows it pulses at the walk's first such
+  // write. So the address wraps only where a fault stops the machine.
+`ifdef VDLA_FORMAL_TOP_TILE
+  `define VDLA_TILE_CONTRACT assume
+  initial assume (!rst_n);
+`else
+  `define VDLA_TILE_CONTRACT assert
+`endif
+  localparam int FW = 2 * YW + 2;
+  logic f_past = 1'b0;
+  always_ff @(posedge clk) f_past <= 1'b1;
+  logic [FW-1:0] f_idx;
+  always_ff @(posedge clk) begin
+    if (!rst_n || clear) f_idx <= '0;
+    else if (start)      f_idx <= FW'(insn.sram_base);
+    else if (wr_en)      f_idx <= f_idx + 1'b1;
+  end
+  always_ff @(posedge clk) begin
+    if (rst_n && !clear) begin
+      if (start) a_tile_idle: `VDLA_TILE_CONTRACT (!busy);
+      if (f_past && $past(rst_n && !clear && (start || busy)))
+        a_tile_insn_held: `VDLA_TILE_CONTRACT ($stable(insn));
+      // the SRAM address and the range check both follow the unwrapped walk
+      f_tile_addr: assert (wr_addr == AW'(f_idx) && 32'(oob_elem) == 32'(f_idx));
+      // the range check fires only at a write at or past the buffer's end
+      if (oob) f_tile_oob_sound: assert (wr_en && f_idx >= FW'(DEPTH));
+    end
+  end
+`undef VDLA_TILE_CONTRACT
+`endif
 endmodule
 
 `default_nettype wire

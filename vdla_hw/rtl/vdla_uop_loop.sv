@@ -111,6 +111,55 @@ module vdla_uop_loop #(
     end
   end
 
+`ifdef FORMAL
+  // Formal properties (`vdla hw prove`, docs/rtl.md "Formal proofs"). The executor's contract
+  // is assumed when the loop is proven alone (VDLA_FORMAL_TOP_UOP_LOOP): a start only while
+  // idle, the instruction's fields held while busy, and a legal micro-op range (uop_end <=
+  // UOP_BUFF_DEPTH: the static checks establish it for a legal program; vdla_loop_check
+  // faults on any other). Proven: every emitted micro-op index lies in [uop_bgn, uop_end), so
+  // it never wraps the micro-op buffer (a_uop_range, the former simulation assertion), and
+  // the loop terminates: every emitted iteration moves (i0, i1, u) strictly forward inside
+  // [0, iter_out) x [0, iter_in) x [uop_bgn, uop_end), one iteration at most II_MAX cycles
+  // apart (a ranking function over a finite domain: busy falls after at most
+  // iter_out * iter_in * (uop_end - uop_bgn) * II_MAX cycles).
+`ifdef VDLA_FORMAL_TOP_UOP_LOOP
+  `define VDLA_UOP_LOOP_CONTRACT assume
+  initial assume (!rst_n);
+`else
+  `define VDLA_UOP_LOOP_CONTRACT assert
+`endif
+  logic f_past = 1'b0;
+  always_ff @(posedge clk) f_past <= 1'b1;
+  localparam int PW = 2 * LOOP_ITER_W + UW + 1;
+  logic [PW-1:0] f_pos, f_pos_q;  // (i0, i1, u), compared lexicographically
+  logic          f_emitted;       // an iteration was emitted in the previous cycle
+  assign f_pos = {i0, i1, u};
+  always_ff @(posedge clk) begin
+    f_pos_q   <= f_pos;
+    f_emitted <= rst_n && !clear && !start && it_valid;
+  end
+  always_ff @(posedge clk) begin
+    if (rst_n && !clear) begin
+      if (start) a_uop_loop_idle: `VDLA_UOP_LOOP_CONTRACT (!busy);
+      if (start || busy) a_uop_legal: `VDLA_UOP_LOOP_CONTRACT (32'(uop_end) <= UOP_BUFF_DEPTH);
+      if (f_past && $past(rst_n && !clear && (start || busy)) && busy)
+        a_uop_loop_held: `VDLA_UOP_LOOP_CONTRACT ($stable(uop_bgn) && $stable(uop_end) && $stable(iter_out)
+            && $stable(iter_in) && $stable(fast) && $stable(dst_factor_out) && $stable(dst_factor_in)
+            && $stable(src_factor_out) && $stable(src_factor_in) && $stable(wgt_factor_out) && $stable(wgt_factor_in));
+
+      // the micro-op read stays in the instruction's range, so never wraps the buffer
+      if (it_valid) a_uop_range: assert ((UW + 1)'(uop_bgn) <= u && u < uop_end && 32'(u) < UOP_BUFF_DEPTH);
+      // the loop state stays inside the instruction's bounds while busy
+      if (busy) f_uop_bounds: assert (i0 < iter_out && i1 < iter_in && (UW + 1)'(uop_bgn) <= u && u < uop_end
+          && 32'(wait_cnt) < (fast ? II_FAST : II));
+      // termination: each emitted iteration moves strictly forward, or ends the loop
+      if (f_emitted) f_uop_progress: assert (!busy || f_pos > f_pos_q);
+      // ... and between two iterations only the wait counter moves
+      if (f_past && $past(rst_n && !clear && busy && !it_valid && !start)) f_uop_wait: assert (busy && f_pos == f_pos_q);
+    end
+  end
+`undef VDLA_UOP_LOOP_CONTRACT
+`endif
 endmodule
 
 `default_nettype wire
