@@ -113,6 +113,19 @@ MUTANTS: tuple[Mutant, ...] = (
            "input meets the next iteration's weights"),
     Mutant("alu-mul-dropped", "vdla_alu.sv", "assign res5 = insn.alu_op == ALU_MUL ? product : other;",
            "assign res5 = other;", "pipelined ALU: MUL takes the other ops' result (product dropped)"),
+    Mutant("loader-col-flag-late", "vdla_tile_loader.sv", "in_col  <= x_next >= x_lo && x_next < x_hi;",
+           "in_col  <= x >= x_lo && x < x_hi;",
+           "registered padding flag: the column flag is computed for the current position, not the next, "
+           "so data and padding shift by one column"),
+    Mutant("skid-loses-stalled-word", "vdla_skid.sv",
+           "if (out_valid && !out_ready && in_valid && in_ready) skid_data <= in_data;",
+           "if (out_valid && !out_ready && in_valid && in_ready) skid_data <= out_data;",
+           "register slice (AXI R slice, axi_r_slice = 1): the word taken while the output stalls is lost "
+           "(the skid register repeats the stalled one)"),
+    Mutant("r-slice-route-early", "vdla_axi_rd_arb.sv", ".out_ready(s_valid && s_ready && s_last)",
+           ".out_ready(m_rvalid && m_rready && m_rlast)",
+           "AXI R slice (axi_r_slice = 1): the route FIFO pops at the bus's last beat, a cycle before the "
+           "slice hands it out, so a burst's last beat goes to the next burst's client"),
 )
 
 
