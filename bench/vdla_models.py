@@ -4,15 +4,19 @@ For ResNet-18, MobileNetV2 (torchvision, random weights, exported to ONNX as use
 ``tests/models/zoo.py``) and a small ViT (torchvision's ``VisionTransformer``), compiled with
 ``build_model(target="vdla")`` on the default config (what ``vdla compile --target vdla`` runs):
 
-* ``MACs on VDLA``: the multiply-accumulates of the model's conv2d / dense / matmul (useful MACs, no
-  channel padding) whose kernel runs on the VDLA, as a share of all of them;
+* ``MACs on VDLA``: the multiply-accumulates of the model's conv2d / dense / batch_matmul / matmul (useful
+  MACs, no channel or token padding) whose kernel runs on the VDLA, as a share of all of them;
 * ``ops on VDLA``: the graph operators inside the VDLA kernels as a share of all operators of the
   compiled graph (layout transforms and float/int8 borders count as host operators);
 * ``VDLA ms``: the accelerator's time on the cycle model at the config clock (``vdla run --backend cycle
   --profile``), ``host ms``: the host kernels of the same run on this CPU, one thread;
 * ``VDLA util``: VDLA-kernel MACs / (VDLA cycles x MACs per cycle): the GEMM core's busy share;
 * the peer in the same run: the CPU-only build of the same model (``target="llvm"``, float), its
-  latency on this CPU, one thread, best of ``--rounds``.
+  latency on this CPU, one thread, best of ``--rounds``;
+* ``placement``: ``cost`` (the default: the cost rule moves an add / pool / clamp to the host when the host
+  is faster) or ``all`` (every kernel the VDLA can run), ``--placements cost,all`` runs both;
+* ``top-1 = float``: on ``--eval`` inputs, how often the int8 build's top class is the float model's
+  (random weights: there are no labels), and the cosine of the int8 and float logits.
 
 The int8 outputs are checked first: every integer value of a fsim run node by node against the
 graph's NumPy int8 reference, and the cycle run's output against the fsim run's, exactly.
@@ -47,6 +51,7 @@ from vdla.compiler.codegen.llvm.target import host_target  # noqa: E402
 from vdla.compiler.frontend.onnx import from_onnx  # noqa: E402
 from vdla.compiler.graph import run_all  # noqa: E402
 from vdla.compiler.graph.build import build_model  # noqa: E402
+from vdla.compiler.graph.cost import host_model  # noqa: E402
 from vdla.compiler.graph.ir import Graph, Node  # noqa: E402
 from vdla_hw.config import load_config  # noqa: E402
 
@@ -64,6 +69,8 @@ def make_onnx(name: str, resolution: int):  # type: ignore[no-untyped-def]
         torch.manual_seed(0)
         model = tv.models.VisionTransformer(image_size=resolution, patch_size=16, num_layers=4, num_heads=4,
                                             hidden_dim=128, mlp_dim=512, num_classes=1000).eval()
+        with torch.no_grad():  # torchvision zero-initializes the classifier: every logit would be 0
+            model.heads.head.weight.normal_(0.0, 0.02)
     else:
         model = make_model(name, seed=0)
     x = torch.from_numpy(np.random.default_rng(0).standard_normal((1, 3, resolution, resolution)).astype(np.float32))
@@ -78,6 +85,8 @@ def node_macs(n: Node, g: Graph) -> int:
         return out * int(np.prod(w[1:]))
     if n.op in ("dense", "matmul"):
         return out * g.node(n.inputs[0]).type.shape[-1]
+    if n.op == "batch_matmul":  # data (B, K, M, 1), output (B, N, M, 1)
+        return out * g.node(n.inputs[0]).type.shape[1]
     return 0
 
 
@@ -86,7 +95,7 @@ def vdla_shares(compiled: Any) -> dict[str, Any]:
     q: Graph = compiled.quantized.graph
     entries = compiled.partition()
     on_vdla = {e.anchor for e in entries if e.device == "vdla" and e.anchor}
-    macs = {n.name: node_macs(n, q) for n in q.nodes if n.op in ("conv2d", "dense", "matmul")}
+    macs = {n.name: node_macs(n, q) for n in q.nodes if n.op in ("conv2d", "dense", "batch_matmul", "matmul")}
     total = sum(macs.values())
     vdla_macs = sum(m for name, m in macs.items() if name in on_vdla)
     ops = [(op, e.device) for e in entries for op in e.ops]
@@ -108,7 +117,30 @@ def check_bit_exact(compiled: Any, feed: dict[str, np.ndarray]) -> int:
     return len(names)
 
 
-def bench_model(name: str, resolution: int, rounds: int) -> dict[str, Any]:
+def cpu_only(graph: Graph, name: str, feed: dict[str, np.ndarray], rounds: int) -> tuple[Any, float]:
+    """The peer: the float CPU-only build, and its best latency over ``rounds`` (seconds)."""
+    cpu = build_model(graph, target="llvm", name=name)
+    cpu.module.set_num_threads(1)
+    cpu.run(feed)
+    best = float("inf")
+    for _ in range(rounds):
+        t = time.perf_counter()
+        cpu.run(feed)
+        best = min(best, time.perf_counter() - t)
+    return cpu, best
+
+
+def agreement(compiled: Any, cpu: Any, feeds: list[dict[str, np.ndarray]]) -> dict[str, float]:
+    """Top-1 agreement and logit cosine of the int8 build (fsim) with the float build over ``feeds``."""
+    same, cos = [], []
+    for feed in feeds:
+        q, f = compiled.run(feed, backend="fsim")[0].ravel(), cpu.run(feed)[0].ravel()
+        same.append(int(q.argmax() == f.argmax()))
+        cos.append(float(q @ f / (np.linalg.norm(q) * np.linalg.norm(f))))
+    return {"top1_agreement": float(np.mean(same)), "logit_cosine": float(np.mean(cos)), "eval_inputs": len(feeds)}
+
+
+def bench_model(name: str, resolution: int, rounds: int, placements: list[str], evals: int) -> list[dict[str, Any]]:
     model = make_onnx(name, resolution)
     graph = from_onnx(model)
     rng = np.random.default_rng(1)
@@ -116,9 +148,22 @@ def bench_model(name: str, resolution: int, rounds: int) -> dict[str, Any]:
     inp = graph.input_nodes[0].name
     samples = [{inp: rng.standard_normal(shape).astype(np.float32)} for _ in range(2)]
     feed = {inp: rng.standard_normal(shape).astype(np.float32)}
+    feeds = [feed] + [{inp: rng.standard_normal(shape).astype(np.float32)} for _ in range(evals - 1)]
+    cpu, best = cpu_only(graph, name, feed, rounds)
+    rows, agree = [], None
+    for placement in placements:
+        row, compiled = bench_placement(graph, name, samples, feed, rounds, placement)
+        if agree is None:  # the placement does not change the integer graph: its agreement with float is one figure
+            agree = agreement(compiled, cpu, feeds)
+        rows.append(dict(row, cpu_only_ms=1e3 * best, **agree))
+    return rows
+
+
+def bench_placement(graph: Graph, name: str, samples: Any, feed: dict[str, np.ndarray], rounds: int,
+                    placement: str) -> tuple[dict[str, Any], Any]:
     cfg = load_config("default")
     t0 = time.perf_counter()
-    compiled = build_model(graph, target="vdla", config=cfg, calibrate=samples, name=name)
+    compiled = build_model(graph, target="vdla", config=cfg, calibrate=samples, name=name, placement=placement)
     compile_s = time.perf_counter() - t0
     compiled.module.set_num_threads(1)
     compared = check_bit_exact(compiled, feed)
@@ -129,23 +174,18 @@ def bench_model(name: str, resolution: int, rounds: int) -> dict[str, Any]:
     vdla_node_macs = sum(n.macs for n in prof.nodes if n.device == "vdla")
     cycles = prof.vdla_cycles or 0
     shares = vdla_shares(compiled)
-    cpu = build_model(graph, target="llvm", name=name)
-    cpu.module.set_num_threads(1)
-    cpu.run(feed)
-    best = float("inf")
-    for _ in range(rounds):
-        t = time.perf_counter()
-        cpu.run(feed)
-        best = min(best, time.perf_counter() - t)
-    return {"model": name, "resolution": resolution, "compile_s": compile_s, **shares,
+    moved = {k: {"vdla_ms": 1e3 * d.vdla_s, "host_ms": 1e3 * d.host_s, "transfer_ms": 1e3 * d.transfer_s,
+                 "on_vdla": d.on_vdla} for k, d in compiled.costs.items()}
+    return {"model": name, "placement": placement, "resolution": feed[next(iter(feed))].shape[-1],
+            "compile_s": compile_s, **shares, "cost_rule": moved,
             "vdla_ms": 1e3 * (prof.vdla_seconds or 0.0), "host_ms": 1e3 * prof.cpu_seconds,
             "total_ms": 1e3 * ((prof.vdla_seconds or 0.0) + prof.cpu_seconds), "vdla_cycles": cycles,
             "vdla_utilization": vdla_node_macs / (cycles * cfg.macs_per_cycle) if cycles else 0.0,
             "vdla_kernels": sum(n.device == "vdla" for n in prof.nodes),
             "host_kernels": sum(n.device == "cpu" for n in prof.nodes),
-            "cpu_only_ms": 1e3 * best, "int8_values_checked": compared,
+            "int8_values_checked": compared,
             "per_node": [{"name": n.name, "device": n.device, "ops": n.ops, "host_ms": 1e3 * n.seconds,
-                          "vdla_cycles": n.cycles} for n in prof.nodes]}
+                          "vdla_cycles": n.cycles} for n in prof.nodes]}, compiled
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -154,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--resolution", type=int, default=224)
     p.add_argument("--rounds", type=int, default=5, help="runs of the host kernels / the CPU-only build (best of)")
     p.add_argument("--quick", action="store_true", help="64x64 images, 2 rounds")
+    p.add_argument("--placements", default="cost", help="cost, all, or cost,all (both, in one run)")
+    p.add_argument("--eval", type=int, default=3, help="inputs of the int8-vs-float top-1 agreement")
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "vdla_models.json"))
     args = p.parse_args(argv)
     if args.quick:
@@ -164,26 +206,30 @@ def main(argv: list[str] | None = None) -> int:
     print(f"host CPU: {target.cpu} ({', '.join(isa) or 'no AVX'}), one thread; VDLA config {cfg.name!r} at "
           f"{cfg.clock_mhz:g} MHz, {cfg.macs_per_cycle} MACs/cycle; OPENBLAS_CORETYPE="
           f"{os.environ.get('OPENBLAS_CORETYPE', 'unset')}")
-    rows = [bench_model(m, args.resolution, args.rounds)
-            for m in tqdm(args.models.split(","), desc="models", unit="model")]
-    head = (f"{'model':<13} {'MACs on VDLA':>13} {'ops on VDLA':>12} {'VDLA ms':>8} {'host ms':>8} {'total ms':>9} "
-            f"{'VDLA util':>9} {'CPU-only ms':>11}")
+    placements = args.placements.split(",")
+    rows = [r for m in tqdm(args.models.split(","), desc="models", unit="model")
+            for r in bench_model(m, args.resolution, args.rounds, placements, args.eval)]
+    head = (f"{'model':<13} {'placement':<9} {'MACs on VDLA':>13} {'ops on VDLA':>12} {'VDLA ms':>8} {'host ms':>8} "
+            f"{'total ms':>9} {'VDLA util':>9} {'CPU-only ms':>11} {'top-1 = float':>13} {'cosine':>7}")
     print(f"\n{args.resolution}x{args.resolution}, batch 1; int8 values bit-exact vs the NumPy reference (fsim), "
           f"cycle run == fsim run\n{head}")
     for r in rows:
-        print(f"{r['model']:<13} {r['mac_share']:>12.1%} {r['vdla_compute_ops']:>5}/{r['compute_ops']:<6} "
-              f"{r['vdla_ms']:>8.2f} {r['host_ms']:>8.2f} {r['total_ms']:>9.2f} {r['vdla_utilization']:>9.1%} "
-              f"{r['cpu_only_ms']:>11.2f}")
+        print(f"{r['model']:<13} {r['placement']:<9} {r['mac_share']:>12.1%} "
+              f"{r['vdla_compute_ops']:>5}/{r['compute_ops']:<6} {r['vdla_ms']:>8.2f} {r['host_ms']:>8.2f} "
+              f"{r['total_ms']:>9.2f} {r['vdla_utilization']:>9.1%} {r['cpu_only_ms']:>11.2f} "
+              f"{r['top1_agreement']:>13.0%} {r['logit_cosine']:>7.3f}")
     for r in rows:
         if r["host_kernels_why"]:
-            print(f"\n{r['model']}: compute left on the host")
+            print(f"\n{r['model']} ({r['placement']}): compute left on the host")
             for line in r["host_kernels_why"][:12]:
                 print(f"  {line}")
             if len(r["host_kernels_why"]) > 12:
                 print(f"  ... and {len(r['host_kernels_why']) - 12} more (see the JSON)")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    host = host_model()
     out.write_text(json.dumps({"cpu": target.cpu, "isa": isa, "config": cfg.name, "clock_mhz": cfg.clock_mhz,
+                               "host_model": {"lanes": host.lanes, "clock_hz": host.clock_hz, "source": host.source},
                                "resolution": args.resolution, "models": rows}, indent=1))
     print(f"\nwrote {out}")
     return 0

@@ -308,8 +308,9 @@ class GraphModule:
         for node, call in zip(self.graph["nodes"], self._calls):
             if call is not None:
                 call[0].call_unchecked(call[1])
-            else:
+            elif node["device"] == "vdla":
                 self._vdla_step(node, backend, options)
+            # "placed": a concatenation by placement, its operands already written into its buffer
         return self._outputs()
 
     def profile(self, inputs: Mapping[str, np.ndarray] | np.ndarray, backend: str = "fsim",
@@ -338,7 +339,7 @@ class GraphModule:
         vdla_rows: dict[int, NodeProfile] = {}
         traces = []
         # Re-running the CPU nodes alone is a whole run only when no VDLA node feeds them.
-        runs = max(1, repeat) if all(call is not None for call in self._calls) else 1
+        runs = max(1, repeat) if all(n["device"] != "vdla" for n in nodes) else 1
         with tempfile.TemporaryDirectory(prefix="vdla_trace_") as tmp:
             for _ in range(runs):
                 for k, (node, call) in enumerate(zip(nodes, self._calls)):
@@ -346,6 +347,9 @@ class GraphModule:
                         t0 = time.perf_counter()
                         call[0].call_unchecked(call[1])
                         best[k] = min(best[k], time.perf_counter() - t0)
+                        continue
+                    if node["device"] == "placed":
+                        best[k] = 0.0
                         continue
                     t0 = time.perf_counter()
                     opts = dict(options)
@@ -357,7 +361,8 @@ class GraphModule:
                                                result.cycles, stats.get("gemm_utilization"), int(node.get("macs", 0)))
                     if trace is not None:
                         traces.append((node["name"], json.loads(Path(opts["trace"]).read_text())))
-        rows = [vdla_rows[k] if k in vdla_rows else NodeProfile(n["name"], "cpu", "+".join(n["ops"]), best[k])
+        rows = [vdla_rows[k] if k in vdla_rows else
+                NodeProfile(n["name"], "placed" if n["device"] == "placed" else "cpu", "+".join(n["ops"]), best[k])
                 for k, n in enumerate(nodes)]
         clock = self.config.clock_mhz if self.config is not None else None
         written = None
@@ -378,6 +383,8 @@ class GraphModule:
                 out = np.zeros(shape, dtype)
                 fn(*args, out)
                 values[node["name"]] = out
+            elif node["device"] == "placed":  # what the arena holds in its buffer after the operands' kernels
+                values[node["name"]] = np.concatenate([values[v] for v in node["inputs"]], axis=node["axis"])
             else:
                 y, _ = self._run_vdla(node, values[node["input"]["value"]], backend, options,
                                       lambda ref: values[ref["value"]])

@@ -30,7 +30,9 @@ Members:
        {"name", "device": "vdla", "program": member, "ops": [str], "macs": int,
         "input": {"value": name, "buffer": str, "perm": [int] | null},
         "more_inputs": [{"value": name, "buffer": str, "perm": null}],   # optional: a residual add's 2nd operand
-        "output": {"buffer": str, "shape": [int], "perm": [int] | null}}],
+        "output": {"buffer": str, "shape": [int], "perm": [int] | null}},
+       {"name", "device": "placed", "ops": ["concatenate"], "inputs": [name], "axis": int}],  # no work: the
+                                                           # arena plan puts its operands in its buffer
      "partition": [{"name", "device", "ops": [str], "anchor": str | null,   # target vdla only
                     "reason": str | null}],                 # see vdla.runtime.partition_report
      "quantization": {"calibration": str, "per_channel": bool,    # target vdla only: per-layer SQNR,

@@ -64,7 +64,7 @@ def format_partition(entries: Sequence[PartitionEntry]) -> str:
     gemms = [e for e in entries if e.anchor is not None]
     on_vdla = sum(e.device == "vdla" for e in gemms)
     summary = (f"{len(entries)} kernels ({', '.join(f'{d} {c}' for d, c in sorted(counts.items()))}); "
-               f"{on_vdla} of {len(gemms)} conv2d/dense on the VDLA")
+               f"{on_vdla} of {len(gemms)} conv2d/dense/batch_matmul on the VDLA")
     for op, what in (("qadd", "residual adds"), ("qavg_pool2d", "average pools"),
                      ("max_pool2d", "max pools")):
         kernels = [e for e in entries if op in e.ops]

@@ -26,7 +26,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from vdla_hw.config import HwConfig
-from vdla_hw.isa import FinishInsn, Insn, Module
+from vdla_hw.isa import Insn, Module
 
 from vdla.simulator.checks import check_program
 from vdla.simulator.window import Window
@@ -117,44 +117,61 @@ class _Machine:
         cmd_depth = self.cfg.cmd_queue_depth
         n = len(self.insns)
         queues = self.queues
+        module, program, all_pops, all_pushes = self.module, self.program, self.pops, self.pushes
+        dispatched, pos, popped, clocks = self.dispatched, self.pos, self.popped, self.clock
+        finish = n - 1  # check_program: FINISH is the last instruction and the only one
         while True:
             progress = False
             while self.fetched < n:
-                m = self.module[self.fetched]
-                if self._cmd_occupancy(m) >= cmd_depth:
+                m = module[self.fetched]
+                if dispatched[m] - pos[m] - 1 >= cmd_depth:  # _cmd_occupancy(m) >= cmd_depth
                     break
-                self.dispatched[m] += 1
+                dispatched[m] += 1
                 self.fetched += 1
                 progress = True
             for m in range(3):
-                if self.pos[m] >= self.dispatched[m]:
+                if pos[m] >= dispatched[m]:
                     continue
-                i = self.program[m][self.pos[m]]
-                if not self.popped[m]:
-                    pops = self.pops[i]
-                    if any(not queues[q] for q in pops):
-                        continue
-                    clock = self.clock[m]
-                    for q in pops:
-                        token = queues[q].popleft()
-                        for k in range(3):
-                            if token[k] > clock[k]:
-                                clock[k] = token[k]
+                i = program[m][pos[m]]
+                clock = clocks[m]
+                if not popped[m]:
+                    pops = all_pops[i]
+                    if pops:
+                        ready = True
+                        for q in pops:
+                            if not queues[q]:
+                                ready = False
+                                break
+                        if not ready:
+                            continue
+                        for q in pops:
+                            token = queues[q].popleft()
+                            for k in range(3):
+                                if token[k] > clock[k]:
+                                    clock[k] = token[k]
                     self._execute(i)
-                    self.popped[m] = True
+                    popped[m] = True
                     progress = True
-                    if isinstance(self.insns[i], FinishInsn):
+                    if i == finish:
                         self._finish(i)
                         return
-                pushes = self.pushes[i]
-                if any(len(queues[q]) >= depth for q in pushes):
-                    continue
-                self.clock[m][m] += 1
-                token = tuple(self.clock[m])
-                for q in pushes:
-                    queues[q].append(token)  # type: ignore[arg-type]
-                self.popped[m] = False
-                self.pos[m] += 1
+                pushes = all_pushes[i]
+                if pushes:
+                    full = False
+                    for q in pushes:
+                        if len(queues[q]) >= depth:
+                            full = True
+                            break
+                    if full:
+                        continue
+                    clock[m] += 1
+                    token = (clock[0], clock[1], clock[2])
+                    for q in pushes:
+                        queues[q].append(token)
+                else:
+                    clock[m] += 1
+                popped[m] = False
+                pos[m] += 1
                 progress = True
             if not progress:
                 self._deadlock()

@@ -16,7 +16,9 @@ micro-op to keep the sequential result.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -29,14 +31,16 @@ from vdla.simulator.tokens import describe
 from vdla.simulator.window import Window, dram_window_error, in_window, resolve_window
 
 
-@dataclass(frozen=True)
-class InsnEffect:
+class InsnEffect(NamedTuple):
     """The work one instruction did; the cycle model derives its duration from these counts.
 
     For LOAD/STORE, ``rows`` DRAM rows of ``row_bytes`` bytes each were moved and
     ``sram_elems`` SRAM elements (tiles) were written or read, ``pad_elems`` of them
     zero padding.  For GEMM/ALU, ``uop_iters`` = iter_out * iter_in * micro-ops; ``alu_copy``
     marks a MOV, whose iterations issue every cycle instead of every ``alu_ii``.
+
+    A named tuple, not a frozen dataclass: one is built per simulated instruction, and a frozen
+    dataclass's ``__init__`` cost a measurable share of a LOAD's simulation time.
     """
 
     opcode: Opcode
@@ -80,9 +84,10 @@ class MachineState:
         self.uop_dst = np.zeros(cfg.uop_buff_depth, dtype=np.int64)
         self.uop_src = np.zeros(cfg.uop_buff_depth, dtype=np.int64)
         self.uop_wgt = np.zeros(cfg.uop_buff_depth, dtype=np.int64)
-        self.inp = np.zeros((cfg.inp_buff_depth, cfg.batch, cfg.block_in), dtype=packing.dtype_for(cfg.inp_width))
-        self.wgt = np.zeros((cfg.wgt_buff_depth, cfg.block_out, cfg.block_in), dtype=packing.dtype_for(cfg.wgt_width))
+        self.inp_sram = np.zeros((cfg.inp_buff_depth, cfg.batch, cfg.block_in), dtype=packing.dtype_for(cfg.inp_width))
+        self.wgt_sram = np.zeros((cfg.wgt_buff_depth, cfg.block_out, cfg.block_in), dtype=packing.dtype_for(cfg.wgt_width))
         self.acc = np.zeros((cfg.acc_buff_depth, cfg.batch, cfg.block_out), dtype=packing.dtype_for(cfg.acc_width))
+        self.macs_per_cycle = cfg.macs_per_cycle
         self.elem_bytes = {
             MemType.UOP: cfg.uop_elem_bytes,
             MemType.INP: cfg.inp_elem_bytes,
@@ -90,7 +95,8 @@ class MachineState:
             MemType.ACC: cfg.acc_elem_bytes,
             MemType.OUT: cfg.out_elem_bytes,
         }
-        self.buffers: dict[MemType, np.ndarray] = {MemType.UOP: self.uop, MemType.INP: self.inp, MemType.WGT: self.wgt, MemType.ACC: self.acc}
+        self.buffers: dict[MemType, np.ndarray] = {MemType.UOP: self.uop, MemType.INP: self.inp_sram,
+                                                   MemType.WGT: self.wgt_sram, MemType.ACC: self.acc}
         self.written: dict[MemType, np.ndarray] = {
             mt: np.full(buf.shape[0], zeroed_sram, dtype=bool) for mt, buf in self.buffers.items()
         }
@@ -99,10 +105,45 @@ class MachineState:
         self.all_written: set[MemType] = set(self.buffers) if zeroed_sram else set()
         self.checked_plans: set[int] = set()
         """ids of the plans whose reads were checked (and writes recorded) on their first run."""
+        self.marked_ranges: set[tuple[MemType, int, int]] = set()
+        """(buffer, start, stop) slices already recorded as written (written-ness only grows)."""
         self.widths: dict[MemType, int] = {MemType.INP: cfg.inp_width, MemType.WGT: cfg.wgt_width, MemType.ACC: cfg.acc_width}
         self.plans: dict[tuple[Insn, bytes], _GemmPlan | _AluPlan] = {}
         """Checked loop indices of GEMM/ALU instructions by (instruction, micro-op words they read):
         programs repeat a few loop instructions over unchanged micro-ops thousands of times."""
+        # A LOAD of whole-byte little-endian elements is a byte copy into the SRAM's own bytes.
+        self.sram_bytes: dict[MemType, np.ndarray] = {}
+        for mt, width in self.widths.items():
+            buf = self.buffers[mt]
+            if sys.byteorder == "little" and width in (8, 16, 32) and buf[0].nbytes == self.elem_bytes[mt]:
+                self.sram_bytes[mt] = buf.view(np.uint8).reshape(buf.shape[0], -1)
+        # GEMM operands as float32 (weights transposed to (depth, BLOCK_IN, BLOCK_OUT)): a batched
+        # float matmul is exact while every partial sum stays within 2**24 (see float_chunk), and
+        # several times faster than integer einsum. LOADs keep them current; ``inp``/``wgt`` hand
+        # the integer arrays out for writing, so any such access marks them stale.
+        self.inp_f32 = np.ascontiguousarray(self.inp_sram, dtype=np.float32)
+        self.wgt_f32 = np.ascontiguousarray(self.wgt_sram.transpose(0, 2, 1), dtype=np.float32)  # C order: fast take
+        self.float_stale = False
+
+    @property
+    def inp(self) -> np.ndarray:
+        """The input SRAM, (depth, BATCH, BLOCK_IN) (writable: the float copy is rebuilt after)."""
+        self.float_stale = True
+        return self.inp_sram
+
+    @property
+    def wgt(self) -> np.ndarray:
+        """The weight SRAM, (depth, BLOCK_OUT, BLOCK_IN) (writable: the float copy is rebuilt after)."""
+        self.float_stale = True
+        return self.wgt_sram
+
+    def float_operands(self) -> tuple[np.ndarray, np.ndarray]:
+        """The float32 copies of the input and (transposed) weight SRAM, rebuilt if written directly."""
+        if self.float_stale:
+            self.inp_f32[...] = self.inp_sram
+            self.wgt_f32[...] = self.wgt_sram.transpose(0, 2, 1)
+            self.float_stale = False
+        return self.inp_f32, self.wgt_f32
 
 
 def execute(state: MachineState, insn: Insn, index: int) -> InsnEffect:
@@ -125,26 +166,30 @@ def execute(state: MachineState, insn: Insn, index: int) -> InsnEffect:
 # ---- LOAD / STORE ----------------------------------------------------------------------
 
 
-def _dram_rows(state: MachineState, insn: MemInsn, index: int, eb: int) -> tuple[int, slice | np.ndarray]:
-    """Locate the ``y_size x x_size`` DRAM elements of ``insn``: a byte slice when contiguous,
-    otherwise an element-index array for a ``(-1, eb)`` view of DRAM."""
+def dram_block(state: MachineState, insn: MemInsn, index: int, eb: int) -> np.ndarray:
+    """The ``y_size x x_size`` DRAM elements of ``insn`` as a writable ``(y, x, eb)`` byte view of
+    ``state.dram`` (rows ``x_stride`` elements apart), after checking the window and the image."""
     y, x = insn.y_size, insn.x_size
     if y == 0 or x == 0:
-        return 0, slice(0, 0)
-    first = insn.dram_base
-    last = first + (y - 1) * insn.x_stride + (x - 1)
+        return state.dram[:0].reshape(y, x, eb)
+    first, stride = insn.dram_base, insn.x_stride
+    last = first + (y - 1) * stride + (x - 1)
     if not in_window(insn, eb, state.window):
         raise dram_window_error(insn, index, eb, state.window)
-    limit = state.dram.size // eb
+    dram = state.dram
+    limit = dram.size // eb
     if last >= limit:
         raise MemoryAccessError(
             f"instruction {index} ({describe(insn)}): DRAM {insn.mem_type.name} elements [{first}, {last}] "
-            f"(bytes [{first * eb}, {(last + 1) * eb})) are outside the {state.dram.size}-byte DRAM image "
+            f"(bytes [{first * eb}, {(last + 1) * eb})) are outside the {dram.size}-byte DRAM image "
             f"(valid element addresses [0, {limit - 1}] of {eb} bytes); fix dram_base/x_stride/y_size or enlarge DRAM"
         )
-    if insn.x_stride == x or y == 1:
-        return limit, slice(first * eb, (first + y * x) * eb)
-    return limit, first + np.arange(y)[:, None] * insn.x_stride + np.arange(x)[None, :]
+    if stride == x or y == 1:
+        return dram[first * eb : (first + y * x) * eb].reshape(y, x, eb)
+    if x <= stride and first + y * stride <= limit:  # rows of whole strides fit: a reshape, then a column slice
+        return dram[first * eb : (first + y * stride) * eb].reshape(y, stride, eb)[:, :x]
+    # Overlapping rows (x_stride < x_size) or a last row ending near the end of the image.
+    return np.lib.stride_tricks.as_strided(dram[first * eb :], (y, x, eb), (stride * eb, eb, 1))
 
 
 def sram_range_error(insn: Insn, index: int, buffer: str, lo: int, hi: int, depth: int) -> MemoryAccessError:
@@ -165,6 +210,11 @@ def _mark_written(state: MachineState, mt: MemType, rows: slice | np.ndarray) ->
     """Record that SRAM elements ``rows`` of buffer ``mt`` now hold defined values."""
     if mt in state.all_written:
         return
+    if isinstance(rows, slice):  # LOADs rewrite the same few ranges: remember them, skip the array test
+        key = (mt, rows.start, rows.stop)
+        if key in state.marked_ranges:
+            return
+        state.marked_ranges.add(key)
     written = state.written[mt]
     if written[rows].all():  # the common steady state: reloading elements already written
         return
@@ -211,33 +261,43 @@ def _load(state: MachineState, insn: MemInsn, index: int) -> InsnEffect:
             f"instruction {index} ({describe(insn)}): LOAD of memory type OUT; the output buffer can only be "
             f"stored, load accumulators with mem_type ACC"
         )
-    pads = (insn.y_pad0, insn.y_pad1, insn.x_pad0, insn.x_pad1)
-    if mt == MemType.UOP and any(pads):
+    y_pad0, x_pad0 = insn.y_pad0, insn.x_pad0
+    padded = bool(y_pad0 or insn.y_pad1 or x_pad0 or insn.x_pad1)
+    if mt == MemType.UOP and padded:
         raise ProtocolError(f"instruction {index} ({describe(insn)}): micro-op loads cannot pad; set all pads to 0")
     eb = state.elem_bytes[mt]
     sram = state.buffers[mt]
-    rows_y = insn.y_pad0 + insn.y_size + insn.y_pad1
-    cols_x = insn.x_pad0 + insn.x_size + insn.x_pad1
-    n = rows_y * cols_x
-    if n:
-        _check_sram(insn, index, mt.name, insn.sram_base, insn.sram_base + n - 1, sram.shape[0])
-    limit, where = _dram_rows(state, insn, index, eb)
     y, x = insn.y_size, insn.x_size
-    if isinstance(where, slice):
-        raw = state.dram[where].reshape(y, x, eb)
-    else:
-        raw = state.dram[: limit * eb].reshape(limit, eb)[where]
+    rows_y = y_pad0 + y + insn.y_pad1
+    cols_x = x_pad0 + x + insn.x_pad1
+    n = rows_y * cols_x
     base = insn.sram_base
+    if n and (base < 0 or base + n > sram.shape[0]):
+        raise sram_range_error(insn, index, mt.name, base, base + n - 1, sram.shape[0])
+    raw = dram_block(state, insn, index, eb)
     if mt == MemType.UOP:
         words = raw.reshape(-1).view("<u4").astype(np.uint32)
         _set_uops(state, insn, index, base, words)
         _mark_written(state, mt, slice(base, base + n))
         return InsnEffect(Opcode.LOAD, mt, rows=y, row_bytes=x * eb, sram_elems=n)
-    values = packing.decode(raw, state.widths[mt]).reshape((y, x) + sram.shape[1:])
-    block = sram[base : base + n].reshape((rows_y, cols_x) + sram.shape[1:])
-    if any(pads):
-        block[:] = 0
-    block[insn.y_pad0 : insn.y_pad0 + y, insn.x_pad0 : insn.x_pad0 + x] = values
+    sram_bytes = state.sram_bytes.get(mt)
+    if sram_bytes is not None:  # whole-byte little-endian elements: the DRAM bytes are the SRAM bytes
+        if padded:
+            block = sram_bytes[base : base + n].reshape(rows_y, cols_x, eb)
+            block[:] = 0
+            block[y_pad0 : y_pad0 + y, x_pad0 : x_pad0 + x] = raw
+        else:
+            sram_bytes[base : base + n] = raw.reshape(n, eb)
+    else:
+        values = packing.decode(raw, state.widths[mt]).reshape((y, x) + sram.shape[1:])
+        block = sram[base : base + n].reshape((rows_y, cols_x) + sram.shape[1:])
+        if padded:
+            block[:] = 0
+        block[y_pad0 : y_pad0 + y, x_pad0 : x_pad0 + x] = values
+    if mt == MemType.INP:
+        state.inp_f32[base : base + n] = sram[base : base + n]
+    elif mt == MemType.WGT:
+        state.wgt_f32[base : base + n] = sram[base : base + n].transpose(0, 2, 1)
     _mark_written(state, mt, slice(base, base + n))
     return InsnEffect(Opcode.LOAD, mt, rows=y, row_bytes=x * eb, sram_elems=n, pad_elems=n - y * x)
 
@@ -274,7 +334,7 @@ def _store(state: MachineState, insn: MemInsn, index: int) -> InsnEffect:
     if n == 0:
         return InsnEffect(Opcode.STORE, MemType.OUT)
     _check_sram(insn, index, "ACC (stored as OUT)", insn.sram_base, insn.sram_base + n - 1, state.acc.shape[0])
-    limit, where = _dram_rows(state, insn, index, eb)
+    block = dram_block(state, insn, index, eb)
     missing = _first_unwritten(state, MemType.ACC, slice(insn.sram_base, insn.sram_base + n))
     if missing is not None:
         raise _uninitialized(insn, index, "ACC", insn.sram_base + missing, f"tile {missing} of the STORE")
@@ -282,10 +342,7 @@ def _store(state: MachineState, insn: MemInsn, index: int) -> InsnEffect:
     if insn.bias:
         tiles = tiles + _store_bias(state, insn, index)[:, None, :]  # wraps in the accumulator type
     data = packing.encode(requantize(tiles, insn.shift, insn.clip, insn.relu, cfg.out_width), cfg.out_width)
-    if isinstance(where, slice):
-        state.dram[where] = data.reshape(-1)
-    else:
-        state.dram[: limit * eb].reshape(limit, eb)[where] = data
+    block[...] = data.reshape(y, x, eb)
     return InsnEffect(Opcode.STORE, MemType.OUT, rows=y, row_bytes=x * eb, sram_elems=n)
 
 
@@ -377,6 +434,13 @@ class _GemmPlan:
     starts: np.ndarray | None = None
     src_rows: np.ndarray | None = None
     wgt_rows: np.ndarray | None = None
+    group: int = 0
+    """Iterations into every destination when all have the same count and the float path is exact
+    (:func:`float_chunk`), else 0 (the integer path)."""
+    chunk: int = 0
+    """Iterations summed by one float matmul row: a divisor of ``group`` small enough to be exact."""
+    target_rows: slice | np.ndarray | None = None
+    """``targets`` as a slice when they are consecutive (a slice updates in place, no gather/scatter)."""
 
 
 @dataclass(frozen=True)
@@ -411,8 +475,8 @@ def _gemm_plan(state: MachineState, insn: GemmInsn, index: int, bgn: int, end: i
         return _GemmPlan(dst)
     src = _indices(insn, state.uop_src[bgn:end], insn.src_factor_out, insn.src_factor_in)
     wgt = _indices(insn, state.uop_wgt[bgn:end], insn.wgt_factor_out, insn.wgt_factor_in)
-    _check_loop(insn, index, [("ACC", dst, state.acc.shape[0]), ("INP", src, state.inp.shape[0]),
-                              ("WGT", wgt, state.wgt.shape[0])])
+    _check_loop(insn, index, [("ACC", dst, state.acc.shape[0]), ("INP", src, state.inp_sram.shape[0]),
+                              ("WGT", wgt, state.wgt_sram.shape[0])])
     order = np.argsort(dst, kind="stable")
     sorted_dst = dst[order]
     starts = np.flatnonzero(np.concatenate(([True], sorted_dst[1:] != sorted_dst[:-1])))
@@ -420,9 +484,35 @@ def _gemm_plan(state: MachineState, insn: GemmInsn, index: int, bgn: int, end: i
         # Each iteration writes its product: the last into each destination wins.
         last = np.concatenate((starts[1:], [sorted_dst.size])) - 1
         keep = order[last]
-        return _GemmPlan(dst, src[keep], wgt[keep], sorted_dst[starts], np.arange(starts.size), np.unique(src),
-                         np.unique(wgt))
-    return _GemmPlan(dst, src[order], wgt[order], sorted_dst[starts], starts, np.unique(src), np.unique(wgt))
+        chunk = float_chunk(state.cfg, 1)
+        targets = sorted_dst[starts]
+        return _GemmPlan(dst, src[keep], wgt[keep], targets, np.arange(starts.size), np.unique(src),
+                         np.unique(wgt), group=1 if chunk else 0, chunk=chunk, target_rows=_as_slice(targets))
+    group = sorted_dst.size // starts.size
+    uniform = sorted_dst.size == group * starts.size and np.array_equal(starts, np.arange(starts.size) * group)
+    chunk = float_chunk(state.cfg, group) if uniform else 0
+    targets = sorted_dst[starts]
+    return _GemmPlan(dst, src[order], wgt[order], targets, starts, np.unique(src), np.unique(wgt),
+                     group=group if chunk else 0, chunk=chunk, target_rows=_as_slice(targets))
+
+
+def _as_slice(rows: np.ndarray) -> slice | np.ndarray:
+    """Ascending unique ``rows`` as a slice when they are consecutive, else themselves."""
+    if rows.size and int(rows[-1]) - int(rows[0]) == rows.size - 1:
+        return slice(int(rows[0]), int(rows[-1]) + 1)
+    return rows
+
+
+def float_chunk(cfg: HwConfig, group: int) -> int:
+    """The largest divisor of ``group`` (iterations summed into one destination) whose sum of
+    products stays exact in float32: at most 2**24 in magnitude with every input and weight at its
+    extreme value; 0 when not even one iteration's BLOCK_IN products are exact."""
+    term = 1 << (cfg.inp_width + cfg.wgt_width - 2)  # |inp * wgt| <= 2**(iw-1) * 2**(ww-1)
+    most = (1 << 24) // (term * cfg.block_in)
+    for chunk in range(min(group, most), 0, -1):
+        if group % chunk == 0:
+            return chunk
+    return 0
 
 
 def _gemm(state: MachineState, insn: GemmInsn, index: int) -> InsnEffect:
@@ -450,14 +540,34 @@ def _gemm(state: MachineState, insn: GemmInsn, index: int) -> InsnEffect:
     # Products and sums in the accumulator's type wrap modulo 2**acc_width, exactly as the
     # hardware's adders do; the order of a wrapping sum does not change its value.
     # ``take`` gathers whole tiles several times faster than fancy indexing (indices are checked).
-    inp = state.inp.take(plan.src, axis=0).astype(acc_t)
-    wgt = state.wgt.take(plan.wgt, axis=0).astype(acc_t)
+    if plan.group:
+        # Every destination sums ``group`` iterations: ``chunk`` of them are one row of a batched
+        # float32 matmul (exact, see float_chunk), the chunks are summed in the accumulator's type.
+        inp_f, wgt_f = state.float_operands()
+        rows = plan.targets.size * (plan.group // plan.chunk)
+        x = inp_f.take(plan.src, axis=0)
+        batch, block_in = x.shape[1], x.shape[2]
+        if batch == 1:
+            x = x.reshape(rows, 1, plan.chunk * block_in)
+        else:
+            x = x.reshape(rows, plan.chunk, batch, block_in).transpose(0, 2, 1, 3).reshape(rows, batch, -1)
+        w = wgt_f.take(plan.wgt, axis=0).reshape(rows, plan.chunk * block_in, -1)
+        part = np.matmul(x, w).astype(np.int32).astype(acc_t, copy=False)  # |part| <= 2**24: the casts are exact
+        if plan.group != plan.chunk:
+            part = part.reshape(plan.targets.size, -1, batch, part.shape[-1]).sum(axis=1, dtype=acc_t)
+        if insn.overwrite:
+            state.acc[plan.target_rows] = part
+        else:
+            state.acc[plan.target_rows] += part
+        return InsnEffect(Opcode.GEMM, uop_iters=iters, macs=iters * state.macs_per_cycle)
+    inp = state.inp_sram.take(plan.src, axis=0).astype(acc_t)
+    wgt = state.wgt_sram.take(plan.wgt, axis=0).astype(acc_t)
     prod = np.einsum("nbi,noi->nbo", inp, wgt)
     if insn.overwrite:
         state.acc[plan.targets] = prod
     else:
         state.acc[plan.targets] += np.add.reduceat(prod, plan.starts, axis=0)
-    return InsnEffect(Opcode.GEMM, uop_iters=iters, macs=iters * state.cfg.macs_per_cycle)
+    return InsnEffect(Opcode.GEMM, uop_iters=iters, macs=iters * state.macs_per_cycle)
 
 
 def _alu_apply(op: AluOp, a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
@@ -474,8 +584,11 @@ def _alu_apply(op: AluOp, a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
         return np.broadcast_to(np.asarray(b, dtype=a.dtype), a.shape)
     # SHR: arithmetic shift right by b, left by -b; amounts beyond the width saturate
     # (right: sign fill, left: zero), computed in int64 and narrowed by a wrapping cast.
-    amount = np.asarray(b, dtype=np.int64)
     wide = a.astype(np.int64)
+    if isinstance(b, int):  # an immediate: clamp in Python (np.clip on a scalar costs more than the shift)
+        right, left = min(max(b, 0), 63), min(max(-b, 0), 63)
+        return ((wide >> right) << left).astype(a.dtype)
+    amount = np.asarray(b, dtype=np.int64)
     shifted = (wide >> np.clip(amount, 0, 63)) << np.clip(-amount, 0, 63)
     return shifted.astype(a.dtype)
 

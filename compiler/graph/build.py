@@ -9,7 +9,9 @@ backend into one shared library.  ``vdla``: quantize to int8 with the calibratio
 samples, pack for the hardware config, fuse and partition; each VDLA kernel becomes a
 program (:mod:`vdla.compiler.graph.lower_vdla`), everything else CPU kernels
 (:mod:`vdla.compiler.graph.lower_llvm`).  A VDLA kernel whose chain the accelerator cannot run
-exactly falls back to the CPU; the module's partition report (``CompiledModule.partition``,
+exactly falls back to the CPU, and with ``placement="cost"`` an add / pool / clamp the host runs faster
+goes there (:mod:`vdla.compiler.graph.cost`); a concat of VDLA outputs is done by placement (no copy,
+:func:`~vdla.compiler.graph.passes.plan_memory.placed_concats`); the module's partition report (``CompiledModule.partition``,
 :mod:`vdla.runtime.partition_report`) lists every kernel's device and why each conv stays on the CPU.
 """
 
@@ -30,12 +32,14 @@ from vdla_hw.config import HwConfig, load_config
 from vdla.compiler.codegen.llvm import (LLVMModule, codegen, export_library, host_target, jit, parse_target,
                                   using_target)
 from vdla.compiler.codegen.symbols import SymbolTable
+from vdla.compiler.graph.cost import WEIGHED_OPS, CostDecision, host_model, weigh_kernel
 from vdla.compiler.graph.errors import GraphError, NotLoweredError
 from vdla.compiler.graph.ir import Attrs, ConstValue, Graph, Node
 from vdla.compiler.graph.lower_llvm import CpuKernel, compile_draft, draft_kernel
 from vdla.compiler.graph.lower_vdla import VdlaKernel, compile_kernel
 from vdla.compiler.graph.passes import (Calibration, QuantizedModel, lower_quantized_for_vdla, optimize_for_cpu,
                                    plan_memory, quantize_for_vdla)
+from vdla.compiler.graph.passes.plan_memory import concat_operands, placed_concats
 from vdla.compiler.graph.passes.sqnr import LayerSqnr, layer_sqnr
 from vdla.runtime.graph_executor import GraphModule
 from vdla.runtime.partition_report import PartitionEntry, read_partition
@@ -43,6 +47,7 @@ from vdla.runtime.module_format import FORMAT, VERSION
 from vdla_hw.progress import bar, ticking
 
 TARGETS = ("llvm", "vdla")
+PLACEMENTS = ("cost", "all")
 
 Samples = Sequence[Mapping[str, np.ndarray]]
 SQNR_SAMPLES = 8  # calibration samples the per-layer SQNR report runs (both graphs, NumPy executor)
@@ -63,6 +68,8 @@ class CompiledModule:
     """Target vdla: every quantized layer's SQNR on (up to 8 of) the calibration samples, worst first."""
     quantized: QuantizedModel | None = None
     """Target vdla: the integer graph before packing and partitioning (what every device computes)."""
+    costs: dict[str, CostDecision] = field(default_factory=dict)
+    """Target vdla: the cost rule's figures for every ALU kernel it weighed (:mod:`vdla.compiler.graph.cost`)."""
 
     def run(self, inputs: Mapping[str, np.ndarray] | np.ndarray, backend: str = "fsim", **options: Any) -> list[np.ndarray]:
         return self.module.run(inputs, backend=backend, **options)
@@ -187,13 +194,17 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
                 calibrate: Samples | Mapping[str, np.ndarray] | np.ndarray | None = None, *,
                 skip_first_conv: bool = True, cpu_target: str = "llvm", virtual_threads: int = 2,
                 name: str = "model", calibration: str | Calibration = "max",
-                per_channel: bool = True) -> CompiledModule:
+                per_channel: bool = True, placement: str = "cost") -> CompiledModule:
     """Compile ``graph`` for ``target`` (``"llvm"`` or ``"vdla"``); see the module doc.
 
     ``calibration`` (``max``, ``percentile[:P]``, ``kl``) and ``per_channel`` choose the int8
-    quantization of target vdla (:func:`~vdla.compiler.graph.passes.quantize_model`)."""
+    quantization of target vdla (:func:`~vdla.compiler.graph.passes.quantize_model`).  ``placement``
+    ``"cost"`` keeps an ALU kernel (residual add, pool, clamp) on the VDLA only when the cost rule
+    (:mod:`vdla.compiler.graph.cost`) finds it faster there; ``"all"`` places every kernel the VDLA can run."""
     if target not in TARGETS:
         raise GraphError(f"unknown target {target!r}; use one of {TARGETS}")
+    if placement not in PLACEMENTS:
+        raise GraphError(f"unknown placement {placement!r}; use one of {PLACEMENTS}")
     t0 = time.perf_counter()
     cfg = load_config(config) if isinstance(config, str) else config
     sqnr: list[LayerSqnr] = []
@@ -209,6 +220,8 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
     compiled: dict[tuple[Any, ...], CpuKernel] = {}
     vdla_kernels: dict[str, VdlaKernel] = {}
     fallbacks: dict[str, str] = {}
+    costs: dict[str, CostDecision] = {}
+    host = host_model() if target == "vdla" and placement == "cost" else None
     params: dict[str, np.ndarray] = {}
     keys: dict[int, str] = {}
     nodes: list[dict[str, Any]] = []
@@ -221,13 +234,22 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
         if n.op != "fused":
             raise GraphError(f"node {n.name!r} ({n.op}) is not part of a fused kernel; the pipeline must fuse every node")
         ops = [b.op for b in n.attrs["body"].nodes if b.op != "input"]
-        anchor = next((b.name for b in n.attrs["body"].nodes if b.op in ("conv2d", "dense")), None)
+        anchor = next((b.name for b in n.attrs["body"].nodes if b.op in ("conv2d", "dense", "batch_matmul")), None)
         if n.attrs.get("target") == "vdla":
+            kernel: VdlaKernel | None = None
             try:
                 kernel = compile_kernel(n, g, cfg, virtual_threads)
             except NotLoweredError as exc:
                 fallbacks[n.name] = str(exc)
             else:
+                body_ops = [b for b in n.attrs["body"].nodes if b.op != "input"]
+                if host is not None and len(body_ops) == 1 and body_ops[0].op in WEIGHED_OPS:
+                    op = body_ops[0]
+                    costs[n.name] = cost = weigh_kernel(op, [n.attrs["body"].node(i).type for i in op.inputs],
+                                                        kernel.program.instructions, cfg, host)
+                    if not cost.on_vdla:
+                        kernel = None  # not a failure: the host is faster (the report says by how much)
+            if kernel is not None:
                 report.append(PartitionEntry(n.name, "vdla", tuple(ops), anchor))
                 vdla_kernels[n.name] = kernel
                 nodes.append({"name": n.name, "device": "vdla", "ops": ops, "program": f"vdla/{len(vdla_kernels)}.vdlaprog",
@@ -238,7 +260,9 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
         args = [{"value": a} if isinstance(a, str) and g.node(a).op != "constant" else
                 {"param": _param_key(g.node(a).value if isinstance(a, str) else a, params, keys)} for a in ck.args]
         nodes.append({"name": n.name, "device": "cpu", "ops": ops, "function": ck.name, "args": args})
-        report.append(PartitionEntry(n.name, "cpu", tuple(ops), anchor, fallbacks.get(n.name, n.attrs.get("reason"))))
+        reason = fallbacks.get(n.name) or (costs[n.name].reason(f"{'+'.join(ops)} kernel") if n.name in costs else
+                                           n.attrs.get("reason"))
+        report.append(PartitionEntry(n.name, "cpu", tuple(ops), anchor, reason))
     llvm_module = library = library_error = None
     if cpu_kernels:
         unique = {id(k.func): k.func for k in cpu_kernels}
@@ -251,7 +275,17 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
                 # Cross-compiled for a board: exported and run there (or here under qemu: run_emulated).
                 library_error = (f"model {name} was compiled for {tgt.arch} ({tgt.cpu}); this host is "
                                  f"{host_target().arch}: run it on the board, or compile with --cpu-target llvm")
-    plan = plan_memory(g)
+    # Concatenation by placement: a concat of VDLA outputs (each a contiguous, aligned slice of it) costs
+    # nothing; its operands' producers write into its buffer (plan_memory) and the executor skips it.
+    placed = placed_concats(g, producers=set(vdla_kernels)) if target == "vdla" else {}
+    for k, nd in enumerate(nodes):
+        if nd["name"] in placed:
+            nodes[k] = {"name": nd["name"], "device": "placed", "ops": nd["ops"], "inputs": [v for v, _ in placed[nd["name"]]],
+                        "axis": concat_operands(g.node(nd["name"]))[1]}  # type: ignore[index]
+    report = [PartitionEntry(e.name, "placed", e.ops, e.anchor, "concatenation by placement: its operands' VDLA "
+                             "kernels store into their slices of its buffer, no copy") if e.name in placed else e
+              for e in report]
+    plan = plan_memory(g, placed=placed)
     description = {
         "format": FORMAT, "version": VERSION, "name": name, "target": target,
         "config": cfg.to_dict() if target == "vdla" else None,
@@ -269,7 +303,7 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
     programs = {nd["program"]: vdla_kernels[nd["name"]].program for nd in nodes if nd["device"] == "vdla"}
     module = GraphModule(description, params, library, programs, library_error=library_error)
     return CompiledModule(module, g, llvm_module, time.perf_counter() - t0, fallbacks, sqnr,
-                          quantized if target == "vdla" else None)
+                          quantized if target == "vdla" else None, costs)
 
 
 __all__ = ["CompiledModule", "TARGETS", "build_model"]

@@ -318,6 +318,25 @@ def _dense(node: Node, xs: Sequence[Operand]) -> Tensor:
     return _relayout(out, "NC", ol, node.type.shape, node.name)
 
 
+@register_lowering("batch_matmul", "llvm")
+def _batch_matmul(node: Node, xs: Sequence[Operand]) -> Tensor:
+    """A product of two activations per batch (packed or not): a plain reduction in the accumulator type."""
+    a = node.attrs
+    dl, kl = a["data_layout"], a["kernel_layout"]
+    ol = a.get("out_layout") or dl
+    b, n, m, _ = parse_layout(ol).primal_shape(node.type.shape)
+    xd = _relayout(xs[0].tensor, dl, "NCHW", parse_layout(dl).primal_shape(_shape(xs[0].tensor)), f"{node.name}_data")
+    wd = _relayout(xs[1].tensor, kl, "NOI", parse_layout(kl).primal_shape(_shape(xs[1].tensor)), f"{node.name}_wt")
+    acc = node.type.dtype
+    r = te.reduce_axis(_shape(wd)[2], "rk")
+    out = te.compute((b, n, m, 1), lambda i, j, y, x: te.sum(wd[i, j, r].astype(acc) * xd[i, r, y, x].astype(acc), axis=r),
+                     name=f"{node.name}_bmm")
+    if len(xs) == 3:
+        bias, mm = xs[2].tensor, out
+        out = te.compute((b, n, m, 1), lambda i, j, y, x: mm[i, j, y, x] + bias[j], name=f"{node.name}_bias")
+    return _relayout(out, "NCHW", ol, node.type.shape, node.name)
+
+
 def _dense_tile(m: int, n: int) -> tuple[int, int]:
     """(rows, vectors) of the register tile of a float dense/matmul: ``rows x vectors`` accumulators
     plus a weight vector per column and one broadcast fit the vector registers.  The vectors divide

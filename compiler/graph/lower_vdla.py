@@ -30,7 +30,8 @@ from vdla.compiler.graph.lower_vdla_alu import ALU_KERNEL_OPS, compile_alu_kerne
 from vdla.compiler.graph.vdla_kernel import VdlaKernel, compile_conv_workload
 from vdla.compiler.graph.vdla_rules import gemm_unsupported_reason, is_packed_for
 from vdla.compiler.vdla.target import VdlaTarget
-from vdla.compiler.vdla.topi import CompiledConv, Conv2dWorkload, Requantize, compile_conv2d, dense_workload
+from vdla.compiler.vdla.topi import (CompiledConv, Conv2dWorkload, Requantize, batch_matmul_workload, compile_conv2d,
+                                     dense_workload)
 from vdla.compiler.vdla.topi.reference import pack_bias, pack_depthwise_kernel
 from vdla.runtime.program import Program
 
@@ -50,8 +51,9 @@ class VdlaGemm:
 
     op: str
     workload: Conv2dWorkload
-    kernel: np.ndarray
-    """Weights in the program's layout (O/BO, I/BI, KH, KW, BO, BI)."""
+    kernel: np.ndarray | None
+    """Weights in the program's layout (O/BO, I/BI, KH, KW, BO, BI); None for a ``batch_matmul``, whose weights
+    are its second activation, bound on every call."""
     bias: np.ndarray | None
     out_type: TensorType
     cfg: HwConfig
@@ -82,8 +84,10 @@ def _gemm_checks(node: Node, xs: Sequence[VdlaOperand]) -> HwConfig:
         reason = f"its layouts are not the packed layouts of config {cfg.name!r} (run alter_layout)"
     if reason is None and xs[0].value is not None:
         reason = "its data operand is a constant (fold it instead)"
-    if reason is None and xs[1].value is None:
+    if reason is None and node.op != "batch_matmul" and xs[1].value is None:
         reason = "its weights are not constants"
+    if reason is None and node.op == "batch_matmul" and xs[1].value is not None:
+        reason = "its weights are a constant (a linear layer: rewrite it as dense)"
     if reason is not None:
         raise NotLoweredError(f"{node.op} {node.name!r} cannot run on the VDLA: {reason}")
     return cfg
@@ -127,6 +131,18 @@ def _dense(node: Node, xs: Sequence[VdlaOperand]) -> VdlaGemm:
         raise NotLoweredError(f"dense {node.name!r}: the bias must be a constant")
     kernel = xs[1].value.reshape(nb, kb, 1, 1, bo, bi)  # type: ignore[union-attr]
     return VdlaGemm("dense", wl, kernel, bias, node.type, cfg)
+
+
+@register_lowering("batch_matmul", "vdla")
+def _batch_matmul(node: Node, xs: Sequence[VdlaOperand]) -> VdlaGemm:
+    cfg = _gemm_checks(node, xs)
+    b, kb, m, _, _, bi = xs[0].type.shape
+    _, nb, _, bo, _ = xs[1].type.shape
+    wl = batch_matmul_workload(b, m, kb * bi, nb * bo)
+    bias = xs[2].value if len(xs) == 3 else None
+    if len(xs) == 3 and bias is None:
+        raise NotLoweredError(f"batch_matmul {node.name!r}: the bias must be a constant")
+    return VdlaGemm("batch_matmul", wl, None, bias, node.type, cfg)
 
 
 def _gemm(node: Node, xs: Sequence[object]) -> VdlaGemm:
@@ -216,6 +232,10 @@ def kernel_gemm(node: Node, graph: Graph, cfg: HwConfig) -> tuple[VdlaGemm, str]
         if n.op != "input":
             env[n.name] = lower(n, "vdla", [env[i] for i in n.inputs])
     g = env[body.outputs[0]]
+    gemm = next((n for n in body.nodes if n.op in ("conv2d", "dense", "batch_matmul")), None)
+    outer_of = dict(zip((p.name for p in body.input_nodes), node.inputs))
+    if gemm is not None and gemm.inputs[0] in outer_of:  # the data operand (a batch_matmul has two activations)
+        data_value = outer_of[gemm.inputs[0]]
     if not isinstance(g, VdlaGemm) or data_value is None:
         raise NotLoweredError(f"kernel {node.name!r} does not compute a VDLA GEMM")
     return g, data_value
@@ -231,11 +251,24 @@ def compile_kernel(node: Node, graph: Graph, cfg: HwConfig, virtual_threads: int
     compiled = compile_conv_workload(g.workload, VdlaTarget(cfg), epilogue, virtual_threads, node.name)
     wl = g.workload
     data = np.zeros((wl.n // cfg.batch, wl.ic // cfg.block_in, wl.h, wl.w, cfg.batch, cfg.block_in), np.int8)
-    args = [data, g.kernel] + [pack_bias(cfg, v) for v in (g.bias, g.multiplier) if v is not None]
+    kernel, more = g.kernel, ()
+    if kernel is None:  # a batch_matmul: its second activation is the weight operand, written on every call
+        kernel = np.zeros((wl.n, wl.oc // cfg.block_out, wl.ic // cfg.block_in, 1, 1, cfg.block_out, cfg.block_in),
+                          np.int8)
+        more = ((weight_value(node, graph), "kernel"),)
+    args = [data, kernel] + [pack_bias(cfg, v) for v in (g.bias, g.multiplier) if v is not None]
     program = compiled.module.bind(*args)
     perm = (1, 0, 2, 3) if g.op == "dense" else None
     out_shape = tuple(np.empty(node.type.shape, np.bool_).transpose(perm).shape) if perm else node.type.shape
-    return VdlaKernel(node.name, program, data_value, perm, out_shape, perm, wl, epilogue)
+    return VdlaKernel(node.name, program, data_value, perm, out_shape, perm, wl, epilogue, more_inputs=more)
+
+
+def weight_value(node: Node, graph: Graph) -> str:
+    """The outer value a ``batch_matmul`` kernel reads as its weights (its second operand)."""
+    body: Graph = node.attrs["body"]
+    outer = dict(zip((p.name for p in body.input_nodes), node.inputs))
+    gemm = next(n for n in body.nodes if n.op == "batch_matmul")
+    return outer[gemm.inputs[1]]
 
 
 __all__ = ["VdlaGemm", "VdlaKernel", "VdlaOperand", "compile_conv_workload", "compile_kernel", "kernel_gemm", "per_channel_vector"]

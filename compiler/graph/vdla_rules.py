@@ -25,8 +25,10 @@ def gemm_unsupported_reason(node: Node, input_types: Sequence[TensorType], cfg: 
     """None when ``node`` (conv2d or dense) can run on the VDLA GEMM core, else why not.  With
     ``pad_channels``, channel counts that are not a multiple of the GEMM block are allowed (alter_layout
     zero-pads them, see :func:`channel_padding`)."""
+    if node.op == "batch_matmul":
+        return batch_matmul_unsupported_reason(node, input_types, cfg, pad_channels)
     if node.op not in ("conv2d", "dense"):
-        return f"{node.op} is not a conv2d or dense"
+        return f"{node.op} is not a conv2d, dense or batch_matmul"
     data, weight = input_types[0], input_types[1]
     if node.op == "conv2d":
         n, c, _, _ = parse_layout(node.attrs["data_layout"]).primal_shape(data.shape)
@@ -51,6 +53,32 @@ def gemm_unsupported_reason(node: Node, input_types: Sequence[TensorType], cfg: 
     return None
 
 
+def batch_matmul_unsupported_reason(node: Node, input_types: Sequence[TensorType], cfg: HwConfig,
+                                    pad_channels: bool = False) -> str | None:
+    """None when a ``batch_matmul`` (a product of two activations per head: attention's Q.K^T or A.V) runs on
+    the GEMM core as the batched conv schedule with per-image weights (the second activation loaded as the
+    weight operand on every call), else why not.  With ``pad_channels`` an inner or column count that is not a
+    multiple of the block (the token count, e.g. 197) is allowed: alter_layout zero-pads it."""
+    data, weight = input_types[0], input_types[1]
+    if (data.dtype, weight.dtype, node.type.dtype) != ("int8", "int8", "int32"):
+        return f"operands {data.dtype} x {weight.dtype} -> {node.type.dtype} are not int8 x int8 -> int32 (quantize first)"
+    if cfg.batch != 1:
+        return (f"config {cfg.name!r} has BATCH={cfg.batch}: a batched matmul gives every image (head) its own "
+                f"weights, which the GEMM core takes only with BATCH == 1")
+    _, k, _, _ = parse_layout(node.attrs["data_layout"]).primal_shape(data.shape)
+    _, n, _ = parse_layout(node.attrs["kernel_layout"]).primal_shape(weight.shape)
+    if not pad_channels and (k % cfg.block_in or n % cfg.block_out):
+        return (f"inner size {k} and {n} columns do not tile into BLOCK_IN={cfg.block_in}, "
+                f"BLOCK_OUT={cfg.block_out}")
+    return None
+
+
+def batch_matmul_layouts(cfg: HwConfig) -> dict[str, str]:
+    """The VDLA layouts of a ``batch_matmul``: the conv data / output layouts, weights one tile innermost."""
+    return {"data_layout": f"NCHW{cfg.batch}n{cfg.block_in}c", "kernel_layout": f"NOI{cfg.block_out}o{cfg.block_in}i",
+            "out_layout": f"NCHW{cfg.batch}n{cfg.block_out}c"}
+
+
 def depthwise_unsupported_reason(node: Node, channels: int, out_channels: int, cfg: HwConfig) -> str | None:
     """None when a grouped conv2d is depthwise and runs as the block-diagonal GEMM (output block ``o``
     contracts only input block ``o`` through a diagonal BLOCK_OUT x BLOCK_IN weight tile: BLOCK_IN x the
@@ -72,8 +100,8 @@ HOST_ONLY = {
                   "has only MIN, MAX, ADD, SHR, MUL and MOV on int32, so it runs in float on the CPU",
     "softmax": "softmax needs exp and a division per row: no VDLA ALU form, so it runs in float on the CPU",
     "erf": "GELU's erf is a transcendental function: no VDLA ALU form, so it runs in float on the CPU",
-    "matmul": "a matmul of two activations (attention's Q.K^T or A.V) has no VDLA lowering yet: its second operand "
-              "would be a weight loaded per call; it runs on the CPU",
+    "matmul": "a matmul the quantizer left in float (broadcast leading axes, or an operand that is not an "
+              "activation of rank >= 3): it runs on the CPU",
 }
 
 
@@ -111,7 +139,8 @@ def packed_layouts(op: str, cfg: HwConfig, depthwise: bool = False) -> dict[str,
 
 def is_packed_for(node: Node, cfg: HwConfig) -> bool:
     """True when a conv2d/dense already uses the VDLA layouts of ``cfg``."""
-    want = packed_layouts(node.op, cfg, node.attrs.get("groups", 1) > 1)
+    want = (batch_matmul_layouts(cfg) if node.op == "batch_matmul"
+            else packed_layouts(node.op, cfg, node.attrs.get("groups", 1) > 1))
     return all((node.attrs.get(k) or node.attrs["data_layout"]) == v for k, v in want.items())
 
 
@@ -208,6 +237,7 @@ HOST_REASONS = {
     "pad": "zero-padding channels to the GEMM block (data movement)",
     "reshape": "a reshape (data movement)",
     "transpose": "a transpose (data movement)",
+    "take": "a gather of slices (data movement: attention's split of Q, K and V)",
     # softmax, layer_norm, erf, matmul: HOST_ONLY (named first, whatever else the kernel holds)
 }
 

@@ -44,6 +44,10 @@ class FetchUnit:
         """The cycle each instruction comes out of the DMA stream into fetch's buffer."""
         self.engine_free = 0
         """The first cycle fetch's DMA engine can take the next chunk."""
+        cfg = ctx.cfg
+        # A DRAM slower than the bus paces the stream by its beats.
+        self.per_insn = max(cfg.fetch_cycles_per_insn, -(-cfg.timing.dram_beat_cycles * INSN_BYTES // cfg.bus_bytes))
+        """Cycles between two instructions leaving fetch's DMA stream."""
 
     def run(self) -> Process:
         env, ctx, c = self.ctx.env, self.ctx, self.counters
@@ -126,8 +130,7 @@ class FetchUnit:
         # The k-th instruction of the chunk leaves the DMA stream with its last beat (one per cycle
         # out of a wider beat); none before the chunk's data allows.
         extra = 1 if narrow else 0
-        # A DRAM slower than the bus paces the stream by its beats.
-        per_insn = max(cfg.fetch_cycles_per_insn, -(-cfg.timing.dram_beat_cycles * INSN_BYTES // cfg.bus_bytes))
+        per_insn = self.per_insn
         arrive = head[START] + extra + per_insn - 1
         for i in range(first, first + count):
             self.arrivals[i] = arrive

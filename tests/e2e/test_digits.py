@@ -11,7 +11,7 @@ from vdla.compiler.graph.passes import quantize
 
 def test_digits_on_vdla_fsim_keeps_top1_within_one_point(digits) -> None:
     graph, samples, x_te, y_te = digits
-    compiled = build_model(graph, target="vdla", config="default", calibrate=samples)
+    compiled = build_model(graph, target="vdla", config="default", calibrate=samples, placement="all")
     assert compiled.fallbacks == {}
     # Both int8 convs, the max pool between them, the global average pool and the 10-class dense (its outputs
     # zero-padded to the GEMM block) run on the VDLA.

@@ -34,7 +34,7 @@ assert not leaked, leaked
 @pytest.fixture(scope="module")
 def digits_vdla(digits):
     graph, samples, x_te, _ = digits
-    return graph, build_model(graph, target="vdla", calibrate=samples), x_te
+    return graph, build_model(graph, target="vdla", calibrate=samples, placement="all"), x_te
 
 
 def test_export_then_load_in_a_runtime_only_process(digits_vdla, tmp_path: Path) -> None:

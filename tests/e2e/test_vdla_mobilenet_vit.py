@@ -1,6 +1,6 @@
 """Whole torchvision models on the VDLA (slow): MobileNetV2 with every conv but the float stem on the GEMM
 core (its 17 depthwise convs as block-diagonal GEMMs), and a small VisionTransformer with every linear
-layer on it; both bit-exact against the graph's int8 reference on fsim and the cycle model.
+layer and both attention matmuls on it; both bit-exact against the graph's int8 reference on fsim and the cycle model.
 
 MobileNetV2 runs at 64x64 (the layers and channel counts of the 224 model, a twelfth of its pixels) so
 the two simulators finish in minutes; the ViT is image 32, patch 8, 2 layers, 2 heads, dim 64, MLP 128.
@@ -86,6 +86,11 @@ def test_small_vit_linear_layers_on_the_vdla_bit_exact() -> None:
     entries = compiled.partition()
     dense = [e for e in entries if e.anchor is not None and e.ops[0] == "dense"]
     assert len(dense) == 9 and all(e.device == "vdla" for e in dense)  # per layer: qkv, out, 2 MLP; the head
+    attention = [e for e in entries if e.anchor is not None and e.ops[0] == "batch_matmul"]
+    assert len(attention) == 4 and all(e.device == "vdla" for e in attention)  # per layer: Q.K^T and A.V
     host = {op for e in entries if e.device == "cpu" and e.reason for op in e.ops}
-    assert {"layer_norm", "softmax", "erf", "matmul"} <= host
+    assert {"layer_norm", "softmax", "erf"} <= host and "matmul" not in host
     _bit_exact(compiled, feed)
+    with torch.no_grad():
+        want = net(torch.from_numpy(feed[next(iter(feed))])).numpy()
+    assert np.corrcoef(want.ravel(), compiled.run(feed)[0].ravel())[0, 1] > 0.98

@@ -40,7 +40,8 @@ def _by_anchor(entries):  # type: ignore[no-untyped-def]
 
 
 def test_report_names_device_and_reason_per_kernel(onnx_bytes: bytes, samples, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    compiled = build_model(from_onnx(onnx.load_from_string(onnx_bytes)), target="vdla", calibrate=samples)
+    compiled = build_model(from_onnx(onnx.load_from_string(onnx_bytes)), target="vdla", calibrate=samples,
+                           placement="all")
     entries = compiled.partition()
     fused = [n.name for n in compiled.graph.nodes if n.op == "fused"]
     assert [e.name for e in entries] == fused  # every kernel, in execution order
@@ -78,10 +79,10 @@ def test_vdla_compile_prints_the_partition(onnx_bytes: bytes, samples, tmp_path:
     model.write_bytes(onnx_bytes)
     np.save(tmp_path / "cal.npy", np.stack([s["x"][0] for s in samples]))
     assert main(["compile", str(model), "--target", "vdla", "--calibrate", str(tmp_path / "cal.npy"),
-                 "-o", str(tmp_path / "m.vdla")]) == 0
+                 "--placement", "all", "-o", str(tmp_path / "m.vdla")]) == 0
     out = capsys.readouterr().out
     assert "why not vdla: conv2d '/stem/stem.0/Conv_output_0': operands float32" in out
-    assert "11 of 12 conv2d/dense on the VDLA, 1 of 1 residual adds, 1 of 1 average pools" in out
+    assert "11 of 12 conv2d/dense/batch_matmul on the VDLA, 1 of 1 residual adds, 1 of 1 average pools" in out
     row = next(line for line in out.splitlines() if line.startswith("/b3/b3.6/Conv_output_0"))
     assert row.split()[1] == "vdla"
 

@@ -3,8 +3,10 @@ partition -> VDLA programs), bit-exact against the graph's int8 reference on fsi
 
 Depthwise convs run as block-diagonal GEMMs (odd channel counts zero-padded to the block, stride 2,
 3x3 and 5x5, with the per-channel requantization); a MatMul by a constant on ``(1, tokens, features)``
-activations (+ its bias Add) becomes a dense on the GEMM core; LayerNorm, Softmax, GELU and the matmul
-of two activations stay on the CPU and the partition report says why, per kernel.
+activations (+ its bias Add) becomes a dense on the GEMM core; the matmuls of two activations (attention's
+Q.K^T and A.V, over heads, the tokens zero-padded to the block) become int8 ``batch_matmul`` kernels on the
+GEMM core, the second activation its weight operand; LayerNorm, Softmax and GELU stay on the CPU and the
+partition report says why, per kernel.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from torch import nn
 
 from vdla.compiler.frontend.onnx import from_onnx
 from vdla.compiler.graph.build import build_model
-from vdla.compiler.graph.executor import run_all
+from vdla.compiler.graph.builder import GraphBuilder
+from vdla.compiler.graph.executor import run_all, run_graph
+from vdla.compiler.graph.layout import pack
 
 
 class _Depthwise(nn.Module):
@@ -50,6 +54,22 @@ class _Encoder(nn.Module):
         q, k, v = self.qkv(x).split(24, dim=-1)
         attn = torch.softmax(q @ k.transpose(-1, -2) / 5.0, dim=-1)
         return self.mlp(self.norm(attn @ v))
+
+
+class _Heads(nn.Module):
+    """Multi-head self-attention on 17 tokens of 24 features, 2 heads of 12 (rank-4 matmuls over the heads),
+    scaled as torchvision's ViT does (1/sqrt(sqrt(d)) on Q and on K)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.qkv = nn.Linear(24, 3 * 24)
+        self.out = nn.Linear(24, 24)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q, k, v = (t.reshape(1, 17, 2, 12).transpose(1, 2) for t in self.qkv(x).split(24, dim=-1))
+        scale = 12 ** -0.25
+        attn = torch.softmax((q * scale) @ (k.transpose(-1, -2) * scale), dim=-1)
+        return self.out((attn @ v).transpose(1, 2).reshape(1, 17, 24))
 
 
 def _onnx(model: nn.Module, shape: tuple[int, ...]) -> onnx.ModelProto:
@@ -108,16 +128,59 @@ def test_depthwise_convs_bit_exact_on_fsim_and_cycle(depthwise) -> None:  # type
     _assert_bit_exact(*depthwise)
 
 
-def test_linear_layers_on_the_vdla_and_host_ops_say_why(encoder) -> None:  # type: ignore[no-untyped-def]
+@pytest.fixture(scope="module")
+def heads():  # type: ignore[no-untyped-def]
+    torch.manual_seed(3)
+    net = _Heads().eval()
+    return (*_compile(net, (1, 17, 24)), net)
+
+
+def test_linear_layers_and_attention_on_the_vdla_and_host_ops_say_why(encoder) -> None:  # type: ignore[no-untyped-def]
     compiled, _ = encoder
     entries = compiled.partition()
-    dense = [e for e in entries if e.anchor is not None]
-    assert len(dense) == 3 and all(e.device == "vdla" and e.ops[0] == "dense" for e in dense), dense
+    gemms = [e for e in entries if e.anchor is not None]
+    assert all(e.device == "vdla" for e in gemms), gemms
+    assert sorted(e.ops[0] for e in gemms) == ["batch_matmul"] * 2 + ["dense"] * 3
     reasons = {op: e.reason for e in entries if e.device == "cpu" for op in e.ops
                if op in ("layer_norm", "softmax", "erf", "matmul")}
-    assert set(reasons) == {"layer_norm", "softmax", "erf", "matmul"}
+    assert set(reasons) == {"layer_norm", "softmax", "erf"}  # no matmul left: both are batch_matmuls
     assert "layer_norm needs a mean" in reasons["layer_norm"] and "softmax needs exp" in reasons["softmax"]
-    assert "erf" in reasons["erf"] and "two activations" in reasons["matmul"]
+    assert "erf" in reasons["erf"]
+
+
+def test_multi_head_attention_on_the_vdla_bit_exact(heads) -> None:  # type: ignore[no-untyped-def]
+    compiled, feed, net = heads
+    bmm = [n.attrs["body"] for n in compiled.graph.nodes if n.op == "fused" and n.attrs["target"] == "vdla"
+           for m in n.attrs["body"].nodes if m.op == "batch_matmul"]
+    assert len(bmm) == 2 and not compiled.fallbacks
+    # Q.K^T: 2 heads, 12 features padded to 16, 17 token columns padded to 32; A.V: 17 tokens padded to 32
+    shapes = sorted(next(m for m in body.nodes if m.op == "batch_matmul").type.shape for body in bmm)
+    assert shapes == [(2, 1, 17, 1, 1, 16), (2, 2, 17, 1, 1, 16)]
+    _assert_bit_exact(compiled, feed)
+    # the int8 attention against the float module: the same function, to int8 precision
+    with torch.no_grad():
+        want = net(torch.from_numpy(feed["x"])).numpy()
+    got = compiled.run(feed)[0]
+    assert np.corrcoef(want.ravel(), got.ravel())[0, 1] > 0.99
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_batch_matmul_llvm_lowering_matches_the_reference(packed: bool) -> None:
+    rng = np.random.default_rng(5)
+    x = rng.integers(-128, 128, (3, 32, 5, 1)).astype(np.int8)   # (B, K, M, 1)
+    w = rng.integers(-128, 128, (3, 16, 32)).astype(np.int8)     # (B, N, K)
+    x.reshape(-1)[:2], w.reshape(-1)[:2] = (-128, -128), (-128, -128)
+    bias = rng.integers(-1000, 1000, 16).astype(np.int32)
+    lays = {"data_layout": "NCHW1n16c", "kernel_layout": "NOI16o16i", "out_layout": "NCHW1n16c"} if packed else {}
+    feed = {"x": pack(x, lays["data_layout"]) if packed else x, "w": pack(w, lays["kernel_layout"]) if packed else w}
+    b = GraphBuilder()
+    xi, wi = b.input("x", feed["x"].shape, "int8"), b.input("w", feed["w"].shape, "int8")
+    g = b.build([b.op("batch_matmul", [xi, wi, b.const(bias)], out_dtype="int32", **lays)])
+    want = run_graph(g, feed)[0]
+    exact = np.einsum("bnk,bkm->bnm", w.astype(np.int64), x[..., 0].astype(np.int64)) + bias[None, :, None]
+    np.testing.assert_array_equal(pack(exact[..., None].astype(np.int32), "NCHW1n16c") if packed else exact[..., None],
+                                  want)
+    np.testing.assert_array_equal(build_model(g, target="llvm").run(feed)[0], want)
 
 
 def test_linear_layers_bit_exact_on_fsim_and_cycle(encoder) -> None:  # type: ignore[no-untyped-def]

@@ -134,7 +134,7 @@ def test_partition_places_int8_max_pool_and_relu_on_the_vdla_bit_exact() -> None
     two VDLA convs, and so is the ReLU after it (no conv or add before it absorbs it: an identity GEMM and
     the STORE's ReLU); every integer value equals the graph's NumPy int8 reference on fsim and cycle."""
     graph, samples, feed = _pool_net(-0.3, relu_after=True)
-    compiled = build_model(graph, target="vdla", calibrate=samples, skip_first_conv=False)
+    compiled = build_model(graph, target="vdla", calibrate=samples, skip_first_conv=False, placement="all")
     entries = {e.ops: e for e in compiled.partition()}
     for ops in (("max_pool2d",), ("relu",)):
         assert entries[ops].device == "vdla" and entries[ops].reason is None, entries[ops]

@@ -54,6 +54,27 @@ def _fmax(report: dict) -> tuple[float, float, dict[str, dict[str, int]]]:
         return parse_report({**report, "fmax": fmax}, clock="")
 
 
+def critical_path(report: dict) -> dict | None:
+    """The SoC clock's critical path in nextpnr's ``--report``: its start and end cells, its delay
+    and the logic/routing split, and the modules it crosses (from the cells' hierarchical names)."""
+    paths = [p for p in report.get("critical_paths") or [] if "clk25" not in p.get("from", "")
+             and p.get("from") == p.get("to") and p.get("path")]
+    if not paths:
+        return None
+    steps = max(paths, key=lambda p: sum(s["delay"] for s in p["path"]))["path"]
+    modules: list[str] = []
+    for step in steps:
+        parts = step["from"]["cell"].split(".")
+        name = ".".join(parts[:2]) if parts[0] == "vdla_top" and len(parts) > 2 else parts[0]
+        if not name.startswith("$") and (not modules or modules[-1] != name):
+            modules.append(name)
+    logic = sum(s["delay"] for s in steps if s["type"] != "routing")
+    routing = sum(s["delay"] for s in steps if s["type"] == "routing")
+    return {"from": f"{steps[0]['from']['cell']}.{steps[0]['from']['port']}",
+            "to": f"{steps[-1]['to']['cell']}.{steps[-1]['to']['port']}", "ns": round(logic + routing, 2),
+            "logic_ns": round(logic, 2), "routing_ns": round(routing, 2), "through": modules}
+
+
 def build_soc(cfg: HwConfig, build_id: int, out_dir: Path, *, progress: bool = True, seed: int = 1) -> dict:
     """Generate, synthesize, place, route and pack the SoC of ``cfg``; copy the results into ``out_dir``.
 
@@ -101,7 +122,9 @@ def _run(cfg: HwConfig, build_id: int, work: Path, progress: bool, seed: int, ru
         run_tool("nextpnr-ecp5", run_nextpnr, [
             f"--{NEXTPNR_DEVICE}", "--package", PACKAGE, "--speed", str(SPEED), "--json", "top.json",
             "--lpf", f"{top}.lpf", "--textcfg", "top.config", "--report", "report.json", "--seed", str(seed),
-            "--timing-allow-fail", "--quiet", "--log", "nextpnr.log",
+            # router2 routed this SoC in ~5 min where router1 still had 65k arcs left after 8; the log
+            # (no --quiet) keeps nextpnr's critical path report, which names the path that sets Fmax.
+            "--timing-allow-fail", "--router", "router2", "--threads", "2", "--log", "nextpnr.log",
         ], work, work / "nextpnr.log")
         stages.next(f"{cfg.name}: ecppack")
         bit = f"vdla_ulx3s_soc_{cfg.name}.bit"
@@ -109,7 +132,8 @@ def _run(cfg: HwConfig, build_id: int, work: Path, progress: bool, seed: int, ru
         stages.next()
     finally:
         stages.close()
-    fmax, constraint, util = _fmax(json.loads((work / "report.json").read_text()))
+    report = json.loads((work / "report.json").read_text())
+    fmax, constraint, util = _fmax(report)
 
     def used(kind: str) -> int:
         return util.get(kind, {}).get("used", 0)
@@ -118,7 +142,7 @@ def _run(cfg: HwConfig, build_id: int, work: Path, progress: bool, seed: int, ru
               "bitstream": bit, "sys_clk_mhz": clk, "baud": info["baud"],
               "luts": used("TRELLIS_COMB"), "ffs": used("TRELLIS_FF"), "dsps": used("MULT18X18D"),
               "brams": used("DP16KD"), "fmax_mhz": round(fmax, 2), "constraint_mhz": round(constraint, 2),
-              "timing_met": fmax >= constraint, "utilization": util, "seconds": round(time.perf_counter() - t0, 1),
+              "timing_met": fmax >= constraint, "critical_path": critical_path(report), "utilization": util, "seconds": round(time.perf_counter() - t0, 1),
               "seed": seed}
     (work / RESULT_FILE).write_text(json.dumps(result, indent=2) + "\n")
 
@@ -140,6 +164,10 @@ def build(board: Board, cfg: HwConfig, out_dir: Path, *, run: bool, build_id: in
                           f"{'met' if r['timing_met'] else 'NOT met'})",
         "host link": f"UART bridge at {r['baud']:,} baud (soc.json)",
     }
+    path = critical_path(json.loads((out_dir / "report.json").read_text()))
+    if path is not None:
+        summary["critical path"] = (f"{path['ns']:.2f} ns ({path['logic_ns']:.1f} logic, {path['routing_ns']:.1f} "
+                                    f"routing): {' -> '.join(path['through'])}")
     outputs = {"bitstream": out_dir / r["bitstream"], "soc": out_dir / ulx3s_soc.SOC_FILE,
                "report": out_dir / "report.json", "yosys": out_dir / "yosys.log", "nextpnr": out_dir / "nextpnr.log"}
     return BuildResult(board=board.name, config=cfg.label(), project_dir=out_dir, ran=True, run_hint=rerun,

@@ -42,12 +42,14 @@ SOC_FORMAT = "vdla-ulx3s-soc/1"
 TOP = "vdla_ulx3s_soc"
 DEVICE = "LFE5U-85F"
 SDRAM_MODULE = "MT48LC16M16"
-SYS_CLK_MHZ = 50.0
-"""The SoC's clock on the board: the SDR SDRAM PHY and the 85F close timing there (``vdla fpga
-build`` prints nextpnr's Fmax); the accelerator runs at min(this, the config's ``clock_mhz``)."""
+SYS_CLK_MHZ = 30.0
+"""The SoC's clock on the board, what the ``ulx3s`` SoC closes at after routing (nextpnr-ecp5,
+docs/fpga_ulx3s.md: 50 MHz routed at 17.6 MHz before the fault collector was pipelined, and the
+bulk of the design needs ~29 ns); the PLL makes it from the 25 MHz oscillator (x6/5). The
+accelerator runs at min(this, the config's ``clock_mhz``)."""
 BAUD = 3_000_000
 """The bridge's rate: the ULX3S's FT231X reaches 3 Mbaud with an exact divisor of its 48 MHz
-clock, and at 50 MHz the RS232 PHY has ~16.7 clocks per bit, sampling within 6% of a bit."""
+clock, and at 30 MHz the RS232 PHY has exactly 10 clocks per bit."""
 VDLA_REG_BASE = 0x8200_0000
 """The accelerator's register window on the SoC bus (IO region, uncached)."""
 

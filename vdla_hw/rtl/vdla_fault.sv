@@ -5,6 +5,13 @@
 // (all inside the window) run to their end. Of several faults in one cycle the one of the
 // lowest instruction index wins. `clear` (a new start) forgets the fault.
 //
+// Timing: `halt` and `fault_new` follow the sources in the same cycle (only an OR of the
+// valids), but choosing the winner (a 32-bit compare per source) is done one cycle later from
+// a registered copy of that cycle's sources, as a tree of pairwise compares: the FAULT registers
+// settle one cycle after `halt` rises. Chained after the window checks, the serial priority
+// chain was the ULX3S SoC's critical path (57 ns, docs/fpga_ulx3s.md); the host reads FAULT
+// registers only after it has seen STATUS done, many cycles later.
+//
 // It also counts the DRAM transactions in flight (read beats requested and not yet
 // returned, write bursts not yet acknowledged): `bus_busy` keeps a new start from clearing
 // the datapath under a burst still in flight after a fault.
@@ -39,38 +46,71 @@ module vdla_fault #(
   input  wire logic                pending_req,  // an AR/AW/W valid not yet accepted
   output logic                     bus_busy
 );
-  logic        any;
-  logic [31:0] best;
-  int          pick;
+  // The cycle of the fault: halt now, keep that cycle's sources for the choice.
+  logic               any, pending;
+  logic [N-1:0]       s_valid;
+  logic [N-1:0][7:0]  s_cause;
+  logic [N-1:0][31:0] s_insn, s_addr, s_iter;
+
+  assign any       = |src_valid;
+  assign fault_new = any && !halt && !clear;
+
+  // The next cycle: the lowest instruction index among the kept sources, pairwise in a tree;
+  // of equal indices the lower source wins (the left operand of every compare), as in a
+  // serial scan from source 0.
+  localparam int LEVELS = N > 1 ? $clog2(N) : 1;
+  localparam int W = 1 << LEVELS;
+  logic [W-1:0]        t_valid;
+  logic [W-1:0][31:0]  t_insn;
+  logic [W-1:0][LEVELS-1:0] t_pick;
+  int                  pick;
 
   always_comb begin
-    any  = 1'b0;
-    best = '1;
-    pick = 0;
-    for (int k = 0; k < N; k++) begin
-      if (src_valid[k] && (!any || src_insn[k] < best)) begin
-        any  = 1'b1;
-        best = src_insn[k];
-        pick = k;
+    for (int k = 0; k < W; k++) begin
+      t_valid[k] = k < N ? s_valid[k] : 1'b0;
+      t_insn[k]  = k < N ? s_insn[k] : '1;
+      t_pick[k]  = LEVELS'(k);
+    end
+    for (int lv = 0; lv < LEVELS; lv++) begin
+      for (int k = 0; k < W; k += 2 << lv) begin
+        if (t_valid[k + (1 << lv)] && (!t_valid[k] || t_insn[k + (1 << lv)] < t_insn[k])) begin
+          t_valid[k] = 1'b1;
+          t_insn[k]  = t_insn[k + (1 << lv)];
+          t_pick[k]  = t_pick[k + (1 << lv)];
+        end
+      end
+    end
+    pick = int'(t_pick[0]);
+  end
+
+  always_ff @(posedge clk) begin
+    if (!rst_n || clear) begin
+      halt    <= 1'b0;
+      pending <= 1'b0;
+      cause   <= '0;
+      insn    <= '0;
+      addr    <= '0;
+      iter    <= '0;
+    end else begin
+      pending <= fault_new;
+      if (fault_new) halt <= 1'b1;
+      if (pending) begin
+        cause <= s_cause[pick];
+        insn  <= s_insn[pick];
+        addr  <= s_addr[pick];
+        iter  <= s_iter[pick];
       end
     end
   end
 
-  assign fault_new = any && !halt && !clear;
-
+  // The sources need no reset: they are read only in the cycle after they are kept.
   always_ff @(posedge clk) begin
-    if (!rst_n || clear) begin
-      halt  <= 1'b0;
-      cause <= '0;
-      insn  <= '0;
-      addr  <= '0;
-      iter  <= '0;
-    end else if (fault_new) begin
-      halt  <= 1'b1;
-      cause <= src_cause[pick];
-      insn  <= src_insn[pick];
-      addr  <= src_addr[pick];
-      iter  <= src_iter[pick];
+    if (fault_new) begin
+      s_valid <= src_valid;
+      s_cause <= src_cause;
+      s_insn  <= src_insn;
+      s_addr  <= src_addr;
+      s_iter  <= src_iter;
     end
   end
 

@@ -1,4 +1,4 @@
-"""Neural-network operators: conv2d, dense, matmul (complex-out-fusable), batch_norm, softmax, layer_norm.
+"""Neural-network operators: conv2d, dense, batch_matmul, matmul (complex-out-fusable), batch_norm, softmax, layer_norm.
 
 conv2d and dense take int8 operands with ``out_dtype="int32"``: the reference then
 accumulates exactly and wraps to 32 bits, which is what the VDLA GEMM core computes.
@@ -139,6 +139,42 @@ register_op(OpDef(
     "dense", OpPattern.COMPLEX_OUT_FUSABLE, _dense_relation, _dense_reference, (2, 3),
     {"data_layout": "NC", "kernel_layout": "OI", "out_layout": None, "out_dtype": None},
     "y = x @ w.T (+ bias); w is (out_features, in_features)",
+))
+
+
+# ---- batch_matmul ------------------------------------------------------------------------------
+def _batch_matmul_relation(types: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    dtype = check_same_dtype("batch_matmul", types[:2])
+    out_dtype = _out_dtype("batch_matmul", dtype, attrs)
+    dl, kl = parse_layout(attrs["data_layout"]), parse_layout(attrs["kernel_layout"])
+    ol = parse_layout(attrs.get("out_layout") or attrs["data_layout"])
+    if (dl.primal, kl.primal, ol.primal) != ("NCHW", "NOI", "NCHW"):
+        raise TypeInferenceError("batch_matmul: layouts must be NCHW-based data/output and NOI-based weights")
+    b, k, m, w = dl.primal_shape(types[0].shape)
+    b2, n, k2 = kl.primal_shape(types[1].shape)
+    if w != 1 or b != b2 or k != k2:
+        raise TypeInferenceError(f"batch_matmul: data (B={b}, K={k}, M={m}, W={w}) and weights (B={b2}, N={n}, "
+                                 f"K={k2}) disagree (W must be 1)")
+    _check_bias("batch_matmul", types, n, out_dtype)
+    return TensorType(ol.shape((b, n, m, 1)), out_dtype)
+
+
+def _batch_matmul_reference(xs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    out_dtype = attrs.get("out_dtype") or xs[0].dtype.name
+    x, is_int = _exact_product(unpack(xs[0], attrs["data_layout"]), out_dtype)  # (B, K, M, 1)
+    w, _ = _exact_product(unpack(xs[1], attrs["kernel_layout"]), out_dtype)  # (B, N, K)
+    acc = np.matmul(w, x[..., 0])[..., None]  # (B, N, M, 1)
+    if len(xs) == 3:
+        acc = acc + xs[2].astype(acc.dtype)[None, :, None, None]
+    return pack(_finish(acc, out_dtype, is_int), attrs.get("out_layout") or attrs["data_layout"])
+
+
+register_op(OpDef(
+    "batch_matmul", OpPattern.COMPLEX_OUT_FUSABLE, _batch_matmul_relation, _batch_matmul_reference, (2, 3),
+    {"data_layout": "NCHW", "kernel_layout": "NOI", "out_layout": None, "out_dtype": None},
+    "a product of two activations per batch (attention's Q.K^T or A.V over heads), written as a conv: data "
+    "(B, K, M, 1) NCHW, weights (B, N, K) NOI (+ bias (N,)), output (B, N, M, 1) NCHW: out[b, n, m] = "
+    "sum_k w[b, n, k] * x[b, k, m]",
 ))
 
 

@@ -30,7 +30,8 @@ from vdla.compiler.graph.ir import Graph, Node, TensorType
 from vdla.compiler.graph.layout import parse_layout, transform
 from vdla.compiler.graph.ops.qnn import qadd_reference
 from vdla.compiler.graph.passes.rewrite import Rewriter
-from vdla.compiler.graph.vdla_rules import channel_padding, gemm_unsupported_reason, packed_layouts
+from vdla.compiler.graph.vdla_rules import (batch_matmul_layouts, batch_matmul_unsupported_reason, channel_padding,
+                                            gemm_unsupported_reason, packed_layouts)
 
 _UNARY = frozenset({"relu", "sigmoid", "tanh", "clip", "right_shift", "cast", "quantize_linear", "dequantize_linear"})
 _POOLS = frozenset({"max_pool2d", "avg_pool2d", "global_avg_pool2d", "qavg_pool2d"})
@@ -149,6 +150,30 @@ class LayoutRewriter:
             self.channels[out] = n.type.shape[1]
             self.zeros.add(out)  # zero weights and bias: the extra output channels are 0
 
+    def batch_gemm(self, n: Node, lays: dict[str, str], k: int, cols: int) -> None:
+        """Emit a ``batch_matmul`` of two activations in packed layouts, its inner size zero-padded to ``k`` and
+        its columns to ``cols`` (the token count of attention's A.V / Q.K^T rounded up to the GEMM block):
+        the data's channels through a ``pad``, the weights (an activation too) through a ``pad`` of both axes,
+        the bias at compile time.  Zero rows and columns add nothing; the extra output channels are zero
+        and :meth:`convert` slices them away."""
+        x = self.convert(self.zero_padded(self.convert(self.rw[n.inputs[0]], None), k), lays["data_layout"])
+        w = self.convert(self.rw[n.inputs[1]], None)
+        _, n_cols, k_in = self.b.type_of(w).shape
+        if (n_cols, k_in) != (cols, k):
+            w = self.b.op("pad", [w], f"{w}_padded", pad_width=[[0, 0], [0, cols - n_cols], [0, k - k_in]],
+                          mode="constant", value=0.0)
+        inputs = [x, self.convert(w, lays["kernel_layout"])]
+        for i in n.inputs[2:]:
+            const = self.b.const_value(self.rw[i])
+            if const is None:
+                raise GraphError(f"batch_matmul {n.name!r}: its bias must be a constant")
+            inputs.append(self.b.const(np.pad(const, (0, cols - const.shape[0])), f"{self.rw[i]}_padded"))
+        out = self.rw.copy(n, inputs, **lays)
+        self.layout[out] = lays["out_layout"]
+        if cols != n_cols:
+            self.channels[out] = n_cols
+            self.zeros.add(out)
+
     def zero_padded(self, x: str, channels: int) -> str:
         """Primal value ``x`` with zero channels appended up to ``channels`` (cached: the convs reading
         one value share its padding)."""
@@ -258,8 +283,11 @@ class LayoutRewriter:
         for n in self.graph.nodes:
             lay = self.packed_input(n) if n.inputs else None
             types = [self.graph.node(i).type for i in n.inputs]
-            lays = self.policy(n, types, self.graph) if n.op in ("conv2d", "dense") else None
-            if lays is not None and "pad_channels" in lays:
+            lays = self.policy(n, types, self.graph) if n.op in ("conv2d", "dense", "batch_matmul") else None
+            if lays is not None and n.op == "batch_matmul":
+                k, cols = (int(c) for c in lays.pop("pad_channels").split(","))
+                self.batch_gemm(n, lays, k, cols)
+            elif lays is not None and "pad_channels" in lays:
                 ic, oc = (int(c) for c in lays.pop("pad_channels").split(","))
                 self.padded_gemm(n, lays, ic, oc)
             elif lays is not None:
@@ -283,6 +311,12 @@ def alter_layout(graph: Graph, cfg: HwConfig) -> Graph:
     """Pack the VDLA-capable conv2d/dense of ``graph`` into ``cfg``'s layouts (see the module doc)."""
 
     def vdla(n: Node, types: Sequence[TensorType], graph: Graph) -> dict[str, str] | None:
+        if n.op == "batch_matmul":  # both operands activations: padded at run time, by a pad op
+            if batch_matmul_unsupported_reason(n, types, cfg, pad_channels=True) is not None:
+                return None
+            k, cols = types[0].shape[1], types[1].shape[1]
+            return dict(batch_matmul_layouts(cfg), pad_channels=f"{-(-k // cfg.block_in) * cfg.block_in},"
+                                                                f"{-(-cols // cfg.block_out) * cfg.block_out}")
         lays = packed_layouts(n.op, cfg, n.attrs.get("groups", 1) > 1)  # grouped: depthwise (the rules refuse others)
         if gemm_unsupported_reason(n, types, cfg) is None:
             return lays

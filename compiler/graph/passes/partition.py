@@ -45,7 +45,7 @@ def _alu_capable(body: Graph, node: Node, chain_end: str) -> bool:
 def _vdla_prefix(body: Graph, cfg: HwConfig) -> tuple[list[str] | None, str | None]:
     """Names of the VDLA part of a fused body (the GEMM and its ALU chain), or None and -- when the
     body has a conv2d/dense -- why it stays on the CPU."""
-    gemms = [n for n in body.nodes if n.op in ("conv2d", "dense")]
+    gemms = [n for n in body.nodes if n.op in ("conv2d", "dense", "batch_matmul")]
     if len(gemms) != 1:
         return None, None
     g = gemms[0]

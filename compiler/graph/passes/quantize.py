@@ -29,7 +29,8 @@ is folded into the int32 bias.  A residual ``add`` of quantized values becomes o
 rescales both operands to the output (left shifts, or integer multipliers), adds in int32 and
 requantizes the same way.  An average pool (global or not, no dilation, padding counted) of an
 int8 value becomes one ``qavg_pool2d`` keeping the input's scale, its divide a fixed-point
-multiply (:mod:`vdla.compiler.graph.ops.qnn`).  relu, max_pool2d, reshape and transpose pass int8 values through unchanged; every other
+multiply (:mod:`vdla.compiler.graph.ops.qnn`).  relu, max_pool2d, reshape, transpose and take pass int8 values
+through unchanged, and so does a concatenation of int8 values (calibrated to one shared scale); every other
 operator runs in float on dequantized inputs, and graph outputs are dequantized.  With
 ``skip_first_conv`` the first convolution stays in float (its few input channels suit the CPU
 better).  :func:`quantize_model` also returns which value each quantized layer's output replaced
@@ -50,7 +51,7 @@ from vdla.compiler.graph.passes.rewrite import Rewriter
 
 QMIN, QMAX = -128, 127
 ACC_BITS = 32  # the int32 accumulator the multipliers must not overflow
-_PASSTHROUGH = {"relu", "max_pool2d", "reshape", "transpose"}
+_PASSTHROUGH = {"relu", "max_pool2d", "reshape", "transpose", "take"}
 
 
 def exponent_for(max_abs: float) -> int:
@@ -255,6 +256,61 @@ class _Quantizer:
         if relu is not None:
             self.rw.bind(n.name, out)
 
+    def activation_matmul(self, n: Node) -> None:
+        """A matmul of two activations (attention's Q.K^T and A.V, ``(..., M, K) @ (..., K, N)``) as one int8
+        ``batch_matmul`` over the flattened leading axes (the heads), written as the VDLA's batched conv:
+        data ``(B, K, M, 1)``, weights ``(B, N, K)`` (the second activation, transposed), the rounding term as
+        the bias, then ``(acc * m) >> s`` clipped to int8 with one multiplier (per-tensor scales, calibrated
+        like every activation).  The reshapes and transposes around it are data movement on the host."""
+        a, b = (self.graph.node(i).type.shape for i in n.inputs)
+        (x, s_a), (w, s_b) = self.as_int8(n.inputs[0]), self.as_int8(n.inputs[1])
+        lead, (m_rows, k), cols = a[:-2], a[-2:], b[-1]
+        batch = math.prod(lead)
+        name = n.name
+        x = self.b.op("reshape", [x], f"{name}_a3", newshape=(batch, m_rows, k))
+        x = self.b.op("transpose", [x], f"{name}_aT", axes=(0, 2, 1))
+        x = self.b.op("reshape", [x], f"{name}_data", newshape=(batch, k, m_rows, 1))
+        w = self.b.op("reshape", [w], f"{name}_b3", newshape=(batch, k, cols))
+        w = self.b.op("transpose", [w], f"{name}_weights", axes=(0, 2, 1))
+        s_y = self.scale_for(n.name)
+        m, shift, rnd = requant_multipliers(np.array([s_a * s_b / s_y]), np.array([128.0 * 128.0 * k]))
+        bias = self.b.const(np.full(cols, rnd[0], np.int32), f"{name}_round")
+        acc = self.b.op("batch_matmul", [x, w, bias], f"{name}_bmm", out_dtype="int32")
+        acc = self.b.op("multiply", [acc, self.b.const(np.full((1, 1, 1, 1), m[0], np.int32), f"{name}_m")],
+                        f"{name}_mul")
+        if shift:
+            acc = self.b.op("right_shift", [acc], f"{name}_shift", shift=shift)
+        acc = self.b.op("clip", [acc], f"{name}_clip", a_min=QMIN, a_max=QMAX)
+        y = self.b.op("cast", [acc], f"{name}_q", dtype="int8")  # (B, N, M, 1)
+        y = self.b.op("reshape", [y], f"{name}_nm", newshape=(batch, cols, m_rows))
+        y = self.b.op("transpose", [y], f"{name}_mn", axes=(0, 2, 1))
+        out = self.rw.emit("reshape", [y], n.name, newshape=tuple(n.type.shape))
+        self.scale[out] = s_y
+        self.layers.append(QuantizedLayer(n.name, out, s_y, "matmul", int(m[0]).bit_length()))
+
+    def _activation_matmul(self, n: Node) -> bool:
+        """A float matmul of two computed values of rank >= 3 with the same leading axes (no broadcast)."""
+        if n.op != "matmul" or not n.type.dtype.startswith("float"):
+            return False
+        a, b = (self.graph.node(i) for i in n.inputs)
+        if a.op == "constant" or b.op == "constant" or len(a.type.shape) < 3 or len(b.type.shape) < 3:
+            return False
+        return a.type.shape[:-2] == b.type.shape[:-2]
+
+    def scaled(self, n: Node) -> bool:
+        """A multiply of an int8 value by a positive scalar constant (attention's 1/sqrt(sqrt(d)) on Q and K)
+        changes only the scale: the int8 value passes through (a reshape keeps it a value of its own)."""
+        if n.op != "multiply" or len(n.inputs) != 2:
+            return False
+        for i, j in ((0, 1), (1, 0)):
+            x, c = self.rw[n.inputs[i]], self.graph.node(n.inputs[j])
+            if (x in self.scale and c.op == "constant" and c.value.size == 1 and float(c.value.reshape(())) > 0
+                    and self.graph.node(n.inputs[i]).type.shape == n.type.shape):
+                out = self.rw.emit("reshape", [x], n.name, newshape=tuple(n.type.shape))
+                self.scale[out] = float(np.float32(self.scale[x] * float(c.value.reshape(()))))
+                return True
+        return False
+
     def avg_pool(self, n: Node) -> None:
         """One ``qavg_pool2d`` keeping the input's scale: the divide by the window size is a fixed-point
         multiply (``requant_multipliers`` of ``1/K``: round half up to the multiplier's precision)."""
@@ -303,6 +359,13 @@ class _Quantizer:
                 self.residual_add(n)
             elif self._int8_avg_pool(n):
                 self.avg_pool(n)
+            elif n.op == "concatenate" and self._int8_alike(n):
+                out = self.rw.copy(n)
+                self.scale[out] = self.scale[self.rw[n.inputs[0]]]
+            elif self._activation_matmul(n):
+                self.activation_matmul(n)
+            elif self.scaled(n):
+                pass
             elif n.op in _PASSTHROUGH and self.rw[n.inputs[0]] in self.scale:
                 out = self.rw.copy(n)
                 self.scale[out] = self.scale[self.rw[n.inputs[0]]]
@@ -312,11 +375,31 @@ class _Quantizer:
             self.rw.bind(o, self.as_float(self.rw[o]))
         return self.rw.finish()
 
+    def _int8_alike(self, n: Node) -> bool:
+        """Every operand int8 with one scale (:func:`shared_concat_ranges` gives a concat's operands one)."""
+        new = [self.rw[i] for i in n.inputs]
+        return all(v in self.scale for v in new) and len({self.scale[v] for v in new}) == 1
+
     def _any_int8(self, n: Node) -> bool:
         return any(self.rw[i] in self.scale for i in n.inputs)
 
     def _same_shape(self, n: Node) -> bool:
         return all(self.graph.node(i).type.shape == n.type.shape for i in n.inputs)
+
+
+def shared_concat_ranges(graph: Graph, ranges: Mapping[str, float]) -> dict[str, float]:
+    """``ranges`` with every concatenation's operands and result given one threshold (the largest of
+    theirs), as TensorRT does: int8 operands of one scale concatenate as int8 with no requantization,
+    so the concat is data movement (on the VDLA, by placement: :func:`~.plan_memory.placed_concats`)."""
+    out = dict(ranges)
+    for n in graph.nodes:
+        if n.op != "concatenate" or any(graph.node(i).op == "constant" for i in n.inputs):
+            continue
+        names = [*n.inputs, n.name]
+        if all(v in out for v in names):
+            t = max(out[v] for v in names)
+            out.update({v: t for v in names})
+    return out
 
 
 def quantize_model(graph: Graph, samples: Sequence[Mapping[str, np.ndarray]], *, skip_first_conv: bool = True,
@@ -329,7 +412,7 @@ def quantize_model(graph: Graph, samples: Sequence[Mapping[str, np.ndarray]], *,
     of two.  Run :func:`fold_batch_norm` first so batch norms are part of the convolutions' weights.
     """
     cal = parse_calibration(calibration)
-    q = _Quantizer(graph, calibrate(graph, samples, cal), skip_first_conv, per_channel)
+    q = _Quantizer(graph, shared_concat_ranges(graph, calibrate(graph, samples, cal)), skip_first_conv, per_channel)
     out = q.run()
     return QuantizedModel(out, graph, tuple(q.layers), cal, per_channel)
 
@@ -341,5 +424,5 @@ def quantize(graph: Graph, samples: Sequence[Mapping[str, np.ndarray]], *, skip_
                           per_channel=per_channel).graph
 
 
-__all__ = ["QuantizedLayer", "QuantizedModel", "calibrate", "exponent_for", "quantize", "quantize_model",
+__all__ = ["QuantizedLayer", "QuantizedModel", "calibrate", "shared_concat_ranges", "exponent_for", "quantize", "quantize_model",
            "quantize_weight", "quantize_weight_per_channel", "requant_multipliers"]

@@ -332,8 +332,8 @@ package vdla_pkg;
   localparam logic [3:0] BUF_ACC = 4'd3;
   localparam logic [3:0] BUF_OUT = 4'd4;
   localparam logic [3:0] BUF_INSN = 4'd5;
-  // CONFIG_ID reads this: the low 32 bits of the config digest e957ae8c627c.
-  localparam logic [AXIL_DATA_WIDTH-1:0] CONFIG_ID_VALUE = 32'hae8c627c;
+  // CONFIG_ID reads this: the low 32 bits of the config digest 5aa6838144b5.
+  localparam logic [AXIL_DATA_WIDTH-1:0] CONFIG_ID_VALUE = 32'h838144b5;
 endpackage
 /* verilator lint_on DECLFILENAME */
 /* verilator lint_on UNUSEDPARAM */
