@@ -70,8 +70,10 @@ class Template(ABC):
         """Build ``config`` into a file in ``directory`` (raises on a build error)."""
 
     @abstractmethod
-    def run(self, artifact: Path, check: bool, repeats: int, warmup: int, flush_bytes: int) -> RunOutcome:
-        """Run the artifact, checking its output against the reference when ``check``."""
+    def run(self, artifact: Path, check: bool, repeats: int, warmup: int, flush_bytes: int,
+            cache: str = "model") -> RunOutcome:
+        """Run the artifact, checking its output against the reference when ``check``; a timed CPU call
+        starts from the cache state ``cache`` (:data:`vdla.compiler.autotune.measure.CACHE_STATES`)."""
 
     prior_feature: int | None = None
     """The column of :meth:`features` holding an analytic cost estimate (log2 cycles, lower is faster),

@@ -101,11 +101,16 @@ class CpuTemplate(Template):
         ins, _ = self.tensors()
         return [rng.standard_normal(tuple(int(s.value) for s in t.shape)).astype(np.float32) for t in ins]
 
-    def run(self, artifact: Path, check: bool, repeats: int, warmup: int, flush_bytes: int) -> RunOutcome:
-        return self.run_operands(artifact, check, repeats, warmup, flush_bytes, lambda ins: ins)
+    def run(self, artifact: Path, check: bool, repeats: int, warmup: int, flush_bytes: int,
+            cache: str = "model") -> RunOutcome:
+        return self.run_operands(artifact, check, repeats, warmup, flush_bytes, lambda ins: ins, cache)
+
+    #: How many leading inputs are activations (written by the node before in the model); the rest are
+    #: weights.  Timing rewrites the activations before each call (:func:`~vdla.compiler.autotune.measure.time_cpu`).
+    activation_inputs = 1
 
     def run_operands(self, artifact: Path, check: bool, repeats: int, warmup: int, flush_bytes: int,
-                     operands: Callable[[list[np.ndarray]], list[np.ndarray]]) -> RunOutcome:
+                     operands: Callable[[list[np.ndarray]], list[np.ndarray]], cache: str = "model") -> RunOutcome:
         """:meth:`run` on ``operands(inputs)`` (the kernel's own form of the inputs, e.g. transformed
         weights), checked against the reference of the inputs."""
         from vdla.runtime.cpu_module import aligned_copy, aligned_zeros, load_module
@@ -129,7 +134,8 @@ class CpuTemplate(Template):
             correct = err <= _RTOL * 10
             detail = f"max relative error {err:.2e}"
         argv = fn.pack((*ins, out))
-        costs = time_cpu(lambda: fn.call_unchecked(argv), repeats, warmup, flush_bytes)
+        costs = time_cpu(lambda: fn.call_unchecked(argv), repeats, warmup, flush_bytes,
+                         produced=ins[:self.activation_inputs], cache=cache)
         return RunOutcome(tuple(costs), correct, detail)
 
 
@@ -269,17 +275,19 @@ class Conv2dNCHWcTemplate(CpuTemplate):
         tile = self.winograd_tile(config)
         return f"{self.kind}_winograd_{tile}" if tile else self.kind
 
-    def run(self, artifact: Path, check: bool, repeats: int, warmup: int, flush_bytes: int) -> RunOutcome:
+    def run(self, artifact: Path, check: bool, repeats: int, warmup: int, flush_bytes: int,
+            cache: str = "model") -> RunOutcome:
         from vdla.runtime.cpu_module import load_module
 
         # A Winograd artifact takes the transformed weights: its function's name says which tile.
         name = load_module(artifact).entry_name
         tile = int(name.rsplit("_", 1)[1]) if name.startswith(f"{self.kind}_winograd_") else 0
         if not tile:
-            return super().run(artifact, check, repeats, warmup, flush_bytes)
+            return super().run(artifact, check, repeats, warmup, flush_bytes, cache)
         return self.run_operands(artifact, check, repeats, warmup, flush_bytes,
                                  lambda ins: [ins[0], topi.transform_weights(self.oihw(ins[1]), tile,
-                                                                             ins[0].shape[-1], ins[1].shape[-1])])
+                                                                             ins[0].shape[-1], ins[1].shape[-1])],
+                                 cache)
 
     @staticmethod
     def oihw(kernel: np.ndarray) -> np.ndarray:

@@ -118,6 +118,11 @@ class ElementwiseTemplate(CpuTemplate):
 
     kind = "elementwise"
 
+    @property
+    def activation_inputs(self) -> int:  # type: ignore[override]
+        """Every stream is an activation (a fused element-wise kernel has no weights)."""
+        return max(1, self.task.wl["streams"])
+
     def tensors(self) -> tuple[list[te.Tensor], te.Tensor]:
         w = self.task.wl
         shape = (w["outer"], w["inner"])
@@ -164,6 +169,7 @@ class BatchMatmulTemplate(CpuTemplate):
     """topi's batched matmul on padded contiguous operands: see the module doc."""
 
     kind = "batch_matmul"
+    activation_inputs = 2  # attention's matmuls multiply two activations
 
     def tensors(self) -> tuple[list[te.Tensor], te.Tensor]:
         w = self.task.wl

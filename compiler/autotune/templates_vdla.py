@@ -107,7 +107,8 @@ class VdlaConv2dTemplate(Template):
         program = compiled.module.bind(ref.pack_data(cfg, data), ref.pack_kernel(cfg, kernel), ref.pack_bias(cfg, bias))
         return program.save(directory / "conv.vdlaprog")
 
-    def run(self, artifact: Path, check: bool, repeats: int, warmup: int, flush_bytes: int) -> RunOutcome:
+    def run(self, artifact: Path, check: bool, repeats: int, warmup: int, flush_bytes: int,
+            cache: str = "model") -> RunOutcome:
         from vdla.runtime.backends import run as run_program
         from vdla.runtime.program import Program
 

@@ -120,3 +120,27 @@ def test_leaving_the_executor_on_an_error_does_not_wait_for_queued_jobs() -> Non
         raise KeyError("the caller failed")
     assert all(f.cancelled() for f in queued)
     assert isinstance(running.exception(timeout=5), WorkerDied)  # killed, not waited for
+
+
+def test_timing_starts_each_call_from_the_model_cache_state() -> None:
+    import numpy as np
+
+    from vdla.compiler.autotune.measure import CACHE_STATES, time_cpu
+
+    calls = []
+    x = np.random.default_rng(0).standard_normal(4096).astype(np.float32)
+    before = x.copy()
+    # "model": one timed call per repeat, each after the flush and the producer's rewrite of the input,
+    # which leaves its values exactly as they were.
+    costs = time_cpu(lambda: calls.append(float(x.sum())), repeats=5, warmup=2, flush_bytes=1 << 16, produced=[x])
+    assert len(costs) == 5 and len(calls) == 2 + 5 and all(c >= 0 for c in costs)
+    np.testing.assert_array_equal(x, before)
+    assert len(set(calls)) == 1
+    # "cold" (the measurement before issue 28) averages ~1 ms of back-to-back calls per repeat.
+    calls.clear()
+    assert len(time_cpu(lambda: calls.append(0.0), repeats=3, warmup=1, flush_bytes=1 << 16, cache="cold")) == 3
+    assert len(calls) > 1 + 3
+    with pytest.raises(ValueError, match="not one of"):
+        time_cpu(lambda: None, 1, 0, 0, cache="warm")
+    with pytest.raises(ValueError, match=str(CACHE_STATES[0])):
+        MeasureOptions(cache="hot")
