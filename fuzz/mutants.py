@@ -117,8 +117,8 @@ MUTANTS: tuple[Mutant, ...] = (
     # proofs (docs/rtl.md, "Formal proofs"); some change no result a program can see.
     Mutant("arb-fixed-priority", "vdla_axi_rd_arb.sv", "idx = int'(last_grant) + k;", "idx = k - 1;",
            "the read arbiter grants by fixed priority, not round-robin: a low client can starve"),
-    Mutant("arb-route-pops-early", "vdla_axi_rd_arb.sv", ".out_ready(m_rvalid && m_rready && m_rlast)",
-           ".out_ready(m_rvalid && m_rready)",
+    Mutant("arb-route-pops-early", "vdla_axi_rd_arb.sv", ".out_ready(s_valid && s_ready && s_last)",
+           ".out_ready(s_valid && s_ready)",
            "the read arbiter's route advances on every beat, not on RLAST: beats go to the wrong client"),
     Mutant("uop-range-long", "vdla_uop_loop.sv", "assign last_u   = u + 1'b1 == uop_end;",
            "assign last_u   = u == uop_end;", "off-by-one in the micro-op range: one micro-op past uop_end is read"),
@@ -127,6 +127,19 @@ MUTANTS: tuple[Mutant, ...] = (
            "the SRAM range check misses the first element past the buffer (it reports the second)"),
     Mutant("wr-window-last-beat", "vdla_addr_window.sv", "span_end <= W'(limit)", "span_end <= W'(limit) + W'(BUS_BYTES)",
            "the address window lets a command end one bus beat past WINDOW_LIMIT"),
+    Mutant("loader-col-flag-late", "vdla_tile_loader.sv", "in_col  <= x_next >= x_lo && x_next < x_hi;",
+           "in_col  <= x >= x_lo && x < x_hi;",
+           "registered padding flag: the column flag is computed for the current position, not the next, "
+           "so data and padding shift by one column"),
+    Mutant("skid-loses-stalled-word", "vdla_skid.sv",
+           "if (out_valid && !out_ready && in_valid && in_ready) skid_data <= in_data;",
+           "if (out_valid && !out_ready && in_valid && in_ready) skid_data <= out_data;",
+           "register slice (AXI R slice, axi_r_slice = 1): the word taken while the output stalls is lost "
+           "(the skid register repeats the stalled one)"),
+    Mutant("r-slice-route-early", "vdla_axi_rd_arb.sv", ".out_ready(s_valid && s_ready && s_last)",
+           ".out_ready(m_rvalid && m_rready && m_rlast)",
+           "AXI R slice (axi_r_slice = 1): the route FIFO pops at the bus's last beat, a cycle before the "
+           "slice hands it out, so a burst's last beat goes to the next burst's client"),
 )
 
 

@@ -80,6 +80,10 @@ class TimingConfig:
     dma_narrow_rows: int = _DEFAULTS["timing"]["dma_narrow_rows"]
     """Row commands a DMA engine keeps in flight when its elements are narrower than the bus
     (the queue of lane offsets and counts it unpacks or packs beats with)."""
+    axi_r_slice: int = 0
+    """Register slices (skid buffers, 0 or 1) on the AXI read data channel inside the read arbiter:
+    1 delays every read beat by one cycle and keeps the bus's handshake out of the DMA engines'
+    ready logic (a shorter critical path, ``docs/rtl.md``)."""
     dram_beat_cycles: int = 1
     """Cycles the DRAM needs per bus beat: 1 for a memory as fast as the bus (every preset's RTL
     harness); ``bus_bytes / bytes per cycle`` for a narrower one, e.g. 4 for a 16-bit SDRAM behind
@@ -97,6 +101,12 @@ class TimingConfig:
             if data[key] == neutral:
                 del data[key]
         return data
+
+    @property
+    def read_latency(self) -> int:
+        """Cycles from a read burst's request on the bus to its first beat at a DMA engine: the
+        DRAM's latency plus the read arbiter's R slice (derived, never configured)."""
+        return self.dram_latency + self.axi_r_slice
 
     @property
     def alu_copy_ii(self) -> int:
@@ -355,10 +365,11 @@ TIMING_RANGES: dict[str, tuple[int, int]] = {
     "dma_start_cycles": (2, 16),
     "dma_max_bursts": (1, 64),
     "dma_narrow_rows": (1, 64),
+    "axi_r_slice": (0, 1),
     "dram_beat_cycles": (1, 256),
     "dram_burst_cycles": (0, 10_000),
 }
-NEUTRAL_TIMING: dict[str, int] = {"dram_beat_cycles": 1, "dram_burst_cycles": 0}
+NEUTRAL_TIMING: dict[str, int] = {"dram_beat_cycles": 1, "dram_burst_cycles": 0, "axi_r_slice": 0}
 """Timing fields whose neutral value leaves the cycle model's timing as it was before they existed
 (left out of :meth:`TimingConfig.to_dict`, so out of the digest, at that value)."""
 CLOCK_MHZ_RANGE: tuple[float, float] = (1, 2000)

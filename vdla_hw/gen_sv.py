@@ -33,6 +33,7 @@ AXI_ID_WIDTH = 1
 # properties of the RTL, documented in docs/rtl.md, or of the DRAM).
 RTL_TIMING_FIELDS = (
     "dram_burst_bytes", "gemm_pipeline_depth", "alu_pipeline_depth", "alu_ii", "store_pipeline_depth", "dma_max_bursts", "dma_narrow_rows",
+    "axi_r_slice",
 )
 
 # Enum field types inside the instruction structs.

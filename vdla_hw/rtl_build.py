@@ -35,6 +35,7 @@ RTL_DIR = Path(__file__).parent / "rtl"
 # Leaf modules first: every module appears after the modules it instantiates.
 RTL_MODULES: tuple[str, ...] = (
     "vdla_fifo",
+    "vdla_skid",
     "vdla_sram",
     "vdla_dep_gate",
     "vdla_dma_rd",

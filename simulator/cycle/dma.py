@@ -71,7 +71,7 @@ def geometry(cfg: HwConfig, addr: int, row_bytes: int, rows: int, stride: int, e
     t = cfg.timing
     burst = t.dram_burst_bytes
     # Only the offsets within a burst-aligned block matter, so programs reuse few shapes.
-    return _geometry(cfg.bus_bytes, burst, t.dram_latency, t.dma_max_bursts, t.dma_narrow_rows,
+    return _geometry(cfg.bus_bytes, burst, t.read_latency, t.dma_max_bursts, t.dma_narrow_rows,
                      addr % burst, row_bytes, rows, stride % burst, elem_bytes, t.dram_beat_cycles, t.dram_burst_cycles)
 
 
@@ -202,7 +202,7 @@ class ReadRows(Owner):
         """The segment's bursts, exactly as :func:`_bursts` would have booked them with data
         from ``tail`` on; the rows are read from them from now on."""
         self.plan = None
-        return _bursts(self.cfg, self.start, self.geo, self, tail, self.cfg.timing.dram_latency)
+        return _bursts(self.cfg, self.start, self.geo, self, tail, self.cfg.timing.read_latency)
 
     def spans(self) -> tuple[int, Sequence[int], Sequence[int]]:
         """(base, firsts, ends): row r's data holds the channel from ``base + firsts[r]`` to

@@ -1,7 +1,7 @@
 """The DRAM: one AXI4 port with a read data channel shared by every reader and a write
 channel used by store alone.
 
-Read data: a burst requested in cycle t delivers its first beat ``dram_latency``
+Read data: a burst requested in cycle t delivers its first beat ``read_latency``
 cycles later at the earliest and then holds the shared read data channel for its
 beats (or longer, see :class:`vdla.simulator.cycle.dma.RowGeometry`).  As in the RTL
 (one AXI ID, the DRAM answers in request order), bursts are served in the order
@@ -108,7 +108,7 @@ class Dram:
 
     def __init__(self, env: simpy.Environment, cfg: HwConfig, requesters: Iterable[str]) -> None:
         self.env = env
-        self.latency = cfg.timing.dram_latency
+        self.latency = cfg.timing.read_latency
         self.window = cfg.timing.dma_max_bursts
         self.ports = {name: PortCounters() for name in requesters}
         self.read_beats = 0

@@ -53,6 +53,7 @@ TIMING = {
     "dma_start_cycles": 3,
     "dma_max_bursts": 8,
     "dma_narrow_rows": 4,
+    "axi_r_slice": 0,  # no read slice (tiny has one: its beats come a cycle later)
 }
 CFG = load_config("default").replace(timing=TIMING)
 

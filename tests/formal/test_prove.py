@@ -87,7 +87,7 @@ def test_planted_axi_burst_bug_fails(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("module, old, new, task, label", [
     # the arbiter's route advances on every beat: the route FIFO loses the bursts still in flight
-    ("vdla_axi_rd_arb", ".out_ready(m_rvalid && m_rready && m_rlast)", ".out_ready(m_rvalid && m_rready)",
+    ("vdla_axi_rd_arb", ".out_ready(s_valid && s_ready && s_last)", ".out_ready(s_valid && s_ready)",
      "rd_arb_route_n5", "f_arb_in_flight"),
     # the SRAM range check misses the first element past the buffer
     ("vdla_sram_range", "assign fault = step && at >= W'(DEPTH) && !seen;",

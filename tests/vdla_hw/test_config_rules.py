@@ -62,6 +62,9 @@ RTL_CHECKS: tuple[RtlCheck, ...] = (
     RtlCheck("vdla_store", "timing.store_pipeline_depth = %0d; allowed 0..3",
              rejects=((_t(store_pipeline_depth=4), r"timing\.store_pipeline_depth = 4 is out of range: allowed \[0, 3\]"),
                       (_t(store_pipeline_depth=-1), r"timing\.store_pipeline_depth = -1 is out of range"))),
+    RtlCheck("vdla_axi_rd_arb", "AXI_R_SLICE = %0d; allowed 0 or 1",
+             rejects=((_t(axi_r_slice=2), r"timing\.axi_r_slice = 2 is out of range: allowed \[0, 1\]"),
+                      (_t(axi_r_slice=-1), r"timing\.axi_r_slice = -1 is out of range"))),
     RtlCheck("vdla_dma_rd", "DRAM_BURST_BYTES = %0d gives %0d beats per burst",
              rejects=(({"log_bus_width": 5, **_t(dram_burst_bytes=2048)}, r"dram_burst_bytes = 2048 is 512 beats"),)),
     RtlCheck("vdla_dma_wr", "DRAM_BURST_BYTES = %0d gives %0d beats per burst",
@@ -92,6 +95,7 @@ RTL_CHECKS: tuple[RtlCheck, ...] = (
     RtlCheck("vdla_uop_loop", "II = %0d must be at least 1", holds=lambda c: c.timing.alu_ii >= 1),
     RtlCheck("vdla_uop_loop", "II_FAST = %0d must be at least 1", holds=lambda c: c.timing.alu_copy_ii >= 1),
     RtlCheck("vdla_axi_rd_arb", "N = %0d must be at least 1", holds=lambda c: True),
+    RtlCheck("vdla_skid", "WIDTH = %0d must be at least 1", holds=lambda c: True),
     # The generated package's struct widths: the staleness tests keep the package current.
     RtlCheck("vdla_top", "an instruction struct of vdla_pkg is not INSN_BITS", holds=lambda c: True),
 )

@@ -198,3 +198,21 @@ def test_gemm_lut_macs_cannot_exceed_the_core():
     assert base.replace(gemm_lut_macs=base.macs_per_cycle).gemm_lut_macs == 256
     with pytest.raises(ConfigError, match=r"default\.gemm_lut_macs = 257 exceeds the GEMM core's 256"):
         base.replace(gemm_lut_macs=257)
+
+
+def test_axi_r_slice_is_a_read_latency_cycle_and_neutral_at_zero() -> None:
+    """`timing.axi_r_slice`: 0 leaves a config's JSON and digest as before the field existed; the
+    cycle model's read latency is the DRAM's plus the slice (tiny sets 1, docs/rtl.md)."""
+    import dataclasses
+
+    from vdla.runtime.backends import get_backend
+    from vdla.runtime.workloads import tiled_gemm_program
+    from vdla_hw.config import load_config
+
+    default, tiny = load_config("default"), load_config("tiny")
+    assert "axi_r_slice" not in default.timing.to_dict() and default.timing.read_latency == default.timing.dram_latency
+    assert tiny.timing.axi_r_slice == 1 and tiny.timing.read_latency == tiny.timing.dram_latency + 1
+    unsliced = dataclasses.replace(tiny, timing=dataclasses.replace(tiny.timing, axi_r_slice=0))
+    assert unsliced.digest != tiny.digest
+    cycles = [get_backend("cycle").run(tiled_gemm_program(cfg, 4, 8, 8, seed=0)[0]).cycles for cfg in (unsliced, tiny)]
+    assert cycles[1] > cycles[0]

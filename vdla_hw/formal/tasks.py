@@ -184,12 +184,17 @@ def proof_tasks(cfg: HwConfig | str) -> list[ProofTask]:
     # the routing of read data (the route FIFO's contents are not visible to an assertion). Depth
     # N + 3: reset, a request starting to wait, N grants to others -- so an unfair arbiter fails
     # the base case with a counterexample from reset instead of only the induction step.
+    # With the R slice (timing.axi_r_slice = 1) the induction step does not close: whether the beat
+    # held in the slice's skid register is a burst's last is state of vdla_skid that the arbiter's
+    # assertions cannot name (yosys resolves no hierarchical reference in them), and a stalled client
+    # can hold it there longer than any depth. Then the task is BMC at the same depth.
     n_rd = read_clients()
     tasks.append(ProofTask(
-        name=f"rd_arb_n{n_rd}", top="vdla_axi_rd_arb", modules=("vdla_fifo", "vdla_axi_rd_arb"), params=(("N", n_rd),),
-        define="VDLA_FORMAL_TOP_RD_ARB", depth=n_rd + 3, properties=ARB_PROPS + ("a_fifo_overflow", "a_fifo_underflow")))
+        name=f"rd_arb_n{n_rd}", top="vdla_axi_rd_arb", modules=("vdla_fifo", "vdla_skid", "vdla_axi_rd_arb"), params=(("N", n_rd),),
+        define="VDLA_FORMAL_TOP_RD_ARB", depth=n_rd + 3, mode="bmc" if cfg.timing.axi_r_slice else "prove",
+        properties=ARB_PROPS + ("a_fifo_overflow", "a_fifo_underflow")))
     tasks.append(ProofTask(
-        name=f"rd_arb_route_n{n_rd}", top="vdla_axi_rd_arb", modules=("vdla_fifo", "vdla_axi_rd_arb"),
+        name=f"rd_arb_route_n{n_rd}", top="vdla_axi_rd_arb", modules=("vdla_fifo", "vdla_skid", "vdla_axi_rd_arb"),
         params=(("N", n_rd),), define="VDLA_FORMAL_TOP_RD_ARB", extra_defines=("VDLA_FORMAL_ARB_ROUTE",), mode="bmc",
         depth=ARB_ROUTE_BMC_DEPTH, properties=ARB_ROUTE_PROPS + ARB_PROPS, solver="boolector"))
     # The address window (base/limit registers) in front of a read engine: every AR burst stays inside.

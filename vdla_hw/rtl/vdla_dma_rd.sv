@@ -146,7 +146,8 @@ module vdla_dma_rd #(
     assign el_fire    = el_valid && el_ready;
     assign beat_done  = lane == LOG_K'(K - 1) || left == CNT_W'(1);
     assign left_after = left - CNT_W'(el_fire);
-    assign starting   = left_after == '0;  // the next beat begins a new command
+    // the next beat begins a new command (left_after == 0, without the subtractor on r_ready's path)
+    assign starting   = el_fire ? left == CNT_W'(1) : left == '0;
     assign r_ready    = (!beat_valid || (el_fire && beat_done)) && (!starting || info_valid);
     assign info_pop   = r_valid && r_ready && starting;
 

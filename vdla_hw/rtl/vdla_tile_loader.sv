@@ -77,14 +77,22 @@ module vdla_tile_loader #(
   end
 
   // ---- writer ----------------------------------------------------------------------
+  // Whether the current position holds data (not padding) is a register, updated with the
+  // position: `el_ready` is a flop's output, so the DMA engine's handshake never waits on
+  // this module's adders and comparisons (the ECP5 critical path, docs/fpga_ecp5.md). The
+  // data region's bounds are registered at `start` for the same reason.
   logic [YW-1:0] y, x, y_end, x_end;  // position in the padded block, and its extents
-  logic          writing, in_data, last;
+  logic [YW-1:0] y_lo, y_hi, x_lo, x_hi, y_last, x_last;  // registered at start
+  logic [YW-1:0] x_next, y_next;      // the position after the current one
+  logic          writing, in_data, in_row, in_col, last, row_end;
 
   assign y_end   = YW'(insn.y_pad0) + YW'(insn.y_size) + YW'(insn.y_pad1);
   assign x_end   = YW'(insn.x_pad0) + YW'(insn.x_size) + YW'(insn.x_pad1);
-  assign in_data = y >= YW'(insn.y_pad0) && y < YW'(insn.y_pad0) + YW'(insn.y_size)
-                && x >= YW'(insn.x_pad0) && x < YW'(insn.x_pad0) + YW'(insn.x_size);
-  assign last    = y == y_end - 1'b1 && x == x_end - 1'b1;
+  assign in_data = in_row && in_col;
+  assign row_end = x == x_last;
+  assign last    = y == y_last && row_end;
+  assign x_next  = row_end ? '0 : x + 1'b1;
+  assign y_next  = row_end ? y + 1'b1 : y;
 
   assign el_ready = writing && in_data;
   assign wr_en    = writing && (!in_data || el_valid);
@@ -92,31 +100,45 @@ module vdla_tile_loader #(
   assign busy     = writing || issuing;
 
   always_ff @(posedge clk) begin
+    if (start) begin
+      y_lo   <= YW'(insn.y_pad0);
+      y_hi   <= YW'(insn.y_pad0) + YW'(insn.y_size);
+      x_lo   <= YW'(insn.x_pad0);
+      x_hi   <= YW'(insn.x_pad0) + YW'(insn.x_size);
+      y_last <= y_end - 1'b1;
+      x_last <= x_end - 1'b1;
+    end
+  end
+
+  always_ff @(posedge clk) begin
     if (!rst_n || clear) begin
       writing <= 1'b0;
       done    <= 1'b0;
       x       <= '0;
       y       <= '0;
+      in_row  <= 1'b0;
+      in_col  <= 1'b0;
       wr_addr <= '0;
     end else begin
       done <= 1'b0;
       if (start) begin
         x       <= '0;
         y       <= '0;
+        in_row  <= insn.y_pad0 == '0 && insn.y_size != '0;
+        in_col  <= insn.x_pad0 == '0 && insn.x_size != '0;
         wr_addr <= AW'(insn.sram_base);
         // An empty block writes nothing and is done at once.
         writing <= y_end != '0 && x_end != '0;
         done    <= y_end == '0 || x_end == '0;
       end else if (wr_en) begin
         wr_addr <= wr_addr + 1'b1;
+        x       <= x_next;
+        y       <= y_next;
+        in_row  <= y_next >= y_lo && y_next < y_hi;
+        in_col  <= x_next >= x_lo && x_next < x_hi;
         if (last) begin
           writing <= 1'b0;
           done    <= 1'b1;
-        end else if (x == x_end - 1'b1) begin
-          x <= '0;
-          y <= y + 1'b1;
-        end else begin
-          x <= x + 1'b1;
         end
       end
     end

@@ -134,11 +134,12 @@ module vdla_top #(
     );
   end
 
+  logic [BUS_WIDTH-1:0] rd_data;  // read data out of the arbiter (its optional R slice)
   vdla_axi_rd_arb #(.N(N_RD)) u_rd_arb (
     .clk, .rst_n, .clear,
-    .ar_valid, .ar_ready, .ar_addr, .ar_len, .r_valid, .r_ready,
+    .ar_valid, .ar_ready, .ar_addr, .ar_len, .r_valid, .r_ready, .r_data(rd_data),
     .m_arvalid(m_axi_arvalid), .m_arready(m_axi_arready), .m_araddr(m_axi_araddr), .m_arlen(m_axi_arlen),
-    .m_rvalid(m_axi_rvalid), .m_rready(m_axi_rready), .m_rlast(m_axi_rlast)
+    .m_rvalid(m_axi_rvalid), .m_rready(m_axi_rready), .m_rdata(m_axi_rdata), .m_rlast(m_axi_rlast)
   );
   assign m_axi_arid    = '0;
   assign m_axi_arsize  = 3'(LOG_BUS_BYTES);
@@ -156,35 +157,35 @@ module vdla_top #(
     .clk, .rst_n, .clear,
     .cmd_valid(cmd_valid[RD_FETCH]), .cmd_ready(cmd_ready[RD_FETCH]), .cmd_addr(cmd_addr[RD_FETCH]), .cmd_count(cmd_count[RD_FETCH]),
     .ar_valid(ar_valid[RD_FETCH]), .ar_ready(ar_ready[RD_FETCH]), .ar_addr(ar_addr[RD_FETCH]), .ar_len(ar_len[RD_FETCH]),
-    .r_valid(r_valid[RD_FETCH]), .r_ready(r_ready[RD_FETCH]), .r_data(m_axi_rdata),
+    .r_valid(r_valid[RD_FETCH]), .r_ready(r_ready[RD_FETCH]), .r_data(rd_data),
     .el_valid(insn_el_valid), .el_ready(insn_el_ready), .el_data(insn_el_data)
   );
   vdla_dma_rd #(.ELEM_BITS(INP_ELEM_BITS)) u_rd_inp (
     .clk, .rst_n, .clear,
     .cmd_valid(cmd_valid[RD_INP]), .cmd_ready(cmd_ready[RD_INP]), .cmd_addr(cmd_addr[RD_INP]), .cmd_count(cmd_count[RD_INP]),
     .ar_valid(ar_valid[RD_INP]), .ar_ready(ar_ready[RD_INP]), .ar_addr(ar_addr[RD_INP]), .ar_len(ar_len[RD_INP]),
-    .r_valid(r_valid[RD_INP]), .r_ready(r_ready[RD_INP]), .r_data(m_axi_rdata),
+    .r_valid(r_valid[RD_INP]), .r_ready(r_ready[RD_INP]), .r_data(rd_data),
     .el_valid(inp_el_valid), .el_ready(inp_el_ready), .el_data(inp_el_data)
   );
   vdla_dma_rd #(.ELEM_BITS(WGT_ELEM_BITS)) u_rd_wgt (
     .clk, .rst_n, .clear,
     .cmd_valid(cmd_valid[RD_WGT]), .cmd_ready(cmd_ready[RD_WGT]), .cmd_addr(cmd_addr[RD_WGT]), .cmd_count(cmd_count[RD_WGT]),
     .ar_valid(ar_valid[RD_WGT]), .ar_ready(ar_ready[RD_WGT]), .ar_addr(ar_addr[RD_WGT]), .ar_len(ar_len[RD_WGT]),
-    .r_valid(r_valid[RD_WGT]), .r_ready(r_ready[RD_WGT]), .r_data(m_axi_rdata),
+    .r_valid(r_valid[RD_WGT]), .r_ready(r_ready[RD_WGT]), .r_data(rd_data),
     .el_valid(wgt_el_valid), .el_ready(wgt_el_ready), .el_data(wgt_el_data)
   );
   vdla_dma_rd #(.ELEM_BITS(UOP_ELEM_BITS)) u_rd_uop (
     .clk, .rst_n, .clear,
     .cmd_valid(cmd_valid[RD_UOP]), .cmd_ready(cmd_ready[RD_UOP]), .cmd_addr(cmd_addr[RD_UOP]), .cmd_count(cmd_count[RD_UOP]),
     .ar_valid(ar_valid[RD_UOP]), .ar_ready(ar_ready[RD_UOP]), .ar_addr(ar_addr[RD_UOP]), .ar_len(ar_len[RD_UOP]),
-    .r_valid(r_valid[RD_UOP]), .r_ready(r_ready[RD_UOP]), .r_data(m_axi_rdata),
+    .r_valid(r_valid[RD_UOP]), .r_ready(r_ready[RD_UOP]), .r_data(rd_data),
     .el_valid(uop_el_valid), .el_ready(uop_el_ready), .el_data(uop_el_data)
   );
   vdla_dma_rd #(.ELEM_BITS(ACC_ELEM_BITS)) u_rd_acc (
     .clk, .rst_n, .clear,
     .cmd_valid(cmd_valid[RD_ACC]), .cmd_ready(cmd_ready[RD_ACC]), .cmd_addr(cmd_addr[RD_ACC]), .cmd_count(cmd_count[RD_ACC]),
     .ar_valid(ar_valid[RD_ACC]), .ar_ready(ar_ready[RD_ACC]), .ar_addr(ar_addr[RD_ACC]), .ar_len(ar_len[RD_ACC]),
-    .r_valid(r_valid[RD_ACC]), .r_ready(r_ready[RD_ACC]), .r_data(m_axi_rdata),
+    .r_valid(r_valid[RD_ACC]), .r_ready(r_ready[RD_ACC]), .r_data(rd_data),
     .el_valid(acc_el_valid), .el_ready(acc_el_ready), .el_data(acc_el_data)
   );
 

@@ -72,6 +72,7 @@ package vdla_pkg;
   localparam int STORE_PIPELINE_DEPTH = 2;
   localparam int DMA_MAX_BURSTS = 8;
   localparam int DMA_NARROW_ROWS = 4;
+  localparam int AXI_R_SLICE = 1;
   localparam int LOG_DRAM_BURST_BYTES = 6;
   localparam int ALU_COPY_II = 1;  // derived: the ALU copy reads one operand
 
@@ -331,8 +332,8 @@ package vdla_pkg;
   localparam logic [3:0] BUF_ACC = 4'd3;
   localparam logic [3:0] BUF_OUT = 4'd4;
   localparam logic [3:0] BUF_INSN = 4'd5;
-  // CONFIG_ID reads this: the low 32 bits of the config digest cc6ceccc1f74.
-  localparam logic [AXIL_DATA_WIDTH-1:0] CONFIG_ID_VALUE = 32'heccc1f74;
+  // CONFIG_ID reads this: the low 32 bits of the config digest 658bcbdfb614.
+  localparam logic [AXIL_DATA_WIDTH-1:0] CONFIG_ID_VALUE = 32'hcbdfb614;
 endpackage
 /* verilator lint_on DECLFILENAME */
 /* verilator lint_on UNUSEDPARAM */

@@ -72,6 +72,7 @@ package vdla_pkg;
   localparam int STORE_PIPELINE_DEPTH = 2;
   localparam int DMA_MAX_BURSTS = 8;
   localparam int DMA_NARROW_ROWS = 4;
+  localparam int AXI_R_SLICE = 0;
   localparam int LOG_DRAM_BURST_BYTES = 6;
   localparam int ALU_COPY_II = 1;  // derived: the ALU copy reads one operand
 

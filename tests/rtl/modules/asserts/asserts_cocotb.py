@@ -17,7 +17,7 @@ SETTLE = 4  # cycles an assertion gets to fire after the broken stimulus
 
 
 def _idle(dut) -> None:
-    for name in ("f_in_valid", "f_in_data", "f_out_ready", "q_in_valid", "q_in_data", "g_cmd_valid", "g_cmd_insn", "g_exec_done",
+    for name in ("f_in_valid", "f_in_data", "f_out_ready", "q_in_valid", "q_in_data", "s_in_valid", "s_in_data", "g_cmd_valid", "g_cmd_insn", "g_exec_done",
                  "g_pop_prev_valid", "t_start", "t_insn", "u_start", "u_bgn", "u_end", "x_ar_valid", "x_ar_ready",
                  "x_ar_addr", "x_ar_len", "x_aw_valid", "x_aw_ready", "x_aw_addr", "x_aw_len", "x_w_valid",
                  "x_w_ready", "x_w_data", "x_w_last"):
@@ -93,6 +93,21 @@ async def fifo_in_stable(dut):
     await FallingEdge(dut.clk)
     dut.q_in_data.value = 3  # ... and its payload changes before the queue accepted it
     await _no_fire(dut, "a_fifo_in_stable")
+
+
+@cocotb.test()
+async def skid_in_stable(dut):
+    await _begin(dut)
+    dut.s_in_valid.value = 1
+    dut.s_in_data.value = 1
+    await FallingEdge(dut.clk)  # the output register takes it (and is never emptied) ...
+    dut.s_in_data.value = 2
+    await FallingEdge(dut.clk)  # ... the skid register the next; the slice is full
+    assert dut.s_in_ready.value == 0
+    dut.s_in_data.value = 3
+    await FallingEdge(dut.clk)
+    dut.s_in_data.value = 4  # the word offered to the full slice changes before it was taken
+    await _no_fire(dut, "a_skid_in_stable")
 
 
 @cocotb.test()

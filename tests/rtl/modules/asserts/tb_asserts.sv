@@ -19,6 +19,10 @@ module tb_asserts (
   input  wire logic                          q_in_valid,
   output logic                               q_in_ready,
   input  wire logic [7:0]                    q_in_data,
+  // vdla_skid (WIDTH 8, its output never taken)
+  input  wire logic                          s_in_valid,
+  output logic                               s_in_ready,
+  input  wire logic [7:0]                    s_in_data,
   // vdla_dep_gate (both neighbours)
   input  wire logic                          g_cmd_valid,
   output logic                               g_cmd_ready,
@@ -56,6 +60,11 @@ module tb_asserts (
   vdla_fifo #(.WIDTH(8), .DEPTH(1)) u_queue (
     .clk, .rst_n, .clear(1'b0), .in_valid(q_in_valid), .in_ready(q_in_ready), .in_data(q_in_data),
     .out_valid(), .out_ready(1'b0), .out_data(), .count()
+  );
+
+  vdla_skid #(.WIDTH(8)) u_skid (
+    .clk, .rst_n, .clear(1'b0), .in_valid(s_in_valid), .in_ready(s_in_ready), .in_data(s_in_data),
+    .out_valid(), .out_ready(1'b0), .out_data()
   );
 
   vdla_dep_gate #(.HAS_PREV(1'b1), .HAS_NEXT(1'b1)) u_gate (

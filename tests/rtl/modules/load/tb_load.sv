@@ -46,6 +46,7 @@ module tb_load (
   logic [WGT_ELEM_BITS-1:0] wgt_el, wgt_wdata;
   logic [LOG_INP_BUFF_DEPTH-1:0] inp_waddr;
   logic [LOG_WGT_BUFF_DEPTH-1:0] wgt_waddr;
+  logic [BUS_WIDTH-1:0] rd_data;  // read data out of the arbiter (its optional R slice)
 
   vdla_load u_load (
     .clk, .rst_n, .clear(1'b0), .cmd_valid, .cmd_ready, .cmd_insn, .c2l_valid, .c2l_ready, .l2c_valid, .l2c_ready, .busy,
@@ -57,17 +58,17 @@ module tb_load (
   vdla_dma_rd #(.ELEM_BITS(INP_ELEM_BITS)) u_rd_inp (
     .clk, .rst_n, .clear(1'b0), .cmd_valid(dma_valid[0]), .cmd_ready(dma_ready[0]), .cmd_addr(dma_addr[0]), .cmd_count(dma_count[0]),
     .ar_valid(ar_valid[0]), .ar_ready(ar_ready[0]), .ar_addr(ar_addr[0]), .ar_len(ar_len[0]),
-    .r_valid(r_valid[0]), .r_ready(r_ready[0]), .r_data(m_axi_rdata), .el_valid(inp_el_valid), .el_ready(inp_el_ready), .el_data(inp_el)
+    .r_valid(r_valid[0]), .r_ready(r_ready[0]), .r_data(rd_data), .el_valid(inp_el_valid), .el_ready(inp_el_ready), .el_data(inp_el)
   );
   vdla_dma_rd #(.ELEM_BITS(WGT_ELEM_BITS)) u_rd_wgt (
     .clk, .rst_n, .clear(1'b0), .cmd_valid(dma_valid[1]), .cmd_ready(dma_ready[1]), .cmd_addr(dma_addr[1]), .cmd_count(dma_count[1]),
     .ar_valid(ar_valid[1]), .ar_ready(ar_ready[1]), .ar_addr(ar_addr[1]), .ar_len(ar_len[1]),
-    .r_valid(r_valid[1]), .r_ready(r_ready[1]), .r_data(m_axi_rdata), .el_valid(wgt_el_valid), .el_ready(wgt_el_ready), .el_data(wgt_el)
+    .r_valid(r_valid[1]), .r_ready(r_ready[1]), .r_data(rd_data), .el_valid(wgt_el_valid), .el_ready(wgt_el_ready), .el_data(wgt_el)
   );
   vdla_axi_rd_arb #(.N(2)) u_arb (
-    .clk, .rst_n, .clear(1'b0), .ar_valid, .ar_ready, .ar_addr, .ar_len, .r_valid, .r_ready,
+    .clk, .rst_n, .clear(1'b0), .ar_valid, .ar_ready, .ar_addr, .ar_len, .r_valid, .r_ready, .r_data(rd_data),
     .m_arvalid(m_axi_arvalid), .m_arready(m_axi_arready), .m_araddr(m_axi_araddr), .m_arlen(m_axi_arlen),
-    .m_rvalid(m_axi_rvalid), .m_rready(m_axi_rready), .m_rlast(m_axi_rlast)
+    .m_rvalid(m_axi_rvalid), .m_rready(m_axi_rready), .m_rdata(m_axi_rdata), .m_rlast(m_axi_rlast)
   );
   assign m_axi_arid = '0;
   assign m_axi_arsize = 3'(LOG_BUS_BYTES);

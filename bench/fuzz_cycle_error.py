@@ -1,0 +1,101 @@
+"""The cycle model's error against the RTL on the fuzzer's random programs (issue 24 part 5).
+
+For each preset, programs ``draw_plan(cfg, seed, max_rounds=6)`` / ``build_program`` for seeds
+``0..count-1`` (the programs ``vdla fuzz --config C --seed 0`` runs) run on the ``cycle`` backend
+and on the ``rtl`` backend (the Verilated RTL, the peer), and the relative error
+``(cycle - rtl) / rtl`` is summarised: median, p95 and max of its magnitude, the worst seed.
+
+RTL runs dominate the time.  ``--rtl-from PATH`` takes each seed's RTL cycle count from an earlier
+run's JSON (``rows``) instead, so a cycle-model change is re-measured on the same programs in
+minutes; use it only while the RTL's timing is unchanged (``--check N`` re-runs the first N seeds
+on the RTL and stops if any count differs).
+
+    python bench/fuzz_cycle_error.py --configs tiny --count 1000 --out bench/results/fuzz_cycle_error.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from vdla.fuzz.generator import build_program, draw_plan
+from vdla.runtime.backends import get_backend
+from vdla_hw.config import load_config
+
+ROW_FIELDS = ("seed", "rtl_cycles", "cycle_cycles", "instructions", "error")
+
+
+def host_cpu() -> str:
+    """The detected host CPU (LLVM's name) and machine."""
+    import llvmlite.binding as llvm
+
+    return f"{llvm.get_host_cpu_name()} ({platform.machine()})"
+
+
+def summarise(rows: list[list[float]]) -> dict[str, float | int]:
+    """Median, p95 and max of |error| and the seed of the max."""
+    errs = np.array([abs(r[4]) for r in rows])
+    worst = int(np.argmax(errs))
+    return {"programs": len(rows), "median": float(np.median(errs)), "p95": float(np.percentile(errs, 95)),
+            "max": float(errs[worst]), "worst_seed": int(rows[worst][0]), "worst_error": float(rows[worst][4]),
+            "above_4pct": int((errs > 0.04).sum())}
+
+
+def measure(config: str, count: int, saved: dict[int, int] | None, check: int) -> list[list[float]]:
+    cfg = load_config(config)
+    cycle, rtl = get_backend("cycle"), get_backend("rtl")
+    rows: list[list[float]] = []
+    for seed in tqdm(range(count), desc=f"{config} cycle vs rtl", unit="prog"):
+        program, _ = build_program(cfg, draw_plan(cfg, seed, max_rounds=6))
+        c = cycle.run(program).cycles
+        if saved is not None and seed in saved and seed >= check:
+            r = saved[seed]
+        else:
+            r = rtl.run(program).cycles
+            if saved is not None and seed in saved and saved[seed] != r:
+                raise SystemExit(f"{config} seed {seed}: the RTL now takes {r} cycles, the saved run {saved[seed]}: "
+                                 "the RTL's timing changed; re-run without --rtl-from")
+        rows.append([seed, r, c, program.insn_count, round((c - r) / r, 5)])
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--configs", nargs="+", default=["tiny", "default", "wide"])
+    ap.add_argument("--count", type=int, default=1000)
+    ap.add_argument("--rtl-from", type=Path, default=None, help="JSON of an earlier run: its RTL cycles per seed")
+    ap.add_argument("--check", type=int, default=20, help="with --rtl-from: seeds re-run on the RTL (default 20)")
+    ap.add_argument("--out", type=Path, default=Path("bench/results/fuzz_cycle_error.json"))
+    args = ap.parse_args()
+
+    old = json.loads(args.rtl_from.read_text())["presets"] if args.rtl_from else {}
+    print(f"host: {host_cpu()}; programs: draw_plan(seed, max_rounds=6), seeds 0..{args.count - 1}")
+    presets: dict[str, dict] = {}
+    t0 = time.time()
+    for config in args.configs:
+        saved = None
+        if config in old:
+            fields = old[config].get("row_fields", list(ROW_FIELDS))
+            saved = {int(r[fields.index("seed")]): int(r[fields.index("rtl_cycles")]) for r in old[config]["rows"]}
+        rows = measure(config, args.count, saved, args.check)
+        presets[config] = {"summary": summarise(rows), "rtl_from": str(args.rtl_from) if saved else None,
+                           "row_fields": list(ROW_FIELDS), "rows": rows}
+    print(f"\n{'preset':<8} {'programs':>8} {'median':>8} {'p95':>8} {'max':>8} {'worst seed':>10} {'>4%':>5}")
+    for config, p in presets.items():
+        s = p["summary"]
+        print(f"{config:<8} {s['programs']:>8} {s['median']:>8.2%} {s['p95']:>8.2%} {s['max']:>8.2%} "
+              f"{s['worst_seed']:>10} {s['above_4pct']:>5}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"how": __doc__.splitlines()[0], "host": host_cpu(), "seconds": round(time.time() - t0, 1),
+                                    "presets": presets}, indent=1) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
