@@ -2,7 +2,8 @@
 
 The CPU pipeline is :func:`optimize_for_cpu`: fold_batch_norm, fold_constant, cpu_layout,
 fuse_ops.  The VDLA pipeline is :func:`optimize_for_vdla`: fold_batch_norm, fold_constant,
-quantize, alter_layout, fold_constant, fuse_ops, partition.
+quantize, alter_layout, fold_constant, fuse_ops, partition, fuse_residual_add (a VDLA residual add into
+the epilogue of the VDLA conv producing it).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from vdla.compiler.graph.passes.cpu_layout import cpu_layout
 from vdla.compiler.graph.passes.fold_batch_norm import fold_batch_norm
 from vdla.compiler.graph.passes.fold_constant import fold_constant
 from vdla.compiler.graph.passes.fuse_ops import fuse_ops, fusion_groups
+from vdla.compiler.graph.passes.fuse_residual import fuse_residual_add
 from vdla.compiler.graph.passes.linear_matmul import rewrite_linear_matmul
 from vdla.compiler.graph.passes.partition import partition, placement
 from vdla.compiler.graph.passes.plan_memory import MemoryPlan, plan_memory, run_planned
@@ -52,13 +54,14 @@ def quantize_for_vdla(graph: Graph, samples: Sequence[Mapping[str, np.ndarray]],
 
 
 def lower_quantized_for_vdla(g: Graph, cfg: HwConfig) -> Graph:
-    """The second half of :func:`optimize_for_vdla`: pack a quantized graph for ``cfg``, fuse, partition."""
+    """The second half of :func:`optimize_for_vdla`: pack a quantized graph for ``cfg``, fuse, partition, and
+    fuse the residual adds placed on the VDLA into their producer convs' epilogues."""
     g = fold_constant(alter_layout(g, cfg))
-    return partition(fuse_ops(g), cfg)
+    return fuse_residual_add(partition(fuse_ops(g), cfg), cfg)
 
 
 __all__ = [
-    "Calibration", "LayoutRewriter", "MemoryPlan", "QuantizedModel", "alter_layout", "cpu_layout", "calibrate", "fold_batch_norm", "fold_constant", "fuse_ops", "fusion_groups",
+    "Calibration", "LayoutRewriter", "MemoryPlan", "QuantizedModel", "alter_layout", "cpu_layout", "calibrate", "fold_batch_norm", "fold_constant", "fuse_ops", "fuse_residual_add", "fusion_groups",
     "lower_quantized_for_vdla", "optimize_for_cpu", "optimize_for_vdla", "parse_calibration", "partition", "placement",
     "plan_memory", "quantize", "quantize_for_vdla", "quantize_model", "rewrite_linear_matmul", "run_planned",
 ]
