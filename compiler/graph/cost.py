@@ -36,6 +36,7 @@ from vdla_hw.isa import AluInsn, GemmInsn, Insn, MemInsn, MemType
 from vdla.compiler.codegen.llvm import current_target
 from vdla.compiler.codegen.llvm.target import Target, host_target
 from vdla.compiler.graph.ir import Node, TensorType
+from vdla.compiler.graph.layout import parse_layout
 from vdla.simulator.cycle.compute import alu_cycles, gemm_cycles
 
 #: Kernels the rule weighs (one op each; the identity-GEMM forms of :mod:`~vdla.compiler.graph.lower_vdla_alu`).
@@ -135,6 +136,29 @@ def host_ops(op: Node, input_types: Sequence[TensorType]) -> tuple[int, int]:
     return out, 0  # a clamp
 
 
+def host_kernel_seconds(ops: Sequence[Node], input_types: dict[str, TensorType], host: HostModel) -> float:
+    """A peak-rate estimate of a host kernel made of ``ops`` (for whole-model figures such as ``vdla dse
+    --model``, not for placing anything): a conv2d / dense / matmul's multiply-accumulates and every other op's
+    output elements, one vector instruction over all lanes per cycle (int8 values at the int8 lanes, wider ones at
+    a quarter of them).  ``input_types`` gives the type of every value the ops read."""
+    int8 = wide = 0
+    for op in ops:
+        out = math.prod(op.type.shape)
+        if op.op in ("conv2d", "dense", "batch_matmul", "matmul"):
+            w = input_types[op.inputs[1]]
+            layout = op.attrs.get("kernel_layout")
+            if op.op in ("conv2d", "dense") and layout:
+                o = parse_layout(layout).primal_shape(w.shape)[0]
+                wide += out * math.prod(w.shape) // max(1, o)
+            else:
+                wide += out * input_types[op.inputs[0]].shape[-1]
+        elif op.type.dtype == "int8":
+            int8 += out
+        else:
+            wide += out
+    return host.seconds(int8, wide)
+
+
 @dataclass(frozen=True)
 class CostDecision:
     """The two sides of the rule for one kernel, in seconds."""
@@ -167,5 +191,6 @@ def weigh_kernel(op: Node, input_types: Sequence[TensorType], insns: Sequence[In
                         nbytes / (cfg.bus_bytes * cfg.clock_mhz * 1e6), host)
 
 
-__all__ = ["BOARD_HOST_HZ", "BOARD_HOST_LANES", "COST_HOSTS", "CostDecision", "HostModel", "WEIGHED_OPS", "detected_clock_hz", "host_model", "host_ops",
+__all__ = ["BOARD_HOST_HZ", "BOARD_HOST_LANES", "COST_HOSTS", "CostDecision", "HostModel", "WEIGHED_OPS", "detected_clock_hz", "host_kernel_seconds", "host_model",
+           "host_ops",
            "program_cycles", "weigh_kernel"]
