@@ -151,8 +151,8 @@ def _model_programs(wl: Workloads, cfg: HwConfig) -> Iterator[LayerProgram]:
     graph = from_onnx(wl.model)
     rng = np.random.default_rng(0)
     samples = [{n.name: rng.standard_normal(n.type.shape).astype(np.float32) for n in graph.input_nodes}]
-    g = optimize_for_vdla(graph, cfg, samples)
     host = host_model(where="board")
+    g = optimize_for_vdla(graph, cfg, samples, host=host if wl.placement == "cost" else None)
     bus_hz = cfg.bus_bytes * cfg.clock_mhz * 1e6
     on_vdla: set[str] = set()
     host_nodes = []

@@ -211,12 +211,15 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
     t0 = time.perf_counter()
     cfg = load_config(config) if isinstance(config, str) else config
     sqnr: list[LayerSqnr] = []
+    if cost_host not in COST_HOSTS:
+        raise GraphError(f"unknown cost host {cost_host!r}; use one of {COST_HOSTS}")
+    host = host_model(where=cost_host) if target == "vdla" and placement == "cost" else None
     if target == "vdla":
         samples = _samples(calibrate, graph)
         quantized = quantize_for_vdla(graph, samples, skip_first_conv=skip_first_conv, calibration=calibration,
                                       per_channel=per_channel)
         sqnr = layer_sqnr(quantized, samples[:SQNR_SAMPLES])
-        g = lower_quantized_for_vdla(quantized.graph, cfg)
+        g = lower_quantized_for_vdla(quantized.graph, cfg, host)
     else:
         g = optimize_for_cpu(graph)
     cpu_kernels: list[CpuKernel] = []
@@ -224,9 +227,6 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
     vdla_kernels: dict[str, VdlaKernel] = {}
     fallbacks: dict[str, str] = {}
     costs: dict[str, CostDecision] = {}
-    if cost_host not in COST_HOSTS:
-        raise GraphError(f"unknown cost host {cost_host!r}; use one of {COST_HOSTS}")
-    host = host_model(where=cost_host) if target == "vdla" and placement == "cost" else None
     params: dict[str, np.ndarray] = {}
     keys: dict[int, str] = {}
     nodes: list[dict[str, Any]] = []

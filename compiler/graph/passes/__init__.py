@@ -14,6 +14,7 @@ import numpy as np
 from vdla_hw.config import HwConfig
 
 from vdla.compiler.codegen.llvm import current_target
+from vdla.compiler.graph.cost import HostModel
 from vdla.compiler.graph.ir import Graph
 from vdla.compiler.graph.passes.alter_layout import LayoutRewriter, alter_layout
 from vdla.compiler.graph.passes.cpu_layout import cpu_layout
@@ -39,10 +40,12 @@ def optimize_for_cpu(graph: Graph, block: int | None = None) -> Graph:
 
 def optimize_for_vdla(graph: Graph, cfg: HwConfig, samples: Sequence[Mapping[str, np.ndarray]],
                       *, skip_first_conv: bool = True, calibration: str | Calibration = "max",
-                      per_channel: bool = True) -> Graph:
-    """The int8 pipeline: quantize with ``samples``, pack for ``cfg``, fuse and partition."""
+                      per_channel: bool = True, host: HostModel | None = None) -> Graph:
+    """The int8 pipeline: quantize with ``samples``, pack for ``cfg``, fuse and partition (``host``: the cost
+    rule's host, which :func:`fuse_residual_add` weighs a fused add against)."""
     return lower_quantized_for_vdla(quantize_for_vdla(graph, samples, skip_first_conv=skip_first_conv,
-                                                      calibration=calibration, per_channel=per_channel).graph, cfg)
+                                                      calibration=calibration, per_channel=per_channel).graph, cfg,
+                                    host)
 
 
 def quantize_for_vdla(graph: Graph, samples: Sequence[Mapping[str, np.ndarray]], *, skip_first_conv: bool = True,
@@ -53,11 +56,11 @@ def quantize_for_vdla(graph: Graph, samples: Sequence[Mapping[str, np.ndarray]],
                           calibration=calibration, per_channel=per_channel)
 
 
-def lower_quantized_for_vdla(g: Graph, cfg: HwConfig) -> Graph:
+def lower_quantized_for_vdla(g: Graph, cfg: HwConfig, host: HostModel | None = None) -> Graph:
     """The second half of :func:`optimize_for_vdla`: pack a quantized graph for ``cfg``, fuse, partition, and
     fuse the residual adds placed on the VDLA into their producer convs' epilogues."""
     g = fold_constant(alter_layout(g, cfg))
-    return fuse_residual_add(partition(fuse_ops(g), cfg), cfg)
+    return fuse_residual_add(partition(fuse_ops(g), cfg), cfg, host)
 
 
 __all__ = [

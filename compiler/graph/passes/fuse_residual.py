@@ -16,19 +16,17 @@ the two bodies joined, so the NumPy int8 reference of the kernel is the same com
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass
 
 from vdla_hw.config import HwConfig
 from vdla_hw.errors import UnsupportedError
 
 from vdla.compiler.graph.builder import GraphBuilder
+from vdla.compiler.graph.cost import CostDecision, HostModel, program_cycles, weigh_kernel
 from vdla.compiler.graph.errors import NotLoweredError
 from vdla.compiler.graph.ir import Graph, Node
-from vdla.compiler.graph.lower_vdla import kernel_gemm
+from vdla.compiler.graph.lower_vdla import compile_kernel
 from vdla.compiler.graph.passes.rewrite import Rewriter
-from vdla.compiler.vdla.target import VdlaTarget
-from vdla.compiler.vdla.topi import default_knobs
-from vdla.compiler.vdla.topi.epilogue import Residual
 
 VDLA = "vdla"
 
@@ -46,30 +44,55 @@ def _is_vdla_add(node: Node) -> bool:
     return len(ops) == 1 and ops[0].op == "qadd"
 
 
-def _fits(conv: Node, add: Node, operand: int, graph: Graph, cfg: HwConfig) -> bool:
-    """Whether the conv's schedule with the add fused into its epilogue fits ``cfg`` (some tiling)."""
-    a = [b for b in add.attrs["body"].nodes if b.op != "input"][0].attrs
-    try:
-        g, _ = kernel_gemm(conv, graph, cfg)
-        ep = g.requantize()
-    except NotLoweredError:
-        return False
-    mult = None if a.get("mult") is None else tuple(a["mult"])
-    align = tuple(a["align"])
-    if operand == 1:
-        mult = None if mult is None else mult[::-1]
-        align = align[::-1]
-    res = Residual(mult, align, int(a["round"]), int(a["shift"]), bool(a["relu"]))  # type: ignore[arg-type]
-    try:
-        default_knobs(g.workload, VdlaTarget(cfg), 1, replace(ep, residual=res))
-    except UnsupportedError:  # CapacityError included: keep the two kernels
-        return False
-    return True
+@dataclass(frozen=True)
+class FusionFigures:
+    """The static estimates (:func:`~vdla.compiler.graph.cost.program_cycles`) that decide a fusion, in cycles."""
+
+    fused: int
+    """The conv with the add in its epilogue."""
+    conv: int
+    """The conv alone."""
+    add: int
+    """The add as its own VDLA kernel (identity GEMMs + ALU)."""
+    host: CostDecision | None = None
+    """The cost rule's figures of the add kernel (host arithmetic + transfers), when a host is given."""
+
+    @property
+    def fused_add(self) -> int:
+        """What the add costs inside the conv: the fused program's cycles beyond the conv's."""
+        return self.fused - self.conv
+
+    def fuse(self, cfg: HwConfig) -> bool:
+        """Fuse when the add costs less inside the conv than as its own VDLA kernel and (with a host) than on
+        the host with its transfers."""
+        if self.fused_add > self.add:
+            return False
+        return self.host is None or self.fused_add / (cfg.clock_mhz * 1e6) <= self.host.host_s + self.host.transfer_s
 
 
-def residual_pairs(graph: Graph, cfg: HwConfig) -> dict[str, tuple[str, int]]:
+def fusion_figures(conv: Node, add: Node, operand: int, graph: Graph, cfg: HwConfig,
+                   host: HostModel | None = None) -> FusionFigures | None:
+    """Compile the conv with and without the add fused, and the add alone; None when the fused form does not
+    compile for ``cfg`` (no tiling fits the skip's tiles, or its epilogue is not one the VDLA runs)."""
+    body, params = _fused_body(conv, add, operand)
+    fused = Node(add.name, "fused", tuple(params), {"body": body, "pattern": "COMPLEX_OUT_FUSABLE", "target": VDLA},
+                 add.type)
+    try:
+        kernels = [compile_kernel(n, graph, cfg) for n in (fused, conv, add)]
+    except (NotLoweredError, UnsupportedError):
+        return None
+    f, c, a = (program_cycles(cfg, k.program.instructions) for k in kernels)
+    decision = None
+    if host is not None:
+        q = [b for b in add.attrs["body"].nodes if b.op != "input"][0]
+        decision = weigh_kernel(q, [add.attrs["body"].node(i).type for i in q.inputs], kernels[2].program.instructions,
+                                cfg, host)
+    return FusionFigures(f, c, a, decision)
+
+
+def residual_pairs(graph: Graph, cfg: HwConfig, host: HostModel | None = None) -> dict[str, tuple[str, int]]:
     """``{add kernel: (conv kernel, operand index)}`` for every VDLA ``qadd`` kernel one of whose operands is
-    a VDLA conv kernel read by nothing else, whose fused schedule fits ``cfg``."""
+    a VDLA conv kernel read by nothing else, where fusing wins (:meth:`FusionFigures.fuse`)."""
     pairs: dict[str, tuple[str, int]] = {}
     outputs = set(graph.outputs)
     taken: set[str] = set()
@@ -78,8 +101,10 @@ def residual_pairs(graph: Graph, cfg: HwConfig) -> dict[str, tuple[str, int]]:
             continue
         for k, i in enumerate(n.inputs):
             p = graph.node(i)
-            if (i in taken or i in outputs or not _is_vdla_conv(p) or graph.consumers[i] != (n.name,)
-                    or not _fits(p, n, k, graph, cfg)):
+            if i in taken or i in outputs or not _is_vdla_conv(p) or graph.consumers[i] != (n.name,):
+                continue
+            figures = fusion_figures(p, n, k, graph, cfg, host)
+            if figures is None or not figures.fuse(cfg):
                 continue
             pairs[n.name] = (i, k)
             taken.add(i)
@@ -110,10 +135,11 @@ def _fused_body(conv: Node, add: Node, operand: int) -> tuple[Graph, list[str]]:
     return b.build([name]), list(conv.inputs) + [skip]
 
 
-def fuse_residual_add(graph: Graph, cfg: HwConfig) -> Graph:
+def fuse_residual_add(graph: Graph, cfg: HwConfig, host: HostModel | None = None) -> Graph:
     """Fuse every VDLA residual add into the epilogue of the VDLA conv producing one of its operands, where
-    that conv's result has no other reader and the fused schedule fits (see the module doc)."""
-    pairs = residual_pairs(graph, cfg)
+    that conv's result has no other reader and fusing wins (see the module doc); ``host``: the cost rule's host
+    (``placement="cost"``), or None to compare only the two VDLA forms."""
+    pairs = residual_pairs(graph, cfg, host)
     if not pairs:
         return graph
     convs = {c for c, _ in pairs.values()}
@@ -130,4 +156,4 @@ def fuse_residual_add(graph: Graph, cfg: HwConfig) -> Graph:
     return rw.finish()
 
 
-__all__ = ["fuse_residual_add", "residual_pairs"]
+__all__ = ["FusionFigures", "fuse_residual_add", "fusion_figures", "residual_pairs"]
