@@ -9,9 +9,13 @@ become one VDLA kernel whose body is the conv's chain followed by the ``qadd``: 
 it with one identity GEMM, and the ALU requantizes and adds while the conv's tile is still in the
 accumulator SRAM.  The conv's own int8 value never reaches DRAM.
 
-The fusion happens only where the fused schedule fits the config's buffers (the fit model with the skip's
-tiles; else the two kernels stay as they were), and the integer graph keeps its meaning: the fused body is
-the two bodies joined, so the NumPy int8 reference of the kernel is the same computation.
+It is not free: the conv's shift and clamp move from the STORE onto the ALU (the value must be int8 before
+the add), and the ALU shares the compute unit with the GEMM core.  So the pass fuses only where the fused
+program compiles for the config (its tiles fit) and its static estimate says the add costs less inside the
+conv than as its own kernel -- and, given the cost rule's host, than on the host with its transfers
+(:class:`FusionFigures`); elsewhere the two kernels stay as they were and the cost rule places the add.
+The integer graph keeps its meaning: the fused body is the two bodies joined, so the NumPy int8 reference
+of the kernel is the same computation.
 """
 
 from __future__ import annotations
