@@ -34,18 +34,24 @@ def test_campaign_on_tiny_reaches_every_bin(tiny) -> None:
     assert len(result.coverage.bins) == 145  # 128 + the overwrite GEMM and bias STORE bins (issue 24)
 
 
-DEEP_CORNER_PROGRAMS = 140
-"""Seeds 0..139 reach all 144 bins on ``default`` and ``wide`` (512-deep queues); the last new bin,
-queue-full:load, comes from the compute-bound deep plan of seed 139 (queue-full:compute and :store from
-the load-bound deep plan of seed 23)."""
+DEEP_CORNER_SEEDS = ((0, 64), (139, 1))
+"""(first seed, count) runs that reach all 144 bins on ``default`` and ``wide`` (512-deep queues): the last
+ordinary bin came at seed 63 when measured, queue-full:compute and :store at the load-bound deep plan of
+seed 23, queue-full:load at the compute-bound deep plan of seed 139 (seeds 0..139 all pass)."""
 
 
 @pytest.mark.parametrize("preset", ["default", pytest.param("wide", marks=pytest.mark.slow)])
 def test_campaign_on_deep_queues_reaches_every_bin(preset: str) -> None:
-    result = run_campaign(Settings(preset, count=DEEP_CORNER_PROGRAMS, backends=("fsim", "cycle"), jobs=2), quiet=True)
-    assert not result.failures, [(r.seed, r.failure) for r in result.failures[:3]]
-    assert result.coverage.unreached == [], result.coverage.format()
-    assert len(result.coverage.bins) == 144
+    coverage = None
+    for seed, count in DEEP_CORNER_SEEDS:
+        result = run_campaign(Settings(preset, seed=seed, count=count, backends=("fsim", "cycle"), jobs=2), quiet=True)
+        assert not result.failures, [(r.seed, r.failure) for r in result.failures[:3]]
+        if coverage is None:
+            coverage = result.coverage
+        else:
+            coverage.add(set(result.coverage.reached))
+    assert coverage is not None and coverage.unreached == [], coverage.format()
+    assert len(coverage.bins) == 144
 
 
 def test_deep_plans_fill_512_deep_queues_with_one_consumer_instruction_per_round() -> None:
