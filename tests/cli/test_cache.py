@@ -105,8 +105,13 @@ from pathlib import Path
 from vdla_hw import cache
 from vdla_hw.rtl_build import build_dir
 
-name, seconds, mode = sys.argv[1], float(sys.argv[2]), sys.argv[3]
-deadline = time.time() + seconds
+name, stop, mode = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
+deadline = time.time() + 300  # a watchdog: the test creates `stop` once the evictor is done
+
+
+def running() -> bool:
+    return not stop.exists() and time.time() < deadline
+
 rounds = bad = 0
 if mode == "hold":
     # One long use, as a worker running one harness library for hours: pin, build, keep reading.
@@ -115,7 +120,7 @@ if mode == "hold":
     hour_ago = time.time() - 3600  # the use began long ago: a time stamp no longer protects it
     os.utime(folder.parent / cache.USED_MARK, (hour_ago, hour_ago))
     print("ready", flush=True)
-    while time.time() < deadline:
+    while running():
         rounds += 1
         try:
             if (folder / "lib.so").read_bytes() != bytes(range(256)) * 800:
@@ -127,7 +132,7 @@ else:
     # Short uses racing the evictor: each finds the whole entry or none, never a part of one.
     entry = Path(os.environ[cache.CACHE_ENV]) / cache.ENTRY_PARENT / name
     print("ready", flush=True)
-    while time.time() < deadline:
+    while running():
         rounds += 1
         cache.use_entry(entry)
         files = sorted(p.name for p in entry.iterdir() if p.name != cache.USED_MARK)
@@ -141,7 +146,7 @@ else:
         os.utime(entry / cache.USED_MARK, (hour_ago, hour_ago))
         cache.unpin(entry)
 print(f"rounds={rounds} bad={bad}", flush=True)
-sys.exit(1 if bad or not rounds else 0)
+sys.exit(1 if bad or not rounds or not stop.exists() else 0)
 """
 
 _EVICTOR = r"""
@@ -166,13 +171,15 @@ def test_eviction_spares_entries_that_running_processes_use(root: Path) -> None:
 
     stale = _entry(root, "tiny-stale", 1000, age_s=7200)  # nobody uses it: must go
     env = {**os.environ, cache.CACHE_ENV: str(root)}
-    holders = [subprocess.Popen([sys.executable, "-c", _USER, f"h{i}", "6", "hold"], env=env, stdout=subprocess.PIPE,
-                                text=True) for i in range(3)]
-    racers = [subprocess.Popen([sys.executable, "-c", _USER, "tiny-shared", "5", "race"], env=env,
+    stop = root.parent / "stop"  # the users run until the evictor is done, however slow the machine
+    holders = [subprocess.Popen([sys.executable, "-c", _USER, f"h{i}", str(stop), "hold"], env=env,
+                                stdout=subprocess.PIPE, text=True) for i in range(3)]
+    racers = [subprocess.Popen([sys.executable, "-c", _USER, "tiny-shared", str(stop), "race"], env=env,
                                stdout=subprocess.PIPE, text=True) for _ in range(2)]
     for proc in holders + racers:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
     evictor = subprocess.run([sys.executable, "-c", _EVICTOR, "4"], env=env, capture_output=True, text=True, timeout=120)
+    stop.touch()
     assert evictor.returncode == 0, evictor.stderr
     outs = [(proc.communicate(timeout=120)[0], proc.returncode) for proc in holders + racers]
     for out, code in outs:

@@ -104,7 +104,7 @@ WINDOW_BMC_DEPTH = 8
 WINDOW_WR_BMC_DEPTH = 8
 # Legal tile walks (a_tile_sram_range): 5 cycles hold reset, a start and the walk's first three
 # writes of any legal block (any base, extents and padding), the first row end included when a
-# row is one to three elements wide. Boolector: 5.8 min on tiny at load average ~28.
+# row is one to three elements wide. Boolector: 33 s on tiny (5.8 min at load average ~28).
 TILE_LEGAL_BMC_DEPTH = 5
 
 
