@@ -140,7 +140,8 @@ def agreement(compiled: Any, cpu: Any, feeds: list[dict[str, np.ndarray]]) -> di
     return {"top1_agreement": float(np.mean(same)), "logit_cosine": float(np.mean(cos)), "eval_inputs": len(feeds)}
 
 
-def bench_model(name: str, resolution: int, rounds: int, placements: list[str], evals: int) -> list[dict[str, Any]]:
+def bench_model(name: str, resolution: int, rounds: int, placements: list[str], evals: int,
+                cost_host: str = "board") -> list[dict[str, Any]]:
     model = make_onnx(name, resolution)
     graph = from_onnx(model)
     rng = np.random.default_rng(1)
@@ -152,7 +153,7 @@ def bench_model(name: str, resolution: int, rounds: int, placements: list[str], 
     cpu, best = cpu_only(graph, name, feed, rounds)
     rows, agree = [], None
     for placement in placements:
-        row, compiled = bench_placement(graph, name, samples, feed, rounds, placement)
+        row, compiled = bench_placement(graph, name, samples, feed, rounds, placement, cost_host)
         if agree is None:  # the placement does not change the integer graph: its agreement with float is one figure
             agree = agreement(compiled, cpu, feeds)
         rows.append(dict(row, cpu_only_ms=1e3 * best, **agree))
@@ -160,10 +161,11 @@ def bench_model(name: str, resolution: int, rounds: int, placements: list[str], 
 
 
 def bench_placement(graph: Graph, name: str, samples: Any, feed: dict[str, np.ndarray], rounds: int,
-                    placement: str) -> tuple[dict[str, Any], Any]:
+                    placement: str, cost_host: str = "board") -> tuple[dict[str, Any], Any]:
     cfg = load_config("default")
     t0 = time.perf_counter()
-    compiled = build_model(graph, target="vdla", config=cfg, calibrate=samples, name=name, placement=placement)
+    compiled = build_model(graph, target="vdla", config=cfg, calibrate=samples, name=name, placement=placement,
+                           cost_host=cost_host)
     compile_s = time.perf_counter() - t0
     compiled.module.set_num_threads(1)
     compared = check_bit_exact(compiled, feed)
@@ -195,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=5, help="runs of the host kernels / the CPU-only build (best of)")
     p.add_argument("--quick", action="store_true", help="64x64 images, 2 rounds")
     p.add_argument("--placements", default="cost", help="cost, all, or cost,all (both, in one run)")
+    p.add_argument("--cost-host", default="board", choices=("board", "native"),
+                   help="the host the cost rule judges against (build_model's cost_host; default board)")
     p.add_argument("--eval", type=int, default=3, help="inputs of the int8-vs-float top-1 agreement")
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "vdla_models.json"))
     args = p.parse_args(argv)
@@ -208,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{os.environ.get('OPENBLAS_CORETYPE', 'unset')}")
     placements = args.placements.split(",")
     rows = [r for m in tqdm(args.models.split(","), desc="models", unit="model")
-            for r in bench_model(m, args.resolution, args.rounds, placements, args.eval)]
+            for r in bench_model(m, args.resolution, args.rounds, placements, args.eval, args.cost_host)]
     head = (f"{'model':<13} {'placement':<9} {'MACs on VDLA':>13} {'ops on VDLA':>12} {'VDLA ms':>8} {'host ms':>8} "
             f"{'total ms':>9} {'VDLA util':>9} {'CPU-only ms':>11} {'top-1 = float':>13} {'cosine':>7}")
     print(f"\n{args.resolution}x{args.resolution}, batch 1; int8 values bit-exact vs the NumPy reference (fsim), "
@@ -227,9 +231,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  ... and {len(r['host_kernels_why']) - 12} more (see the JSON)")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    host = host_model()
+    host = host_model(where=args.cost_host)
     out.write_text(json.dumps({"cpu": target.cpu, "isa": isa, "config": cfg.name, "clock_mhz": cfg.clock_mhz,
-                               "host_model": {"lanes": host.lanes, "clock_hz": host.clock_hz, "source": host.source},
+                               "host_model": {"lanes": host.lanes, "clock_hz": host.clock_hz, "source": host.source,
+                                              "cost_host": args.cost_host},
                                "resolution": args.resolution, "models": rows}, indent=1))
     print(f"\nwrote {out}")
     return 0

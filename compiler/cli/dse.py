@@ -31,6 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--sweep", nargs="+", required=True, metavar="NAME=V1,V2",
                    help=f"parameters and their values (the sweep is their product). {describe_params()}; "
                         "or any config field, e.g. log_acc_buff_size=16,17 or timing.alu_ii=2,3")
+    p.add_argument("--placement", choices=("cost", "all"), default="cost",
+                   help="--model: place kernels as `vdla compile` does ('cost', the default: the cost rule judged on "
+                        "the board's host) or every kernel the VDLA can run ('all')")
     p.add_argument("--config", default="default", help="the base config the sweep changes (preset or .json; default: default)")
     p.add_argument("--quick", action="store_true", help="a representative subset of ResNet-18's layers (C5, C8, C11)")
     p.add_argument("--jobs", type=int, default=1, help="configs evaluated at once (local processes, or in flight on --pool)")
@@ -56,7 +59,7 @@ def cmd_dse(args: argparse.Namespace) -> int:
     if args.model:
         if args.quick:
             raise UsageError("--quick picks ResNet-18 layers; it does not apply to --model")
-        workloads = onnx_model(args.model)
+        workloads = onnx_model(args.model, args.placement)
     else:
         name, _, names = args.layers.partition(":")
         if name.strip().lower() != "resnet18":

@@ -47,6 +47,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--placement", choices=("cost", "all"), default="cost",
                    help="vdla: 'cost' keeps a residual add / pool / clamp on the VDLA only when the cost rule finds it "
                         "faster there (default); 'all' places every kernel the VDLA can run")
+    p.add_argument("--cost-host", choices=("board", "native"), default="board",
+                   help="vdla, placement 'cost': the host the rule judges against: 'board' (default: a ~1 GHz ARM "
+                        "core, the host a VDLA model is deployed beside) or 'native' (this machine, its clock)")
     p.add_argument("--per-tensor", action="store_true",
                    help="one power-of-two scale per weight tensor instead of per-channel scales (vdla)")
     p.add_argument("--cpu-target", default=None, help="LLVM target of the CPU kernels: 'llvm' (this host, the "
@@ -170,7 +173,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
         compiled = build_model(graph, target=args.target, config=args.config, calibrate=samples,
                                skip_first_conv=not args.quantize_first_conv, cpu_target=args.cpu_target,
                                name=Path(args.model).stem, calibration=calibration,
-                               per_channel=not args.per_tensor, placement=args.placement)
+                               per_channel=not args.per_tensor, placement=args.placement,
+                               cost_host=args.cost_host)
     path = compiled.export(args.output)
     where = ", ".join(f"{k} {v}" for k, v in sorted(compiled.placement().items()))
     print(f"compiled {args.model} for {args.target} in {compiled.compile_seconds:.2f} s: {where} nodes -> {path}")

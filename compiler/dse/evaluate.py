@@ -70,16 +70,26 @@ class PointResult:
         return sum(layer.cycles for layer in self.layers)
 
     @property
-    def latency_ms(self) -> float:
-        """End-to-end latency over the layers at the reported clock (Fmax when measured)."""
+    def vdla_ms(self) -> float:
+        """The VDLA kernels' time at the reported clock (Fmax when measured)."""
         assert self.hardware is not None
         return self.cycles / (self.hardware.fmax_mhz * 1e3)
+
+    @property
+    def host_ms(self) -> float:
+        """The modeled time of a model's kernels left on the host (with their transfers); 0 for conv layers."""
+        return sum(layer.host_ms for layer in self.layers)
+
+    @property
+    def latency_ms(self) -> float:
+        """End-to-end latency: the VDLA's time plus the host's (a model's whole graph, modeled)."""
+        return self.vdla_ms + self.host_ms
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["ok"] = self.ok
         if self.ok:
-            data.update(cycles=self.cycles, latency_ms=self.latency_ms,
+            data.update(cycles=self.cycles, latency_ms=self.latency_ms, vdla_ms=self.vdla_ms, host_ms=self.host_ms,
                         layer_ns={lt.name: lt.cycles * 1e3 / self.hardware.fmax_mhz for lt in self.layers})  # type: ignore[union-attr]
         return data
 
@@ -132,9 +142,10 @@ def _measure(cfg: HwConfig, workloads: Workloads, fmax: bool,
 
     hw = executor.submit(hardware_cost, cfg.to_dict(), fmax, device_kind="cpu", timeout_s=HW_TIMEOUT_S)
     try:
-        runs = [(lp, submit_program(executor, lp.program, "cycle", timeout_s=RUN_TIMEOUT_S))
+        runs = [(lp, None if lp.program is None else submit_program(executor, lp.program, "cycle",
+                                                                    timeout_s=RUN_TIMEOUT_S))
                 for lp in layer_programs(workloads, cfg)]
-        layers = tuple(lp.timed(future.result(), cfg) for lp, future in runs)
+        layers = tuple(lp.timed(None if future is None else future.result(), cfg) for lp, future in runs)
     except BaseException:
         hw.cancel()
         raise

@@ -31,7 +31,7 @@ def format_table(results: Sequence[PointResult], reference: PointResult | None =
     the speed-up and LUT ratio against ``reference`` when given, and a failure's reason."""
     boards = [b for b in BOARDS if BOARDS[b].resources is not None]
     on_front = {id(r) for rs in fronts(results).values() for r in rs}
-    head = ["config", "digest", "LUT", "FF", "DSP", "BRAM36", "MHz", "cycles", "latency ms"]
+    head = ["config", "digest", "LUT", "FF", "DSP", "BRAM36", "MHz", "cycles", "VDLA ms", "host ms", "latency ms"]
     head += (["speed-up", "LUT x"] if reference is not None and reference.ok else []) + ["fits " + "/".join(boards), "P"]
     rows = [head]
     for r in results:
@@ -41,7 +41,7 @@ def format_table(results: Sequence[PointResult], reference: PointResult | None =
         hw = r.hardware
         assert hw is not None
         row = [r.label, r.digest or "", f"{hw.luts:,}", f"{hw.ffs:,}", str(hw.dsps), f"{hw.bram36:g}",
-               f"{hw.fmax_mhz:g}{'' if hw.fmax_source.startswith('config') else '*'}", f"{r.cycles:,}", f"{r.latency_ms:.3f}"]
+               f"{hw.fmax_mhz:g}{'' if hw.fmax_source.startswith('config') else '*'}", f"{r.cycles:,}", f"{r.vdla_ms:.3f}", f"{r.host_ms:.3f}", f"{r.latency_ms:.3f}"]
         if reference is not None and reference.ok:
             row += [f"{reference.latency_ms / r.latency_ms:.2f}x", f"{hw.luts / reference.hardware.luts:.2f}"]  # type: ignore[union-attr]
         row += ["".join(_fit_mark(hw.boards.get(b, "?")) for b in boards), "*" if id(r) in on_front else ""]
@@ -53,7 +53,8 @@ def format_table(results: Sequence[PointResult], reference: PointResult | None =
             lines.append("  ".join(cell.rjust(w) if c >= 2 else cell.ljust(w) for c, (cell, w) in enumerate(zip(row, widths))))
         else:
             lines.append("  ".join([row[0].ljust(widths[0]), row[1].ljust(widths[1]), row[2]]))
-    lines.append("MHz: the config's clock_mhz, or * nextpnr's Fmax on the ECP5-85F (--fmax); latency = cycles / MHz. "
+    lines.append("MHz: the config's clock_mhz, or * nextpnr's Fmax on the ECP5-85F (--fmax); latency = VDLA ms (cycles / MHz) + host ms "
+                 "(a model's kernels left on the host: the cost rule's figures or a peak-rate estimate, with transfers). "
                  "P: on a Pareto front (latency vs LUT, DSP or BRAM).")
     return "\n".join(lines)
 

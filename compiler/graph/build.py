@@ -32,7 +32,7 @@ from vdla_hw.config import HwConfig, load_config
 from vdla.compiler.codegen.llvm import (LLVMModule, codegen, export_library, host_target, jit, parse_target,
                                   using_target)
 from vdla.compiler.codegen.symbols import SymbolTable
-from vdla.compiler.graph.cost import WEIGHED_OPS, CostDecision, host_model, weigh_kernel
+from vdla.compiler.graph.cost import COST_HOSTS, WEIGHED_OPS, CostDecision, host_model, weigh_kernel
 from vdla.compiler.graph.errors import GraphError, NotLoweredError
 from vdla.compiler.graph.ir import Attrs, ConstValue, Graph, Node
 from vdla.compiler.graph.lower_llvm import CpuKernel, compile_draft, draft_kernel
@@ -198,13 +198,16 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
                 calibrate: Samples | Mapping[str, np.ndarray] | np.ndarray | None = None, *,
                 skip_first_conv: bool = True, cpu_target: str = "llvm", virtual_threads: int = 2,
                 name: str = "model", calibration: str | Calibration = "max",
-                per_channel: bool = True, placement: str = "cost") -> CompiledModule:
+                per_channel: bool = True, placement: str = "cost", cost_host: str = "board") -> CompiledModule:
     """Compile ``graph`` for ``target`` (``"llvm"`` or ``"vdla"``); see the module doc.
 
     ``calibration`` (``max``, ``percentile[:P]``, ``kl``) and ``per_channel`` choose the int8
     quantization of target vdla (:func:`~vdla.compiler.graph.passes.quantize_model`).  ``placement``
     ``"cost"`` keeps an ALU kernel (residual add, pool, clamp) on the VDLA only when the cost rule
-    (:mod:`vdla.compiler.graph.cost`) finds it faster there; ``"all"`` places every kernel the VDLA can run."""
+    (:mod:`vdla.compiler.graph.cost`) finds it faster there; ``"all"`` places every kernel the VDLA can run.
+    ``cost_host`` is the host the rule judges against: ``"board"`` (default: a ~1 GHz ARM core with 128-bit
+    vectors, or the cross-compiled CPU target's own lanes -- a model built for the VDLA runs on a board) or
+    ``"native"`` (this machine at its detected clock)."""
     if target not in TARGETS:
         raise GraphError(f"unknown target {target!r}; use one of {TARGETS}")
     if placement not in PLACEMENTS:
@@ -212,12 +215,15 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
     t0 = time.perf_counter()
     cfg = load_config(config) if isinstance(config, str) else config
     sqnr: list[LayerSqnr] = []
+    if cost_host not in COST_HOSTS:
+        raise GraphError(f"unknown cost host {cost_host!r}; use one of {COST_HOSTS}")
+    host = host_model(where=cost_host) if target == "vdla" and placement == "cost" else None
     if target == "vdla":
         samples = calibration_samples(calibrate, graph)
         quantized = quantize_for_vdla(graph, samples, skip_first_conv=skip_first_conv, calibration=calibration,
                                       per_channel=per_channel)
         sqnr = layer_sqnr(quantized, samples[:SQNR_SAMPLES])
-        g = lower_quantized_for_vdla(quantized.graph, cfg)
+        g = lower_quantized_for_vdla(quantized.graph, cfg, host)
     else:
         g = optimize_for_cpu(graph)
     cpu_kernels: list[CpuKernel] = []
@@ -225,7 +231,6 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
     vdla_kernels: dict[str, VdlaKernel] = {}
     fallbacks: dict[str, str] = {}
     costs: dict[str, CostDecision] = {}
-    host = host_model() if target == "vdla" and placement == "cost" else None
     params: dict[str, np.ndarray] = {}
     keys: dict[int, str] = {}
     nodes: list[dict[str, Any]] = []

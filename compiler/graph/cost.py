@@ -36,6 +36,7 @@ from vdla_hw.isa import AluInsn, GemmInsn, Insn, MemInsn, MemType
 from vdla.compiler.codegen.llvm import current_target
 from vdla.compiler.codegen.llvm.target import Target, host_target
 from vdla.compiler.graph.ir import Node, TensorType
+from vdla.compiler.graph.layout import parse_layout
 from vdla.simulator.cycle.compute import alu_cycles, gemm_cycles
 
 #: Kernels the rule weighs (one op each; the identity-GEMM forms of :mod:`~vdla.compiler.graph.lower_vdla_alu`).
@@ -43,6 +44,11 @@ WEIGHED_OPS = ("qadd", "qavg_pool2d", "max_pool2d", "relu", "clip")
 #: The host clock assumed for a CPU target whose clock cannot be read here (a board's ARM core: the
 #: design's boards run theirs at 650 MHz - 1.2 GHz).
 BOARD_HOST_HZ = 1.0e9
+#: int8 lanes of the board host's vectors when the CPU target is not the board's own (a 128-bit NEON register).
+BOARD_HOST_LANES = 16
+#: Which host the rule judges a kernel against: ``board`` (the default for ``--target vdla``: a model built for the
+#: VDLA runs beside a board's ~1 GHz ARM core) or ``native`` (this machine, its detected clock).
+COST_HOSTS = ("board", "native")
 
 
 @dataclass(frozen=True)
@@ -74,15 +80,22 @@ def detected_clock_hz() -> float | None:
     return max(mhz) * 1e6 if mhz else None
 
 
-def host_model(target: Target | None = None) -> HostModel:
-    """The host of a CPU target (default: the one being compiled for): its int8 lanes, and this machine's
-    clock when the target is this machine's architecture, else :data:`BOARD_HOST_HZ`."""
+def host_model(target: Target | None = None, where: str = "native") -> HostModel:
+    """The host of a CPU target (default: the one being compiled for).
+
+    ``native``: the target's int8 lanes, and this machine's clock when the target is this machine's
+    architecture, else :data:`BOARD_HOST_HZ`.  ``board``: the board's host -- a cross-compiled target's own
+    lanes, else :data:`BOARD_HOST_LANES` (the code runs here, but the model is built for a board), at
+    :data:`BOARD_HOST_HZ`.  ``VDLA_HOST_HZ`` overrides the clock of either."""
+    if where not in COST_HOSTS:
+        raise ValueError(f"unknown cost host {where!r}; use one of {COST_HOSTS}")
     tgt = target or current_target()
-    lanes = tgt.vector_lanes(8)
+    native = tgt.arch == host_target().arch
+    lanes = BOARD_HOST_LANES if where == "board" and native else tgt.vector_lanes(8)
     override = os.environ.get("VDLA_HOST_HZ")
     if override:
         return HostModel(lanes, float(override), "VDLA_HOST_HZ")
-    if tgt.arch == host_target().arch:
+    if where == "native" and native:
         hz = detected_clock_hz()
         if hz:
             return HostModel(lanes, hz, "detected")
@@ -123,6 +136,29 @@ def host_ops(op: Node, input_types: Sequence[TensorType]) -> tuple[int, int]:
     return out, 0  # a clamp
 
 
+def host_kernel_seconds(ops: Sequence[Node], input_types: dict[str, TensorType], host: HostModel) -> float:
+    """A peak-rate estimate of a host kernel made of ``ops`` (for whole-model figures such as ``vdla dse
+    --model``, not for placing anything): a conv2d / dense / matmul's multiply-accumulates and every other op's
+    output elements, one vector instruction over all lanes per cycle (int8 values at the int8 lanes, wider ones at
+    a quarter of them).  ``input_types`` gives the type of every value the ops read."""
+    int8 = wide = 0
+    for op in ops:
+        out = math.prod(op.type.shape)
+        if op.op in ("conv2d", "dense", "batch_matmul", "matmul"):
+            w = input_types[op.inputs[1]]
+            layout = op.attrs.get("kernel_layout")
+            if op.op in ("conv2d", "dense") and layout:
+                o = parse_layout(layout).primal_shape(w.shape)[0]
+                wide += out * math.prod(w.shape) // max(1, o)
+            else:
+                wide += out * input_types[op.inputs[0]].shape[-1]
+        elif op.type.dtype == "int8":
+            int8 += out
+        else:
+            wide += out
+    return host.seconds(int8, wide)
+
+
 @dataclass(frozen=True)
 class CostDecision:
     """The two sides of the rule for one kernel, in seconds."""
@@ -155,5 +191,6 @@ def weigh_kernel(op: Node, input_types: Sequence[TensorType], insns: Sequence[In
                         nbytes / (cfg.bus_bytes * cfg.clock_mhz * 1e6), host)
 
 
-__all__ = ["BOARD_HOST_HZ", "CostDecision", "HostModel", "WEIGHED_OPS", "detected_clock_hz", "host_model", "host_ops",
+__all__ = ["BOARD_HOST_HZ", "BOARD_HOST_LANES", "COST_HOSTS", "CostDecision", "HostModel", "WEIGHED_OPS", "detected_clock_hz", "host_kernel_seconds", "host_model",
+           "host_ops",
            "program_cycles", "weigh_kernel"]

@@ -32,6 +32,8 @@ from vdla.compiler.graph.vdla_rules import gemm_unsupported_reason, is_packed_fo
 from vdla.compiler.vdla.target import VdlaTarget
 from vdla.compiler.vdla.topi import (CompiledConv, Conv2dWorkload, Requantize, batch_matmul_workload, compile_conv2d,
                                      dense_workload)
+from vdla.compiler.vdla.topi.epilogue import Residual
+from vdla.compiler.vdla.topi.ops import residual_constants
 from vdla.compiler.vdla.topi.reference import pack_bias, pack_depthwise_kernel
 from vdla.runtime.program import Program
 
@@ -218,8 +220,17 @@ def _cast(node: Node, xs: Sequence[object]) -> VdlaGemm:
     return replace(g, narrowed=True, out_type=node.type)
 
 
+def residual_add(body: Graph) -> Node | None:
+    """The ``qadd`` a VDLA GEMM kernel ends in when a residual add is fused into its epilogue
+    (:func:`~vdla.compiler.graph.passes.fuse_residual.fuse_residual_add`), else None."""
+    last = body.node(body.outputs[0])
+    has_gemm = any(n.op in ("conv2d", "dense", "batch_matmul") for n in body.nodes)
+    return last if last.op == "qadd" and has_gemm else None
+
+
 def kernel_gemm(node: Node, graph: Graph, cfg: HwConfig) -> tuple[VdlaGemm, str]:
-    """The GEMM a ``fused`` node placed on the VDLA computes, and the name of its data input."""
+    """The GEMM a ``fused`` node placed on the VDLA computes, and the name of its data input (without a fused
+    residual add: :func:`kernel_residual` gives that)."""
     body: Graph = node.attrs["body"]
     env: dict[str, object] = {}
     data_value = None
@@ -228,10 +239,11 @@ def kernel_gemm(node: Node, graph: Graph, cfg: HwConfig) -> tuple[VdlaGemm, str]
         env[p.name] = VdlaOperand(p.type, src.value if src.op == "constant" else None, cfg)
         if src.op != "constant":
             data_value = outer
+    add = residual_add(body)
     for n in body.nodes:
-        if n.op != "input":
+        if n.op != "input" and n is not add:
             env[n.name] = lower(n, "vdla", [env[i] for i in n.inputs])
-    g = env[body.outputs[0]]
+    g = env[body.outputs[0] if add is None else _chain_operand(body, add)[0]]
     gemm = next((n for n in body.nodes if n.op in ("conv2d", "dense", "batch_matmul")), None)
     outer_of = dict(zip((p.name for p in body.input_nodes), node.inputs))
     if gemm is not None and gemm.inputs[0] in outer_of:  # the data operand (a batch_matmul has two activations)
@@ -241,6 +253,33 @@ def kernel_gemm(node: Node, graph: Graph, cfg: HwConfig) -> tuple[VdlaGemm, str]
     return g, data_value
 
 
+def _chain_operand(body: Graph, add: Node) -> tuple[str, int]:
+    """The GEMM chain's value among a fused ``qadd``'s operands, and its operand index."""
+    inside = [k for k, i in enumerate(add.inputs) if body.node(i).op != "input"]
+    if len(inside) != 1:
+        raise NotLoweredError(f"qadd {add.name!r}: a fused residual add takes the GEMM's result and one other value")
+    return add.inputs[inside[0]], inside[0]
+
+
+def kernel_residual(node: Node) -> tuple[Residual, str] | None:
+    """The fused residual add of a VDLA GEMM kernel (its operands ordered GEMM result first) and the outer value
+    of its second operand (the skip), or None when the kernel has none."""
+    body: Graph = node.attrs["body"]
+    add = residual_add(body)
+    if add is None:
+        return None
+    _, k = _chain_operand(body, add)
+    skip = add.inputs[1 - k]
+    outer = dict(zip((p.name for p in body.input_nodes), node.inputs))
+    a = add.attrs
+    mult = None if a.get("mult") is None else tuple(int(m) for m in a["mult"])
+    align = tuple(int(v) for v in a["align"])
+    if k == 1:  # the GEMM result is the second operand: swap the per-operand fields
+        mult = None if mult is None else (mult[1], mult[0])
+        align = (align[1], align[0])
+    return Residual(mult, align, int(a["round"]), int(a["shift"]), bool(a["relu"])), outer[skip]  # type: ignore[arg-type]
+
+
 def compile_kernel(node: Node, graph: Graph, cfg: HwConfig, virtual_threads: int = 2) -> VdlaKernel:
     """Compile a ``fused`` node placed on the VDLA; raises NotLoweredError when its body does not fit."""
     ops = [n for n in node.attrs["body"].nodes if n.op != "input"]
@@ -248,6 +287,11 @@ def compile_kernel(node: Node, graph: Graph, cfg: HwConfig, virtual_threads: int
         return compile_alu_kernel(node, graph, cfg, virtual_threads)
     g, data_value = kernel_gemm(node, graph, cfg)
     epilogue = g.requantize()
+    residual = kernel_residual(node)
+    if residual is not None:
+        if g.op != "conv2d":
+            raise NotLoweredError(f"kernel {node.name!r}: a residual add fuses into a conv2d's epilogue only")
+        epilogue = replace(epilogue, residual=residual[0])
     compiled = compile_conv_workload(g.workload, VdlaTarget(cfg), epilogue, virtual_threads, node.name)
     wl = g.workload
     data = np.zeros((wl.n // cfg.batch, wl.ic // cfg.block_in, wl.h, wl.w, cfg.batch, cfg.block_in), np.int8)
@@ -257,6 +301,9 @@ def compile_kernel(node: Node, graph: Graph, cfg: HwConfig, virtual_threads: int
                           np.int8)
         more = ((weight_value(node, graph), "kernel"),)
     args = [data, kernel] + [pack_bias(cfg, v) for v in (g.bias, g.multiplier) if v is not None]
+    if residual is not None:  # the skip is bound on every call; the identity and constant tiles once
+        more = ((residual[1], "skip"),)
+        args += [np.zeros(node.type.shape, np.int8), *residual_constants(cfg, residual[0])]
     program = compiled.module.bind(*args)
     perm = (1, 0, 2, 3) if g.op == "dense" else None
     out_shape = tuple(np.empty(node.type.shape, np.bool_).transpose(perm).shape) if perm else node.type.shape
@@ -271,4 +318,5 @@ def weight_value(node: Node, graph: Graph) -> str:
     return outer[gemm.inputs[1]]
 
 
-__all__ = ["VdlaGemm", "VdlaKernel", "VdlaOperand", "compile_conv_workload", "compile_kernel", "kernel_gemm", "per_channel_vector"]
+__all__ = ["VdlaGemm", "VdlaKernel", "VdlaOperand", "compile_conv_workload", "compile_kernel", "kernel_gemm", "kernel_residual",
+           "per_channel_vector", "residual_add"]

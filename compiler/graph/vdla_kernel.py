@@ -10,7 +10,7 @@ from vdla_hw.errors import UnsupportedError
 from vdla.compiler.autotune import dispatch
 from vdla.compiler.graph.errors import NotLoweredError
 from vdla.compiler.vdla.target import VdlaTarget
-from vdla.compiler.vdla.topi import CompiledConv, Conv2dWorkload, Requantize, compile_conv2d
+from vdla.compiler.vdla.topi import CompiledConv, Conv2dWorkload, Requantize, compile_conv2d, fits
 from vdla.runtime.program import Program
 
 
@@ -54,7 +54,7 @@ def compile_conv_workload(wl: Conv2dWorkload, target: VdlaTarget, epilogue: Requ
     """Compile with the tuned knobs (when a tuning log has them), else with the fastest default knobs
     (``default_knobs`` itself falls back to fewer virtual threads when the layer has too few tiles)."""
     tuned = dispatch.query("vdla_conv2d", wl.task_workload())
-    if tuned is not None:
+    if tuned is not None and fits(target, wl, tuned, epilogue) is None:  # a fused residual add needs more room
         return compile_conv2d(wl, target, knobs=tuned, epilogue=epilogue)
     try:
         return compile_conv2d(wl, target, epilogue=epilogue, virtual_threads=virtual_threads)

@@ -91,19 +91,35 @@ def test_a_rerun_hits_the_cache(first_run: tuple[Path, dict], tmp_path: Path, ca
 def test_a_model_sweep_times_the_layers_the_graph_compiler_puts_on_the_vdla(
         first_run: tuple[Path, dict], tmp_path: Path) -> None:
     """A real torch-exported ONNX model: its first conv stays float on the CPU, the other two run on
-    the VDLA (the synthesis of tiny is the first run's, from the cache)."""
+    the VDLA; the int8 max pool between them goes where ``vdla compile`` puts it (the cost rule moves it to the
+    board's host; ``--placement all`` keeps it on the VDLA); the latency is end to end, VDLA + host (the synthesis
+    of tiny is the first run's, from the cache)."""
     torch = pytest.importorskip("torch")
     net = torch.nn.Sequential(torch.nn.Conv2d(8, 32, 3, padding=1), torch.nn.ReLU(),
-                              torch.nn.Conv2d(32, 32, 3, padding=1), torch.nn.ReLU(),
+                              torch.nn.Conv2d(32, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(3, 2, 1),
                               torch.nn.Conv2d(32, 16, 1), torch.nn.ReLU())
     torch.manual_seed(0)
     model = tmp_path / "net.onnx"
     torch.onnx.export(net.eval(), torch.randn(1, 8, 8, 8), str(model), input_names=["x"], output_names=["y"],
                       opset_version=18, dynamo=False)
-    out = tmp_path / "out"
-    assert main(["--quiet", "dse", "--model", str(model), "--config", "tiny", "--sweep", "alu_ii=2", "-o", str(out)]) == 0
-    (point,) = json.loads((out / "dse.json").read_text())["points"]
-    assert point["ok"] and point["digest"] == load_config("tiny").digest
-    assert sorted(lt["macs"] for lt in point["layers"]) == [32 * 16 * 64, 32 * 32 * 9 * 64]
-    assert all(lt["cycles"] >= lt["macs"] / load_config("tiny").macs_per_cycle for lt in point["layers"])
-    assert point["hardware"] == next(p for p in first_run[1]["points"] if p["ok"])["hardware"]
+    points = {}
+    for placement in ("cost", "all"):
+        out = tmp_path / placement
+        assert main(["--quiet", "dse", "--model", str(model), "--config", "tiny", "--sweep", "alu_ii=2",
+                     "--placement", placement, "-o", str(out)]) == 0
+        (points[placement],) = json.loads((out / "dse.json").read_text())["points"]
+    tiny = load_config("tiny")
+    for placement, point in points.items():
+        assert point["ok"] and point["digest"] == tiny.digest
+        vdla = [lt for lt in point["layers"] if lt["device"] == "vdla"]
+        host = [lt for lt in point["layers"] if lt["device"] == "host"]
+        assert sorted(lt["macs"] for lt in vdla if lt["macs"]) == [32 * 16 * 16, 32 * 32 * 9 * 64]
+        assert all(lt["cycles"] >= lt["macs"] / tiny.macs_per_cycle for lt in vdla)
+        assert host and all(lt["host_ms"] > 0 and lt["cycles"] == 0 for lt in host)  # the float stem, the borders
+        assert point["latency_ms"] == pytest.approx(point["vdla_ms"] + point["host_ms"])
+        assert point["vdla_ms"] == pytest.approx(point["cycles"] / (point["hardware"]["fmax_mhz"] * 1e3))
+        assert point["hardware"] == next(p for p in first_run[1]["points"] if p["ok"])["hardware"]
+    moved = [lt for lt in points["cost"]["layers"] if "moved to the host by the cost rule" in lt["workload"]]
+    assert len(moved) == 1 and moved[0]["workload"].startswith("max_pool2d")
+    kept = [lt for lt in points["all"]["layers"] if lt["name"] == moved[0]["name"]]
+    assert len(kept) == 1 and kept[0]["device"] == "vdla" and kept[0]["cycles"] > 0

@@ -44,16 +44,22 @@ def _vdla_is_bit_exact(resolution: int, skip_first_conv: bool) -> None:
     # Every conv and the dense: the 3-channel first conv and the 1000-class dense run zero-padded to the block.
     gemms = [e for e in compiled.partition() if e.anchor is not None]
     assert len(gemms) == 21 and all(e.device == "vdla" for e in gemms), [e for e in gemms if e.device != "vdla"]
-    # Every residual add (8) and the global average pool run on the VDLA too (identity GEMM + ALU).
-    alu = [e for e in compiled.partition() if e.ops in (("qadd",), ("qavg_pool2d",))]
-    assert sorted(e.ops[0] for e in alu) == ["qadd"] * 8 + ["qavg_pool2d"] and all(e.device == "vdla" for e in alu)
+    # Every residual add (8) runs on the VDLA: fused into the epilogue of the conv producing its operand (the skip
+    # LOADed beside the conv's tile) where that is faster than its own kernel (the small late stages), else as its
+    # own kernel (identity GEMMs + ALU); the global average pool on its own (identity GEMMs).
+    adds = [e for e in compiled.partition() if "qadd" in e.ops]
+    assert len(adds) == 8 and all(e.device == "vdla" for e in adds), adds
+    assert 0 < sum(e.ops[0] == "conv2d" for e in adds) and all(e.ops[0] == "conv2d" or e.ops == ("qadd",) for e in adds)
+    pools = [e for e in compiled.partition() if e.ops == ("qavg_pool2d",)]
+    assert len(pools) == 1 and pools[0].device == "vdla"
     # Every kernel left on the host says why.
     assert all(e.reason for e in compiled.partition() if e.device == "cpu")
     want = run_all(compiled.graph, feed)
     for backend in ("fsim", "cycle"):
         got = compiled.module.run_all(feed, backend=backend)
         integer = [n for n, v in want.items() if v.dtype.kind in "iu" and n in got]
-        assert len(integer) >= 30  # every kernel output from the input quantization to the last requantization
+        # every kernel output from the input quantization to the last requantization (a fused conv's is not stored)
+        assert len(integer) >= 30 - sum(e.ops[0] == "conv2d" for e in adds)
         for name in integer:  # the whole integer path, node by node, bit-exactly
             np.testing.assert_array_equal(got[name], want[name], err_msg=f"{name} on {backend}")
     final = run_graph(quantize(graph, samples, skip_first_conv=skip_first_conv), feed)[0]

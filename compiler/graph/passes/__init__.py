@@ -2,7 +2,8 @@
 
 The CPU pipeline is :func:`optimize_for_cpu`: fold_batch_norm, fold_constant, cpu_layout,
 fuse_ops.  The VDLA pipeline is :func:`optimize_for_vdla`: fold_batch_norm, fold_constant,
-quantize, alter_layout, fold_constant, fuse_ops, partition.
+quantize, alter_layout, fold_constant, fuse_ops, partition, fuse_residual_add (a VDLA residual add into
+the epilogue of the VDLA conv producing it).
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ import numpy as np
 from vdla_hw.config import HwConfig
 
 from vdla.compiler.codegen.llvm import current_target
+from vdla.compiler.graph.cost import HostModel
 from vdla.compiler.graph.ir import Graph
 from vdla.compiler.graph.passes.alter_layout import LayoutRewriter, alter_layout
 from vdla.compiler.graph.passes.cpu_layout import cpu_layout
 from vdla.compiler.graph.passes.fold_batch_norm import fold_batch_norm
 from vdla.compiler.graph.passes.fold_constant import fold_constant
 from vdla.compiler.graph.passes.fuse_ops import fuse_ops, fusion_groups
+from vdla.compiler.graph.passes.fuse_residual import fuse_residual_add
 from vdla.compiler.graph.passes.linear_matmul import rewrite_linear_matmul
 from vdla.compiler.graph.passes.partition import partition, placement
 from vdla.compiler.graph.passes.plan_memory import MemoryPlan, plan_memory, run_planned
@@ -37,10 +40,12 @@ def optimize_for_cpu(graph: Graph, block: int | None = None) -> Graph:
 
 def optimize_for_vdla(graph: Graph, cfg: HwConfig, samples: Sequence[Mapping[str, np.ndarray]],
                       *, skip_first_conv: bool = True, calibration: str | Calibration = "max",
-                      per_channel: bool = True) -> Graph:
-    """The int8 pipeline: quantize with ``samples``, pack for ``cfg``, fuse and partition."""
+                      per_channel: bool = True, host: HostModel | None = None) -> Graph:
+    """The int8 pipeline: quantize with ``samples``, pack for ``cfg``, fuse and partition (``host``: the cost
+    rule's host, which :func:`fuse_residual_add` weighs a fused add against)."""
     return lower_quantized_for_vdla(quantize_for_vdla(graph, samples, skip_first_conv=skip_first_conv,
-                                                      calibration=calibration, per_channel=per_channel).graph, cfg)
+                                                      calibration=calibration, per_channel=per_channel).graph, cfg,
+                                    host)
 
 
 def quantize_for_vdla(graph: Graph, samples: Sequence[Mapping[str, np.ndarray]], *, skip_first_conv: bool = True,
@@ -51,14 +56,15 @@ def quantize_for_vdla(graph: Graph, samples: Sequence[Mapping[str, np.ndarray]],
                           calibration=calibration, per_channel=per_channel)
 
 
-def lower_quantized_for_vdla(g: Graph, cfg: HwConfig) -> Graph:
-    """The second half of :func:`optimize_for_vdla`: pack a quantized graph for ``cfg``, fuse, partition."""
+def lower_quantized_for_vdla(g: Graph, cfg: HwConfig, host: HostModel | None = None) -> Graph:
+    """The second half of :func:`optimize_for_vdla`: pack a quantized graph for ``cfg``, fuse, partition, and
+    fuse the residual adds placed on the VDLA into their producer convs' epilogues."""
     g = fold_constant(alter_layout(g, cfg))
-    return partition(fuse_ops(g), cfg)
+    return fuse_residual_add(partition(fuse_ops(g), cfg), cfg, host)
 
 
 __all__ = [
-    "Calibration", "LayoutRewriter", "MemoryPlan", "QuantizedModel", "alter_layout", "cpu_layout", "calibrate", "fold_batch_norm", "fold_constant", "fuse_ops", "fusion_groups",
+    "Calibration", "LayoutRewriter", "MemoryPlan", "QuantizedModel", "alter_layout", "cpu_layout", "calibrate", "fold_batch_norm", "fold_constant", "fuse_ops", "fuse_residual_add", "fusion_groups",
     "lower_quantized_for_vdla", "optimize_for_cpu", "optimize_for_vdla", "parse_calibration", "partition", "placement",
     "plan_memory", "quantize", "quantize_for_vdla", "quantize_model", "rewrite_linear_matmul", "run_planned",
 ]

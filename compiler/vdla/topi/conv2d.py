@@ -25,6 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from vdla_hw.errors import UnsupportedError
+
 from vdla.compiler import te
 from vdla.compiler.schedule import Schedule, create_schedule
 from vdla.compiler.tir import IntImm, PrimFunc, all_of
@@ -35,7 +37,7 @@ from ..passes.fold_bias_init import ATTR as BIAS_INIT
 from ..passes.fold_bias_store import ATTR as BIAS_STORE
 from ..passes.fold_requant_store import ATTR as REQUANT_ON_STORE
 from ..target import SCOPE_ACC, SCOPE_INP, SCOPE_WGT, VdlaTarget
-from .epilogue import Requantize
+from .epilogue import Requantize, Residual
 from .fit import check_knobs
 from .tiling import Conv2dKnobs, Conv2dWorkload, geometry
 
@@ -56,10 +58,18 @@ class Conv2dTensors:
     epilogue: tuple[te.Tensor, ...]
     scale: te.Tensor | None = None
     """The per-channel multiplier tile (``Requantize.multiplier``)."""
+    skip: te.Tensor | None = None
+    """A fused residual add's second operand (``Requantize.residual``), packed like the output."""
+    eye: te.Tensor | None = None
+    """The identity weight tile that moves the skip into the accumulators."""
+    consts: te.Tensor | None = None
+    """The residual add's resident ``m_a, m_b, round`` tiles (when it has multipliers or rounding)."""
+    move: te.Tensor | None = None
+    """The skip moved into int32 accumulators (a reduction over BLOCK_IN with ``eye``)."""
 
     @property
     def params(self) -> list[te.Tensor]:
-        extra = [t for t in (self.bias, self.scale) if t is not None]
+        extra = [t for t in (self.bias, self.scale, self.skip, self.eye, self.consts) if t is not None]
         return [self.data, self.kernel] + extra + [self.out]
 
 
@@ -123,8 +133,64 @@ def conv2d_compute(wl: Conv2dWorkload, target: VdlaTarget, epilogue: Requantize 
         stages.append(x)
     x = _stage(shape, lambda v, *_: min_(v, IntImm(hi, acc_t)), x, "clip_hi")
     stages.append(x)
+    res = None if epilogue.residual is None else _residual_stages(epilogue.residual, x, shape, target)
+    if res is not None:
+        stages.extend(res[-1])
+        x = stages[-1]
     out = te.compute(shape, lambda n, o, y, x_, b, j: x[n, o, y, x_, b, j].astype(out_t), "out")
-    return Conv2dTensors(data, kernel, bias, out, source, conv, tuple(stages), scale)
+    skip, eye, consts, move = res[:4] if res is not None else (None, None, None, None)
+    return Conv2dTensors(data, kernel, bias, out, source, conv, tuple(stages), scale, skip, eye, consts, move)
+
+
+def _residual_stages(r: Residual, a: te.Tensor, shape: tuple, target: VdlaTarget):  # type: ignore[no-untyped-def]
+    """The fused residual add after the conv's int8-clamped value ``a`` (``Requantize.residual``): the skip
+    placeholder, the identity tile, the constants, the moved skip and the stages ``a * m_a + b * m_b + round``,
+    ``[ReLU]``, ``>> shift``, the clip -- the graph operator ``qadd`` term for term."""
+    cfg = target.config
+    if cfg.block_in != cfg.block_out:
+        raise UnsupportedError(f"config {cfg.name!r} has BLOCK_IN={cfg.block_in} != BLOCK_OUT={cfg.block_out}: the "
+                               f"identity GEMM that moves the residual operand into the accumulators needs them equal")
+    if not 0 <= r.shift < cfg.acc_width or any(not -15 < k < cfg.acc_width for k in r.align):
+        raise UnsupportedError(f"residual add shift {r.shift} is outside [0, {cfg.acc_width}) or an alignment "
+                               f"{r.align} outside (-15, {cfg.acc_width})")
+    b_, bi, bo = cfg.batch, cfg.block_in, cfg.block_out
+    inp_t, wgt_t = target.scope(SCOPE_INP).dtype, target.scope(SCOPE_WGT).dtype
+    acc_t = target.scope(SCOPE_ACC).dtype
+    skip = te.placeholder(shape[:-1] + (bi,), inp_t, "skip")
+    eye = te.placeholder((1, 1, 1, 1, bo, bi), wgt_t, "eye")
+    consts = te.placeholder((3, b_, bo), acc_t, "res_consts") if r.consts else None
+    k = te.reduce_axis(bi, "k")
+    move = te.compute(shape, lambda n, o, y, x, b, j: te.sum(
+        skip[n, o, y, x, b, k].astype(acc_t) * eye[0, 0, 0, 0, j, k].astype(acc_t), axis=k), "move_skip")
+
+    def scaled(m: te.Tensor, which: int):  # type: ignore[no-untyped-def]
+        if r.mult is not None:
+            return lambda n, o, y, x, b, j: m[n, o, y, x, b, j] * consts[which, b, j]  # type: ignore[index]
+        if r.align[which] > 0:
+            return lambda n, o, y, x, b, j: m[n, o, y, x, b, j] // IntImm(1 << r.align[which], acc_t)
+        if r.align[which] < 0:
+            return lambda n, o, y, x, b, j: m[n, o, y, x, b, j] * IntImm(1 << -r.align[which], acc_t)
+        return lambda n, o, y, x, b, j: m[n, o, y, x, b, j]
+
+    fa, fb = scaled(a, 0), scaled(move, 1)
+    x = te.compute(shape, lambda *i: fa(*i) + fb(*i), "res_sum")
+    stages = [x]
+    if r.round:
+        x = _stage(shape, lambda v, o, b, j: v + consts[2, b, j], x, "res_round")  # type: ignore[index]
+        stages.append(x)
+    hi = (1 << (cfg.out_width - 1)) - 1
+    if r.relu:
+        x = _stage(shape, lambda v, *_: max_(v, IntImm(0, acc_t)), x, "res_relu")
+        stages.append(x)
+    if r.shift:
+        x = _stage(shape, lambda v, *_: v // IntImm(1 << r.shift, acc_t), x, "res_shr")
+        stages.append(x)
+    if not r.relu:
+        x = _stage(shape, lambda v, *_: max_(v, IntImm(-hi - 1, acc_t)), x, "res_clip_lo")
+        stages.append(x)
+    x = _stage(shape, lambda v, *_: min_(v, IntImm(hi, acc_t)), x, "res_clip_hi")
+    stages.append(x)
+    return skip, eye, consts, move, stages
 
 
 def _stage(shape, fn, prev: te.Tensor, name: str) -> te.Tensor:  # type: ignore[no-untyped-def]
@@ -157,6 +223,15 @@ def conv2d_schedule(wl: Conv2dWorkload, knobs: Conv2dKnobs, target: VdlaTarget, 
         s.cache_read(t.scale, SCOPE_ACC)  # so does the per-channel multiplier, stacked after the bias
     acc = s.cache_write(t.conv, SCOPE_ACC)
     s.compute_inline(t.conv)
+    res = None
+    if t.move is not None:  # a fused residual add: its operand's own LOAD stream and identity GEMM
+        skip_inp = s.cache_read(t.skip, SCOPE_INP, [t.move])
+        eye_wgt = s.cache_read(t.eye, SCOPE_WGT)
+        if t.consts is not None:
+            s.cache_read(t.consts, SCOPE_ACC)  # resident, after the bias and the multiplier
+        move_acc = s.cache_write(t.move, SCOPE_ACC)
+        s.compute_inline(t.move)
+        res = (skip_inp, eye_wgt, move_acc)
     for stage in t.epilogue:
         s.compute_inline(stage)
 
@@ -192,12 +267,24 @@ def conv2d_schedule(wl: Conv2dWorkload, knobs: Conv2dKnobs, target: VdlaTarget, 
         at = {"wgt": axes["oc"][-1], "inp": tile_loops[-1] if wl.depthwise else axes["oh"][-1]}
     s.compute_at(wgt, at["wgt"])
     s.compute_at(inp, at["inp"])
+    move_init = None
+    if res is not None:
+        # The skip tile of this output tile: loaded beside the conv's input, moved into its own
+        # accumulator tile after the reduction; the identity tile once per image block.
+        skip_inp, eye_wgt, move_acc = res
+        s.compute_at(move_acc, tile_loops[-1])
+        move_init = s.decompose_reduction(move_acc, s.get_loops(move_acc)[-7])
+        s.compute_at(skip_inp, tile_loops[-1])
+        s.compute_at(eye_wgt, n)
 
     s.compact_buffers()
     if vthread is not None:
         s.bind(vthread, "vthread")
     s.tensorize(s.get_loops(acc)[-3], gemm.update)
     s.tensorize(s.get_loops(init)[-2], gemm.reset)
+    if res is not None:
+        s.tensorize(s.get_loops(res[2])[-3], gemm.update)
+        s.tensorize(s.get_loops(move_init)[-2], gemm.reset)
     return s
 
 

@@ -12,6 +12,29 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
+class Residual:
+    """A residual add fused after the requantized conv output (the graph operator ``qadd`` with the conv's
+    int8 result as its first operand ``a`` and a second int8 tensor ``b``, the skip, of the output's shape)::
+
+        out = clip(([ReLU](a * m_a + b * m_b + round)) >> shift)     # per-tensor: a >> k_a, b >> k_b
+
+    ``a`` is the conv epilogue's value clamped to int8 and still in the accumulator; ``b`` is LOADed into
+    the input buffer beside the conv's input and moved into its own accumulator tile by an identity GEMM.
+    The ALU scales both and adds; the STORE does ``[ReLU] >> shift``, the clip and the narrowing."""
+
+    mult: tuple[int, int] | None = None
+    align: tuple[int, int] = (0, 0)
+    round: int = 0
+    shift: int = 0
+    relu: bool = False
+
+    @property
+    def consts(self) -> bool:
+        """Whether the add needs its resident ``m_a, m_b, round`` tiles (multipliers or a rounding term)."""
+        return self.mult is not None or self.round != 0
+
+
+@dataclass(frozen=True)
 class Requantize:
     """The epilogue after the accumulation: ``clip(((acc + bias) [ReLU]) [* m[c]] >> shift)`` to the output type.
 
@@ -39,12 +62,16 @@ class Requantize:
     on_store: bool = True
     bias_init: bool = True
     bias_store: bool = True
+    residual: Residual | None = None
+    """A residual add fused after the requantization (:class:`Residual`): the conv's shift and clip then run on
+    the ALU (the value must be int8 before the add) and the STORE does the add's own shift and clip."""
 
     @property
     def alu_imm(self) -> bool:
         """Whether immediate ALU operations (ReLU, shift, clip) run on the compute module: all of them
-        without ``on_store``; with a multiplier the ReLU before the multiply (which may wrap) stays."""
-        return not self.on_store or (self.multiplier and self.relu)
+        without ``on_store``; with a multiplier the ReLU before the multiply (which may wrap) stays; with a
+        fused residual add the conv's shift and clip."""
+        return not self.on_store or (self.multiplier and self.relu) or self.residual is not None
 
     @property
     def inits_from_bias(self) -> bool:
@@ -55,7 +82,8 @@ class Requantize:
     @property
     def bias_on_store(self) -> bool:
         """Whether the STORE adds the bias and the first GEMM step overwrites (no accumulator init)."""
-        return self.inits_from_bias and self.on_store and self.bias_store and not self.multiplier
+        return (self.inits_from_bias and self.on_store and self.bias_store and not self.multiplier
+                and self.residual is None)
 
     @property
     def resident_tiles(self) -> int:

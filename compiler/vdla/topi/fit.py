@@ -73,6 +73,8 @@ def overflows(wl: Conv2dWorkload, k: Conv2dKnobs, target: VdlaTarget, ep: Requan
         need[SCOPE_UOP] = uop_count(wl, k, cfg, ep)  # exact from the loop extents, nothing enumerated
     else:
         need[SCOPE_UOP] = upper if upper <= depth or lower > depth else uop_count(wl, k, cfg, ep)
+    if ep.residual is not None:
+        need[SCOPE_UOP] += residual_uops(wl, k, cfg)
     return {scope: n for scope, n in need.items() if n > target.scope(scope).depth}
 
 
@@ -222,12 +224,29 @@ def uop_count(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, ep: Requantize 
     return sum(size_of[pid] for pid, _ in lists)
 
 
+def residual_uops(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> int:
+    """An upper bound of the micro-ops a fused residual add adds (``Requantize.residual``): per thread, the
+    skip's identity GEMM and its reset, the moved tile's scale, the add, the rounding term -- each a list
+    over the output tile -- and the conv value's scale (the conv's own immediate ops are in ``uop_count``)."""
+    epi = _uop_sizes(wl, k, cfg)[1]
+    return k.virtual_threads * 6 * epi
+
+
 def _sram_footprint(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, ep: Requantize) -> dict[str, int]:
     g = geometry(wl, k, cfg)
     inp, wgt, acc = _tile_sizes(wl, k, g)
     inp_copies, wgt_copies = _copies(wl, k, cfg)
-    return {SCOPE_INP: inp_copies * inp, SCOPE_WGT: wgt_copies * wgt,
+    need = {SCOPE_INP: inp_copies * inp, SCOPE_WGT: wgt_copies * wgt,
             SCOPE_ACC: k.virtual_threads * acc + g.ocb * ep.resident_tiles}
+    r = ep.residual
+    if r is not None:
+        # A fused residual add: per thread a skip tile in the input buffer and its moved copy in the
+        # accumulators (one output tile each), the identity weight tile, and three resident constant tiles.
+        vt = k.virtual_threads
+        need[SCOPE_INP] += vt * acc
+        need[SCOPE_WGT] += vt
+        need[SCOPE_ACC] += vt * acc + (3 if r.consts else 0)
+    return need
 
 
 def _tile_sizes(wl: Conv2dWorkload, k: Conv2dKnobs, g: TileGeometry) -> tuple[int, int, int]:

@@ -6,13 +6,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from vdla_hw.config import HwConfig
 from vdla_hw.errors import UsageError
 
 from ..build import VdlaModule, build
 from ..target import VdlaTarget
 from . import reference as ref
 from .conv2d import conv2d_func
-from .epilogue import Requantize
+from .epilogue import Requantize, Residual
 from .fit import default_knobs
 from .tiling import Conv2dKnobs, Conv2dWorkload
 
@@ -64,9 +65,10 @@ class CompiledConv:
     """Compiled with the input channels zero-padded to BLOCK_IN (``workload`` is the unpadded layer)."""
 
     def pack_inputs(self, data: np.ndarray, kernel: np.ndarray, bias: np.ndarray | None,
-                    multiplier: np.ndarray | None = None) -> list[np.ndarray]:
-        """NCHW data, OIHW kernel, bias and per-channel multiplier as the module's packed inputs (input
-        channels zero-padded when the layer was compiled with ``pad_channels``)."""
+                    multiplier: np.ndarray | None = None, skip: np.ndarray | None = None) -> list[np.ndarray]:
+        """NCHW data, OIHW kernel, bias, per-channel multiplier and (with a fused residual add) the NCHW
+        skip operand as the module's packed inputs (input channels zero-padded when the layer was compiled
+        with ``pad_channels``)."""
         cfg = self.module.target.config
         extra = self.workload.with_padded_channels(cfg).ic - data.shape[1] if self.padded else 0
         dw = self.workload.depthwise
@@ -89,14 +91,31 @@ class CompiledConv:
             if multiplier is None:
                 raise ValueError("this layer was compiled with a per-channel multiplier: pass `multiplier`")
             args.append(ref.pack_bias(cfg, multiplier))  # one int32 per output channel, the bias's layout
+        if self.epilogue.residual is not None:
+            if skip is None:
+                raise ValueError("this layer was compiled with a fused residual add: pass `skip`")
+            args.extend([ref.pack_data(cfg, skip), *residual_constants(cfg, self.epilogue.residual)])
         return args
 
     def run_nchw(self, data: np.ndarray, kernel: np.ndarray, bias: np.ndarray | None, backend: str = "fsim",
-                 multiplier: np.ndarray | None = None, **options: object) -> tuple[np.ndarray, object]:
+                 multiplier: np.ndarray | None = None, skip: np.ndarray | None = None,
+                 **options: object) -> tuple[np.ndarray, object]:
         """Run on NCHW int8 data / OIHW kernel; returns the NCHW int8 output and the run result."""
-        outs, result = self.module.run(*self.pack_inputs(data, kernel, bias, multiplier), backend=backend,
+        outs, result = self.module.run(*self.pack_inputs(data, kernel, bias, multiplier, skip), backend=backend,
                                        **options)
         return ref.unpack_output(outs["out"])[:, :self.workload.oc], result
+
+
+def residual_constants(cfg: HwConfig, r: Residual) -> list[np.ndarray]:
+    """The DRAM inputs a fused residual add adds after the conv's: the identity weight tile and, when it has
+    multipliers or a rounding term, its resident ``m_a, m_b, round`` tiles."""
+    eye = np.eye(cfg.block_out, cfg.block_in, dtype=np.int8).reshape(1, 1, 1, 1, cfg.block_out, cfg.block_in)
+    if not r.consts:
+        return [eye]
+    consts = np.empty((3, cfg.batch, cfg.block_out), np.int32)
+    for k, v in enumerate((*(r.mult or (0, 0)), r.round)):
+        consts[k] = v
+    return [eye, consts]
 
 
 def compile_conv2d(wl: Conv2dWorkload, target: VdlaTarget | str = "default", knobs: Conv2dKnobs | None = None,
