@@ -6,8 +6,8 @@ For the board's config (the board table's ``default_config``):
    whole SoC under Verilator (UART bridge, LiteDRAM + SDRAM model, accelerator; driven by the serial
    driver through a pty) and on the cycle model with the board's DRAM timing (the board table's
    ``dram_timing``: latency, cycles per bus beat of the 16-bit SDRAM, per-burst cost; reads and
-   writes share it), fitted to the SoC over these programs.  ``--fit`` searches those values again
-   around the board's.  The rtl backend (the harness's fixed-latency DRAM at the preset's latency)
+   writes share it), read off the SoC's traced memory path (docs/fpga_ulx3s.md, "Where the cycles
+   go").  ``--fit`` searches those values around the board's, to see how far a fit would move them.  The rtl backend (the harness's fixed-latency DRAM at the preset's latency)
    runs beside them.  Error = (model - SoC) / SoC; the target is 5%.
 2. **Link.** Modeled time to move each program's image over the UART bridge at the bitstream's
    baud: 10 bits per byte, 6 header bytes per 255-word frame, one read frame in flight with the

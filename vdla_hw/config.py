@@ -86,8 +86,10 @@ class TimingConfig:
     ready logic (a shorter critical path, ``docs/rtl.md``)."""
     dram_beat_cycles: int = 1
     """Cycles the DRAM needs per bus beat: 1 for a memory as fast as the bus (every preset's RTL
-    harness); ``bus_bytes / bytes per cycle`` for a narrower one, e.g. 4 for a 16-bit SDRAM behind
-    a 64-bit bus (a board's memory, see ``vdla_hw.fpga.boards``).  Reads and writes share it."""
+    harness); more for a narrower one, e.g. 5 for the ULX3S's 16-bit SDRAM behind a 64-bit bus
+    (LiteDRAM's port converter: 1 cycle to take the beat, 4 for its 16-bit commands; a board's
+    memory, see ``vdla_hw.fpga.boards``).  Reads and writes share it: above 1, a STORE's bursts wait
+    for their turn in the same memory as the loads'."""
     dram_burst_cycles: int = 0
     """Cycles the DRAM spends on every burst besides its beats: row activation and precharge,
     the controller's command slots, refresh on average.  0 for the RTL harness's memory."""

@@ -375,7 +375,7 @@ def _engine(
 
 
 def write_rows(cfg: HwConfig, start: int, first_element: int, geo: RowGeometry, row_elems: int, elem_bytes: int,
-               row_reads: int = 0, share: Callable[[int, int], object] | None = None) -> int:
+               row_reads: int = 0, share: Callable[[int, int], int] | None = None) -> int:
     """The cycle after the last write response of a block arrives (the engine is idle then).
 
     Elements reach the engine one per cycle from ``first_element`` on.  Elements at
@@ -432,9 +432,12 @@ def write_rows(cfg: HwConfig, start: int, first_element: int, geo: RowGeometry, 
                 # other, and holds the engine back meanwhile.
                 begin = max(first_out, dram_free)
                 last_out = max(last_out, begin + beats * beat_cycles - 1) + burst_cycles
-                dram_free = last_out + 1
                 if share is not None:
-                    share(begin, last_out + 1 - begin)
+                    # One memory for both directions: the burst waits for its turn behind the
+                    # reads booked before it, and the engine with it.
+                    booked = share(begin, last_out + 1 - begin)
+                    last_out += booked - begin
+                dram_free = last_out + 1
                 ready = last_out + 1 if narrow else last_out
             responses.append(last_out + latency)
         command = request + 1

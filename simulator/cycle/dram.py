@@ -19,7 +19,10 @@ the common case, is O(1) and costs no SimPy event.
 Writes go out on their own channel (AXI has separate read and write channels, and
 the RTL's DRAM model serves them independently); store is the only writer, so its
 DMA engine (:mod:`vdla.simulator.cycle.dma`) times them without arbitration and this
-module only counts them.
+module only counts them -- unless the memory is slower than the bus (a board's SDRAM,
+``dram_beat_cycles`` > 1 or ``dram_burst_cycles`` > 0): then one command path serves both
+directions, and :meth:`Dram.write_burst` books each write burst in the read channel's queue,
+where it waits for the bursts booked before it and delays those after.
 """
 
 from __future__ import annotations
@@ -185,6 +188,17 @@ class Dram:
             queue.append(b)
             requests.append(request)
         return burst
+
+    def write_burst(self, begin: int, hold: int) -> int:
+        """Book a write burst that asks for a memory shared with the reads in cycle ``begin`` and
+        holds it ``hold`` cycles; returns the cycle it gets the memory: ``begin``, or later when
+        bursts requested before it hold the memory then (a board's SDRAM behind one command path,
+        e.g. LiteDRAM's port converter, serves one burst at a time whatever its direction).
+
+        The read channel's queue times a burst's *data*, ``read_latency`` after the memory took
+        its request; a write is placed on that timeline as a read requested in ``begin`` would be,
+        and its own cycles are those minus the latency."""
+        return self.read_burst(begin, hold, None)[START] - self.latency
 
     def _replace_in_order(self, burst: Burst, behind: list[Burst], end: int) -> None:
         """Book ``burst`` from ``end`` on, then re-place ``behind`` -- one engine's bursts, whose

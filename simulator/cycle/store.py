@@ -38,8 +38,7 @@ class StoreUnit(Unit):
         t = cfg.timing
         share = None
         if t.dram_beat_cycles > 1 or t.dram_burst_cycles > 0:
-            dram = self.ctx.dram
-            share = lambda cycle, hold: dram.read_burst(cycle, hold, None)  # noqa: E731 - one memory for both
+            share = self.ctx.dram.write_burst  # one memory for both directions
         done = write_rows(cfg, start, first_element, geo, x, eb, row_reads=int(insn.bias), share=share)
         self.ctx.dram.count(self.name, x * y * eb, geo.beats, write=True)
         cycles = done - start

@@ -139,3 +139,31 @@ def test_the_ulx3s_boards_sdram_slows_the_model_not_the_results():
     slow = run(dataclasses.replace(program, config=soc), "cycle")
     assert np.array_equal(fast.dram, slow.dram)
     assert slow.cycles > fast.cycles
+
+
+def test_a_write_burst_waits_for_the_reads_before_it_in_a_shared_sdram():
+    """A board's SDRAM serves one burst at a time whatever its direction (LiteDRAM's port converter,
+    docs/fpga_ulx3s.md): a write burst requested while a read holds the memory gets it when the
+    read is over, the STORE's engine (``write_rows``) waits with it, and reads requested later wait
+    behind the write; with the memory idle the write starts at once."""
+    from vdla.simulator.cycle.dma import write_rows
+
+    slow = CFG.replace(timing={"dram_beat_cycles": 5, "dram_burst_cycles": 1})
+    latency = slow.timing.dram_latency
+    assert Dram(simpy.Environment(), slow, ("a",)).write_burst(3, 41) == 3
+    busy = Dram(simpy.Environment(), slow, ("a",))
+    read = busy.read_burst(0, 41, Owner())
+    assert _span(read) == (latency, latency + 41)  # the read's data; the memory took it in cycle 0
+    assert busy.write_burst(3, 41) == 41  # behind the read's 41 cycles
+    after = busy.read_burst(4, 6, Owner())
+    assert _span(after) == (latency + 82, latency + 88)  # and the next read behind the write
+
+    # One 64-byte row (8 beats) of 16-byte elements, the first element in cycle 5: its beat goes out
+    # in cycle 6, the burst holds the memory 8 * 5 + 1 cycles (to cycle 46), the response comes
+    # `latency` later.  Behind a read that holds the memory until cycle 100, all of it moves by 94.
+    geo = geometry(slow, 0, 64, 1, 64, 16)
+    alone = write_rows(slow, 0, 5, geo, 4, 16, share=Dram(simpy.Environment(), slow, ("a",)).write_burst)
+    assert alone == 46 + latency + 1
+    shared = Dram(simpy.Environment(), slow, ("a",))
+    shared.read_burst(0, 100, Owner())
+    assert write_rows(slow, 0, 5, geo, 4, 16, share=shared.write_burst) == alone + 100 - 6

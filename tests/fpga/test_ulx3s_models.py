@@ -27,20 +27,39 @@ from make_models import digits_split  # noqa: E402
 CONFIG = get_board("ulx3s").default_config
 
 
-@pytest.mark.slow
-def test_digits_cnn_on_the_simulated_ulx3s_is_bit_exact(tmp_path: Path) -> None:
+def compile_digits(tmp_path: Path) -> tuple[Path, np.ndarray]:
+    """The README's digits model compiled for the board's config (``vdla compile``), and one input."""
     x_tr, _, x_te, _ = digits_split()
     np.savez(tmp_path / "calib.npz", x=x_tr[:16])
     model = tmp_path / "digits.vdla"
     subprocess.run([sys.executable, "-m", "vdla.compiler.cli.main", "compile", str(MODEL_PATH), "--target", "vdla",
                     "--config", CONFIG, "--calibrate", str(tmp_path / "calib.npz"), "-o", str(model)],
                    check=True, capture_output=True)
+    return model, x_te[:1]
+
+
+@pytest.mark.slow
+def test_digits_cnn_on_the_simulated_ulx3s_is_bit_exact(tmp_path: Path) -> None:
+    model, x = compile_digits(tmp_path)
     module = load(model)
-    x = x_te[:1]
     want = module.run(x, backend="fsim")
     got = module.run(x, backend="fpga", board="ulx3s", port="sim")
     for a, b in zip(got, want):
         assert np.array_equal(a, b)
+
+
+@pytest.mark.slow
+def test_vdla_run_of_the_digits_cnn_on_the_simulated_ulx3s_as_the_readme_shows(tmp_path: Path) -> None:
+    """The README's `vdla run model.vdla --input x.npy --backend fpga --board ulx3s --port ...` line, with
+    the simulated SoC's port: the command's output equals fsim's."""
+    model, x = compile_digits(tmp_path)
+    np.save(tmp_path / "x.npy", x)
+    cmd = [sys.executable, "-m", "vdla.compiler.cli.main", "run", str(model), "--input", str(tmp_path / "x.npy")]
+    subprocess.run([*cmd, "--output", str(tmp_path / "fsim.npy")], check=True, capture_output=True, cwd=tmp_path)
+    proc = subprocess.run([*cmd, "--backend", "fpga", "--board", "ulx3s", "--port", "sim", "--output",
+                           str(tmp_path / "board.npy")], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert np.array_equal(np.load(tmp_path / "board.npy"), np.load(tmp_path / "fsim.npy"))
 
 
 @pytest.mark.slow

@@ -232,11 +232,14 @@ BOARDS: dict[str, Board] = {b.name: b for b in (
     Board("ulx3s", "Radiona ULX3S (Lattice ECP5-85F): LiteX SoC, 32 MiB SDRAM, USB serial link",
           "LFE5U-85F-6CABGA381", "ulx3s_flow", serial=True, default_config="ulx3s",
           sources=("vdla_hw/fpga/ulx3s_soc.py",),
-          # The 16-bit SDR SDRAM behind LiteDRAM and the AXI bridge, fitted to the simulated SoC at
-          # its 30 MHz clock on bench/ulx3s.py's programs (docs/fpga_ulx3s.md): 5 cycles per 64-bit
-          # beat (2 bytes per cycle plus the controller's and refresh's share) and 1 per burst,
-          # shared by reads and writes.
-          dram_timing=(("dram_latency", 7), ("dram_beat_cycles", 5), ("dram_burst_cycles", 1)),
+          # The 16-bit SDR SDRAM behind LiteDRAM and the AXI bridge, as traced in the simulated SoC at
+          # its 30 MHz clock (docs/fpga_ulx3s.md, "Where the cycles go"): every 64-bit beat, read or
+          # written, takes 5 cycles of LiteDRAM's port down-converter (1 to accept it + 4 16-bit
+          # commands), one command path for both directions; refresh (every tREFI = 235 cycles,
+          # ~9 cycles each) is ~1 per burst on average; a read's first beat comes 14 cycles after its
+          # AR handshake on an open row, which in the model's terms (data at the end of its 5n + 1
+          # cycles) is a latency of 9.
+          dram_timing=(("dram_latency", 9), ("dram_beat_cycles", 5), ("dram_burst_cycles", 1)),
           resources=Resources("ecp5", luts=83_640, ffs=83_640, dsps=156, bram36=104),
           notes=("open flow from pip (LiteX, yosys, nextpnr-ecp5, ecppack); the host runs programs over the "
                  "USB serial port (UART bridge) into the SDRAM (docs/fpga_ulx3s.md)",
