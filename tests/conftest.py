@@ -41,6 +41,24 @@ def write_small_cnn(path: Path, seed: int = 0) -> Path:
     return path
 
 
+@pytest.fixture
+def small_cnn(tmp_path: Path) -> Path:
+    """``write_small_cnn`` into the test's temporary folder (a fixture, so no test imports ``conftest``: two
+    conftest.py files under one module name break collection when their directories run in one call)."""
+    return write_small_cnn(tmp_path / "cnn.onnx")
+
+
+@pytest.fixture
+def force_winograd():
+    """A factory of dispatchers that answer every stride-1 3x3 conv with given Winograd knobs (as a tuning log
+    would); its ``answered`` counts the convs that asked."""
+    from vdla.compiler.autotune import dispatch
+
+    def make(knobs: object) -> dispatch.ApplyFixed:
+        return dispatch.ApplyFixed("conv2d_nchwc", knobs, where=lambda wl: (wl["kh"], wl["stride_h"]) == (3, 1))
+    return make
+
+
 @dataclass(frozen=True)
 class CompiledFiles:
     """Files written by ``vdla compile``: the ONNX model, modules for two configs, an input, calibration data."""

@@ -29,6 +29,10 @@ from .task import VDLA_KINDS, HostInfo, Task, make_task
 LOG_FORMAT = "vdla-tuning-log"
 LOG_VERSION = 1
 
+#: The ``tuner`` field of a record written by the leaders' re-timing (``tuner/retime.py``); its ``detail``
+#: names the round ("round 3"), so the latest round's comparison decides.
+RETIMED = "retime"
+
 
 @dataclass(frozen=True)
 class Record:
@@ -75,6 +79,31 @@ class Record:
              tuner: str = "", features: Iterable[float] = ()) -> Record:
         return Record(task, config.to_dict(), config.key, status, tuple(costs), unit, detail, tuner,
                       HostInfo.detect().key, time.time(), tuple(features))
+
+
+def ranked(records: Iterable[Record]) -> dict[str, Record]:
+    """The record that stands for each config when configs are compared: per config key, the fastest of its
+    records; but once a task's leaders were re-timed, only the latest re-timing round counts, each config by
+    its slowest pass (a lucky first sample must not win: the round timed the leaders and the default side by
+    side, which is the fair comparison)."""
+    ok = [r for r in records if r.ok]
+    retimed = [r for r in ok if r.tuner == RETIMED]
+    if retimed:
+        last = max(retimed, key=lambda r: r.timestamp).detail
+        pool, pick = [r for r in retimed if r.detail == last], max
+    else:
+        pool, pick = ok, min
+    out: dict[str, Record] = {}
+    for r in pool:
+        prev = out.get(r.config_key)
+        out[r.config_key] = r if prev is None else pick(prev, r, key=lambda q: q.cost)
+    return out
+
+
+def best_record(records: Iterable[Record]) -> Record | None:
+    """The best config's standing record among one task's records (:func:`ranked`), or None."""
+    standing = ranked(records)
+    return min(standing.values(), key=lambda r: r.cost) if standing else None
 
 
 def read_log(path: str | os.PathLike[str]) -> list[Record]:
@@ -142,8 +171,7 @@ class Database:
         return {r.config_key for r in self.of_task(task)}
 
     def best(self, task: Task) -> Record | None:
-        ok = [r for r in self.of_task(task) if r.ok]
-        return min(ok, key=lambda r: r.cost) if ok else None
+        return best_record(self.of_task(task))
 
     def similar(self, task: Task) -> list[Record]:
         """Successful records of other tasks of the same kind (for transfer learning)."""
@@ -168,10 +196,14 @@ class ApplyBest:
 
     def __post_init__(self) -> None:
         self._hw = load_config(self.config) if isinstance(self.config, str) else self.config
-        self._best: dict[str, Record] = {}
+        by_task: dict[str, list[Record]] = {}
         for r in self.records:
-            if r.ok and (r.task.key not in self._best or r.cost < self._best[r.task.key].cost):
-                self._best[r.task.key] = r
+            by_task.setdefault(r.task.key, []).append(r)
+        self._best: dict[str, Record] = {}
+        for key, records in by_task.items():
+            best = best_record(records)
+            if best is not None:
+                self._best[key] = best
 
     def query(self, kind: str, workload: Mapping[str, int]) -> Any | None:
         from .template import template_for

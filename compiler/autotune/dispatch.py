@@ -9,9 +9,10 @@ This module imports nothing from the compiler so that the lowerings can import i
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 
@@ -19,6 +20,25 @@ class Dispatcher(Protocol):
     """Answers a lowering's query with knobs (the schedule's knob dataclass) or None for the default."""
 
     def query(self, kind: str, workload: Mapping[str, int]) -> Any | None: ...
+
+
+@dataclass
+class ApplyFixed:
+    """Answers every query of one kind whose workload ``where`` accepts with the same ``knobs`` (TVM's
+    ``ApplyFixedConfig``): forces one schedule, e.g. a Winograd tile, as a tuning log would.
+
+    ``answered`` counts the queries it answered, so a caller can check the lowering asked."""
+
+    kind: str
+    knobs: Any
+    where: Callable[[Mapping[str, int]], bool] = lambda workload: True
+    answered: int = field(default=0, init=False)
+
+    def query(self, kind: str, workload: Mapping[str, int]) -> Any | None:
+        if kind != self.kind or not self.where(workload):
+            return None
+        self.answered += 1
+        return self.knobs
 
 
 _CURRENT: ContextVar[Dispatcher | None] = ContextVar("vdla_autotune_dispatcher", default=None)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .database import Database, Record
+from .database import RETIMED, Database, Record, ranked
 from .executor import JobExecutor
 from .measure import MeasureOptions, Measurer
 from .task import Task
@@ -54,11 +54,12 @@ def plot_curve(task: Task, records: Sequence[Record], path: Path) -> Path:
 def tune_tasks(tasks: Sequence[Task], db: Database, executor: JobExecutor, trials: int, tuner: str = "xgb",
                batch: int = 8, hw_config: dict[str, Any] | None = None, options: MeasureOptions = MeasureOptions(),
                curves: Path | None = None, quiet: bool = False, seed: int = 0,
-               budget_s: float | None = None) -> list[TaskOutcome]:
+               budget_s: float | None = None, retime: int = 3) -> list[TaskOutcome]:
     """Tune every task up to ``trials`` measured configs (those already in ``db`` count).
 
     With ``budget_s`` the whole run stops starting batches once that many seconds are spent: each task
-    gets an equal share of what is left when it starts (time a task leaves unused goes to the next)."""
+    gets an equal share of what is left when it starts (time a task leaves unused goes to the next).
+    ``retime``: how many leaders of a timed task are re-timed beside the default before its best is named."""
     from tqdm import tqdm
 
     end = None if budget_s is None else time.monotonic() + budget_s
@@ -77,13 +78,15 @@ def tune_tasks(tasks: Sequence[Task], db: Database, executor: JobExecutor, trial
 
             size = measurer.template.space.size
             deadline = None if end is None else time.monotonic() + (end - time.monotonic()) / (len(tasks) - k)
-            best = tune_task(tuner_obj, measurer, db, min(trials, size), batch, advance, deadline)
+            best = tune_task(tuner_obj, measurer, db, min(trials, size), batch, advance, deadline, retime)
             space, default_key = measurer.template.space, measurer.template.default().key
             # By the config as the space reads it, not the logged key (an old log's keys name removed knobs).
-            default = [r.cost for r in db.of_task(task) if space.from_dict(r.config).key == default_key]
+            standing = ranked(db.of_task(task)).values()
+            default = [r.cost for r in standing if space.from_dict(r.config).key == default_key]
             curve = None
             if curves is not None:
-                curve = plot_curve(task, db.of_task(task), curves / f"{k:02d}_{task.name}.png")
+                search = [r for r in db.of_task(task) if r.tuner != RETIMED]
+                curve = plot_curve(task, search, curves / f"{k:02d}_{task.name}.png")
             outcomes.append(TaskOutcome(task, best, min(default, default=math.inf), curve))
     finally:
         bar.close()

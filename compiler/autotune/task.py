@@ -193,14 +193,14 @@ def extract_tasks(graph: Any, target: str = "llvm", *, cpu_target: str = "llvm",
                         dispatch.query("elementwise", workload)
         return _weighted([make_task(kind, wl, cpu_target) for kind, wl in recorder.seen])
     if target == "vdla":
-        from vdla.compiler.graph.build import _samples
+        from vdla.compiler.graph.build import calibration_samples
         from vdla.compiler.graph.errors import NotLoweredError
         from vdla.compiler.graph.lower_vdla import kernel_gemm
         from vdla.compiler.graph.lower_vdla_alu import avg_pool_workload
         from vdla.compiler.graph.passes import optimize_for_vdla
 
         cfg = load_config(config) if isinstance(config, str) else config
-        g = optimize_for_vdla(graph, cfg, _samples(calibrate, graph), skip_first_conv=skip_first_conv)
+        g = optimize_for_vdla(graph, cfg, calibration_samples(calibrate, graph), skip_first_conv=skip_first_conv)
         found = []
         for n in g.nodes:
             if n.op == "fused" and n.attrs.get("target") == "vdla":

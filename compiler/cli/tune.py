@@ -57,6 +57,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--curves", metavar="DIR", help="where to write a tuning-curve PNG per task "
                                                    "(default: <log>_curves next to the log)")
     p.add_argument("--seed", type=int, default=0, help="seed of the tuners (default: 0)")
+    p.add_argument("--retime", type=int, default=3, metavar="K",
+                   help="after each timed (llvm) task's search, time its K best configs and the default again side "
+                        "by side and let that round name the best (default: 3; 0 keeps the first samples)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_pool_options(p)
     p.set_defaults(func=cmd_tune)
@@ -97,6 +100,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     if args.trials < 1 or args.batch < 1 or args.workers < 1:
         raise UsageError("--trials, --batch and --workers must be positive")
+    if args.retime < 0:
+        raise UsageError(f"--retime must be a count of configs >= 0 (0: no re-timing), got {args.retime}")
     if not args.time_budget >= 0:
         raise UsageError(f"--time-budget must be a number of minutes >= 0 (0: no limit), got {args.time_budget}")
     log = Path(args.log)
@@ -123,11 +128,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
     with _executor(args) as executor:
         outcomes = tune_tasks(tasks, db, executor, args.trials, args.tuner, args.batch,
                               cfg.to_dict() if args.target == "vdla" else None, curves=curves, quiet=args.quiet,
-                              seed=args.seed, budget_s=60 * args.time_budget or None)
+                              seed=args.seed, budget_s=60 * args.time_budget or None, retime=args.retime)
     for o in outcomes:
         unit = o.best.unit if o.best else ""
         best = f"{o.best.cost:.4g} {unit}" if o.best else "no config ran"
         gain = f" ({o.default_cost / o.best.cost:.2f}x the default)" if o.best and o.default_cost < float("inf") else ""
-        print(f"  {o.task.name} x{o.task.weight}: best {best}{gain}; {len(db.of_task(o.task))} measured")
+        searched = len({r.config_key for r in db.of_task(o.task)})
+        print(f"  {o.task.name} x{o.task.weight}: best {best}{gain}; {searched} configs measured")
     print(f"tuning curves in {curves}")
     return 0

@@ -105,7 +105,11 @@ class CompiledModule:
         return out
 
 
-def _samples(calibrate: Samples | Mapping[str, np.ndarray] | np.ndarray | None, graph: Graph) -> list[dict[str, np.ndarray]]:
+def calibration_samples(calibrate: Samples | Mapping[str, np.ndarray] | np.ndarray | None,
+                        graph: Graph) -> list[dict[str, np.ndarray]]:
+    """The calibration argument of ``build``/``extract_tasks`` as a list of ``{input name: array}`` samples.
+
+    Accepts a list of dicts, one dict, or one array holding a batch of the graph's single input."""
     if calibrate is None:
         raise GraphError("target 'vdla' quantizes to int8 and needs calibration samples: pass calibrate=[{input: array}] "
                          "(or `vdla compile --calibrate data.npz`)")
@@ -209,7 +213,7 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
     cfg = load_config(config) if isinstance(config, str) else config
     sqnr: list[LayerSqnr] = []
     if target == "vdla":
-        samples = _samples(calibrate, graph)
+        samples = calibration_samples(calibrate, graph)
         quantized = quantize_for_vdla(graph, samples, skip_first_conv=skip_first_conv, calibration=calibration,
                                       per_channel=per_channel)
         sqnr = layer_sqnr(quantized, samples[:SQNR_SAMPLES])

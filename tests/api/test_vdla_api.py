@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 import vdla
-from conftest import write_small_cnn
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,8 +27,8 @@ def test_unknown_name_lists_the_public_ones() -> None:
         vdla.no_such_thing  # noqa: B018
 
 
-def test_compile_onnx_run_export_load(tmp_path: Path) -> None:
-    model = write_small_cnn(tmp_path / "cnn.onnx")
+def test_compile_onnx_run_export_load(tmp_path: Path, small_cnn: Path) -> None:
+    model = small_cnn
     x = np.random.default_rng(0).standard_normal((1, 1, 8, 8)).astype(np.float32)
     ref = vdla.from_onnx(model)
     from vdla.compiler.graph.executor import run_graph
@@ -46,8 +45,8 @@ def test_compile_onnx_run_export_load(tmp_path: Path) -> None:
     assert "total: CPU" in repr(prof) and "<td>" in prof._repr_html_()
 
 
-def test_compile_int8_for_vdla_partition_report(tmp_path: Path) -> None:
-    model = write_small_cnn(tmp_path / "cnn.onnx")
+def test_compile_int8_for_vdla_partition_report(small_cnn: Path) -> None:
+    model = small_cnn
     rng = np.random.default_rng(1)
     calib = [rng.standard_normal((1, 1, 8, 8)).astype(np.float32) for _ in range(4)]
     mod = vdla.compile(model, target="vdla", config="default", calibrate=calib)

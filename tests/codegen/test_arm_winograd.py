@@ -39,19 +39,6 @@ def conv_f64(x: np.ndarray, w: np.ndarray, bias: np.ndarray) -> np.ndarray:
     return out
 
 
-class ForceTile:
-    """A dispatcher that answers every stride-1 3x3 conv with Winograd knobs (as a tuning log would)."""
-
-    def __init__(self, knobs: topi.WinogradKnobs) -> None:
-        self.knobs, self.answered = knobs, 0
-
-    def query(self, kind: str, workload: dict[str, int]) -> topi.WinogradKnobs | None:
-        if kind == "conv2d_nchwc" and (workload["kh"], workload["stride_h"]) == (3, 1):
-            self.answered += 1
-            return self.knobs
-        return None
-
-
 def winograd_graph(channels: int, size: int, rng: np.random.Generator):
     b = GraphBuilder()
     x = b.input("x", (1, channels, size, size), "float32")
@@ -67,10 +54,11 @@ def transformed_weight_points(compiled) -> set[int]:
 
 
 @pytest.mark.parametrize(("tile", "channels", "size"), [(4, 64, 28), (2, 64, 14), (6, 16, 13)])
-def test_winograd_for_aarch64_under_qemu_within_tolerance_of_float64(tile: int, channels: int, size: int) -> None:
+def test_winograd_for_aarch64_under_qemu_within_tolerance_of_float64(tile: int, channels: int, size: int,
+                                                                    force_winograd) -> None:
     rng = np.random.default_rng(tile)
     graph, w, bias = winograd_graph(channels, size, rng)
-    force = ForceTile(topi.WinogradKnobs(6, tx_block=2, oc_block=1)) if tile == 6 else None
+    force = force_winograd(topi.WinogradKnobs(6, tx_block=2, oc_block=1)) if tile == 6 else None
     if force is None:  # the default rule, as for x86
         compiled = build_model(graph, target="llvm", cpu_target=ARM64, name=f"wino{tile}")
     else:

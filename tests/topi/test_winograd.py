@@ -98,20 +98,7 @@ def test_bad_winograd_inputs_are_named() -> None:
         topi.schedule_conv2d_winograd_nchwc(out, topi.WinogradKnobs(4, tx_block=2, oc_block=1))
 
 
-class _Force:
-    """A dispatcher that answers every stride-1 3x3 conv with Winograd knobs (as a tuning log would)."""
-
-    def __init__(self, knobs: topi.WinogradKnobs) -> None:
-        self.knobs, self.answered = knobs, 0
-
-    def query(self, kind: str, workload: dict[str, int]) -> topi.WinogradKnobs | None:
-        if kind == "conv2d_nchwc" and (workload["kh"], workload["stride_h"]) == (3, 1):
-            self.answered += 1
-            return self.knobs
-        return None
-
-
-def test_graph_takes_winograd_with_a_fused_bias_residual_and_relu() -> None:
+def test_graph_takes_winograd_with_a_fused_bias_residual_and_relu(force_winograd) -> None:
     rng = np.random.default_rng(3)
     b = GraphBuilder()
     x = b.input("x", (1, 16, 9, 10), "float32")
@@ -119,7 +106,7 @@ def test_graph_takes_winograd_with_a_fused_bias_residual_and_relu() -> None:
     h = b.op("conv2d", [x, w, b.const(rng.standard_normal(16).astype(np.float32))], "c", padding=(1, 1, 1, 1))
     graph = b.build([b.op("relu", [b.op("add", [h, x])], "out")])
     # F(4x4): the models' default tile; 9 x 10 leaves partial tiles at the bottom and right.
-    force = _Force(topi.WinogradKnobs(4, tx_block=2, oc_block=2))
+    force = force_winograd(topi.WinogradKnobs(4, tx_block=2, oc_block=2))
     with dispatch.dispatching(force):
         compiled = build_model(graph, target="llvm")
     assert force.answered == 1

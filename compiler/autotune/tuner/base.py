@@ -14,10 +14,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..database import Database, Record
+from ..database import RETIMED, Database, Record
 from ..measure import Measurer, MeasureResult, Status
 from ..space import Config
 from ..template import Template
+from .retime import retime_leaders
 
 
 class Tuner(ABC):
@@ -74,9 +75,13 @@ class Progress:
 
 
 def tune_task(tuner: Tuner, measurer: Measurer, db: Database, trials: int, batch: int = 8,
-              on_result: Callable[[Progress], None] | None = None, deadline: float | None = None) -> Record | None:
+              on_result: Callable[[Progress], None] | None = None, deadline: float | None = None,
+              retime: int = 3) -> Record | None:
     """Measure up to ``trials`` configs of the task in total (counting those already in the log); no new
-    batch starts after ``deadline`` (a ``time.monotonic()`` value), though the default is always measured."""
+    batch starts after ``deadline`` (a ``time.monotonic()`` value), though the default is always measured.
+
+    A timed task's ``retime`` best configs and the default are then measured again side by side and that
+    round decides the best (:func:`~.retime.retime_leaders`); ``retime=0`` keeps the search's first samples."""
     task, template = measurer.task, measurer.template
     space = template.space
     done: dict[int, float] = {}
@@ -87,6 +92,7 @@ def tune_task(tuner: Tuner, measurer: Measurer, db: Database, trials: int, batch
     if done:
         tuner.update(list(done), list(done.values()))
     best = min(done.values(), default=float("inf"))
+    measured_before = len(tuner.visited)
     default_index = space.index_of(template.default())
     while len(tuner.visited) < trials:
         if deadline is not None and default_index in tuner.visited and time.monotonic() >= deadline:
@@ -110,4 +116,7 @@ def tune_task(tuner: Tuner, measurer: Measurer, db: Database, trials: int, batch
             if on_result is not None:
                 on_result(Progress(len(tuner.visited) + len(costs), res, best))
         tuner.update(indices, costs)
+    retimed = any(r.tuner == RETIMED for r in db.of_task(task))
+    if retime and (len(tuner.visited) > measured_before or not retimed):
+        return retime_leaders(db, measurer, retime)
     return db.best(task)
