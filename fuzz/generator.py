@@ -34,7 +34,11 @@ _SMALL_REGION = 48
 _LOOP_TRIES = 12
 _OVER_DEPTH_MAX = 16
 """Programs with more threads than ``dep_queue_depth`` are drawn only for token queues
-at most this deep (deeper ones would need hundreds of rounds to fill)."""
+at most this deep (deeper ones would need hundreds of rounds to fill) ..."""
+_DEEP_SHARE = 0.02
+"""... and on deeper ones in this share of the programs, as *deep* plans: ``dep_queue_depth + 2``
+threads, ``2 x threads`` rounds of one instruction per module but the slow one (over 3,000
+instructions on ``default`` and ``wide``), so that a producer runs a whole queue ahead."""
 
 
 @dataclass(frozen=True)
@@ -121,7 +125,9 @@ def _emit(pb: ProgramBuilder, src: dict[str, BufferSpec], op: object, flags: dic
 def draw_plan(cfg: HwConfig, seed: int, *, max_rounds: int = 6) -> Plan:
     """A random legal plan for ``cfg``, fully determined by ``seed``."""
     rng = random.Random(seed)
-    return _Drawer(cfg, rng).draw(max_rounds)
+    # A stream of its own decides on a deep plan, so every other seed draws what it always drew.
+    deep = cfg.dep_queue_depth > _OVER_DEPTH_MAX and random.Random(f"deep-{seed}").random() < _DEEP_SHARE
+    return _Drawer(cfg, rng).draw(max_rounds, deep=deep)
 
 
 @dataclass(frozen=True)
@@ -139,9 +145,11 @@ class _Drawer:
         self.written = {k: np.zeros(v, dtype=bool) for k, v in self.depths.items()}
         self.uops: list[Uop | None] = [None] * self.depths["uop"]
 
-    def draw(self, max_rounds: int) -> Plan:
+    def draw(self, max_rounds: int, *, deep: bool = False) -> Plan:
         rng, cfg = self.rng, self.cfg
         depth = cfg.dep_queue_depth
+        if deep:
+            return self._draw_deep()
         choices = [t for t in (1, 2, 2, 3, 4, 8, depth) if t <= min(depth, 16)]
         # Only more threads than a token queue holds let a unit run far enough ahead to fill
         # one (see plan.max_threads); the program then has about twice that many rounds.
@@ -172,6 +180,55 @@ class _Drawer:
             check_plan(cfg, plan)
         except PlanError as exc:
             raise AssertionError(f"the generator drew an illegal plan: {exc}") from exc
+        return plan
+
+    def _draw_deep(self) -> Plan:
+        """A plan that fills a token queue of ``dep_queue_depth`` = 512 (``default``, ``wide``).
+
+        A producer can run a whole queue ahead of its consumer only when it is far faster, when
+        ``threads > depth`` (else the reverse token stops it first) and when fetch keeps feeding
+        it: the consumer's command queue (``cmd_queue_depth`` = 512 too) must hold all the
+        rounds in between, so the consumer has *one* instruction per round. Compute-bound plans
+        (one 1x1 input load; compute a GEMM reset looping ~200 times over one micro-op) fill
+        ``l2c`` (load blocks) and, two rounds on, ``s2c`` (store blocks: compute pops round
+        ``r - threads``'s token late); load-bound plans (three input loads of the whole slice;
+        compute one 1x1 bias load) fill ``c2l`` (compute blocks). ``threads = depth + 2``
+        leaves each SRAM slice only a few elements (``depth // threads``), so compute's slowness is a
+        loop, not a large load.
+        """
+        rng, cfg = self.rng, self.cfg
+        threads = cfg.dep_queue_depth + 2
+        self.long_rounds = False
+        self.compute_bound = rng.random() < 0.5
+        self.load_bound = not self.compute_bound
+        self.slices = self._slices(threads, edge=True)
+        self.data = DataSpec(rng.getrandbits(32), _DATA_TILES, _DATA_TILES, _DATA_TILES, _DATA_TILES)
+
+        def whole(mem: MemType, t: int) -> LoadOp:
+            lo, hi = self._region(mem.name.lower(), t)
+            return LoadOp(mem, lo, rng.randrange(_DATA_TILES - (hi - lo) + 1), 1, hi - lo, hi - lo, (0, 0, 0, 0))
+
+        # Compute-bound rounds zero their accumulator in a long loop (GEMM reset over one micro-op,
+        # factors 0): hundreds of cycles of compute for one of load, without SRAM the slices lack.
+        # The micro-ops of all threads (thread t's at index t) are loaded once, in round 0.
+        table = UopLoadOp(0, tuple(Uop(self.slices.base["acc"][t], self.slices.base["inp"][t], 0) for t in range(threads)))
+        iters = (rng.randint(12, 16), rng.randint(12, 16))
+        rounds = []
+        for r in range(2 * threads):
+            t = r % threads
+            if self.compute_bound:
+                loads: tuple[LoadOp, ...] = (self._apply(self._tiny_load(MemType.INP, t)),)  # type: ignore[assignment]
+                zero = GemmOp(Loop(t, t + 1, *iters), reset=True)
+                computes = ((self._apply(table),) if r == 0 else ()) + (self._apply(zero),)  # type: ignore[assignment]
+            else:
+                loads = tuple(self._apply(whole(MemType.INP, t)) for _ in range(3))  # type: ignore[misc]
+                computes = (self._apply(self._tiny_load(MemType.ACC, t)),)
+            rounds.append(Round(loads, computes, (self._apply(self._store(t)),)))  # type: ignore[arg-type]
+        plan = Plan(threads, self.data, tuple(rounds))
+        try:
+            check_plan(cfg, plan)
+        except PlanError as exc:
+            raise AssertionError(f"the generator drew an illegal deep plan: {exc}") from exc
         return plan
 
     def _slices(self, threads: int, edge: bool) -> _Slices:

@@ -153,6 +153,14 @@ FAULT_MUTANTS: tuple[tuple[Mutant, str], ...] = (
     (Mutant("store-range-unchecked", "vdla_store.sv", ".step(rd_en && !bias_next), .fault(el_fault),",
             ".step(1'b0), .fault(el_fault),",
             "the STORE's accumulator walk is not range-checked"), "store_past_sram"),
+    (Mutant("loop-room-off-by-one", "vdla_loop_check.sv", "dst_room <= NW'(W'(ACC_BUFF_DEPTH) - s_dst);",
+            "dst_room <= NW'(W'(ACC_BUFF_DEPTH) - s_dst + 1'b1);",
+            "registered loop check, first stage: the room left in the accumulator buffer is one too many, "
+            "so the first element past it passes"), "acc_overrun"),
+    (Mutant("loop-verdict-next-offset", "vdla_loop_check.sv", "bad_dst ? p_dst : bad_src ? p_src : p_wgt;",
+            "bad_dst ? s_dst : bad_src ? s_src : s_wgt;",
+            "registered loop check, verdict stage: the element is built from the offsets of the iteration being "
+            "read, not of the one checked"), "acc_overrun"),
 )
 """Mutants of the fault logic, each with the fault program of tests/faults/test_faults.py that
 kills it (valid fuzz programs never fault, so the fuzzer cannot): tests/faults/test_fault_mutants.py."""

@@ -323,14 +323,38 @@ def check_plan(cfg: HwConfig, plan: Plan) -> None:
         store_reads.append(np.unique(np.concatenate(sr)))
         late_reads.append(np.unique(np.concatenate([np.zeros(0, np.int64)] + cr[push_c2l + 1:])))
         early_writes.append(np.unique(np.concatenate([np.zeros(0, np.int64)] + cw[:pop_s2c])))
+    # Rounds q in (r - d, r) overlap round r whole: their reads are counted per element in a sliding
+    # window (a plan of 1,000 rounds over 500 threads would take minutes pairwise); round r - d
+    # overlaps only in part. A round with any conflict is re-checked pair by pair for the message.
+    in_reads = np.zeros(depths["inp"] + depths["wgt"], np.int32)
+    acc_reads = np.zeros(depths["acc"], np.int32)
     for r in range(len(plan.rounds)):
-        for q in range(max(0, r - d), r):
-            reads = comp_reads[q] if q > r - d else late_reads[q]
-            if np.intersect1d(load_writes[r], reads).size:
-                raise PlanError(f"loads of round {r} overwrite input/weight SRAM that computes of round {q} may still read")
-            writes = comp_writes[r] if q > r - d else early_writes[r]
-            if np.intersect1d(writes, store_reads[q]).size:
-                raise PlanError(f"computes of round {r} overwrite accumulators that stores of round {q} may still read")
+        if r >= 1:
+            in_reads[comp_reads[r - 1]] += 1
+            acc_reads[store_reads[r - 1]] += 1
+        if r >= d:
+            in_reads[comp_reads[r - d]] -= 1
+            acc_reads[store_reads[r - d]] -= 1
+        clash = bool(in_reads[load_writes[r]].any() or acc_reads[comp_writes[r]].any())
+        if r >= d:
+            clash = clash or bool(np.intersect1d(load_writes[r], late_reads[r - d]).size
+                                  or np.intersect1d(early_writes[r], store_reads[r - d]).size)
+        if clash:
+            _raise_conflict(r, d, load_writes, comp_reads, late_reads, comp_writes, early_writes, store_reads)
+
+
+def _raise_conflict(r: int, d: int, load_writes: list[np.ndarray], comp_reads: list[np.ndarray],
+                    late_reads: list[np.ndarray], comp_writes: list[np.ndarray], early_writes: list[np.ndarray],
+                    store_reads: list[np.ndarray]) -> None:
+    """The first unordered pair of round ``r`` with an earlier round, as a :class:`PlanError`."""
+    for q in range(max(0, r - d), r):
+        reads = comp_reads[q] if q > r - d else late_reads[q]
+        if np.intersect1d(load_writes[r], reads).size:
+            raise PlanError(f"loads of round {r} overwrite input/weight SRAM that computes of round {q} may still read")
+        writes = comp_writes[r] if q > r - d else early_writes[r]
+        if np.intersect1d(writes, store_reads[q]).size:
+            raise PlanError(f"computes of round {r} overwrite accumulators that stores of round {q} may still read")
+    raise AssertionError(f"round {r}: a conflict was counted but no pair has it")
 
 
 def _flat(sets: dict[str, np.ndarray], depths: dict[str, int]) -> np.ndarray:

@@ -10,13 +10,23 @@ whole: a build folder is useless in part.
 
 Each use of an entry touches its :data:`USED_MARK`, so its modification time is the entry's last
 use. :func:`enforce_cap` runs after every build and evicts the least recently used entries
-until the cache fits in ``$VDLA_CACHE_MAX_GB`` (default :data:`DEFAULT_MAX_GB`); entries used in
-the last :data:`IN_USE_SECONDS` are never evicted, as another process may be building or
-running them.
+until the cache fits in ``$VDLA_CACHE_MAX_GB`` (default :data:`DEFAULT_MAX_GB`).
+
+Eviction never takes an entry from under a process that uses it. A user *pins* its entry
+(:func:`use_entry`, which every build folder's lookup calls): a shared ``flock`` on the entry's lock
+file ``<cache>/locks/<entry>.lock``, held until the process ends (the kernel drops it then, even on a
+crash). Eviction takes the exclusive lock without waiting; an entry someone pins is skipped. Holding
+that lock, the evictor renames the entry into ``<cache>/trash/`` (one atomic step) and deletes it
+from there after releasing the lock, so a user who pins the entry next waits at most for the
+rename and then finds either the whole entry or none (and builds afresh), never a half-deleted one.
+A time stamp alone cannot do this: a harness build on a loaded machine took over 20 minutes, and a
+fuzz worker runs one library for hours. Entries used in the last :data:`IN_USE_SECONDS` are kept
+too (a process of an older version, which does not pin, may be using them).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import time
@@ -35,6 +45,13 @@ ENTRY_PARENT = "rtl"
 ARM64_USERLAND = "arm64-userland"
 WHOLE_ENTRIES = (ARM64_USERLAND,)
 """... and these folders directly under the cache root, each one entry."""
+LOCKS = "locks"
+"""``<cache>/locks/``: one lock file per entry (never evicted, a few bytes each)."""
+TRASH = "trash"
+"""``<cache>/trash/``: evicted entries, renamed there before they are deleted."""
+
+_pinned: dict[str, int] = {}
+"""Lock file -> descriptor holding its shared lock, for every entry this process pinned."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +99,112 @@ def mark_used(entry: Path) -> None:
     (entry / USED_MARK).touch()
 
 
+def entry_of(path: Path, root: Path | None = None) -> Path:
+    """The cache entry ``path`` lies in (``path`` itself when it is not inside one)."""
+    root = (root or cache_dir()).absolute()
+    path = Path(path).absolute()
+    try:
+        rel = path.relative_to(root).parts
+    except ValueError:
+        return path
+    if len(rel) >= 2 and rel[0] == ENTRY_PARENT:
+        return root / ENTRY_PARENT / rel[1]
+    if rel and rel[0] in WHOLE_ENTRIES:
+        return root / rel[0]
+    return path
+
+
+def lock_file(entry: Path, root: Path | None = None) -> Path:
+    """The lock file of ``entry``: ``<cache>/locks/<path under the cache, '/' as '__'>.lock``."""
+    root = (root or cache_dir()).absolute()
+    entry = entry_of(entry, root)
+    try:
+        name = "__".join(entry.relative_to(root).parts)
+    except ValueError:  # outside the cache: a lock keyed by the whole path
+        name = "__".join(entry.parts[1:])
+    return root / LOCKS / f"{name}.lock"
+
+
+def pin(entry: Path) -> None:
+    """Keep ``entry`` from eviction until this process ends (or :func:`unpin`).
+
+    Takes a shared lock on the entry's lock file; waits only while an eviction of the entry is
+    renaming it away. Call it *before* looking into the entry: what is there afterwards stays.
+    """
+    lock = lock_file(entry)
+    key = str(lock)
+    if key in _pinned:
+        return
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+    except BaseException:
+        os.close(fd)
+        raise
+    _pinned[key] = fd
+
+
+def unpin(entry: Path) -> None:
+    """Release this process's pin of ``entry`` (no-op when it holds none)."""
+    fd = _pinned.pop(str(lock_file(entry)), None)
+    if fd is not None:
+        os.close(fd)  # closing the descriptor drops its lock
+
+
+def use_entry(entry: Path) -> Path:
+    """Pin ``entry`` (:func:`pin`), create it if missing and mark it used now; returns it."""
+    pin(entry)
+    mark_used(entry)
+    return entry
+
+
+def in_use(entry: Path, root: Path | None = None) -> bool:
+    """Whether some process pins ``entry`` (this one included)."""
+    lock = lock_file(entry, root)
+    if not lock.exists():
+        return False
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # also drops the exclusive lock if it was taken
+    return False
+
+
+def evict(entry: Path, root: Path | None = None) -> bool:
+    """Remove ``entry`` unless a process pins it; True when it was removed (by this call)."""
+    root = root or cache_dir()
+    lock = lock_file(entry, root)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        trash = root / TRASH / f"{entry.name}.{os.getpid()}.{time.time_ns()}"
+        trash.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.rename(entry, trash)
+        except FileNotFoundError:  # another evictor was first
+            return False
+    finally:
+        os.close(fd)
+    shutil.rmtree(trash, ignore_errors=True)
+    return True
+
+
+def empty_trash(root: Path | None = None) -> None:
+    """Delete what evictions left in ``<cache>/trash`` (an evictor killed between rename and delete)."""
+    trash = (root or cache_dir()) / TRASH
+    if trash.is_dir():
+        for item in trash.iterdir():
+            shutil.rmtree(item, ignore_errors=True)
+
+
 def _last_used(entry: Path) -> float:
     mark = entry / USED_MARK
     return (mark if mark.exists() else entry).stat().st_mtime
@@ -93,7 +216,13 @@ def entries(root: Path | None = None) -> list[CacheEntry]:
     parent = root / ENTRY_PARENT
     folders = [p for p in parent.iterdir() if p.is_dir()] if parent.is_dir() else []
     folders += [root / name for name in WHOLE_ENTRIES if (root / name).is_dir()]
-    return sorted((CacheEntry(p, folder_size(p), _last_used(p)) for p in folders), key=lambda e: e.last_used)
+    found = []
+    for p in folders:
+        try:
+            found.append(CacheEntry(p, folder_size(p), _last_used(p)))
+        except FileNotFoundError:  # evicted by another process while we listed
+            pass
+    return sorted(found, key=lambda e: e.last_used)
 
 
 def total_size(root: Path | None = None) -> int:
@@ -105,11 +234,12 @@ def total_size(root: Path | None = None) -> int:
 def trim(limit: int, root: Path | None = None, *, now: float | None = None) -> list[CacheEntry]:
     """Evict least recently used entries until the cache holds at most ``limit`` bytes; returns them.
 
-    Entries used within :data:`IN_USE_SECONDS` of ``now`` stay, even when the cache is then
-    still above the limit.
+    Entries a process pins (:func:`pin`) and entries used within :data:`IN_USE_SECONDS` of ``now``
+    stay, even when the cache is then still above the limit.
     """
     root = root or cache_dir()
     now = time.time() if now is None else now
+    empty_trash(root)
     size = total_size(root)
     evicted: list[CacheEntry] = []
     for entry in entries(root):
@@ -117,14 +247,14 @@ def trim(limit: int, root: Path | None = None, *, now: float | None = None) -> l
             break
         if now - entry.last_used < IN_USE_SECONDS:
             continue
-        shutil.rmtree(entry.path, ignore_errors=True)
-        size -= entry.size
-        evicted.append(entry)
+        if evict(entry.path, root):
+            size -= entry.size
+            evicted.append(entry)
     return evicted
 
 
 def clear(root: Path | None = None) -> int:
-    """Remove the whole cache; returns the bytes freed."""
+    """Remove the whole cache, pinned entries included (an explicit request); returns the bytes freed."""
     root = root or cache_dir()
     size = total_size(root)
     if root.is_dir():
@@ -146,5 +276,6 @@ def human(size: float) -> str:
     raise AssertionError("unreachable")
 
 
-__all__ = ["ARM64_USERLAND", "CacheEntry", "WHOLE_ENTRIES", "cache_dir", "clear", "enforce_cap", "entries", "human",
-           "mark_used", "max_bytes", "total_size", "trim"]
+__all__ = ["ARM64_USERLAND", "CacheEntry", "LOCKS", "TRASH", "WHOLE_ENTRIES", "cache_dir", "clear", "empty_trash",
+           "enforce_cap", "entries", "entry_of", "evict", "human", "in_use", "lock_file", "mark_used", "max_bytes", "pin",
+           "total_size", "trim", "unpin", "use_entry"]

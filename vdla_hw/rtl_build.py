@@ -26,7 +26,7 @@ from typing import Any
 
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.gen_sv import GENERATED_DIR, generate_package, package_path
-from vdla_hw.cache import ENTRY_PARENT, cache_dir, enforce_cap, mark_used
+from vdla_hw.cache import ENTRY_PARENT, cache_dir, enforce_cap, pin, use_entry
 from vdla_hw.errors import ToolchainError
 from vdla_hw.toolchain import find_toolchain
 
@@ -95,6 +95,7 @@ def package_file(cfg: HwConfig) -> Path:
         return committed
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     path = cache_root() / "pkg" / f"{cfg.name}-{digest}" / committed.name
+    pin(path)  # the build that reads it must find it
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
@@ -198,7 +199,7 @@ def build_dir(cfg: HwConfig | str, purpose: str, sources: Sequence[Path] | None 
     cfg = load_config(cfg)
     srcs = list(sources) if sources is not None else rtl_sources(cfg)
     entry = cache_root() / f"{cfg.name}-{sources_digest(cfg, srcs, extra)}"
-    mark_used(entry)  # the cache cap evicts the least recently used entries first
+    use_entry(entry)  # pinned against eviction while this process lives; LRU order for the rest
     path = entry / purpose
     path.mkdir(parents=True, exist_ok=True)
     return path

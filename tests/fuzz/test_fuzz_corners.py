@@ -34,6 +34,38 @@ def test_campaign_on_tiny_reaches_every_bin(tiny) -> None:
     assert len(result.coverage.bins) == 145  # 128 + the overwrite GEMM and bias STORE bins (issue 24)
 
 
+DEEP_CORNER_SEEDS = ((0, 64), (139, 1))
+"""(first seed, count) runs that reach all 144 bins on ``default`` and ``wide`` (512-deep queues): the last
+ordinary bin came at seed 63 when measured, queue-full:compute and :store at the load-bound deep plan of
+seed 23, queue-full:load at the compute-bound deep plan of seed 139 (seeds 0..139 all pass)."""
+
+
+@pytest.mark.parametrize("preset", ["default", pytest.param("wide", marks=pytest.mark.slow)])
+def test_campaign_on_deep_queues_reaches_every_bin(preset: str) -> None:
+    coverage = None
+    for seed, count in DEEP_CORNER_SEEDS:
+        result = run_campaign(Settings(preset, seed=seed, count=count, backends=("fsim", "cycle"), jobs=2), quiet=True)
+        assert not result.failures, [(r.seed, r.failure) for r in result.failures[:3]]
+        if coverage is None:
+            coverage = result.coverage
+        else:
+            coverage.add(set(result.coverage.reached))
+    assert coverage is not None and coverage.unreached == [], coverage.format()
+    assert len(coverage.bins) == 144
+
+
+def test_deep_plans_fill_512_deep_queues_with_one_consumer_instruction_per_round() -> None:
+    cfg = load_config("default")
+    for seed, compute_bound in ((139, True), (23, False)):
+        plan = draw_plan(cfg, seed)
+        check_plan(cfg, plan)
+        assert plan.threads == cfg.dep_queue_depth + 2 and len(plan.rounds) == 2 * plan.threads
+        # the slow module's consumer has one instruction a round, so its command queue holds a whole
+        # token queue's worth of rounds (round 0 also loads every thread's micro-op)
+        assert all(len(r.computes) == 1 and len(r.stores) == 1 for r in plan.rounds[1:])
+        assert all(len(r.loads) == (1 if compute_bound else 3) for r in plan.rounds)
+
+
 def test_more_threads_than_a_token_queue_holds_is_legal_only_when_fetch_keeps_up(tiny) -> None:
     plan = next(p for p in (draw_plan(tiny, s) for s in range(200)) if p.threads > tiny.dep_queue_depth)
     check_plan(tiny, plan)

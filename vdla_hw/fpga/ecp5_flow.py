@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from vdla_hw.cache import enforce_cap, mark_used
+from vdla_hw.cache import enforce_cap, use_entry
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.errors import ToolchainError, UnsupportedError, UsageError
 from vdla_hw.fpga import ecp5_selftest as selftest
@@ -272,7 +272,7 @@ def build_ecp5(config: HwConfig | str, out_dir: Path | str | None = None, progre
     run_yosys, run_nextpnr, run_ecppack = yowasp_tools()
     work = work_dir(cfg, brd, build_id)
     cached = work / RESULT_FILE
-    mark_used(work)
+    use_entry(work)
     if use_cache and cached.exists():
         hit = Ecp5Result.from_json(json.loads(cached.read_text()), work)
         if hit.seed == seed:

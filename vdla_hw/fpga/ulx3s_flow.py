@@ -17,7 +17,7 @@ import shutil
 import time
 from pathlib import Path
 
-from vdla_hw.cache import enforce_cap, mark_used
+from vdla_hw.cache import enforce_cap, use_entry
 from vdla_hw.config import HwConfig
 from vdla_hw.errors import ToolchainError
 from vdla_hw.fpga import ulx3s_soc
@@ -82,7 +82,7 @@ def build_soc(cfg: HwConfig, build_id: int, out_dir: Path, *, progress: bool = T
     """
     run_yosys, run_nextpnr, run_ecppack = yowasp_tools()
     work = work_dir(cfg, build_id)
-    mark_used(work)
+    use_entry(work)
     cached = work / RESULT_FILE
     if not cached.exists():
         _run(cfg, build_id, work, progress, seed, run_yosys, run_nextpnr, run_ecppack)

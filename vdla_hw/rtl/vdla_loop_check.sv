@@ -7,6 +7,17 @@
 // model report in. `buf` names the buffer (BUF_* of vdla_pkg), `elem` the unwrapped element
 // index and `iter` the iteration's number from 0. A micro-op range [uop_bgn, uop_end) past the
 // micro-op buffer faults first (buffer UOP, `elem` = uop_end).
+//
+// Timing: the micro-op SRAM's read port has no output register, so the check must not put a
+// 32-bit adder behind it. When an iteration's micro-op is read, its loop offsets are known:
+// the room left in each buffer past them (`*_room` = depth - offset, narrow) and whether the
+// offset alone is already past it (`*_over`) are registered then, and the micro-op's field is
+// only compared with that room when it arrives. The verdict is registered once more (the
+// fault, its buffer and the operand's field and offset): `fault` rises one cycle after the
+// iteration's micro-op arrives, still naming that iteration and that element (its unwrapped
+// index is the sum of the registered field and offset), and a fault is never lost to the
+// next instruction's `start`. The ECP5 build's critical path ran from the micro-op SRAM
+// through the sums and compares into the fault collector's halt (docs/fpga_ecp5.md).
 `default_nettype none
 /* verilator lint_off IMPORTSTAR */  // yosys 0.70 reads package imports only at file scope
 import vdla_pkg::*;
@@ -39,12 +50,27 @@ module vdla_loop_check #(
   output logic [W-1:0]                       iter
 );
   localparam int UW = LOG_UOP_BUFF_DEPTH;
+  // wide enough for every micro-op field, every buffer depth and uop_end
+  localparam int NW0 = UOP_DST_W > UOP_SRC_W ? UOP_DST_W : UOP_SRC_W;
+  localparam int NW1 = NW0 > UOP_WGT_W ? NW0 : UOP_WGT_W;
+  localparam int NW2 = NW1 > LOG_ACC_BUFF_DEPTH + 1 ? NW1 : LOG_ACC_BUFF_DEPTH + 1;
+  localparam int NW3 = NW2 > LOG_INP_BUFF_DEPTH + 1 ? NW2 : LOG_INP_BUFF_DEPTH + 1;
+  localparam int NW4 = NW3 > LOG_WGT_BUFF_DEPTH + 1 ? NW3 : LOG_WGT_BUFF_DEPTH + 1;
+  localparam int NW  = NW4 > UW + 1 ? NW4 : UW + 1;
 
   logic [UW:0]            u;
   logic [LOOP_ITER_W-1:0] i1;
   logic [W-1:0]           dst_o, dst_i, src_o, src_i, wgt_o, wgt_i, n;
   logic                   pend, seen, uop_bad;  // uop_bad: the range [bgn, end) runs past the micro-op buffer
   logic [W-1:0]           p_dst, p_src, p_wgt, p_iter;
+  logic [W-1:0]           s_dst, s_src, s_wgt, src_depth;  // the offsets of the iteration read now
+  logic [NW-1:0]          dst_room, src_room, wgt_room;    // depth - offset, when not over
+  logic                   dst_over, src_over, wgt_over;    // offset >= depth
+  logic                   bad_dst, bad_src, bad_wgt, fault_now;
+  assign s_dst     = dst_o + dst_i;
+  assign s_src     = src_o + src_i;
+  assign s_wgt     = wgt_o + wgt_i;
+  assign src_depth = is_gemm ? W'(INP_BUFF_DEPTH) : W'(ACC_BUFF_DEPTH);
 
   always_ff @(posedge clk) begin
     if (!rst_n || clear) begin
@@ -66,11 +92,17 @@ module vdla_loop_check #(
     end else begin
       pend    <= uop_rd_en;
       uop_bad <= 1'b0;
-      if (fault) seen <= 1'b1;
+      if (fault_now) seen <= 1'b1;
       if (uop_rd_en) begin
-        p_dst  <= dst_o + dst_i;
-        p_src  <= src_o + src_i;
-        p_wgt  <= wgt_o + wgt_i;
+        p_dst    <= s_dst;
+        p_src    <= s_src;
+        p_wgt    <= s_wgt;
+        dst_over <= s_dst >= W'(ACC_BUFF_DEPTH);
+        src_over <= s_src >= src_depth;
+        wgt_over <= s_wgt >= W'(WGT_BUFF_DEPTH);
+        dst_room <= NW'(W'(ACC_BUFF_DEPTH) - s_dst);
+        src_room <= NW'(src_depth - s_src);
+        wgt_room <= NW'(W'(WGT_BUFF_DEPTH) - s_wgt);
         p_iter <= n;
         n      <= n + 1'b1;
         if (u + 1'b1 != uop_end) begin
@@ -96,25 +128,39 @@ module vdla_loop_check #(
     end
   end
 
-  // The micro-op read in the previous cycle arrives now.
+  // The micro-op read in the previous cycle arrives now: field + offset >= depth, without the
+  // sum (offset < depth, so the room is positive and fits NW bits).
   /* verilator lint_off UNUSEDSIGNAL */  // the reserved bits
   vdla_pkg::uop_t uop;
   /* verilator lint_on UNUSEDSIGNAL */
-  logic [W-1:0]   dst, src, wgt, src_depth;
-  logic           bad_dst, bad_src, bad_wgt;
   assign uop       = vdla_pkg::uop_t'(uop_rd_data);
-  assign dst       = W'(uop.dst) + p_dst;
-  assign src       = W'(uop.src) + p_src;
-  assign wgt       = W'(uop.wgt) + p_wgt;
-  assign src_depth = is_gemm ? W'(INP_BUFF_DEPTH) : W'(ACC_BUFF_DEPTH);
-  assign bad_dst   = dst >= W'(ACC_BUFF_DEPTH);
-  assign bad_src   = check_src && src >= src_depth;
-  assign bad_wgt   = check_wgt && wgt >= W'(WGT_BUFF_DEPTH);
+  assign bad_dst   = dst_over || NW'(uop.dst) >= dst_room;
+  assign bad_src   = check_src && (src_over || NW'(uop.src) >= src_room);
+  assign bad_wgt   = check_wgt && (wgt_over || NW'(uop.wgt) >= wgt_room);
+  assign fault_now = !seen && !start && (uop_bad || (pend && (bad_dst || bad_src || bad_wgt)));
 
-  assign fault  = !seen && !start && (uop_bad || (pend && (bad_dst || bad_src || bad_wgt)));
-  assign buf_id = uop_bad ? BUF_UOP : bad_dst ? BUF_ACC : bad_src ? (is_gemm ? BUF_INP : BUF_ACC) : BUF_WGT;
-  assign elem   = uop_bad ? W'(uop_end) : bad_dst ? dst : bad_src ? src : wgt;
-  assign iter   = uop_bad ? '0 : p_iter;
+  // The verdict, registered: the first bad operand's buffer, field and offset.
+  logic          r_fault;
+  logic [3:0]    r_buf;
+  logic [NW-1:0] r_field;
+  logic [W-1:0]  r_base, r_iter;
+  always_ff @(posedge clk) begin
+    if (!rst_n || clear) r_fault <= 1'b0;
+    else                 r_fault <= fault_now;
+  end
+  // Read only while r_fault is set, so no reset.
+  always_ff @(posedge clk) begin
+    if (fault_now) begin
+      r_buf   <= uop_bad ? BUF_UOP : bad_dst ? BUF_ACC : bad_src ? (is_gemm ? BUF_INP : BUF_ACC) : BUF_WGT;
+      r_field <= uop_bad ? NW'(uop_end) : bad_dst ? NW'(uop.dst) : bad_src ? NW'(uop.src) : NW'(uop.wgt);
+      r_base  <= uop_bad ? '0 : bad_dst ? p_dst : bad_src ? p_src : p_wgt;
+      r_iter  <= uop_bad ? '0 : p_iter;
+    end
+  end
+  assign fault  = r_fault;
+  assign buf_id = r_buf;
+  assign elem   = W'(r_field) + r_base;
+  assign iter   = r_iter;
 endmodule
 
 `default_nettype wire

@@ -183,6 +183,50 @@ module vdla_tile_loader #(
       if (oob) f_tile_oob_sound: assert (wr_en && f_idx >= FW'(DEPTH));
     end
   end
+`ifdef VDLA_FORMAL_TILE_LEGAL
+  // a_tile_sram_range, as the static checks state it: a legal block (sram_base + padded rows x
+  // padded columns <= DEPTH) never writes past the buffer. The product is taken of instruction
+  // fields only (f_end); what carries it through the walk is an auxiliary count of the elements
+  // in the rows below the current one, f_rows_el, lowered by one row (x_end) at each row end. The
+  // invariants are linear in the walk's state except f_tile_rows's f_rows_el == rows left x x_end,
+  // whose induction step is the identity (r - 1) x c = r x c - c. A non-empty legal block has
+  // both extents <= DEPTH, so the factors are NW bits and their product PW bits, exactly.
+  localparam int NW = $clog2(DEPTH + 1);
+  localparam int PW = 2 * NW;
+  logic [NW-1:0] f_rows_left, f_cols;
+  logic [PW-1:0] f_rows_el;
+  logic [FW-1:0] f_end;
+  assign f_cols = NW'(x_end);
+  assign f_end  = FW'(insn.sram_base) + FW'(PW'(NW'(y_end)) * PW'(f_cols));
+  always_ff @(posedge clk) begin
+    if (!rst_n || clear) begin
+      f_rows_left <= '0;
+      f_rows_el   <= '0;
+    end else if (start) begin
+      f_rows_left <= NW'(y_end - 1'b1);
+      f_rows_el   <= PW'(NW'(y_end - 1'b1)) * PW'(f_cols);
+    end else if (wr_en && row_end) begin
+      f_rows_left <= f_rows_left - 1'b1;
+      f_rows_el   <= f_rows_el - PW'(f_cols);
+    end
+  end
+  always_ff @(posedge clk) begin
+    if (rst_n && !clear) begin
+      // the legal-block contract (blocks that write nothing excepted: an empty extent)
+      if (start && y_end != '0 && x_end != '0)
+        assume (y_end <= YW'(DEPTH) && x_end <= YW'(DEPTH) && f_end <= FW'(DEPTH));
+      if (writing) begin
+        f_tile_extent: assert (y_last == y_end - 1'b1 && x_last == x_end - 1'b1 && x <= x_last && y <= y_last
+                               && y_end != '0 && x_end != '0 && y_end <= YW'(DEPTH) && x_end <= YW'(DEPTH)
+                               && f_end <= FW'(DEPTH));
+        f_tile_rows: assert (YW'(f_rows_left) == y_last - y && f_rows_el == PW'(f_rows_left) * PW'(f_cols));
+        f_tile_walk: assert (f_idx + FW'(x_last - x) + FW'(f_rows_el) + 1'b1 == f_end);
+      end
+      if (writing) f_tile_in_buffer: assert (f_idx < FW'(DEPTH));
+      if (wr_en) a_tile_sram_range: assert (f_idx < FW'(DEPTH) && !oob);
+    end
+  end
+`endif
 `undef VDLA_TILE_CONTRACT
 `endif
 endmodule

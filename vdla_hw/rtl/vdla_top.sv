@@ -203,6 +203,7 @@ module vdla_top #(
   logic                 fl_go, fc_go, fs_go, lq_take, cq_take, sq_take;
   logic                 fl_shown, fc_shown, fs_shown;
   logic [31:0]          load_idx, compute_idx, store_idx;  // the instruction each module runs
+  logic [31:0]          compute_idx_q;  // compute's instruction one cycle ago: the loop check reports a cycle late
   // After a fault fetch dispatches nothing more; an instruction already offered to a full
   // queue stays offered (valid/ready: an offer is never withdrawn). The modules run on through
   // what their queues hold: their DMA commands are held back at the window (halt), so they
@@ -223,8 +224,10 @@ module vdla_top #(
       dispatched  <= '0;
       load_idx    <= '0;
       compute_idx <= '0;
+      compute_idx_q <= '0;
       store_idx   <= '0;
     end else begin
+      compute_idx_q <= compute_idx;
       fl_shown   <= fl_go && !fl_ready;
       fc_shown   <= fc_go && !fc_ready;
       fs_shown   <= fs_go && !fs_ready;
@@ -403,7 +406,7 @@ module vdla_top #(
     f_iter[6]  = '0;
     f_valid[7] = compute_fault;
     f_cause[7] = {compute_fault_buf, compute_fault_class};
-    f_insn[7]  = compute_idx;
+    f_insn[7]  = compute_fault_class == FAULT_LOOP_INDEX ? compute_idx_q : compute_idx;
     f_addr[7]  = compute_fault_elem;
     f_iter[7]  = compute_fault_iter;
   end

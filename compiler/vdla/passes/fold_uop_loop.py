@@ -88,6 +88,17 @@ class _Fold(Mutator):
         return depth[SCOPE_ACC], src, depth[SCOPE_WGT]
 
 
+def fold_uop_scope(attr: AttrStmt, target: VdlaTarget) -> Stmt:
+    """One instruction scope with its (up to two) outer loops annotated as instruction loops; loops
+    annotated before are folded afresh (``split_block`` refolds a piece of a split instruction)."""
+    def strip(s: Stmt) -> Stmt:
+        if isinstance(s, For):
+            ann = tuple(a for a in s.annotations if a[0] != UOP_LOOP)
+            return For(s.loop_var, s.min, s.extent, s.kind, strip(s.body), ann)
+        return s
+    return _Fold(target).visit_AttrStmt(AttrStmt(attr.node, attr.key, attr.value, strip(attr.body)))
+
+
 def fold_uop_loop(func: PrimFunc, target: VdlaTarget) -> PrimFunc:
     """Annotate the (up to two) outer loops of every micro-op nest of ``func`` as instruction loops."""
     return func.with_body(_Fold(target).visit(func.body))

@@ -42,7 +42,7 @@ def _instructions(stmt: Stmt, env: dict[Var, int]) -> Iterator[Stmt]:
             yield stmt
         else:
             body = substitute(stmt.body, used)
-            yield AttrStmt(stmt.node, stmt.key, stmt.value, _simplify_calls(body))
+            yield AttrStmt(stmt.node, stmt.key, stmt.value, simplify_uop_nest(body))
     elif is_instruction(stmt):
         call = packed_call(stmt)
         assert call is not None
@@ -54,11 +54,12 @@ def _instructions(stmt: Stmt, env: dict[Var, int]) -> Iterator[Stmt]:
                                 f"every statement outside an instruction scope must be a DMA or a micro-op nest")
 
 
-def _simplify_calls(body: Stmt) -> Stmt:
+def simplify_uop_nest(body: Stmt) -> Stmt:
+    """Fold the index arithmetic of a micro-op nest (after loop values were substituted) to simplest form."""
     if isinstance(body, For):
-        return For(body.loop_var, body.min, body.extent, body.kind, _simplify_calls(body.body), body.annotations)
+        return For(body.loop_var, body.min, body.extent, body.kind, simplify_uop_nest(body.body), body.annotations)
     if isinstance(body, IfThenElse):  # a guarded micro-op (fold_bias_store)
-        return IfThenElse(body.condition, _simplify_calls(body.then_case), None)
+        return IfThenElse(body.condition, simplify_uop_nest(body.then_case), None)
     call = body.value  # type: ignore[union-attr]
     return Evaluate(Call(call.dtype, call.op, tuple(a if a.dtype == "handle" else simplify(a) for a in call.args)))
 

@@ -35,6 +35,7 @@ from vdla.compiler.tir.ir import max_, min_
 from ..intrin import GemmIntrin
 from ..passes.fold_bias_init import ATTR as BIAS_INIT
 from ..passes.fold_bias_store import ATTR as BIAS_STORE
+from ..passes.split_block import SPLIT_ATTR
 from ..passes.fold_requant_store import ATTR as REQUANT_ON_STORE
 from ..target import SCOPE_ACC, SCOPE_INP, SCOPE_WGT, VdlaTarget
 from .epilogue import Requantize, Residual
@@ -308,7 +309,7 @@ def conv2d_func(wl: Conv2dWorkload, knobs: Conv2dKnobs, target: VdlaTarget, epil
     func = conv2d_schedule(wl, knobs, target, epilogue, name, dump).func
     attrs = (("target", "vdla"), ("config", target.config.name), ("workload", wl), ("knobs", knobs),
              (REQUANT_ON_STORE, epilogue.on_store), (BIAS_INIT, epilogue.bias_init),
-             (BIAS_STORE, epilogue.bias_on_store))
+             (BIAS_STORE, epilogue.bias_on_store), (SPLIT_ATTR, epilogue.splits_edges))
     return PrimFunc(func.name, func.params, func.body, attrs)
 
 

@@ -53,6 +53,13 @@ class Requantize:
     tile's first reduction step is a GEMM with the ``overwrite`` bit and the STORE adds the bias; False
     keeps ``bias_init``'s MOV (to measure the difference).  It applies only with ``on_store`` and
     ``bias_init``.
+
+    ``split_edges``: the prologue and the drain split by block in the instruction stream
+    (``split_prologue_load``: the first weight LOADs and the GEMMs reading them, so the first GEMM
+    waits for one output-channel block's weights; ``split_drain_store``: the last GEMMs and their
+    STOREs, so each block's STORE overlaps the next block's GEMM); False leaves them whole (to
+    measure the difference).  Not an epilogue feature but a lowering choice the fit model's
+    micro-op count must see, like ``bias_store``.
     """
 
     shift: int = 0
@@ -65,6 +72,7 @@ class Requantize:
     residual: Residual | None = None
     """A residual add fused after the requantization (:class:`Residual`): the conv's shift and clip then run on
     the ALU (the value must be int8 before the add) and the STORE does the add's own shift and clip."""
+    split_edges: bool = True
 
     @property
     def alu_imm(self) -> bool:
@@ -84,6 +92,12 @@ class Requantize:
         """Whether the STORE adds the bias and the first GEMM step overwrites (no accumulator init)."""
         return (self.inits_from_bias and self.on_store and self.bias_store and not self.multiplier
                 and self.residual is None)
+
+    @property
+    def splits_edges(self) -> bool:
+        """Whether the prologue and the drain are split by block (``split_edges``, with the bias on the
+        STORE: the only path whose micro-op lists the fit model counts with the pieces)."""
+        return self.split_edges and self.bias_on_store
 
     @property
     def resident_tiles(self) -> int:

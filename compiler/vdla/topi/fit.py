@@ -23,6 +23,7 @@ from vdla_hw.isa import LOOP_ITER_W
 
 from .epilogue import Requantize
 from ..target import SCOPE_ACC, SCOPE_INP, SCOPE_UOP, SCOPE_WGT, CapacityError, VdlaTarget
+from ..passes.split_block import dma_cycles, load_overhead, split_count, store_overhead
 from .tiling import MAX_LOOP, Conv2dKnobs, Conv2dWorkload, TileGeometry, estimate_cycles, geometry, hoisted
 
 _PLAIN = Requantize()
@@ -197,6 +198,8 @@ def uop_count(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, ep: Requantize 
         whole = _uop_sizes(wl, k, cfg)[0] if g.ic_chunks > 1 else 0
         if whole == first and _uop_lists(wl, k, cfg)[0] == _first_list(wl, k, cfg):
             whole = 0  # the later chunks' list is the first step's (code generation loads it once)
+        if ep.splits_edges:
+            return sum(_split_lists(wl, k, cfg, t, first, rest, whole) for t in range(k.virtual_threads))
         return k.virtual_threads * (first + rest + whole)
     inp, wgt, acc = _tile_sizes(wl, k, g)
     inp_copies, wgt_copies = _copies(wl, k, cfg)
@@ -230,6 +233,81 @@ def residual_uops(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> int:
     over the output tile -- and the conv value's scale (the conv's own immediate ops are in ``uop_count``)."""
     epi = _uop_sizes(wl, k, cfg)[1]
     return k.virtual_threads * 6 * epi
+
+
+def _split_lists(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, t: int, first: int, rest: int, whole: int) -> int:
+    """Micro-ops of thread ``t``'s distinct lists after ``split_prologue_load`` and ``split_drain_store``.
+
+    The prologue splits the first GEMM step of each thread whose own weight LOAD precedes the first
+    GEMM (every thread, or thread 0 when the threads share one weight copy) into groups along its
+    outer instruction loop, when that loop walks the weights (output-channel blocks); the drain
+    splits each thread's last GEMM (the whole list with several chunks, else the guarded rest, else
+    the first step) along its outer loop, when that loop walks the accumulators; a first step that
+    is also the thread's last GEMM is the drain's.  The group count is
+    :func:`~vdla.compiler.vdla.passes.split_block.split_count`'s, from the same config timing.  A
+    group of one iteration is refolded (its own, shorter list per block); a group of several keeps
+    the loop and the whole list shifted.  The lists are enumerated (offsets from the thread's
+    buffers, which no other thread shares) so equal ones count once, as code generation loads them;
+    a list no instruction uses any more is not loaded."""
+    g = geometry(wl, k, cfg)
+    tgt = VdlaTarget(cfg)
+    limits = (cfg.acc_buff_depth, cfg.inp_buff_depth, cfg.wgt_buff_depth)
+    loops = [lp for lp in _gemm_loops(wl, k, cfg) if lp[0] > 1]
+    f_loops = [lp for lp in loops if lp[1][0] != 0]
+    nests = {"F": f_loops, "R": loops, "W": loops}
+    tiles = g.oc_tiles * g.oh_tiles * g.ow_tiles // k.virtual_threads
+    same = whole == 0 and g.ic_chunks > 1  # the later chunks run the first step's list
+    uses = {"F": tiles * (g.ic_chunks if same else 1), "R": tiles if rest else 0,
+            "W": tiles * (g.ic_chunks - 1) if whole else 0}
+
+    def folded(nest: list[Loop], guarded: bool) -> int:
+        n = 0
+        for extent, factors in nest[:2]:
+            if (guarded and factors[0] == 0) or extent > MAX_LOOP or not all(0 <= f < lim for f, lim in zip(factors, limits)):
+                break
+            n += 1
+        return n
+
+    def listing(kind: str, nest: list[Loop], at: Uop = (0, 0, 0)) -> tuple[Uop, ...]:
+        """The micro-op list of ``nest`` (folded as ``fold_uop_loop`` folds it) from offset ``at``; the
+        guarded rest keeps the points where some reduction index is off 0."""
+        inner = nest[folded(nest, kind == "R"):]
+        uops: list[tuple[int, int, int, bool]] = [(*at, False)]
+        for extent, (fd, fs, fw) in inner:
+            uops = [(d + i * fd, s_ + i * fs, w + i * fw, off or (fd == 0 and i > 0))
+                    for d, s_, w, off in uops for i in range(extent)]
+        return tuple((d, s_, w) for d, s_, w, off in uops if off or kind != "R")
+
+    lists = {kind: listing(kind, nests[kind]) for kind in ("F", "R", "W")}
+    pieces: set[tuple[Uop, ...]] = set()
+
+    def split(kind: str, groups: int) -> None:
+        (n, step), nest = nests[kind][0], nests[kind]
+        if groups == n:
+            uses[kind] -= 1
+            pieces.update(listing(kind, nest[1:], (b * step[0], b * step[1], b * step[2])) for b in range(n))
+        else:
+            m = n // groups
+            pieces.update(tuple((d + j * m * step[0], s_ + j * m * step[1], w + j * m * step[2]) for d, s_, w in lists[kind])
+                          for j in range(1, groups))
+
+    copies = _copies(wl, k, cfg)[1]
+    last = "W" if whole else ("F" if g.ic_chunks > 1 or not rest else "R")
+    if ((t == 0 or copies > 1) and f_loops and folded(f_loops, False) and f_loops[0][1][2] != 0
+            and not (last == "F" and uses["F"] == 1)):
+        work = dma_cycles(tgt, _tile_sizes(wl, k, g)[1], cfg.wgt_elem_bytes)
+        pro = split_count(f_loops[0][0], work, load_overhead(tgt), copies)
+        if pro > 1:
+            split("F", pro)
+    nest = nests[last]
+    if nest and folded(nest, last == "R") and nest[0][1][0] != 0:
+        iters = prod(e for e, _ in loops) if last == "W" else (
+            prod(e for e, _ in loops) - prod(e for e, _ in f_loops) if last == "R" else prod(e for e, _ in f_loops))
+        drain = split_count(nest[0][0], iters, store_overhead(tgt), k.virtual_threads)
+        if drain > 1:
+            split(last, drain)
+    loaded = pieces | {lists[kind] for kind in lists if uses[kind] > 0}
+    return sum(len(x) for x in loaded)
 
 
 def _sram_footprint(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, ep: Requantize) -> dict[str, int]:
