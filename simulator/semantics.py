@@ -31,6 +31,13 @@ from vdla.simulator.tokens import describe
 from vdla.simulator.window import Window, dram_window_error, in_window, resolve_window
 
 
+# Enum members as module constants: in Python 3.11 looking a member up on its Enum class costs
+# several times a global lookup, and the hot paths below compare against them per instruction.
+_UOP, _INP, _WGT, _ACC, _OUT = MemType.UOP, MemType.INP, MemType.WGT, MemType.ACC, MemType.OUT
+_LOAD, _STORE, _GEMM, _ALU, _FINISH = Opcode.LOAD, Opcode.STORE, Opcode.GEMM, Opcode.ALU, Opcode.FINISH
+_MIN, _MAX, _ADD, _MUL, _MOV = AluOp.MIN, AluOp.MAX, AluOp.ADD, AluOp.MUL, AluOp.MOV
+
+
 class InsnEffect(NamedTuple):
     """The work one instruction did; the cycle model derives its duration from these counts.
 
@@ -111,6 +118,8 @@ class MachineState:
         self.plans: dict[tuple[Insn, bytes], _GemmPlan | _AluPlan] = {}
         """Checked loop indices of GEMM/ALU instructions by (instruction, micro-op words they read):
         programs repeat a few loop instructions over unchanged micro-ops thousands of times."""
+        self.plans_by_id: dict[tuple[int, bytes], tuple[Insn, _GemmPlan | _AluPlan]] = {}
+        """The same plans by (id of the instruction object, micro-op words), with the object."""
         # A LOAD of whole-byte little-endian elements is a byte copy into the SRAM's own bytes.
         self.sram_bytes: dict[MemType, np.ndarray] = {}
         for mt, width in self.widths.items():
@@ -157,9 +166,9 @@ def execute(state: MachineState, insn: Insn, index: int) -> InsnEffect:
     if isinstance(insn, AluInsn):
         return _alu(state, insn, index)
     if isinstance(insn, MemInsn):
-        return _load(state, insn, index) if insn.opcode == Opcode.LOAD else _store(state, insn, index)
+        return _load(state, insn, index) if insn.opcode == _LOAD else _store(state, insn, index)
     if isinstance(insn, FinishInsn):
-        return InsnEffect(Opcode.FINISH)
+        return InsnEffect(_FINISH)
     raise ProtocolError(f"instruction {index}: {insn!r} is not a VDLA instruction")
 
 
@@ -256,14 +265,14 @@ def _require_loop_written(
 
 def _load(state: MachineState, insn: MemInsn, index: int) -> InsnEffect:
     mt = insn.mem_type
-    if mt == MemType.OUT:
+    if mt == _OUT:
         raise ProtocolError(
             f"instruction {index} ({describe(insn)}): LOAD of memory type OUT; the output buffer can only be "
             f"stored, load accumulators with mem_type ACC"
         )
     y_pad0, x_pad0 = insn.y_pad0, insn.x_pad0
     padded = bool(y_pad0 or insn.y_pad1 or x_pad0 or insn.x_pad1)
-    if mt == MemType.UOP and padded:
+    if mt == _UOP and padded:
         raise ProtocolError(f"instruction {index} ({describe(insn)}): micro-op loads cannot pad; set all pads to 0")
     eb = state.elem_bytes[mt]
     sram = state.buffers[mt]
@@ -275,11 +284,11 @@ def _load(state: MachineState, insn: MemInsn, index: int) -> InsnEffect:
     if n and (base < 0 or base + n > sram.shape[0]):
         raise sram_range_error(insn, index, mt.name, base, base + n - 1, sram.shape[0])
     raw = dram_block(state, insn, index, eb)
-    if mt == MemType.UOP:
+    if mt == _UOP:
         words = raw.reshape(-1).view("<u4").astype(np.uint32)
         _set_uops(state, insn, index, base, words)
         _mark_written(state, mt, slice(base, base + n))
-        return InsnEffect(Opcode.LOAD, mt, rows=y, row_bytes=x * eb, sram_elems=n)
+        return InsnEffect(_LOAD, mt, rows=y, row_bytes=x * eb, sram_elems=n)
     sram_bytes = state.sram_bytes.get(mt)
     if sram_bytes is not None:  # whole-byte little-endian elements: the DRAM bytes are the SRAM bytes
         if padded:
@@ -294,12 +303,12 @@ def _load(state: MachineState, insn: MemInsn, index: int) -> InsnEffect:
         if padded:
             block[:] = 0
         block[y_pad0 : y_pad0 + y, x_pad0 : x_pad0 + x] = values
-    if mt == MemType.INP:
+    if mt == _INP:
         state.inp_f32[base : base + n] = sram[base : base + n]
-    elif mt == MemType.WGT:
+    elif mt == _WGT:
         state.wgt_f32[base : base + n] = sram[base : base + n].transpose(0, 2, 1)
     _mark_written(state, mt, slice(base, base + n))
-    return InsnEffect(Opcode.LOAD, mt, rows=y, row_bytes=x * eb, sram_elems=n, pad_elems=n - y * x)
+    return InsnEffect(_LOAD, mt, rows=y, row_bytes=x * eb, sram_elems=n, pad_elems=n - y * x)
 
 
 def _set_uops(state: MachineState, insn: MemInsn, index: int, base: int, words: np.ndarray) -> None:
@@ -320,7 +329,7 @@ def _set_uops(state: MachineState, insn: MemInsn, index: int, base: int, words: 
 
 
 def _store(state: MachineState, insn: MemInsn, index: int) -> InsnEffect:
-    if insn.mem_type != MemType.OUT:
+    if insn.mem_type != _OUT:
         raise ProtocolError(
             f"instruction {index} ({describe(insn)}): STORE of memory type {insn.mem_type.name}; only OUT can be "
             f"stored (it narrows accumulators to the output width)"
@@ -330,12 +339,12 @@ def _store(state: MachineState, insn: MemInsn, index: int) -> InsnEffect:
     cfg = state.cfg
     y, x = insn.y_size, insn.x_size
     n = y * x
-    eb = state.elem_bytes[MemType.OUT]
+    eb = state.elem_bytes[_OUT]
     if n == 0:
-        return InsnEffect(Opcode.STORE, MemType.OUT)
+        return InsnEffect(_STORE, _OUT)
     _check_sram(insn, index, "ACC (stored as OUT)", insn.sram_base, insn.sram_base + n - 1, state.acc.shape[0])
     block = dram_block(state, insn, index, eb)
-    missing = _first_unwritten(state, MemType.ACC, slice(insn.sram_base, insn.sram_base + n))
+    missing = _first_unwritten(state, _ACC, slice(insn.sram_base, insn.sram_base + n))
     if missing is not None:
         raise _uninitialized(insn, index, "ACC", insn.sram_base + missing, f"tile {missing} of the STORE")
     tiles = state.acc[insn.sram_base : insn.sram_base + n].reshape(y, x, cfg.batch * cfg.block_out)
@@ -343,7 +352,7 @@ def _store(state: MachineState, insn: MemInsn, index: int) -> InsnEffect:
         tiles = tiles + _store_bias(state, insn, index)[:, None, :]  # wraps in the accumulator type
     data = packing.encode(requantize(tiles, insn.shift, insn.clip, insn.relu, cfg.out_width), cfg.out_width)
     block[...] = data.reshape(y, x, eb)
-    return InsnEffect(Opcode.STORE, MemType.OUT, rows=y, row_bytes=x * eb, sram_elems=n)
+    return InsnEffect(_STORE, _OUT, rows=y, row_bytes=x * eb, sram_elems=n)
 
 
 def _store_bias(state: MachineState, insn: MemInsn, index: int) -> np.ndarray:
@@ -353,7 +362,7 @@ def _store_bias(state: MachineState, insn: MemInsn, index: int) -> np.ndarray:
     rows = insn.bias_row + np.arange(insn.y_size, dtype=np.int64) * insn.bias_step
     last = int(rows[-1])
     _check_sram(insn, index, "ACC (the STORE's bias)", insn.bias_row, last, state.acc.shape[0])
-    missing = _first_unwritten(state, MemType.ACC, slice(insn.bias_row, last + 1))
+    missing = _first_unwritten(state, _ACC, slice(insn.bias_row, last + 1))
     if missing is not None:
         raise _uninitialized(insn, index, "ACC", insn.bias_row + missing, "the bias of the STORE")
     return state.acc[rows].reshape(insn.y_size, -1)
@@ -378,7 +387,7 @@ def _checked(state: MachineState, plan: _GemmPlan | _AluPlan) -> bool:
 
 
 def _require_uops_written(state: MachineState, insn: GemmInsn | AluInsn, index: int) -> None:
-    missing = _first_unwritten(state, MemType.UOP, slice(insn.uop_bgn, insn.uop_end))
+    missing = _first_unwritten(state, _UOP, slice(insn.uop_bgn, insn.uop_end))
     if missing is not None:
         raise _uninitialized(insn, index, "UOP", insn.uop_bgn + missing, "its micro-op range")
 
@@ -460,11 +469,18 @@ def _plan(state: MachineState, insn: GemmInsn | AluInsn, index: int, bgn: int, e
     Instructions are frozen and the key holds the micro-op words, so a cached plan is exactly
     what building it again would give; a plan that fails its bounds checks is never stored.
     """
-    key = (insn, state.uop[bgn:end].tobytes())
+    words = state.uop[bgn:end].tobytes()
+    # First by the instruction object: hashing a frozen instruction (its fields, enums among them)
+    # costs more than the rest of a cached lookup. The entry holds the object, so its id stays its own.
+    hit = state.plans_by_id.get((id(insn), words))
+    if hit is not None and hit[0] is insn:
+        return hit[1]
+    key = (insn, words)
     plan = state.plans.get(key)
     if plan is None:
         build = _gemm_plan if isinstance(insn, GemmInsn) else _alu_plan
         plan = state.plans[key] = build(state, insn, index, bgn, end)  # type: ignore[arg-type]
+    state.plans_by_id[(id(insn), words)] = (insn, plan)
     return plan
 
 
@@ -519,23 +535,23 @@ def _gemm(state: MachineState, insn: GemmInsn, index: int) -> InsnEffect:
     bgn, end = _loop_range(state, insn, index)
     iters = insn.iter_out * insn.iter_in * (end - bgn)
     if iters == 0:
-        return InsnEffect(Opcode.GEMM)
+        return InsnEffect(_GEMM)
     plan = _plan(state, insn, index, bgn, end)
     if not _checked(state, plan):
         _require_uops_written(state, insn, index)
         if plan.src is None:
-            _mark_written(state, MemType.ACC, plan.dst)
+            _mark_written(state, _ACC, plan.dst)
         else:
-            _require_loop_written(state, insn, index, MemType.INP, "src", plan.src_rows)
-            _require_loop_written(state, insn, index, MemType.WGT, "wgt", plan.wgt_rows)
+            _require_loop_written(state, insn, index, _INP, "src", plan.src_rows)
+            _require_loop_written(state, insn, index, _WGT, "wgt", plan.wgt_rows)
             if insn.overwrite:
-                _mark_written(state, MemType.ACC, plan.targets)
+                _mark_written(state, _ACC, plan.targets)
             else:
-                _require_loop_written(state, insn, index, MemType.ACC, "dst", plan.targets)
+                _require_loop_written(state, insn, index, _ACC, "dst", plan.targets)
         state.checked_plans.add(id(plan))
     if plan.src is None:
         state.acc[plan.dst] = 0
-        return InsnEffect(Opcode.GEMM, uop_iters=iters)
+        return InsnEffect(_GEMM, uop_iters=iters)
     acc_t = state.acc.dtype
     # Products and sums in the accumulator's type wrap modulo 2**acc_width, exactly as the
     # hardware's adders do; the order of a wrapping sum does not change its value.
@@ -559,7 +575,7 @@ def _gemm(state: MachineState, insn: GemmInsn, index: int) -> InsnEffect:
             state.acc[plan.target_rows] = part
         else:
             state.acc[plan.target_rows] += part
-        return InsnEffect(Opcode.GEMM, uop_iters=iters, macs=iters * state.macs_per_cycle)
+        return InsnEffect(_GEMM, uop_iters=iters, macs=iters * state.macs_per_cycle)
     inp = state.inp_sram.take(plan.src, axis=0).astype(acc_t)
     wgt = state.wgt_sram.take(plan.wgt, axis=0).astype(acc_t)
     prod = np.einsum("nbi,noi->nbo", inp, wgt)
@@ -567,20 +583,20 @@ def _gemm(state: MachineState, insn: GemmInsn, index: int) -> InsnEffect:
         state.acc[plan.targets] = prod
     else:
         state.acc[plan.targets] += np.add.reduceat(prod, plan.starts, axis=0)
-    return InsnEffect(Opcode.GEMM, uop_iters=iters, macs=iters * state.macs_per_cycle)
+    return InsnEffect(_GEMM, uop_iters=iters, macs=iters * state.macs_per_cycle)
 
 
 def _alu_apply(op: AluOp, a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
     """``op(a, b)`` wrapped to the accumulator type of ``a``."""
-    if op == AluOp.MIN:
+    if op == _MIN:
         return np.minimum(a, b)
-    if op == AluOp.MAX:
+    if op == _MAX:
         return np.maximum(a, b)
-    if op == AluOp.ADD:
+    if op == _ADD:
         return a + np.asarray(b, dtype=a.dtype)
-    if op == AluOp.MUL:
+    if op == _MUL:
         return a * np.asarray(b, dtype=a.dtype)
-    if op == AluOp.MOV:
+    if op == _MOV:
         return np.broadcast_to(np.asarray(b, dtype=a.dtype), a.shape)
     # SHR: arithmetic shift right by b, left by -b; amounts beyond the width saturate
     # (right: sign fill, left: zero), computed in int64 and narrowed by a wrapping cast.
@@ -600,7 +616,7 @@ def _alu_plan(state: MachineState, insn: AluInsn, index: int, bgn: int, end: int
     if not insn.use_imm:
         src = _indices(insn, state.uop_src[bgn:end], insn.src_factor_out, insn.src_factor_in)
     _check_loop(insn, index, [("ACC", dst, depth)] + ([] if src is None else [("ACC", src, depth)]))
-    if insn.alu_op == AluOp.MOV:
+    if insn.alu_op == _MOV:
         if src is not None:
             _check_copy_forwarding(insn, index, dst, src)
         # A copy never reads its destinations: only the sources must hold defined values.
@@ -636,17 +652,17 @@ def _alu(state: MachineState, insn: AluInsn, index: int) -> InsnEffect:
     bgn, end = _loop_range(state, insn, index)
     iters = insn.iter_out * insn.iter_in * (end - bgn)
     if iters == 0:
-        return InsnEffect(Opcode.ALU)
+        return InsnEffect(_ALU)
     plan = _plan(state, insn, index, bgn, end)
     dst, src = plan.dst, plan.src
     if not _checked(state, plan):
         _require_uops_written(state, insn, index)
-        if _first_unwritten(state, MemType.ACC, plan.rows) is not None:
-            if insn.alu_op != AluOp.MOV:
-                _require_loop_written(state, insn, index, MemType.ACC, "dst", np.unique(dst))
-            _require_loop_written(state, insn, index, MemType.ACC, "src", plan.rows)
-        if insn.alu_op == AluOp.MOV:
-            _mark_written(state, MemType.ACC, dst)
+        if _first_unwritten(state, _ACC, plan.rows) is not None:
+            if insn.alu_op != _MOV:
+                _require_loop_written(state, insn, index, _ACC, "dst", np.unique(dst))
+            _require_loop_written(state, insn, index, _ACC, "src", plan.rows)
+        if insn.alu_op == _MOV:
+            _mark_written(state, _ACC, dst)
         state.checked_plans.add(id(plan))
     acc = state.acc
     if plan.hazard_free:
@@ -658,7 +674,7 @@ def _alu(state: MachineState, insn: AluInsn, index: int) -> InsnEffect:
         for k in range(dst.size):
             operand = insn.imm if src is None else acc[src[k]]
             acc[dst[k]] = _alu_apply(insn.alu_op, acc[dst[k]], operand)
-    return InsnEffect(Opcode.ALU, uop_iters=iters, alu_copy=insn.alu_op == AluOp.MOV)
+    return InsnEffect(_ALU, uop_iters=iters, alu_copy=insn.alu_op == _MOV)
 
 
 def _alu_hazard_free(dst: np.ndarray, src: np.ndarray | None, depth: int) -> bool:

@@ -39,18 +39,19 @@ def start_load(unit: Unit, insn: MemInsn, start: int) -> tuple[int, int, ReadRow
         return padded * cfg.timing.sram_write_cycles + 1, 0, None
     eb = ctx.state.elem_bytes[insn.mem_type]
     # Only the offsets within a burst-aligned block matter (see geometry): few keys per program.
-    burst = cfg.timing.dram_burst_bytes
+    burst = unit.burst_bytes
     key = (eb, insn.dram_base * eb % burst, x, y, insn.x_stride * eb % burst)
     geo = unit.shapes.get(key)
     if geo is None:
         geo = unit.shapes[key] = geometry(cfg, key[1], x * eb, y, key[4], eb)
-    w = cfg.timing.sram_write_cycles
+    w = unit.write_cycles
+    bus = unit.bus_bytes
     writer = None
-    wide = eb >= cfg.bus_bytes
-    if insn.y_pad0 or insn.x_pad0 or insn.x_pad1 or (w > eb // cfg.bus_bytes if wide else w > 1):
+    wide = eb >= bus
+    if insn.y_pad0 or insn.x_pad0 or insn.x_pad1 or (w > eb // bus if wide else w > 1):
         cols = insn.x_pad0 + x + insn.x_pad1
         writer = Writer(start + (insn.y_pad0 * cols + insn.x_pad0 + 1) * w, (insn.x_pad1 + insn.x_pad0 + 1) * w,
-                        eb // cfg.bus_bytes - 1 if wide else 1, -1 if wide else 0)
+                        eb // bus - 1 if wide else 1, -1 if wide else 0)
     rows = read_rows(cfg, ctx.dram, start, geo, writer)
     ctx.dram.count(unit.name, y * x * eb, geo.beats, write=False)
     rows.timing = partial(load_timing, cfg, insn, start, rows, eb)

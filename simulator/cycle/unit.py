@@ -129,6 +129,10 @@ class Unit(ABC):
         """Vector clock: instructions of each module known to have retired (own count, or via tokens)."""
         self.shapes: dict[tuple[int, ...], RowGeometry] = {}
         """DMA block geometries by (element bytes, offsets in a burst, sizes): a per-run cache."""
+        # Read per LOAD; attributes of the unit, not properties of the config, on that path.
+        self.bus_bytes = ctx.cfg.bus_bytes
+        self.burst_bytes = ctx.cfg.timing.dram_burst_bytes
+        self.write_cycles = ctx.cfg.timing.sram_write_cycles
 
     def run(self) -> Process:
         """The unit's SimPy process; it returns after FINISH (compute) or runs until the simulation stops."""
