@@ -89,6 +89,17 @@ def test_block_bit_exact_on_rtl(wl: Conv2dWorkload) -> None:
     assert ok and result.cycles > 0
 
 
+@pytest.mark.slow
+def test_attention_matmul_bit_exact_on_rtl() -> None:
+    """Q.K^T of a ViT head pair (two activations, each head its own bound weight operand) on the RTL, as the
+    depthwise block above: a transformer block of each kind on rtl in the slow suite (issue 27)."""
+    wl = batch_matmul_workload(2, 17, 32, 32)
+    ep = Requantize(shift=requant_shift(wl) + 7, relu=False, bias=False, multiplier=True)
+    compiled = compile_conv2d(wl, TARGET, epilogue=ep)
+    ok, result, got, _ = check_conv2d(compiled, seed=2, backend="rtl")
+    assert ok and result.cycles > 0 and got.shape == (2, 32, 17, 1)
+
+
 @pytest.mark.parametrize("heads,rows,inner,cols,pad", [
     (2, 17, 32, 32, False),   # Q.K^T of a ViT head pair: 17 tokens, head dim 32 (cols = 17 tokens padded to 32)
     (3, 17, 17, 32, True),    # A.V: the 17-token reduction zero-padded to 32
