@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vdla.compiler.tir import Buffer, For, IntImm, PrimExpr, Stmt, Var
+from vdla.compiler.tir import Allocate, Buffer, For, IntImm, PrimExpr, PrimFunc, SeqStmt, Stmt, Var
 from vdla.compiler.tir.ir import Mul, Add
 
 from ..target import SCOPES
@@ -55,3 +55,15 @@ def tile_index(buf: Buffer, indices: tuple[PrimExpr, ...], tile_vars: tuple[Var,
     for idx, extent in zip(lead[1:], shape[1:]):
         flat = Add(Mul(flat, extent), idx)
     return flat
+
+
+def flat_stream(func: PrimFunc, pass_name: str) -> tuple[list, list[Stmt]]:
+    """``(arenas, instructions)`` of a function after ``unroll_stream``."""
+    arenas = []
+    body = func.body
+    while isinstance(body, Allocate):
+        arenas.append(body.buffer)
+        body = body.body
+    if not isinstance(body, SeqStmt):
+        raise VdlaLoweringError(f"{pass_name} needs the flat instruction stream of unroll_stream")
+    return arenas, list(body.stmts)

@@ -25,7 +25,7 @@ from vdla.compiler.tir import Allocate, AttrStmt, PrimFunc, SeqStmt, Stmt
 
 from ..decode import Range, module_and_ranges
 from ..stmt import DEPS, finish
-from .common import VdlaLoweringError
+from .common import flat_stream
 
 # (waiting module, module waited for) -> (flag on the waiter, flag on the producer)
 _FLAGS: dict[tuple[Module, Module], tuple[str, str]] = {
@@ -47,14 +47,7 @@ def _conflicts(reads: list[Range], writes: list[Range], o_reads: list[Range], o_
 
 def insert_dep_token(func: PrimFunc) -> PrimFunc:
     """Add dependency-token flags to the instruction stream of ``func`` (after ``unroll_stream``) and a FINISH."""
-    arenas = []
-    body = func.body
-    while isinstance(body, Allocate):
-        arenas.append(body.buffer)
-        body = body.body
-    if not isinstance(body, SeqStmt):
-        raise VdlaLoweringError("insert_dep_token needs the flat instruction stream of unroll_stream")
-    insns: list[Stmt] = list(body.stmts)
+    arenas, insns = flat_stream(func, "insert_dep_token")
     info = [module_and_ranges(s) for s in insns]
     flags: list[dict[str, bool]] = [dict() for _ in insns]
     # Per (module, scope): indices of that module's instructions touching the scope, oldest first.

@@ -26,25 +26,13 @@ from vdla.compiler.tir.functor import free_vars, substitute
 from ..decode import Range, as_dma, as_uop_insn, module_and_ranges
 from ..stmt import UOP_LOOP, UOP_SCOPE, dma_load, dma_store
 from ..target import VdlaTarget
-from .common import VdlaLoweringError
+from .common import flat_stream
 from .fold_uop_loop import fold_uop_scope
 from .unroll_stream import simplify_uop_nest
 
 SPLIT_ATTR = "vdla.split_edges"
 """PrimFunc attribute: True lets ``split_prologue_load`` and ``split_drain_store`` split the prologue and
 the drain (a schedule opts in: its fit model must count the pieces' micro-op lists; absent = False)."""
-
-
-def flat_stream(func: PrimFunc, pass_name: str) -> tuple[list, list[Stmt]]:
-    """``(arenas, instructions)`` of a function after ``unroll_stream``."""
-    arenas = []
-    body = func.body
-    while isinstance(body, Allocate):
-        arenas.append(body.buffer)
-        body = body.body
-    if not isinstance(body, SeqStmt):
-        raise VdlaLoweringError(f"{pass_name} needs the flat instruction stream of unroll_stream")
-    return arenas, list(body.stmts)
 
 
 def rebuild_stream(func: PrimFunc, arenas: list, insns: list[Stmt]) -> PrimFunc:

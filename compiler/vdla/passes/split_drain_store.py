@@ -24,7 +24,8 @@ from vdla.compiler.tir import PrimFunc, Stmt
 
 from ..target import VdlaTarget
 from ..decode import as_uop_insn, module_and_ranges
-from .split_block import (drain_pairs, flat_stream, overlap, piece_ranges, rebuild_stream, split_count, split_dma, split_enabled, split_gemm,
+from .common import flat_stream
+from .split_block import (drain_pairs, overlap, piece_ranges, rebuild_stream, split_count, split_dma, split_enabled, split_gemm,
                           store_overhead)
 
 

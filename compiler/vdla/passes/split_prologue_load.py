@@ -24,7 +24,8 @@ from vdla.compiler.tir import PrimFunc, Stmt
 
 from ..target import SCOPE_WGT, VdlaTarget
 from ..decode import as_dma, as_uop_insn, module_and_ranges
-from .split_block import (dma_cycles, drain_pairs, flat_stream, load_overhead, overlap, piece_ranges, rebuild_stream, split_count, split_dma,
+from .common import flat_stream
+from .split_block import (dma_cycles, drain_pairs, load_overhead, overlap, piece_ranges, rebuild_stream, split_count, split_dma,
                           split_enabled, split_gemm)
 
 

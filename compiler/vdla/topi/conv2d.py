@@ -38,7 +38,7 @@ from ..passes.fold_bias_store import ATTR as BIAS_STORE
 from ..passes.split_block import SPLIT_ATTR
 from ..passes.fold_requant_store import ATTR as REQUANT_ON_STORE
 from ..target import SCOPE_ACC, SCOPE_INP, SCOPE_WGT, VdlaTarget
-from .epilogue import Requantize, Residual
+from .epilogue import Requantize, Residual, scale_to_common
 from .fit import check_knobs
 from .tiling import Conv2dKnobs, Conv2dWorkload, geometry
 
@@ -164,16 +164,8 @@ def _residual_stages(r: Residual, a: te.Tensor, shape: tuple, target: VdlaTarget
     move = te.compute(shape, lambda n, o, y, x, b, j: te.sum(
         skip[n, o, y, x, b, k].astype(acc_t) * eye[0, 0, 0, 0, j, k].astype(acc_t), axis=k), "move_skip")
 
-    def scaled(m: te.Tensor, which: int):  # type: ignore[no-untyped-def]
-        if r.mult is not None:
-            return lambda n, o, y, x, b, j: m[n, o, y, x, b, j] * consts[which, b, j]  # type: ignore[index]
-        if r.align[which] > 0:
-            return lambda n, o, y, x, b, j: m[n, o, y, x, b, j] // IntImm(1 << r.align[which], acc_t)
-        if r.align[which] < 0:
-            return lambda n, o, y, x, b, j: m[n, o, y, x, b, j] * IntImm(1 << -r.align[which], acc_t)
-        return lambda n, o, y, x, b, j: m[n, o, y, x, b, j]
-
-    fa, fb = scaled(a, 0), scaled(move, 1)
+    fa = scale_to_common(a, 0, r.mult, r.align, consts, acc_t)
+    fb = scale_to_common(move, 1, r.mult, r.align, consts, acc_t)
     x = te.compute(shape, lambda *i: fa(*i) + fb(*i), "res_sum")
     stages = [x]
     if r.round:

@@ -37,6 +37,7 @@ from ..intrin import GemmIntrin
 from ..passes.fold_bias_init import ATTR as BIAS_INIT
 from ..passes.fold_requant_store import ATTR as REQUANT_ON_STORE
 from ..target import SCOPE_ACC, SCOPE_INP, SCOPE_WGT, VdlaTarget
+from .epilogue import scale_to_common
 
 
 @dataclass(frozen=True)
@@ -111,16 +112,8 @@ def add_compute(wl: AddWorkload, target: VdlaTarget) -> AddTensors:
     ma, mb = move(a, "move_a"), move(b, "move_b")
     stages: list[te.Tensor] = []
 
-    def scaled(m: te.Tensor, which: int):  # type: ignore[no-untyped-def]
-        if wl.mult is not None:
-            return lambda n, c, y, x_, t, j: m[n, c, y, x_, t, j] * consts[which, t, j]  # type: ignore[index]
-        if wl.align[which] > 0:
-            return lambda n, c, y, x_, t, j: m[n, c, y, x_, t, j] // IntImm(1 << wl.align[which], acc_t)
-        if wl.align[which] < 0:
-            return lambda n, c, y, x_, t, j: m[n, c, y, x_, t, j] * IntImm(1 << -wl.align[which], acc_t)
-        return lambda n, c, y, x_, t, j: m[n, c, y, x_, t, j]
-
-    fa, fb = scaled(ma, 0), scaled(mb, 1)
+    fa = scale_to_common(ma, 0, wl.mult, wl.align, consts, acc_t)
+    fb = scale_to_common(mb, 1, wl.mult, wl.align, consts, acc_t)
     x = te.compute(shape, lambda *i: fa(*i) + fb(*i), "sum")
     stages.append(x)
     if wl.round:

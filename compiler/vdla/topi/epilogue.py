@@ -9,6 +9,9 @@ threaded through every call site.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable
+
+from vdla.compiler.tir import IntImm
 
 
 @dataclass(frozen=True)
@@ -103,3 +106,17 @@ class Requantize:
     def resident_tiles(self) -> int:
         """Per-output-channel tiles kept resident in the accumulator buffer: the bias, the multiplier."""
         return int(self.bias) + int(self.multiplier)
+
+
+def scale_to_common(m: Any, which: int, mult: Any, align: tuple[int, int], consts: Any, acc_t: str) -> Callable[..., Any]:
+    """Operand ``which`` (0 or 1) of a requantizing add at the common scale, as an index function over
+    ``(n, c, y, x, b, j)``: times its per-channel multiplier (``consts[which, b, j]``) when the add has one,
+    else shifted by ``align[which]`` bits (right when positive, left when negative). Shared by the
+    standalone add (``eltwise.py``) and the add fused into a conv (``conv2d.py``), which must round alike."""
+    if mult is not None:
+        return lambda *i: m[i] * consts[which, i[4], i[5]]
+    if align[which] > 0:
+        return lambda *i: m[i] // IntImm(1 << align[which], acc_t)
+    if align[which] < 0:
+        return lambda *i: m[i] * IntImm(1 << -align[which], acc_t)
+    return lambda *i: m[i]
