@@ -162,8 +162,8 @@ class ReadRows(Owner):
     __slots__ = ("heads", "tails", "timing", "base", "plan", "cfg", "start", "geo", "writer", "stalls_booked",
                  "head_holds", "pending")
 
-    def __init__(self, cfg: HwConfig, start: int, geo: RowGeometry) -> None:
-        super().__init__()
+    def __init__(self, cfg: HwConfig, start: int, geo: RowGeometry, client: int | None = None) -> None:
+        super().__init__(client)
         self.cfg, self.start, self.geo = cfg, start, geo
         self.heads: list[Burst] = []
         self.tails: list[Burst] = []
@@ -250,23 +250,26 @@ class Writer:
     beat register's last element comes out)."""
 
 
-def read_rows(cfg: HwConfig, dram: Dram, start: int, geo: RowGeometry, writer: Writer | None = None) -> ReadRows:
-    """Request the rows of ``geo`` from an engine whose executor started in cycle ``start``.
+def read_rows(cfg: HwConfig, dram: Dram, start: int, geo: RowGeometry, writer: Writer | None = None,
+              client: int | None = None) -> ReadRows:
+    """Request the rows of ``geo`` from an engine (the read arbiter's port ``client``) whose
+    executor started in cycle ``start``.
 
     A block requested after every burst booked so far -- nearly every one -- is appended
     without a call per burst, and as one segment when its geometry has a plan (and no
     ``writer`` stalls it: then its bursts are booked one by one, holding the channel while the
     writer lags).
     """
-    out = ReadRows(cfg, start, geo)
+    out = ReadRows(cfg, start, geo, client)
     out.writer = writer
     queue, requests = dram.queue, dram.requests
     if len(queue) > _KEEP:
         dram.drop_done()
     first_request = start + cfg.timing.dma_start_cycles
-    if requests and requests[-1] > first_request:
-        # Requested before bursts already booked: each burst is placed among them; a writer's
-        # stalls are booked as each row's first burst lands (``hold_from``).
+    if requests and requests[-1] >= first_request:
+        # Requested before bursts already booked (or in the same cycle: the arbiter's round-robin
+        # decides): each burst is placed among them; a writer's stalls are booked as each row's
+        # first burst lands (``hold_from``).
         out.stalls_booked = out.paced = writer is not None
         _engine(cfg, start, geo, out, lambda request, hold, after, window: dram.read_burst(
             request, hold, out, after, window))
