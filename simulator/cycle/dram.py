@@ -19,7 +19,11 @@ the common case, is O(1) and costs no SimPy event.
 Requests of two engines in the same cycle are served in the arbiter's round-robin
 order (``vdla_axi_rd_arb``): the first client after the one granted last, in the
 order of :data:`READ_CLIENTS`.  The client granted last is the one whose burst
-precedes them in the queue.
+precedes them in the queue.  The arbiter's route FIFO (``dma_max_bursts`` deep)
+bounds the bursts in flight over *all* clients: a burst is granted only once the
+burst ``dma_max_bursts`` places before it in the queue has delivered its last beat
+(:meth:`Dram.route_limit`); and it grants one request a cycle, so the loser of a
+same-cycle request is granted a cycle later.
 
 Writes go out on their own channel (AXI has separate read and write channels, and
 the RTL's DRAM model serves them independently); store is the only writer, so its
@@ -167,6 +171,7 @@ class Dram:
         if queue and requests[-1] >= request:
             at = self._place(request, client)
         if at == len(queue):
+            request = self.route_limit(owner, request)
             start = max(request + self.latency, self.tail_end())
             burst = [request, start, start + hold, hold, owner, after, gap, window]
             if paced:
@@ -195,7 +200,9 @@ class Dram:
             requests.extend(b[REQUEST] for b in behind[:keep])
             behind = behind[keep:]
         end = self.tail_end()
-        if all(b[OWNER] is behind[0][OWNER] for b in behind):
+        # One engine's bursts behind, and the arbiter can grant this one when it asks: it goes first.
+        # Held back (a full route FIFO), it competes with those waiting then, in round-robin order.
+        if all(b[OWNER] is behind[0][OWNER] for b in behind) and self.route_limit(owner, request) == request:
             self._replace_in_order(burst, behind, end)
             return burst
         # Among equal requests the arbiter's round-robin decides (then the bursts booked before go first).
@@ -203,7 +210,7 @@ class Dram:
         heapify(pending)
         while pending:
             key, k, b = heappop(pending)
-            request = earliest_request(b)
+            request = self.route_limit(b[OWNER], earliest_request(b))
             if request > key:
                 heappush(pending, (request, k, b))
                 continue
@@ -222,6 +229,20 @@ class Dram:
             queue.append(b)
             requests.append(request)
         return burst
+
+    def route_limit(self, owner: Owner | None, request: int) -> int:
+        """The request cycle of a burst of ``owner`` appended next to the queue that asks in cycle
+        ``request``: the read arbiter grants one request a cycle, after the previous one, and
+        only while its route FIFO has room, i.e. after the last beat of the burst
+        ``dma_max_bursts`` places before (a burst of no client, a slow DRAM's write, is not routed)."""
+        queue = self.queue
+        if queue and owner is not None and owner.client is not None:
+            if queue[-1][REQUEST] >= request:
+                request = queue[-1][REQUEST] + 1
+            window = self.window
+            if len(queue) >= window and queue[-window][END] >= request:
+                request = queue[-window][END] + 1
+        return request
 
     def _granted_before(self, at: int) -> int:
         """The client the arbiter granted before the burst at queue position ``at``."""
@@ -249,7 +270,7 @@ class Dram:
         ties = [(k, b)]
         while pending and pending[0][0] == key:
             _, k2, b2 = heappop(pending)
-            request = earliest_request(b2)
+            request = self.route_limit(b2[OWNER], earliest_request(b2))
             if request > key:
                 heappush(pending, (request, k2, b2))
             else:
@@ -275,6 +296,7 @@ class Dram:
         """Book ``burst`` from ``end`` on, then re-place ``behind`` -- one engine's bursts, whose
         order cannot change -- after it."""
         queue, requests, latency = self.queue, self.requests, self.latency
+        burst[REQUEST] = self.route_limit(burst[OWNER], burst[REQUEST])
         start = burst[REQUEST] + latency
         burst[START] = start = start if start > end else end
         owner = burst[OWNER]
@@ -290,7 +312,7 @@ class Dram:
                 queue.extend(behind[k:])
                 requests.extend(b[REQUEST] for b in behind[k:])
                 return
-            request = earliest_request(b)
+            request = self.route_limit(b[OWNER], earliest_request(b))
             start = request + latency
             if end > start:
                 start = end

@@ -73,6 +73,7 @@ def test_same_cycle_requests_follow_the_arbiters_round_robin():
     u = dram.read_burst(3, 8, uop)  # booked after inp, but uop comes right after wgt
     assert dram.queue == [w, u, i] and (_span(u), _span(i)) == ((18, 26), (26, 34))
     assert inp.dirty and not uop.dirty
+    assert (u[REQUEST], i[REQUEST]) == (3, 4)  # one grant a cycle: the loser is granted next
     # After uop, the round-robin reaches fetch before inp: a fetch burst in inp's next cycle goes
     # first even when booked after it (the re-placing path).
     dram = _dram()
@@ -86,6 +87,21 @@ def test_same_cycle_requests_follow_the_arbiters_round_robin():
     i = dram.read_burst(3, 8, inp)
     f = dram.read_burst(4, 2, fetch)
     assert dram.queue == [u, i, f]
+
+
+def test_the_route_fifo_bounds_bursts_in_flight_over_every_engine():
+    """The arbiter's route FIFO holds dma_max_bursts (8) bursts: after 8 one-beat bursts of one
+    engine, another engine's request waits for the first of them to deliver its beat, although
+    it has nothing of its own in flight."""
+    inp, wgt = Owner(READ_CLIENTS.index("inp")), Owner(READ_CLIENTS.index("wgt"))
+    dram = _dram()
+    a = None
+    for k in range(8):
+        a = dram.read_burst(k, 1, inp, a)
+    first = dram.queue[0]
+    assert _span(first) == (10, 11) and _span(a) == (17, 18)
+    b = dram.read_burst(8, 1, wgt)
+    assert b[REQUEST] == first[END] + 1 == 12 and _span(b) == (22, 23)
 
 
 def test_read_clients_are_the_rtls_arbiter_ports():
