@@ -52,16 +52,18 @@ def summarise(rows: list[list[float]]) -> dict[str, float | int]:
 
 
 def measure(config: str, count: int, saved: dict[int, tuple[int, int]] | None, check: int,
-            checkpoint: Callable[[list[list[float]]], None], every: int) -> list[list[float]]:
+            checkpoint: Callable[[list[list[float]]], None], every: int, saved_only: bool = False) -> list[list[float]]:
     cfg = load_config(config)
     cycle, rtl = get_backend("cycle"), get_backend("rtl")
     rows: list[list[float]] = []
     for seed in tqdm(range(count), desc=f"{config} cycle vs rtl", unit="prog"):
         program, _ = build_program(cfg, draw_plan(cfg, seed, max_rounds=6))
-        c = cycle.run(program).cycles
         # A seed whose program changed since the saved run (its instruction count differs: the
         # generator moved) is run on the RTL again.
         same = saved is not None and seed in saved and saved[seed][1] == program.insn_count
+        if saved_only and not same:
+            continue
+        c = cycle.run(program).cycles
         if same and seed >= check:
             r = saved[seed][0]
         else:
@@ -81,6 +83,8 @@ def main() -> None:
     ap.add_argument("--count", type=int, default=1000)
     ap.add_argument("--rtl-from", type=Path, default=None, help="JSON of an earlier run: its RTL cycles per seed")
     ap.add_argument("--check", type=int, default=20, help="with --rtl-from: seeds re-run on the RTL (default 20)")
+    ap.add_argument("--saved-only", action="store_true",
+                    help="with --rtl-from: leave out the seeds it has no RTL count for (or a different program)")
     ap.add_argument("--out", type=Path, default=Path("bench/results/fuzz_cycle_error.json"))
     ap.add_argument("--save-every", type=int, default=50, help="rewrite the JSON every N programs (default 50)")
     args = ap.parse_args()
@@ -108,7 +112,7 @@ def main() -> None:
                                "row_fields": list(ROW_FIELDS), "rows": rows}
             save()
 
-        record(measure(config, args.count, saved, args.check, record, args.save_every))
+        record(measure(config, args.count, saved, args.check, record, args.save_every, args.saved_only and saved is not None))
     print(f"\n{'preset':<8} {'programs':>8} {'median':>8} {'p95':>8} {'max':>8} {'worst seed':>10} {'>4%':>5}")
     for config, p in presets.items():
         s = p["summary"]
