@@ -85,6 +85,48 @@ def test_add_rejects_tiles_that_do_not_fit() -> None:
         compile_add(AddWorkload(1, 16, 4, 4, align=(-20, 0)), DEFAULT)
 
 
+def test_add_moves_overwrite_and_the_store_adds_the_rounding_term() -> None:
+    """fold_alu_store: no GEMM resets (each move overwrites its accumulator tile), the rounding term is the STORE's
+    bias, so the compute module does per tile two GEMMs and three ALU ops (MUL, MUL, ADD); two virtual threads."""
+    from vdla_hw.isa import AluInsn, GemmInsn, MemInsn, Opcode
+
+    wl = ADDS["resnet_56"]
+    program = compile_add(wl, DEFAULT).bind()
+    insns = program.instructions
+    gemms = [i for i in insns if isinstance(i, GemmInsn)]
+    alus = [i for i in insns if isinstance(i, AluInsn)]
+    stores = [i for i in insns if isinstance(i, MemInsn) and i.opcode == Opcode.STORE]
+    assert gemms and not any(i.reset for i in gemms) and all(i.overwrite for i in gemms)
+    tiles = wl.c // 16 * wl.h * wl.w
+    per_tile = lambda group: sum(i.iter_out * i.iter_in * (i.uop_end - i.uop_bgn) for i in group) / tiles  # noqa: E731
+    assert per_tile(gemms) == 2 and per_tile(alus) == 3
+    assert stores and all(i.bias for i in stores)
+    assert len({i.sram_base for i in stores}) == 2  # the two threads' accumulator regions
+
+
+def test_global_pool_is_one_load_and_one_gemm_per_chunk() -> None:
+    """The global pool's own schedule: per chunk of channel blocks one contiguous LOAD and one GEMM summing every
+    tap (no LOAD per image row, no GEMM per block); its cycle-model count within 1.3x of its input's DMA time."""
+    from vdla_hw.isa import GemmInsn, MemInsn, MemType
+
+    from vdla.compiler.vdla.topi.pool import CompiledGlobalPool, global_pool_tiling
+
+    wl = POOLS["global_resnet18_224"]
+    compiled = compile_avg_pool(wl, DEFAULT)
+    assert isinstance(compiled, CompiledGlobalPool)
+    tile, threads = global_pool_tiling(wl, DEFAULT)
+    chunks = wl.c // 16 // tile
+    insns = compiled.bind().instructions
+    loads = [i for i in insns if isinstance(i, MemInsn) and i.mem_type == MemType.INP]
+    sums = [i for i in insns if isinstance(i, GemmInsn) and not i.reset]
+    assert (len(loads), len(sums), threads) == (chunks, chunks, 2)
+    assert all(i.y_size * i.x_size == tile * wl.h * wl.w for i in loads)
+    x = np.zeros((1, wl.c, wl.h, wl.w), np.int8)
+    _, result = compiled.run_packed(pack_data(DEFAULT.config, x), "cycle")
+    dma = wl.c * wl.h * wl.w / DEFAULT.config.bus_bytes
+    assert result.cycles <= 1.3 * dma
+
+
 def _pool(n: int, c: int, h: int, w: int, k: int, stride: int, pad: int) -> AvgPoolWorkload:
     m, shift, r = requant_multipliers(np.array([1.0 / (k * k)]), np.array([128.0 * k * k]))
     return AvgPoolWorkload(n, c, h, w, k, k, stride, pad, int(m[0]), int(r[0]), shift)
@@ -93,6 +135,9 @@ def _pool(n: int, c: int, h: int, w: int, k: int, stride: int, pad: int) -> AvgP
 POOLS = {
     "global_7x7": _pool(1, 64, 7, 7, 7, 1, 0),          # ResNet's global average pool (smaller C)
     "global_odd_5x5": _pool(1, 32, 5, 5, 5, 1, 0),
+    "global_resnet18_224": _pool(1, 512, 7, 7, 7, 1, 0),  # 8 chunks of 4 channel blocks, two threads
+    "global_3_blocks": _pool(1, 48, 3, 3, 3, 1, 0),       # an odd chunk count: one thread
+    "global_batch_2": _pool(2, 32, 4, 4, 4, 1, 0),
     "3x3_s2_p1": _pool(1, 32, 9, 7, 3, 2, 1),           # padding counted in the divisor, odd sizes
     "2x2_s2": _pool(1, 16, 8, 6, 2, 2, 0),
 }

@@ -17,7 +17,9 @@ term).  Two ISA features take both off it:
 
 Wrapping addition commutes, and the STORE adds the bias before its shift / ReLU / clip, so the
 result is the same bit for bit.  Opt-in: only functions whose attribute ``vdla.alu_fold`` is True
-(the ALU kernels set it; conv2d has its own ``fold_bias_store``).
+(both folds; the ALU kernels set it; conv2d has its own ``fold_bias_store``) or ``"store"`` (the STORE's
+bias only: the global pool, whose reduction GEMM would otherwise split into a first step and a guarded
+rest with a longer micro-op list).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from .fold_bias_init import is_zero, loop_tiles, uop_scope
 from .fold_bias_store import split_first_gemm, store_with_bias
 
 ATTR = "vdla.alu_fold"
-"""PrimFunc attribute: True lets :func:`fold_alu_store` run (default False)."""
+"""PrimFunc attribute: True lets :func:`fold_alu_store` run, ``"store"`` only its STORE-bias fold (default False)."""
 
 
 def _mentions(stmt: Stmt, buf) -> bool:  # type: ignore[no-untyped-def]
@@ -85,12 +87,16 @@ def _bias_store(stmts: list[Stmt], k: int) -> list[Stmt] | None:
 
 
 class _Fold(Mutator):
+    def __init__(self, overwrite: bool) -> None:
+        super().__init__()
+        self.overwrite = overwrite
+
     def visit_SeqStmt(self, node: SeqStmt) -> Stmt:
         stmts = [self.visit(s) for s in node.stmts]
         k = 0
         while k < len(stmts):
             reset = uop_scope(stmts[k], "gemm")
-            if reset is not None and reset[2] == GEMM_RESET_UOP:
+            if self.overwrite and reset is not None and reset[2] == GEMM_RESET_UOP:
                 folded = _overwrite(stmts, k)
                 if folded is not None:
                     stmts = folded
@@ -107,6 +113,7 @@ class _Fold(Mutator):
 
 def fold_alu_store(func: PrimFunc) -> PrimFunc:
     """Overwriting moves instead of resets, and the last resident-tile ADD on the STORE (module doc)."""
-    if not dict(func.attrs).get(ATTR, False):
+    mode = dict(func.attrs).get(ATTR, False)
+    if not mode:
         return func
-    return func.with_body(_Fold().visit(func.body))
+    return func.with_body(_Fold(overwrite=mode is True).visit(func.body))

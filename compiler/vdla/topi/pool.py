@@ -17,7 +17,9 @@ row and a GEMM of H x W micro-ops per block, and its fixed costs dominate (ResNe
 54,185 cycles for 3,136 cycles of DMA).  Here a tile is a chunk of channel blocks: one contiguous
 LOAD of the chunk's ``blocks x H x W`` input tiles, one GEMM instruction summing every tap of every
 block of the chunk (``iter_out`` = blocks, ``iter_in`` = rows, the micro-ops = columns, each block's
-taps into its own accumulator tile), then the divide on the ALU over ``blocks`` tiles and the STORE;
+taps into its own accumulator tile), then the divide: ``(sum + round) * mult == sum * mult + round * mult``
+in wrapping int32 arithmetic, so one ALU MUL over ``blocks`` tiles and the STORE adds ``round * mult`` as
+its bias before the shift;
 two virtual threads overlap one chunk's LOAD with the other's GEMM.
 """
 
@@ -35,6 +37,7 @@ from vdla.compiler.tir.ir import max_, min_
 
 from ..build import VdlaModule, build
 from ..intrin import GemmIntrin
+from ..passes.fold_alu_store import ATTR as ALU_FOLD
 from ..passes.fold_bias_init import ATTR as BIAS_INIT
 from ..passes.fold_requant_store import ATTR as REQUANT_ON_STORE
 from ..target import SCOPE_ACC, SCOPE_INP, SCOPE_WGT, VdlaTarget
@@ -163,7 +166,9 @@ def global_pool_schedule(wl: AvgPoolWorkload, target: VdlaTarget, name: str = "g
     acc_t, out_t = target.scope(SCOPE_ACC).dtype, target.out_dtype
     data = te.placeholder((wl.n // bt, wl.c // bi, wl.h, wl.w, bt, bi), inp_t, "data")
     eye = te.placeholder((1, 1, 1, 1, bo, bi), wgt_t, "eye")
-    consts = te.placeholder((2, bt, bo), acc_t, "consts")  # the rounding term and the multiplier
+    # The multiplier and the rounding term times the multiplier: (sum + r) * m == sum * m + r * m in wrapping
+    # int32 arithmetic, so the rounding rides on the STORE's bias (fold_alu_store) after the ALU's MUL.
+    consts = te.placeholder((2, bt, bo), acc_t, "consts")
     ry, rx, k = te.reduce_axis(wl.h, "ry"), te.reduce_axis(wl.w, "rx"), te.reduce_axis(bi, "k")
     shape = (wl.n // bt, wl.c // bi, 1, 1, bt, bo)
     sums = te.compute(shape, lambda n, c, y, x, t, j: te.sum(
@@ -174,8 +179,8 @@ def global_pool_schedule(wl: AvgPoolWorkload, target: VdlaTarget, name: str = "g
         return te.compute(shape, lambda n, c, y, x, t, j: fn(prev[n, c, y, x, t, j], t, j), label)
 
     hi = (1 << (cfg.out_width - 1)) - 1
-    stages = [stage(lambda v, t, j: v + consts[0, t, j], sums, "round")]
-    stages.append(stage(lambda v, t, j: v * consts[1, t, j], stages[-1], "mult"))
+    stages = [stage(lambda v, t, j: v * consts[0, t, j], sums, "mult")]
+    stages.append(stage(lambda v, t, j: v + consts[1, t, j], stages[-1], "round"))
     if wl.shift:
         stages.append(stage(lambda v, t, j: v // IntImm(1 << wl.shift, acc_t), stages[-1], "shr"))
     stages.append(stage(lambda v, t, j: max_(v, IntImm(-hi - 1, acc_t)), stages[-1], "clip_lo"))
@@ -218,7 +223,7 @@ def global_pool_func(wl: AvgPoolWorkload, target: VdlaTarget, name: str = "globa
     STORE; the rounding ADD stays an ALU op before the multiply)."""
     func = global_pool_schedule(wl, target, name).func
     attrs = (("target", "vdla"), ("config", target.config.name), ("workload", wl), (REQUANT_ON_STORE, True),
-             (BIAS_INIT, False))
+             (BIAS_INIT, False), (ALU_FOLD, "store"))
     return PrimFunc(func.name, func.params, func.body, attrs)
 
 
@@ -230,11 +235,12 @@ class CompiledGlobalPool:
     module: VdlaModule
 
     def constants(self) -> tuple[np.ndarray, np.ndarray]:
-        """The identity weight tile and the resident ``round, mult`` tiles."""
+        """The identity weight tile and the resident ``mult, round * mult`` tiles (int32, wrapping)."""
         cfg = self.module.target.config
         eye = np.eye(cfg.block_out, cfg.block_in, dtype=np.int8).reshape(1, 1, 1, 1, cfg.block_out, cfg.block_in)
         consts = np.empty((2, cfg.batch, cfg.block_out), np.int32)
-        consts[0], consts[1] = self.workload.round, self.workload.mult
+        m = self.workload.mult
+        consts[0], consts[1] = m, np.int64(self.workload.round * m).astype(np.int32)  # wraps as the ALU does
         return eye, consts
 
     def bind(self, data: np.ndarray | None = None):  # type: ignore[no-untyped-def]
