@@ -154,21 +154,31 @@ def add_rows_per_tile(wl: AddWorkload, target: VdlaTarget, threads: int = 1) -> 
     return rows
 
 
-def add_tiling(wl: AddWorkload, target: VdlaTarget) -> tuple[int, str | None, int]:
-    """``(rows, thread axis, threads)``: two virtual threads when the tiles split evenly between them (over
-    channel blocks, else over row tiles, with fewer rows per tile if that evens them), so one thread's LOADs
-    and STORE overlap the other's moves and ALU chain; else one thread (its loads, moves and store in turn)."""
+def add_tiling(wl: AddWorkload, target: VdlaTarget) -> tuple[int, int, str | None, int]:
+    """``(rows, channel blocks, thread axis, threads)`` of one tile: two virtual threads when the tiles split
+    evenly between them (over channel blocks, else over row tiles, with fewer rows per tile if that evens
+    them), so one thread's LOADs and STORE overlap the other's moves and ALU chain; else one thread.  When a
+    whole image fits a tile, a tile takes several channel blocks (at least 8 tiles left: a short prologue and
+    drain), so
+    small images do not pay each instruction's fixed cycles per block."""
     cfg = target.config
+    blocks = wl.c // cfg.block_in
     try:
         rows = add_rows_per_tile(wl, target, 2)
     except UnsupportedError:
-        return add_rows_per_tile(wl, target), None, 1
-    if (wl.c // cfg.block_in) % 2 == 0:
-        return rows, "c", 2
+        return add_rows_per_tile(wl, target), 1, None, 1
+    if rows == wl.h:
+        room = min(target.scope(SCOPE_INP).depth // 4, (target.scope(SCOPE_ACC).depth - 3) // 4)
+        fit = [d for d in range(1, blocks + 1) if blocks % d == 0 and d * wl.h * wl.w <= room
+               and (blocks // d) % 2 == 0 and blocks // d >= 8]
+        if fit:
+            return rows, max(fit), "c", 2
+    if blocks % 2 == 0:
+        return rows, 1, "c", 2
     for r in range(rows, 0, -1):
         if wl.h % r == 0 and (wl.h // r) % 2 == 0:
-            return r, "y", 2
-    return add_rows_per_tile(wl, target), None, 1
+            return r, 1, "y", 2
+    return add_rows_per_tile(wl, target), 1, None, 1
 
 
 def add_schedule(wl: AddWorkload, target: VdlaTarget, name: str = "add") -> Schedule:
@@ -186,11 +196,15 @@ def add_schedule(wl: AddWorkload, target: VdlaTarget, name: str = "add") -> Sche
         s.compute_inline(m)
     for stage in t.stages:
         s.compute_inline(stage)
-    rows, axis, threads = add_tiling(wl, target)
+    rows, cb_tile, axis, threads = add_tiling(wl, target)
     n, c, y, x, b, j = s.get_loops(t.out)
     y_o, y_i = s.split(y, factor=rows)
     vthread = None
-    if axis == "c":
+    if axis == "c" and cb_tile > 1:
+        c_o, c_i = s.split(c, factor=cb_tile)
+        c_o, vthread = s.split(c_o, factor=threads)
+        s.reorder(n, c_o, y_o, vthread, c_i, y_i, x, b, j)
+    elif axis == "c":
         c_o, vthread = s.split(c, factor=threads)
         s.reorder(n, c_o, y_o, vthread, y_i, x, b, j)
     elif axis == "y":
