@@ -196,3 +196,44 @@ def test_a_block_of_each_on_rtl(kind: str) -> None:
         got, result = pool.run_packed(pack_data(DEFAULT.config, x), "rtl")
         np.testing.assert_array_equal(unpack_output(got), avg_pool_reference(x, pw))
     assert result.cycles > 0
+
+
+@pytest.mark.parametrize("kind", ["add", "global_pool"])
+def test_fold_alu_store_keeps_the_program_exact_on_the_interpreter(kind: str) -> None:
+    """The program right before and right after fold_alu_store runs on the TIR reference interpreter to the
+    operator's NumPy reference; the pass removed what it should (the add's resets, the ADD it put on the STORE)."""
+    from vdla.compiler.tir import run as interpret
+    from vdla.compiler.vdla.pipeline import passes
+    from vdla.compiler.vdla.topi.eltwise import add_func
+    from vdla.compiler.vdla.topi.pool import global_pool_func
+
+    rng = np.random.default_rng(3)
+    if kind == "add":
+        wl = AddWorkload(1, 32, 4, 6, mult=(900_001, -1_234_567), round=1 << 22, shift=23, relu=True)
+        func = add_func(wl, DEFAULT)
+        compiled = compile_add(wl, DEFAULT)
+        shape = compiled.module.params[0].shape
+        args = [_int8(rng, shape, extremes=True), _int8(rng, shape), *compiled.constants()]
+        want = add_reference(args[0], args[1], wl)
+    else:
+        wl = POOLS["global_batch_2"]
+        func = global_pool_func(wl, DEFAULT)
+        x = _int8(rng, (wl.n, wl.c, wl.h, wl.w), extremes=True)
+        compiled = compile_avg_pool(wl, DEFAULT)
+        args = [pack_data(DEFAULT.config, x), *compiled.constants()]
+        want = pack_data(DEFAULT.config, avg_pool_reference(x, wl))
+    seen = []
+    for name, fn in passes(DEFAULT):
+        before = func
+        func = fn(func)
+        if name == "fold_alu_store":
+            for f in (before, func):
+                out = np.zeros(want.shape, np.int8)
+                interpret(f, *args, out)
+                np.testing.assert_array_equal(out, want)
+            seen = [str(before), str(func)]
+            break
+    assert seen and seen[0] != seen[1]
+    if kind == "add":
+        assert "gemm_reset_uop" in seen[0] and "gemm_reset_uop" not in seen[1]
+    assert seen[1].count("alu_uop") < seen[0].count("alu_uop")
