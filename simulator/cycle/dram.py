@@ -14,7 +14,7 @@ it will request far in the future.  A burst booked later but requested earlier
 bursts behind it; their owners (:class:`Owner`) are flagged and re-time their
 instruction before completing it.  That is how the RTL's round-robin arbiter lets
 another engine's request in between a long load's requests.  Appending a burst,
-the common case, is O(1) and costs no SimPy event.
+the common case, is O(1) and costs no event.
 
 Writes go out on their own channel (AXI has separate read and write channels, and
 the RTL's DRAM model serves them independently); store is the only writer, so its
@@ -32,8 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from heapq import heapify, heappop, heappush
 
-import simpy
-
+from vdla.simulator.cycle.kernel import Environment
 from vdla_hw.config import HwConfig
 
 
@@ -109,7 +108,7 @@ def earliest_request(burst: Burst) -> int:
 class Dram:
     """Latency, bandwidth and request order of the read channel; traffic counters of both."""
 
-    def __init__(self, env: simpy.Environment, cfg: HwConfig, requesters: Iterable[str]) -> None:
+    def __init__(self, env: Environment, cfg: HwConfig, requesters: Iterable[str]) -> None:
         self.env = env
         self.latency = cfg.timing.read_latency
         self.window = cfg.timing.dma_max_bursts
