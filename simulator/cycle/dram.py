@@ -14,7 +14,7 @@ it will request far in the future.  A burst booked later but requested earlier
 bursts behind it; their owners (:class:`Owner`) are flagged and re-time their
 instruction before completing it.  That is how the RTL's round-robin arbiter lets
 another engine's request in between a long load's requests.  Appending a burst,
-the common case, is O(1) and costs no SimPy event.
+the common case, is O(1) and costs no event.
 
 Requests of two engines in the same cycle are served in the arbiter's round-robin
 order (``vdla_axi_rd_arb``): the first client after the one granted last, in the
@@ -41,8 +41,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from heapq import heapify, heappop, heappush
 
-import simpy
-
+from vdla.simulator.cycle.kernel import Environment
 from vdla_hw.config import HwConfig
 
 
@@ -137,7 +136,7 @@ def earliest_request(burst: Burst) -> int:
 class Dram:
     """Latency, bandwidth and request order of the read channel; traffic counters of both."""
 
-    def __init__(self, env: simpy.Environment, cfg: HwConfig, requesters: Iterable[str]) -> None:
+    def __init__(self, env: Environment, cfg: HwConfig, requesters: Iterable[str]) -> None:
         self.env = env
         self.latency = cfg.timing.read_latency
         self.window = cfg.timing.dma_max_bursts

@@ -12,7 +12,7 @@ the command queue of the module that runs them -- blocking while that queue is
 full, which stops everything behind it.
 
 The process computes dispatch cycles ahead of the simulation clock; it waits (as a
-SimPy event) only when a command queue's slot has not been freed by its unit yet.
+kernel event) only when a command queue's slot has not been freed by its unit yet.
 """
 
 from __future__ import annotations
