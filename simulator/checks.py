@@ -59,6 +59,23 @@ class _Where:
         return f"instruction {self.index} ({describe(self.insn)})"
 
 
+def static_key(insn: Insn) -> tuple | None:
+    """Every field :func:`check_insn` reads, as a tuple of ints (None for a non-instruction):
+    instructions with equal keys pass or fail its checks alike and have the same token operations."""
+    cls = type(insn)
+    if cls is MemInsn:
+        d = insn.deps
+        return (0, insn.opcode, insn.mem_type, insn.y_pad0, insn.y_pad1, insn.x_pad0, insn.x_pad1, insn.shift,
+                d.pop_prev, d.pop_next, d.push_prev, d.push_next)
+    if cls is GemmInsn or cls is AluInsn:
+        d = insn.deps
+        return (1, insn.uop_bgn, insn.uop_end, d.pop_prev, d.pop_next, d.push_prev, d.push_next)
+    if cls is FinishInsn:
+        d = insn.deps
+        return (2, d.pop_prev, d.pop_next, d.push_prev, d.push_next)
+    return None
+
+
 def check_program(cfg: HwConfig, insns: Sequence[Insn]) -> list[TokenOps]:
     """Validate a program statically; returns the token operations of every instruction.
 
@@ -67,15 +84,20 @@ def check_program(cfg: HwConfig, insns: Sequence[Insn]) -> list[TokenOps]:
     """
     if not insns:
         raise ProtocolError("empty program: a program needs at least a FINISH instruction")
-    # Equal instructions (frozen, so equal in every field) pass the same checks with the same
-    # token operations; tiled programs repeat few distinct ones, so each is checked once.
-    checked: dict[Insn, TokenOps] = {}
+    # Instructions equal in the fields the checks read pass the same checks with the same token
+    # operations; tiled programs repeat few such combinations, so each is checked once. The key is a
+    # tuple of plain ints (hashing a whole frozen instruction, its DepFlags in Python, cost more).
+    checked: dict[tuple, TokenOps] = {}
     ops: list[TokenOps] = []
+    append = ops.append
     for i, insn in enumerate(insns):
-        insn_ops = checked.get(insn)
+        key = static_key(insn)
+        insn_ops = checked.get(key) if key is not None else None
         if insn_ops is None:
-            insn_ops = checked[insn] = check_insn(cfg, insn, i)
-        ops.append(insn_ops)
+            insn_ops = check_insn(cfg, insn, i)
+            if key is not None:
+                checked[key] = insn_ops
+        append(insn_ops)
     finishes = [i for i, insn in enumerate(insns) if isinstance(insn, FinishInsn)]
     last = len(insns) - 1
     if not finishes:

@@ -1,4 +1,6 @@
-"""The cycle-level model of VDLA on SimPy: timing, utilization, stalls and timelines.
+"""The cycle-level model of VDLA: timing, utilization, stalls and timelines.
+
+It runs on a small discrete-event kernel (``kernel.py``) with SimPy's scheduling order.
 
 One module per hardware unit (``fetch``, ``load``, ``compute``, ``store``) plus
 the ``dma`` engines, the shared ``dram`` channels and the ``queues``; :func:`run_cycle`

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Iterable
 
 import numpy as np
-import simpy
 
 from vdla.simulator.checks import check_program
 from vdla.simulator.window import Window
@@ -26,6 +25,7 @@ from vdla.simulator.counters import Counters
 from vdla.simulator.cycle.compute import ComputeUnit
 from vdla.simulator.cycle.dram import Dram
 from vdla.simulator.cycle.fetch import FetchUnit
+from vdla.simulator.cycle.kernel import Environment, Event
 from vdla.simulator.cycle.load import LoadUnit
 from vdla.simulator.cycle.queues import Queues
 from vdla.simulator.cycle.stats import CycleStats, summarize
@@ -108,7 +108,7 @@ class _Machine:
         insn_addr: int,
         timeline: bool,
     ) -> None:
-        env = simpy.Environment()
+        env = Environment()
         self.env = env
         self.cfg = cfg
         self.queues = Queues(env, cfg)
@@ -139,12 +139,9 @@ class _Machine:
         halted = env.event()
         env.process(self._watch(watchdog, halted))
         try:
-            env.run(until=finished | halted)
+            env.run(finished, halted)
         except SimulationError as exc:
-            # SimPy re-raises a failed process's exception as a bare copy; raise the original
-            # with its traceback.
-            cause = exc.__cause__
-            raise (cause if isinstance(cause, SimulationError) else exc) from None
+            raise exc from None
         if not finished.triggered:
             raise halted.value
         cycles = int(finished.value)
@@ -157,12 +154,12 @@ class _Machine:
             )
         return self._result(cycles)
 
-    def _watch(self, watchdog: Watchdog, halted: simpy.Event) -> Process:
+    def _watch(self, watchdog: Watchdog, halted: Event) -> Process:
         """Every ``_CHUNK_CYCLES`` simulated cycles: stop a deadlocked or overlong run.
 
         When this process wakes and no other event is scheduled, every unit is blocked
         on a queue for good: FINISH can never retire.  The error is handed over through
-        ``halted`` (raising it here would reach the caller only as SimPy's copy).
+        ``halted`` (the run raises it; the watchdog process itself must end normally).
         """
         env = self.env
         deadline = time.perf_counter() + watchdog.max_seconds

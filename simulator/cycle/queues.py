@@ -13,10 +13,10 @@ happen when its tokens are there, which may be later than the moment its process
 takes them), so an entry carries the cycle it becomes visible, and a consumer
 reports the cycle its pop frees the slot (:meth:`Fifo.release`).  Put number m
 needs the slot of take number ``m - capacity``: it happens at the later of the
-asked cycle and that slot's release, and waits (as a SimPy event) only while that
+asked cycle and that slot's release, and waits (as a kernel event) only while that
 take has not happened at all.
 
-A transfer that does not block costs no SimPy event: only a blocked side waits on one.
+A transfer that does not block costs no event: only a blocked side waits on one.
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-import simpy
-
+from vdla.simulator.cycle.kernel import Environment, Event
 from vdla.simulator.tokens import DEP_QUEUES
 from vdla_hw.config import HwConfig
 from vdla_hw.isa import Module
@@ -38,14 +37,14 @@ class Fifo:
 
     __slots__ = ("env", "name", "capacity", "latency", "items", "_getters", "_putters", "_puts", "_released")
 
-    def __init__(self, env: simpy.Environment, name: str, capacity: int, latency: int) -> None:
+    def __init__(self, env: Environment, name: str, capacity: int, latency: int) -> None:
         self.env = env
         self.name = name
         self.capacity = capacity
         self.latency = latency
         self.items: deque[tuple[Any, int]] = deque()
-        self._getters: deque[simpy.Event] = deque()
-        self._putters: deque[tuple[simpy.Event, Any, int]] = deque()
+        self._getters: deque[Event] = deque()
+        self._putters: deque[tuple[Event, Any, int]] = deque()
         self._puts = 0
         # Release cycles of takes whose slot no put has reused yet, oldest first.
         self._released: deque[int] = deque()
@@ -61,7 +60,7 @@ class Fifo:
         """
         return self.items.popleft() if self.items else None
 
-    def get(self) -> simpy.Event:
+    def get(self) -> Event:
         """An event that succeeds with the next entry (use after :meth:`try_get` found none)."""
         event = self.env.event()
         self._getters.append(event)
@@ -95,7 +94,7 @@ class Fifo:
             self.items.append((payload, cycle + self.latency))
         return cycle
 
-    def put(self, payload: Any, cycle: int) -> simpy.Event:
+    def put(self, payload: Any, cycle: int) -> Event:
         """An event that succeeds with the push cycle once a slot is free (after :meth:`try_put` failed)."""
         event = self.env.event()
         self._putters.append((event, payload, cycle))
@@ -114,7 +113,7 @@ class Fifo:
 class Queues:
     """All queues of one machine: ``cmd[Module]`` and ``dep["l2c" | "c2l" | "c2s" | "s2c"]``."""
 
-    def __init__(self, env: simpy.Environment, cfg: HwConfig) -> None:
+    def __init__(self, env: Environment, cfg: HwConfig) -> None:
         latency = cfg.timing.queue_latency
         self.cmd: dict[Module, Fifo] = {
             m: Fifo(env, CMD_QUEUE_NAMES[m], cfg.cmd_queue_depth, latency) for m in Module

@@ -1,6 +1,6 @@
 """What load, compute and store have in common: the decoupled instruction loop.
 
-Each of the three modules runs the same SimPy process, timed as the RTL's
+Each of the three modules runs the same process (kernel.py), timed as the RTL's
 dependency-token gate (``vdla_dep_gate``) around the module's executor:
 
 * cycle ``a``: take the instruction from the command queue (the earliest cycle
@@ -19,7 +19,7 @@ check, as fsim does, that the program orders every load and store before it.
 
 The process computes these cycles ahead of the simulation clock: queue entries
 carry the cycle they become visible and report the cycle their slot frees (see
-queues.py), so a unit runs on through its instructions and waits (as a SimPy
+queues.py), so a unit runs on through its instructions and waits (as a kernel
 event) only for an entry or a slot that does not exist yet -- and, after booking
 DRAM reads, until the instruction's push cycle, because until then another
 engine's request can still delay them.  Memory effects are applied in each
@@ -30,16 +30,15 @@ program whose tokens order every conflicting access can observe.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Generator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from enum import Enum
 from typing import Any, NamedTuple
 
-import simpy
-
 from vdla.simulator.counters import Counters
 from vdla.simulator.cycle.dma import ReadRows, RowGeometry
 from vdla.simulator.cycle.dram import Dram
+from vdla.simulator.cycle.kernel import Environment, Event, Process
 from vdla.simulator.cycle.queues import Queues
 from vdla.simulator.cycle.stats import UnitCounters
 from vdla.simulator.cycle.trace import Timeline
@@ -48,15 +47,11 @@ from vdla.simulator.tokens import TokenOps, describe
 from vdla_hw.config import HwConfig
 from vdla_hw.isa import DepFlags, Insn, MemInsn, Module, opcode_of
 
-Process = Generator[simpy.Event, Any, None]
-"""A SimPy process body."""
-
-
 @dataclass
 class Context:
     """The state every unit of one machine shares."""
 
-    env: simpy.Environment
+    env: Environment
     cfg: HwConfig
     insns: Sequence[Insn]
     ops: Sequence[TokenOps]
@@ -65,7 +60,7 @@ class Context:
     state: MachineState
     counters: Counters
     timeline: Timeline | None
-    finished: simpy.Event
+    finished: Event
     """Succeeds (with the cycle) when FINISH retires: the end of the program."""
 
 
@@ -135,7 +130,7 @@ class Unit(ABC):
         self.write_cycles = ctx.cfg.timing.sram_write_cycles
 
     def run(self) -> Process:
-        """The unit's SimPy process; it returns after FINISH (compute) or runs until the simulation stops."""
+        """The unit's process; it returns after FINISH (compute) or runs until the simulation stops."""
         env, ctx, c = self.env, self.ctx, self.counters
         timeline = ctx.timeline
         dep = ctx.queues.dep

@@ -1,0 +1,45 @@
+"""Speed work never changes a result: the cycle model against a record of the reference code.
+
+``data/cycle_equivalence.json`` holds, for the first 12 fuzz programs of
+``bench/cycle_equivalence.py`` (4 per preset), what the cycle model gave before the speed work
+of issue 24 part 6 (the SimPy kernel, per-instruction checks): cycles, DRAM digest, work
+counters, every unit's timing counters, tokens left.  This tree must give exactly the same.
+After an *intended* timing change, check with ``python bench/cycle_equivalence.py --peer <ref>``
+and re-record with ``--count 12 --no-layers --record tests/cycle/data/cycle_equivalence.json``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+
+ROOT = Path(__file__).resolve().parents[2]
+RECORD = Path(__file__).parent / "data" / "cycle_equivalence.json"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("cycle_equivalence_bench", ROOT / "bench" / "cycle_equivalence.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_cycle_model_matches_the_reference_record() -> None:
+    script = _script()
+    saved = json.loads(RECORD.read_text())
+    assert not saved["layers"] and saved["count"] == 12
+    mine = script.record(saved["count"], layers=False, quiet=True)
+    assert script.compare(saved["programs"], mine) == []
+
+
+def test_compare_reports_a_changed_cycle_count() -> None:
+    script = _script()
+    ref = json.loads(RECORD.read_text())["programs"]
+    name = sorted(ref)[0]
+    changed = {k: dict(v) for k, v in ref.items()}
+    changed[name]["cycles"] += 1
+    diffs = script.compare(ref, changed)
+    assert len(diffs) == 1 and diffs[0].startswith(f"{name}: cycles differs")
