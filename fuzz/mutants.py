@@ -140,6 +140,16 @@ MUTANTS: tuple[Mutant, ...] = (
            ".out_ready(m_rvalid && m_rready && m_rlast)",
            "AXI R slice (axi_r_slice = 1): the route FIFO pops at the bus's last beat, a cycle before the "
            "slice hands it out, so a burst's last beat goes to the next burst's client"),
+    Mutant("uop-lookahead-current", "vdla_uop_loop.sv", "assign uop_idx_next = UW'(u_next);",
+           "assign uop_idx_next = UW'(u);",
+           "registered micro-op SRAM: the look-ahead read uses the current index, so every iteration gets the "
+           "previous iteration's micro-op"),
+    Mutant("uop-lookahead-steps-while-waiting", "vdla_uop_loop.sv", "(it_valid ? u + 1'b1 : u)", "(u + 1'b1)",
+           "registered micro-op SRAM: the look-ahead steps in the cycles between two ALU iterations (alu_ii > 1), "
+           "so an ALU iteration reads the next micro-op"),
+    Mutant("uop-sram-no-out-reg", "vdla_compute.sv", ".OUT_REG(1'b1)", ".OUT_REG(1'b0)",
+           "micro-op SRAM without its output register while the loop reads a cycle ahead: every micro-op "
+           "arrives a cycle early (the next iteration's)"),
 )
 
 

@@ -2,8 +2,9 @@
 //
 // One micro-op iteration enters per cycle. Stage by stage (j = cycles after the loop
 // emits the iteration, D = GEMM_PIPELINE_DEPTH >= 3):
-//   j = 0      read the micro-op
-//   j = 1      add the loop offsets; read the input and weight tiles
+//   j = -1     present the micro-op's index to its SRAM (the loop's look-ahead)
+//   j = 0      the micro-op leaves the block RAM into the SRAM's output register
+//   j = 1      add the loop offsets to the registered micro-op; read the input and weight tiles
 //   j = 2      BATCH x BLOCK_OUT dot products of BLOCK_IN int products (registered); with
 //              D >= 4 the tiles are registered here instead and the dot products are j = 3's,
 //              so a block RAM's clock-to-out and the multiply-add tree are in separate cycles
@@ -35,9 +36,9 @@ module vdla_gemm (
   input  wire vdla_pkg::gemm_insn_t          insn,
   /* verilator lint_on UNUSEDSIGNAL */
   output logic                               done,
-  output logic                               uop_rd_en,
-  output logic [LOG_UOP_BUFF_DEPTH-1:0]      uop_rd_addr,
-  input  wire logic [UOP_BITS-1:0]           uop_rd_data,
+  output logic                               uop_rd_en,       // an iteration: its micro-op on uop_rd_data next cycle
+  output logic [LOG_UOP_BUFF_DEPTH-1:0]      uop_rd_addr_next, // read a cycle ahead (vdla_sram OUT_REG)
+  input  wire logic [UOP_BITS-1:0]           uop_rd_data,      // a flop's output: registered read port
   output logic                               inp_rd_en,
   output logic [LOG_INP_BUFF_DEPTH-1:0]      inp_rd_addr,
   input  wire logic [INP_ELEM_BITS-1:0]      inp_rd_data,
@@ -73,14 +74,16 @@ module vdla_gemm (
   logic [AIW-1:0]   dst_off;
   logic [IIW-1:0]   src_off;
   logic [WIW-1:0]   wgt_off;
+  /* verilator lint_off PINCONNECTEMPTY */  // the current index: the SRAM reads the look-ahead one
   vdla_uop_loop #(.II(1), .DST_W(AIW), .SRC_W(IIW), .WGT_W(WIW)) u_loop (
     .clk, .rst_n, .clear, .start, .fast(1'b0),
     .uop_bgn(insn.uop_bgn), .uop_end(insn.uop_end), .iter_out(insn.iter_out), .iter_in(insn.iter_in),
     .dst_factor_out(insn.dst_factor_out), .dst_factor_in(insn.dst_factor_in),
     .src_factor_out(insn.src_factor_out), .src_factor_in(insn.src_factor_in),
     .wgt_factor_out(insn.wgt_factor_out), .wgt_factor_in(insn.wgt_factor_in),
-    .it_valid, .uop_idx(uop_rd_addr), .dst_off, .src_off, .wgt_off, .busy(loop_busy)
+    .it_valid, .uop_idx(), .uop_idx_next(uop_rd_addr_next), .dst_off, .src_off, .wgt_off, .busy(loop_busy)
   );
+  /* verilator lint_on PINCONNECTEMPTY */
   assign uop_rd_en = it_valid;
 
   // ---- pipeline registers: stage k holds the iteration emitted k cycles ago ---------------
