@@ -9,12 +9,17 @@
 //              D >= 4 the tiles are registered here instead and the dot products are j = 3's,
 //              so a block RAM's clock-to-out and the multiply-add tree are in separate cycles
 //   j = 3..D-1 extra register stages (retiming room for large arrays)
-//   j = D-1    read the accumulator tile
+//   j = D-2    (D >= 4) read the accumulator tile
+//   j = D-1    (D >= 4) register it (forwarding the write of stage D); D = 3 reads it here
 //   j = D      acc[dst] = acc[dst] + dot (0 for a reset GEMM, dot alone for an overwrite GEMM),
 //              written back
-// A micro-op that reads the accumulator the previous one writes does so in the cycle of
-// that write; the accumulator SRAM's write-through bypass hands it the new value, so
-// back-to-back micro-ops on one accumulator give the sequential result without a stall.
+// With D >= 4 the accumulator tile is registered before the adder, so a block RAM's
+// clock-to-out and the 32-bit add are in separate cycles (the ECP5 build, docs/fpga_ecp5.md).
+// A micro-op must still see every earlier iteration's write: the one two iterations back
+// writes in the cycle of the read (the accumulator SRAM's write-through bypass hands it the
+// new value), the one just before writes while the tile is registered and is forwarded into
+// that register, so back-to-back micro-ops on one accumulator give the sequential result
+// without a stall, as with D = 3 (which reads at j = D-1, in the cycle of the previous write).
 // All arithmetic wraps modulo 2^ACC_WIDTH.
 //
 // Multipliers: the products of the last GEMM_LUT_MACS (b, o, i) positions of the tile (the
@@ -198,11 +203,22 @@ module vdla_gemm (
     assign wgt_t = wgt_rd_data;
   end
 
-  assign acc_rd_en   = v[D-1];
-  assign acc_rd_addr = dst[D-1];
+  // The accumulator operand acc_t of stage D: read at AR = D-2 and registered (D >= 4), or read
+  // at D-1 and used as it comes (D = 3).
+  localparam int AR = D >= 4 ? D - 2 : D - 1;
+  logic [ACC_ELEM_BITS-1:0] acc_t;
+  assign acc_rd_en   = v[AR];
+  assign acc_rd_addr = dst[AR];
+  if (D >= 4) begin : g_acc_reg
+    logic fwd_acc;  // the previous iteration writes, this cycle, the tile being registered
+    assign fwd_acc = v[D] && acc_wr_addr == dst[D-1];
+    always_ff @(posedge clk) acc_t <= fwd_acc ? acc_wr_data : acc_rd_data;
+  end else begin : g_acc_direct
+    assign acc_t = acc_rd_data;
+  end
   assign acc_wr_en   = v[D];
   assign acc_wr_addr = dst[D];
-  assign acc_wr_data = insn.reset ? '0 : insn.overwrite ? dot[D] : add_tile(acc_rd_data, dot[D]);
+  assign acc_wr_data = insn.reset ? '0 : insn.overwrite ? dot[D] : add_tile(acc_t, dot[D]);
 
   // ---- completion --------------------------------------------------------------------------
   logic running;
