@@ -7,8 +7,10 @@
 //   j = 1      add the loop offsets to the registered micro-op; read the input and weight tiles
 //   j = 2      BATCH x BLOCK_OUT dot products of BLOCK_IN int products (registered); with
 //              D >= 4 the tiles are registered here instead and the dot products are j = 3's,
-//              so a block RAM's clock-to-out and the multiply-add tree are in separate cycles
-//   j = 3..D-1 extra register stages (retiming room for large arrays)
+//              so a block RAM's clock-to-out and the multiply-add tree are in separate cycles;
+//              with D >= 5 j = 3 registers the products and j = 4 sums them (a multiplier and
+//              the adder tree in separate cycles)
+//   j = FD+1..D extra register stages after the dot products (retiming room for large arrays)
 //   j = D-2    (D >= 4) read the accumulator tile
 //   j = D-1    (D >= 4) register it (forwarding the write of stage D); D = 3 reads it here
 //   j = D      acc[dst] = acc[dst] + dot (0 for a reset GEMM, dot alone for an overwrite GEMM),
@@ -95,8 +97,10 @@ module vdla_gemm (
   logic [D:1]                    v;
   logic [D:2][AIW-1:0]           dst;
   // With D >= 4 the operand tiles get a register stage of their own (stage 3 holds them) and
-  // the first dot product register is stage 4.
-  localparam int FD = D >= 4 ? 4 : 3;
+  // the first dot product register is stage 4; with D >= 5 the products are registered too
+  // (stage 4: a multiplier's delay and the adder tree in separate cycles) and the dot products
+  // are stage 5's.
+  localparam int FD = D >= 5 ? 5 : D >= 4 ? 4 : 3;
   logic [D:FD][ACC_ELEM_BITS-1:0] dot;
   logic [INP_ELEM_BITS-1:0]      inp_t;  // the operand tiles the multipliers see
   logic [WGT_ELEM_BITS-1:0]      wgt_t;
@@ -136,13 +140,32 @@ module vdla_gemm (
     );
   end
 
-  // Signed dot products of one input tile and one weight tile: out[b][o] = sum_i inp[b][i] * wgt[o][i].
-  // The products at positions >= FIRST_LUT are taken from lp (lut_p) instead of `*`.
-  function automatic logic [ACC_ELEM_BITS-1:0] dot_tile(input logic [INP_ELEM_BITS-1:0] a,
-                                                        input logic [WGT_ELEM_BITS-1:0] w,
-                                                        input logic [NLUT*PW-1:0]      lp);
+  // Signed products of one input tile and one weight tile, position (b * BLOCK_OUT + o) * BLOCK_IN + i
+  // holding inp[b][i] * wgt[o][i]; the positions >= FIRST_LUT are taken from lp (lut_p) instead of `*`.
+  function automatic logic [NMAC*PW-1:0] prod_tile(input logic [INP_ELEM_BITS-1:0] a,
+                                                   input logic [WGT_ELEM_BITS-1:0] w,
+                                                   input logic [NLUT*PW-1:0]      lp);
     logic signed [INP_WIDTH-1:0] x;
     logic signed [WGT_WIDTH-1:0] y;
+    int                          pos;
+    for (int b = 0; b < BATCH; b++) begin
+      for (int o = 0; o < BLOCK_OUT; o++) begin
+        for (int i = 0; i < BLOCK_IN; i++) begin
+          pos = (b * BLOCK_OUT + o) * BLOCK_IN + i;
+          if (pos >= FIRST_LUT) begin
+            prod_tile[pos * PW +: PW] = lp[(pos - FIRST_LUT) * PW +: PW];
+          end else begin
+            x = a[(b * BLOCK_IN + i) * INP_WIDTH +: INP_WIDTH];
+            y = w[(o * BLOCK_IN + i) * WGT_WIDTH +: WGT_WIDTH];
+            prod_tile[pos * PW +: PW] = PW'(x * y);
+          end
+        end
+      end
+    end
+  endfunction
+
+  // The dot products out[b][o] = sum_i of the products above.
+  function automatic logic [ACC_ELEM_BITS-1:0] sum_tile(input logic [NMAC*PW-1:0] pr);
     logic signed [PW-1:0]        p;
     logic signed [ACC_WIDTH-1:0] pe;
     logic [ACC_WIDTH-1:0]        s;
@@ -154,19 +177,16 @@ module vdla_gemm (
         sl = '0;
         for (int i = 0; i < BLOCK_IN; i++) begin
           pos = (b * BLOCK_OUT + o) * BLOCK_IN + i;
+          p   = pr[pos * PW +: PW];
           if (pos >= FIRST_LUT) begin
-            p  = lp[(pos - FIRST_LUT) * PW +: PW];
             sl = sl + SLW'(p);
           end else begin
-            x  = a[(b * BLOCK_IN + i) * INP_WIDTH +: INP_WIDTH];
-            y  = w[(o * BLOCK_IN + i) * WGT_WIDTH +: WGT_WIDTH];
-            p  = x * y;
             pe = ACC_WIDTH'(p);
             s  = s + pe;
           end
         end
         pe = ACC_WIDTH'(sl);
-        dot_tile[(b * BLOCK_OUT + o) * ACC_WIDTH +: ACC_WIDTH] = s + pe;
+        sum_tile[(b * BLOCK_OUT + o) * ACC_WIDTH +: ACC_WIDTH] = s + pe;
       end
     end
   endfunction
@@ -188,10 +208,17 @@ module vdla_gemm (
     src1_off <= src_off;
     wgt1_off <= wgt_off;
     dst[2]   <= uop.dst + dst1_off;
-    dot[FD]  <= dot_tile(inp_t, wgt_t, lut_p);
     for (int k = 3; k <= D; k++) dst[k] <= dst[k-1];
     for (int k = FD + 1; k <= D; k++) dot[k] <= dot[k-1];
   end
+
+  logic [NMAC*PW-1:0] prod;  // the products the adder tree sees
+  if (D >= 5) begin : g_product_regs
+    always_ff @(posedge clk) prod <= prod_tile(inp_t, wgt_t, lut_p);
+  end else begin : g_no_product_regs
+    assign prod = prod_tile(inp_t, wgt_t, lut_p);
+  end
+  always_ff @(posedge clk) dot[FD] <= sum_tile(prod);
 
   if (D >= 4) begin : g_operand_regs
     always_ff @(posedge clk) begin
