@@ -10,7 +10,7 @@ program through the shared semantics, which raise on any fault, so fsim's pre-ch
 repeat that).  The JSON is rewritten after every preset and every ``--save-every`` programs, so an
 interrupted campaign keeps what it measured (a preset cut short says so: ``programs`` < ``--count``).  ``--rtl-from PATH`` takes each seed's RTL cycle count from an earlier
 run's JSON (``rows``) instead, so a cycle-model change is re-measured on the same programs in
-minutes; use it only while the RTL's timing is unchanged (``--check N`` re-runs the first N seeds
+minutes (a seed whose instruction count differs from the saved row runs on the RTL again: the generator moved); use it only while the RTL's timing is unchanged (``--check N`` re-runs the first N seeds
 on the RTL and stops if any count differs).
 
     python bench/fuzz_cycle_error.py --configs tiny --count 1000 --out bench/results/fuzz_cycle_error.json
@@ -51,20 +51,25 @@ def summarise(rows: list[list[float]]) -> dict[str, float | int]:
             "above_4pct": int((errs > 0.04).sum())}
 
 
-def measure(config: str, count: int, saved: dict[int, int] | None, check: int,
-            checkpoint: Callable[[list[list[float]]], None], every: int) -> list[list[float]]:
+def measure(config: str, count: int, saved: dict[int, tuple[int, int]] | None, check: int,
+            checkpoint: Callable[[list[list[float]]], None], every: int, saved_only: bool = False) -> list[list[float]]:
     cfg = load_config(config)
     cycle, rtl = get_backend("cycle"), get_backend("rtl")
     rows: list[list[float]] = []
     for seed in tqdm(range(count), desc=f"{config} cycle vs rtl", unit="prog"):
         program, _ = build_program(cfg, draw_plan(cfg, seed, max_rounds=6))
+        # A seed whose program changed since the saved run (its instruction count differs: the
+        # generator moved) is run on the RTL again.
+        same = saved is not None and seed in saved and saved[seed][1] == program.insn_count
+        if saved_only and not same:
+            continue
         c = cycle.run(program).cycles
-        if saved is not None and seed in saved and seed >= check:
-            r = saved[seed]
+        if same and seed >= check:
+            r = saved[seed][0]
         else:
             r = rtl.run(program, no_precheck=True).cycles
-            if saved is not None and seed in saved and saved[seed] != r:
-                raise SystemExit(f"{config} seed {seed}: the RTL now takes {r} cycles, the saved run {saved[seed]}: "
+            if same and saved[seed][0] != r:
+                raise SystemExit(f"{config} seed {seed}: the RTL now takes {r} cycles, the saved run {saved[seed][0]}: "
                                  "the RTL's timing changed; re-run without --rtl-from")
         rows.append([seed, r, c, program.insn_count, round((c - r) / r, 5)])
         if len(rows) % every == 0:
@@ -78,6 +83,8 @@ def main() -> None:
     ap.add_argument("--count", type=int, default=1000)
     ap.add_argument("--rtl-from", type=Path, default=None, help="JSON of an earlier run: its RTL cycles per seed")
     ap.add_argument("--check", type=int, default=20, help="with --rtl-from: seeds re-run on the RTL (default 20)")
+    ap.add_argument("--saved-only", action="store_true",
+                    help="with --rtl-from: leave out the seeds it has no RTL count for (or a different program)")
     ap.add_argument("--out", type=Path, default=Path("bench/results/fuzz_cycle_error.json"))
     ap.add_argument("--save-every", type=int, default=50, help="rewrite the JSON every N programs (default 50)")
     args = ap.parse_args()
@@ -97,14 +104,15 @@ def main() -> None:
         saved = None
         if config in old:
             fields = old[config].get("row_fields", list(ROW_FIELDS))
-            saved = {int(r[fields.index("seed")]): int(r[fields.index("rtl_cycles")]) for r in old[config]["rows"]}
+            saved = {int(r[fields.index("seed")]): (int(r[fields.index("rtl_cycles")]), int(r[fields.index("instructions")]))
+                     for r in old[config]["rows"]}
 
-        def record(rows: list[list[float]], config: str = config, saved: dict[int, int] | None = saved) -> None:
+        def record(rows: list[list[float]], config: str = config, saved: dict[int, tuple[int, int]] | None = saved) -> None:
             presets[config] = {"summary": summarise(rows), "rtl_from": str(args.rtl_from) if saved else None,
                                "row_fields": list(ROW_FIELDS), "rows": rows}
             save()
 
-        record(measure(config, args.count, saved, args.check, record, args.save_every))
+        record(measure(config, args.count, saved, args.check, record, args.save_every, args.saved_only and saved is not None))
     print(f"\n{'preset':<8} {'programs':>8} {'median':>8} {'p95':>8} {'max':>8} {'worst seed':>10} {'>4%':>5}")
     for config, p in presets.items():
         s = p["summary"]

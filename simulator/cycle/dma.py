@@ -162,8 +162,8 @@ class ReadRows(Owner):
     __slots__ = ("heads", "tails", "timing", "base", "plan", "cfg", "start", "geo", "writer", "stalls_booked",
                  "head_holds", "pending")
 
-    def __init__(self, cfg: HwConfig, start: int, geo: RowGeometry) -> None:
-        super().__init__()
+    def __init__(self, cfg: HwConfig, start: int, geo: RowGeometry, client: int | None = None) -> None:
+        super().__init__(client)
         self.cfg, self.start, self.geo = cfg, start, geo
         self.heads: list[Burst] = []
         self.tails: list[Burst] = []
@@ -202,7 +202,7 @@ class ReadRows(Owner):
         """The segment's bursts, exactly as :func:`_bursts` would have booked them with data
         from ``tail`` on; the rows are read from them from now on."""
         self.plan = None
-        return _bursts(self.cfg, self.start, self.geo, self, tail, self.cfg.timing.read_latency)
+        return _bursts(self.cfg, self.start, self.geo, self, tail, self.cfg.timing.read_latency, [])
 
     def spans(self) -> tuple[int, Sequence[int], Sequence[int]]:
         """(base, firsts, ends): row r's data holds the channel from ``base + firsts[r]`` to
@@ -250,32 +250,43 @@ class Writer:
     beat register's last element comes out)."""
 
 
-def read_rows(cfg: HwConfig, dram: Dram, start: int, geo: RowGeometry, writer: Writer | None = None) -> ReadRows:
-    """Request the rows of ``geo`` from an engine whose executor started in cycle ``start``.
+def read_rows(cfg: HwConfig, dram: Dram, start: int, geo: RowGeometry, writer: Writer | None = None,
+              client: int | None = None) -> ReadRows:
+    """Request the rows of ``geo`` from an engine (the read arbiter's port ``client``) whose
+    executor started in cycle ``start``.
 
     A block requested after every burst booked so far -- nearly every one -- is appended
     without a call per burst, and as one segment when its geometry has a plan (and no
     ``writer`` stalls it: then its bursts are booked one by one, holding the channel while the
     writer lags).
     """
-    out = ReadRows(cfg, start, geo)
+    out = ReadRows(cfg, start, geo, client)
     out.writer = writer
     queue, requests = dram.queue, dram.requests
     if len(queue) > _KEEP:
         dram.drop_done()
     first_request = start + cfg.timing.dma_start_cycles
-    if requests and requests[-1] > first_request:
-        # Requested before bursts already booked: each burst is placed among them; a writer's
-        # stalls are booked as each row's first burst lands (``hold_from``).
+    if requests and requests[-1] >= first_request:
+        # Requested before bursts already booked (or in the same cycle: the arbiter's round-robin
+        # decides): each burst is placed among them; a writer's stalls are booked as each row's
+        # first burst lands (``hold_from``).
         out.stalls_booked = out.paced = writer is not None
         _engine(cfg, start, geo, out, lambda request, hold, after, window: dram.read_burst(
             request, hold, out, after, window))
         return out
     tail = dram.tail_end()
     plan = geo.plan
+    window = cfg.timing.dma_max_bursts
+    if plan is not None and len(queue) > 0:
+        # The j-th burst is requested no earlier than first_request + j; the burst ``window``
+        # places before it in the queue must have ended by then (the arbiter's route FIFO).
+        recent = queue[-window:]
+        skip = window - len(recent)
+        if any(b[END] >= first_request + skip + j for j, b in enumerate(recent)):
+            plan = None
     if plan is None or writer is not None:
         out.stalls_booked = out.paced = writer is not None
-        bursts = _bursts(cfg, start, geo, out, tail, dram.latency)
+        bursts = _bursts(cfg, start, geo, out, tail, dram.latency, queue)
         queue.extend(bursts)
         requests.extend(b[REQUEST] for b in bursts)
         return out
@@ -294,7 +305,8 @@ _KEEP = 64
 """Booked bursts kept before forgetting those whose data is over (they only cost searching)."""
 
 
-def _bursts(cfg: HwConfig, start: int, geo: RowGeometry, out: ReadRows, tail: int, latency: int) -> list[Burst]:
+def _bursts(cfg: HwConfig, start: int, geo: RowGeometry, out: ReadRows, tail: int, latency: int,
+            dram_tail: list[Burst]) -> list[Burst]:
     """The bursts of a block booked behind everything else (data from ``tail`` on), in order:
     :func:`_engine`'s pacing with the booking inlined (this runs for every such block)."""
     t = cfg.timing
@@ -305,6 +317,7 @@ def _bursts(cfg: HwConfig, start: int, geo: RowGeometry, out: ReadRows, tail: in
     after = window = None
     writer = out.writer if out.stalls_booked else None
     ready = writer.ready if writer is not None else 0
+    routed = dram_tail[-max_bursts:]  # the read arbiter's route FIFO spans every engine's bursts
     for r, holds in enumerate(geo.holds):
         if narrow and r >= max_rows and heads[r - max_rows][START] + 1 > command:
             command = heads[r - max_rows][START] + 1
@@ -314,8 +327,8 @@ def _bursts(cfg: HwConfig, start: int, geo: RowGeometry, out: ReadRows, tail: in
             n = len(bursts)
             if n >= max_bursts:
                 window = bursts[n - max_bursts]
-                if window[END] > grant:
-                    grant = window[END]
+            if len(routed) >= max_bursts and routed[-max_bursts][END] > grant:
+                grant = routed[-max_bursts][END]
             request = grant + 1
             first = request + latency if request + latency > tail else tail
             base_hold = hold
@@ -324,6 +337,7 @@ def _bursts(cfg: HwConfig, start: int, geo: RowGeometry, out: ReadRows, tail: in
             tail = first + hold
             after = [request, first, tail, hold, out, after, request - after[REQUEST] if after else 0, window]
             bursts.append(after)
+            routed.append(after)
             if len(heads) == r:
                 heads.append(after)
                 if writer is not None:
@@ -367,6 +381,7 @@ def _engine(
             if out.paced and len(heads) == r:
                 out.pending = (r, hold)
             after = book(grant + 1, hold, after, window)
+            grant = after[REQUEST] - 1  # later when the route FIFO was full
             bursts.append(after)
             if len(heads) == r:
                 heads.append(after)

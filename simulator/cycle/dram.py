@@ -16,6 +16,15 @@ instruction before completing it.  That is how the RTL's round-robin arbiter let
 another engine's request in between a long load's requests.  Appending a burst,
 the common case, is O(1) and costs no SimPy event.
 
+Requests of two engines in the same cycle are served in the arbiter's round-robin
+order (``vdla_axi_rd_arb``): the first client after the one granted last, in the
+order of :data:`READ_CLIENTS`.  The client granted last is the one whose burst
+precedes them in the queue.  The arbiter's route FIFO (``dma_max_bursts`` deep)
+bounds the bursts in flight over *all* clients: a burst is granted only once the
+burst ``dma_max_bursts`` places before it in the queue has delivered its last beat
+(:meth:`Dram.route_limit`); and it grants one request a cycle, so the loser of a
+same-cycle request is granted a cycle later.
+
 Writes go out on their own channel (AXI has separate read and write channels, and
 the RTL's DRAM model serves them independently); store is the only writer, so its
 DMA engine (:mod:`vdla.simulator.cycle.dma`) times them without arbitration and this
@@ -27,7 +36,7 @@ where it waits for the bursts booked before it and delays those after.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
 from heapq import heapify, heappop, heappush
@@ -62,6 +71,18 @@ class PortCounters:
     beats: int = 0
 
 
+READ_CLIENTS = ("fetch", "inp", "wgt", "uop", "acc")
+"""The read arbiter's clients in its port order (``vdla_top``'s ``RD_FETCH`` .. ``RD_ACC``; a test
+reads them from the RTL): the round-robin order of requests made in the same cycle."""
+_CLIENTS = len(READ_CLIENTS)
+
+
+def rr_rank(client: int | None, last: int) -> int:
+    """Where ``client`` comes in the read arbiter's round-robin after ``last`` was granted
+    (0 first); a burst of no client (a slow DRAM's write) after every client."""
+    return _CLIENTS if client is None else (client - last - 1) % _CLIENTS
+
+
 class Owner:
     """What a booked burst belongs to: ``dirty`` is set when one of its bursts was delayed.
 
@@ -70,11 +91,13 @@ class Owner:
     :meth:`hold_from` gives a burst's holding time when its data starts in a given cycle.
     """
 
-    __slots__ = ("dirty", "paced")
+    __slots__ = ("dirty", "paced", "client")
 
-    def __init__(self) -> None:
+    def __init__(self, client: int | None = None) -> None:
         self.dirty = False
         self.paced = False
+        self.client = client
+        """The read arbiter's port of the engine (an index into :data:`READ_CLIENTS`)."""
 
     def hold_from(self, burst: "Burst", start: int) -> int:
         """Cycles ``burst`` holds the channel when its data starts in cycle ``start``."""
@@ -93,6 +116,11 @@ class Owner:
 # the cycle its data may start that returns its bursts; its REQUEST is that of its last burst.
 REQUEST, START, END, HOLD, OWNER, AFTER, GAP, WINDOW, SEGMENT = range(9)
 Burst = list
+
+
+def _rank_of(burst: Burst, last: int) -> int:
+    owner = burst[OWNER]
+    return rr_rank(owner.client if owner is not None else None, last)
 
 
 def earliest_request(burst: Burst) -> int:
@@ -120,6 +148,7 @@ class Dram:
         self.queue: list[Burst] = []
         self.requests: list[int] = []
         self._done_end = 0  # end of the last burst dropped from the queue
+        self._done_client = _CLIENTS - 1  # the client of that burst (the arbiter's reset pointer)
 
     def tail_end(self) -> int:
         """The first cycle after the data of every burst booked so far."""
@@ -137,7 +166,12 @@ class Dram:
             self.drop_done()
         gap = request - after[REQUEST] if after is not None else 0
         paced = owner is not None and owner.paced
-        if not queue or requests[-1] <= request:
+        client = owner.client if owner is not None else None
+        at = len(queue)
+        if queue and requests[-1] >= request:
+            at = self._place(request, client)
+        if at == len(queue):
+            request = self.route_limit(owner, request)
             start = max(request + self.latency, self.tail_end())
             burst = [request, start, start + hold, hold, owner, after, gap, window]
             if paced:
@@ -151,31 +185,38 @@ class Dram:
         burst = [request, 0, 0, hold, owner, after, gap, window]
         if paced:
             owner.adopt(burst)
-        at = bisect_right(requests, request)
+        last = self._granted_before(at)
         behind = queue[at:]
         del queue[at:], requests[at:]
         if any(len(b) > SEGMENT for b in behind):
             behind = self._expand(behind, self.tail_end())
-            # A segment's bursts requested no later than this one keep their place.
-            keep = 0
-            while keep < len(behind) and behind[keep][REQUEST] <= request:
+            # A segment's bursts requested before this one (or in its cycle, ahead of it in the
+            # round-robin) keep their place.
+            keep, rank = 0, rr_rank(client, last)
+            while keep < len(behind) and (behind[keep][REQUEST] < request or (
+                    behind[keep][REQUEST] == request and _rank_of(behind[keep], last) < rank)):
                 keep += 1
             queue.extend(behind[:keep])
             requests.extend(b[REQUEST] for b in behind[:keep])
             behind = behind[keep:]
         end = self.tail_end()
-        if all(b[OWNER] is behind[0][OWNER] for b in behind):
+        # One engine's bursts behind, and the arbiter can grant this one when it asks: it goes first.
+        # Held back (a full route FIFO), it competes with those waiting then, in round-robin order.
+        if all(b[OWNER] is behind[0][OWNER] for b in behind) and self.route_limit(owner, request) == request:
             self._replace_in_order(burst, behind, end)
             return burst
-        # Among equal requests the bursts booked before go first (as appending would order them).
+        # Among equal requests the arbiter's round-robin decides (then the bursts booked before go first).
         pending = [(request, len(behind), burst)] + [(b[REQUEST], k, b) for k, b in enumerate(behind)]
         heapify(pending)
         while pending:
             key, k, b = heappop(pending)
-            request = earliest_request(b)
+            request = self.route_limit(b[OWNER], earliest_request(b))
             if request > key:
                 heappush(pending, (request, k, b))
                 continue
+            if pending and pending[0][0] == key:
+                key, k, b = self._rr_pick(pending, key, k, b)
+                request = key
             b[REQUEST] = request
             start = max(request + self.latency, end)
             if start != b[START] and b is not burst and b[OWNER] is not None:
@@ -188,6 +229,57 @@ class Dram:
             queue.append(b)
             requests.append(request)
         return burst
+
+    def route_limit(self, owner: Owner | None, request: int) -> int:
+        """The request cycle of a burst of ``owner`` appended next to the queue that asks in cycle
+        ``request``: the read arbiter grants one request a cycle, after the previous one, and
+        only while its route FIFO has room, i.e. after the last beat of the burst
+        ``dma_max_bursts`` places before (a burst of no client, a slow DRAM's write, is not routed)."""
+        queue = self.queue
+        if queue and owner is not None and owner.client is not None:
+            if queue[-1][REQUEST] >= request:
+                request = queue[-1][REQUEST] + 1
+            window = self.window
+            if len(queue) >= window and queue[-window][END] >= request:
+                request = queue[-window][END] + 1
+        return request
+
+    def _granted_before(self, at: int) -> int:
+        """The client the arbiter granted before the burst at queue position ``at``."""
+        if at:
+            owner = self.queue[at - 1][OWNER]
+            if owner is not None and owner.client is not None:
+                return owner.client
+        return self._done_client
+
+    def _place(self, request: int, client: int | None) -> int:
+        """The queue position of a burst requested in cycle ``request`` by ``client``: after every
+        burst requested before, and after those of the same cycle that the round-robin serves first."""
+        requests, queue = self.requests, self.queue
+        at, hi = bisect_left(requests, request), bisect_right(requests, request)
+        if at < hi:
+            last = self._granted_before(at)
+            rank = rr_rank(client, last)
+            while at < hi and _rank_of(queue[at], last) <= rank:
+                at += 1
+        return at
+
+    def _rr_pick(self, pending: list, key: int, k: int, b: Burst) -> tuple[int, int, Burst]:
+        """Of the re-placed bursts whose request can be ``key``, the one the round-robin serves
+        first after the queue's last burst; the others go back to ``pending``."""
+        ties = [(k, b)]
+        while pending and pending[0][0] == key:
+            _, k2, b2 = heappop(pending)
+            request = self.route_limit(b2[OWNER], earliest_request(b2))
+            if request > key:
+                heappush(pending, (request, k2, b2))
+            else:
+                ties.append((k2, b2))
+        last = self._granted_before(len(self.queue))
+        ties.sort(key=lambda t: (_rank_of(t[1], last), t[0]))
+        for k2, b2 in ties[1:]:
+            heappush(pending, (key, k2, b2))
+        return (key, *ties[0])
 
     def write_burst(self, begin: int, hold: int) -> int:
         """Book a write burst that asks for a memory shared with the reads in cycle ``begin`` and
@@ -204,6 +296,7 @@ class Dram:
         """Book ``burst`` from ``end`` on, then re-place ``behind`` -- one engine's bursts, whose
         order cannot change -- after it."""
         queue, requests, latency = self.queue, self.requests, self.latency
+        burst[REQUEST] = self.route_limit(burst[OWNER], burst[REQUEST])
         start = burst[REQUEST] + latency
         burst[START] = start = start if start > end else end
         owner = burst[OWNER]
@@ -219,7 +312,7 @@ class Dram:
                 queue.extend(behind[k:])
                 requests.extend(b[REQUEST] for b in behind[k:])
                 return
-            request = earliest_request(b)
+            request = self.route_limit(b[OWNER], earliest_request(b))
             start = request + latency
             if end > start:
                 start = end
@@ -257,6 +350,7 @@ class Dram:
             k += 1
         if k:
             self._done_end = max(self._done_end, queue[k - 1][END])
+            self._done_client = self._granted_before(k)
             del queue[:k], self.requests[:k]
 
     def count(self, requester: str, nbytes: int, beats: int, write: bool) -> None:

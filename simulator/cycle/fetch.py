@@ -18,7 +18,7 @@ SimPy event) only when a command queue's slot has not been freed by its unit yet
 from __future__ import annotations
 
 from vdla.simulator.cycle.dma import geometry
-from vdla.simulator.cycle.dram import END, START
+from vdla.simulator.cycle.dram import END, READ_CLIENTS, REQUEST, START, Owner
 from vdla.simulator.cycle.stats import UnitCounters
 from vdla.simulator.cycle.unit import Blocked, Context, Process
 from vdla.simulator.tokens import describe
@@ -43,6 +43,8 @@ class FetchUnit:
         self.arrivals: list[int] = []
         """The cycle each instruction comes out of the DMA stream into fetch's buffer."""
         self.engine_free = 0
+        self.owner = Owner(READ_CLIENTS.index(self.name))
+        """What fetch's bursts belong to: the read arbiter's fetch port."""
         """The first cycle fetch's DMA engine can take the next chunk."""
         cfg = ctx.cfg
         # A DRAM slower than the bus paces the stream by its beats.
@@ -123,10 +125,11 @@ class FetchUnit:
         # the next; they are on the bus a cycle later (the arbiter's register), as in ``dma._engine``.
         burst = None
         for k, hold in enumerate(geo.holds[0]):
-            burst = ctx.dram.read_burst(request + 2 + k, hold, None, burst)
+            # One request per cycle, later while the read arbiter's route FIFO is full.
+            burst = ctx.dram.read_burst(request + 2 + k if burst is None else burst[REQUEST] + 1, hold, self.owner, burst)
             if k == 0:
                 head = burst
-        self.engine_free = request + len(geo.holds[0]) + 1
+        self.engine_free = burst[REQUEST]
         # The k-th instruction of the chunk leaves the DMA stream with its last beat (one per cycle
         # out of a wider beat); none before the chunk's data allows.
         extra = 1 if narrow else 0

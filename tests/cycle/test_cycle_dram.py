@@ -7,7 +7,7 @@ import pytest
 import simpy
 
 from vdla.simulator.cycle.dma import geometry, read_rows
-from vdla.simulator.cycle.dram import END, REQUEST, START, Dram, Owner, burst_beats
+from vdla.simulator.cycle.dram import END, READ_CLIENTS, REQUEST, START, Dram, Owner, burst_beats
 from vdla_hw.config import ConfigError, load_config
 
 # 8-byte bus, 64-byte bursts, 10 cycles of latency, engines as in the RTL.
@@ -61,6 +61,60 @@ def test_an_earlier_request_booked_later_is_served_first():
     assert (_span(a1), _span(b), _span(a2)) == ((10, 18), (18, 22), (22, 30))
     assert owner.dirty
     assert dram.queue == [a1, b, a2] and dram.requests == [0, 1, 2]
+
+
+def test_same_cycle_requests_follow_the_arbiters_round_robin():
+    """Two engines request in the same cycle: the read arbiter serves the first client after the
+    one it granted last (vdla_axi_rd_arb), whichever the model booked first."""
+    fetch, inp, wgt, uop = (Owner(READ_CLIENTS.index(n)) for n in ("fetch", "inp", "wgt", "uop"))
+    dram = _dram()
+    w = dram.read_burst(0, 8, wgt)  # granted last before the tie: wgt
+    i = dram.read_burst(3, 8, inp)
+    u = dram.read_burst(3, 8, uop)  # booked after inp, but uop comes right after wgt
+    assert dram.queue == [w, u, i] and (_span(u), _span(i)) == ((18, 26), (26, 34))
+    assert inp.dirty and not uop.dirty
+    assert (u[REQUEST], i[REQUEST]) == (3, 4)  # one grant a cycle: the loser is granted next
+    # After uop, the round-robin reaches fetch before inp: a fetch burst in inp's next cycle goes
+    # first even when booked after it (the re-placing path).
+    dram = _dram()
+    u = dram.read_burst(0, 8, uop)
+    i = dram.read_burst(3, 8, inp)
+    f = dram.read_burst(3, 2, fetch)
+    assert dram.queue == [u, f, i] and _span(i) == (20, 28)
+    # The same clients with no tie keep the request order.
+    dram = _dram()
+    u = dram.read_burst(0, 8, uop)
+    i = dram.read_burst(3, 8, inp)
+    f = dram.read_burst(4, 2, fetch)
+    assert dram.queue == [u, i, f]
+
+
+def test_the_route_fifo_bounds_bursts_in_flight_over_every_engine():
+    """The arbiter's route FIFO holds dma_max_bursts (8) bursts: after 8 one-beat bursts of one
+    engine, another engine's request waits for the first of them to deliver its beat, although
+    it has nothing of its own in flight."""
+    inp, wgt = Owner(READ_CLIENTS.index("inp")), Owner(READ_CLIENTS.index("wgt"))
+    dram = _dram()
+    a = None
+    for k in range(8):
+        a = dram.read_burst(k, 1, inp, a)
+    first = dram.queue[0]
+    assert _span(first) == (10, 11) and _span(a) == (17, 18)
+    b = dram.read_burst(8, 1, wgt)
+    assert b[REQUEST] == first[END] + 1 == 12 and _span(b) == (22, 23)
+
+
+def test_read_clients_are_the_rtls_arbiter_ports():
+    """The model's client order is vdla_top's RD_* port numbering, which sets the round-robin."""
+    import re
+    from pathlib import Path
+
+    import vdla_hw
+
+    top = (Path(vdla_hw.__file__).parent / "rtl" / "vdla_top.sv").read_text()
+    ports = {name.lower(): int(k) for name, k in re.findall(r"localparam int RD_(\w+) = (\d+);", top)}
+    assert ports == {name: k for k, name in enumerate(READ_CLIENTS)}
+    assert f"localparam int N_RD = {len(READ_CLIENTS)};" in top
 
 
 def test_a_delayed_window_burst_delays_the_request_it_gates():

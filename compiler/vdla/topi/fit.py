@@ -14,6 +14,7 @@ the config fields to enlarge and by how much.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import product
 from math import prod
 
@@ -28,6 +29,11 @@ from .tiling import MAX_LOOP, Conv2dKnobs, Conv2dWorkload, TileGeometry, estimat
 
 _PLAIN = Requantize()
 """The default epilogue: bias (initialising the accumulators), ReLU, the STORE requantizing."""
+
+
+Uop = tuple[int, int, int]
+Loop = tuple[int, Uop]
+"""A loop of a micro-op nest: extent and the (dst, src, wgt) index step per iteration."""
 
 
 def footprint(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, ep: Requantize = _PLAIN) -> dict[str, int]:
@@ -246,8 +252,9 @@ def _split_lists(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, t: int, firs
     is also the thread's last GEMM is the drain's.  The group count is
     :func:`~vdla.compiler.vdla.passes.split_block.split_count`'s, from the same config timing.  A
     group of one iteration is refolded (its own, shorter list per block); a group of several keeps
-    the loop and the whole list shifted.  The lists are enumerated (offsets from the thread's
-    buffers, which no other thread shares) so equal ones count once, as code generation loads them;
+    the loop and the whole list shifted.  The lists are described (:class:`UopList`, offsets from
+    the thread's buffers, which no other thread shares) and equal ones count once, as code generation
+    loads them (:func:`distinct_length` enumerates only lists alike in length and first micro-op);
     a list no instruction uses any more is not loaded."""
     g = geometry(wl, k, cfg)
     tgt = VdlaTarget(cfg)
@@ -268,18 +275,13 @@ def _split_lists(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, t: int, firs
             n += 1
         return n
 
-    def listing(kind: str, nest: list[Loop], at: Uop = (0, 0, 0)) -> tuple[Uop, ...]:
+    def listing(kind: str, nest: list[Loop], at: Uop = (0, 0, 0)) -> UopList:
         """The micro-op list of ``nest`` (folded as ``fold_uop_loop`` folds it) from offset ``at``; the
         guarded rest keeps the points where some reduction index is off 0."""
-        inner = nest[folded(nest, kind == "R"):]
-        uops: list[tuple[int, int, int, bool]] = [(*at, False)]
-        for extent, (fd, fs, fw) in inner:
-            uops = [(d + i * fd, s_ + i * fs, w + i * fw, off or (fd == 0 and i > 0))
-                    for d, s_, w, off in uops for i in range(extent)]
-        return tuple((d, s_, w) for d, s_, w, off in uops if off or kind != "R")
+        return UopList(tuple(nest[folded(nest, kind == "R"):]), at, kind == "R")
 
     lists = {kind: listing(kind, nests[kind]) for kind in ("F", "R", "W")}
-    pieces: set[tuple[Uop, ...]] = set()
+    pieces: set[UopList] = set()
 
     def split(kind: str, groups: int) -> None:
         (n, step), nest = nests[kind][0], nests[kind]
@@ -288,8 +290,9 @@ def _split_lists(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, t: int, firs
             pieces.update(listing(kind, nest[1:], (b * step[0], b * step[1], b * step[2])) for b in range(n))
         else:
             m = n // groups
-            pieces.update(tuple((d + j * m * step[0], s_ + j * m * step[1], w + j * m * step[2]) for d, s_, w in lists[kind])
-                          for j in range(1, groups))
+            whole_list = lists[kind]
+            pieces.update(UopList(whole_list.loops, tuple(a + j * m * f for a, f in zip(whole_list.at, step)),
+                                  whole_list.guarded) for j in range(1, groups))
 
     copies = _copies(wl, k, cfg)[1]
     last = "W" if whole else ("F" if g.ic_chunks > 1 or not rest else "R")
@@ -306,8 +309,53 @@ def _split_lists(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, t: int, firs
         drain = split_count(nest[0][0], iters, store_overhead(tgt), k.virtual_threads)
         if drain > 1:
             split(last, drain)
-    loaded = pieces | {lists[kind] for kind in lists if uses[kind] > 0}
-    return sum(len(x) for x in loaded)
+    return distinct_length(pieces | {lists[kind] for kind in lists if uses[kind] > 0})
+
+
+@dataclass(frozen=True)
+class UopList:
+    """A micro-op list described, not enumerated: the loops left after folding (outermost first), the
+    offset of its first point, and whether only the points with some reduction index off 0 are kept
+    (the guarded rest of ``fold_bias_store``).  Its length and first micro-op are closed-form, so
+    distinct lists are told apart without building them; only lists equal in both are enumerated."""
+
+    loops: tuple[Loop, ...]
+    at: Uop
+    guarded: bool
+
+    @property
+    def length(self) -> int:
+        n = prod(e for e, _ in self.loops)
+        return n - prod(e for e, f in self.loops if f[0] != 0) if self.guarded else n
+
+    def first(self) -> Uop | None:
+        """The first micro-op (None for an empty list): for the guarded rest, the point whose innermost
+        reduction index is 1 and every other index 0 (the first off 0 in loop order)."""
+        if not self.guarded:
+            return self.at
+        red = [f for _, f in self.loops if f[0] == 0]
+        return None if not red else tuple(a + f for a, f in zip(self.at, red[-1]))  # type: ignore[return-value]
+
+    def uops(self) -> tuple[Uop, ...]:
+        points: list[tuple[int, int, int, bool]] = [(*self.at, False)]
+        for extent, (fd, fs, fw) in self.loops:
+            points = [(d + i * fd, s_ + i * fs, w + i * fw, off or (fd == 0 and i > 0))
+                      for d, s_, w, off in points for i in range(extent)]
+        return tuple((d, s_, w) for d, s_, w, off in points if off or not self.guarded)
+
+
+def distinct_length(lists: set[UopList]) -> int:
+    """Total length of the distinct micro-op lists among ``lists`` (equal lists count once, as code
+    generation loads them): lists of different length or first micro-op differ; only those alike in
+    both are enumerated and compared."""
+    groups: dict[tuple[int, Uop | None], list[UopList]] = {}
+    for lst in lists:
+        if lst.length:
+            groups.setdefault((lst.length, lst.first()), []).append(lst)
+    total = 0
+    for (length, _), alike in groups.items():
+        total += length * (1 if len(alike) == 1 else len({lst.uops() for lst in alike}))
+    return total
 
 
 def _sram_footprint(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, ep: Requantize) -> dict[str, int]:
@@ -352,11 +400,6 @@ def _thread_oc_tiles(k: Conv2dKnobs, g: TileGeometry, t: int) -> range:
 def _bias_lists(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> int:
     g = geometry(wl, k, cfg)
     return sum(len(_thread_oc_tiles(k, g, t)) for t in range(k.virtual_threads))
-
-
-Uop = tuple[int, int, int]
-Loop = tuple[int, Uop]
-"""A loop of a micro-op nest: extent and the (dst, src, wgt) index step per iteration."""
 
 
 def _gemm_loops(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> list[Loop]:
