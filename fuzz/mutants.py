@@ -56,10 +56,10 @@ MUTANTS: tuple[Mutant, ...] = (
            "need_push_prev <= HAS_PREV && flags.push_next;", "swapped token flag: push_prev reads the push_next bit"),
     Mutant("reset-no-write", "vdla_gemm.sv", "assign acc_wr_en   = v[D];", "assign acc_wr_en   = v[D] && !insn.reset;",
            "dropped write enable: GEMM reset leaves the accumulators unchanged"),
-    Mutant("gemm-no-accumulate", "vdla_gemm.sv", "add_tile(acc_rd_data, dot[D])", "add_tile('0, dot[D])",
+    Mutant("gemm-no-accumulate", "vdla_gemm.sv", "add_tile(acc_t, dot[D])", "add_tile('0, dot[D])",
            "GEMM overwrites the accumulator instead of adding to it"),
-    Mutant("overwrite-accumulates", "vdla_gemm.sv", "insn.overwrite ? dot[D] : add_tile(acc_rd_data, dot[D])",
-           "add_tile(acc_rd_data, dot[D])", "the GEMM overwrite bit is ignored: the first reduction step accumulates"),
+    Mutant("overwrite-accumulates", "vdla_gemm.sv", "insn.overwrite ? dot[D] : add_tile(acc_t, dot[D])",
+           "add_tile(acc_t, dot[D])", "the GEMM overwrite bit is ignored: the first reduction step accumulates"),
     Mutant("store-bias-ignored", "vdla_store.sv", "      a_bias <= insn.bias ? bias_q : '0;",
            "      a_bias <= '0;", "the STORE's bias is never added"),
     Mutant("store-bias-no-step", "vdla_store.sv", "bias_addr  <= bias_addr + AIW'(insn.bias_step);",
@@ -140,6 +140,20 @@ MUTANTS: tuple[Mutant, ...] = (
            ".out_ready(m_rvalid && m_rready && m_rlast)",
            "AXI R slice (axi_r_slice = 1): the route FIFO pops at the bus's last beat, a cycle before the "
            "slice hands it out, so a burst's last beat goes to the next burst's client"),
+    Mutant("gemm-acc-no-forward", "vdla_gemm.sv", "assign fwd_acc = v[D] && acc_wr_addr == dst[D-1];",
+           "assign fwd_acc = 1'b0;",
+           "registered accumulator operand (gemm_pipeline_depth >= 4): the previous iteration's write is not "
+           "forwarded into it, so back-to-back micro-ops on one accumulator lose a partial sum"),
+    Mutant("uop-lookahead-current", "vdla_uop_loop.sv", "assign uop_idx_next = UW'(u_next);",
+           "assign uop_idx_next = UW'(u);",
+           "registered micro-op SRAM: the look-ahead read uses the current index, so every iteration gets the "
+           "previous iteration's micro-op"),
+    Mutant("uop-lookahead-steps-while-waiting", "vdla_uop_loop.sv", "(it_valid ? u + 1'b1 : u)", "(u + 1'b1)",
+           "registered micro-op SRAM: the look-ahead steps in the cycles between two ALU iterations (alu_ii > 1), "
+           "so an ALU iteration reads the next micro-op"),
+    Mutant("uop-sram-no-out-reg", "vdla_compute.sv", ".OUT_REG(1'b1)", ".OUT_REG(1'b0)",
+           "micro-op SRAM without its output register while the loop reads a cycle ahead: every micro-op "
+           "arrives a cycle early (the next iteration's)"),
 )
 
 

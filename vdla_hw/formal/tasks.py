@@ -75,7 +75,7 @@ TILE_LEGAL_PROPS = ("a_tile_sram_range", "f_tile_in_buffer", "f_tile_extent", "f
 RANGE_PROPS = ("f_range_first", "f_range_sound", "f_range_seen")
 CTRL_PROPS = ("f_ctrl_clear_start", "f_ctrl_ends", "f_ctrl_ends_why", "f_ctrl_window_fixed", "f_ctrl_b_held",
               "f_ctrl_r_held")
-UOP_LOOP_PROPS = ("a_uop_range", "f_uop_bounds", "f_uop_progress", "f_uop_wait")
+UOP_LOOP_PROPS = ("a_uop_range", "f_uop_bounds", "f_uop_progress", "f_uop_wait", "a_uop_next")
 
 
 def read_clients(rtl_dir: Path | None = None) -> int:

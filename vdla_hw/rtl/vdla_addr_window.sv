@@ -9,6 +9,12 @@
 // command's bytes), so with a BUS_BYTES-aligned window, as drivers set it, no burst touches a
 // byte outside the window either. The sum is two bits wider than the address, so a span that
 // wraps past the top of the address space faults instead of wrapping into the window.
+//
+// Timing: `fault` is registered (it rises the cycle after a command outside the window is
+// presented). The command is held back either way, and its address and instruction stay on
+// the client's lines while it waits, so the fault collector latches the same ones a cycle
+// later. Unregistered, the 34-bit sum and compare ran on through the collector's OR into
+// `halt` and the control block's `done` (the ECP5 build's critical path, docs/fpga_ecp5.md).
 `default_nettype none
 /* verilator lint_off IMPORTSTAR */  // yosys 0.70 reads package imports only at file scope
 import vdla_pkg::*;
@@ -43,11 +49,15 @@ module vdla_addr_window #(
   assign pass      = in_window && (!halt || shown);
   assign out_valid = in_valid && pass;
   assign in_ready  = out_ready && pass;
-  assign fault     = in_valid && !in_window && !halt;
 
   always_ff @(posedge clk) begin
-    if (!rst_n || clear) shown <= 1'b0;
-    else shown <= out_valid && !out_ready;
+    if (!rst_n || clear) begin
+      shown <= 1'b0;
+      fault <= 1'b0;
+    end else begin
+      shown <= out_valid && !out_ready;
+      fault <= in_valid && !in_window && !halt;
+    end
   end
 endmodule
 

@@ -5,8 +5,9 @@
 //
 // A micro-op iteration starts every ALU_II cycles. Stages (j = cycles after the loop
 // emits the iteration, D = ALU_PIPELINE_DEPTH >= 3):
-//   j = 0      read the micro-op
-//   j = 1      add the loop offsets; read acc[src]
+//   j = -1     present the micro-op's index to its SRAM (the loop's look-ahead)
+//   j = 0      the micro-op leaves the block RAM into the SRAM's output register
+//   j = 1      add the loop offsets to the registered micro-op; read acc[src]
 //   j = 2      read acc[dst]; acc[src] (or the immediate) is registered as the operand
 //   D = 3:     j = 3 computes from the SRAM's read data and writes back (one long cycle:
 //              SRAM read, multiplier, adders, write-through bypass)
@@ -41,9 +42,9 @@ module vdla_alu (
   input  wire vdla_pkg::alu_insn_t           insn,
   /* verilator lint_on UNUSEDSIGNAL */
   output logic                               done,
-  output logic                               uop_rd_en,
-  output logic [LOG_UOP_BUFF_DEPTH-1:0]      uop_rd_addr,
-  input  wire logic [UOP_BITS-1:0]           uop_rd_data,
+  output logic                               uop_rd_en,       // an iteration: its micro-op on uop_rd_data next cycle
+  output logic [LOG_UOP_BUFF_DEPTH-1:0]      uop_rd_addr_next, // read a cycle ahead (vdla_sram OUT_REG)
+  input  wire logic [UOP_BITS-1:0]           uop_rd_data,      // a flop's output: registered read port
   output logic                               acc_rd_en,
   output logic [LOG_ACC_BUFF_DEPTH-1:0]      acc_rd_addr,
   input  wire logic [ACC_ELEM_BITS-1:0]      acc_rd_data,
@@ -76,7 +77,7 @@ module vdla_alu (
     .dst_factor_out(insn.dst_factor_out), .dst_factor_in(insn.dst_factor_in),
     .src_factor_out(insn.src_factor_out), .src_factor_in(insn.src_factor_in),
     .wgt_factor_out(1'b0), .wgt_factor_in(1'b0),
-    .it_valid, .uop_idx(uop_rd_addr), .dst_off, .src_off, .wgt_off(), .busy(loop_busy)
+    .it_valid, .uop_idx(), .uop_idx_next(uop_rd_addr_next), .dst_off, .src_off, .wgt_off(), .busy(loop_busy)
   );
   assign uop_rd_en = it_valid;
 

@@ -98,7 +98,7 @@ module vdla_compute (
 
   // uop SRAM ports
   logic                     uop_wr_en, uop_rd_en, g_uop_en, a_uop_en;
-  logic [UIW-1:0]           uop_wr_addr, uop_rd_addr, g_uop_addr, a_uop_addr;
+  logic [UIW-1:0]           uop_wr_addr, uop_rd_addr_next, g_uop_addr_next, a_uop_addr_next;
   logic [UOP_ELEM_BITS-1:0] uop_wr_data;
   logic [UOP_BITS-1:0]      uop_rd_data;
   // acc SRAM ports
@@ -125,7 +125,7 @@ module vdla_compute (
   vdla_gemm u_gemm (
     .clk, .rst_n, .clear,
     .start(exec_start && is_gemm), .insn(gemm), .done(gemm_done),
-    .uop_rd_en(g_uop_en), .uop_rd_addr(g_uop_addr), .uop_rd_data,
+    .uop_rd_en(g_uop_en), .uop_rd_addr_next(g_uop_addr_next), .uop_rd_data,
     .inp_rd_en, .inp_rd_addr, .inp_rd_data,
     .wgt_rd_en, .wgt_rd_addr, .wgt_rd_data,
     .acc_rd_en(g_acc_rd_en), .acc_rd_addr(g_acc_rd_addr), .acc_rd_data,
@@ -135,22 +135,27 @@ module vdla_compute (
   vdla_alu u_alu (
     .clk, .rst_n, .clear,
     .start(exec_start && is_alu), .insn(alu), .done(alu_done),
-    .uop_rd_en(a_uop_en), .uop_rd_addr(a_uop_addr), .uop_rd_data,
+    .uop_rd_en(a_uop_en), .uop_rd_addr_next(a_uop_addr_next), .uop_rd_data,
     .acc_rd_en(a_acc_rd_en), .acc_rd_addr(a_acc_rd_addr), .acc_rd_data,
     .acc_wr_en(a_acc_wr_en), .acc_wr_addr(a_acc_wr_addr), .acc_wr_data(a_acc_wr_data)
   );
 
-  // One executor runs at a time, so the SRAM ports are plain multiplexers.
-  assign uop_rd_en   = g_uop_en || a_uop_en;
-  assign uop_rd_addr = g_uop_en ? g_uop_addr : a_uop_addr;
+  // One executor runs at a time, so the SRAM ports are plain multiplexers. The micro-op SRAM
+  // has an output register (a block RAM's clock-to-out no longer feeds the index adders: the
+  // ECP5 build's critical path, docs/fpga_ecp5.md) and reads every cycle at the running
+  // executor's look-ahead index, chosen by the held instruction (so no handshake reaches the
+  // address): the micro-op still arrives the cycle after its iteration (uop_rd_en), as the
+  // executors and the loop check expect, and no cycle is added.
+  assign uop_rd_en        = g_uop_en || a_uop_en;
+  assign uop_rd_addr_next = is_gemm ? g_uop_addr_next : a_uop_addr_next;
   assign acc_rd_en   = g_acc_rd_en || a_acc_rd_en;
   assign acc_rd_addr = g_acc_rd_en ? g_acc_rd_addr : a_acc_rd_addr;
   assign acc_wr_en   = l_acc_wr_en || g_acc_wr_en || a_acc_wr_en;
   assign acc_wr_addr = g_acc_wr_en ? g_acc_wr_addr : a_acc_wr_en ? a_acc_wr_addr : l_acc_wr_addr;
   assign acc_wr_data = g_acc_wr_en ? g_acc_wr_data : a_acc_wr_en ? a_acc_wr_data : l_acc_wr_data;
 
-  vdla_sram #(.WIDTH(UOP_BITS), .DEPTH(UOP_BUFF_DEPTH)) u_uop_sram (
-    .clk, .rd_en(uop_rd_en), .rd_addr(uop_rd_addr), .rd_data(uop_rd_data),
+  vdla_sram #(.WIDTH(UOP_BITS), .DEPTH(UOP_BUFF_DEPTH), .OUT_REG(1'b1)) u_uop_sram (
+    .clk, .rd_en(1'b1), .rd_addr(uop_rd_addr_next), .rd_data(uop_rd_data),
     .wr_en(uop_wr_en), .wr_addr(uop_wr_addr), .wr_data(uop_wr_data)
   );
 

@@ -103,15 +103,15 @@ module vdla_fault #(
     end
   end
 
-  // The sources need no reset: they are read only in the cycle after they are kept.
+  // The sources need no reset: they are read only in the cycle after a fault (`pending`). They
+  // are kept every cycle, not only on `fault_new`: as an enable, fault_new fanned out to the
+  // ~800 flip-flops here, which made the checks' OR a long path (docs/fpga_ecp5.md).
   always_ff @(posedge clk) begin
-    if (fault_new) begin
-      s_valid <= src_valid;
-      s_cause <= src_cause;
-      s_insn  <= src_insn;
-      s_addr  <= src_addr;
-      s_iter  <= src_iter;
-    end
+    s_valid <= src_valid;
+    s_cause <= src_cause;
+    s_insn  <= src_insn;
+    s_addr  <= src_addr;
+    s_iter  <= src_iter;
   end
 
   // Transactions in flight (not reset by `clear`: the bus does not forget its bursts).

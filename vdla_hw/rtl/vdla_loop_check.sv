@@ -8,8 +8,8 @@
 // index and `iter` the iteration's number from 0. A micro-op range [uop_bgn, uop_end) past the
 // micro-op buffer faults first (buffer UOP, `elem` = uop_end).
 //
-// Timing: the micro-op SRAM's read port has no output register, so the check must not put a
-// 32-bit adder behind it. When an iteration's micro-op is read, its loop offsets are known:
+// Timing: the micro-op word comes from the SRAM's output register now (vdla_compute), but the
+// check still keeps 32-bit adders off it (it shares the word with the executors' index adders). When an iteration's micro-op is read, its loop offsets are known:
 // the room left in each buffer past them (`*_room` = depth - offset, narrow) and whether the
 // offset alone is already past it (`*_over`) are registered then, and the micro-op's field is
 // only compared with that room when it arrives. The verdict is registered once more (the

@@ -5,17 +5,24 @@
 // data (a bypass register beside the RAM). The accumulator buffer uses it so that a
 // GEMM or ALU micro-op reading an accumulator the previous micro-op writes in that very
 // cycle sees the sequential result without stalling.
+//
+// With OUT_REG, the read data is registered once more (valid two cycles after rd_en): on an
+// ECP5 a block RAM's clock-to-out is ~5.6 ns before any logic sees the word, so a buffer whose
+// word feeds adders (the micro-op buffer: GEMM and ALU add the loop offsets to its indices)
+// hands them a flop's output instead. Its reader presents each address a cycle earlier to keep
+// its latency (vdla_uop_loop's `uop_idx_next`).
 `default_nettype none
 
 module vdla_sram #(
   parameter int WIDTH = 8,
   parameter int DEPTH = 16,
-  parameter bit WRITE_THROUGH = 1'b0
+  parameter bit WRITE_THROUGH = 1'b0,
+  parameter bit OUT_REG = 1'b0
 ) (
   input  wire logic                     clk,
   input  wire logic                     rd_en,
   input  wire logic [$clog2(DEPTH)-1:0] rd_addr,
-  output logic      [WIDTH-1:0]         rd_data,   // valid the cycle after rd_en
+  output logic      [WIDTH-1:0]         rd_data,   // valid the cycle after rd_en (two with OUT_REG)
   input  wire logic                     wr_en,
   input  wire logic [$clog2(DEPTH)-1:0] wr_addr,
   input  wire logic [WIDTH-1:0]         wr_data
@@ -25,7 +32,7 @@ module vdla_sram #(
   end
 
   logic [WIDTH-1:0] mem [DEPTH];
-  logic [WIDTH-1:0] q;
+  logic [WIDTH-1:0] q, rd_now;
 
   always_ff @(posedge clk) begin
     if (wr_en) mem[wr_addr] <= wr_data;
@@ -41,9 +48,15 @@ module vdla_sram #(
         wr_q <= wr_data;
       end
     end
-    assign rd_data = hit ? wr_q : q;
+    assign rd_now = hit ? wr_q : q;
   end else begin : g_plain
-    assign rd_data = q;
+    assign rd_now = q;
+  end
+
+  if (OUT_REG) begin : g_out_reg
+    always_ff @(posedge clk) rd_data <= rd_now;
+  end else begin : g_no_out_reg
+    assign rd_data = rd_now;
   end
 endmodule
 

@@ -6,6 +6,12 @@
 // sums so no multiplier is needed. An empty loop emits nothing. `busy` stays high until
 // the last iteration has been emitted. With `fast` (held for the whole instruction) the
 // interval is II_FAST instead.
+//
+// `uop_idx_next` is the micro-op index the loop will present in the next cycle (u's next
+// value): the executors read their micro-op SRAM with it one cycle ahead, so a registered
+// read port (vdla_sram OUT_REG) still hands them the micro-op the cycle after the iteration
+// is emitted. It depends on registers and the held instruction only (not on `start`: an
+// idle loop looks ahead at uop_bgn, where a start puts it).
 `default_nettype none
 /* verilator lint_off IMPORTSTAR */  // yosys 0.70 reads package imports only at file scope
 import vdla_pkg::*;
@@ -35,6 +41,7 @@ module vdla_uop_loop #(
   input  wire logic [WGT_W-1:0]              wgt_factor_in,
   output logic                               it_valid,
   output logic [LOG_UOP_BUFF_DEPTH-1:0]      uop_idx,
+  output logic [LOG_UOP_BUFF_DEPTH-1:0]      uop_idx_next,
   output logic [DST_W-1:0]                   dst_off,
   output logic [SRC_W-1:0]                   src_off,
   output logic [WGT_W-1:0]                   wgt_off,
@@ -52,7 +59,7 @@ module vdla_uop_loop #(
   end
 
   logic [LOOP_ITER_W-1:0] i0, i1;
-  logic [UW:0]            u;
+  logic [UW:0]            u, u_next;
   logic [DST_W-1:0]       dst_o, dst_i;  // i0*dst_factor_out, i1*dst_factor_in
   logic [SRC_W-1:0]       src_o, src_i;
   logic [WGT_W-1:0]       wgt_o, wgt_i;
@@ -67,6 +74,10 @@ module vdla_uop_loop #(
   assign last_u   = u + 1'b1 == uop_end;
   assign last_i1  = i1 + 1'b1 == iter_in;
   assign last_i0  = i0 + 1'b1 == iter_out;
+  // u's next value, for every case but reset/clear (after which no iteration comes without a
+  // start): idle or wrapping -> uop_bgn, stepping -> u + 1, waiting -> u.
+  assign u_next       = busy && !(it_valid && last_u) ? (it_valid ? u + 1'b1 : u) : (UW + 1)'(uop_bgn);
+  assign uop_idx_next = UW'(u_next);
 
   always_ff @(posedge clk) begin
     if (!rst_n || clear) begin
@@ -79,17 +90,15 @@ module vdla_uop_loop #(
     end else if (start) begin
       busy     <= (UW + 1)'(uop_bgn) < uop_end && iter_out != '0 && iter_in != '0;
       wait_cnt <= '0;
-      u        <= (UW + 1)'(uop_bgn);
+      u        <= u_next;  // uop_bgn
       i0       <= '0;
       i1       <= '0;
       {dst_o, dst_i, src_o, src_i, wgt_o, wgt_i} <= '0;
     end else if (busy) begin
       wait_cnt <= wait_cnt == (fast ? IIW'(II_FAST - 1) : IIW'(II - 1)) ? '0 : wait_cnt + 1'b1;
+      u        <= u_next;
       if (it_valid) begin
-        if (!last_u) begin
-          u <= u + 1'b1;
-        end else begin
-          u <= (UW + 1)'(uop_bgn);
+        if (last_u) begin
           if (!last_i1) begin
             i1    <= i1 + 1'b1;
             dst_i <= dst_i + dst_factor_in;
@@ -152,6 +161,8 @@ module vdla_uop_loop #(
       // the loop state stays inside the instruction's bounds while busy
       if (busy) f_uop_bounds: assert (i0 < iter_out && i1 < iter_in && (UW + 1)'(uop_bgn) <= u && u < uop_end
           && 32'(wait_cnt) < (fast ? II_FAST : II));
+      // the look-ahead index is the index of the next cycle's iteration (the SRAM read a cycle early)
+      if (f_past && $past(rst_n && !clear) && it_valid) a_uop_next: assert (uop_idx == $past(uop_idx_next));
       // termination: each emitted iteration moves strictly forward, or ends the loop
       if (f_emitted) f_uop_progress: assert (!busy || f_pos > f_pos_q);
       // ... and between two iterations only the wait counter moves

@@ -18,7 +18,7 @@ module tb_gemm (
   input  wire logic                     tb_acc_re,
   output logic [ACC_ELEM_BITS-1:0]      tb_acc_q
 );
-  logic uop_en, inp_en, wgt_en, acc_re, acc_we;
+  logic inp_en, wgt_en, acc_re, acc_we;
   logic [LOG_UOP_BUFF_DEPTH-1:0] uop_addr;
   logic [LOG_INP_BUFF_DEPTH-1:0] inp_addr;
   logic [LOG_WGT_BUFF_DEPTH-1:0] wgt_addr;
@@ -28,18 +28,21 @@ module tb_gemm (
   logic [WGT_ELEM_BITS-1:0] wgt_q;
   logic [ACC_ELEM_BITS-1:0] acc_q, acc_wdata;
 
+  /* verilator lint_off PINCONNECTEMPTY */  // uop_rd_en is for vdla_compute's loop check
   vdla_gemm u_gemm (
     .clk, .rst_n, .clear(1'b0), .start, .insn(vdla_pkg::gemm_insn_t'(insn)), .done,
-    .uop_rd_en(uop_en), .uop_rd_addr(uop_addr), .uop_rd_data(uop_q),
+    .uop_rd_en(), .uop_rd_addr_next(uop_addr), .uop_rd_data(uop_q),
     .inp_rd_en(inp_en), .inp_rd_addr(inp_addr), .inp_rd_data(inp_q),
     .wgt_rd_en(wgt_en), .wgt_rd_addr(wgt_addr), .wgt_rd_data(wgt_q),
     .acc_rd_en(acc_re), .acc_rd_addr(acc_raddr), .acc_rd_data(acc_q),
     .acc_wr_en(acc_we), .acc_wr_addr(acc_waddr), .acc_wr_data(acc_wdata)
   );
+  /* verilator lint_on PINCONNECTEMPTY */
   assign tb_acc_q = acc_q;
 
-  vdla_sram #(.WIDTH(UOP_BITS), .DEPTH(UOP_BUFF_DEPTH)) u_uop (
-    .clk, .rd_en(uop_en), .rd_addr(uop_addr), .rd_data(uop_q),
+  // as in vdla_compute: a registered read port, read every cycle a cycle ahead
+  vdla_sram #(.WIDTH(UOP_BITS), .DEPTH(UOP_BUFF_DEPTH), .OUT_REG(1'b1)) u_uop (
+    .clk, .rd_en(1'b1), .rd_addr(uop_addr), .rd_data(uop_q),
     .wr_en(tb_we && tb_sel == 2'd0), .wr_addr(LOG_UOP_BUFF_DEPTH'(tb_addr)), .wr_data(tb_data[UOP_BITS-1:0])
   );
   vdla_sram #(.WIDTH(INP_ELEM_BITS), .DEPTH(INP_BUFF_DEPTH)) u_inp (

@@ -28,7 +28,7 @@ def test_gemm_presets(rtl_module, config):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("depth", [3, 6])  # tiny's own 4 registers the operand tiles; 3 does not
+@pytest.mark.parametrize("depth", [3, 4, 6])  # tiny's own 5 registers the operand tiles and the products; 4 only the tiles; 3 neither
 def test_gemm_other_pipeline_depths_tiny(rtl_module, depth):
     cfg = load_config("tiny").replace(timing={"gemm_pipeline_depth": depth})
     _run(rtl_module, cfg)
