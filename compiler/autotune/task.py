@@ -208,7 +208,7 @@ def extract_tasks(graph: Any, target: str = "llvm", *, cpu_target: str = "llvm",
                     gemm, _ = kernel_gemm(n, g, cfg)
                 except NotLoweredError:
                     pool = avg_pool_workload(n)  # an average pool's window sum is a conv2d schedule too
-                    if pool is not None:
+                    if pool is not None and not pool.is_global:  # a global pool has its own schedule, no knobs
                         found.append(make_task("vdla_conv2d", pool.conv(cfg.block_in, cfg.batch).task_workload(),
                                                config=cfg))
                     continue  # other ALU kernels (adds, max pools) have no knobs to tune

@@ -29,7 +29,7 @@ from vdla.compiler.graph.vdla_rules import clamp_bounds
 from vdla.compiler.vdla.target import VdlaTarget
 from vdla.compiler.vdla.topi.eltwise import AddWorkload, compile_add
 from vdla.compiler.vdla.topi.maxpool import MaxPoolWorkload, compile_max_pool
-from vdla.compiler.vdla.topi.pool import AvgPoolWorkload, compile_avg_pool
+from vdla.compiler.vdla.topi.pool import AvgPoolWorkload, CompiledGlobalPool, compile_avg_pool
 
 
 ALU_KERNEL_OPS = ("qadd", "qavg_pool2d", "max_pool2d", "relu", "clip")
@@ -57,8 +57,9 @@ def add_workload(op: Node, cfg: HwConfig) -> AddWorkload:
 
 
 def avg_pool_workload(node: Node) -> AvgPoolWorkload | None:
-    """The workload of a ``fused`` node whose op is ``qavg_pool2d`` (else None): its window sum runs as a
-    conv2d schedule, so it is also a ``vdla_conv2d`` tuning task (:func:`AvgPoolWorkload.conv`)."""
+    """The workload of a ``fused`` node whose op is ``qavg_pool2d`` (else None): a windowed pool's sum runs as a
+    conv2d schedule, so it is also a ``vdla_conv2d`` tuning task (:func:`AvgPoolWorkload.conv`); a global pool
+    has its own schedule (``topi/pool.py``)."""
     body: Graph = node.attrs["body"]
     op = next(n for n in body.nodes if n.op != "input")
     if op.op != "qavg_pool2d":
@@ -109,6 +110,8 @@ def compile_alu_kernel(node: Node, graph: Graph, cfg: HwConfig, virtual_threads:
             c, t, ep, virtual_threads, node.name))
     except UnsupportedError as exc:
         raise NotLoweredError(f"qavg_pool2d {op.name!r}: {exc}") from None
+    if isinstance(pool, CompiledGlobalPool):
+        return VdlaKernel(node.name, pool.bind(), values[0], None, op.type.shape, None, wl, None, macs=0)
     return VdlaKernel(node.name, pool.bind(), values[0], None, op.type.shape, None, pool.compiled.workload,
                       pool.compiled.epilogue, macs=0)
 

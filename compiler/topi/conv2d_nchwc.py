@@ -213,16 +213,25 @@ def default_tile_rows(out_height: int, tile_vectors: int, accumulators: int) -> 
 
 
 def widen_tile(out_width: int, oc_outer: int, vectors_per_column: int, accumulators: int,
-               oc_block: int, ow_block: int, oh_block: int) -> tuple[int, int]:
+               oc_block: int, ow_block: int, oh_block: int, pointwise: bool = False) -> tuple[int, int]:
     """``(oc_block, ow_block)``: a one-row tile of column blocks that divide the row but leave room for
     another column becomes two channel blocks of half the accumulators' columns, the last tile of
     the row partitioned off narrower.  AVX2's 12 accumulators hold 4 x 2 of a 56-wide row and 7 x 1
     of a 14- or 7-wide one; 6 x 2 made ResNet-18 6.6% faster, ResNet-50 5.6% and MobileNetV2 3.6%
-    (AVX2, one thread).  AVX-512's tiles of ResNet's rows are full already and stay as they are."""
+    (AVX2, one thread).  AVX-512's tiles of ResNet's rows are full already and stay as they are.
+
+    ``pointwise`` (a 1 x 1 kernel): two channel blocks of two thirds of those columns.  A 1 x 1 conv
+    does one FMA per weight vector and column per input channel, with no kernel taps to reuse the
+    broadcast inputs, so the full 6 x 2 tile runs its 12 FMA chains on 8 loads per step; 4 x 2 was
+    faster on every 1 x 1 layer of ResNet-50 and MobileNetV2 measured on an AMD Zen 3 (AVX2, one
+    thread, 1.02-1.38x; docs/cpu_speed.md, "1 x 1 convs"), on 14- and 7-wide rows too, where the
+    default took 7 x 1."""
     registers = accumulators + spare_registers()
     # The widened tile's accumulators, its two channel blocks' weight vectors and a broadcast input.
     columns = min(out_width, accumulators // (2 * vectors_per_column),
                   (registers - 1 - 2 * vectors_per_column) // (2 * vectors_per_column))
+    if pointwise:
+        columns = max(1, 2 * columns // 3)
     if oh_block > 1 or oc_outer % 2 or 2 * columns <= oc_block * ow_block:
         return oc_block, ow_block
     return 2, columns
@@ -237,7 +246,9 @@ def default_conv2d_nchwc_knobs(out: Tensor, target: Target | None = None) -> Con
     accumulators = max_accumulators(target)
     oc_block, ow_block = default_conv2d_nchwc_tile(ow, oco, vectors_per_column, accumulators)
     oh_block = default_tile_rows(oh, oc_block * ow_block * vectors_per_column, accumulators)
-    oc_block, ow_block = widen_tile(ow, oco, vectors_per_column, accumulators, oc_block, ow_block, oh_block)
+    kh, kw = const_shape(kernel)[2:4]
+    oc_block, ow_block = widen_tile(ow, oco, vectors_per_column, accumulators, oc_block, ow_block, oh_block,
+                                    pointwise=(kh, kw) == (1, 1))
     oh_block = default_tile_rows(oh, oc_block * ow_block * vectors_per_column, accumulators)
     # Keep the smaller operand in cache while sweeping the bigger one once.
     kernel_smaller = math.prod(const_shape(kernel)) < math.prod(const_shape(data))
@@ -247,7 +258,6 @@ def default_conv2d_nchwc_knobs(out: Tensor, target: Target | None = None) -> Con
     plane = (not kernel_smaller and oc_block * oh * ow * ocb * 4 <= _PLANE_BUFFER_BYTES
              and oco // oc_block >= _MIN_PLANE_GROUPS)
     # Unrolling a wide kernel row multiplies the loop body past the micro-op cache.
-    kw = const_shape(kernel)[3]
     return Conv2dNCHWcKnobs(ow_block=ow_block, oc_block=oc_block, oh_block=oh_block, unroll_kw=kw <= 3,
                             outer_order="y_oc" if kernel_smaller else "oc_y",
                             reduce_at="plane" if plane else "tile")

@@ -12,9 +12,9 @@ from typing import Callable
 from vdla.compiler.tir import PrimFunc
 from vdla.compiler.tir.transform import lower_blocks
 
-from .passes import (allocate_sram, fold_bias_init, fold_bias_store, fold_requant_store, fold_uop_loop, inject_alu_op, inject_dma_copy, inject_uop_scope,
-                     inject_virtual_thread, insert_dep_token, split_drain_store, split_prologue_load, split_prologue_rest,
-                     unroll_stream)
+from .passes import (allocate_sram, fold_alu_store, fold_bias_init, fold_bias_store, fold_requant_store, fold_uop_loop, inject_alu_op,
+                     inject_dma_copy, inject_uop_scope, inject_virtual_thread, insert_dep_token, split_drain_store,
+                     split_prologue_load, split_prologue_rest, unroll_stream)
 from .target import VdlaTarget
 
 Pass = Callable[[PrimFunc], PrimFunc]
@@ -29,6 +29,7 @@ def passes(target: VdlaTarget) -> list[tuple[str, Pass]]:
         ("inject_alu_op", partial(inject_alu_op, target=target)),         # fused epilogue -> in-place ALU uops
         ("fold_bias_store", fold_bias_store),                              # reset + bias ADD -> overwrite GEMM, bias STORE
         ("fold_bias_init", fold_bias_init),                                # reset + bias ADD -> MOV of the bias
+        ("fold_alu_store", fold_alu_store),                                # ALU kernels: overwrite moves, round on STORE
         ("inject_dma_copy", partial(inject_dma_copy, target=target)),     # copy nests -> 2-D LOAD/STORE
         ("fold_uop_loop", partial(fold_uop_loop, target=target)),         # outer uop loops -> insn loop fields
         ("inject_virtual_thread", inject_virtual_thread),                  # interleave threads, private buffers

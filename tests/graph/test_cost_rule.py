@@ -16,6 +16,7 @@ from vdla.compiler.graph.errors import GraphError
 from vdla.compiler.vdla import VdlaTarget
 from vdla.compiler.vdla.topi.eltwise import AddWorkload, compile_add
 from vdla.compiler.vdla.topi.maxpool import MaxPoolWorkload, compile_max_pool
+from vdla.compiler.vdla.topi.pool import AvgPoolWorkload, compile_avg_pool
 from vdla.runtime.backends import run as run_program
 
 
@@ -72,11 +73,13 @@ def test_unknown_placement_is_refused() -> None:
         build_model(graph, target="vdla", calibrate=samples, placement="fast")
 
 
-@pytest.mark.parametrize("kind", ["max_pool_3x3_s2_p1", "max_pool_2x2", "relu", "add"])
+@pytest.mark.parametrize("kind", ["max_pool_3x3_s2_p1", "max_pool_2x2", "relu", "add", "global_pool"])
 def test_the_static_estimate_is_a_close_lower_bound_of_the_cycle_model(kind: str) -> None:
     target = VdlaTarget.from_config("default")
     if kind == "add":
         program = compile_add(AddWorkload(1, 64, 16, 16, (3, 5), (0, 0), 4, 3, True), target).bind()
+    elif kind == "global_pool":  # ResNet-18's at 224: 8 chunks of 4 channel blocks on two threads
+        program = compile_avg_pool(AvgPoolWorkload(1, 512, 7, 7, 7, 7, 1, 0, 1337, 24, 16), target).bind()
     else:
         wl = {"max_pool_3x3_s2_p1": MaxPoolWorkload(1, 64, 28, 28, 3, 3, 2, 1),
               "max_pool_2x2": MaxPoolWorkload(1, 32, 16, 16, 2, 2, 2, 0),

@@ -2,6 +2,7 @@
 
 from .allocate_sram import allocate_sram
 from .common import VdlaLoweringError
+from .fold_alu_store import fold_alu_store
 from .fold_bias_init import fold_bias_init
 from .fold_bias_store import fold_bias_store
 from .fold_requant_store import fold_requant_store
@@ -16,6 +17,6 @@ from .split_prologue_load import split_prologue_load
 from .split_prologue_rest import split_prologue_rest
 from .unroll_stream import unroll_stream
 
-__all__ = ["VdlaLoweringError", "allocate_sram", "fold_bias_init", "fold_bias_store", "fold_requant_store", "fold_uop_loop", "inject_alu_op", "inject_dma_copy",
+__all__ = ["VdlaLoweringError", "allocate_sram", "fold_alu_store", "fold_bias_init", "fold_bias_store", "fold_requant_store", "fold_uop_loop", "inject_alu_op", "inject_dma_copy",
            "inject_uop_scope", "inject_virtual_thread", "insert_dep_token", "split_drain_store", "split_prologue_load",
            "split_prologue_rest", "unroll_stream"]

@@ -41,7 +41,7 @@ ATTR = "vdla.bias_store"
 """PrimFunc attribute: False keeps the accumulator initialisation (``fold_bias_init``'s MOV)."""
 
 
-def _split_gemm(scope: AttrStmt) -> Stmt | None:
+def split_first_gemm(scope: AttrStmt) -> Stmt | None:
     """The GEMM scope as an overwriting first reduction step plus a guarded multiply-accumulate of
     the other steps; None unless every destination tile is reached once per reduction point."""
     loops, body = perfect_nest(scope.body)
@@ -78,7 +78,7 @@ def _first_step(stmt: Stmt, buf) -> Stmt | None:  # type: ignore[no-untyped-def]
     None when it is neither."""
     scope = uop_scope(stmt, "gemm")
     if scope is not None:
-        return _split_gemm(stmt) if scope[0].data is buf.data else None  # type: ignore[arg-type]
+        return split_first_gemm(stmt) if scope[0].data is buf.data else None  # type: ignore[arg-type]
     if not isinstance(stmt, For) or const_extent(stmt) < 1:
         return None
     allocs: list[Allocate] = []
@@ -92,7 +92,7 @@ def _first_step(stmt: Stmt, buf) -> Stmt | None:  # type: ignore[no-untyped-def]
         return None
     v = stmt.loop_var
     peeled = [fresh_copy(s, {v: IntImm(0)}) for s in body]
-    split = _split_gemm(peeled[at])  # type: ignore[arg-type]
+    split = split_first_gemm(peeled[at])  # type: ignore[arg-type]
     if split is None:
         return None
     peeled[at] = split
@@ -105,7 +105,7 @@ def _first_step(stmt: Stmt, buf) -> Stmt | None:  # type: ignore[no-untyped-def]
     return seq(first, *rest)
 
 
-def _store_with_bias(stmt: Stmt, buf, add) -> Stmt | None:  # type: ignore[no-untyped-def]
+def store_with_bias(stmt: Stmt, buf, add) -> Stmt | None:  # type: ignore[no-untyped-def]
     """The requantizing copy nest ``stmt`` that stores ``buf``, reading the bias of the ADD ``add`` too."""
     _, a_loops, _, a_args = add
     loops, body = perfect_nest(stmt)
@@ -182,7 +182,7 @@ class _Fold(Mutator):
         if first is None:
             return None
         split = _first_step(between[first], buf)
-        store = _store_with_bias(stmts[add_at + 1], buf, add)
+        store = store_with_bias(stmts[add_at + 1], buf, add)
         if split is None or store is None:
             return None
         between = between[:first] + [split] + between[first + 1:]

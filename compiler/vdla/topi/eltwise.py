@@ -34,6 +34,7 @@ from vdla.compiler.tir.ir import max_, min_
 
 from ..build import VdlaModule, build
 from ..intrin import GemmIntrin
+from ..passes.fold_alu_store import ATTR as ALU_FOLD
 from ..passes.fold_bias_init import ATTR as BIAS_INIT
 from ..passes.fold_requant_store import ATTR as REQUANT_ON_STORE
 from ..target import SCOPE_ACC, SCOPE_INP, SCOPE_WGT, VdlaTarget
@@ -139,20 +140,45 @@ def _stage(shape, fn, prev: te.Tensor, name: str) -> te.Tensor:  # type: ignore[
     return te.compute(shape, lambda n, c, y, x, t, j: fn(prev[n, c, y, x, t, j], t, j), name)
 
 
-def add_rows_per_tile(wl: AddWorkload, target: VdlaTarget) -> int:
-    """Rows of one output tile: as many as fit the input buffer (both operands) and the accumulator
-    buffer (two moved tiles each, beside the resident constants).  No virtual threads yet: a tile's
-    loads, moves and store run one after the other (the add is bound by its DMA anyway: two reads
-    and one write per element)."""
+def add_rows_per_tile(wl: AddWorkload, target: VdlaTarget, threads: int = 1) -> int:
+    """Rows of one output tile: as many as fit a thread's share of the input buffer (both operands) and of
+    the accumulator buffer (two moved tiles each, beside the resident constants)."""
     cfg = target.config
-    inp_tiles = target.scope(SCOPE_INP).depth // 2  # two operands
-    acc_tiles = target.scope(SCOPE_ACC).depth // 2 - 3  # two moved tiles; the resident constants
+    inp_tiles = target.scope(SCOPE_INP).depth // (2 * threads)  # two operands per thread
+    acc_tiles = (target.scope(SCOPE_ACC).depth - 3) // (2 * threads)  # two moved tiles; the resident constants
     rows = max(1, min(wl.h, inp_tiles // max(1, wl.w), acc_tiles // max(1, wl.w)))
     while wl.h % rows:
         rows -= 1
     if rows * wl.w > min(inp_tiles, acc_tiles):
         raise UnsupportedError(f"one row of {wl.w} tiles of the add does not fit config {cfg.name!r}'s buffers")
     return rows
+
+
+def add_tiling(wl: AddWorkload, target: VdlaTarget) -> tuple[int, int, str | None, int]:
+    """``(rows, channel blocks, thread axis, threads)`` of one tile: two virtual threads when the tiles split
+    evenly between them (over channel blocks, else over row tiles, with fewer rows per tile if that evens
+    them), so one thread's LOADs and STORE overlap the other's moves and ALU chain; else one thread.  When a
+    whole image fits a tile, a tile takes several channel blocks (at least 8 tiles left: a short prologue and
+    drain), so
+    small images do not pay each instruction's fixed cycles per block."""
+    cfg = target.config
+    blocks = wl.c // cfg.block_in
+    try:
+        rows = add_rows_per_tile(wl, target, 2)
+    except UnsupportedError:
+        return add_rows_per_tile(wl, target), 1, None, 1
+    if rows == wl.h:
+        room = min(target.scope(SCOPE_INP).depth // 4, (target.scope(SCOPE_ACC).depth - 3) // 4)
+        fit = [d for d in range(1, blocks + 1) if blocks % d == 0 and d * wl.h * wl.w <= room
+               and (blocks // d) % 2 == 0 and blocks // d >= 8]
+        if fit:
+            return rows, max(fit), "c", 2
+    if blocks % 2 == 0:
+        return rows, 1, "c", 2
+    for r in range(rows, 0, -1):
+        if wl.h % r == 0 and (wl.h // r) % 2 == 0:
+            return r, 1, "y", 2
+    return add_rows_per_tile(wl, target), 1, None, 1
 
 
 def add_schedule(wl: AddWorkload, target: VdlaTarget, name: str = "add") -> Schedule:
@@ -170,18 +196,31 @@ def add_schedule(wl: AddWorkload, target: VdlaTarget, name: str = "add") -> Sche
         s.compute_inline(m)
     for stage in t.stages:
         s.compute_inline(stage)
+    rows, cb_tile, axis, threads = add_tiling(wl, target)
     n, c, y, x, b, j = s.get_loops(t.out)
-    y_o, y_i = s.split(y, factor=add_rows_per_tile(wl, target))
-    s.reorder(n, c, y_o, y_i, x, b, j)
-    tensorize_moves(s, gemm, accs, [wgt], inps, n, y_o)
+    y_o, y_i = s.split(y, factor=rows)
+    vthread = None
+    if axis == "c" and cb_tile > 1:
+        c_o, c_i = s.split(c, factor=cb_tile)
+        c_o, vthread = s.split(c_o, factor=threads)
+        s.reorder(n, c_o, y_o, vthread, c_i, y_i, x, b, j)
+    elif axis == "c":
+        c_o, vthread = s.split(c, factor=threads)
+        s.reorder(n, c_o, y_o, vthread, y_i, x, b, j)
+    elif axis == "y":
+        y_oo, vthread = s.split(y_o, factor=threads)
+        s.reorder(n, c, y_oo, vthread, y_i, x, b, j)
+    else:
+        s.reorder(n, c, y_o, y_i, x, b, j)
+    tensorize_moves(s, gemm, accs, [wgt], inps, n, vthread if vthread is not None else y_o, vthread)
     return s
 
 
 def tensorize_moves(s: Schedule, gemm: GemmIntrin, accs: list, wgts: list, inps: list, n: object,
-                    y_o: object) -> None:
+                    y_o: object, vthread: object = None) -> None:
     """The common tail of the identity-GEMM kernels (add, max pool): each moved tile's accumulator and input
-    copies at the row tile ``y_o``, the identity weight tiles once per image block ``n``, the moves
-    tensorized as GEMM reset + update."""
+    copies at the row tile ``y_o``, the identity weight tiles once per image block ``n``, ``vthread`` (a loop)
+    bound to virtual threads, the moves tensorized as GEMM reset + update."""
     inits = []
     for acc in accs:
         s.compute_at(acc, y_o)
@@ -191,6 +230,8 @@ def tensorize_moves(s: Schedule, gemm: GemmIntrin, accs: list, wgts: list, inps:
     for inp in inps:
         s.compute_at(inp, y_o)
     s.compact_buffers()
+    if vthread is not None:
+        s.bind(vthread, "vthread")
     for acc, init in zip(accs, inits):
         s.tensorize(s.get_loops(acc)[-3], gemm.update)
         s.tensorize(s.get_loops(init)[-2], gemm.reset)
@@ -201,7 +242,7 @@ def alu_kernel_func(s: Schedule, wl: object, target: VdlaTarget) -> PrimFunc:
     the STORE, and no bias-init fold (its accumulator tiles are moved operands, not resident biases)."""
     func = s.func
     attrs = (("target", "vdla"), ("config", target.config.name), ("workload", wl), (REQUANT_ON_STORE, True),
-             (BIAS_INIT, False))
+             (BIAS_INIT, False), (ALU_FOLD, True))
     return PrimFunc(func.name, func.params, func.body, attrs)
 
 
