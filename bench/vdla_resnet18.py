@@ -16,7 +16,7 @@ bit-exactly against NumPy.  Published reference (VTA on PYNQ, 16x16 int8 core at
 ResNet-18 conv tasks reached 2.2-31.3 GOPS.
 
     python bench/vdla_resnet18.py [--config default] [--layers C2,C9] [--candidates 16] [--no-baseline] [--no-old-peers]
-                                  [--no-vt1]
+                                  [--no-vt1] [--knobs-from results/vdla_resnet18.json --out ...]
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 import time
 from pathlib import Path
@@ -34,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from vdla.compiler.codegen.llvm.target import host_target  # noqa: E402
 from vdla.compiler.vdla.target import VdlaTarget  # noqa: E402
-from vdla.compiler.vdla.topi import RESNET18_CONVS, Requantize, check_conv2d, compile_conv2d, requant_shift, tune_conv2d  # noqa: E402
+from vdla.compiler.vdla.topi import RESNET18_CONVS, Conv2dKnobs, Requantize, check_conv2d, compile_conv2d, requant_shift, tune_conv2d  # noqa: E402
 from vdla.runtime.backends import run  # noqa: E402
 from vdla.runtime.workloads import tiled_gemm_program  # noqa: E402
 
@@ -43,7 +44,7 @@ VTA_REFERENCE = "VTA/PYNQ 16x16 int8 @100 MHz: peak 51.2 GOPS; utilization 70% -
 
 
 def bench_layer(name: str, target: VdlaTarget, baseline: bool, candidates: int, old_peers: bool = True,
-                vt1: bool = True) -> dict[str, object]:
+                vt1: bool = True, fixed: dict[str, Conv2dKnobs] | None = None) -> dict[str, object]:
     wl = RESNET18_CONVS[name]
     cfg = target.config
     row: dict[str, object] = {"layer": name, "workload": str(wl), "macs": wl.macs}
@@ -53,7 +54,9 @@ def bench_layer(name: str, target: VdlaTarget, baseline: bool, candidates: int, 
         variants += [("mov_vt2", 2, True, False, True), ("before_vt2", 2, False, False, True)]
     for key, vt, bias_init, bias_store, split in variants:
         ep = Requantize(shift=requant_shift(wl), bias_init=bias_init, bias_store=bias_store, split_edges=split)
-        if candidates > 1:
+        if fixed is not None and key in fixed:
+            compiled = compile_conv2d(wl, target, knobs=fixed[key], epilogue=ep)
+        elif candidates > 1:
             compiled = tune_conv2d(wl, target, vt, candidates, epilogue=ep)
         else:
             compiled = compile_conv2d(wl, target, epilogue=ep, virtual_threads=vt)
@@ -77,6 +80,19 @@ def bench_layer(name: str, target: VdlaTarget, baseline: bool, candidates: int, 
     return row
 
 
+def knobs_from(path: str) -> dict[str, dict[str, Conv2dKnobs]]:
+    """The knobs per layer and variant recorded in an earlier run's JSON (``"knobs"`` is the knobs' repr)."""
+    fields = re.compile(r"(\w+)=('?[\w]+'?)")
+    out: dict[str, dict[str, Conv2dKnobs]] = {}
+    for row in json.loads(Path(path).read_text())["layers"]:
+        for key, val in row.items():
+            if isinstance(val, dict) and "knobs" in val:
+                kw = {f: (v.strip("'") if v.startswith("'") else None if v == "None" else int(v))
+                      for f, v in fields.findall(val["knobs"])}
+                out.setdefault(row["layer"], {})[key] = Conv2dKnobs(**kw)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", default="default")
@@ -87,13 +103,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-old-peers", action="store_true",
                    help="skip the two earlier bias paths (MOV, reset + ADD): the run takes ~40%% less time")
     p.add_argument("--no-vt1", action="store_true", help="skip the one-thread column")
+    p.add_argument("--knobs-from", default=None, metavar="JSON",
+                   help="compile each layer and variant with the knobs an earlier run of this bench chose (no search): "
+                        "a quick re-measure of a compiler change at fixed tilings")
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "vdla_resnet18.json"))
     args = p.parse_args(argv)
     target = VdlaTarget.from_config(args.config)
     names = args.layers.split(",")
     start = time.perf_counter()
-    rows = [bench_layer(n, target, not args.no_baseline, args.candidates, not args.no_old_peers, not args.no_vt1)
-            for n in tqdm(names, desc="layers", unit="layer")]
+    fixed = knobs_from(args.knobs_from) if args.knobs_from else {}
+    rows = [bench_layer(n, target, not args.no_baseline, args.candidates, not args.no_old_peers, not args.no_vt1,
+                        fixed.get(n)) for n in tqdm(names, desc="layers", unit="layer")]
     head = (f"{'layer':<5} {'cycles vt1':>11} {'util vt1':>8} {'before vt2':>11} {'util':>6} {'MOV vt2':>11} "
             f"{'util':>6} {'no split':>11} {'util':>6} {'cycles vt2':>11} "
             f"{'util vt2':>8} {'ceiling':>8} {'roofline':>10} {'bound':>7} {'achieved':>8} {'GOPS':>6} "

@@ -12,8 +12,9 @@ from typing import Callable
 from vdla.compiler.tir import PrimFunc
 from vdla.compiler.tir.transform import lower_blocks
 
-from .passes import (allocate_sram, fold_alu_store, fold_bias_init, fold_bias_store, fold_requant_store, fold_uop_loop, inject_alu_op, inject_dma_copy, inject_uop_scope,
-                     inject_virtual_thread, insert_dep_token, split_drain_store, split_prologue_load, unroll_stream)
+from .passes import (allocate_sram, fold_alu_store, fold_bias_init, fold_bias_store, fold_requant_store, fold_uop_loop, inject_alu_op,
+                     inject_dma_copy, inject_uop_scope, inject_virtual_thread, insert_dep_token, split_drain_store,
+                     split_prologue_load, split_prologue_rest, unroll_stream)
 from .target import VdlaTarget
 
 Pass = Callable[[PrimFunc], PrimFunc]
@@ -35,6 +36,7 @@ def passes(target: VdlaTarget) -> list[tuple[str, Pass]]:
         ("allocate_sram", partial(allocate_sram, target=target)),         # fixed SRAM regions, capacity check
         ("unroll_stream", unroll_stream),                                  # straight-line instruction stream
         ("split_prologue_load", partial(split_prologue_load, target=target)),  # first weight LOADs + GEMMs by block
+        ("split_prologue_rest", partial(split_prologue_rest, target=target)),  # the first tile's rest beside them
         ("split_drain_store", partial(split_drain_store, target=target)),  # last GEMMs + STOREs by block
         ("insert_dep_token", insert_dep_token),                            # load/compute/store synchronization
     ]

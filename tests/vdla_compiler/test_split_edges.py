@@ -63,7 +63,7 @@ def test_each_split_pass_runs_bit_exact_on_the_interpreter(stages) -> None:  # t
     data, kernel, bias = random_conv_data(WL, seed=3)
     want = ref.conv2d_reference(data, kernel, bias, 1, 0, EPI.shift, EPI.relu)
     before = len(_stream(stages["unroll_stream"]))
-    for name in ("unroll_stream", "split_prologue_load", "split_drain_store"):
+    for name in ("unroll_stream", "split_prologue_load", "split_prologue_rest", "split_drain_store"):
         assert np.array_equal(_run(stages[name], WL, data, kernel, bias), want), f"after {name}"
     # both passes split something here: the prologue's weight LOADs and first GEMMs, the last GEMMs and STOREs
     pro, drain = len(_stream(stages["split_prologue_load"])), len(_stream(stages["split_drain_store"]))
@@ -135,6 +135,21 @@ def test_split_count_trades_the_first_piece_against_per_piece_overhead() -> None
     assert split_count(16, 100, 39, 2) == 1      # not worth an extra instruction
     assert split_count(7, 10_000, 1, 1) == 7     # a prime: all or nothing
     assert split_count(1, 10_000, 1, 1) == 1
+
+
+def test_prologue_rest_runs_beside_its_weight_blocks() -> None:
+    """C5's first tile: each weight block's guarded rest right after its overwriting first step (not one rest
+    waiting for every block), so the rest's GEMMs start as their own block arrives."""
+    wl = RESNET18_CONVS["C5"]
+    knobs = Conv2dKnobs(oc_tile=8, oh_tile=1, ic_tile=4, virtual_threads=2, vt_axis="oh", loop_order="oc_oh")
+    st = _stages(wl, knobs, Requantize(shift=requant_shift(wl)))
+
+    def gemms(name: str) -> list[bool]:  # the overwrite flag of the GEMMs, in order
+        return [u.overwrite for s in _stream(st[name]) if (u := as_uop_insn(s)) is not None and u.kind == "gemm"]
+
+    before, after = gemms("split_prologue_load"), gemms("split_prologue_rest")
+    assert before[:5] == [True, True, True, True, False]  # 4 first-step pieces, then one rest over all blocks
+    assert after[:8] == [True, False] * 4 and len(after) == len(before) + 3
 
 
 @pytest.mark.parametrize("layer, knobs", [

@@ -250,7 +250,8 @@ def _split_lists(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, t: int, firs
     splits each thread's last GEMM (the whole list with several chunks, else the guarded rest, else
     the first step) along its outer loop, when that loop walks the accumulators; a first step that
     is also the thread's last GEMM is the drain's.  The group count is
-    :func:`~vdla.compiler.vdla.passes.split_block.split_count`'s, from the same config timing.  A
+    :func:`~vdla.compiler.vdla.passes.split_block.split_count`'s, from the same config timing; when the
+    prologue splits, ``split_prologue_rest`` cuts the first tile's guarded rest into the same groups.  A
     group of one iteration is refolded (its own, shorter list per block); a group of several keeps
     the loop and the whole list shifted.  The lists are described (:class:`UopList`, offsets from
     the thread's buffers, which no other thread shares) and equal ones count once, as code generation
@@ -302,6 +303,10 @@ def _split_lists(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, t: int, firs
         pro = split_count(f_loops[0][0], work, load_overhead(tgt), copies)
         if pro > 1:
             split("F", pro)
+            # split_prologue_rest: the first tile's guarded rest in the same groups, unless it is the drain's
+            if (rest and uses["R"] > 0 and not (last == "R" and uses["R"] == 1) and loops[0] == f_loops[0]
+                    and folded(loops, True)):
+                split("R", pro)
     nest = nests[last]
     if nest and folded(nest, last == "R") and nest[0][1][0] != 0:
         iters = prod(e for e, _ in loops) if last == "W" else (
