@@ -32,8 +32,6 @@ import json
 import os
 import subprocess
 import sys
-import tarfile
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterator
@@ -132,22 +130,16 @@ def _short(value: Any) -> str:
 
 def run_peer(rev: str, count: int, layers: bool) -> dict[str, dict[str, Any]]:
     """The corpus on commit ``rev``'s code: this script run in an archived copy of that tree."""
-    root = Path(__file__).resolve().parents[1]
-    commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", rev], check=True, capture_output=True,
-                            text=True).stdout.strip()
-    with tempfile.TemporaryDirectory(prefix="cycle_equiv_peer_") as tmp:
-        archive = subprocess.run(["git", "-C", str(root), "archive", "--format=tar", commit], check=True,
-                                 capture_output=True).stdout
-        tar_path = Path(tmp) / "tree.tar"
-        tar_path.write_bytes(archive)
-        with tarfile.open(tar_path) as tar:
-            tar.extractall(Path(tmp) / "tree", filter="data")
-        out = Path(tmp) / "peer.json"
+    sys.path.insert(0, str(Path(__file__).resolve().parent))  # this file may be loaded by path (the test does)
+    from peer_tree import peer_tree
+
+    with peer_tree(rev, prefix="cycle_equiv_peer_") as (commit, tree):
+        out = tree.parent / "peer.json"
         args = [sys.executable, str(Path(__file__).resolve()), "--count", str(count), "--record", str(out), "--quiet"]
         if not layers:
             args.append("--no-layers")
-        env = dict(os.environ, PYTHONPATH=str(Path(tmp) / "tree"))
-        proc = subprocess.run(args, cwd=Path(tmp) / "tree", env=env, capture_output=True, text=True)
+        env = dict(os.environ, PYTHONPATH=str(tree))
+        proc = subprocess.run(args, cwd=tree, env=env, capture_output=True, text=True)
         if proc.returncode:
             raise SystemExit(f"peer {rev} ({commit}) failed:\n{proc.stderr[-2000:]}")
         return json.loads(out.read_text())["programs"]

@@ -30,8 +30,6 @@ import json
 import platform
 import subprocess
 import sys
-import tarfile
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -94,19 +92,12 @@ print("PEER" + json.dumps(out))
 
 def run_peer(rev: str, tiling: tuple[int, int, int], repeat: int) -> dict[str, Any]:
     """The workload on commit ``rev``'s simulators (a subprocess in an archived copy of its tree)."""
-    root = Path(__file__).resolve().parents[1]
-    commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", rev], check=True, capture_output=True,
-                            text=True).stdout.strip()
-    with tempfile.TemporaryDirectory(prefix="cycle_sim_peer_") as tmp:
-        archive = subprocess.run(["git", "-C", str(root), "archive", "--format=tar", commit], check=True,
-                                 capture_output=True).stdout
-        tar_path = Path(tmp) / "tree.tar"
-        tar_path.write_bytes(archive)
-        with tarfile.open(tar_path) as tar:
-            tar.extractall(Path(tmp) / "tree", filter="data")
-        env = dict(os.environ, PYTHONPATH=str(Path(tmp) / "tree"))
+    from peer_tree import peer_tree  # bench/ is on the path: this file runs as a script
+
+    with peer_tree(rev, prefix="cycle_sim_peer_") as (commit, tree):
+        env = dict(os.environ, PYTHONPATH=str(tree))
         args = [str(v) for v in (M, K, N, *tiling, repeat)]
-        proc = subprocess.run([sys.executable, "-c", PEER_SCRIPT, *args], cwd=Path(tmp) / "tree", env=env,
+        proc = subprocess.run([sys.executable, "-c", PEER_SCRIPT, *args], cwd=tree, env=env,
                               capture_output=True, text=True)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("PEER")]
     if proc.returncode or not lines:
