@@ -45,17 +45,6 @@ FUZZ_SEEDS = (226,)
 FUZZ_LIMIT = 0.04
 
 
-@pytest.mark.parametrize("seed", FUZZ_SEEDS)
-def test_cycle_model_holds_on_padded_wide_loads(tiny, seed: int) -> None:
-    from vdla.fuzz.generator import build_program, draw_plan
-
-    program, _ = build_program(tiny, draw_plan(tiny, seed, max_rounds=6))
-    row = calibrate(f"fuzz seed {seed}", program)
-    assert abs(row.error) <= FUZZ_LIMIT, (
-        f"{tiny.name}/fuzz seed {seed}: cycle model {row.cycle_model_cycles:,} vs RTL {row.rtl_cycles:,} cycles, "
-        f"error {row.error:+.1%} exceeds {FUZZ_LIMIT:.0%}")
-
-
 # Fuzz programs (tiny) whose padded loads of elements NARROWER than the bus (4-byte input tiles on
 # the 8-byte bus) held the read channel in the RTL but not in the model: the engine's beat register
 # stays full until the tile writer, busy with padding, takes its elements, so the row's next beat --
@@ -63,17 +52,6 @@ def test_cycle_model_holds_on_padded_wide_loads(tiny, seed: int) -> None:
 # Errors before -> after that fix: seed 997 +4.8% -> +1.1%, seed 975 -4.8% -> -1.5%, seed 632
 # +5.1% -> +2.2% (the stall also shrinks when another engine's burst pushes the row later).
 NARROW_SEEDS = (997, 975, 632)
-
-
-@pytest.mark.parametrize("seed", NARROW_SEEDS)
-def test_cycle_model_holds_on_padded_narrow_loads(tiny, seed: int) -> None:
-    from vdla.fuzz.generator import build_program, draw_plan
-
-    program, _ = build_program(tiny, draw_plan(tiny, seed, max_rounds=6))
-    row = calibrate(f"fuzz seed {seed}", program)
-    assert abs(row.error) <= FUZZ_LIMIT, (
-        f"{tiny.name}/fuzz seed {seed}: cycle model {row.cycle_model_cycles:,} vs RTL {row.rtl_cycles:,} cycles, "
-        f"error {row.error:+.1%} exceeds {FUZZ_LIMIT:.0%}")
 
 
 # Fuzz programs whose error came from the shared read channel's arbitration (simulator/cycle/dram.py):
@@ -84,8 +62,9 @@ def test_cycle_model_holds_on_padded_narrow_loads(tiny, seed: int) -> None:
 ARBITER_SEEDS = (77, 484, 231, 110)
 
 
-@pytest.mark.parametrize("seed", ARBITER_SEEDS)
-def test_cycle_model_holds_on_the_shared_read_channel(tiny, seed: int) -> None:
+@pytest.mark.parametrize("seed", FUZZ_SEEDS + NARROW_SEEDS + ARBITER_SEEDS)
+def test_cycle_model_holds_on_the_fuzz_programs_it_once_missed(tiny, seed: int) -> None:
+    """Each seed above, one family of RTL behaviour the model once missed, stays within FUZZ_LIMIT."""
     from vdla.fuzz.generator import build_program, draw_plan
 
     program, _ = build_program(tiny, draw_plan(tiny, seed, max_rounds=6))
