@@ -46,6 +46,11 @@ def split_enabled(func: PrimFunc) -> bool:
     return bool(dict(func.attrs).get(SPLIT_ATTR, False))
 
 
+def first_gemm(insns: list[Stmt]) -> int | None:
+    """Index of the flat stream's first GEMM instruction (where the prologue ends), or None."""
+    return next((i for i, s in enumerate(insns) if (u := as_uop_insn(s)) is not None and u.kind == "gemm"), None)
+
+
 def split_gemm(stmt: Stmt, target: VdlaTarget, groups: int | None = None) -> list[Stmt] | None:
     """The GEMM scope ``stmt`` as ``groups`` scopes (default: one per iteration) over consecutive
     iterations of its outermost instruction loop, in order; None when it is not a GEMM, has no such

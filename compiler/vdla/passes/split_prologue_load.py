@@ -25,7 +25,7 @@ from vdla.compiler.tir import PrimFunc, Stmt
 from ..target import SCOPE_WGT, VdlaTarget
 from ..decode import as_dma, as_uop_insn, module_and_ranges
 from .common import flat_stream
-from .split_block import (dma_cycles, drain_pairs, load_overhead, overlap, piece_ranges, rebuild_stream, split_count, split_dma,
+from .split_block import (dma_cycles, drain_pairs, first_gemm, load_overhead, overlap, piece_ranges, rebuild_stream, split_count, split_dma,
                           split_enabled, split_gemm)
 
 
@@ -48,7 +48,7 @@ def split_prologue_load(func: PrimFunc, target: VdlaTarget) -> PrimFunc:
         return func
     arenas, insns = flat_stream(func, "split_prologue_load")
     info = [module_and_ranges(s) for s in insns]
-    first = next((i for i, s in enumerate(insns) if (u := as_uop_insn(s)) is not None and u.kind == "gemm"), None)
+    first = first_gemm(insns)
     if first is None:
         return func
     loads = [i for i in range(first) if info[i][0] == Module.LOAD]

@@ -27,7 +27,7 @@ from vdla.compiler.tir import PrimFunc, Stmt
 from ..decode import Range, as_uop_insn, module_and_ranges
 from ..target import SCOPE_WGT, VdlaTarget
 from .common import flat_stream
-from .split_block import drain_pairs, overlap, piece_ranges, rebuild_stream, split_enabled, split_gemm
+from .split_block import drain_pairs, first_gemm, overlap, piece_ranges, rebuild_stream, split_enabled, split_gemm
 
 
 def conflicts(a: tuple[list[Range], list[Range]], b: tuple[list[Range], list[Range]]) -> bool:
@@ -43,7 +43,7 @@ def split_prologue_rest(func: PrimFunc, target: VdlaTarget) -> PrimFunc:
         return func
     arenas, insns = flat_stream(func, "split_prologue_rest")
     info = [module_and_ranges(s) for s in insns]
-    first = next((i for i, s in enumerate(insns) if (u := as_uop_insn(s)) is not None and u.kind == "gemm"), None)
+    first = first_gemm(insns)
     if first is None:
         return func
     loads = [i for i in range(first) if info[i][0] == Module.LOAD and any(w[0] == SCOPE_WGT for w in info[i][2])]
