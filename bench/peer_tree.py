@@ -19,8 +19,11 @@ ROOT = Path(__file__).resolve().parents[1]
 @contextmanager
 def peer_tree(rev: str, prefix: str = "peer_") -> Iterator[tuple[str, Path]]:
     """Yield ``(short commit, tree directory)`` for ``rev``; the directory is removed on exit."""
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", rev], check=True, capture_output=True,
-                            text=True).stdout.strip()
+    found = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "--verify", "--quiet", f"{rev}^{{commit}}"],
+                           capture_output=True, text=True)
+    if found.returncode:
+        raise SystemExit(f"--peer {rev}: no such commit in {ROOT} (give a commit, tag or branch; `git log` lists them)")
+    commit = found.stdout.strip()
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", commit], check=True,
                                  capture_output=True).stdout
