@@ -84,7 +84,12 @@ def knobs_from(path: str) -> dict[str, dict[str, Conv2dKnobs]]:
     """The knobs per layer and variant recorded in an earlier run's JSON (``"knobs"`` is the knobs' repr)."""
     fields = re.compile(r"(\w+)=('?[\w]+'?)")
     out: dict[str, dict[str, Conv2dKnobs]] = {}
-    for row in json.loads(Path(path).read_text())["layers"]:
+    try:
+        rows = json.loads(Path(path).read_text())["layers"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SystemExit(f"--knobs-from {path}: not a JSON written by this benchmark ({exc}); "
+                         "give bench/results/vdla_resnet18.json or another run's --out file")
+    for row in rows:
         for key, val in row.items():
             if isinstance(val, dict) and "knobs" in val:
                 kw = {f: (v.strip("'") if v.startswith("'") else None if v == "None" else int(v))
