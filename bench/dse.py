@@ -8,6 +8,15 @@ the Pareto-optimal configs (latency against LUTs, among the configs that fit the
 PYNQ-Z2 and the ZCU104, and writes JSON and the Pareto plots to bench/results/.
 
     python bench/dse.py [--jobs 2] [--quick] [--fmax] [--models resnet18,mobilenet_v2] [--resolution 224]
+                        [--presets all] [--only "block=8 bus=128 acc_depth=1024"] [--before REV] [--before-record FILE]
+
+``--presets`` adds the named presets as points beside the default peer (``all``: every preset).
+``--only`` keeps the sweep points whose label has all the given ``name=value`` items (repeatable;
+``--only none`` drops the sweep): a stated subset when the whole sweep cannot be synthesised in time.
+``--before REV`` evaluates the presets again on the tree of commit REV (``bench/dse_peer.py`` in a
+subprocess: that tree's own RTL, synthesis, compiler and cycle model) and ``--before-record FILE``
+takes the "before" of the sweep points and the default peer from an earlier run's JSON (by label);
+the run then prints one table with each config's resources and latency before -> after.
 
 ``--models`` adds whole models (torchvision, random weights, exported to ONNX as users do:
 ``tests/models/zoo.py``): every kernel the graph compiler puts on the VDLA for the point's config
@@ -26,6 +35,9 @@ re-measures only what changed.
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
 import sys
 import time
 from dataclasses import replace
@@ -35,11 +47,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from vdla.compiler.codegen.llvm.target import host_target  # noqa: E402
 from vdla.compiler.dse.plots import plot_pareto  # noqa: E402
+from vdla.compiler.dse.evaluate import PointResult  # noqa: E402
 from vdla.compiler.dse.report import board_front, format_table, to_json, write_json  # noqa: E402
 from vdla.compiler.dse.run import run_sweep  # noqa: E402
 from vdla.compiler.dse.sweep import SweepPoint, parse_sweep, sweep_points  # noqa: E402
 from vdla.compiler.dse.workloads import Workloads, onnx_model, resnet18  # noqa: E402
-from vdla_hw.config import load_config  # noqa: E402
+from vdla_hw.config import ConfigError, load_config  # noqa: E402
+from vdla_hw.config import preset_names as all_presets  # noqa: E402
 
 SWEEP = ["block=4,8", "bus=64,128", "acc_depth=512,1024,2048", "inp_depth=2048", "wgt_depth=1024", "lut_macs=0"]
 BOARDS = ("pynq-z2", "zcu104")
@@ -56,18 +70,33 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--models", default="resnet18",
                    help="comma-separated: resnet18 (its conv layers) and/or whole models from the zoo (mobilenet_v2)")
     p.add_argument("--resolution", type=int, default=224, help="input size of the whole models")
+    p.add_argument("--presets", default="", help="presets evaluated beside the default peer (comma-separated, or all)")
+    p.add_argument("--only", action="append", default=[], metavar="LABEL",
+                   help="keep the sweep points whose label has all these name=value items (repeatable; none: no sweep)")
+    p.add_argument("--before", metavar="REV", help="also evaluate the presets on commit REV's tree (the 'before' side)")
+    p.add_argument("--before-record", metavar="FILE",
+                   help="an earlier run's JSON: the 'before' of the sweep points and the default peer, by label")
     p.add_argument("--out", default=str(RESULTS / "dse.json"))
     args = p.parse_args(argv)
     extra = [m for m in args.models.split(",") if m and m != "resnet18"]
     if "resnet18" not in args.models.split(","):
         raise SystemExit("--models must include resnet18 (the sweep's reference table)")
+    presets = preset_names(args.presets)
+    record = None
+    if args.before_record:
+        try:
+            record = json.loads(Path(args.before_record).read_text())["points"]
+        except (OSError, ValueError, KeyError) as exc:
+            raise SystemExit(f"--before-record {args.before_record}: not a bench/dse.py result ({exc}); give the "
+                             "JSON an earlier run wrote") from None
 
     host = host_target()
     print(f"host: {host.cpu} ({', '.join(f for f in ('avx512f', 'avx2', 'fma') if f in host.features) or 'no SIMD'})")
     base = load_config("default")
     params = parse_sweep(args.sweep)
     peer = SweepPoint((), base)
-    points = [peer] + sweep_points(base, params)
+    swept_points = [pt for pt in sweep_points(base, params) if selected(pt.label, args.only)]
+    points = [peer] + [SweepPoint((("preset", n),), load_config(n)) for n in presets] + swept_points
     workloads = resnet18(args.quick)
     start = time.perf_counter()
     results = run_sweep(points, workloads, jobs=args.jobs, fmax=args.fmax)
@@ -98,8 +127,106 @@ def main(argv: list[str] | None = None) -> int:
         model = run_model(name, args.resolution, points, args.jobs, args.fmax)
         doc.setdefault("models", {})[name] = model
         write_json(out, doc)
+    if args.before or record is not None:
+        before: dict[str, dict] = {}  # type: ignore[type-arg]
+        for p_ in record or []:
+            before[p_["label"]] = {**p_, "source": f"record {args.before_record}"}
+        if args.before and presets:
+            for p_ in run_before(args.before, presets, args.quick):
+                before[p_["label"]] = p_
+        rows = before_after([reference, *swept], before, doc.get("models", {}))
+        doc["before_after"] = {"before": args.before, "before_record": args.before_record, "rows": rows}
+        write_json(out, doc)
+        print(f"\nBefore -> after ({workloads.name}; before: {args.before or '-'} for the presets, "
+              f"{args.before_record or '-'} for the sweep points)")
+        print(format_before_after(rows))
     print(f"wrote {out} and {png} in {time.perf_counter() - start:.0f} s")
     return 0
+
+
+def preset_names(spec: str) -> list[str]:
+    """``--presets``: names (or ``all``), each a preset other than the default peer."""
+    names = all_presets() if spec.strip() == "all" else [n.strip() for n in spec.split(",") if n.strip()]
+    for name in names:
+        try:
+            load_config(name)
+        except ConfigError as exc:
+            raise SystemExit(f"--presets: {exc}") from None
+    return [n for n in names if n != "default"]
+
+
+def selected(label: str, only: list[str]) -> bool:
+    """Whether a sweep point's label has every ``name=value`` item of one ``--only`` entry (no entry: all)."""
+    if not only:
+        return True
+    items = set(label.split())
+    return any(entry != "none" and set(entry.split()) <= items for entry in only)
+
+
+def run_before(rev: str, presets: list[str], quick: bool) -> list[dict]:  # type: ignore[type-arg]
+    """The presets evaluated on ``rev``'s tree by ``bench/dse_peer.py`` (a preset that tree lacks: this tree's JSON)."""
+    from peer_tree import peer_tree
+
+    with peer_tree(rev, prefix="dse_before_") as (commit, tree):
+        specs = [n if (tree / "vdla_hw" / "configs" / f"{n}.json").exists()
+                 else str(Path(__file__).resolve().parents[1] / "vdla_hw" / "configs" / f"{n}.json") for n in presets]
+        cmd = [sys.executable, str(Path(__file__).with_name("dse_peer.py"))]
+        for spec in specs:
+            cmd += ["--config", spec]
+        if quick:
+            cmd.append("--quick")
+        print(f"before: {', '.join(presets)} on {commit}'s tree (its RTL, synthesis, compiler and cycle model)")
+        proc = subprocess.run(cmd, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SystemExit(f"the 'before' run on {commit} failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
+        return [{**p_, "source": f"tree {commit}"} for p_ in json.loads(proc.stdout.strip().splitlines()[-1])]
+
+
+def before_after(results: list[PointResult], before: dict[str, dict], models: dict[str, dict]) -> list[dict]:  # type: ignore[type-arg]
+    """One row per config: resources, cycles and latency before (``before`` by label) and after; each model's latency after."""
+    rows = []
+    for r in results:
+        b = before.get(r.label) or before.get(r.label.replace(" (peer)", ""))
+        row: dict = {"label": r.label, "after": None, "before": None}  # type: ignore[type-arg]
+        if r.ok and r.hardware is not None:
+            row["after"] = {"luts": r.hardware.luts, "ffs": r.hardware.ffs, "dsps": r.hardware.dsps,
+                            "bram36": r.hardware.bram36, "cycles": r.cycles, "mhz": r.hardware.fmax_mhz,
+                            "latency_ms": r.latency_ms}
+        if b and b.get("ok") and b.get("hardware"):
+            hw = b["hardware"]
+            row["before"] = {"luts": hw["luts"], "ffs": hw["ffs"], "dsps": hw["dsps"], "bram36": hw["bram36"],
+                             "cycles": b["cycles"], "mhz": hw["fmax_mhz"], "latency_ms": b["latency_ms"],
+                             "source": b.get("source", ""), "note": b.get("note", "")}
+        for name, doc in models.items():
+            m = next((p_ for p_ in doc.get("points", []) if p_["label"] == r.label), None)
+            row[f"{name}_ms"] = m["latency_ms"] if m and m.get("ok") else None
+        rows.append(row)
+    return rows
+
+
+def format_before_after(rows: list[dict]) -> str:  # type: ignore[type-arg]
+    """The before -> after table: each resource and the latency as ``before -> after (change)``."""
+    def pair(row: dict, key: str, fmt: str = "{:,.0f}") -> str:  # type: ignore[type-arg]
+        a = row["after"][key] if row["after"] else None
+        b = row["before"][key] if row["before"] else None
+        if a is None:
+            return "-"
+        if b is None:
+            return fmt.format(a)
+        return f"{fmt.format(b)} -> {fmt.format(a)} ({(a - b) / b:+.1%})" if b else fmt.format(a)
+
+    models = sorted(k for row in rows for k in row if k.endswith("_ms"))
+    models = list(dict.fromkeys(models))
+    head = ["config", "LUT", "FF", "DSP", "BRAM36", "cycles", "latency ms"] + [m[:-3] + " ms" for m in models]
+    table = [head]
+    for row in rows:
+        table.append([row["label"], pair(row, "luts"), pair(row, "ffs"), pair(row, "dsps"), pair(row, "bram36", "{:g}"),
+                      pair(row, "cycles"), pair(row, "latency_ms", "{:.2f}")]
+                     + [f"{row[m]:.2f}" if row.get(m) is not None else "-" for m in models])
+    widths = [max(len(r[c]) for r in table) for c in range(len(head))]
+    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in table]
+    lines.append("before -> after (change); a config without a 'before' shows its value after only; model latencies are after only")
+    return "\n".join(lines)
 
 
 def model_workloads(name: str, resolution: int) -> Workloads:

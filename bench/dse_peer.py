@@ -1,0 +1,51 @@
+"""One tree's DSE evaluation of some presets, printed as JSON: the "before" side of ``bench/dse.py --before``.
+
+Run by ``bench/dse.py`` in a subprocess whose working folder and ``PYTHONPATH`` are another commit's
+tree (``bench/peer_tree.py``), so that tree's RTL, synthesis flow, VDLA compiler and cycle model
+produce the numbers.  It imports the tree's DSE modules under whichever name the tree has them
+(``vdla.compiler.dse`` since the packages were namespaced, ``compiler.dse`` before).
+
+    python bench/dse_peer.py --config tiny --config /path/to/ulx3s.json [--quick]
+
+A preset the tree lacks is given as another tree's JSON (see ``area_presets.worker_config``).
+Prints one JSON list: each point's ``PointResult.to_dict()`` (label ``preset=NAME``) plus ``note``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+
+from area_presets import worker_config
+
+
+def dse_module(name: str):  # type: ignore[no-untyped-def]
+    """``vdla.compiler.dse.<name>``, or ``compiler.dse.<name>`` in a tree from before the namespacing."""
+    try:
+        return importlib.import_module(f"vdla.compiler.dse.{name}")
+    except ImportError:
+        return importlib.import_module(f"compiler.dse.{name}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", action="append", required=True, help="preset name or config .json (repeatable)")
+    p.add_argument("--quick", action="store_true", help="ResNet-18's quick subset (C5, C8, C11)")
+    args = p.parse_args(argv)
+    evaluate, sweep, workloads = dse_module("evaluate"), dse_module("sweep"), dse_module("workloads")
+    wl = workloads.resnet18(args.quick)
+    out = []
+    for spec in args.config:
+        cfg, note = worker_config(spec)
+        point = sweep.SweepPoint((("preset", cfg.name),), cfg)
+        result = evaluate.evaluate_point(point, wl)
+        out.append({**result.to_dict(), "note": note})
+        print(f"{cfg.name}: {'ok' if result.ok else result.failure}", file=sys.stderr)
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
