@@ -140,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nBefore -> after ({workloads.name}; before: {args.before or '-'} for the presets, "
               f"{args.before_record or '-'} for the sweep points)")
         print(format_before_after(rows))
+        arrows = plot_before_after(rows, out.with_name("dse_before_after.png"))
+        print(f"wrote {arrows}")
     print(f"wrote {out} and {png} in {time.perf_counter() - start:.0f} s")
     return 0
 
@@ -202,6 +204,36 @@ def before_after(results: list[PointResult], before: dict[str, dict], models: di
             row[f"{name}_ms"] = m["latency_ms"] if m and m.get("ok") else None
         rows.append(row)
     return rows
+
+
+def plot_before_after(rows: list[dict], path: Path) -> Path:  # type: ignore[type-arg]
+    """Latency against LUTs per config, an arrow from before to after where both are known (PNG)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7.5, 5.2), constrained_layout=True)
+    ax = fig.subplots()
+    for row in rows:
+        a, b = row["after"], row["before"]
+        if a is None:
+            continue
+        ax.scatter([a["luts"]], [a["latency_ms"]], color="tab:red", s=30, zorder=3)
+        ax.annotate(row["label"], (a["luts"], a["latency_ms"]), fontsize=7, xytext=(4, 4), textcoords="offset points")
+        if b is not None:
+            ax.scatter([b["luts"]], [b["latency_ms"]], color="0.55", s=30, zorder=3)
+            ax.annotate("", (a["luts"], a["latency_ms"]), (b["luts"], b["latency_ms"]),
+                        arrowprops={"arrowstyle": "->", "color": "0.3"})
+    ax.scatter([], [], color="0.55", label="before")
+    ax.scatter([], [], color="tab:red", label="after")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("LUTs (yosys xc7)")
+    ax.set_ylabel("latency (ms, cycle model at the config clock)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.suptitle("VDLA configs before -> after")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    return path
 
 
 def format_before_after(rows: list[dict]) -> str:  # type: ignore[type-arg]

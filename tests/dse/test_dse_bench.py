@@ -110,3 +110,10 @@ def test_before_after_rows_meet_by_label(dse: ModuleType) -> None:
     assert "10,000 -> 11,508 (+15.1%)" in table
     line = next(ln for ln in table.splitlines() if ln.startswith("block=4"))
     assert "->" not in line and "9,000" in line  # no before: the value after only
+
+
+def test_before_after_plot_is_written(dse: ModuleType, tmp_path: Path) -> None:
+    rows = dse.before_after([_point("preset=tiny", 11_508, 9_000_000), _point("block=4", 9_000, 40_000_000)],
+                            {"preset=tiny": _point("preset=tiny", 10_000, 10_000_000).to_dict()}, {})
+    png = dse.plot_before_after(rows, tmp_path / "ba.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5_000
