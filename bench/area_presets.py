@@ -81,6 +81,15 @@ def worker_xc7(cfg: Any) -> dict[str, Any]:
             "ramb18": r.ramb18, "bram36": r.ramb36 + r.ramb18 / 2, "seconds": r.seconds}
 
 
+def cached_xc7(cfg: Any) -> dict[str, Any] | None:
+    """:func:`worker_xc7` when the tree's build cache already holds this synthesis, else None (no yosys run)."""
+    from vdla_hw.rtl_build import build_dir, rtl_sources
+
+    if not (build_dir(cfg, "synth-xc7", rtl_sources(cfg)) / "stat.json").exists():
+        return None
+    return worker_xc7(cfg)
+
+
 def worker_ecp5(cfg: Any) -> dict[str, Any]:
     """yosys synth_ecp5 of vdla_top (cached beside the tree's other builds, keyed by sources and config)."""
     import shutil

@@ -52,6 +52,7 @@ from vdla.compiler.dse.report import board_front, format_table, to_json, write_j
 from vdla.compiler.dse.run import run_sweep  # noqa: E402
 from vdla.compiler.dse.sweep import SweepPoint, parse_sweep, sweep_points  # noqa: E402
 from vdla.compiler.dse.workloads import Workloads, onnx_model, resnet18  # noqa: E402
+from vdla_hw.errors import VdlaError  # noqa: E402
 from vdla_hw.config import ConfigError, load_config  # noqa: E402
 from vdla_hw.config import preset_names as all_presets  # noqa: E402
 
@@ -76,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--before", metavar="REV", help="also evaluate the presets on commit REV's tree (the 'before' side)")
     p.add_argument("--before-record", metavar="FILE",
                    help="an earlier run's JSON: the 'before' of the sweep points and the default peer, by label")
+    p.add_argument("--latency-only", action="store_true",
+                   help="no synthesis: the cycle model's latency per config, resources only where the synthesis "
+                        "cache holds them (a stated subset when yosys cannot run in the time)")
     p.add_argument("--out", default=str(RESULTS / "dse.json"))
     args = p.parse_args(argv)
     extra = [m for m in args.models.split(",") if m and m != "resnet18"]
@@ -85,10 +89,14 @@ def main(argv: list[str] | None = None) -> int:
     record = None
     if args.before_record:
         try:
-            record = json.loads(Path(args.before_record).read_text())["points"]
+            recorded = json.loads(Path(args.before_record).read_text())
+            record, measured = recorded["points"], recorded["meta"]["workloads"]
         except (OSError, ValueError, KeyError) as exc:
             raise SystemExit(f"--before-record {args.before_record}: not a bench/dse.py result ({exc}); give the "
                              "JSON an earlier run wrote") from None
+        if measured != resnet18(args.quick).name:
+            raise SystemExit(f"--before-record {args.before_record} measured {measured}, this run "
+                             f"{resnet18(args.quick).name}: give a record of the same layers (or drop --quick)")
 
     host = host_target()
     print(f"host: {host.cpu} ({', '.join(f for f in ('avx512f', 'avx2', 'fma') if f in host.features) or 'no SIMD'})")
@@ -99,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     points = [peer] + [SweepPoint((("preset", n),), load_config(n)) for n in presets] + swept_points
     workloads = resnet18(args.quick)
     start = time.perf_counter()
+    if args.latency_only:
+        return latency_only(args, points, presets, record, workloads, extra, host.cpu)
     results = run_sweep(points, workloads, jobs=args.jobs, fmax=args.fmax)
     reference, swept = results[0], results[1:]
     reference = replace(reference, label="default (peer)")
@@ -146,6 +156,81 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def latency_only(args: argparse.Namespace, points: list[SweepPoint], presets: list[str], record: list[dict] | None,  # type: ignore[type-arg]
+                 workloads: Workloads, extra: list[str], cpu: str) -> int:
+    """``--latency-only``: every point on the cycle model (ResNet-18 and the ``--models``), resources where cached,
+    the presets' "before" on ``--before``'s tree and the sweep points' from ``--before-record``; one table."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from area_presets import cached_xc7
+
+    from vdla.compiler.dse.workloads import layer_times
+    from vdla_hw.progress import bar
+
+    start = time.perf_counter()
+    model_wl = {name: model_workloads(name, args.resolution) for name in extra}
+    rows = []
+    with bar(total=len(points) * (1 + len(extra)), desc="cycle model", unit="run") as progress:
+        for pt in points:
+            label = "default (peer)" if not pt.values else pt.label
+            row: dict = {"label": label, "before": None}  # type: ignore[type-arg]
+            if pt.config is None:
+                rows.append({**row, "after": None, "failure": pt.error})
+                progress.update(1 + len(extra))
+                continue
+            cfg = pt.config
+            progress.set_postfix_str(f"{label} {workloads.name}", refresh=True)
+            layers = layer_times(workloads, cfg)
+            cycles = sum(lt.cycles for lt in layers)
+            row["after"] = {**(cached_xc7(cfg) or {}), "cycles": cycles, "mhz": cfg.clock_mhz,
+                            "latency_ms": cycles / (cfg.clock_mhz * 1e3), "layers": {lt.name: lt.cycles for lt in layers}}
+            progress.update(1)
+            for name, wl in model_wl.items():
+                progress.set_postfix_str(f"{label} {name}", refresh=True)
+                try:
+                    mlayers = layer_times(wl, cfg)
+                except VdlaError as exc:
+                    row[f"{name}_ms"] = None
+                    row[f"{name}_failure"] = str(exc)
+                else:
+                    vdla = sum(lt.cycles for lt in mlayers)
+                    host_ms = sum(lt.host_ms for lt in mlayers)
+                    row[f"{name}_ms"] = vdla / (cfg.clock_mhz * 1e3) + host_ms
+                    row[f"{name}_detail"] = {"vdla_cycles": vdla, "host_ms": host_ms,
+                                             "vdla_kernels": sum(lt.device == "vdla" for lt in mlayers),
+                                             "host_kernels": sum(lt.device == "host" for lt in mlayers)}
+                progress.update(1)
+            rows.append(row)
+    by_label = {row["label"]: row for row in rows}
+    for p_ in record or []:
+        if p_["label"] in by_label and p_.get("ok"):
+            hw = p_["hardware"]
+            by_label[p_["label"]]["before"] = {"luts": hw["luts"], "ffs": hw["ffs"], "dsps": hw["dsps"],
+                                               "bram36": hw["bram36"], "cycles": p_["cycles"], "mhz": hw["fmax_mhz"],
+                                               "latency_ms": p_["latency_ms"], "source": f"record {args.before_record}"}
+    if args.before:
+        # the default peer too: its "before" on the same layers, where no record has them
+        for p_ in run_before(args.before, ["default", *presets], args.quick, latency_only=True):
+            if p_["label"] == "preset=default":
+                p_["label"] = "default (peer)"
+            if p_["label"] in by_label and (by_label[p_["label"]]["before"] is None or p_["label"] != "default (peer)"):
+                by_label[p_["label"]]["before"] = {**(p_["xc7"] or {}), "cycles": p_["cycles"], "mhz": p_["mhz"],
+                                                   "latency_ms": p_["cycles"] / (p_["mhz"] * 1e3), "note": p_["note"],
+                                                   "layers": p_["layers"], "source": p_["source"]}
+    out = Path(args.out)
+    doc = {"meta": {"mode": "latency-only", "workloads": workloads.name, "layers": list(workloads.layers),
+                    "models": extra, "resolution": args.resolution, "before": args.before,
+                    "before_record": args.before_record, "host_cpu": cpu,
+                    "wall_seconds": round(time.perf_counter() - start, 1)},
+           "before_after": {"before": args.before, "before_record": args.before_record, "rows": rows}}
+    write_json(out, doc)
+    print(f"\nBefore -> after, cycle model ({workloads.name}; before: {args.before or '-'} for the presets, "
+          f"{args.before_record or '-'} for the sweep points; resources where synthesised, else -)")
+    print(format_before_after(rows))
+    png = plot_before_after(rows, out.with_name(out.stem + "_before_after.png"))
+    print(f"wrote {out} and {png} in {time.perf_counter() - start:.0f} s")
+    return 0
+
+
 def preset_names(spec: str) -> list[str]:
     """``--presets``: names (or ``all``), each a preset other than the default peer."""
     names = all_presets() if spec.strip() == "all" else [n.strip() for n in spec.split(",") if n.strip()]
@@ -165,7 +250,7 @@ def selected(label: str, only: list[str]) -> bool:
     return any(entry != "none" and set(entry.split()) <= items for entry in only)
 
 
-def run_before(rev: str, presets: list[str], quick: bool) -> list[dict]:  # type: ignore[type-arg]
+def run_before(rev: str, presets: list[str], quick: bool, latency_only: bool = False) -> list[dict]:  # type: ignore[type-arg]
     """The presets evaluated on ``rev``'s tree by ``bench/dse_peer.py`` (a preset that tree lacks: this tree's JSON)."""
     from peer_tree import peer_tree
 
@@ -177,6 +262,8 @@ def run_before(rev: str, presets: list[str], quick: bool) -> list[dict]:  # type
             cmd += ["--config", spec]
         if quick:
             cmd.append("--quick")
+        if latency_only:
+            cmd.append("--latency-only")
         print(f"before: {', '.join(presets)} on {commit}'s tree (its RTL, synthesis, compiler and cycle model)")
         proc = subprocess.run(cmd, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True)
         if proc.returncode != 0:
@@ -207,30 +294,45 @@ def before_after(results: list[PointResult], before: dict[str, dict], models: di
 
 
 def plot_before_after(rows: list[dict], path: Path) -> Path:  # type: ignore[type-arg]
-    """Latency against LUTs per config, an arrow from before to after where both are known (PNG)."""
+    """Two panels (PNG): each config's latency before and after (bars), and latency against LUTs with an
+    arrow from before to after where both sides' resources are known."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(7.5, 5.2), constrained_layout=True)
-    ax = fig.subplots()
-    for row in rows:
+    shown = [r for r in rows if r["after"] is not None]
+    fig = Figure(figsize=(14, 0.5 * len(shown) + 3), constrained_layout=True)
+    bars, scatter = fig.subplots(1, 2)
+    ys = range(len(shown))
+    before = [(r["before"] or {}).get("latency_ms") or 0.0 for r in shown]
+    bars.barh([y + 0.2 for y in ys], before, height=0.4, color="0.6", label="before")
+    bars.barh([y - 0.2 for y in ys], [r["after"]["latency_ms"] for r in shown], height=0.4, color="tab:red",
+              label="after")
+    bars.set_yticks(list(ys), [r["label"] for r in shown], fontsize=7)
+    bars.invert_yaxis()
+    bars.set_xscale("log")
+    bars.set_xlabel("latency (ms, cycle model at the config clock)")
+    bars.grid(True, axis="x", which="both", alpha=0.3)
+    bars.legend(fontsize=8)
+    known = False
+    for row in shown:
         a, b = row["after"], row["before"]
-        if a is None:
+        if a.get("luts") is None:
             continue
-        ax.scatter([a["luts"]], [a["latency_ms"]], color="tab:red", s=30, zorder=3)
-        ax.annotate(row["label"], (a["luts"], a["latency_ms"]), fontsize=7, xytext=(4, 4), textcoords="offset points")
-        if b is not None:
-            ax.scatter([b["luts"]], [b["latency_ms"]], color="0.55", s=30, zorder=3)
-            ax.annotate("", (a["luts"], a["latency_ms"]), (b["luts"], b["latency_ms"]),
-                        arrowprops={"arrowstyle": "->", "color": "0.3"})
-    ax.scatter([], [], color="0.55", label="before")
-    ax.scatter([], [], color="tab:red", label="after")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("LUTs (yosys xc7)")
-    ax.set_ylabel("latency (ms, cycle model at the config clock)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.suptitle("VDLA configs before -> after")
+        known = True
+        scatter.scatter([a["luts"]], [a["latency_ms"]], color="tab:red", s=30, zorder=3)
+        scatter.annotate(row["label"], (a["luts"], a["latency_ms"]), fontsize=7, xytext=(4, 4), textcoords="offset points")
+        if b is not None and b.get("luts") is not None:
+            scatter.scatter([b["luts"]], [b["latency_ms"]], color="0.55", s=30, zorder=3)
+            scatter.annotate("", (a["luts"], a["latency_ms"]), (b["luts"], b["latency_ms"]),
+                             arrowprops={"arrowstyle": "->", "color": "0.3"})
+    if known:
+        scatter.set_xscale("log")
+        scatter.set_yscale("log")
+    else:
+        scatter.text(0.5, 0.5, "no config synthesised in this run", ha="center", transform=scatter.transAxes)
+    scatter.set_xlabel("LUTs (yosys xc7)")
+    scatter.set_ylabel("latency (ms)")
+    scatter.grid(True, which="both", alpha=0.3)
+    fig.suptitle("VDLA configs before -> after (grey before, red after)")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     return path
@@ -239,15 +341,15 @@ def plot_before_after(rows: list[dict], path: Path) -> Path:  # type: ignore[typ
 def format_before_after(rows: list[dict]) -> str:  # type: ignore[type-arg]
     """The before -> after table: each resource and the latency as ``before -> after (change)``."""
     def pair(row: dict, key: str, fmt: str = "{:,.0f}") -> str:  # type: ignore[type-arg]
-        a = row["after"][key] if row["after"] else None
-        b = row["before"][key] if row["before"] else None
+        a = (row["after"] or {}).get(key)
+        b = (row["before"] or {}).get(key)
         if a is None:
-            return "-"
+            return "-" if b is None else f"{fmt.format(b)} -> -"
         if b is None:
             return fmt.format(a)
         return f"{fmt.format(b)} -> {fmt.format(a)} ({(a - b) / b:+.1%})" if b else fmt.format(a)
 
-    models = sorted(k for row in rows for k in row if k.endswith("_ms"))
+    models = sorted(k for row in rows for k in row if k.endswith("_ms") and k != "latency_ms")
     models = list(dict.fromkeys(models))
     head = ["config", "LUT", "FF", "DSP", "BRAM36", "cycles", "latency ms"] + [m[:-3] + " ms" for m in models]
     table = [head]
@@ -257,7 +359,7 @@ def format_before_after(rows: list[dict]) -> str:  # type: ignore[type-arg]
                      + [f"{row[m]:.2f}" if row.get(m) is not None else "-" for m in models])
     widths = [max(len(r[c]) for r in table) for c in range(len(head))]
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in table]
-    lines.append("before -> after (change); a config without a 'before' shows its value after only; model latencies are after only")
+    lines.append("before -> after (change); one value: that side only; -: not measured in this run; model latencies are after only")
     return "\n".join(lines)
 
 

@@ -17,28 +17,37 @@ import argparse
 import importlib
 import json
 import sys
+from pathlib import Path
 
-from area_presets import worker_config
+from area_presets import cached_xc7, worker_config
 
 
 def dse_module(name: str):  # type: ignore[no-untyped-def]
-    """``vdla.compiler.dse.<name>``, or ``compiler.dse.<name>`` in a tree from before the namespacing."""
-    try:
-        return importlib.import_module(f"vdla.compiler.dse.{name}")
-    except ImportError:
-        return importlib.import_module(f"compiler.dse.{name}")
+    """``vdla.compiler.dse.<name>``, or ``compiler.dse.<name>`` in a tree from before the namespacing (decided by
+    the tree itself, the working folder: an installed ``vdla`` elsewhere must not stand in for it)."""
+    namespaced = (Path.cwd() / "vdla" / "__init__.py").exists()
+    return importlib.import_module(f"{'vdla.' if namespaced else ''}compiler.dse.{name}")
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", action="append", required=True, help="preset name or config .json (repeatable)")
     p.add_argument("--quick", action="store_true", help="ResNet-18's quick subset (C5, C8, C11)")
+    p.add_argument("--latency-only", action="store_true",
+                   help="cycle model only; resources from the tree's synthesis cache when there (no yosys run)")
     args = p.parse_args(argv)
     evaluate, sweep, workloads = dse_module("evaluate"), dse_module("sweep"), dse_module("workloads")
     wl = workloads.resnet18(args.quick)
     out = []
     for spec in args.config:
         cfg, note = worker_config(spec)
+        if args.latency_only:
+            layers = workloads.layer_times(wl, cfg)
+            out.append({"label": f"preset={cfg.name}", "digest": cfg.digest, "note": note, "mhz": cfg.clock_mhz,
+                        "cycles": sum(lt.cycles for lt in layers), "layers": {lt.name: lt.cycles for lt in layers},
+                        "xc7": cached_xc7(cfg)})
+            print(f"{cfg.name}: {out[-1]['cycles']:,} cycles", file=sys.stderr)
+            continue
         point = sweep.SweepPoint((("preset", cfg.name),), cfg)
         result = evaluate.evaluate_point(point, wl)
         out.append({**result.to_dict(), "note": note})
