@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nBefore -> after ({workloads.name}; before: {args.before or '-'} for the presets, "
               f"{args.before_record or '-'} for the sweep points)")
         print(format_before_after(rows))
-        arrows = plot_before_after(rows, out.with_name("dse_before_after.png"))
+        arrows = plot_before_after(rows, out.with_name(out.stem + "_before_after.png"))
         print(f"wrote {arrows}")
     print(f"wrote {out} and {png} in {time.perf_counter() - start:.0f} s")
     return 0
