@@ -235,6 +235,9 @@ class Dram:
             key, k, b = heappop(pending)
             request = self.route_limit(b[OWNER], earliest_request(b))
             if request > key:
+                # Its request moves: so may those of its engine's later bursts, which must not
+                # overtake it (``earliest_request`` reads it).
+                b[REQUEST] = request
                 heappush(pending, (request, k, b))
                 continue
             if pending and pending[0][0] == key:
@@ -299,6 +302,7 @@ class Dram:
             _, k2, b2 = heappop(pending)
             request = self.route_limit(b2[OWNER], earliest_request(b2))
             if request > key:
+                b2[REQUEST] = request
                 heappush(pending, (request, k2, b2))
             else:
                 ties.append((k2, b2))
