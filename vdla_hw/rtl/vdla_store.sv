@@ -101,15 +101,24 @@ module vdla_store (
       shift_lanes[l * ACC_WIDTH +: ACC_WIDTH] = $signed(a[l * ACC_WIDTH +: ACC_WIDTH]) >>> sh;
   endfunction
 
+  // ReLU, then saturation to [OUT_MIN, OUT_MAX], then the low OUT_WIDTH bits. The three
+  // decisions come from the lane in parallel, as bit tests: negative is the sign bit, and the
+  // value is out of range exactly when the bits above its OUT_WIDTH-bit sign are not all
+  // copies of it (then the sign says which bound). No compare chain runs behind another (in
+  // series they were the ECP5 build's critical path, docs/fpga_ecp5.md); ReLU first and the
+  // bounds' signs (OUT_MIN <= 0 <= OUT_MAX) make it the same function.
   function automatic logic [OUT_ELEM_BITS-1:0] clip_lanes(input logic [ACC_ELEM_BITS-1:0] a,
                                                           input logic clip, input logic relu);
-    logic signed [ACC_WIDTH-1:0] v;
+    logic signed [ACC_WIDTH-1:0] v, hi;
+    logic                        neg, fits;
     for (int l = 0; l < LANES; l++) begin
-      v = a[l * ACC_WIDTH +: ACC_WIDTH];
-      if (relu && v < 0) v = '0;
-      if (clip && v > OUT_MAX) v = OUT_MAX;
-      if (clip && v < OUT_MIN) v = OUT_MIN;
-      clip_lanes[l * OUT_WIDTH +: OUT_WIDTH] = v[OUT_WIDTH-1:0];
+      v    = a[l * ACC_WIDTH +: ACC_WIDTH];
+      hi   = v >>> (OUT_WIDTH - 1);  // 0 or -1 exactly when v fits in OUT_WIDTH signed bits
+      neg  = v[ACC_WIDTH-1];
+      fits = hi == '0 || hi == '1;
+      if (relu && neg)       clip_lanes[l * OUT_WIDTH +: OUT_WIDTH] = '0;
+      else if (clip && !fits) clip_lanes[l * OUT_WIDTH +: OUT_WIDTH] = neg ? OUT_MIN[OUT_WIDTH-1:0] : OUT_MAX[OUT_WIDTH-1:0];
+      else                   clip_lanes[l * OUT_WIDTH +: OUT_WIDTH] = v[OUT_WIDTH-1:0];
     end
   endfunction
 
