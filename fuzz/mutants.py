@@ -125,7 +125,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("range-check-late", "vdla_sram_range.sv", "assign fault = step && at >= W'(DEPTH) && !seen;",
            "assign fault = step && at > W'(DEPTH) && !seen;",
            "the SRAM range check misses the first element past the buffer (it reports the second)"),
-    Mutant("wr-window-last-beat", "vdla_addr_window.sv", "span_end <= W'(limit_q)", "span_end <= W'(limit_q) + W'(BUS_BYTES)",
+    Mutant("wr-window-last-beat", "vdla_addr_window.sv", "span_end <= W'(limit)", "span_end <= W'(limit) + W'(BUS_BYTES)",
            "the address window lets a command end one bus beat past WINDOW_LIMIT"),
     Mutant("loader-col-flag-late", "vdla_tile_loader.sv", "in_col  <= x_next >= x_lo && x_next < x_hi;",
            "in_col  <= x >= x_lo && x < x_hi;",
@@ -180,9 +180,9 @@ MUTANTS: tuple[Mutant, ...] = (
 
 
 FAULT_MUTANTS: tuple[tuple[Mutant, str], ...] = (
-    (Mutant("window-ignores-limit", "vdla_addr_window.sv", "span_end <= W'(limit_q)", "1'b1",
+    (Mutant("window-ignores-limit", "vdla_addr_window.sv", "span_end <= W'(limit)", "1'b1",
             "the address window lets a DMA command run past WINDOW_LIMIT"), "load_past_dram"),
-    (Mutant("window-ignores-base", "vdla_addr_window.sv", "addr >= base_q && ", "",
+    (Mutant("window-ignores-base", "vdla_addr_window.sv", "addr >= base && ", "",
             "the address window lets a DMA command start below WINDOW_BASE"), "store_outside_window"),
     (Mutant("loop-check-skips-src", "vdla_compute.sv", ".check_src(is_gemm ? !gemm.reset : !alu.use_imm)",
             ".check_src(1'b0)", "the loop check ignores the source operand"), "gemm_src_overrun"),

@@ -48,24 +48,8 @@ module vdla_addr_window #(
 );
   localparam int W = AXI_ADDR_WIDTH + 2;
 
-  // A copy of the window registers beside each window, one cycle old: the control block's
-  // registers fan out to all six windows, and that routing led the ECP5 build's critical path
-  // (docs/fpga_ecp5.md). The registers change only while the machine is idle, and a start
-  // comes at least one AXI-lite write later, so during a run the copy is the registers. Reset
-  // and `clear` empty it (limit 0: nothing passes) until the next cycle.
-  logic [AXI_ADDR_WIDTH-1:0] base_q, limit_q;
-  always_ff @(posedge clk) begin
-    if (!rst_n || clear) begin
-      base_q  <= '0;
-      limit_q <= '0;
-    end else begin
-      base_q  <= base;
-      limit_q <= limit;
-    end
-  end
-
   logic in_window;
-  assign in_window = addr >= base_q && span_end <= W'(limit_q);
+  assign in_window = addr >= base && span_end <= W'(limit);
 
   logic shown, pass;  // shown: offered to the engine last cycle and not taken
   assign pass      = in_window && (!halt || shown);
