@@ -258,9 +258,21 @@ def widen_tile(out_width: int, oc_outer: int, vectors_per_column: int, accumulat
                   (registers - 1 - 2 * vectors_per_column) // (2 * vectors_per_column))
     if pointwise:
         columns = max(1, 2 * columns // 3)
+    columns = balance_columns(out_width, columns)
     if oh_block > 1 or oc_outer % 2 or 2 * columns <= oc_block * ow_block:
         return oc_block, ow_block
     return 2, columns
+
+
+def balance_columns(out_width: int, columns: int) -> int:
+    """The narrowest column block that covers a row in as few tiles as ``columns`` does, so the row's
+    tiles are even instead of full ones and a sliver: 4 + 3 for a 7-wide row rather than 6 + 1, 5 + 5 + 4
+    for a 14-wide one rather than 6 + 6 + 2 (56-wide rows keep 6).  The sliver runs one or two columns
+    at a fraction of the tile's FMA rate: on an AMD Zen 3 (AVX2) ResNet-50's 512-channel 7 x 7 3 x 3
+    conv took 3.14 ms with 4 x 2 against 3.85 with 6 x 2, its 14 -> 7 stride-2 conv 3.55 against 3.84,
+    and the 28 -> 14 one 3.29 with 5 x 2 against 3.66 with 6 x 2 (docs/cpu_speed.md)."""
+    tiles = -(-out_width // max(1, columns))
+    return -(-out_width // tiles)
 
 
 def default_conv2d_nchwc_knobs(out: Tensor, target: Target | None = None) -> Conv2dNCHWcKnobs:
