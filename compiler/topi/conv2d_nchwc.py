@@ -51,11 +51,6 @@ _REDUCE_AT = ("tile", "row", "plane")
 _PLANE_BUFFER_BYTES = 256 << 10
 #: Channel groups ``reduce_at="plane"`` needs: its only parallel loop is over them.
 _MIN_PLANE_GROUPS = 4
-#: The shortest reduction (input channels x kernel taps) the default reduces outside the plane.  Below
-#: it the weights are small and a tile's registers beat the plane's partial sums: on an AMD Zen 3 (AVX2)
-#: 1 x 1 convs of 64 -> 384 and 128 -> 256 channels (14 x 14) ran 1.09-1.18x faster with ``tile``, 96 and
-#: 160 input channels were even, 576 -> 160 (7 x 7) 1.16x faster with ``plane`` (docs/cpu_speed.md).
-_MIN_PLANE_REDUCTION = 256
 
 
 def _pair(v: int | tuple[int, int], what: str) -> tuple[int, int]:
@@ -298,9 +293,8 @@ def default_conv2d_nchwc_knobs(out: Tensor, target: Target | None = None) -> Con
     # Weights bigger than the data (ResNet's last stages: 9.4 MB against 100 KB) stream from memory:
     # reducing input-channel blocks outside the plane spreads that stream over the whole conv (a 7x7
     # layer 16% faster from cold caches) while the plane's partial sums wait in L2.
-    reduction = math.prod(const_shape(kernel)[1:5])  # input channels (of a group) x kernel taps
     plane = (not kernel_smaller and oc_block * oh * ow * ocb * 4 <= _PLANE_BUFFER_BYTES
-             and oco // oc_block >= _MIN_PLANE_GROUPS and reduction >= _MIN_PLANE_REDUCTION)
+             and oco // oc_block >= _MIN_PLANE_GROUPS)
     # Unrolling a wide kernel row multiplies the loop body past the micro-op cache.
     return Conv2dNCHWcKnobs(ow_block=ow_block, oc_block=oc_block, oh_block=oh_block, unroll_kw=kw <= 3,
                             outer_order="y_oc" if kernel_smaller else "oc_y",

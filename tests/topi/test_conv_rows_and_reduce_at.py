@@ -189,18 +189,3 @@ def test_balanced_columns_cover_a_row_in_as_few_tiles_with_no_sliver() -> None:
             assert width - (tiles - 1) * got >= got - (tiles - 1)  # the last tile at most tiles - 1 short
             assert got == 1 or -(-width // (got - 1)) > tiles  # the narrowest that does
     assert [topi.balance_columns(w, 6) for w in (56, 28, 14, 7, 112)] == [6, 6, 5, 4, 6]
-
-
-def test_plane_reduction_needs_a_long_reduction(cpu_target: str) -> None:
-    # Weights outweighing the data: MobileNetV2's 64 -> 384 1 x 1 conv (14 x 14) reduces 64 channels, too
-    # few for the plane's partial sums to pay (tile 1.09-1.16x faster, Zen 3); 576 -> 160 (7 x 7) keeps plane.
-    lanes = current_target().vector_lanes()
-
-    def knobs(c: int, k: int, size: int, taps: int = 1) -> topi.Conv2dNCHWcKnobs:
-        conv = topi.conv2d_nchwc(te.placeholder((1, c // lanes, size, size, lanes)),
-                                 te.placeholder((k // lanes, c // lanes, taps, taps, lanes, lanes)), 1, taps // 2)
-        return topi.default_conv2d_nchwc_knobs(conv)
-
-    assert knobs(64, 384, 14).reduce_at == "tile"
-    assert knobs(576, 160, 7).reduce_at == "plane"
-    assert knobs(64, 512, 7, taps=3).reduce_at == "plane"  # 64 channels x 9 taps is a long reduction
