@@ -280,9 +280,9 @@ def read_rows(cfg: HwConfig, dram: Dram, start: int, geo: RowGeometry, writer: W
     if plan is not None and len(queue) > 0:
         # The j-th burst is requested no earlier than first_request + j; the burst ``window``
         # places before it in the queue must have ended by then (the arbiter's route FIFO).
-        recent = queue[-window:]
-        skip = window - len(recent)
-        if any(b[END] >= first_request + skip + j for j, b in enumerate(recent)):
+        # Queued bursts end at least a cycle apart (data in request order, every hold >= 1), as
+        # these deadlines are: if any of the last ``window`` bursts misses its deadline, the last does.
+        if queue[-1][END] >= first_request + window - 1:
             plan = None
     if plan is None or writer is not None:
         out.stalls_booked = out.paced = writer is not None
