@@ -727,6 +727,20 @@ def _gemm_replay(state: MachineState, insn: GemmInsn, plan: _GemmPlan, iters: in
         depth = uops * block_in
         x_buf = np.empty((outer * uops, batch, block_in), np.float32)
         w_buf = np.empty((inner * uops, block_in, block_out), np.float32)
+        if batch == 1 and isinstance(targets, slice):
+            # The accumulators as (i0, i1, BLOCK_OUT): add the iter_in products (iter_out x
+            # BLOCK_OUT each) of one stacked matmul through a transposed view, no copies.
+            view = acc[targets].reshape(outer, inner, block_out).transpose(1, 0, 2)
+
+            def stacked() -> InsnEffect:
+                if state.float_stale:
+                    state.float_operands()
+                x = inp_f.take(x_idx, axis=0, out=x_buf).reshape(outer, depth)
+                w = wgt_f.take(w_idx, axis=0, out=w_buf).reshape(inner, depth, block_out)
+                np.add(view, np.matmul(x, w).astype(np.int32).astype(acc_t, copy=False), out=view)  # exact casts
+                return effect
+
+            return stacked
 
         def factored() -> InsnEffect:
             if state.float_stale:
