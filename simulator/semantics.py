@@ -136,13 +136,6 @@ class MachineState:
             buf = self.buffers[mt]
             if sys.byteorder == "little" and width in (8, 16, 32) and buf[0].nbytes == self.elem_bytes[mt]:
                 self.sram_bytes[mt] = buf.view(np.uint8).reshape(buf.shape[0], -1)
-        # GEMM operands as float32 (weights transposed to (depth, BLOCK_IN, BLOCK_OUT)): a batched
-        # float matmul is exact while every partial sum stays within 2**24 (see float_chunk), and
-        # several times faster than integer einsum. LOADs keep them current; ``inp``/``wgt`` hand
-        # the integer arrays out for writing, so any such access marks them stale.
-        self.inp_f32 = np.ascontiguousarray(self.inp_sram, dtype=np.float32)
-        self.wgt_f32 = np.ascontiguousarray(self.wgt_sram.transpose(0, 2, 1), dtype=np.float32)  # C order: fast take
-        self.float_stale = False
 
     @property
     def uop(self) -> np.ndarray:
@@ -170,23 +163,13 @@ class MachineState:
 
     @property
     def inp(self) -> np.ndarray:
-        """The input SRAM, (depth, BATCH, BLOCK_IN) (writable: the float copy is rebuilt after)."""
-        self.float_stale = True
+        """The input SRAM, (depth, BATCH, BLOCK_IN) (writable)."""
         return self.inp_sram
 
     @property
     def wgt(self) -> np.ndarray:
-        """The weight SRAM, (depth, BLOCK_OUT, BLOCK_IN) (writable: the float copy is rebuilt after)."""
-        self.float_stale = True
+        """The weight SRAM, (depth, BLOCK_OUT, BLOCK_IN) (writable)."""
         return self.wgt_sram
-
-    def float_operands(self) -> tuple[np.ndarray, np.ndarray]:
-        """The float32 copies of the input and (transposed) weight SRAM, rebuilt if written directly."""
-        if self.float_stale:
-            self.inp_f32[...] = self.inp_sram
-            self.wgt_f32[...] = self.wgt_sram.transpose(0, 2, 1)
-            self.float_stale = False
-        return self.inp_f32, self.wgt_f32
 
 
 def execute(state: MachineState, insn: Insn, index: int) -> InsnEffect:
@@ -383,10 +366,6 @@ def _load(state: MachineState, insn: MemInsn, index: int) -> InsnEffect:
         if padded:
             block[:] = 0
         block[y_pad0 : y_pad0 + y, x_pad0 : x_pad0 + x] = values
-    if mt == _INP:
-        state.inp_f32[base : base + n] = sram[base : base + n]
-    elif mt == _WGT:
-        state.wgt_f32[base : base + n] = sram[base : base + n].transpose(0, 2, 1)
     _mark_written(state, mt, slice(base, base + n))
     return InsnEffect(_LOAD, mt, rows=y, row_bytes=x * eb, sram_elems=n, pad_elems=n - y * x)
 
@@ -394,19 +373,13 @@ def _load(state: MachineState, insn: MemInsn, index: int) -> InsnEffect:
 def _load_replay(state: MachineState, insn: MemInsn, mt: MemType, sram_bytes: np.ndarray, raw: np.ndarray,
                  rows_y: int, cols_x: int) -> Callable[[], InsnEffect]:
     """A checked LOAD of whole-byte elements as a byte copy between fixed views (``raw`` is a view
-    of ``state.dram``, so the replay reads the DRAM as it is then), plus the float copy's update."""
+    of ``state.dram``, so the replay reads the DRAM as it is then)."""
     base, y, x = insn.sram_base, insn.y_size, insn.x_size
     n = rows_y * cols_x
     eb = raw.shape[-1]
     block = sram_bytes[base : base + n].reshape(rows_y, cols_x, eb)
     inner = block[insn.y_pad0 : insn.y_pad0 + y, insn.x_pad0 : insn.x_pad0 + x]
     padded = inner.size != block.size
-    sram = state.buffers[mt][base : base + n]
-    floats: tuple[np.ndarray, np.ndarray] | None = None
-    if mt == _INP:
-        floats = (state.inp_f32[base : base + n], sram)
-    elif mt == _WGT:
-        floats = (state.wgt_f32[base : base + n], sram.transpose(0, 2, 1))
     effect = InsnEffect(_LOAD, mt, rows=y, row_bytes=x * eb, sram_elems=n, pad_elems=n - y * x)
     copyto = np.copyto
 
@@ -414,8 +387,6 @@ def _load_replay(state: MachineState, insn: MemInsn, mt: MemType, sram_bytes: np
         if padded:
             block[...] = 0
         copyto(inner, raw)
-        if floats is not None:
-            copyto(*floats, casting="unsafe")
         return effect
 
     return replay
@@ -714,8 +685,11 @@ def _gemm_replay(state: MachineState, insn: GemmInsn, plan: _GemmPlan, iters: in
 
         return reset
     effect = InsnEffect(_GEMM, uop_iters=iters, macs=iters * state.macs_per_cycle)
-    inp_f, wgt_f = state.inp_f32, state.wgt_f32  # rebuilt in place when stale (float_operands)
-    batch, block_in, block_out = inp_f.shape[1], inp_f.shape[2], wgt_f.shape[2]
+    # The operand tiles a GEMM reads, gathered and converted to float32 (exact) into buffers of
+    # its own; weights transposed to (BLOCK_IN, BLOCK_OUT) on the way.
+    inp_i, wgt_i = state.inp_sram, state.wgt_sram
+    batch, block_in, block_out = inp_i.shape[1], inp_i.shape[2], wgt_i.shape[1]
+    copyto = np.copyto
     # Products and sums in the accumulator's type wrap modulo 2**acc_width, exactly as the
     # hardware's adders do; the order of a wrapping sum does not change its value.
     # ``take`` gathers whole tiles several times faster than fancy indexing (indices are checked).
@@ -727,31 +701,31 @@ def _gemm_replay(state: MachineState, insn: GemmInsn, plan: _GemmPlan, iters: in
         depth = uops * block_in
         x_buf = np.empty((outer * uops, batch, block_in), np.float32)
         w_buf = np.empty((inner * uops, block_in, block_out), np.float32)
+        w_into = w_buf.transpose(0, 2, 1)
         if batch == 1 and isinstance(targets, slice):
             # The accumulators as (i0, i1, BLOCK_OUT): add the iter_in products (iter_out x
             # BLOCK_OUT each) of one stacked matmul through a transposed view, no copies.
             view = acc[targets].reshape(outer, inner, block_out).transpose(1, 0, 2)
 
             def stacked() -> InsnEffect:
-                if state.float_stale:
-                    state.float_operands()
-                x = inp_f.take(x_idx, axis=0, out=x_buf).reshape(outer, depth)
-                w = wgt_f.take(w_idx, axis=0, out=w_buf).reshape(inner, depth, block_out)
+                copyto(x_buf, inp_i.take(x_idx, axis=0))
+                copyto(w_into, wgt_i.take(w_idx, axis=0))
+                x = x_buf.reshape(outer, depth)
+                w = w_buf.reshape(inner, depth, block_out)
                 np.add(view, np.matmul(x, w).astype(np.int32).astype(acc_t, copy=False), out=view)  # exact casts
                 return effect
 
             return stacked
 
         def factored() -> InsnEffect:
-            if state.float_stale:
-                state.float_operands()
-            x = inp_f.take(x_idx, axis=0, out=x_buf)
+            copyto(x_buf, inp_i.take(x_idx, axis=0))
+            copyto(w_into, wgt_i.take(w_idx, axis=0))
+            x = x_buf
             if batch == 1:
                 x = x.reshape(outer, depth)
             else:
                 x = x.reshape(outer, uops, batch, block_in).transpose(0, 2, 1, 3).reshape(outer * batch, depth)
-            w = wgt_f.take(w_idx, axis=0, out=w_buf).reshape(inner, depth, block_out)
-            w = w.transpose(1, 0, 2).reshape(depth, inner * block_out)
+            w = w_buf.reshape(inner, depth, block_out).transpose(1, 0, 2).reshape(depth, inner * block_out)
             part = np.matmul(x, w)
             if batch == 1:
                 part = part.reshape(outer * inner, 1, block_out)
@@ -769,16 +743,17 @@ def _gemm_replay(state: MachineState, insn: GemmInsn, plan: _GemmPlan, iters: in
         n_targets, overwrite = plan.targets.size, insn.overwrite
         x_buf = np.empty((src.size, batch, block_in), np.float32)
         w_buf = np.empty((wgt.size, block_in, block_out), np.float32)
+        w_into = w_buf.transpose(0, 2, 1)
 
         def grouped() -> InsnEffect:
-            if state.float_stale:
-                state.float_operands()
-            x = inp_f.take(src, axis=0, out=x_buf)
+            copyto(x_buf, inp_i.take(src, axis=0))
+            copyto(w_into, wgt_i.take(wgt, axis=0))
+            x = x_buf
             if batch == 1:
                 x = x.reshape(rows, 1, chunk * block_in)
             else:
                 x = x.reshape(rows, chunk, batch, block_in).transpose(0, 2, 1, 3).reshape(rows, batch, -1)
-            w = wgt_f.take(wgt, axis=0, out=w_buf).reshape(rows, chunk * block_in, -1)
+            w = w_buf.reshape(rows, chunk * block_in, -1)
             part = np.matmul(x, w).astype(np.int32).astype(acc_t, copy=False)  # |part| <= 2**24: the casts are exact
             if group != chunk:
                 part = part.reshape(n_targets, -1, batch, part.shape[-1]).sum(axis=1, dtype=acc_t)

@@ -110,4 +110,3 @@ def test_strided_loads_match_an_element_by_element_copy(y: int, x: int, stride: 
             inside = top <= r < top + y and left <= c < left + x
             want = tiles[first + (r - top) * stride + (c - left)] if inside else np.zeros(eb, np.int8)
             np.testing.assert_array_equal(got, want, err_msg=f"row {r} col {c}")
-            np.testing.assert_array_equal(state.inp_f32[5 + r * cols + c].reshape(-1), want.astype(np.float32))
