@@ -1,6 +1,6 @@
 """The simulators' fast paths give the same bits as the plain integer semantics: a GEMM run as a
 batched float32 matmul (exact only while every partial sum stays below 2**24, so long reductions
-are chunked), the float copies of the SRAM after a direct write, and LOADs/STOREs through strided
+are chunked), direct SRAM writes before a GEMM, and LOADs/STOREs through strided
 DRAM views (overlapping rows, a last row that ends at the end of the image)."""
 
 from __future__ import annotations
