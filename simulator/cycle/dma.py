@@ -163,7 +163,9 @@ class ReadRows(Owner):
                  "head_holds", "pending")
 
     def __init__(self, cfg: HwConfig, start: int, geo: RowGeometry, client: int | None = None) -> None:
-        super().__init__(client)
+        # Owner's fields set here, not through super().__init__: one of these is built per LOAD.
+        self.dirty = self.paced = False
+        self.client = client
         self.cfg, self.start, self.geo = cfg, start, geo
         self.heads: list[Burst] = []
         self.tails: list[Burst] = []
