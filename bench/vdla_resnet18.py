@@ -109,14 +109,14 @@ def gemm_span(trace: Path) -> tuple[int, int]:
             max(e["args"]["start_cycle"] + e["args"]["cycles"] for e in events))
 
 
-def knobs_from(path: str) -> dict[str, dict[str, Conv2dKnobs]]:
+def knobs_from(path: str, option: str = "--knobs-from") -> dict[str, dict[str, Conv2dKnobs]]:
     """The knobs per layer and variant recorded in an earlier run's JSON (``"knobs"`` is the knobs' repr)."""
     fields = re.compile(r"(\w+)=('?[\w]+'?)")
     out: dict[str, dict[str, Conv2dKnobs]] = {}
     try:
         rows = json.loads(Path(path).read_text())["layers"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise SystemExit(f"--knobs-from {path}: not a JSON written by this benchmark ({exc}); "
+        raise SystemExit(f"{option} {path}: not a JSON written by this benchmark ({exc}); "
                          "give bench/results/vdla_resnet18.json or another run's --out file")
     for row in rows:
         for key, val in row.items():
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     names = args.layers.split(",")
     start = time.perf_counter()
     fixed = knobs_from(args.knobs_from) if args.knobs_from else {}
-    peers = knobs_from(args.peer_knobs) if args.peer_knobs else {}
+    peers = knobs_from(args.peer_knobs, "--peer-knobs") if args.peer_knobs else {}
     rows = [bench_layer(n, target, not args.no_baseline, args.candidates, not args.no_old_peers, not args.no_vt1,
                         fixed.get(n), peers.get(n, {}).get("vt2")) for n in tqdm(names, desc="layers", unit="layer")]
     head = (f"{'layer':<5} {'cycles vt1':>11} {'util vt1':>8} {'before vt2':>11} {'util':>6} {'MOV vt2':>11} "
