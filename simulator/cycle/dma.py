@@ -25,7 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from vdla.simulator.cycle.dram import END, HOLD, ONE_BEAT, REQUEST, START, Burst, Dram, Owner, burst_beats, release
+from vdla.simulator.cycle.dram import (DRAIN, END, HOLD, ONE_BEAT, REQUEST, START, Burst, Dram, Owner, burst_beats,
+                                      release)
 from vdla_hw.config import HwConfig
 
 
@@ -177,7 +178,9 @@ class ReadRows(Owner):
                  "head_holds", "pending")
 
     def __init__(self, cfg: HwConfig, start: int, geo: RowGeometry, client: int | None = None) -> None:
-        super().__init__(client)
+        # Owner's fields set here, not through super().__init__: one of these is built per LOAD.
+        self.dirty = self.paced = False
+        self.client = client
         self.cfg, self.start, self.geo = cfg, start, geo
         self.heads: list[Burst] = []
         self.tails: list[Burst] = []
@@ -294,10 +297,13 @@ def read_rows(cfg: HwConfig, dram: Dram, start: int, geo: RowGeometry, writer: W
     if plan is not None and len(queue) > 0:
         # The j-th burst is requested no earlier than first_request + j; the burst ``window``
         # places before it in the queue must have ended by then (the arbiter's route FIFO).
-        recent = queue[-window:]
-        skip = window - len(recent)
-        if any(release(b) >= first_request + skip + j for j, b in enumerate(recent)):
-            plan = None
+        deadline = first_request + window - min(window, len(queue))
+        for b in queue[-window:]:
+            drain = b[DRAIN]  # release(b), inlined: this runs for every LOAD
+            if (b[START] + 1 if drain == ONE_BEAT else b[END] - drain) >= deadline:
+                plan = None
+                break
+            deadline += 1
     if plan is None or writer is not None:
         out.stalls_booked = out.paced = writer is not None
         bursts = _bursts(cfg, start, geo, out, tail, dram.latency, queue)

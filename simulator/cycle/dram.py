@@ -306,6 +306,8 @@ class Dram:
                 heappush(pending, (request, k2, b2))
             else:
                 ties.append((k2, b2))
+        if len(ties) == 1:  # the others can no longer ask in this cycle
+            return key, k, b
         last = self._granted_before(len(self.queue))
         ties.sort(key=lambda t: (_rank_of(t[1], last), t[0]))
         for k2, b2 in ties[1:]:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import simpy
 
 from vdla.simulator.cycle.dma import geometry, read_rows
 from vdla.simulator.cycle.dram import (END, GAP, ONE_BEAT, READ_CLIENTS, REQUEST, START, Dram, Owner, burst_beats,
                                       release)
+from vdla.simulator.cycle.kernel import Environment
 from vdla_hw.config import ConfigError, load_config
 
 # 8-byte bus, 64-byte bursts, 10 cycles of latency, engines as in the RTL.
@@ -16,7 +16,7 @@ CFG = load_config("default").replace(timing={"dram_latency": 10, "dram_burst_byt
 
 
 def _dram() -> Dram:
-    return Dram(simpy.Environment(), CFG, ("a", "b"))
+    return Dram(Environment(), CFG, ("a", "b"))
 
 
 def _span(burst: list) -> tuple[int, int]:
@@ -142,7 +142,7 @@ def test_a_rebooked_burst_keeps_its_engines_pacing_not_an_old_route_fifo_wait():
     own pacing (GAP: 1 cycle between requests in a row, 2 at a new row), not the FIFO wait it had
     when booked (tokens_full on default: an ACC row requested 16 cycles late)."""
     cfg = CFG.replace(timing={"dma_max_bursts": 2})  # a route FIFO of 2
-    dram = Dram(simpy.Environment(), cfg, ("a", "b"))
+    dram = Dram(Environment(), cfg, ("a", "b"))
     read_rows(cfg, dram, 0, geometry(cfg, 0, 64, 4, 64, 64), client=READ_CLIENTS.index("acc"))
     a1, a2, a3, a4 = dram.queue
     assert [b[REQUEST] for b in dram.queue] == [3, 5, 22, 30]  # rows 3 and 4 wait for free slots
@@ -204,7 +204,7 @@ def test_a_slower_dram_holds_the_channel_per_beat_and_burst():
     assert wide.bursts == ((8,), (8,)) and wide.holds == ((42,), (42,))
     tiny = load_config("tiny").replace(timing={"dram_beat_cycles": 1, "dram_burst_cycles": 3})
     assert geometry(tiny, 4, 12, 1, 0, 4).holds == ((3 + 3,),)  # 3 elements, 2 beats, + 3
-    dram = Dram(simpy.Environment(), slow, ("a",))
+    dram = Dram(Environment(), slow, ("a",))
     rows = read_rows(slow, dram, 0, wide)
     # First data after the start cycles and the latency; the two bursts back to back.
     first = slow.timing.dma_start_cycles + slow.timing.dram_latency
@@ -255,8 +255,8 @@ def test_a_write_burst_waits_for_the_reads_before_it_in_a_shared_sdram():
 
     slow = CFG.replace(timing={"dram_beat_cycles": 5, "dram_burst_cycles": 1})
     latency = slow.timing.dram_latency
-    assert Dram(simpy.Environment(), slow, ("a",)).write_burst(3, 41) == 3
-    busy = Dram(simpy.Environment(), slow, ("a",))
+    assert Dram(Environment(), slow, ("a",)).write_burst(3, 41) == 3
+    busy = Dram(Environment(), slow, ("a",))
     read = busy.read_burst(0, 41, Owner())
     assert _span(read) == (latency, latency + 41)  # the read's data; the memory took it in cycle 0
     assert busy.write_burst(3, 41) == 41  # behind the read's 41 cycles
@@ -267,8 +267,8 @@ def test_a_write_burst_waits_for_the_reads_before_it_in_a_shared_sdram():
     # in cycle 6, the burst holds the memory 8 * 5 + 1 cycles (to cycle 46), the response comes
     # `latency` later.  Behind a read that holds the memory until cycle 100, all of it moves by 94.
     geo = geometry(slow, 0, 64, 1, 64, 16)
-    alone = write_rows(slow, 0, 5, geo, 4, 16, share=Dram(simpy.Environment(), slow, ("a",)).write_burst)
+    alone = write_rows(slow, 0, 5, geo, 4, 16, share=Dram(Environment(), slow, ("a",)).write_burst)
     assert alone == 46 + latency + 1
-    shared = Dram(simpy.Environment(), slow, ("a",))
+    shared = Dram(Environment(), slow, ("a",))
     shared.read_burst(0, 100, Owner())
     assert write_rows(slow, 0, 5, geo, 4, 16, share=shared.write_burst) == alone + 100 - 6
