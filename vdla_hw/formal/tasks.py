@@ -160,7 +160,7 @@ def live_tasks(cfg: HwConfig | str) -> list[ProofTask]:
         out.append(ProofTask(
             name=f"live_{kind}_l{LIVE_LATENCY}", top="vdla_formal_live", modules=RTL_MODULES,
             harness=("vdla_formal_live.sv",), mode="bmc", depth=DRIVER_CYCLES + bound + STATUS_CYCLES,
-            properties=("a_live_done", "a_live_status", "a_live_bready"), solver="boolector",
+            properties=("a_live_done", "a_live_status", "a_live_bready"), solver="abc-bmc3",
             generated=(("vdla_formal_live_prog.svh", live_include(cfg, prog, LIVE_LATENCY, bound)),),
             script=("chformal -assert -remove * vdla_formal_live %d", "flatten", "opt_clean", "opt -fast",
                     "opt_clean"),
