@@ -32,13 +32,10 @@ import json
 import os
 import platform
 import random
-import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import cloudpickle
@@ -50,20 +47,14 @@ sys.path.insert(0, str(ROOT))
 from vdla.runtime.backends import run as run_local  # noqa: E402
 from vdla.runtime.cpu_module import host_cpu_features  # noqa: E402
 from vdla.runtime.pool import PoolExecutor  # noqa: E402
+from vdla.runtime.pool.processes import PoolProcess, PoolProcesses, PoolStartError, free_port  # noqa: E402
 from vdla.runtime.random_programs import random_program  # noqa: E402
 from vdla.runtime.workloads import GemmTiling, tiled_gemm_program  # noqa: E402
 from vdla_hw.config import load_config  # noqa: E402
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
-START_TIMEOUT_S = 90.0
 KINDS = ("sim", "tune")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def payload(kind: str, variant: int):  # type: ignore[no-untyped-def]
@@ -99,68 +90,24 @@ def disk_full_job(job_id: str, marks: str) -> str:
     return job_id
 
 
-@dataclass
-class Node:
-    proc: subprocess.Popen
-    name: str
+class SoakPool(PoolProcesses):
+    """The soak's pool: a scheduler on one port for the whole run (a restarted one takes its clients back)
+    and workers offering ``vdla-fsim`` and ``vdla-cycle`` once each."""
 
-
-@dataclass
-class Pool:
-    """``vdla pool`` processes started (and stopped) by pid."""
-
-    folder: Path
-    nodes: list[Node] = field(default_factory=list)
-    port: int = 0
-
-    def _start(self, name: str, args: list[str], marker: str) -> Node:
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "VDLA_POOL_LOCK_DIR": str(self.folder), "VDLA_QUIET": "1"}
-        log = (self.folder / f"{name}.log").open("w")
-        proc = subprocess.Popen([sys.executable, "-m", "vdla.compiler.cli.main", "pool", *args], cwd=ROOT, env=env,
-                                stdout=subprocess.PIPE, stderr=log, text=True)
-        deadline = time.monotonic() + START_TIMEOUT_S
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if line.startswith(marker):
-                break
-            if time.monotonic() > deadline:
-                break
-        else:
-            raise SystemExit(f"`vdla pool {' '.join(args)}` exited before it was ready: see {log.name}")
-        threading.Thread(target=proc.stdout.read, daemon=True).start()  # keep its pipe drained
-        node = Node(proc, name)
-        self.nodes.append(node)
-        return node
+    def __init__(self, folder: Path) -> None:
+        super().__init__(folder, env={"PYTHONPATH": str(ROOT), "VDLA_QUIET": "1"})
+        self.port = free_port()
 
     @property
     def address(self) -> str:
         return f"tcp://127.0.0.1:{self.port}"
 
-    def scheduler(self) -> Node:
-        self.port = self.port or _free_port()
-        return self._start("scheduler", ["scheduler", "--port", str(self.port)], "scheduler at")
+    def start_scheduler(self) -> PoolProcess:
+        return self.scheduler(port=self.port)
 
-    def worker(self, name: str) -> Node:
-        return self._start(name, ["worker", self.address, "--name", name, "--device", "vdla-fsim=1",
-                                  "--device", "vdla-cycle=1", "--nthreads", "1"], "worker at")
-
-    def live_workers(self) -> list[Node]:
-        return [n for n in self.nodes if n.name != "scheduler" and n.proc.poll() is None]
-
-    def kill(self, node: Node) -> None:
-        if node.proc.poll() is None:
-            os.kill(node.proc.pid, signal.SIGKILL)
-            node.proc.wait(timeout=30)
-
-    def stop(self) -> None:
-        for node in reversed(self.nodes):
-            if node.proc.poll() is None:
-                node.proc.send_signal(signal.SIGTERM)
-        for node in self.nodes:
-            try:
-                node.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.kill(node)
+    def start_worker(self, name: str) -> PoolProcess:
+        return self.worker(self.address, name, "--device", "vdla-fsim=1", "--device", "vdla-cycle=1",
+                           "--nthreads", "1")
 
 
 @dataclass
@@ -173,7 +120,7 @@ class Outcome:
     error: str | None = None
 
 
-def chaos(pool: Pool, stop: threading.Event, every_s: float, seed: int, log: list[str]) -> None:
+def chaos(pool: SoakPool, stop: threading.Event, every_s: float, seed: int, log: list[str]) -> None:
     """Kill a random worker every ``every_s`` seconds and start a fresh one; the scheduler once."""
     rng = random.Random(seed)
     n = 0
@@ -181,10 +128,10 @@ def chaos(pool: Pool, stop: threading.Event, every_s: float, seed: int, log: lis
     while not stop.wait(every_s):
         n += 1
         if not scheduler_done and n == 2:
-            sched = next(x for x in pool.nodes if x.name == "scheduler" and x.proc.poll() is None)
-            pool.kill(sched)
+            sched = next(x for x in pool.nodes if x.name == "scheduler" and x.alive)
+            sched.kill()
             pool.nodes.remove(sched)
-            pool.scheduler()
+            pool.start_scheduler()
             scheduler_done = True
             log.append(f"{time.strftime('%H:%M:%S')} scheduler killed and restarted")
             continue
@@ -192,8 +139,8 @@ def chaos(pool: Pool, stop: threading.Event, every_s: float, seed: int, log: lis
         if not live:
             continue
         victim = rng.choice(live)
-        pool.kill(victim)
-        fresh = pool.worker(f"w{len(pool.nodes)}-{n}")
+        victim.kill()
+        fresh = pool.start_worker(f"w{len(pool.nodes)}-{n}")
         log.append(f"{time.strftime('%H:%M:%S')} killed {victim.name}, started {fresh.name}")
 
 
@@ -278,14 +225,14 @@ def run_soak(jobs: int, clients: int, workers: int, seconds: float, kill_every: 
     programs = {(k, v): payload(k, v) for k in KINDS for v in range(4)}
     expected = {key: work(key[0], p) for key, p in programs.items()}  # the peer: the same work in this process
     plan = [(f"j{i}", rng.choice(KINDS), rng.randrange(4)) for i in range(jobs)]
-    pool = Pool(folder)
+    pool = SoakPool(folder)
     outcomes: list[Outcome] = []
     chaos_log: list[str] = []
     lock = threading.Lock()
     try:
-        pool.scheduler()
+        pool.start_scheduler()
         for i in range(workers):
-            pool.worker(f"w{i}")
+            pool.start_worker(f"w{i}")
         stop = threading.Event()
         t0 = time.monotonic()
         deadline = t0 + seconds
@@ -362,8 +309,11 @@ def main() -> None:
     print(f"CPU: {cpu}, {os.cpu_count()} cores, ISA {' '.join(simd) or 'baseline'}; load average "
           f"{os.getloadavg()[0]:.1f}")
     peer = in_process_rate()
-    report = run_soak(args.jobs, args.clients, args.workers, args.seconds, args.kill_every, Path(args.folder),
-                      args.seed)
+    try:
+        report = run_soak(args.jobs, args.clients, args.workers, args.seconds, args.kill_every, Path(args.folder),
+                          args.seed)
+    except PoolStartError as err:
+        raise SystemExit(f"pool_soak: {err}") from None
     rows = [("submitted", report["submitted"]), ("completed", report["completed"]), ("retried", report["retried"]),
             ("failed", f"{report['failed']} {report['failed_reasons'] or ''}"), ("lost", report["lost"]),
             ("duplicate", report["duplicate"]), ("wrong answers", report["wrong"]),
