@@ -51,6 +51,31 @@ def summarise(rows: list[list[float]]) -> dict[str, float | int]:
             "above_4pct": int((errs > 0.04).sum())}
 
 
+def read_saved(path: Path) -> dict[str, dict[int, tuple[int, int]]]:
+    """Per preset, each seed's (RTL cycles, instruction count) from an earlier run.
+
+    ``path`` is this script's JSON (``presets.*.rows``) or a ``vdla.fuzz.pool_campaign`` journal
+    (``*.jsonl``: one line per chunk, ``records`` with ``cycles.rtl``), which holds the same programs
+    (``draw_plan(cfg, seed, max_rounds=6)``).
+    """
+    if not path.is_file():
+        raise SystemExit(f"--rtl-from {path}: no such file; give a JSON of this script or a pool campaign's journal")
+    saved: dict[str, dict[int, tuple[int, int]]] = {}
+    if path.suffix == ".jsonl":
+        for line in path.read_text().splitlines():
+            chunk = json.loads(line)
+            for rec in chunk.get("records", []):
+                rtl = (rec.get("cycles") or {}).get("rtl")
+                if rtl is not None and rec.get("failure") is None:
+                    saved.setdefault(chunk["config"], {})[int(rec["seed"])] = (int(rtl), int(rec["instructions"]))
+        return saved
+    for config, p in json.loads(path.read_text())["presets"].items():
+        fields = p.get("row_fields", list(ROW_FIELDS))
+        saved[config] = {int(r[fields.index("seed")]): (int(r[fields.index("rtl_cycles")]), int(r[fields.index("instructions")]))
+                         for r in p["rows"]}
+    return saved
+
+
 def measure(config: str, count: int, saved: dict[int, tuple[int, int]] | None, check: int,
             checkpoint: Callable[[list[list[float]]], None], every: int, saved_only: bool = False) -> list[list[float]]:
     cfg = load_config(config)
@@ -81,7 +106,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--configs", nargs="+", default=["tiny", "default", "wide"])
     ap.add_argument("--count", type=int, default=1000)
-    ap.add_argument("--rtl-from", type=Path, default=None, help="JSON of an earlier run: its RTL cycles per seed")
+    ap.add_argument("--rtl-from", type=Path, default=None,
+                    help="JSON of an earlier run, or a pool campaign's journal (.jsonl): its RTL cycles per seed")
     ap.add_argument("--check", type=int, default=20, help="with --rtl-from: seeds re-run on the RTL (default 20)")
     ap.add_argument("--saved-only", action="store_true",
                     help="with --rtl-from: leave out the seeds it has no RTL count for (or a different program)")
@@ -89,7 +115,7 @@ def main() -> None:
     ap.add_argument("--save-every", type=int, default=50, help="rewrite the JSON every N programs (default 50)")
     args = ap.parse_args()
 
-    old = json.loads(args.rtl_from.read_text())["presets"] if args.rtl_from else {}
+    old = read_saved(args.rtl_from) if args.rtl_from else {}
     print(f"host: {host_cpu()}; programs: draw_plan(seed, max_rounds=6), seeds 0..{args.count - 1}")
     presets: dict[str, dict] = {}
     t0 = time.time()
@@ -101,11 +127,7 @@ def main() -> None:
                                         "presets": presets}, indent=1) + "\n")
 
     for config in args.configs:
-        saved = None
-        if config in old:
-            fields = old[config].get("row_fields", list(ROW_FIELDS))
-            saved = {int(r[fields.index("seed")]): (int(r[fields.index("rtl_cycles")]), int(r[fields.index("instructions")]))
-                     for r in old[config]["rows"]}
+        saved = old.get(config)
 
         def record(rows: list[list[float]], config: str = config, saved: dict[int, tuple[int, int]] | None = saved) -> None:
             presets[config] = {"summary": summarise(rows), "rtl_from": str(args.rtl_from) if saved else None,

@@ -11,7 +11,10 @@ with the TorchScript exporter at batch 1:
   the best logged config per task, the default for a task not in the log;
 * ``ort``: onnxruntime on the same ONNX model, ``intra_op_num_threads`` = the thread count,
   ``inter_op_num_threads = 1``, all graph optimizations;
-* ``torch``: the same ``nn.Module`` in eager mode, ``torch.inference_mode()``, ``torch.set_num_threads``.
+* ``torch``: the same ``nn.Module`` in eager mode, ``torch.inference_mode()``, ``torch.set_num_threads``;
+* ``peer``: with ``--peer REV``, the same ONNX model compiled by commit ``REV``'s tree (``vdla compile
+  --target llvm`` in a subprocess on an archived copy, ``bench/peer_tree.py``) and loaded here, so a
+  change's before and after are timed in one interleaved run (the runtime is this tree's).
 
 Outputs are checked first (ours, tuned and torch against onnxruntime, max abs error <= 1e-4 x max
 |output|); a model that does not match is reported and not timed.  Then the contenders are called
@@ -36,7 +39,7 @@ what our AVX2 code gives up against the host's best peer.
 the time goes on both sides (``bench/model_profile.py``) and keeps it in the JSON.
 
 Run: ``python bench/models.py [--models resnet18,mobilenet_v2] [--quick] [--rounds N] [--resolution 224]
-[--cpu-target TARGET] [--tuning-log resnet18=r18.jsonl ...] [--threads 1,all] [--profile [RATIO]]``;
+[--cpu-target TARGET] [--tuning-log resnet18=r18.jsonl ...] [--threads 1,all] [--profile [RATIO]] [--peer REV]``;
 needs the bench extra (torch, torchvision, onnxruntime); writes ``bench/results/models.json``.
 """
 from __future__ import annotations
@@ -51,6 +54,7 @@ if __name__ == "__main__":
     reexec_with_peer_env(_CHILD_FLAG)
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
@@ -116,9 +120,41 @@ def _compile(model: Any, name: str, cpu_target: str, tuning_log: str | None) -> 
     return compiled, {"tuned_tasks": len(apply.applied), "default_tasks": len(apply.fallbacks)}
 
 
+class _PeerBuild:
+    """A model file compiled by another commit's tree, loaded by this runtime; ``run`` as a ``CompiledModule``'s."""
+
+    def __init__(self, module: Any, compile_seconds: float) -> None:
+        self.module, self.compile_seconds = module, compile_seconds
+
+    def run(self, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+        return self.module.run(feed)
+
+
+def compile_peer(model: Any, name: str, cpu_target: str, tree: Path) -> _PeerBuild:
+    """``vdla compile --target llvm`` of ``model`` by the tree at ``tree`` (a subprocess whose ``PYTHONPATH``
+    is that tree), loaded with this tree's runtime."""
+    import subprocess
+    import tempfile
+
+    from vdla.runtime.graph_executor import load
+
+    with tempfile.TemporaryDirectory(prefix="vdla_models_peer_") as tmp:
+        src, out = Path(tmp) / f"{name}.onnx", Path(tmp) / f"{name}.vdla"
+        onnx.save(model, src)
+        env = dict(os.environ, PYTHONPATH=str(tree))
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "vdla.compiler.cli.main", "--quiet", "compile", str(src),
+                               "--target", "llvm", "--cpu-target", cpu_target, "-o", str(out)],
+                              cwd=tree, env=env, capture_output=True, text=True)
+        if proc.returncode:
+            raise SystemExit(f"the peer tree could not compile {name}:\n{proc.stderr[-2000:]}")
+        return _PeerBuild(load(out), time.perf_counter() - t0)
+
+
 def bench_model(name: str, resolution: int, rounds: int, quiet: bool, cpu_target: str = "llvm",
                 tuning_log: str | None = None, threads: Sequence[int] = (1,),
-                profile_above: float | None = None, export_dir: Path | None = None) -> dict[str, Any]:
+                profile_above: float | None = None, export_dir: Path | None = None,
+                peer_tree: Path | None = None) -> dict[str, Any]:
     """Compile ``name`` (and with ``tuning_log``, a tuned build too), check it against onnxruntime,
     and time the contenders interleaved, once per thread count of ``threads``; with ``profile_above``,
     a model whose one-thread time is above that many times onnxruntime's is profiled op by op, both sides."""
@@ -138,6 +174,8 @@ def bench_model(name: str, resolution: int, rounds: int, quiet: bool, cpu_target
     ours = {"ours": _compile(model, name, cpu_target, None)}
     if tuning_log is not None:
         ours["tuned"] = _compile(model, name, cpu_target, tuning_log)
+    if peer_tree is not None:
+        ours["peer"] = (compile_peer(model, name, cpu_target, peer_tree), None)
 
     def session(n: int) -> Any:
         opts = ort.SessionOptions()
@@ -158,6 +196,8 @@ def bench_model(name: str, resolution: int, rounds: int, quiet: bool, cpu_target
         out[f"rel_err_{key}_vs_ort"] = float(np.abs(compiled.run(feed)[0] - want).max()) / scale
         if tasks is not None:
             out[f"{key}_compile_seconds"], out[f"{key}_tasks"] = compiled.compile_seconds, tasks
+    if "peer" in ours:
+        out["peer_compile_seconds"] = ours["peer"][0].compile_seconds
     out["matches"] = all(v <= 1e-4 for k, v in out.items() if k.startswith("rel_err_"))
     if not out["matches"]:
         return out
@@ -187,29 +227,31 @@ def bench_model(name: str, resolution: int, rounds: int, quiet: bool, cpu_target
     return out
 
 
-def _row(r: dict[str, Any], threads: int, clock: str, tuned: bool) -> str:
+def _columns(results: list[dict[str, Any]]) -> list[str]:
+    """Our builds in the tables: ``ours``, then ``tuned`` and ``peer`` when some model has them."""
+    return (["ours"] + (["tuned"] if any("tuned_tasks" in r for r in results) else [])
+            + (["peer"] if any("peer_compile_seconds" in r for r in results) else []))
+
+
+def _row(r: dict[str, Any], threads: int, clock: str, builds: list[str]) -> str:
     head = f"{r['model']:<{NAME_WIDTH}} {r['resolution']:>4} {r['compile_seconds']:>9.2f}"
     if not r["matches"]:
         errs = ", ".join(f"{k[8:-7]} {v:.1e}" for k, v in r.items() if k.startswith("rel_err_"))
         return f"{head}   does not match onnxruntime ({errs} of max |output|): not timed"
     ms = {k: v[f"{clock}_median"] for k, v in r["ms"][str(threads)].items()}
-    cols = ["ours"] + (["tuned"] if tuned else []) + ["ort", "torch"]
-    text = head + "".join(f" {ms[k]:>9.2f}" if k in ms else f" {'-':>9}" for k in cols)
-    text += f" {ms['ours'] / ms['ort']:>8.2f}x"
-    if tuned:
-        text += f" {ms['tuned'] / ms['ort']:>8.2f}x" if "tuned" in ms else f" {'-':>9}"
-    return text
+    text = head + "".join(f" {ms[k]:>9.2f}" if k in ms else f" {'-':>9}" for k in builds + ["ort", "torch"])
+    return text + "".join(f" {ms[k] / ms['ort']:>8.2f}x" if k in ms else f" {'-':>9}" for k in builds)
 
 
 def _table(results: list[dict[str, Any]], threads: int, clock: str, rounds: int) -> None:
-    tuned = any("tuned_tasks" in r for r in results)
+    builds = _columns(results)
     what = {"wall": "wall-clock", "cpu": "CPU time of the calling thread"}[clock]
     print(f"\nfp32, batch 1, {threads} thread{'s' if threads > 1 else ''}, {what}, median of {rounds} interleaved rounds")
-    names = ["ours"] + (["tuned"] if tuned else []) + ["ort", "torch"]
+    names = builds + ["ort", "torch"]
     print(f"{'model':<{NAME_WIDTH}} {'px':>4} {'compile s':>9}" + "".join(f" {n + ' ms':>9}" for n in names)
-          + f" {'ours/ort':>9}" + (f" {'tuned/ort':>9}" if tuned else ""))
+          + "".join(f" {n + '/ort':>9}" for n in builds))
     for r in results:
-        print(_row(r, threads, clock, tuned))
+        print(_row(r, threads, clock, builds))
 
 
 def main() -> None:
@@ -234,6 +276,8 @@ def main() -> None:
     ap.add_argument("--export-onnx", type=Path, metavar="DIR",
                     help="also write each model as exported and its input here (DIR/<model>.onnx, DIR/<model>_x.npy), "
                          "e.g. for `vdla tune` and `vdla run`")
+    ap.add_argument("--peer", metavar="REV",
+                    help="also time every model compiled by commit REV's tree as 'peer' (before / after in one run)")
     ap.add_argument("--output", default=str(ROOT / "bench" / "results" / "models.json"))
     args = ap.parse_args()
     logs = dict(item.split("=", 1) for item in args.tuning_log if "=" in item)
@@ -264,13 +308,21 @@ def main() -> None:
                            "thread_env": THREAD_ENV, "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
                            "load_average_before": os.getloadavg(), "models": []}
     out["threads"] = threads
-    for name in names:
-        r = bench_model(name, resolution, rounds, args.quiet, args.cpu_target, logs.get(name), threads, args.profile,
-                        args.export_onnx)
-        out["models"].append(r)
-        if not args.quiet:
-            print(f"  {name}: compiled in {r['compile_seconds']:.1f} s"
-                  + (f"; tuned build: {r['tuned_tasks']}" if "tuned_tasks" in r else ""), flush=True)
+    with contextlib.ExitStack() as stack:
+        peer = None
+        if args.peer is not None:
+            from peer_tree import peer_tree
+
+            commit, peer = stack.enter_context(peer_tree(args.peer, prefix="models_peer_"))
+            out["peer"] = {"rev": args.peer, "commit": commit}
+            print(f"peer: {args.peer} ({commit}), compiled by its own tree")
+        for name in names:
+            r = bench_model(name, resolution, rounds, args.quiet, args.cpu_target, logs.get(name), threads,
+                            args.profile, args.export_onnx, peer)
+            out["models"].append(r)
+            if not args.quiet:
+                print(f"  {name}: compiled in {r['compile_seconds']:.1f} s"
+                      + (f"; tuned build: {r['tuned_tasks']}" if "tuned_tasks" in r else ""), flush=True)
     out["load_average_after"] = os.getloadavg()
 
     for n in threads:

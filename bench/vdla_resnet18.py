@@ -11,12 +11,16 @@ of the 2-thread program (max of its compute cycles and DRAM bytes / bus bytes pe
 and the achieved fraction, equivalent GOPS at the config clock, and, as the peer baseline
 in the same run, the hand-built tiled GEMM of ``vdla.runtime.workloads`` on the layer's
 im2col matrix (same MACs, 2 virtual threads).  Every compiled output is checked
-bit-exactly against NumPy.  Published reference (VTA on PYNQ, 16x16 int8 core at 100 MHz
+bit-exactly against NumPy.  Per layer also, from the 2-thread program's timeline, the cycles before its first
+GEMM (prologue) and after its last (drain) and the GEMM utilization in between (steady): what the edges cost
+and what the tiles reach; with ``--peer-knobs`` an earlier run's knob choice runs in the same run as a peer
+("earlier knobs": the same compiler at those knobs).  Published reference (VTA on PYNQ, 16x16 int8 core at 100 MHz
 = 51.2 GOPS peak): latency hiding raised peak compute utilization from 70% to 88%; tuned
 ResNet-18 conv tasks reached 2.2-31.3 GOPS.
 
     python bench/vdla_resnet18.py [--config default] [--layers C2,C9] [--candidates 16] [--no-baseline] [--no-old-peers]
-                                  [--no-vt1] [--knobs-from results/vdla_resnet18.json --out ...]
+                                  [--no-vt1] [--knobs-from results/vdla_resnet18_knobs.json --out ...]
+                                  [--peer-knobs results/vdla_resnet18.json]
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import json
 import math
 import re
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -44,23 +49,34 @@ VTA_REFERENCE = "VTA/PYNQ 16x16 int8 @100 MHz: peak 51.2 GOPS; utilization 70% -
 
 
 def bench_layer(name: str, target: VdlaTarget, baseline: bool, candidates: int, old_peers: bool = True,
-                vt1: bool = True, fixed: dict[str, Conv2dKnobs] | None = None) -> dict[str, object]:
+                vt1: bool = True, fixed: dict[str, Conv2dKnobs] | None = None,
+                peer: Conv2dKnobs | None = None) -> dict[str, object]:
     wl = RESNET18_CONVS[name]
     cfg = target.config
     row: dict[str, object] = {"layer": name, "workload": str(wl), "macs": wl.macs}
     variants = [("vt1", 1, True, True, True)] if vt1 else []
     variants += [("vt2", 2, True, True, True), ("nosplit_vt2", 2, True, True, False)]
+    if peer is not None:
+        variants += [("peer_vt2", 2, True, True, True)]
     if old_peers:
         variants += [("mov_vt2", 2, True, False, True), ("before_vt2", 2, False, False, True)]
     for key, vt, bias_init, bias_store, split in variants:
         ep = Requantize(shift=requant_shift(wl), bias_init=bias_init, bias_store=bias_store, split_edges=split)
-        if fixed is not None and key in fixed:
+        if key == "peer_vt2":
+            compiled = compile_conv2d(wl, target, knobs=peer, epilogue=ep)
+        elif fixed is not None and key in fixed:
             compiled = compile_conv2d(wl, target, knobs=fixed[key], epilogue=ep)
         elif candidates > 1:
             compiled = tune_conv2d(wl, target, vt, candidates, epilogue=ep)
         else:
             compiled = compile_conv2d(wl, target, epilogue=ep, virtual_threads=vt)
-        ok, result, _, _ = check_conv2d(compiled, backend="cycle")
+        if key == "peer_vt2" and str(peer) == row["vt2"]["knobs"]:  # type: ignore[index]
+            row[key] = dict(row["vt2"])  # type: ignore[call-overload]  # same program: the model is deterministic
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            trace = Path(tmp) / "trace.json" if key == "vt2" else None
+            ok, result, _, _ = check_conv2d(compiled, backend="cycle", **({"trace": str(trace)} if trace else {}))
+            spans = gemm_span(trace) if trace else None
         if not ok:
             raise AssertionError(f"{name} ({key}) is not bit-exact vs NumPy")
         st = result.extra["stats"]
@@ -72,6 +88,10 @@ def bench_layer(name: str, target: VdlaTarget, baseline: bool, candidates: int, 
                           # GEMM cycles / compute-bound cycles: the utilization no schedule can exceed
                           # while the fused epilogue runs on the same core.
                           "gemm_utilization_ceiling": wl.macs / cfg.macs_per_cycle / st["compute_bound_cycles"]}
+        if spans is not None:
+            first, last = spans
+            row[key].update({"prologue": first, "drain": result.cycles - last,  # type: ignore[union-attr]
+                             "steady_utilization": wl.macs / cfg.macs_per_cycle / (last - first)})
     if baseline:
         m, k, n = wl.oh * wl.ow, wl.ic * wl.kh * wl.kw, wl.oc
         program, _ = tiled_gemm_program(cfg, m, k, n, virtual_threads=2)
@@ -80,14 +100,23 @@ def bench_layer(name: str, target: VdlaTarget, baseline: bool, candidates: int, 
     return row
 
 
-def knobs_from(path: str) -> dict[str, dict[str, Conv2dKnobs]]:
+def gemm_span(trace: Path) -> tuple[int, int]:
+    """(start of the first GEMM, end of the last) in a cycle-model Chrome trace: before and after them the GEMM
+    core has no work whatever the schedule of the tiles in between (the prologue and the drain)."""
+    events = [e for e in json.loads(trace.read_text())["traceEvents"]
+              if e.get("ph") == "X" and e.get("cat") == "insn" and e["name"].startswith("GEMM")]
+    return (min(e["args"]["start_cycle"] for e in events),
+            max(e["args"]["start_cycle"] + e["args"]["cycles"] for e in events))
+
+
+def knobs_from(path: str, option: str = "--knobs-from") -> dict[str, dict[str, Conv2dKnobs]]:
     """The knobs per layer and variant recorded in an earlier run's JSON (``"knobs"`` is the knobs' repr)."""
     fields = re.compile(r"(\w+)=('?[\w]+'?)")
     out: dict[str, dict[str, Conv2dKnobs]] = {}
     try:
         rows = json.loads(Path(path).read_text())["layers"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise SystemExit(f"--knobs-from {path}: not a JSON written by this benchmark ({exc}); "
+        raise SystemExit(f"{option} {path}: not a JSON written by this benchmark ({exc}); "
                          "give bench/results/vdla_resnet18.json or another run's --out file")
     for row in rows:
         for key, val in row.items():
@@ -111,14 +140,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--knobs-from", default=None, metavar="JSON",
                    help="compile each layer and variant with the knobs an earlier run of this bench chose (no search): "
                         "a quick re-measure of a compiler change at fixed tilings")
+    p.add_argument("--peer-knobs", default=None, metavar="JSON",
+                   help="also run each layer (2 threads) at the knobs an earlier run of this bench picked: the peer "
+                        "'earlier knobs' column (e.g. the committed bench/results/vdla_resnet18.json)")
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "vdla_resnet18.json"))
     args = p.parse_args(argv)
     target = VdlaTarget.from_config(args.config)
     names = args.layers.split(",")
     start = time.perf_counter()
     fixed = knobs_from(args.knobs_from) if args.knobs_from else {}
+    peers = knobs_from(args.peer_knobs, "--peer-knobs") if args.peer_knobs else {}
     rows = [bench_layer(n, target, not args.no_baseline, args.candidates, not args.no_old_peers, not args.no_vt1,
-                        fixed.get(n)) for n in tqdm(names, desc="layers", unit="layer")]
+                        fixed.get(n), peers.get(n, {}).get("vt2")) for n in tqdm(names, desc="layers", unit="layer")]
     head = (f"{'layer':<5} {'cycles vt1':>11} {'util vt1':>8} {'before vt2':>11} {'util':>6} {'MOV vt2':>11} "
             f"{'util':>6} {'no split':>11} {'util':>6} {'cycles vt2':>11} "
             f"{'util vt2':>8} {'ceiling':>8} {'roofline':>10} {'bound':>7} {'achieved':>8} {'GOPS':>6} "
@@ -161,6 +194,21 @@ def main(argv: list[str] | None = None) -> int:
         nfr = [r["nosplit_vt2"]["roofline_fraction"] for r in rows]  # type: ignore[index]
         print(f"roofline fraction without the split: min {min(nfr):.1%}, geomean "
               f"{math.exp(sum(math.log(f) for f in nfr) / len(nfr)):.1%}")
+    print(f"\n{'layer':<5} {'earlier knobs':>36} {'cycles':>9} {'util':>6} {'knobs now':>36} {'cycles':>9} {'util':>6} "
+          f"{'prologue':>8} {'drain':>6} {'steady':>7}")
+    for r in rows:
+        v2, pv = r["vt2"], r.get("peer_vt2")  # type: ignore[union-attr]
+        short = lambda k: re.sub(r"Conv2dKnobs\((.*)\)", r"\1", k).replace("virtual_threads=2, ", "").replace(", ow_tile=None", "")
+        before_txt = (f"{short(pv['knobs']):>36} {pv['cycles']:>9,} {pv['gemm_utilization']:>6.1%}" if pv
+                      else f"{'-':>36} {'-':>9} {'-':>6}")
+        print(f"{r['layer']:<5} {before_txt} {short(v2['knobs']):>36} {v2['cycles']:>9,} {v2['gemm_utilization']:>6.1%} "
+              f"{v2['prologue']:>8,} {v2['drain']:>6,} {v2['steady_utilization']:>7.1%}")
+    peer_utils = [r["peer_vt2"]["gemm_utilization"] for r in rows if "peer_vt2" in r]  # type: ignore[index]
+    if peer_utils and len(peer_utils) == len(rows):
+        print(f"mean GEMM utilization at the earlier knobs: {sum(peer_utils) / len(peer_utils):.1%}; "
+              f"at the knobs measured now: {sum(utils) / len(utils):.1%}")
+    print("prologue = cycles before the first GEMM starts, drain = cycles after the last GEMM ends, steady = GEMM "
+          "utilization between the two (2 threads, the timeline of the same program)")
     print(f"reference: {VTA_REFERENCE}")
     print("ceiling = GEMM cycles / compute-bound cycles (GEMM + any accumulator init: none with the bias on the "
           "STORE; MOV: the bias MOV at alu_copy_ii per output tile; before: a reset + the bias ADD at alu_ii)")
@@ -173,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
                                "mean_gemm_utilization_nosplit": sum(nosplit) / len(nosplit) if nosplit else None,
                                "mean_gemm_utilization_before": sum(before) / len(before) if before else None,
                                "mean_gemm_utilization_mov": sum(mov) / len(mov) if mov else None,
+                               "mean_gemm_utilization_peer_knobs": (sum(peer_utils) / len(peer_utils)
+                                                                    if peer_utils and len(peer_utils) == len(rows) else None),
                                "min_roofline_fraction": min(fracs),
                                "min_roofline_fraction_nosplit": min(r["nosplit_vt2"]["roofline_fraction"] for r in rows),  # type: ignore[index]
                                "reference": VTA_REFERENCE}, indent=2))

@@ -44,10 +44,10 @@ MUTANTS: tuple[Mutant, ...] = (
            "off-by-one in the padding counter: one bottom padding row too few"),
     Mutant("pad-not-zero", "vdla_tile_loader.sv", "assign wr_data  = in_data ? el_data : '0;",
            "assign wr_data  = el_data;", "padding elements get the DMA's data lines instead of zero"),
-    Mutant("load-ignores-stride", "vdla_tile_loader.sv", "row_elem  <= row_elem + RW'(insn.x_stride);",
-           "row_elem  <= row_elem + RW'(insn.x_size);", "loads step rows by x_size, not x_stride"),
-    Mutant("store-ignores-stride", "vdla_store.sv", "row_elem  <= row_elem + RW'(insn.x_stride);",
-           "row_elem  <= row_elem + RW'(insn.x_size);", "stores step rows by x_size, not x_stride"),
+    Mutant("load-ignores-stride", "vdla_tile_loader.sv", ": row_elem + RW'(insn.x_stride);",
+           ": row_elem + RW'(insn.x_size);", "loads step rows by x_size, not x_stride"),
+    Mutant("store-ignores-stride", "vdla_store.sv", ": row_elem + RW'(insn.x_stride);",
+           ": row_elem + RW'(insn.x_size);", "stores step rows by x_size, not x_stride"),
     Mutant("swap-pop-flags", "vdla_dep_gate.sv", "need_pop_prev <= HAS_PREV && cmd_flags.pop_prev;",
            "need_pop_prev <= HAS_PREV && cmd_flags.pop_next;", "swapped token flag: pop_prev reads the pop_next bit"),
     Mutant("drop-pop-next", "vdla_dep_gate.sv", "need_pop_next <= HAS_NEXT && cmd_flags.pop_next;",
@@ -151,6 +151,28 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("uop-lookahead-steps-while-waiting", "vdla_uop_loop.sv", "(it_valid ? u + 1'b1 : u)", "(u + 1'b1)",
            "registered micro-op SRAM: the look-ahead steps in the cycles between two ALU iterations (alu_ii > 1), "
            "so an ALU iteration reads the next micro-op"),
+    Mutant("gemm-products-unregistered", "vdla_gemm.sv",
+           "always_ff @(posedge clk) prod <= prod_tile(inp_t, wgt_t, lut_p);",
+           "always_comb prod = prod_tile(inp_t, wgt_t, lut_p);",
+           "registered GEMM products (gemm_pipeline_depth >= 5): the product register is left out, so the adder "
+           "tree sums the next iteration's products a cycle early"),
+    Mutant("gemm-products-late", "vdla_gemm.sv",
+           "always_ff @(posedge clk) prod <= prod_tile(inp_t, wgt_t, lut_p);",
+           "logic [NMAC*PW-1:0] prod_q; always_ff @(posedge clk) begin prod_q <= prod_tile(inp_t, wgt_t, lut_p); "
+           "prod <= prod_q; end",
+           "registered GEMM products (gemm_pipeline_depth >= 5): the products are registered twice, so the adder "
+           "tree sums the previous iteration's products"),
+    Mutant("fetch-end-stale", "vdla_fetch.sv",
+           "dma_end  <= EW'(addr_after) + (EW'(n_after) << LOG_INSN_BYTES);",
+           "dma_end  <= EW'(dma_addr) + (EW'(n) << LOG_INSN_BYTES);",
+           "registered window end (fetch): the end byte is computed from the chunk just taken, not the next one, "
+           "so the window checks a stale span (and the next chunk's address is the previous one)"),
+    Mutant("loader-end-from-start", "vdla_tile_loader.sv", ": EW'(stop_next) << LOG_EB;", ": EW'(row_next) << LOG_EB;",
+           "registered window end (tile loader): the end byte is the row's first byte, so the window checks an "
+           "empty span and a row past WINDOW_LIMIT would pass"),
+    Mutant("store-end-stale", "vdla_store.sv", ": EW'(stop_next) << LOG_OUT_ELEM_BYTES;",
+           ": EW'(row_stop) << LOG_OUT_ELEM_BYTES;",
+           "registered window end (store): the end byte is the previous row's, so the window checks a stale span"),
     Mutant("uop-sram-no-out-reg", "vdla_compute.sv", ".OUT_REG(1'b1)", ".OUT_REG(1'b0)",
            "micro-op SRAM without its output register while the loop reads a cycle ahead: every micro-op "
            "arrives a cycle early (the next iteration's)"),

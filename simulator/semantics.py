@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import NamedTuple
+from dataclasses import fields as dataclass_fields
+from operator import attrgetter
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -87,10 +89,18 @@ class MachineState:
         self.dram: np.ndarray = np.array(dram, dtype=np.uint8, copy=True).reshape(-1)
         self.window: Window = resolve_window(window, self.dram.size)
         """The DRAM bytes ``[base, limit)`` DMA may touch (default: the whole image)."""
-        self.uop = np.zeros(cfg.uop_buff_depth, dtype=np.uint32)
-        self.uop_dst = np.zeros(cfg.uop_buff_depth, dtype=np.int64)
-        self.uop_src = np.zeros(cfg.uop_buff_depth, dtype=np.int64)
-        self.uop_wgt = np.zeros(cfg.uop_buff_depth, dtype=np.int64)
+        self.uop_words = np.zeros(cfg.uop_buff_depth, dtype=np.uint32)
+        self.uop_fields = {name: np.zeros(cfg.uop_buff_depth, dtype=np.int64) for name in ("dst", "src", "wgt")}
+        """The decoded micro-op fields by operand (``"dst"``, ``"src"``, ``"wgt"``)."""
+        self.uop_gen = 0
+        """Bumped whenever the micro-op buffer may change (a LOAD UOP, or an array handed out by
+        :attr:`uop` / :attr:`uop_dst` / ...): replays of GEMM/ALU instructions hold for one value."""
+        self.repeated = False
+        """Whether the instruction being executed was met before (its replay is worth building)."""
+        self.replays: dict[type, dict[tuple, tuple[int, Callable[[], InsnEffect]]]] = {t: {} for t in _REPLAY_KEYS}
+        """By instruction class and :data:`_REPLAY_KEYS` fields: ``(uop_gen or -1, replay)``, where
+        ``replay()`` applies an equal instruction again exactly as its checked first run did (see
+        :func:`execute`)."""
         self.inp_sram = np.zeros((cfg.inp_buff_depth, cfg.batch, cfg.block_in), dtype=packing.dtype_for(cfg.inp_width))
         self.wgt_sram = np.zeros((cfg.wgt_buff_depth, cfg.block_out, cfg.block_in), dtype=packing.dtype_for(cfg.wgt_width))
         self.acc = np.zeros((cfg.acc_buff_depth, cfg.batch, cfg.block_out), dtype=packing.dtype_for(cfg.acc_width))
@@ -102,7 +112,7 @@ class MachineState:
             MemType.ACC: cfg.acc_elem_bytes,
             MemType.OUT: cfg.out_elem_bytes,
         }
-        self.buffers: dict[MemType, np.ndarray] = {MemType.UOP: self.uop, MemType.INP: self.inp_sram,
+        self.buffers: dict[MemType, np.ndarray] = {MemType.UOP: self.uop_words, MemType.INP: self.inp_sram,
                                                    MemType.WGT: self.wgt_sram, MemType.ACC: self.acc}
         self.written: dict[MemType, np.ndarray] = {
             mt: np.full(buf.shape[0], zeroed_sram, dtype=bool) for mt, buf in self.buffers.items()
@@ -126,33 +136,40 @@ class MachineState:
             buf = self.buffers[mt]
             if sys.byteorder == "little" and width in (8, 16, 32) and buf[0].nbytes == self.elem_bytes[mt]:
                 self.sram_bytes[mt] = buf.view(np.uint8).reshape(buf.shape[0], -1)
-        # GEMM operands as float32 (weights transposed to (depth, BLOCK_IN, BLOCK_OUT)): a batched
-        # float matmul is exact while every partial sum stays within 2**24 (see float_chunk), and
-        # several times faster than integer einsum. LOADs keep them current; ``inp``/``wgt`` hand
-        # the integer arrays out for writing, so any such access marks them stale.
-        self.inp_f32 = np.ascontiguousarray(self.inp_sram, dtype=np.float32)
-        self.wgt_f32 = np.ascontiguousarray(self.wgt_sram.transpose(0, 2, 1), dtype=np.float32)  # C order: fast take
-        self.float_stale = False
+
+    @property
+    def uop(self) -> np.ndarray:
+        """The micro-op buffer's words (writable: cached GEMM/ALU replays are dropped)."""
+        self.uop_gen += 1
+        return self.uop_words
+
+    @property
+    def uop_dst(self) -> np.ndarray:
+        """The micro-ops' decoded destination fields (writable, as :attr:`uop`)."""
+        self.uop_gen += 1
+        return self.uop_fields["dst"]
+
+    @property
+    def uop_src(self) -> np.ndarray:
+        """The micro-ops' decoded source fields (writable, as :attr:`uop`)."""
+        self.uop_gen += 1
+        return self.uop_fields["src"]
+
+    @property
+    def uop_wgt(self) -> np.ndarray:
+        """The micro-ops' decoded weight fields (writable, as :attr:`uop`)."""
+        self.uop_gen += 1
+        return self.uop_fields["wgt"]
 
     @property
     def inp(self) -> np.ndarray:
-        """The input SRAM, (depth, BATCH, BLOCK_IN) (writable: the float copy is rebuilt after)."""
-        self.float_stale = True
+        """The input SRAM, (depth, BATCH, BLOCK_IN) (writable)."""
         return self.inp_sram
 
     @property
     def wgt(self) -> np.ndarray:
-        """The weight SRAM, (depth, BLOCK_OUT, BLOCK_IN) (writable: the float copy is rebuilt after)."""
-        self.float_stale = True
+        """The weight SRAM, (depth, BLOCK_OUT, BLOCK_IN) (writable)."""
         return self.wgt_sram
-
-    def float_operands(self) -> tuple[np.ndarray, np.ndarray]:
-        """The float32 copies of the input and (transposed) weight SRAM, rebuilt if written directly."""
-        if self.float_stale:
-            self.inp_f32[...] = self.inp_sram
-            self.wgt_f32[...] = self.wgt_sram.transpose(0, 2, 1)
-            self.float_stale = False
-        return self.inp_f32, self.wgt_f32
 
 
 def execute(state: MachineState, insn: Insn, index: int) -> InsnEffect:
@@ -160,7 +177,28 @@ def execute(state: MachineState, insn: Insn, index: int) -> InsnEffect:
 
     Raises :class:`ProtocolError` for an instruction the ISA forbids and
     :class:`MemoryAccessError` for any SRAM or DRAM access out of range.
+
+    Programs run the same few instruction objects thousands of times: the first run of one
+    checks it and leaves a *replay* in ``state.replays`` -- its views of DRAM and SRAM, index
+    arrays and effect, resolved once -- that later runs of an equal instruction (dependency
+    flags aside, which do not change what it does) call instead.  A replay does exactly
+    what the full path would: every check it skips passed on the first run and cannot fail
+    again (instructions are frozen, the DRAM image and window are fixed, written-ness only
+    grows), and a GEMM/ALU replay holds only while the micro-op buffer is unchanged (``uop_gen``).
     """
+    kind = type(insn)
+    key = _REPLAY_KEYS.get(kind)
+    if key is not None:
+        table, fields = state.replays[kind], key(insn)
+        hit = table.get(fields)
+        if hit is None:
+            table[fields] = _SEEN  # a LOAD met once (im2col rows often are) is not worth a replay yet
+            state.repeated = False
+        else:
+            gen = hit[0]
+            if gen == -1 or gen == state.uop_gen:
+                return hit[1]()
+            state.repeated = True
     if isinstance(insn, GemmInsn):
         return _gemm(state, insn, index)
     if isinstance(insn, AluInsn):
@@ -170,6 +208,26 @@ def execute(state: MachineState, insn: Insn, index: int) -> InsnEffect:
     if isinstance(insn, FinishInsn):
         return InsnEffect(_FINISH)
     raise ProtocolError(f"instruction {index}: {insn!r} is not a VDLA instruction")
+
+
+def _replay_key(kind: type) -> Callable[[Insn], tuple]:
+    """The fields of an instruction class that decide what it does: all but its dependency flags."""
+    return attrgetter(*(f.name for f in dataclass_fields(kind) if f.name != "deps"))
+
+
+_SEEN = (-2, None)
+"""The replay entry of an instruction met once: no replay yet."""
+
+_REPLAY_KEYS: dict[type, Callable[[Insn], tuple]] = {k: _replay_key(k) for k in (MemInsn, GemmInsn, AluInsn)}
+"""Per instruction class, the key its replays are found by (a C-level tuple of fields: hashing
+the frozen instruction itself, dependency flags and all, costs several times more)."""
+
+
+def remember_replay(state: MachineState, insn: Insn, uop_gen: int, replay: Callable[[], InsnEffect]) -> None:
+    """Keep ``replay`` for the instructions equal to ``insn`` (while ``state.uop_gen == uop_gen``,
+    or for good with -1)."""
+    kind = type(insn)
+    state.replays[kind][_REPLAY_KEYS[kind](insn)] = (uop_gen, replay)
 
 
 # ---- LOAD / STORE ----------------------------------------------------------------------
@@ -257,7 +315,7 @@ def _require_loop_written(
     (``"dst"``, ``"src"`` or ``"wgt"``) indices address -- was written."""
     if _first_unwritten(state, mt, rows) is None:
         return
-    fields = getattr(state, f"uop_{operand}")[insn.uop_bgn : insn.uop_end]
+    fields = state.uop_fields[operand][insn.uop_bgn : insn.uop_end]
     idx = _indices(insn, fields, getattr(insn, f"{operand}_factor_out"), getattr(insn, f"{operand}_factor_in"))
     at = int(np.argmin(state.written[mt][idx]))
     raise _uninitialized(insn, index, mt.name, int(idx[at]), f"loop iteration {at} (in i0/i1/uop order)")
@@ -290,6 +348,11 @@ def _load(state: MachineState, insn: MemInsn, index: int) -> InsnEffect:
         _mark_written(state, mt, slice(base, base + n))
         return InsnEffect(_LOAD, mt, rows=y, row_bytes=x * eb, sram_elems=n)
     sram_bytes = state.sram_bytes.get(mt)
+    if sram_bytes is not None and n and state.repeated:
+        replay = _load_replay(state, insn, mt, sram_bytes, raw, rows_y, cols_x)
+        remember_replay(state, insn, -1, replay)
+        _mark_written(state, mt, slice(base, base + n))
+        return replay()
     if sram_bytes is not None:  # whole-byte little-endian elements: the DRAM bytes are the SRAM bytes
         if padded:
             block = sram_bytes[base : base + n].reshape(rows_y, cols_x, eb)
@@ -303,12 +366,30 @@ def _load(state: MachineState, insn: MemInsn, index: int) -> InsnEffect:
         if padded:
             block[:] = 0
         block[y_pad0 : y_pad0 + y, x_pad0 : x_pad0 + x] = values
-    if mt == _INP:
-        state.inp_f32[base : base + n] = sram[base : base + n]
-    elif mt == _WGT:
-        state.wgt_f32[base : base + n] = sram[base : base + n].transpose(0, 2, 1)
     _mark_written(state, mt, slice(base, base + n))
     return InsnEffect(_LOAD, mt, rows=y, row_bytes=x * eb, sram_elems=n, pad_elems=n - y * x)
+
+
+def _load_replay(state: MachineState, insn: MemInsn, mt: MemType, sram_bytes: np.ndarray, raw: np.ndarray,
+                 rows_y: int, cols_x: int) -> Callable[[], InsnEffect]:
+    """A checked LOAD of whole-byte elements as a byte copy between fixed views (``raw`` is a view
+    of ``state.dram``, so the replay reads the DRAM as it is then)."""
+    base, y, x = insn.sram_base, insn.y_size, insn.x_size
+    n = rows_y * cols_x
+    eb = raw.shape[-1]
+    block = sram_bytes[base : base + n].reshape(rows_y, cols_x, eb)
+    inner = block[insn.y_pad0 : insn.y_pad0 + y, insn.x_pad0 : insn.x_pad0 + x]
+    padded = inner.size != block.size
+    effect = InsnEffect(_LOAD, mt, rows=y, row_bytes=x * eb, sram_elems=n, pad_elems=n - y * x)
+    copyto = np.copyto
+
+    def replay() -> InsnEffect:
+        if padded:
+            block[...] = 0
+        copyto(inner, raw)
+        return effect
+
+    return replay
 
 
 def _set_uops(state: MachineState, insn: MemInsn, index: int, base: int, words: np.ndarray) -> None:
@@ -321,11 +402,11 @@ def _set_uops(state: MachineState, insn: MemInsn, index: int, base: int, words: 
             f"above bit {layout.used_bits - 1}; encode micro-ops with Isa.encode_uops"
         )
     n = words.size
-    state.uop[base : base + n] = words
-    dst, src, wgt = state.isa.decode_uop_fields(words)
-    state.uop_dst[base : base + n] = dst
-    state.uop_src[base : base + n] = src
-    state.uop_wgt[base : base + n] = wgt
+    state.uop_gen += 1
+    state.uop_words[base : base + n] = words
+    fields = state.uop_fields
+    fields["dst"][base : base + n], fields["src"][base : base + n], fields["wgt"][base : base + n] = \
+        state.isa.decode_uop_fields(words)
 
 
 def _store(state: MachineState, insn: MemInsn, index: int) -> InsnEffect:
@@ -375,8 +456,8 @@ def _loop_range(state: MachineState, insn: GemmInsn | AluInsn, index: int) -> tu
     bgn, end = insn.uop_bgn, insn.uop_end
     if end < bgn:
         raise ProtocolError(f"instruction {index} ({describe(insn)}): uop_end {end} < uop_bgn {bgn}; the range is [bgn, end)")
-    if end > state.uop.shape[0]:
-        _check_sram(insn, index, "UOP", bgn, end - 1, state.uop.shape[0])
+    if end > state.uop_words.shape[0]:
+        _check_sram(insn, index, "UOP", bgn, end - 1, state.uop_words.shape[0])
     return bgn, end
 
 
@@ -450,6 +531,9 @@ class _GemmPlan:
     """Iterations summed by one float matmul row: a divisor of ``group`` small enough to be exact."""
     target_rows: slice | np.ndarray | None = None
     """``targets`` as a slice when they are consecutive (a slice updates in place, no gather/scatter)."""
+    factored: tuple[np.ndarray, np.ndarray, int, int, int, slice | np.ndarray] | None = None
+    """``(src, wgt, iter_out, iter_in, uops, targets)`` when the loop is one matrix product
+    (see :func:`factor_gemm`), else None."""
 
 
 @dataclass(frozen=True)
@@ -469,7 +553,7 @@ def _plan(state: MachineState, insn: GemmInsn | AluInsn, index: int, bgn: int, e
     Instructions are frozen and the key holds the micro-op words, so a cached plan is exactly
     what building it again would give; a plan that fails its bounds checks is never stored.
     """
-    words = state.uop[bgn:end].tobytes()
+    words = state.uop_words[bgn:end].tobytes()
     # First by the instruction object: hashing a frozen instruction (its fields, enums among them)
     # costs more than the rest of a cached lookup. The entry holds the object, so its id stays its own.
     hit = state.plans_by_id.get((id(insn), words))
@@ -485,12 +569,12 @@ def _plan(state: MachineState, insn: GemmInsn | AluInsn, index: int, bgn: int, e
 
 
 def _gemm_plan(state: MachineState, insn: GemmInsn, index: int, bgn: int, end: int) -> _GemmPlan:
-    dst = _indices(insn, state.uop_dst[bgn:end], insn.dst_factor_out, insn.dst_factor_in)
+    dst = _indices(insn, state.uop_fields["dst"][bgn:end], insn.dst_factor_out, insn.dst_factor_in)
     if insn.reset:
         _check_loop(insn, index, [("ACC", dst, state.acc.shape[0])])
         return _GemmPlan(dst)
-    src = _indices(insn, state.uop_src[bgn:end], insn.src_factor_out, insn.src_factor_in)
-    wgt = _indices(insn, state.uop_wgt[bgn:end], insn.wgt_factor_out, insn.wgt_factor_in)
+    src = _indices(insn, state.uop_fields["src"][bgn:end], insn.src_factor_out, insn.src_factor_in)
+    wgt = _indices(insn, state.uop_fields["wgt"][bgn:end], insn.wgt_factor_out, insn.wgt_factor_in)
     _check_loop(insn, index, [("ACC", dst, state.acc.shape[0]), ("INP", src, state.inp_sram.shape[0]),
                               ("WGT", wgt, state.wgt_sram.shape[0])])
     order = np.argsort(dst, kind="stable")
@@ -509,7 +593,40 @@ def _gemm_plan(state: MachineState, insn: GemmInsn, index: int, bgn: int, end: i
     chunk = float_chunk(state.cfg, group) if uniform else 0
     targets = sorted_dst[starts]
     return _GemmPlan(dst, src[order], wgt[order], targets, starts, np.unique(src), np.unique(wgt),
-                     group=group if chunk else 0, chunk=chunk, target_rows=_as_slice(targets))
+                     group=group if chunk else 0, chunk=chunk, target_rows=_as_slice(targets),
+                     factored=factor_gemm(state, insn, bgn, end))
+
+
+def factor_gemm(state: MachineState, insn: GemmInsn, bgn: int, end: int
+                ) -> tuple[np.ndarray, np.ndarray, int, int, int, slice | np.ndarray] | None:
+    """The loop of an accumulating GEMM as one matrix product, when it is one.
+
+    That is the tiled matrix product compilers emit: every micro-op of the range has the same
+    destination and the iterations ``(i0, i1)`` write distinct ones, the inputs do not depend on
+    ``i1`` (``src_factor_in == 0``) and the weights not on ``i0`` (``wgt_factor_out == 0``).  Then
+    ``acc[dst(i0, i1)] += sum_u inp[src(i0, u)] @ wgt[wgt(i1, u)].T`` is an ``iter_out x (uops *
+    BLOCK_IN)`` by ``(uops * BLOCK_IN) x (iter_in * BLOCK_OUT)`` product, exact in float32 when a
+    sum of ``uops`` iterations is (:func:`float_chunk`).  Returns ``(src, wgt, iter_out, iter_in,
+    uops, targets)``: the input elements in (i0, u) order, the weight elements in (i1, u) order,
+    the destinations in (i0, i1) order (a slice when consecutive); None otherwise.
+    """
+    uops, outer, inner = end - bgn, insn.iter_out, insn.iter_in
+    fields = state.uop_fields
+    dst_u = fields["dst"][bgn:end]
+    if insn.overwrite or insn.src_factor_in or insn.wgt_factor_out or not (dst_u == dst_u[0]).all():
+        return None
+    if float_chunk(state.cfg, uops) != uops:
+        return None
+    o = np.arange(outer, dtype=np.int64)[:, None]
+    i = np.arange(inner, dtype=np.int64)[None, :]
+    dst = (int(dst_u[0]) + o * insn.dst_factor_out + i * insn.dst_factor_in).reshape(-1)
+    if np.unique(dst).size != dst.size:
+        return None
+    src = (fields["src"][bgn:end][None, :] + o * insn.src_factor_out).reshape(-1)
+    wgt = (fields["wgt"][bgn:end][None, :] + i.T * insn.wgt_factor_in).reshape(-1)
+    consecutive = bool((dst == dst[0] + np.arange(dst.size)).all())
+    targets: slice | np.ndarray = slice(int(dst[0]), int(dst[0]) + dst.size) if consecutive else dst
+    return src, wgt, outer, inner, uops, targets
 
 
 def _as_slice(rows: np.ndarray) -> slice | np.ndarray:
@@ -549,41 +666,116 @@ def _gemm(state: MachineState, insn: GemmInsn, index: int) -> InsnEffect:
             else:
                 _require_loop_written(state, insn, index, _ACC, "dst", plan.targets)
         state.checked_plans.add(id(plan))
+    replay = _gemm_replay(state, insn, plan, iters)
+    remember_replay(state, insn, state.uop_gen, replay)
+    return replay()
+
+
+def _gemm_replay(state: MachineState, insn: GemmInsn, plan: _GemmPlan, iters: int) -> Callable[[], InsnEffect]:
+    """The checked GEMM ``insn`` over ``plan``, with its shapes and buffers resolved once."""
+    acc = state.acc
+    acc_t = acc.dtype
     if plan.src is None:
-        state.acc[plan.dst] = 0
-        return InsnEffect(_GEMM, uop_iters=iters)
-    acc_t = state.acc.dtype
+        effect = InsnEffect(_GEMM, uop_iters=iters)
+        rows = _as_slice(np.unique(plan.dst))
+
+        def reset() -> InsnEffect:
+            acc[rows] = 0
+            return effect
+
+        return reset
+    effect = InsnEffect(_GEMM, uop_iters=iters, macs=iters * state.macs_per_cycle)
+    # The operand tiles a GEMM reads, gathered and converted to float32 (exact) into buffers of
+    # its own; weights transposed to (BLOCK_IN, BLOCK_OUT) on the way.
+    inp_i, wgt_i = state.inp_sram, state.wgt_sram
+    batch, block_in, block_out = inp_i.shape[1], inp_i.shape[2], wgt_i.shape[1]
+    copyto = np.copyto
     # Products and sums in the accumulator's type wrap modulo 2**acc_width, exactly as the
     # hardware's adders do; the order of a wrapping sum does not change its value.
     # ``take`` gathers whole tiles several times faster than fancy indexing (indices are checked).
+    if plan.factored is not None:
+        # dst(i0, i1), src(i0, u), wgt(i1, u): one product of the iter_out x (uops x BLOCK_IN) inputs
+        # and the (uops x BLOCK_IN) x (iter_in x BLOCK_OUT) weights; every sum has ``uops`` terms
+        # (exact in float32, see float_chunk), added to the accumulators in their own type.
+        x_idx, w_idx, outer, inner, uops, targets = plan.factored
+        depth = uops * block_in
+        x_buf = np.empty((outer * uops, batch, block_in), np.float32)
+        w_buf = np.empty((inner * uops, block_in, block_out), np.float32)
+        w_into = w_buf.transpose(0, 2, 1)
+        if batch == 1 and isinstance(targets, slice):
+            # The accumulators as (i0, i1, BLOCK_OUT): add the iter_in products (iter_out x
+            # BLOCK_OUT each) of one stacked matmul through a transposed view, no copies.
+            view = acc[targets].reshape(outer, inner, block_out).transpose(1, 0, 2)
+
+            def stacked() -> InsnEffect:
+                copyto(x_buf, inp_i.take(x_idx, axis=0))
+                copyto(w_into, wgt_i.take(w_idx, axis=0))
+                x = x_buf.reshape(outer, depth)
+                w = w_buf.reshape(inner, depth, block_out)
+                np.add(view, np.matmul(x, w).astype(np.int32).astype(acc_t, copy=False), out=view)  # exact casts
+                return effect
+
+            return stacked
+
+        def factored() -> InsnEffect:
+            copyto(x_buf, inp_i.take(x_idx, axis=0))
+            copyto(w_into, wgt_i.take(w_idx, axis=0))
+            x = x_buf
+            if batch == 1:
+                x = x.reshape(outer, depth)
+            else:
+                x = x.reshape(outer, uops, batch, block_in).transpose(0, 2, 1, 3).reshape(outer * batch, depth)
+            w = w_buf.reshape(inner, depth, block_out).transpose(1, 0, 2).reshape(depth, inner * block_out)
+            part = np.matmul(x, w)
+            if batch == 1:
+                part = part.reshape(outer * inner, 1, block_out)
+            else:
+                part = part.reshape(outer, batch, inner, block_out).transpose(0, 2, 1, 3).reshape(-1, batch, block_out)
+            acc[targets] += part.astype(np.int32).astype(acc_t, copy=False)  # |part| <= 2**24: exact casts
+            return effect
+
+        return factored
     if plan.group:
         # Every destination sums ``group`` iterations: ``chunk`` of them are one row of a batched
         # float32 matmul (exact, see float_chunk), the chunks are summed in the accumulator's type.
-        inp_f, wgt_f = state.float_operands()
         rows = plan.targets.size * (plan.group // plan.chunk)
-        x = inp_f.take(plan.src, axis=0)
-        batch, block_in = x.shape[1], x.shape[2]
-        if batch == 1:
-            x = x.reshape(rows, 1, plan.chunk * block_in)
-        else:
-            x = x.reshape(rows, plan.chunk, batch, block_in).transpose(0, 2, 1, 3).reshape(rows, batch, -1)
-        w = wgt_f.take(plan.wgt, axis=0).reshape(rows, plan.chunk * block_in, -1)
-        part = np.matmul(x, w).astype(np.int32).astype(acc_t, copy=False)  # |part| <= 2**24: the casts are exact
-        if plan.group != plan.chunk:
-            part = part.reshape(plan.targets.size, -1, batch, part.shape[-1]).sum(axis=1, dtype=acc_t)
+        src, wgt, chunk, group, target_rows = plan.src, plan.wgt, plan.chunk, plan.group, plan.target_rows
+        n_targets, overwrite = plan.targets.size, insn.overwrite
+        x_buf = np.empty((src.size, batch, block_in), np.float32)
+        w_buf = np.empty((wgt.size, block_in, block_out), np.float32)
+        w_into = w_buf.transpose(0, 2, 1)
+
+        def grouped() -> InsnEffect:
+            copyto(x_buf, inp_i.take(src, axis=0))
+            copyto(w_into, wgt_i.take(wgt, axis=0))
+            x = x_buf
+            if batch == 1:
+                x = x.reshape(rows, 1, chunk * block_in)
+            else:
+                x = x.reshape(rows, chunk, batch, block_in).transpose(0, 2, 1, 3).reshape(rows, batch, -1)
+            w = w_buf.reshape(rows, chunk * block_in, -1)
+            part = np.matmul(x, w).astype(np.int32).astype(acc_t, copy=False)  # |part| <= 2**24: the casts are exact
+            if group != chunk:
+                part = part.reshape(n_targets, -1, batch, part.shape[-1]).sum(axis=1, dtype=acc_t)
+            if overwrite:
+                acc[target_rows] = part
+            else:
+                acc[target_rows] += part
+            return effect
+
+        return grouped
+
+    def integer() -> InsnEffect:
+        inp = state.inp_sram.take(plan.src, axis=0).astype(acc_t)
+        wgt = state.wgt_sram.take(plan.wgt, axis=0).astype(acc_t)
+        prod = np.einsum("nbi,noi->nbo", inp, wgt)
         if insn.overwrite:
-            state.acc[plan.target_rows] = part
+            acc[plan.targets] = prod
         else:
-            state.acc[plan.target_rows] += part
-        return InsnEffect(_GEMM, uop_iters=iters, macs=iters * state.macs_per_cycle)
-    inp = state.inp_sram.take(plan.src, axis=0).astype(acc_t)
-    wgt = state.wgt_sram.take(plan.wgt, axis=0).astype(acc_t)
-    prod = np.einsum("nbi,noi->nbo", inp, wgt)
-    if insn.overwrite:
-        state.acc[plan.targets] = prod
-    else:
-        state.acc[plan.targets] += np.add.reduceat(prod, plan.starts, axis=0)
-    return InsnEffect(_GEMM, uop_iters=iters, macs=iters * state.macs_per_cycle)
+            acc[plan.targets] += np.add.reduceat(prod, plan.starts, axis=0)
+        return effect
+
+    return integer
 
 
 def _alu_apply(op: AluOp, a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
@@ -611,10 +803,10 @@ def _alu_apply(op: AluOp, a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
 
 def _alu_plan(state: MachineState, insn: AluInsn, index: int, bgn: int, end: int) -> _AluPlan:
     depth = state.acc.shape[0]
-    dst = _indices(insn, state.uop_dst[bgn:end], insn.dst_factor_out, insn.dst_factor_in)
+    dst = _indices(insn, state.uop_fields["dst"][bgn:end], insn.dst_factor_out, insn.dst_factor_in)
     src = None
     if not insn.use_imm:
-        src = _indices(insn, state.uop_src[bgn:end], insn.src_factor_out, insn.src_factor_in)
+        src = _indices(insn, state.uop_fields["src"][bgn:end], insn.src_factor_out, insn.src_factor_in)
     _check_loop(insn, index, [("ACC", dst, depth)] + ([] if src is None else [("ACC", src, depth)]))
     if insn.alu_op == _MOV:
         if src is not None:
@@ -666,8 +858,9 @@ def _alu(state: MachineState, insn: AluInsn, index: int) -> InsnEffect:
         state.checked_plans.add(id(plan))
     acc = state.acc
     if plan.hazard_free:
-        operand = insn.imm if src is None else acc[src]
-        acc[dst] = _alu_apply(insn.alu_op, acc[dst], operand)
+        replay = _alu_replay(state, insn, plan, InsnEffect(_ALU, uop_iters=iters, alu_copy=insn.alu_op == _MOV))
+        remember_replay(state, insn, state.uop_gen, replay)
+        return replay()
     else:
         # A micro-op reads or rewrites an accumulator an earlier micro-op of this
         # instruction wrote: keep the sequential order, one micro-op iteration at a time.
@@ -675,6 +868,33 @@ def _alu(state: MachineState, insn: AluInsn, index: int) -> InsnEffect:
             operand = insn.imm if src is None else acc[src[k]]
             acc[dst[k]] = _alu_apply(insn.alu_op, acc[dst[k]], operand)
     return InsnEffect(_ALU, uop_iters=iters, alu_copy=insn.alu_op == _MOV)
+
+
+_IN_PLACE = {_MIN: np.minimum, _MAX: np.maximum, _ADD: np.add, _MUL: np.multiply}
+
+
+def _alu_replay(state: MachineState, insn: AluInsn, plan: _AluPlan, effect: InsnEffect) -> Callable[[], InsnEffect]:
+    """The checked, hazard-free ALU ``insn``: one gather / compute / scatter, in place on a slice
+    of the accumulators when its destinations are consecutive (each is written once)."""
+    acc, op, src = state.acc, insn.alu_op, plan.src
+    dst = _as_slice(plan.dst) if plan.dst.size and bool(np.all(np.diff(plan.dst) == 1)) else plan.dst
+    ufunc = _IN_PLACE.get(op) if isinstance(dst, slice) else None
+    # The operand as _alu_apply takes it: ADD and MUL convert an immediate to the accumulator type.
+    imm = np.asarray(insn.imm, dtype=acc.dtype) if op in (_ADD, _MUL) else insn.imm
+    if ufunc is not None:
+        view = acc[dst]
+
+        def in_place() -> InsnEffect:
+            ufunc(view, imm if src is None else acc.take(src, axis=0), out=view)
+            return effect
+
+        return in_place
+
+    def gathered() -> InsnEffect:
+        acc[dst] = _alu_apply(op, acc[dst], insn.imm if src is None else acc.take(src, axis=0))
+        return effect
+
+    return gathered
 
 
 def _alu_hazard_free(dst: np.ndarray, src: np.ndarray | None, depth: int) -> bool:

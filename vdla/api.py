@@ -234,7 +234,7 @@ def fsim(program: Program | str | os.PathLike[str], **options: Any) -> RunResult
 
 
 def cycle_sim(program: Program | str | os.PathLike[str], **options: Any) -> RunResult:
-    """The cycle-level (SimPy) model: ``.cycles``, ``.extra['stats']``; ``trace=``/``plot=`` write files."""
+    """The cycle-level (discrete-event) model: ``.cycles``, ``.extra['stats']``; ``trace=``/``plot=`` write files."""
     return run(program, "cycle", **options)
 
 

@@ -60,6 +60,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--retime", type=int, default=3, metavar="K",
                    help="after each timed (llvm) task's search, time its K best configs and the default again side "
                         "by side and let that round name the best (default: 3; 0 keeps the first samples)")
+    p.add_argument("--build-timeout", type=float, metavar="SEC",
+                   help="wall-clock seconds a config's build may take before it is logged as a timeout (default: "
+                        "the measurement's, MeasureOptions.build_timeout_s; raise it on a loaded or lowered-priority "
+                        "host, where a Winograd kernel's build can take minutes)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_pool_options(p)
     p.set_defaults(func=cmd_tune)
@@ -92,6 +96,7 @@ def _executor(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from vdla.compiler.autotune.database import Database, read_log
+    from vdla.compiler.autotune.measure import MeasureOptions
     from vdla.compiler.autotune.session import tune_tasks
     from vdla.compiler.autotune.task import extract_tasks
     from vdla.compiler.cli.model import _shapes
@@ -102,6 +107,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         raise UsageError("--trials, --batch and --workers must be positive")
     if args.retime < 0:
         raise UsageError(f"--retime must be a count of configs >= 0 (0: no re-timing), got {args.retime}")
+    if args.build_timeout is not None and not args.build_timeout > 0:
+        raise UsageError(f"--build-timeout must be a number of seconds > 0, got {args.build_timeout}")
     if not args.time_budget >= 0:
         raise UsageError(f"--time-budget must be a number of minutes >= 0 (0: no limit), got {args.time_budget}")
     log = Path(args.log)
@@ -125,9 +132,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
     print(f"tuning {len(tasks)} tasks of {args.model} for {args.target} ({tasks[0].target}, host {tasks[0].host}), "
           f"up to {args.trials} trials each{budget} with {args.tuner} on {where}; log {log}")
     curves = Path(args.curves) if args.curves else log.with_name(log.stem + "_curves")
+    options = MeasureOptions() if args.build_timeout is None else MeasureOptions(build_timeout_s=args.build_timeout)
     with _executor(args) as executor:
         outcomes = tune_tasks(tasks, db, executor, args.trials, args.tuner, args.batch,
-                              cfg.to_dict() if args.target == "vdla" else None, curves=curves, quiet=args.quiet,
+                              cfg.to_dict() if args.target == "vdla" else None,
+                              options=options, curves=curves, quiet=args.quiet,
                               seed=args.seed, budget_s=60 * args.time_budget or None, retime=args.retime)
     for o in outcomes:
         unit = o.best.unit if o.best else ""

@@ -36,7 +36,8 @@ from vdla.compiler.graph.cost import COST_HOSTS, WEIGHED_OPS, CostDecision, host
 from vdla.compiler.graph.errors import GraphError, NotLoweredError
 from vdla.compiler.graph.ir import Attrs, ConstValue, Graph, Node
 from vdla.compiler.graph.lower_llvm import CpuKernel, compile_draft, draft_kernel
-from vdla.compiler.graph.lower_vdla import VdlaKernel, compile_kernel
+from vdla.compiler.graph.kernel_cache import KernelCache
+from vdla.compiler.graph.lower_vdla import VdlaKernel
 from vdla.compiler.graph.passes import (Calibration, QuantizedModel, lower_quantized_for_vdla, optimize_for_cpu,
                                    plan_memory, quantize_for_vdla)
 from vdla.compiler.graph.passes.plan_memory import concat_operands, placed_concats
@@ -218,12 +219,13 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
     if cost_host not in COST_HOSTS:
         raise GraphError(f"unknown cost host {cost_host!r}; use one of {COST_HOSTS}")
     host = host_model(where=cost_host) if target == "vdla" and placement == "cost" else None
+    kernels = KernelCache()  # the residual-add fusion compiles kernels the build then keeps
     if target == "vdla":
         samples = calibration_samples(calibrate, graph)
         quantized = quantize_for_vdla(graph, samples, skip_first_conv=skip_first_conv, calibration=calibration,
                                       per_channel=per_channel)
         sqnr = layer_sqnr(quantized, samples[:SQNR_SAMPLES])
-        g = lower_quantized_for_vdla(quantized.graph, cfg, host)
+        g = lower_quantized_for_vdla(quantized.graph, cfg, host, kernels)
     else:
         g = optimize_for_cpu(graph)
     cpu_kernels: list[CpuKernel] = []
@@ -247,7 +249,7 @@ def build_model(graph: Graph, target: str = "llvm", config: str | HwConfig = "de
         if n.attrs.get("target") == "vdla":
             kernel: VdlaKernel | None = None
             try:
-                kernel = compile_kernel(n, g, cfg, virtual_threads)
+                kernel = kernels.compile(n, g, cfg, virtual_threads)
             except NotLoweredError as exc:
                 fallbacks[n.name] = str(exc)
             else:

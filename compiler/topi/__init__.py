@@ -10,7 +10,7 @@ from .batch_norm import batch_norm_inference, schedule_batch_norm
 from .conv2d import (Conv2dNCHWKnobs, conv2d_nchw, default_conv2d_nchw_knobs, pad_nchw,
                      schedule_conv2d_nchw)
 from .conv2d_nchwc import (Conv2dNCHWcKnobs, conv2d_nchwc, default_conv2d_nchwc_knobs, max_accumulators,
-                           default_conv2d_nchwc_tile, default_tile_rows, widen_tile,
+                           default_conv2d_nchwc_tile, default_tile_rows, widen_tile, balance_columns,
                            default_nchwc_blocks, schedule_conv2d_nchwc, spare_registers)
 from .conv2d_winograd import (TUNED_TILES, WINOGRAD_TILES, WinogradKnobs, conv2d_winograd_nchwc, default_winograd_knobs,
                               default_winograd_tile, schedule_conv2d_winograd_nchwc, transform_weights,
@@ -34,7 +34,7 @@ __all__ = [
     "LayerNormKnobs", "PoolKnobs", "SoftmaxKnobs", "TopiError", "abs", "add", "batch_matmul",
     "batch_norm_inference", "bias_add", "broadcast_shape", "clip", "conv2d_nchw",
     "conv2d_nchwc", "default_conv2d_nchwc_tile", "default_batch_matmul_knobs", "default_conv2d_nchw_knobs",
-    "default_conv2d_nchwc_knobs", "default_tile_rows", "widen_tile", "default_dense_knobs", "default_depthwise_knobs", "default_depthwise_nchwc_knobs",
+    "default_conv2d_nchwc_knobs", "default_tile_rows", "widen_tile", "balance_columns", "default_dense_knobs", "default_depthwise_knobs", "default_depthwise_nchwc_knobs",
     "default_nchwc_blocks", "dense", "max_accumulators", "spare_registers", "dense_pack", "depthwise_conv2d_nchw",
     "depthwise_conv2d_nchwc", "divide", "erf",
     "exp", "global_pool", "layer_norm", "leaky_relu", "log", "maximum", "minimum", "multiply",

@@ -3,7 +3,8 @@
 //
 // One single-port RAM serves one burst at a time (writes first); a read beat takes two
 // cycles (address, then the registered word), which any AXI master must tolerate. An
-// access outside the RAM sets `fault` (sticky until reset) instead of wrapping around.
+// access outside the RAM sets `fault` (sticky until reset; a cycle into the burst) instead of
+// wrapping around.
 // After the run, the self-test checker reads the RAM through `chk_*` while the AXI side
 // is idle (`chk_en` must only be raised then).
 `default_nettype none
@@ -73,12 +74,16 @@ module vdla_axi_bram #(
   assign rlast   = left == '0;
 
   // A burst whose last word lies beyond the RAM is a fault of the program or the accelerator.
+  // It is checked from this module's own registers while the burst runs (word + left is the
+  // burst's last word in each of its cycles: a beat steps word up and left down), not from
+  // AWADDR/AWLEN at the handshake: the master computes AWLEN from its address register, and
+  // the sum and compare behind it were the ECP5 build's critical path (docs/fpga_ecp5.md).
+  // The fault, sticky anyway, rises a cycle later.
   localparam int EW = AXI_ADDR_WIDTH - LOG_BUS_BYTES + 1;
-  logic [EW-1:0] aw_first, ar_first, aw_last, ar_last;
-  assign aw_first = awaddr[AXI_ADDR_WIDTH-1:LOG_BUS_BYTES];  // zero-extended by one bit
-  assign ar_first = araddr[AXI_ADDR_WIDTH-1:LOG_BUS_BYTES];
-  assign aw_last  = aw_first + awlen;
-  assign ar_last  = ar_first + arlen;
+  logic [EW-1:0] last_word;
+  logic          in_burst;
+  assign last_word = EW'(word) + EW'(left);
+  assign in_burst  = state == WR_DATA || state == RD_ADDR || state == RD_BEAT;
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin
@@ -87,17 +92,16 @@ module vdla_axi_bram #(
       word  <= '0;
       left  <= '0;
     end else begin
+      if (in_burst && last_word >= EW'(WORDS)) fault <= 1'b1;
       unique case (state)
         IDLE: if (awvalid) begin
           word  <= awaddr[AXI_ADDR_WIDTH-1:LOG_BUS_BYTES];
           left  <= awlen;
           state <= WR_DATA;
-          if (aw_last >= WORDS) fault <= 1'b1;
         end else if (arvalid) begin
           word  <= araddr[AXI_ADDR_WIDTH-1:LOG_BUS_BYTES];
           left  <= arlen;
           state <= RD_ADDR;
-          if (ar_last >= WORDS) fault <= 1'b1;
         end
         RD_ADDR: state <= RD_BEAT;
         RD_BEAT: if (rready) begin

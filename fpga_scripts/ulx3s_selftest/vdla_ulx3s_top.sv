@@ -32,7 +32,8 @@ module vdla_ulx3s_top #(
 );
   localparam int AW = $clog2(MEM_WORDS);
   typedef enum logic [3:0] {
-    S_RESET, S_WR_LIMIT, S_WR_ADDR, S_WR_COUNT, S_WR_START, S_POLL, S_POLL_WAIT, S_CHECK, S_DONE
+    S_RESET, S_WR_LIMIT, S_WR_ADDR, S_WR_COUNT, S_WR_START, S_POLL, S_POLL_WAIT, S_CHECK, S_DONE,
+    S_DRAIN  // last, so the other states keep their LED codes
   } state_t;
 
   logic clk;
@@ -104,6 +105,11 @@ module vdla_ulx3s_top #(
   // ---- the host: start the program, wait for done, check the RAM ------------------------
   state_t       state;
   logic         aw_sent, w_sent, ar_sent, mismatch, timed_out, cmp_valid, accel_fault;
+  // The compare is a stage of its own: the RAM words and the expected words are registered
+  // before the 128-bit compare, so no block RAM's clock-to-out feeds it (the ECP5 build's
+  // critical path, docs/fpga_ecp5.md); S_DRAIN waits for the last word.
+  logic         word_v;
+  logic [AXI_DATA_WIDTH-1:0] word_q, expect_r;
   logic         writing;
   logic [31:0]  wait_cycles;
   logic [AW:0]  next_addr;  // one bit wider: MEM_WORDS is the end of the check
@@ -133,6 +139,7 @@ module vdla_ulx3s_top #(
       timed_out   <= 1'b0;
       accel_fault <= 1'b0;
       cmp_valid   <= 1'b0;
+      word_v      <= 1'b0;
       wait_cycles <= '0;
       next_addr   <= '0;
     end else begin
@@ -146,6 +153,13 @@ module vdla_ulx3s_top #(
           state     <= S_DONE;
         end
       end
+      // The RAM and the expected image answer one cycle after the address (cmp_valid); both
+      // words are registered (word_v), then compared.
+      cmp_valid <= state == S_CHECK && next_addr != (AW+1)'(MEM_WORDS);
+      word_v    <= cmp_valid;
+      word_q    <= chk_data;
+      expect_r  <= expect_q;
+      if (word_v && word_q != expect_r) mismatch <= 1'b1;
       unique case (state)
         S_RESET: state <= S_WR_LIMIT;
         S_WR_LIMIT, S_WR_ADDR, S_WR_COUNT, S_WR_START: if (bvalid) begin
@@ -160,14 +174,11 @@ module vdla_ulx3s_top #(
           accel_fault <= rdata[STATUS_FAULT_BIT];
         end
         S_POLL_WAIT: state <= S_POLL;
-        // The RAM and the expected image answer one cycle after the address: compare the
-        // word of the previous address while the next one is read.
         S_CHECK: begin
-          cmp_valid <= 1'b1;
-          if (cmp_valid && chk_data != expect_q) mismatch <= 1'b1;
-          if (next_addr == (AW+1)'(MEM_WORDS)) state <= S_DONE;
+          if (next_addr == (AW+1)'(MEM_WORDS)) state <= S_DRAIN;
           else next_addr <= next_addr + 1'b1;
         end
+        S_DRAIN: if (!cmp_valid && !word_v) state <= S_DONE;
         default: ;
       endcase
     end

@@ -1,4 +1,4 @@
-"""The ``cycle`` backend: the SimPy cycle-level model (timing, utilization, stalls, timeline)."""
+"""The ``cycle`` backend: the cycle-level model (its own discrete-event kernel) (timing, utilization, stalls, timeline)."""
 
 from __future__ import annotations
 

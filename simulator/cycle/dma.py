@@ -25,7 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from vdla.simulator.cycle.dram import END, HOLD, REQUEST, START, Burst, Dram, Owner, burst_beats
+from vdla.simulator.cycle.dram import (DRAIN, END, HOLD, ONE_BEAT, REQUEST, START, Burst, Dram, Owner, burst_beats,
+                                      release)
 from vdla_hw.config import HwConfig
 
 
@@ -57,6 +58,9 @@ class RowGeometry:
     """Read-channel cycles of each burst, per row: its beats, or for elements narrower than the
     bus its elements -- the engine takes a beat only when the previous one's elements are all
     out, one per cycle, and read data returns in request order, so meanwhile nobody's data moves."""
+    drains: tuple[tuple[int, ...], ...]
+    """Each burst's ``DRAIN`` (:func:`vdla.simulator.cycle.dram.release`), per row: for narrow
+    elements the elements of its last beat but one (:data:`ONE_BEAT` for a burst of one beat), else 0."""
     beats: int
     """Bus beats of the whole block."""
     narrow: bool
@@ -82,32 +86,40 @@ def _geometry(bus: int, burst: int, latency: int, max_bursts: int, max_rows: int
     narrow = elem_bytes < bus
     per_beat = bus // elem_bytes if narrow else 1
 
-    def row(a: int) -> tuple[tuple[int, ...], int, tuple[int, ...]]:
+    def row(a: int) -> tuple[tuple[int, ...], int, tuple[int, ...], tuple[int, ...]]:
         beats = tuple(burst_beats(a, row_bytes, bus, burst))
         if not narrow:
             if beat_cycles == 1 and burst_cycles == 0:
-                return beats, 0, beats
+                return beats, 0, beats, (0,) * len(beats)
             # A slower DRAM: its beats, not the bus, set the pace, plus its per-burst cost.
-            return beats, 0, tuple(b * beat_cycles + burst_cycles for b in beats)
+            return beats, 0, tuple(b * beat_cycles + burst_cycles for b in beats), (0,) * len(beats)
         lane = (a % bus) // elem_bytes
-        left, first, holds = row_bytes // elem_bytes, lane, []
+        left, first, holds, drains = row_bytes // elem_bytes, lane, [], []
         for b in beats:
             elems = min(left, b * per_beat - first)
             holds.append(max(elems, b * beat_cycles) + burst_cycles)
+            # The last beat's elements come out of the beat register after it left the channel
+            # (a memory slower than the bus paces the beats instead: no drain is modelled there).
+            if beat_cycles != 1 or burst_cycles != 0:
+                drains.append(0)
+            else:
+                drains.append(ONE_BEAT if b == 1 else elems - (b - 1) * per_beat + first - 1)
             left -= elems
             first = 0
-        return beats, lane, tuple(holds)
+        return beats, lane, tuple(holds), tuple(drains)
 
     shapes = [row(addr)] * rows if stride == 0 else [row(addr + r * stride) for r in range(rows)]
     holds = tuple(s[2] for s in shapes)
+    drains = tuple(s[3] for s in shapes)
     return RowGeometry(
-        tuple(s[0] for s in shapes), tuple(s[1] for s in shapes), holds, sum(sum(s[0]) for s in shapes),
-        narrow, _stream_plan(holds, narrow, latency, max_bursts, max_rows),
+        tuple(s[0] for s in shapes), tuple(s[1] for s in shapes), holds, drains, sum(sum(s[0]) for s in shapes),
+        narrow, _stream_plan(holds, drains, narrow, latency, max_bursts, max_rows),
     )
 
 
 def _stream_plan(
-    row_holds: tuple[tuple[int, ...], ...], narrow: bool, latency: int, max_bursts: int, max_rows: int
+    row_holds: tuple[tuple[int, ...], ...], row_drains: tuple[tuple[int, ...], ...], narrow: bool, latency: int,
+    max_bursts: int, max_rows: int
 ) -> StreamPlan | None:
     """The plan of a block whose data, once its first burst is served, never waits for a request.
 
@@ -120,6 +132,9 @@ def _stream_plan(
     prefix = [0]
     for h in holds:
         prefix.append(prefix[-1] + h)
+    # Offset of the cycle each burst's last beat has left the channel (``release``).
+    freed = [prefix[k] + 1 if d == ONE_BEAT else prefix[k + 1] - d
+             for k, d in enumerate(d for row in row_drains for d in row)]
     row_first, row_end, k = [], [], 0
     for row in row_holds:
         row_first.append(prefix[k])
@@ -129,7 +144,7 @@ def _stream_plan(
             return None
         k += len(row)
         row_end.append(prefix[k])
-    if any(prefix[k] - prefix[k - max_bursts + 1] < latency + 1 for k in range(max_bursts, len(holds))):
+    if any(prefix[k] - freed[k - max_bursts] < latency + 1 for k in range(max_bursts, len(holds))):
         return None
     if narrow and any(row_first[r] - row_first[r - max_rows] < latency + 3 for r in range(max_rows, len(row_first))):
         return None
@@ -144,7 +159,7 @@ def _stream_plan(
             if j:
                 a, b = a + 1, b + 1
             if k >= max_bursts:
-                b = max(b, prefix[k - max_bursts + 1] + 1)
+                b = max(b, freed[k - max_bursts] + 1)
             k += 1
     min_row = min(end - first for first, end in zip(row_first, row_end))
     return StreamPlan(prefix[-1], tuple(row_first), tuple(row_end), (a, b), min_row)
@@ -163,7 +178,9 @@ class ReadRows(Owner):
                  "head_holds", "pending")
 
     def __init__(self, cfg: HwConfig, start: int, geo: RowGeometry, client: int | None = None) -> None:
-        super().__init__(client)
+        # Owner's fields set here, not through super().__init__: one of these is built per LOAD.
+        self.dirty = self.paced = False
+        self.client = client
         self.cfg, self.start, self.geo = cfg, start, geo
         self.heads: list[Burst] = []
         self.tails: list[Burst] = []
@@ -271,8 +288,8 @@ def read_rows(cfg: HwConfig, dram: Dram, start: int, geo: RowGeometry, writer: W
         # decides): each burst is placed among them; a writer's stalls are booked as each row's
         # first burst lands (``hold_from``).
         out.stalls_booked = out.paced = writer is not None
-        _engine(cfg, start, geo, out, lambda request, hold, after, window: dram.read_burst(
-            request, hold, out, after, window))
+        _engine(cfg, start, geo, out, lambda request, hold, after, window, drain: dram.read_burst(
+            request, hold, out, after, window, drain))
         return out
     tail = dram.tail_end()
     plan = geo.plan
@@ -280,10 +297,13 @@ def read_rows(cfg: HwConfig, dram: Dram, start: int, geo: RowGeometry, writer: W
     if plan is not None and len(queue) > 0:
         # The j-th burst is requested no earlier than first_request + j; the burst ``window``
         # places before it in the queue must have ended by then (the arbiter's route FIFO).
-        recent = queue[-window:]
-        skip = window - len(recent)
-        if any(b[END] >= first_request + skip + j for j, b in enumerate(recent)):
-            plan = None
+        deadline = first_request + window - min(window, len(queue))
+        for b in queue[-window:]:
+            drain = b[DRAIN]  # release(b), inlined: this runs for every LOAD
+            if (b[START] + 1 if drain == ONE_BEAT else b[END] - drain) >= deadline:
+                plan = None
+                break
+            deadline += 1
     if plan is None or writer is not None:
         out.stalls_booked = out.paced = writer is not None
         bursts = _bursts(cfg, start, geo, out, tail, dram.latency, queue)
@@ -295,7 +315,10 @@ def read_rows(cfg: HwConfig, dram: Dram, start: int, geo: RowGeometry, writer: W
         first = tail
     a, b = plan.last_request
     key = first_request + a if first_request + a > first + b else first + b  # the segment's last request
-    queue.append([key, first, first + plan.hold, plan.hold, out, None, 0, None, out.expand])
+    drain = geo.drains[-1][-1]  # the segment's channel frees with its last burst's last beat
+    if drain == ONE_BEAT:
+        drain = geo.holds[-1][-1] - 1
+    queue.append([key, first, first + plan.hold, plan.hold, out, None, 0, None, drain, out.expand])
     requests.append(key)
     out.base, out.plan = first, plan
     return out
@@ -322,20 +345,27 @@ def _bursts(cfg: HwConfig, start: int, geo: RowGeometry, out: ReadRows, tail: in
         if narrow and r >= max_rows and heads[r - max_rows][START] + 1 > command:
             command = heads[r - max_rows][START] + 1
         grant = command
-        for hold in holds:
+        drains = geo.drains[r]
+        for j, hold in enumerate(holds):
             grant += 1
             n = len(bursts)
             if n >= max_bursts:
                 window = bursts[n - max_bursts]
-            if len(routed) >= max_bursts and routed[-max_bursts][END] > grant:
-                grant = routed[-max_bursts][END]
+            # The engine's own pacing from its previous request (what ``earliest_request`` keeps
+            # when the burst is re-placed): not the wait for the route FIFO, which re-placing redoes.
+            gap = grant + 1 - after[REQUEST] if after else 0
+            if len(routed) >= max_bursts:
+                freed = release(routed[-max_bursts])
+                if freed > grant:
+                    grant = freed
             request = grant + 1
             first = request + latency if request + latency > tail else tail
             base_hold = hold
             if writer is not None and len(heads) == r and ready > first + writer.lead:
                 hold += ready - (first + writer.lead)  # the row's first element waits for the writer
+            # The next burst is this engine's: it waits for these elements to be out (END).
             tail = first + hold
-            after = [request, first, tail, hold, out, after, request - after[REQUEST] if after else 0, window]
+            after = [request, first, tail, hold, out, after, gap, window, drains[j]]
             bursts.append(after)
             routed.append(after)
             if len(heads) == r:
@@ -351,9 +381,9 @@ def _bursts(cfg: HwConfig, start: int, geo: RowGeometry, out: ReadRows, tail: in
 
 def _engine(
     cfg: HwConfig, start: int, geo: RowGeometry, out: ReadRows,
-    book: Callable[[int, int, Burst | None, Burst | None], Burst],
+    book: Callable[[int, int, Burst | None, Burst | None, int], Burst],
 ) -> None:
-    """The engine's requests: ``book(request, hold, previous burst, window burst)`` each burst.
+    """The engine's requests: ``book(request, hold, previous burst, window burst, drain)`` each burst.
 
     A row's command is taken ``dma_start_cycles - 2`` after the start, then the cycle after
     the previous row's last request (and, for narrow elements, the cycle after row
@@ -371,16 +401,18 @@ def _engine(
         if narrow and r >= max_rows and heads[r - max_rows][START] + 1 > command:
             command = heads[r - max_rows][START] + 1
         grant = command
-        for hold in holds:
+        drains = geo.drains[r]
+        for j, hold in enumerate(holds):
             grant += 1
             n = len(bursts)
             if n >= max_bursts:
                 window = bursts[n - max_bursts]
-                if window[END] > grant:
-                    grant = window[END]
+                freed = release(window)
+                if freed > grant:
+                    grant = freed
             if out.paced and len(heads) == r:
                 out.pending = (r, hold)
-            after = book(grant + 1, hold, after, window)
+            after = book(grant + 1, hold, after, window, drains[j])
             grant = after[REQUEST] - 1  # later when the route FIFO was full
             bursts.append(after)
             if len(heads) == r:

@@ -107,14 +107,34 @@ class Owner:
 
 
 # A booked read burst is a list record (cheaper than an object: a program books one per burst):
-# [REQUEST, START, END, HOLD, OWNER, AFTER, GAP, WINDOW].  ``AFTER`` is the engine's previous burst
-# (this one is requested at least ``GAP`` cycles after it), ``WINDOW`` the engine's burst
-# ``dma_max_bursts`` earlier (this one is requested only the cycle after that one's data is over);
-# both keep holding when another engine's burst delays those.  A *segment* -- a whole block
-# booked at once whose bursts stream back to back -- has a ninth field, SEGMENT, a function of
-# the cycle its data may start that returns its bursts; its REQUEST is that of its last burst.
-REQUEST, START, END, HOLD, OWNER, AFTER, GAP, WINDOW, SEGMENT = range(9)
+# [REQUEST, START, END, HOLD, OWNER, AFTER, GAP, WINDOW, DRAIN].  ``AFTER`` is the engine's previous
+# burst (this one is requested at least ``GAP`` cycles after it, and its data starts only once that
+# one's is out of the engine), ``WINDOW`` the engine's burst ``dma_max_bursts`` earlier (this one is
+# requested only the cycle after that one's last beat); both keep holding when another engine's
+# burst delays those.  ``DRAIN`` is how long the burst still holds its engine after the read channel
+# is free (see :func:`release`).  A *segment* -- a whole block booked at once whose bursts stream
+# back to back -- has a tenth field, SEGMENT, a function of the cycle its data may start that
+# returns its bursts; its REQUEST is that of its last burst.
+REQUEST, START, END, HOLD, OWNER, AFTER, GAP, WINDOW, DRAIN, SEGMENT = range(10)
 Burst = list
+
+ONE_BEAT = -1
+"""``DRAIN`` of a one-beat burst of narrow elements: its only beat is taken as its data starts,
+so the channel is free the cycle after, however long the elements (or a writer) then take."""
+
+
+def release(burst: Burst) -> int:
+    """The cycle after the burst's last beat left the read channel: the next burst's data (of
+    another engine) may start then, and the arbiter's route FIFO frees its slot.
+
+    That is ``END`` but for elements narrower than the bus: the engine takes a beat into its beat
+    register and sends its elements out one per cycle, taking the next beat only when they all
+    are out, so its last beat leaves the channel while the beat's other elements still come out
+    (``END - DRAIN``; a one-beat burst's only beat, the cycle its data starts)."""
+    drain = burst[DRAIN]
+    if drain == ONE_BEAT:
+        return burst[START] + 1
+    return burst[END] - drain
 
 
 def _rank_of(burst: Burst, last: int) -> int:
@@ -128,8 +148,8 @@ def earliest_request(burst: Burst) -> int:
     after, window = burst[AFTER], burst[WINDOW]
     if after is not None and after[REQUEST] + burst[GAP] > request:
         request = after[REQUEST] + burst[GAP]
-    if window is not None and window[END] + 1 > request:
-        request = window[END] + 1
+    if window is not None and release(window) + 1 > request:
+        request = release(window) + 1
     return request
 
 
@@ -150,15 +170,17 @@ class Dram:
         self._done_client = _CLIENTS - 1  # the client of that burst (the arbiter's reset pointer)
 
     def tail_end(self) -> int:
-        """The first cycle after the data of every burst booked so far."""
-        return self.queue[-1][END] if self.queue else self._done_end
+        """The first cycle the read channel is free after every burst booked so far (see :func:`release`)."""
+        return release(self.queue[-1]) if self.queue else self._done_end
 
     def read_burst(
-        self, request: int, hold: int, owner: Owner | None, after: Burst | None = None, window: Burst | None = None
+        self, request: int, hold: int, owner: Owner | None, after: Burst | None = None, window: Burst | None = None,
+        drain: int = 0,
     ) -> Burst:
         """Book a burst requested in cycle ``request`` that holds the channel ``hold`` cycles.
 
-        ``after`` and ``window`` are the engine's bursts that bound its request (see ``Burst``).
+        ``after`` and ``window`` are the engine's bursts that bound its request, ``drain`` its
+        cycles in the engine after the channel is free (see ``Burst``).
         """
         queue, requests = self.queue, self.requests
         if queue and queue[0][END] <= self.env.now:
@@ -172,7 +194,9 @@ class Dram:
         if at == len(queue):
             request = self.route_limit(owner, request)
             start = max(request + self.latency, self.tail_end())
-            burst = [request, start, start + hold, hold, owner, after, gap, window]
+            if after is not None and after[END] > start:
+                start = after[END]  # the engine's previous elements are not all out yet
+            burst = [request, start, start + hold, hold, owner, after, gap, window, drain]
             if paced:
                 owner.adopt(burst)
                 burst[HOLD] = hold = owner.hold_from(burst, start)
@@ -181,7 +205,7 @@ class Dram:
             requests.append(request)
             return burst
         # Requested before bursts already booked: serve it first and re-place those behind it.
-        burst = [request, 0, 0, hold, owner, after, gap, window]
+        burst = [request, 0, 0, hold, owner, after, gap, window, drain]
         if paced:
             owner.adopt(burst)
         last = self._granted_before(at)
@@ -211,6 +235,9 @@ class Dram:
             key, k, b = heappop(pending)
             request = self.route_limit(b[OWNER], earliest_request(b))
             if request > key:
+                # Its request moves: so may those of its engine's later bursts, which must not
+                # overtake it (``earliest_request`` reads it).
+                b[REQUEST] = request
                 heappush(pending, (request, k, b))
                 continue
             if pending and pending[0][0] == key:
@@ -218,13 +245,17 @@ class Dram:
                 request = key
             b[REQUEST] = request
             start = max(request + self.latency, end)
+            after = b[AFTER]
+            if after is not None and after[END] > start:
+                start = after[END]
             if start != b[START] and b is not burst and b[OWNER] is not None:
                 b[OWNER].dirty = True
             b[START] = start
             owner = b[OWNER]
             if owner is not None and owner.paced:
                 b[HOLD] = owner.hold_from(b, start)
-            b[END] = end = start + b[HOLD]
+            b[END] = start + b[HOLD]
+            end = release(b)
             queue.append(b)
             requests.append(request)
         return burst
@@ -239,8 +270,8 @@ class Dram:
             if queue[-1][REQUEST] >= request:
                 request = queue[-1][REQUEST] + 1
             window = self.window
-            if len(queue) >= window and queue[-window][END] >= request:
-                request = queue[-window][END] + 1
+            if len(queue) >= window and release(queue[-window]) >= request:
+                request = release(queue[-window]) + 1
         return request
 
     def _granted_before(self, at: int) -> int:
@@ -271,9 +302,12 @@ class Dram:
             _, k2, b2 = heappop(pending)
             request = self.route_limit(b2[OWNER], earliest_request(b2))
             if request > key:
+                b2[REQUEST] = request
                 heappush(pending, (request, k2, b2))
             else:
                 ties.append((k2, b2))
+        if len(ties) == 1:  # the others can no longer ask in this cycle
+            return key, k, b
         last = self._granted_before(len(self.queue))
         ties.sort(key=lambda t: (_rank_of(t[1], last), t[0]))
         for k2, b2 in ties[1:]:
@@ -297,11 +331,16 @@ class Dram:
         queue, requests, latency = self.queue, self.requests, self.latency
         burst[REQUEST] = self.route_limit(burst[OWNER], burst[REQUEST])
         start = burst[REQUEST] + latency
-        burst[START] = start = start if start > end else end
+        start = start if start > end else end
+        after = burst[AFTER]
+        if after is not None and after[END] > start:
+            start = after[END]
+        burst[START] = start
         owner = burst[OWNER]
         if owner is not None and owner.paced:
             burst[HOLD] = owner.hold_from(burst, start)
-        burst[END] = end = start + burst[HOLD]
+        burst[END] = start + burst[HOLD]
+        end = release(burst)
         queue.append(burst)
         requests.append(burst[REQUEST])
         unchanged = 0
@@ -315,6 +354,9 @@ class Dram:
             start = request + latency
             if end > start:
                 start = end
+            after = b[AFTER]
+            if after is not None and after[END] > start:
+                start = after[END]
             if start != b[START] or request != b[REQUEST]:
                 unchanged = 0
                 b[REQUEST], b[START] = request, start
@@ -325,7 +367,8 @@ class Dram:
             owner = b[OWNER]
             if owner is not None and owner.paced:
                 b[HOLD] = owner.hold_from(b, start)
-            b[END] = end = start + b[HOLD]
+            b[END] = start + b[HOLD]
+            end = release(b)
             queue.append(b)
             requests.append(request)
 
@@ -338,7 +381,7 @@ class Dram:
                 out.extend(record[SEGMENT](tail))
             else:
                 out.append(record)
-            tail = record[END]
+            tail = release(record)
         return out
 
     def drop_done(self) -> None:
@@ -348,7 +391,7 @@ class Dram:
         while k < len(queue) and queue[k][END] <= now:
             k += 1
         if k:
-            self._done_end = max(self._done_end, queue[k - 1][END])
+            self._done_end = max(self._done_end, release(queue[k - 1]))
             self._done_client = self._granted_before(k)
             del queue[:k], self.requests[:k]
 

@@ -24,7 +24,11 @@ from vdla.simulator.cycle.dma import ReadRows, Writer, geometry, read_rows
 from vdla.simulator.cycle.dram import READ_CLIENTS
 from vdla.simulator.cycle.unit import Unit
 from vdla_hw.config import HwConfig
-from vdla_hw.isa import Insn, MemInsn, Module
+from vdla_hw.isa import Insn, MemInsn, MemType, Module
+
+CLIENT_OF: dict[MemType, int] = {mt: READ_CLIENTS.index(mt.name.lower()) for mt in MemType
+                                 if mt.name.lower() in READ_CLIENTS}
+"""The read arbiter's port of each loaded memory type (an enum's ``name`` is a Python-level property)."""
 
 
 def start_load(unit: Unit, insn: MemInsn, start: int) -> tuple[int, int, ReadRows | None]:
@@ -53,7 +57,7 @@ def start_load(unit: Unit, insn: MemInsn, start: int) -> tuple[int, int, ReadRow
         cols = insn.x_pad0 + x + insn.x_pad1
         writer = Writer(start + (insn.y_pad0 * cols + insn.x_pad0 + 1) * w, (insn.x_pad1 + insn.x_pad0 + 1) * w,
                         eb // bus - 1 if wide else 1, -1 if wide else 0)
-    rows = read_rows(cfg, ctx.dram, start, geo, writer, READ_CLIENTS.index(insn.mem_type.name.lower()))
+    rows = read_rows(cfg, ctx.dram, start, geo, writer, CLIENT_OF[insn.mem_type])
     ctx.dram.count(unit.name, y * x * eb, geo.beats, write=False)
     rows.timing = partial(load_timing, cfg, insn, start, rows, eb)
     return (*rows.timing(), rows)

@@ -73,7 +73,7 @@ class Blocked(Enum):
     DONE = "finished"
 
 
-class Token(NamedTuple):
+class Token(NamedTuple):  # built per push with ``new_token`` (tuple.__new__, no Python-level __new__)
     """A dependency token: the instruction that pushed it and its module's vector clock then.
 
     The clock counts, per module, the instructions known to have retired before the
@@ -83,6 +83,9 @@ class Token(NamedTuple):
 
     insn: int
     clock: tuple[int, int, int]
+
+
+new_token = tuple.__new__
 
 
 def slice_name(insn: Insn, index: int) -> str:
@@ -168,7 +171,13 @@ class Unit(ABC):
                     if timeline is not None:
                         timeline.add(self.name, f"wait {queue}", start, popped, "wait", {"queue": queue, "insn": index})
                     start = popped
-                clock[:] = map(max, clock, token.clock)
+                seen = token[1]  # the token's vector clock: take the later count per module
+                if seen[0] > clock[0]:
+                    clock[0] = seen[0]
+                if seen[1] > clock[1]:
+                    clock[1] = seen[1]
+                if seen[2] > clock[2]:
+                    clock[2] = seen[2]
             c.wait_token += start - accept - 1
             cycles, dram_wait, rows = run_executor(index, insn, start)
             push = start + cycles + 1
@@ -191,7 +200,7 @@ class Unit(ABC):
             clock[module] += 1
             last_push = push
             if ops.pushes:
-                token = Token(index, tuple(clock))
+                token = new_token(Token, (index, (clock[0], clock[1], clock[2])))
                 for queue in ops.pushes:
                     fifo = dep[queue]
                     pushed = fifo.try_put(token, push)

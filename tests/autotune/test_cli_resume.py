@@ -131,3 +131,15 @@ def test_llvm_tune_then_compile_and_fallback_for_tasks_missing_from_the_log(mode
     x = np.random.default_rng(1).standard_normal((1, 16, 8, 8)).astype(np.float32)
     np.testing.assert_allclose(_run(tmp_path / "tuned.vdla", x), _run(tmp_path / "plain.vdla", x), rtol=1e-4,
                                atol=1e-5)
+
+
+def test_llvm_tune_build_timeout_reaches_the_measurement(model: Path, tmp_path: Path) -> None:
+    # A build limit no kernel can meet: every measured config is logged as a timeout naming the limit.
+    log = tmp_path / "timeout.jsonl"
+    done = _vdla("tune", str(model), "--target", "llvm", "--trials", "1", "--batch", "1", "--retime", "0",
+                 "--build-timeout", "0.01", "--log", str(log), "--quiet", "--tuner", "random")
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in _lines(log)]
+    assert records and all(r["status"] == "timeout" and "0.01 s timeout" in r["detail"] for r in records)
+    bad = _vdla("tune", str(model), "--target", "llvm", "--build-timeout", "-1", "--log", str(tmp_path / "bad.jsonl"))
+    assert bad.returncode == 2 and "--build-timeout must be a number of seconds > 0" in bad.stderr

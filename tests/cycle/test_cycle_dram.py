@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import simpy
 
 from vdla.simulator.cycle.dma import geometry, read_rows
-from vdla.simulator.cycle.dram import END, READ_CLIENTS, REQUEST, START, Dram, Owner, burst_beats
+from vdla.simulator.cycle.dram import (END, GAP, ONE_BEAT, READ_CLIENTS, REQUEST, START, Dram, Owner, burst_beats,
+                                      release)
+from vdla.simulator.cycle.kernel import Environment
 from vdla_hw.config import ConfigError, load_config
 
 # 8-byte bus, 64-byte bursts, 10 cycles of latency, engines as in the RTL.
@@ -15,7 +16,7 @@ CFG = load_config("default").replace(timing={"dram_latency": 10, "dram_burst_byt
 
 
 def _dram() -> Dram:
-    return Dram(simpy.Environment(), CFG, ("a", "b"))
+    return Dram(Environment(), CFG, ("a", "b"))
 
 
 def _span(burst: list) -> tuple[int, int]:
@@ -104,6 +105,56 @@ def test_the_route_fifo_bounds_bursts_in_flight_over_every_engine():
     assert b[REQUEST] == first[END] + 1 == 12 and _span(b) == (22, 23)
 
 
+def test_a_narrow_bursts_last_beat_frees_the_channel_before_its_elements_are_out():
+    """4-byte micro-ops on an 8-byte bus: a 4-beat burst holds the channel 8 cycles (one element
+    each), but its last beat leaves the channel as the engine takes it, 2 cycles before its last
+    element is out (tokens_full on default: the RTL's next fetch burst came a cycle earlier, and
+    the route FIFO freed its slot a cycle earlier).  Another engine's data starts then; the same
+    engine's next burst waits until its beat register is empty."""
+    geo = geometry(CFG, 0, 32, 1, 0, 4)
+    assert geo.narrow and geo.holds == ((8,),) and geo.drains == ((1,),)
+    one = geometry(CFG, 0, 8, 1, 0, 4)  # one beat: it leaves the channel the cycle its data starts
+    assert one.holds == ((2,),) and one.drains == ((ONE_BEAT,),)
+    uop, fetch = Owner(READ_CLIENTS.index("uop")), Owner(READ_CLIENTS.index("fetch"))
+    dram = _dram()
+    u1 = dram.read_burst(0, 8, uop, None, None, 1)
+    f = dram.read_burst(1, 4, fetch)
+    assert _span(u1) == (10, 18) and release(u1) == 17 and _span(f) == (17, 21)
+    dram = _dram()
+    u1 = dram.read_burst(0, 8, uop, None, None, 1)
+    u2 = dram.read_burst(1, 8, uop, u1, None, 1)
+    assert _span(u2) == (18, 26)  # its own previous elements first
+    # The route FIFO frees the slot with the last beat too: 8 narrow bursts in flight, then
+    # another engine's request is granted the cycle after the first one's last beat.
+    dram = _dram()
+    a = None
+    for k in range(8):
+        a = dram.read_burst(k, 4, uop, a, None, 1)
+    first = dram.queue[0]
+    assert _span(first) == (10, 14) and release(first) == 13
+    b = dram.read_burst(8, 1, fetch)
+    assert b[REQUEST] == release(first) + 1 == 14
+
+
+def test_a_rebooked_burst_keeps_its_engines_pacing_not_an_old_route_fifo_wait():
+    """A block booked behind a full route FIFO waits for slots; when another engine's earlier
+    request re-places it, the wait is redone from the new queue: a burst keeps only the engine's
+    own pacing (GAP: 1 cycle between requests in a row, 2 at a new row), not the FIFO wait it had
+    when booked (tokens_full on default: an ACC row requested 16 cycles late)."""
+    cfg = CFG.replace(timing={"dma_max_bursts": 2})  # a route FIFO of 2
+    dram = Dram(Environment(), cfg, ("a", "b"))
+    read_rows(cfg, dram, 0, geometry(cfg, 0, 64, 4, 64, 64), client=READ_CLIENTS.index("acc"))
+    a1, a2, a3, a4 = dram.queue
+    assert [b[REQUEST] for b in dram.queue] == [3, 5, 22, 30]  # rows 3 and 4 wait for free slots
+    assert [b[GAP] for b in dram.queue] == [0, 2, 2, 2]
+    # A fetch burst requested in 4 goes second; rows 2..4 are re-placed behind it: row 2 waits for
+    # row 1's slot (22), row 3 for the fetch burst's (22, so 2 after row 2: 24), row 4 for row 2's.
+    f = dram.read_burst(4, 1, Owner(READ_CLIENTS.index("fetch")))
+    assert dram.queue == [a1, f, a2, a3, a4]
+    assert [b[REQUEST] for b in dram.queue] == [3, 4, 22, 24, 41]
+    assert (_span(a3), _span(a4)) == ((40, 48), (51, 59))
+
+
 def test_read_clients_are_the_rtls_arbiter_ports():
     """The model's client order is vdla_top's RD_* port numbering, which sets the round-robin."""
     import re
@@ -153,7 +204,7 @@ def test_a_slower_dram_holds_the_channel_per_beat_and_burst():
     assert wide.bursts == ((8,), (8,)) and wide.holds == ((42,), (42,))
     tiny = load_config("tiny").replace(timing={"dram_beat_cycles": 1, "dram_burst_cycles": 3})
     assert geometry(tiny, 4, 12, 1, 0, 4).holds == ((3 + 3,),)  # 3 elements, 2 beats, + 3
-    dram = Dram(simpy.Environment(), slow, ("a",))
+    dram = Dram(Environment(), slow, ("a",))
     rows = read_rows(slow, dram, 0, wide)
     # First data after the start cycles and the latency; the two bursts back to back.
     first = slow.timing.dma_start_cycles + slow.timing.dram_latency
@@ -204,8 +255,8 @@ def test_a_write_burst_waits_for_the_reads_before_it_in_a_shared_sdram():
 
     slow = CFG.replace(timing={"dram_beat_cycles": 5, "dram_burst_cycles": 1})
     latency = slow.timing.dram_latency
-    assert Dram(simpy.Environment(), slow, ("a",)).write_burst(3, 41) == 3
-    busy = Dram(simpy.Environment(), slow, ("a",))
+    assert Dram(Environment(), slow, ("a",)).write_burst(3, 41) == 3
+    busy = Dram(Environment(), slow, ("a",))
     read = busy.read_burst(0, 41, Owner())
     assert _span(read) == (latency, latency + 41)  # the read's data; the memory took it in cycle 0
     assert busy.write_burst(3, 41) == 41  # behind the read's 41 cycles
@@ -216,8 +267,8 @@ def test_a_write_burst_waits_for_the_reads_before_it_in_a_shared_sdram():
     # in cycle 6, the burst holds the memory 8 * 5 + 1 cycles (to cycle 46), the response comes
     # `latency` later.  Behind a read that holds the memory until cycle 100, all of it moves by 94.
     geo = geometry(slow, 0, 64, 1, 64, 16)
-    alone = write_rows(slow, 0, 5, geo, 4, 16, share=Dram(simpy.Environment(), slow, ("a",)).write_burst)
+    alone = write_rows(slow, 0, 5, geo, 4, 16, share=Dram(Environment(), slow, ("a",)).write_burst)
     assert alone == 46 + latency + 1
-    shared = Dram(simpy.Environment(), slow, ("a",))
+    shared = Dram(Environment(), slow, ("a",))
     shared.read_burst(0, 100, Owner())
     assert write_rows(slow, 0, 5, geo, 4, 16, share=shared.write_burst) == alone + 100 - 6

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from vdla.compiler.cli.main import main
 from vdla.runtime import run
@@ -32,7 +33,7 @@ def test_chrome_trace_has_a_track_per_unit_and_a_slice_per_instruction():
     assert names[gemm["tid"]] == "compute"
     assert gemm["args"]["opcode"] == "GEMM" and gemm["args"]["iter_out"] == program.instructions[index].iter_out
     # Timestamps are microseconds at the config clock.
-    assert gemm["ts"] == gemm["args"]["start_cycle"] / program.config.clock_mhz
+    assert gemm["ts"] == pytest.approx(gemm["args"]["start_cycle"] / program.config.clock_mhz, rel=1e-12)
     last_end = max(e["args"]["start_cycle"] + e["args"]["cycles"] for e in insns)
     assert last_end == result.stats.cycles
     assert trace["otherData"]["stats"]["cycles"] == result.stats.cycles

@@ -103,3 +103,36 @@ def test_the_fused_block_is_bit_exact_on_fsim_and_cycle() -> None:
         assert entry.name in names
         for name in names:
             np.testing.assert_array_equal(got[name], want[name], err_msg=f"{name} on {backend}")
+
+
+def test_the_build_compiles_each_kernel_once_and_the_same_as_alone(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The fusion decision's three compiles are the build's own: the kept form is not compiled again, and a
+    kernel from the cache is the program a fresh compile gives."""
+    import vdla.compiler.graph.kernel_cache as kc
+    from vdla.compiler.graph.lower_vdla import compile_kernel
+
+    for c, hw, fuses in ((128, 2, True), (32, 8, False)):
+        graph, samples, _ = _block(c=c, hw=hw)
+        calls: list[str] = []
+
+        def counted(node, g, cfg, vt=2):  # type: ignore[no-untyped-def]
+            calls.append(node.name)
+            return compile_kernel(node, g, cfg, vt)
+
+        monkeypatch.setattr(kc, "compile_kernel", counted)
+        built = build_model(graph, target="vdla", config=CFG, calibrate=samples, skip_first_conv=False)
+        kernels = [n for n in built.graph.nodes if n.op == "fused" and n.attrs.get("target") == "vdla"]
+        assert any(_ops(n)[-1] == "qadd" and _ops(n)[0] == "conv2d" for n in kernels) == fuses
+        # fused, conv alone, add alone for the decision; then only the final kernels not among them (conv1, conv3);
+        # without the cache the build compiled the kept form again (6 or 7)
+        assert len(calls) == 3 + len(kernels) - (1 if fuses else 2), calls
+        monkeypatch.undo()
+        placed = {d["name"]: d["program"] for d in built.module.graph["nodes"] if d["device"] == "vdla"}
+        assert placed
+        for n in kernels:
+            if n.name not in placed:
+                continue  # the cost rule put it on the host
+            fresh = compile_kernel(n, built.graph, CFG)
+            kept = built.module.programs[placed[n.name]]
+            assert fresh.program.instructions == kept.instructions
+            np.testing.assert_array_equal(np.asarray(fresh.program.dram), np.asarray(kept.dram))

@@ -116,10 +116,11 @@ def test_short_rows_tile_two_rows_and_weight_heavy_layers_reduce_outside_the_pla
 
 def test_a_tile_with_room_for_a_column_widens_past_the_divisors() -> None:
     # AVX2 (12 accumulators): the dividing 4 x 2 tile of a 56-wide row and 7 x 1 of a 14-wide one
-    # become 6 x 2; AVX-512's full tiles of ResNet's rows stay as they were.
-    for width, oc_outer in ((56, 8), (28, 16), (14, 32), (7, 64)):
+    # become 6 x 2 on 56- and 28-wide rows; on 14- and 7-wide ones the row's tiles are balanced (5 + 5 + 4
+    # and 4 + 3, not 6 + 6 + 2 and 6 + 1); AVX-512's full tiles of ResNet's rows stay as they were.
+    for width, oc_outer, columns in ((56, 8, 6), (28, 16, 6), (14, 32, 5), (7, 64, 4)):
         ob, ow = topi.default_conv2d_nchwc_tile(width, oc_outer, 1, 12)
-        assert topi.widen_tile(width, oc_outer, 1, 12, ob, ow, 1) == (2, 6)
+        assert topi.widen_tile(width, oc_outer, 1, 12, ob, ow, 1) == (2, columns)
     for width, oc_outer in ((56, 4), (28, 8), (14, 16), (112, 4)):
         ob, ow = topi.default_conv2d_nchwc_tile(width, oc_outer, 1, 28)
         assert topi.widen_tile(width, oc_outer, 1, 28, ob, ow, 1) == (ob, ow) == (2, 14)
@@ -161,7 +162,7 @@ def test_the_default_pointwise_conv_takes_the_pointwise_tile(cpu_target: str) ->
                                                                pointwise=True)
     assert (knobs3.oc_block, knobs3.ow_block) == topi.widen_tile(14, 1024 // lanes, 1, accumulators, ob, ow, rows)
     if accumulators == 12:  # AVX2: the two rules differ on a 14-wide row
-        assert (knobs.oc_block, knobs.ow_block, knobs3.ow_block) == (2, 4, 6)
+        assert (knobs.oc_block, knobs.ow_block, knobs3.ow_block) == (2, 4, 5)  # 5 + 5 + 4 (balance_columns)
 
 
 @pytest.mark.parametrize("knobs, message", [
@@ -177,3 +178,14 @@ def test_bad_row_and_reduce_knobs_are_named(knobs: dict, message: str) -> None:
     conv = topi.conv2d_nchwc(te.placeholder((1, 2, 7, 7, 16)), te.placeholder((8, 2, 3, 3, 16, 16)), 1, 1)
     with pytest.raises(TopiError, match=message.replace("(", r"\(")):
         topi.schedule_conv2d_nchwc(conv, topi.Conv2dNCHWcKnobs(**dict(dict(ow_block=7, oc_block=2), **knobs)))
+
+
+def test_balanced_columns_cover_a_row_in_as_few_tiles_with_no_sliver() -> None:
+    for width in range(1, 120):
+        for columns in range(1, 15):
+            got = topi.balance_columns(width, columns)
+            tiles = -(-width // columns)
+            assert got <= columns and -(-width // got) == tiles  # never more tiles than asked
+            assert width - (tiles - 1) * got >= got - (tiles - 1)  # the last tile at most tiles - 1 short
+            assert got == 1 or -(-width // (got - 1)) > tiles  # the narrowest that does
+    assert [topi.balance_columns(w, 6) for w in (56, 28, 14, 7, 112)] == [6, 6, 5, 4, 6]

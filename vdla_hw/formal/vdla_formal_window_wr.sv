@@ -40,6 +40,8 @@ module vdla_formal_window_wr #(
 
   vdla_addr_window #(.LOG_EB(LOG_EB)) u_window (
     .clk, .rst_n, .clear, .in_valid(cmd_valid), .in_ready(cmd_ready), .addr(cmd_addr), .count(cmd_count),
+    // the client's end byte, a register in vdla_top's clients (their contract, a_window_span_end)
+    .span_end((AXI_ADDR_WIDTH+2)'(cmd_addr) + ((AXI_ADDR_WIDTH+2)'(cmd_count) << LOG_EB)),
     .out_valid(win_valid), .out_ready(win_ready), .base, .limit, .halt, .fault);
   vdla_dma_wr #(.ELEM_BITS(ELEM_BITS)) u_dma (
     .clk, .rst_n, .clear, .cmd_valid(win_valid), .cmd_ready(win_ready), .cmd_addr, .cmd_count,

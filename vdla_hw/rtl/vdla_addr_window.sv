@@ -10,7 +10,12 @@
 // byte outside the window either. The sum is two bits wider than the address, so a span that
 // wraps past the top of the address space faults instead of wrapping into the window.
 //
-// Timing: `fault` is registered (it rises the cycle after a command outside the window is
+// Timing: the client gives the command's end byte (`span_end` = ADDR + COUNT * 2^LOG_EB, two
+// bits wider) from a register it updates with the command (vdla_fetch, vdla_tile_loader,
+// vdla_store), so the verdict is two compares of flops with the window's registers: it gates
+// `in_ready`, which enables the client's command registers, and with the sum here it was the
+// ECP5 build's critical path. Simulation checks the client's sum (a_window_span_end).
+// `fault` is registered (it rises the cycle after a command outside the window is
 // presented). The command is held back either way, and its address and instruction stay on
 // the client's lines while it waits, so the fault collector latches the same ones a cycle
 // later. Unregistered, the 34-bit sum and compare ran on through the collector's OR into
@@ -30,7 +35,10 @@ module vdla_addr_window #(
   input  wire logic                      in_valid,
   output logic                           in_ready,
   input  wire logic [AXI_ADDR_WIDTH-1:0] addr,
+  /* verilator lint_off UNUSEDSIGNAL */  // only the simulation check reads it
   input  wire logic [CNT_W-1:0]          count,
+  /* verilator lint_on UNUSEDSIGNAL */
+  input  wire logic [AXI_ADDR_WIDTH+1:0] span_end,
   output logic                           out_valid,
   input  wire logic                      out_ready,
   input  wire logic [AXI_ADDR_WIDTH-1:0] base,
@@ -40,9 +48,7 @@ module vdla_addr_window #(
 );
   localparam int W = AXI_ADDR_WIDTH + 2;
 
-  logic [W-1:0] span_end;
-  logic         in_window;
-  assign span_end  = W'(addr) + (W'(count) << LOG_EB);
+  logic in_window;
   assign in_window = addr >= base && span_end <= W'(limit);
 
   logic shown, pass;  // shown: offered to the engine last cycle and not taken
@@ -59,6 +65,14 @@ module vdla_addr_window #(
       fault <= in_valid && !in_window && !halt;
     end
   end
+
+`ifndef SYNTHESIS
+  always_ff @(posedge clk)
+    if (rst_n && !clear && in_valid)
+      a_window_span_end: assert (span_end == W'(addr) + (W'(count) << LOG_EB))
+        else $error("vdla_addr_window a_window_span_end: the client's span end %0h is not addr %0h + %0d elements of 2^%0d bytes",
+                    span_end, addr, count, LOG_EB);
+`endif
 endmodule
 
 `default_nettype wire

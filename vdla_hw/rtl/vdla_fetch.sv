@@ -23,6 +23,7 @@ module vdla_fetch (
   output logic                           dma_valid,
   input  wire logic                      dma_ready,
   output logic [AXI_ADDR_WIDTH-1:0]      dma_addr,
+  output logic [AXI_ADDR_WIDTH+1:0]      dma_end,    // dma_addr + (dma_count << LOG_INSN_BYTES)
   output logic [SIZE_W-1:0]              dma_count,
   input  wire logic                      el_valid,
   output logic                           el_ready,
@@ -39,31 +40,46 @@ module vdla_fetch (
   localparam int CHUNK = DRAM_BURST_BYTES >= INSN_BYTES ? DRAM_BURST_BYTES / INSN_BYTES : 1;
   localparam int BUF_DEPTH = 2 * CHUNK;
   localparam int BCW = $clog2(BUF_DEPTH + 1);
+  localparam int EW = AXI_ADDR_WIDTH + 2;  // a command's end byte, as vdla_addr_window takes it
 
-  logic [31:0]     left;       // instructions not yet requested
-  logic [BCW-1:0]  inflight;   // requested, not yet in the buffer
+  // The next chunk's size, address and end byte are registers, computed when the chunk before
+  // it is taken: the address window's verdict (which gates dma_ready) then starts at flops,
+  // and the ready path no longer runs through "min(left, CHUNK)" and the end's adder (the ECP5
+  // critical path, docs/fpga_ecp5.md). `rest` counts the instructions after the next chunk.
+  logic [31:0]     rest, rest_after;
+  logic [BCW-1:0]  n, n_after;  // size of the next chunk (0: nothing left), of the one after it
+  logic [BCW-1:0]  inflight;    // requested, not yet in the buffer
   logic [BCW-1:0]  buffered;
-  logic [31:0]     n;          // size of the next chunk
-  logic            buf_valid, buf_ready;
+  logic            buf_valid, buf_ready, take;
+  logic [AXI_ADDR_WIDTH-1:0] addr_after;
 
-  assign n         = left < 32'(CHUNK) ? left : 32'(CHUNK);
-  assign dma_valid = left != '0 && 32'(buffered) + 32'(inflight) + n <= 32'(BUF_DEPTH);
-  assign dma_count = SIZE_W'(n);
+  function automatic logic [BCW-1:0] chunk_of(input logic [31:0] left);
+    chunk_of = left < 32'(CHUNK) ? BCW'(left) : BCW'(CHUNK);
+  endfunction
+
+  assign dma_valid  = n != '0 && 32'(buffered) + 32'(inflight) + 32'(n) <= 32'(BUF_DEPTH);
+  assign dma_count  = SIZE_W'(n);
+  assign take       = dma_valid && dma_ready;
+  assign n_after    = start ? chunk_of(insn_count) : chunk_of(rest);
+  assign rest_after = (start ? insn_count : rest) - 32'(n_after);
+  // dma_addr + n << LOG_INSN_BYTES, wrapped to the address width as before
+  assign addr_after = start ? insn_addr : AXI_ADDR_WIDTH'(dma_end);
 
   always_ff @(posedge clk) begin
     if (!rst_n || clear) begin
-      left     <= '0;
+      n        <= '0;
+      rest     <= '0;
       inflight <= '0;
       dma_addr <= '0;
+      dma_end  <= '0;
     end else begin
-      if (start) begin
-        left     <= insn_count;
-        dma_addr <= insn_addr;
-      end else if (dma_valid && dma_ready) begin
-        left     <= left - n;
-        dma_addr <= dma_addr + AXI_ADDR_WIDTH'(n << LOG_INSN_BYTES);
+      if (start || take) begin
+        n        <= n_after;
+        rest     <= rest_after;
+        dma_addr <= addr_after;
+        dma_end  <= EW'(addr_after) + (EW'(n_after) << LOG_INSN_BYTES);
       end
-      inflight <= inflight + ((dma_valid && dma_ready) ? BCW'(n) : '0) - BCW'(el_valid && el_ready);
+      inflight <= inflight + (take ? n : '0) - BCW'(el_valid && el_ready);
     end
   end
 

@@ -43,6 +43,7 @@ module vdla_store (
   output logic                           dma_valid,
   input  wire logic                      dma_ready,
   output logic [AXI_ADDR_WIDTH-1:0]      dma_addr,
+  output logic [AXI_ADDR_WIDTH+1:0]      dma_end,    // dma_addr + (dma_count << log2 element bytes)
   output logic [SIZE_W-1:0]              dma_count,
   output logic                           el_valid,
   input  wire logic                      el_ready,
@@ -55,8 +56,7 @@ module vdla_store (
   localparam int AIW = LOG_ACC_BUFF_DEPTH;
   localparam int LANES = BATCH * BLOCK_OUT;
   localparam int RW = DRAM_ADDR_W + LOG_OUT_ELEM_BYTES + 1;  // the last row's element address, unwrapped
-  localparam int BW = RW + LOG_OUT_ELEM_BYTES;
-  logic [BW-1:0] row_byte;
+  localparam int EW = AXI_ADDR_WIDTH + 2;  // a command's end byte, as vdla_addr_window takes it
   localparam int NW = 2 * SIZE_W;  // y_size * x_size
   localparam int P = STORE_PIPELINE_DEPTH;
   localparam int ELEM_FIFO = 4 + P;  // the elements in the pipeline have room reserved
@@ -101,15 +101,24 @@ module vdla_store (
       shift_lanes[l * ACC_WIDTH +: ACC_WIDTH] = $signed(a[l * ACC_WIDTH +: ACC_WIDTH]) >>> sh;
   endfunction
 
+  // ReLU, then saturation to [OUT_MIN, OUT_MAX], then the low OUT_WIDTH bits. The three
+  // decisions come from the lane in parallel, as bit tests: negative is the sign bit, and the
+  // value is out of range exactly when the bits above its OUT_WIDTH-bit sign are not all
+  // copies of it (then the sign says which bound). No compare chain runs behind another (in
+  // series they were the ECP5 build's critical path, docs/fpga_ecp5.md); ReLU first and the
+  // bounds' signs (OUT_MIN <= 0 <= OUT_MAX) make it the same function.
   function automatic logic [OUT_ELEM_BITS-1:0] clip_lanes(input logic [ACC_ELEM_BITS-1:0] a,
                                                           input logic clip, input logic relu);
-    logic signed [ACC_WIDTH-1:0] v;
+    logic signed [ACC_WIDTH-1:0] v, hi;
+    logic                        neg, fits;
     for (int l = 0; l < LANES; l++) begin
-      v = a[l * ACC_WIDTH +: ACC_WIDTH];
-      if (relu && v < 0) v = '0;
-      if (clip && v > OUT_MAX) v = OUT_MAX;
-      if (clip && v < OUT_MIN) v = OUT_MIN;
-      clip_lanes[l * OUT_WIDTH +: OUT_WIDTH] = v[OUT_WIDTH-1:0];
+      v    = a[l * ACC_WIDTH +: ACC_WIDTH];
+      hi   = v >>> (OUT_WIDTH - 1);  // 0 or -1 exactly when v fits in OUT_WIDTH signed bits
+      neg  = v[ACC_WIDTH-1];
+      fits = hi == '0 || hi == '1;
+      if (relu && neg)       clip_lanes[l * OUT_WIDTH +: OUT_WIDTH] = '0;
+      else if (clip && !fits) clip_lanes[l * OUT_WIDTH +: OUT_WIDTH] = neg ? OUT_MIN[OUT_WIDTH-1:0] : OUT_MAX[OUT_WIDTH-1:0];
+      else                   clip_lanes[l * OUT_WIDTH +: OUT_WIDTH] = v[OUT_WIDTH-1:0];
     end
   endfunction
 
@@ -122,29 +131,49 @@ module vdla_store (
   );
 
   // ---- row commands ----------------------------------------------------------------------
+  // The command's address and its end byte (dma_addr + dma_count << LOG_OUT_ELEM_BYTES, what the address
+  // window compares with its limit) are registers, computed with the row they belong to: the
+  // window's verdict gates dma_ready, so it must start at flops, not behind this module's
+  // adders (the ECP5 critical path, docs/fpga_ecp5.md).
   logic              issuing;
   logic [SIZE_W-1:0] rows_left;
-  logic [RW-1:0]     row_elem;
-  assign dma_valid = issuing;
+  logic [RW-1:0]     row_elem, row_next;   // element address of the current row, of the next
+  logic [RW-1:0]     row_stop, stop_next;  // ... of the element past the row's last
+
   // A row past the 32-bit address space saturates to the top address, which no window holds:
   // it faults at the window instead of wrapping into it.
-  assign row_byte  = BW'(row_elem) << LOG_OUT_ELEM_BYTES;
-  assign dma_addr  = (row_byte >> AXI_ADDR_WIDTH) != '0 ? '1 : AXI_ADDR_WIDTH'(row_byte);
+  function automatic logic past_top(input logic [RW-1:0] e);
+    past_top = (e >> (AXI_ADDR_WIDTH - LOG_OUT_ELEM_BYTES)) != '0;
+  endfunction
+
+  assign dma_valid = issuing;
   assign dma_count = insn.x_size;
+  assign row_next  = exec_start ? RW'(insn.dram_base) : row_elem + RW'(insn.x_stride);
+  assign stop_next = exec_start ? RW'(insn.dram_base) + RW'(insn.x_size) : row_stop + RW'(insn.x_stride);
 
   always_ff @(posedge clk) begin
     if (!rst_n || clear) begin
       issuing   <= 1'b0;
       rows_left <= '0;
       row_elem  <= '0;
-    end else if (exec_start) begin
-      issuing   <= insn.y_size != '0 && insn.x_size != '0;
-      rows_left <= insn.y_size;
-      row_elem  <= RW'(insn.dram_base);
-    end else if (dma_valid && dma_ready) begin
-      row_elem  <= row_elem + RW'(insn.x_stride);
-      rows_left <= rows_left - 1'b1;
-      if (rows_left == SIZE_W'(1)) issuing <= 1'b0;
+      row_stop  <= '0;
+      dma_addr  <= '0;
+      dma_end   <= '0;
+    end else begin
+      if (exec_start) begin
+        issuing   <= insn.y_size != '0 && insn.x_size != '0;
+        rows_left <= insn.y_size;
+      end else if (dma_valid && dma_ready) begin
+        rows_left <= rows_left - 1'b1;
+        if (rows_left == SIZE_W'(1)) issuing <= 1'b0;
+      end
+      if (exec_start || (dma_valid && dma_ready)) begin
+        row_elem <= row_next;
+        row_stop <= stop_next;
+        dma_addr <= past_top(row_next) ? '1 : AXI_ADDR_WIDTH'(row_next << LOG_OUT_ELEM_BYTES);
+        dma_end  <= past_top(row_next) ? EW'({AXI_ADDR_WIDTH{1'b1}}) + (EW'(insn.x_size) << LOG_OUT_ELEM_BYTES)
+                                       : EW'(stop_next) << LOG_OUT_ELEM_BYTES;
+      end
     end
   end
 

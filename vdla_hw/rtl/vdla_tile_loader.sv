@@ -29,6 +29,7 @@ module vdla_tile_loader #(
   output logic                           dma_valid,
   input  wire logic                      dma_ready,
   output logic [AXI_ADDR_WIDTH-1:0]      dma_addr,
+  output logic [AXI_ADDR_WIDTH+1:0]      dma_end,    // dma_addr + (dma_count << log2 element bytes)
   output logic [SIZE_W-1:0]              dma_count,
   input  wire logic                      el_valid,
   output logic                           el_ready,
@@ -45,34 +46,52 @@ module vdla_tile_loader #(
   localparam int LOG_EB = $clog2(ELEM_BITS / 8);
   localparam int YW = SIZE_W + 1;  // padded extents: size + two 4-bit pads
   localparam int RW = DRAM_ADDR_W + LOG_EB + 1;  // the last row's element address, unwrapped
-  localparam int BW = RW + LOG_EB;
-  logic [BW-1:0] row_byte;
+  localparam int EW = AXI_ADDR_WIDTH + 2;  // a command's end byte, as vdla_addr_window takes it
 
   // ---- row issuer ---------------------------------------------------------------------
+  // The command's address and its end byte (dma_addr + dma_count << LOG_EB, what the address
+  // window compares with its limit) are registers, computed with the row they belong to: the
+  // window's verdict gates dma_ready, so it must start at flops, not behind this module's
+  // adders (the ECP5 critical path, docs/fpga_ecp5.md).
   logic              issuing;
   logic [SIZE_W-1:0] rows_left;
-  logic [RW-1:0]     row_elem;  // element address of the next row
+  logic [RW-1:0]     row_elem, row_next;   // element address of the current row, of the next
+  logic [RW-1:0]     row_stop, stop_next;  // ... of the element past the row's last
 
-  assign dma_valid = issuing;
   // A row past the 32-bit address space saturates to the top address, which no window holds:
   // it faults at the window instead of wrapping into it.
-  assign row_byte  = BW'(row_elem) << LOG_EB;
-  assign dma_addr  = (row_byte >> AXI_ADDR_WIDTH) != '0 ? '1 : AXI_ADDR_WIDTH'(row_byte);
+  function automatic logic past_top(input logic [RW-1:0] e);
+    past_top = (e >> (AXI_ADDR_WIDTH - LOG_EB)) != '0;
+  endfunction
+
+  assign dma_valid = issuing;
   assign dma_count = insn.x_size;
+  assign row_next  = start ? RW'(insn.dram_base) : row_elem + RW'(insn.x_stride);
+  assign stop_next = start ? RW'(insn.dram_base) + RW'(insn.x_size) : row_stop + RW'(insn.x_stride);
 
   always_ff @(posedge clk) begin
     if (!rst_n || clear) begin
       issuing   <= 1'b0;
       rows_left <= '0;
       row_elem  <= '0;
-    end else if (start) begin
-      issuing   <= insn.y_size != '0 && insn.x_size != '0;
-      rows_left <= insn.y_size;
-      row_elem  <= RW'(insn.dram_base);
-    end else if (dma_valid && dma_ready) begin
-      row_elem  <= row_elem + RW'(insn.x_stride);
-      rows_left <= rows_left - 1'b1;
-      if (rows_left == SIZE_W'(1)) issuing <= 1'b0;
+      row_stop  <= '0;
+      dma_addr  <= '0;
+      dma_end   <= '0;
+    end else begin
+      if (start) begin
+        issuing   <= insn.y_size != '0 && insn.x_size != '0;
+        rows_left <= insn.y_size;
+      end else if (dma_valid && dma_ready) begin
+        rows_left <= rows_left - 1'b1;
+        if (rows_left == SIZE_W'(1)) issuing <= 1'b0;
+      end
+      if (start || (dma_valid && dma_ready)) begin
+        row_elem <= row_next;
+        row_stop <= stop_next;
+        dma_addr <= past_top(row_next) ? '1 : AXI_ADDR_WIDTH'(row_next << LOG_EB);
+        dma_end  <= past_top(row_next) ? EW'({AXI_ADDR_WIDTH{1'b1}}) + (EW'(insn.x_size) << LOG_EB)
+                                       : EW'(stop_next) << LOG_EB;
+      end
     end
   end
 

@@ -118,6 +118,7 @@ module vdla_top #(
   logic [N_RD-1:0][7:0]                ar_len;
   logic [N_RD-1:0]                     cmd_valid, cmd_ready;
   logic [N_RD-1:0][AXI_ADDR_WIDTH-1:0] cmd_addr;
+  logic [N_RD-1:0][AXI_ADDR_WIDTH+1:0] cmd_end;  // each command's end byte, a register of its client
   logic [N_RD-1:0][SIZE_W-1:0]         cmd_count;
   // The clients' DMA commands (c_*), each through the address window before its engine.
   logic [N_RD-1:0]                     c_valid, c_ready, win_fault;
@@ -128,7 +129,7 @@ module vdla_top #(
   for (genvar k = 0; k < N_RD; k++) begin : g_rd_window
     vdla_addr_window #(.LOG_EB(int'(RD_LOG_EB[8*k +: 8]))) u_window (
       .clk, .rst_n, .clear,
-      .in_valid(c_valid[k]), .in_ready(c_ready[k]), .addr(cmd_addr[k]), .count(cmd_count[k]),
+      .in_valid(c_valid[k]), .in_ready(c_ready[k]), .addr(cmd_addr[k]), .count(cmd_count[k]), .span_end(cmd_end[k]),
       .out_valid(cmd_valid[k]), .out_ready(cmd_ready[k]),
       .base(window_base), .limit(window_limit), .halt, .fault(win_fault[k])
     );
@@ -240,7 +241,8 @@ module vdla_top #(
 
   vdla_fetch u_fetch (
     .clk, .rst_n, .clear, .start, .insn_addr, .insn_count,
-    .dma_valid(c_valid[RD_FETCH]), .dma_ready(c_ready[RD_FETCH]), .dma_addr(cmd_addr[RD_FETCH]), .dma_count(cmd_count[RD_FETCH]),
+    .dma_valid(c_valid[RD_FETCH]), .dma_ready(c_ready[RD_FETCH]), .dma_addr(cmd_addr[RD_FETCH]), .dma_end(cmd_end[RD_FETCH]),
+    .dma_count(cmd_count[RD_FETCH]),
     .el_valid(insn_el_valid), .el_ready(insn_el_ready), .el_data(insn_el_data),
     .load_valid(fl_valid), .load_ready(fl_ready && fl_go), .compute_valid(fc_valid), .compute_ready(fc_ready && fc_go),
     .store_valid(fs_valid), .store_ready(fs_ready && fs_go), .insn(fetch_insn)
@@ -317,7 +319,7 @@ module vdla_top #(
     .c2l_valid(c2l_pop_valid), .c2l_ready(c2l_pop), .l2c_valid(l2c_push), .l2c_ready(l2c_push_ready),
     .busy(load_busy),
     .dma_valid(c_valid[RD_WGT:RD_INP]), .dma_ready(c_ready[RD_WGT:RD_INP]),
-    .dma_addr(cmd_addr[RD_WGT:RD_INP]), .dma_count(cmd_count[RD_WGT:RD_INP]),
+    .dma_addr(cmd_addr[RD_WGT:RD_INP]), .dma_end(cmd_end[RD_WGT:RD_INP]), .dma_count(cmd_count[RD_WGT:RD_INP]),
     .inp_el_valid, .inp_el_ready, .inp_el_data, .wgt_el_valid, .wgt_el_ready, .wgt_el_data,
     .inp_wr_en, .inp_wr_addr, .inp_wr_data, .wgt_wr_en, .wgt_wr_addr, .wgt_wr_data,
     .fault(load_fault), .fault_buf(load_fault_buf), .fault_elem(load_fault_elem)
@@ -333,7 +335,7 @@ module vdla_top #(
     .c2l_valid(c2l_push), .c2l_ready(c2l_push_ready), .c2s_valid(c2s_push), .c2s_ready(c2s_push_ready),
     .drained, .finish,
     .dma_valid(c_valid[RD_ACC:RD_UOP]), .dma_ready(c_ready[RD_ACC:RD_UOP]),
-    .dma_addr(cmd_addr[RD_ACC:RD_UOP]), .dma_count(cmd_count[RD_ACC:RD_UOP]),
+    .dma_addr(cmd_addr[RD_ACC:RD_UOP]), .dma_end(cmd_end[RD_ACC:RD_UOP]), .dma_count(cmd_count[RD_ACC:RD_UOP]),
     .uop_el_valid, .uop_el_ready, .uop_el_data, .acc_el_valid, .acc_el_ready, .acc_el_data,
     .inp_rd_en, .inp_rd_addr, .inp_rd_data, .wgt_rd_en, .wgt_rd_addr, .wgt_rd_data,
     .acc_wr_en, .acc_wr_addr, .acc_wr_data,
@@ -343,6 +345,7 @@ module vdla_top #(
 
   logic                     st_cmd_valid, st_cmd_ready, st_el_valid, st_el_ready, st_idle;
   logic [AXI_ADDR_WIDTH-1:0] st_cmd_addr;
+  logic [AXI_ADDR_WIDTH+1:0] st_cmd_end;
   logic [SIZE_W-1:0]        st_cmd_count;
   logic [OUT_ELEM_BITS-1:0] st_el_data;
 
@@ -351,7 +354,7 @@ module vdla_top #(
     .cmd_valid(sq_valid), .cmd_ready(sq_ready), .cmd_insn(store_insn),
     .c2s_valid(c2s_pop_valid), .c2s_ready(c2s_pop), .s2c_valid(s2c_push), .s2c_ready(s2c_push_ready),
     .busy(store_busy), .acc_wr_en, .acc_wr_addr, .acc_wr_data,
-    .dma_valid(st_cmd_valid), .dma_ready(st_cmd_ready), .dma_addr(st_cmd_addr), .dma_count(st_cmd_count),
+    .dma_valid(st_cmd_valid), .dma_ready(st_cmd_ready), .dma_addr(st_cmd_addr), .dma_end(st_cmd_end), .dma_count(st_cmd_count),
     .el_valid(st_el_valid), .el_ready(st_el_ready), .el_data(st_el_data), .dma_idle(st_idle),
     .fault(store_fault), .fault_elem(store_fault_elem)
   );
@@ -360,7 +363,7 @@ module vdla_top #(
   logic                      st_win_valid, st_win_ready, st_win_fault;
   vdla_addr_window #(.LOG_EB(LOG_OUT_ELEM_BYTES)) u_store_window (
     .clk, .rst_n, .clear,
-    .in_valid(st_cmd_valid), .in_ready(st_cmd_ready), .addr(st_cmd_addr), .count(st_cmd_count),
+    .in_valid(st_cmd_valid), .in_ready(st_cmd_ready), .addr(st_cmd_addr), .count(st_cmd_count), .span_end(st_cmd_end),
     .out_valid(st_win_valid), .out_ready(st_win_ready),
     .base(window_base), .limit(window_limit), .halt, .fault(st_win_fault)
   );

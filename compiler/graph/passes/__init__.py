@@ -16,6 +16,7 @@ from vdla_hw.config import HwConfig
 from vdla.compiler.codegen.llvm import current_target
 from vdla.compiler.graph.cost import HostModel
 from vdla.compiler.graph.ir import Graph
+from vdla.compiler.graph.kernel_cache import KernelCache
 from vdla.compiler.graph.passes.alter_layout import LayoutRewriter, alter_layout
 from vdla.compiler.graph.passes.cpu_layout import cpu_layout
 from vdla.compiler.graph.passes.fold_batch_norm import fold_batch_norm
@@ -56,11 +57,13 @@ def quantize_for_vdla(graph: Graph, samples: Sequence[Mapping[str, np.ndarray]],
                           calibration=calibration, per_channel=per_channel)
 
 
-def lower_quantized_for_vdla(g: Graph, cfg: HwConfig, host: HostModel | None = None) -> Graph:
+def lower_quantized_for_vdla(g: Graph, cfg: HwConfig, host: HostModel | None = None,
+                             kernels: KernelCache | None = None) -> Graph:
     """The second half of :func:`optimize_for_vdla`: pack a quantized graph for ``cfg``, fuse, partition, and
-    fuse the residual adds placed on the VDLA into their producer convs' epilogues."""
+    fuse the residual adds placed on the VDLA into their producer convs' epilogues (``kernels``: the build's
+    cache of compiled VDLA kernels, which that decision fills)."""
     g = fold_constant(alter_layout(g, cfg))
-    return fuse_residual_add(partition(fuse_ops(g), cfg), cfg, host)
+    return fuse_residual_add(partition(fuse_ops(g), cfg), cfg, host, kernels)
 
 
 __all__ = [

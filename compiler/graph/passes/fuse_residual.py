@@ -28,8 +28,8 @@ from vdla_hw.errors import UnsupportedError
 from vdla.compiler.graph.builder import GraphBuilder
 from vdla.compiler.graph.cost import CostDecision, HostModel, program_cycles, weigh_kernel
 from vdla.compiler.graph.errors import NotLoweredError
-from vdla.compiler.graph.ir import Graph, Node
-from vdla.compiler.graph.lower_vdla import compile_kernel
+from vdla.compiler.graph.ir import Attrs, Graph, Node
+from vdla.compiler.graph.kernel_cache import KernelCache
 from vdla.compiler.graph.passes.rewrite import Rewriter
 
 VDLA = "vdla"
@@ -75,26 +75,29 @@ class FusionFigures:
 
 
 def fusion_figures(conv: Node, add: Node, operand: int, graph: Graph, cfg: HwConfig,
-                   host: HostModel | None = None) -> FusionFigures | None:
+                   host: HostModel | None = None, kernels: KernelCache | None = None) -> FusionFigures | None:
     """Compile the conv with and without the add fused, and the add alone; None when the fused form does not
-    compile for ``cfg`` (no tiling fits the skip's tiles, or its epilogue is not one the VDLA runs)."""
+    compile for ``cfg`` (no tiling fits the skip's tiles, or its epilogue is not one the VDLA runs). With
+    ``kernels`` (the build's cache) the build's own compile of whichever form is kept costs nothing."""
+    kernels = KernelCache() if kernels is None else kernels
     body, params = _fused_body(conv, add, operand)
-    fused = Node(add.name, "fused", tuple(params), {"body": body, "pattern": "COMPLEX_OUT_FUSABLE", "target": VDLA},
-                 add.type)
+    fused = Node(add.name, "fused", tuple(params),
+                 Attrs(body=body, pattern="COMPLEX_OUT_FUSABLE", target=VDLA), add.type)
     try:
-        kernels = [compile_kernel(n, graph, cfg) for n in (fused, conv, add)]
+        compiled = [kernels.compile(n, graph, cfg) for n in (fused, conv, add)]
     except (NotLoweredError, UnsupportedError):
         return None
-    f, c, a = (program_cycles(cfg, k.program.instructions) for k in kernels)
+    f, c, a = (program_cycles(cfg, k.program.instructions) for k in compiled)
     decision = None
     if host is not None:
         q = [b for b in add.attrs["body"].nodes if b.op != "input"][0]
-        decision = weigh_kernel(q, [add.attrs["body"].node(i).type for i in q.inputs], kernels[2].program.instructions,
+        decision = weigh_kernel(q, [add.attrs["body"].node(i).type for i in q.inputs], compiled[2].program.instructions,
                                 cfg, host)
     return FusionFigures(f, c, a, decision)
 
 
-def residual_pairs(graph: Graph, cfg: HwConfig, host: HostModel | None = None) -> dict[str, tuple[str, int]]:
+def residual_pairs(graph: Graph, cfg: HwConfig, host: HostModel | None = None,
+                   kernels: KernelCache | None = None) -> dict[str, tuple[str, int]]:
     """``{add kernel: (conv kernel, operand index)}`` for every VDLA ``qadd`` kernel one of whose operands is
     a VDLA conv kernel read by nothing else, where fusing wins (:meth:`FusionFigures.fuse`)."""
     pairs: dict[str, tuple[str, int]] = {}
@@ -107,7 +110,7 @@ def residual_pairs(graph: Graph, cfg: HwConfig, host: HostModel | None = None) -
             p = graph.node(i)
             if i in taken or i in outputs or not _is_vdla_conv(p) or graph.consumers[i] != (n.name,):
                 continue
-            figures = fusion_figures(p, n, k, graph, cfg, host)
+            figures = fusion_figures(p, n, k, graph, cfg, host, kernels)
             if figures is None or not figures.fuse(cfg):
                 continue
             pairs[n.name] = (i, k)
@@ -139,11 +142,13 @@ def _fused_body(conv: Node, add: Node, operand: int) -> tuple[Graph, list[str]]:
     return b.build([name]), list(conv.inputs) + [skip]
 
 
-def fuse_residual_add(graph: Graph, cfg: HwConfig, host: HostModel | None = None) -> Graph:
+def fuse_residual_add(graph: Graph, cfg: HwConfig, host: HostModel | None = None,
+                      kernels: KernelCache | None = None) -> Graph:
     """Fuse every VDLA residual add into the epilogue of the VDLA conv producing one of its operands, where
     that conv's result has no other reader and fusing wins (see the module doc); ``host``: the cost rule's host
-    (``placement="cost"``), or None to compare only the two VDLA forms."""
-    pairs = residual_pairs(graph, cfg, host)
+    (``placement="cost"``), or None to compare only the two VDLA forms; ``kernels``: the build's
+    :class:`KernelCache`, which keeps the kernels compiled to decide."""
+    pairs = residual_pairs(graph, cfg, host, kernels)
     if not pairs:
         return graph
     convs = {c for c, _ in pairs.values()}

@@ -38,6 +38,11 @@ module tb_asserts (
   input  wire logic                          u_start,
   input  wire logic [LOG_UOP_BUFF_DEPTH-1:0] u_bgn,
   input  wire logic [LOG_UOP_BUFF_DEPTH:0]   u_end,
+  // vdla_addr_window (the input buffer's element size; the engine always ready)
+  input  wire logic                          w_valid,
+  input  wire logic [AXI_ADDR_WIDTH-1:0]     w_addr,
+  input  wire logic [SIZE_W-1:0]             w_count,
+  input  wire logic [AXI_ADDR_WIDTH+1:0]     w_span_end,
   // vdla_axi_check
   input  wire logic                          x_ar_valid,
   input  wire logic                          x_ar_ready,
@@ -76,7 +81,7 @@ module tb_asserts (
 
   vdla_tile_loader #(.ELEM_BITS(INP_ELEM_BITS), .DEPTH(INP_BUFF_DEPTH)) u_loader (
     .clk, .rst_n, .clear(1'b0), .start(t_start), .insn(vdla_pkg::mem_insn_t'(t_insn)), .done(), .busy(),
-    .dma_valid(), .dma_ready(1'b0), .dma_addr(), .dma_count(),
+    .dma_valid(), .dma_ready(1'b0), .dma_addr(), .dma_end(), .dma_count(),
     .el_valid(1'b0), .el_ready(), .el_data('0), .wr_en(), .wr_addr(), .wr_data()
   );
 
@@ -84,6 +89,11 @@ module tb_asserts (
     .clk, .rst_n, .clear(1'b0), .start(u_start), .fast(1'b0), .uop_bgn(u_bgn), .uop_end(u_end), .iter_out(LOOP_ITER_W'(1)),
     .iter_in(LOOP_ITER_W'(1)), .dst_factor_out('0), .dst_factor_in('0), .src_factor_out('0), .src_factor_in('0),
     .wgt_factor_out('0), .wgt_factor_in('0), .it_valid(), .uop_idx(), .dst_off(), .src_off(), .wgt_off(), .busy()
+  );
+
+  vdla_addr_window #(.LOG_EB(LOG_INP_ELEM_BYTES)) u_window (
+    .clk, .rst_n, .clear(1'b0), .in_valid(w_valid), .in_ready(), .addr(w_addr), .count(w_count), .span_end(w_span_end),
+    .out_valid(), .out_ready(1'b1), .base('0), .limit('1), .halt(1'b0), .fault()
   );
 
   vdla_axi_check u_axi (
