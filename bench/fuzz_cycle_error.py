@@ -77,11 +77,12 @@ def read_saved(path: Path) -> dict[str, dict[int, tuple[int, int]]]:
 
 
 def measure(config: str, count: int, saved: dict[int, tuple[int, int]] | None, check: int,
-            checkpoint: Callable[[list[list[float]]], None], every: int, saved_only: bool = False) -> list[list[float]]:
+            checkpoint: Callable[[list[list[float]]], None], every: int, saved_only: bool = False,
+            first: int = 0) -> list[list[float]]:
     cfg = load_config(config)
     cycle, rtl = get_backend("cycle"), get_backend("rtl")
     rows: list[list[float]] = []
-    for seed in tqdm(range(count), desc=f"{config} cycle vs rtl", unit="prog"):
+    for seed in tqdm(range(first, first + count), desc=f"{config} cycle vs rtl", unit="prog"):
         program, _ = build_program(cfg, draw_plan(cfg, seed, max_rounds=6))
         # A seed whose program changed since the saved run (its instruction count differs: the
         # generator moved) is run on the RTL again.
@@ -89,7 +90,7 @@ def measure(config: str, count: int, saved: dict[int, tuple[int, int]] | None, c
         if saved_only and not same:
             continue
         c = cycle.run(program).cycles
-        if same and seed >= check:
+        if same and seed >= first + check:
             r = saved[seed][0]
         else:
             r = rtl.run(program, no_precheck=True).cycles
@@ -106,6 +107,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--configs", nargs="+", default=["tiny", "default", "wide"])
     ap.add_argument("--count", type=int, default=1000)
+    ap.add_argument("--first", type=int, default=0, help="first seed (default 0): seeds FIRST..FIRST+COUNT-1, to share "
+                    "a campaign over processes")
     ap.add_argument("--rtl-from", type=Path, default=None,
                     help="JSON of an earlier run, or a pool campaign's journal (.jsonl): its RTL cycles per seed")
     ap.add_argument("--check", type=int, default=20, help="with --rtl-from: seeds re-run on the RTL (default 20)")
@@ -116,7 +119,7 @@ def main() -> None:
     args = ap.parse_args()
 
     old = read_saved(args.rtl_from) if args.rtl_from else {}
-    print(f"host: {host_cpu()}; programs: draw_plan(seed, max_rounds=6), seeds 0..{args.count - 1}")
+    print(f"host: {host_cpu()}; programs: draw_plan(seed, max_rounds=6), seeds {args.first}..{args.first + args.count - 1}")
     presets: dict[str, dict] = {}
     t0 = time.time()
 
@@ -134,7 +137,8 @@ def main() -> None:
                                "row_fields": list(ROW_FIELDS), "rows": rows}
             save()
 
-        record(measure(config, args.count, saved, args.check, record, args.save_every, args.saved_only and saved is not None))
+        record(measure(config, args.count, saved, args.check, record, args.save_every, args.saved_only and saved is not None,
+                       args.first))
     print(f"\n{'preset':<8} {'programs':>8} {'median':>8} {'p95':>8} {'max':>8} {'worst seed':>10} {'>4%':>5}")
     for config, p in presets.items():
         s = p["summary"]
