@@ -14,6 +14,7 @@ from typing import Callable
 from vdla_hw.config import load_config
 from vdla_hw.errors import UsageError
 from vdla_hw.gen_docs import BUFFER_HEADER, DEFAULT_DOC_PATH, buffer_rows, derived_values, register_rows, render_isa_doc, write_isa_doc
+from vdla_hw.formal.sby import SOLVERS
 
 _AddParser = Callable[[argparse._SubParsersAction], None]
 _SUBCOMMANDS: list[_AddParser] = []
@@ -134,8 +135,9 @@ def _prove_parser(sub: argparse._SubParsersAction) -> None:
                                                    "vdla_hw/rtl) instead of the shipped RTL")
     p.add_argument("--task", action="append", help="run only this task (repeatable; see --list)")
     p.add_argument("--list", action="store_true", help="list the tasks with their method and properties, run nothing")
-    p.add_argument("--solver", default=None, choices=("z3", "boolector"),
-                   help="SMT solver for every task (default: each task's own, z3 unless the task names boolector)")
+    p.add_argument("--solver", default=None, choices=SOLVERS,
+                   help="engine for every task: an SMT solver under smtbmc (z3, boolector, yices) or ABC on the AIGER model "
+                        "(abc-bmc3: bounded; abc-pdr: unbounded) (default: each task's own)")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per task (default: %(default)s)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(func=_prove)
@@ -162,6 +164,15 @@ def _prove(args: argparse.Namespace) -> int:
         return 0
     if args.rtl_dir and not Path(args.rtl_dir).is_dir():
         raise UsageError(f"--rtl-dir {args.rtl_dir} is not a folder", hint="point it at a copy of vdla_hw/rtl")
+    if args.solver:
+        from vdla_hw.formal.sby import check_engine
+        from vdla_hw.rtl_build import RtlBuildError
+
+        for t in tasks:
+            try:
+                check_engine(t, args.solver)
+            except RtlBuildError as exc:
+                raise UsageError(str(exc), hint="name only BMC tasks with --task, or choose another --solver") from None
     results = prove(args.config, tasks, rtl_dir=args.rtl_dir, solver=args.solver, timeout=args.timeout)
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2))

@@ -27,9 +27,9 @@ def prove(cfg: HwConfig | str, tasks: Sequence[ProofTask] | None = None, *, rtl_
 
 def format_results(results: Sequence[ProofResult]) -> str:
     """A table of the verdicts, then each failure's assertion, cycle and counterexample trace."""
-    lines = [f"{'task':22} {'top':20} {'method':24} {'result':8} {'s':>6}"]
+    lines = [f"{'task':22} {'top':20} {'method':24} {'engine':9} {'result':8} {'s':>6}"]
     for r in results:
-        lines.append(f"{r.task.name:22} {r.task.top:20} {r.task.method:24} {r.status:8} {r.seconds:6.1f}")
+        lines.append(f"{r.task.name:22} {r.task.top:20} {r.task.method:24} {r.solver:9} {r.status:8} {r.seconds:6.1f}")
     for r in results:
         if r.passed:
             continue

