@@ -49,7 +49,9 @@ def test_aarch64_conv_tile_is_fmla_on_q_registers_without_spills() -> None:
     tile = knobs.oh_block * knobs.ow_block * knobs.oc_block
     assert len(fmla) >= tile, (len(fmla), tile)
     assert len({int(r) for r in fmla}) >= tile  # one accumulator register per output vector of the tile
-    assert tile == 16  # half of AArch64's 32 registers (topi.spare_registers), not x86's 12 of 16
+    # Within half of AArch64's 32 registers (topi.spare_registers) and beyond x86's 12 of 16: the 14-wide row
+    # takes two balanced 7-column tiles x 2 channel blocks (topi.balance_columns), not 8 + a 6-column rest.
+    assert 12 < tile <= 16, tile
     assert not _SPILL.search(asm), _SPILL.search(asm)
     hot = blocks_with(asm, "fmla")
     assert hot and sum(i.startswith("fmla") for b in hot for i in b) >= tile

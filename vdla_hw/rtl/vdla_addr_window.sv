@@ -26,7 +26,9 @@ import vdla_pkg::*;
 /* verilator lint_on IMPORTSTAR */
 
 module vdla_addr_window #(
+  /* verilator lint_off UNUSEDPARAM */  // like `count`: only the simulation check reads it
   parameter int LOG_EB = 0,
+  /* verilator lint_on UNUSEDPARAM */
   parameter int CNT_W = SIZE_W
 ) (
   input  wire logic                      clk,
