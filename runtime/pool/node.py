@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 from collections.abc import Callable
 
 import numpy as np
@@ -107,6 +108,14 @@ def run_scheduler(host: str = "127.0.0.1", port: int = DEFAULT_PORT, security: S
     ``dashboard`` (HOST:PORT) says otherwise: it is plain HTTP, reach it through an SSH tunnel.
     """
     check_bind(host, security)
+    if port:  # Dask reports a busy port only as "Scheduler failed to start"
+        with socket.socket() as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Dask's server: a restart may reuse it
+            try:
+                probe.bind((host, port))
+            except OSError as exc:
+                raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror}",
+                                 hint="another process holds that port: pick another --port, or stop it") from None
     protocol = "tls" if security is not None else "tcp"
     http = dashboard or "127.0.0.1:8787"
     asyncio.run(_serve(lambda: Scheduler(host=host, port=port, protocol=protocol, security=security,

@@ -129,3 +129,17 @@ def test_an_address_without_a_scheduler_is_a_clear_error() -> None:
     with pytest.raises(PoolUnreachableError, match=f"no pool scheduler answers at tcp://127.0.0.1:{port}") as err:
         PoolExecutor(f"tcp://127.0.0.1:{port}", connect_timeout_s=1)
     assert "vdla pool up" in (err.value.hint or "")
+
+
+def test_a_scheduler_on_a_busy_port_is_a_usage_error_naming_it() -> None:
+    import socket
+
+    from vdla.runtime.pool.node import run_scheduler
+    from vdla_hw.errors import UsageError
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        with pytest.raises(UsageError, match=f"cannot listen on 127.0.0.1:{port}"):
+            run_scheduler("127.0.0.1", port)
