@@ -80,6 +80,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--latency-only", action="store_true",
                    help="no synthesis: the cycle model's latency per config, resources only where the synthesis "
                         "cache holds them (a stated subset when yosys cannot run in the time)")
+    p.add_argument("--rerender", metavar="FILE",
+                   help="with --latency-only: no simulation; FILE (an earlier --latency-only JSON of the same points) "
+                        "with the resources the caches and --area hold now, written to --out with its table and plot")
+    p.add_argument("--area", metavar="FILE",
+                   help="bench/area_presets.py's JSON: each preset's resources before and after where this run has none")
     p.add_argument("--out", default=str(RESULTS / "dse.json"))
     args = p.parse_args(argv)
     extra = [m for m in args.models.split(",") if m and m != "resnet18"]
@@ -109,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     points = [peer] + [SweepPoint((("preset", n),), load_config(n)) for n in presets] + swept_points
     workloads = resnet18(args.quick)
     start = time.perf_counter()
+    if args.latency_only and args.rerender:
+        return rerender(args, points)
     if args.latency_only:
         return latency_only(args, points, presets, record, workloads, extra, host.cpu)
     results = run_sweep(points, workloads, jobs=args.jobs, fmax=args.fmax)
@@ -220,7 +227,11 @@ def latency_only(args: argparse.Namespace, points: list[SweepPoint], presets: li
             if p_["label"] in by_label and p_.get("config_json") and not p_["label"].startswith("preset="):
                 specs.append((p_["label"], p_["config_json"]))
         model_paths = {name: str(wl.model) for name, wl in model_wl.items()}
-        found = run_before(args.before, [sp for _, sp in specs], args.quick, latency_only=True, models=model_paths)
+        try:
+            found = run_before(args.before, [sp for _, sp in specs], args.quick, latency_only=True, models=model_paths)
+        except SystemExit as exc:  # keep the "after" side this run measured; the table says "before" is missing
+            print(f"warning: {exc}", file=sys.stderr)
+            found = []
         for (label, _), p_ in zip(specs, found):
             row = by_label.get(label)
             if row is None:
@@ -245,6 +256,41 @@ def latency_only(args: argparse.Namespace, points: list[SweepPoint], presets: li
     print(format_before_after(rows))
     png = plot_before_after(rows, out.with_name(out.stem + "_before_after.png"))
     print(f"wrote {out} and {png} in {time.perf_counter() - start:.0f} s")
+    return 0
+
+
+def fill_resources(rows: list[dict], points: list[SweepPoint], area: dict | None) -> None:  # type: ignore[type-arg]
+    """Resources where a row lacks them: "after" from this tree's synthesis caches (``cached_xc7``), and each
+    preset's two sides from ``bench/area_presets.py``'s JSON ``area`` (its own flows, same sources)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from area_presets import cached_xc7
+
+    keys = ("luts", "ffs", "dsps", "bram36")
+    configs = {("default (peer)" if not pt.values else pt.label): pt.config for pt in points}
+    for row in rows:
+        cfg = configs.get(row["label"])
+        if row["after"] is not None and row["after"].get("luts") is None and cfg is not None:
+            row["after"].update(cached_xc7(cfg) or {})
+        name = "default" if row["label"] == "default (peer)" else row["label"].removeprefix("preset=")
+        sides = (area or {}).get("presets", {}).get(name) if row["label"].startswith(("preset=", "default")) else None
+        for side in ("before", "after"):
+            xc7 = ((sides or {}).get(side) or {}).get("xc7")
+            if xc7 and row[side] is not None and row[side].get("luts") is None:
+                row[side].update({k: xc7[k] for k in keys}, resources=f"bench/area_presets.py ({xc7.get('yosys', 'yowasp')})")
+
+
+def rerender(args: argparse.Namespace, points: list[SweepPoint]) -> int:
+    """``--rerender FILE``: an earlier latency-only run's rows with the resources known now; table, JSON and plot."""
+    doc = json.loads(Path(args.rerender).read_text())
+    rows = doc["before_after"]["rows"]
+    area = json.loads(Path(args.area).read_text()) if args.area else None
+    fill_resources(rows, points, area)
+    doc["meta"]["resources"] = f"filled from the synthesis caches and {args.area or 'no area file'} by --rerender"
+    out = Path(args.out)
+    write_json(out, doc)
+    print(format_before_after(rows))
+    png = plot_before_after(rows, out.with_name(out.stem + "_before_after.png"))
+    print(f"wrote {out} and {png}")
     return 0
 
 
