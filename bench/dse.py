@@ -206,7 +206,8 @@ def latency_only(args: argparse.Namespace, points: list[SweepPoint], presets: li
                     row[f"{name}_ms"] = vdla / (cfg.clock_mhz * 1e3) + host_ms
                     row[f"{name}_detail"] = {"vdla_cycles": vdla, "host_ms": host_ms,
                                              "vdla_kernels": sum(lt.device == "vdla" for lt in mlayers),
-                                             "host_kernels": sum(lt.device == "host" for lt in mlayers)}
+                                             "host_kernels": sum(lt.device == "host" for lt in mlayers),
+                                             "kernels": {lt.name: lt.cycles for lt in mlayers if lt.device == "vdla"}}
                 progress.update(1)
             rows.append(row)
     by_label = {row["label"]: row for row in rows}
@@ -432,6 +433,16 @@ def format_before_after(rows: list[dict]) -> str:  # type: ignore[type-arg]
     models = list(dict.fromkeys(models))
     compared = [m[:-3] for m in models if any(f"{m[:-3]}_before" in row for row in rows)]
 
+    def common(row: dict, name: str) -> str:  # type: ignore[type-arg]
+        """The VDLA cycles of the kernels both trees put on the VDLA (by node name): like for like."""
+        a = (row.get(f"{name}_detail") or {}).get("kernels") or {}
+        b = (row.get(f"{name}_before") or {}).get("kernels") or {}
+        both = sorted(set(a) & set(b))
+        if not both:
+            return "-"
+        ca, cb = sum(a[k] for k in both), sum(b[k] for k in both)
+        return f"{cb:,} -> {ca:,} ({(ca - cb) / cb:+.1%}, {len(both)} kernels)"
+
     def kernels(row: dict, name: str) -> str:  # type: ignore[type-arg]
         """A model's VDLA cycles (and kernel count) before -> after: the part both trees time."""
         a, b = row.get(f"{name}_detail") or {}, row.get(f"{name}_before") or {}
@@ -442,18 +453,18 @@ def format_before_after(rows: list[dict]) -> str:  # type: ignore[type-arg]
         return f"{fb} -> {fa}{change}"
 
     head = (["config", "LUT", "FF", "DSP", "BRAM36", "cycles", "latency ms"] + [m[:-3] + " ms" for m in models]
-            + [f"{m} VDLA cycles (kernels)" for m in compared])
+            + [f"{m} VDLA cycles (kernels)" for m in compared] + [f"{m} same kernels" for m in compared])
     table = [head]
     for row in rows:
         table.append([row["label"], pair(row, "luts"), pair(row, "ffs"), pair(row, "dsps"), pair(row, "bram36", "{:g}"),
                       pair(row, "cycles"), pair(row, "latency_ms", "{:.2f}")]
                      + [f"{row[m]:.2f}" if row.get(m) is not None else "-" for m in models]
-                     + [kernels(row, m) for m in compared])
+                     + [kernels(row, m) for m in compared] + [common(row, m) for m in compared])
     widths = [max(len(r[c]) for r in table) for c in range(len(head))]
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in table]
     lines.append("before -> after (change); one value: that side only; -: not measured in this run; model latencies are "
                  "after only (VDLA kernels + host kernels); a model's VDLA cycles: every kernel each tree's compiler puts on "
-                 "the VDLA (count in brackets)")
+                 "the VDLA (count in brackets); same kernels: those both put on the VDLA, by node name")
     return "\n".join(lines)
 
 

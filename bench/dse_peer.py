@@ -58,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
                     out[-1]["models"][name] = {"failure": f"{type(exc).__name__}: {exc}"}
                     continue
                 out[-1]["models"][name] = {"vdla_cycles": sum(lt.cycles for lt in mlayers),
-                                           "vdla_kernels": len(mlayers), "macs": sum(lt.macs for lt in mlayers)}
+                                           "vdla_kernels": len(mlayers), "macs": sum(lt.macs for lt in mlayers),
+                                           "kernels": {lt.name: lt.cycles for lt in mlayers}}
             print(f"{cfg.name}: {out[-1]['cycles']:,} cycles", file=sys.stderr)
             continue
         point = sweep.SweepPoint((("preset", cfg.name),), cfg)
