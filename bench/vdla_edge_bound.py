@@ -23,8 +23,8 @@ tiles), so no LOAD waits for a buffer to be released.  The input is loaded as th
 im2col matrix (the used pixels only); the compiled layer loads whole input rows (twice the pixels
 of a stride-2 layer), which this bound does not charge.
 
-    python bench/vdla_edge_bound.py [--config default] [--layer C11] [--b1 8] [--first-piece 8] [--piece 16] [--group 2]
-                                    [--candidates 0]
+    python bench/vdla_edge_bound.py [--config default] [--layer C11] [--b1 8] [--first-piece 8] [--piece 16] [--group 4]
+                                    [--last-group 1] [--late-bias] [--candidates 0]
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ from vdla.runtime.workloads import reference_output  # noqa: E402
 
 
 def edge_schedule_program(cfg: HwConfig, m: int, k: int, n: int, b1: int, first_piece: int, group: int,
-                          piece: int | None = None, late_bias: bool = True, seed: int = 0) -> tuple[Program, np.ndarray]:
+                          piece: int | None = None, late_bias: bool = False, last_group: int | None = None,
+                          seed: int = 0) -> tuple[Program, np.ndarray]:
     """The ``(m x k) @ (k x n)`` GEMM + bias + ReLU + requantize, resident in SRAM, ic-major for the
     first ``b1`` reduction blocks and oc-major (stored per ``group`` output blocks) after; its
     expected output ``(m, n)``.  ``late_bias`` loads the bias (a compute-module LOAD) after the ic-major
@@ -66,9 +67,13 @@ def edge_schedule_program(cfg: HwConfig, m: int, k: int, n: int, b1: int, first_
                          f"{m * nb + nb} accumulator tiles; it holds {cfg.inp_buff_depth}, {cfg.wgt_buff_depth}, "
                          f"{cfg.acc_buff_depth})")
     piece = piece or first_piece
-    if not (0 < b1 < kb and nb % first_piece == 0 and nb % piece == 0 and nb % group == 0):
+    last_group = last_group or group
+    if not (0 < b1 < kb and nb % first_piece == 0 and nb % piece == 0 and nb % group == 0 and group % last_group == 0):
         raise ValueError(f"b1={b1} must be in 1..{kb - 1}; first_piece={first_piece}, piece={piece} and group={group} "
-                         f"must divide {nb}")
+                         f"must divide {nb}, last_group={last_group} must divide group")
+    # oc-major groups: of `group` blocks, the last one cut into groups of `last_group` (a smaller last STORE)
+    starts = list(range(0, nb - group, group)) + list(range(nb - group, nb, last_group))
+    sizes = [b - a for a, b in zip(starts, starts[1:] + [nb])]
     rng = np.random.default_rng(seed)
     a = rng.integers(-(1 << (cfg.inp_width - 1)), 1 << (cfg.inp_width - 1), size=(m, k))
     w = rng.integers(-(1 << (cfg.wgt_width - 1)), 1 << (cfg.wgt_width - 1), size=(k, n))
@@ -98,15 +103,12 @@ def edge_schedule_program(cfg: HwConfig, m: int, k: int, n: int, b1: int, first_
     # before the first GEMM) stays small.
     size = [first_piece] + [piece] * (b1 - 1)  # output-channel blocks per ic-major GEMM piece, per block
     first = {(b, o0): place([Uop(o0 * m, b * m, b * nb + o0)]) for b in range(b1) for o0 in range(0, nb, size[b])}
-    rest = {o0: place([Uop(o0 * m, b * m, w2 + o0 * (kb - b1) + (b - b1)) for b in range(b1, kb)])
-            for o0 in range(0, nb, group)}
+    rest = {o0: place([Uop(o0 * m, b * m, w2 + o0 * (kb - b1) + (b - b1)) for b in range(b1, kb)]) for o0 in starts}
     if len(uops) > cfg.uop_buff_depth:
         raise ValueError(f"{len(uops)} micro-ops exceed the micro-op buffer of {cfg.name!r}")
     pb.load_uops(pb.uops(uops, "uops"))
     if not late_bias:
         pb.load(MemType.ACC, bias_base, bias_buf.addr, 1, nb, nb)
-    rest_loop = {"iter_out": m, "iter_in": group, "dst_factor": (1, m), "src_factor": (1, 0),
-                 "wgt_factor": (0, kb - b1)}
     # The load module's order: per ic-major block its input column and weight pieces (one token each for
     # the GEMM piece that reads them), then input columns of the oc-major phase; then the phase-2 weights.
     later = list(range(b1, kb))
@@ -122,11 +124,11 @@ def edge_schedule_program(cfg: HwConfig, m: int, k: int, n: int, b1: int, first_
                 pb.load(MemType.INP, c * m, inp.addr + c * m, 1, m, m)
     if late_bias:
         pb.load(MemType.ACC, bias_base, bias_buf.addr, 1, nb, nb)
-    groups = list(range(0, nb, group))
-    for i, o0 in enumerate(groups):
-        pb.load(MemType.WGT, w2 + o0 * (kb - b1), wgt.addr + o0 * kb + b1, group, kb - b1, kb, push_next=True)
-        pb.gemm(*rest[o0], **rest_loop, pop_prev=True, push_next=True)
-        pb.store(o0 * m, out.addr + o0 * m, group, m, m, pop_prev=True, push_prev=i == len(groups) - 1,
+    for i, (o0, g) in enumerate(zip(starts, sizes)):
+        pb.load(MemType.WGT, w2 + o0 * (kb - b1), wgt.addr + o0 * kb + b1, g, kb - b1, kb, push_next=True)
+        pb.gemm(*rest[o0], iter_out=m, iter_in=g, dst_factor=(1, m), src_factor=(1, 0), wgt_factor=(0, kb - b1),
+                pop_prev=True, push_next=True)
+        pb.store(o0 * m, out.addr + o0 * m, g, m, m, pop_prev=True, push_prev=i == len(starts) - 1,
                  shift=shift, clip=True, relu=True, bias=(bias_base + o0, 1))
     pb.finish(pop_next=True)
     return pb.build(), reference_output(cfg, a, w, bias, shift)
@@ -160,7 +162,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--b1", type=int, default=8, help="input-channel blocks reduced ic-major (into every output block)")
     p.add_argument("--first-piece", type=int, default=8, help="output-channel blocks per GEMM piece of the first block")
     p.add_argument("--piece", type=int, default=16, help="output-channel blocks per GEMM piece of the other ic-major blocks")
-    p.add_argument("--group", type=int, default=2, help="output-channel blocks per oc-major GEMM and STORE")
+    p.add_argument("--group", type=int, default=4, help="output-channel blocks per oc-major GEMM and STORE")
+    p.add_argument("--last-group", type=int, default=1, help="the last oc-major group cut into groups of this many blocks")
+    p.add_argument("--late-bias", action="store_true", help="load the bias after the ic-major phase (default: first)")
     p.add_argument("--candidates", type=int, default=0,
                    help="tilings measured for the compiled peer (0 = all, as bench/vdla_resnet18.py --candidates 0)")
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "vdla_edge_bound.json"))
@@ -176,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     m, k, n = wl.oh * wl.ow, wl.ic, wl.oc
     gemm = wl.macs // cfg.macs_per_cycle
     try:
-        program, want = edge_schedule_program(cfg, m, k, n, args.b1, args.first_piece, args.group, piece=args.piece)
+        program, want = edge_schedule_program(cfg, m, k, n, args.b1, args.first_piece, args.group, piece=args.piece,
+                                              late_bias=args.late_bias, last_group=args.last_group)
     except ValueError as exc:
         raise SystemExit(f"--layer {args.layer} on {cfg.name!r}: {exc} (only C11 fits resident on 'default'; the "
                          "others would need row tiles)")
@@ -208,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     host = host_target()
     print(f"\nhost: {host.cpu}; the figures are the cycle model's ({cfg.name!r}, {cfg.clock_mhz:g} MHz)")
     print(f"{args.layer} {wl}: {gemm:,} GEMM cycles; edge schedule b1={args.b1}, first piece {args.first_piece}, "
-          f"piece {args.piece}, group {args.group}: bit-exact on fsim and cycle; compiled: the best of "
+          f"piece {args.piece}, group {args.group} (last {args.last_group}), "
+          f"bias {'late' if args.late_bias else 'first'}: bit-exact on fsim and cycle; compiled: the best of "
           f"{'every tiling' if args.candidates <= 0 else f'{args.candidates} tilings'}")
     print(f"{'program':<24} {'cycles':>8} {'util':>7} {'prologue':>9} {'GEMM ovh':>9} {'UOP/ACC':>8} {'idle':>6} "
           f"{'drain':>6} {'GEMMs':>6} {'mem bound':>10}")
@@ -221,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"config": cfg.name, "layer": args.layer, "b1": args.b1, "first_piece": args.first_piece,
-                               "piece": args.piece, "group": args.group, "gemm_cycles": gemm, "rows": rows}, indent=2))
+                               "piece": args.piece, "group": args.group,
+                               "last_group": args.last_group, "late_bias": args.late_bias, "gemm_cycles": gemm, "rows": rows}, indent=2))
     return 0
 
 

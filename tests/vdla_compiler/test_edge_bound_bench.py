@@ -30,11 +30,13 @@ def bench() -> ModuleType:
 
 @pytest.mark.parametrize("config", ["default", "tiny"])
 @pytest.mark.parametrize("b1, first_piece, piece, group, late_bias", [(2, 1, 4, 1, True), (1, 2, 2, 2, False), (3, 4, 2, 4, True)])
+@pytest.mark.parametrize("last_group", [None, 1])
 def test_edge_schedule_bit_exact_on_fsim_and_cycle(bench: ModuleType, config: str, b1: int, first_piece: int, piece: int,
-                                                   group: int, late_bias: bool) -> None:
+                                                   group: int, late_bias: bool, last_group: int | None) -> None:
     cfg = VdlaTarget.from_config(config).config
     m, k, n = 12, 4 * cfg.block_in, 4 * cfg.block_out
-    program, want = bench.edge_schedule_program(cfg, m, k, n, b1, first_piece, group, piece=piece, late_bias=late_bias)
+    program, want = bench.edge_schedule_program(cfg, m, k, n, b1, first_piece, group, piece=piece, late_bias=late_bias,
+                                                  last_group=last_group)
     fs, cy = run(program, backend="fsim"), run(program, backend="cycle")
     assert np.array_equal(bench.read_out(fs, m, n, cfg.block_out), want)
     assert np.array_equal(fs.dram, cy.dram)
