@@ -47,7 +47,7 @@ from vdla_hw.isa import MemType, Uop  # noqa: E402
 from vdla.compiler.codegen.llvm.target import host_target  # noqa: E402
 from vdla.compiler.vdla.target import VdlaTarget  # noqa: E402
 from vdla.compiler.vdla.topi import RESNET18_CONVS, Requantize, check_conv2d, requant_shift, tune_conv2d  # noqa: E402
-from vdla.runtime.backends import run  # noqa: E402
+from vdla.runtime.backends import RunResult, run  # noqa: E402
 from vdla.runtime.program import Program, ProgramBuilder  # noqa: E402
 from vdla.runtime.workloads import reference_output  # noqa: E402
 
@@ -134,7 +134,7 @@ def edge_schedule_program(cfg: HwConfig, m: int, k: int, n: int, b1: int, first_
     return pb.build(), reference_output(cfg, a, w, bias, shift)
 
 
-def read_out(result, m: int, n: int, block_out: int) -> np.ndarray:  # type: ignore[no-untyped-def]
+def read_out(result: RunResult, m: int, n: int, block_out: int) -> np.ndarray:
     """The ``out`` buffer ([oc block][pixel][channel]) as ``(m, n)``."""
     return result.read("out").reshape(n // block_out, m, block_out).transpose(1, 0, 2).reshape(m, n)
 
