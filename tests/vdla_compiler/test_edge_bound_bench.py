@@ -47,3 +47,20 @@ def test_edge_schedule_names_the_buffers_it_overflows(bench: ModuleType) -> None
     cfg = VdlaTarget.from_config("default").config
     with pytest.raises(ValueError, match=r"does not fit resident .*accumulator tiles"):
         bench.edge_schedule_program(cfg, 196, 128, 256, 4, 8, 2)  # C8: 3,152 accumulator tiles of 2,048
+
+
+@pytest.mark.slow
+def test_c11_edge_schedule_on_rtl_matches_the_cycle_model(bench: ModuleType) -> None:
+    # The program behind docs/vdla_compiler.md's 94.7% on C11: the RTL runs it bit-exactly, and its cycle
+    # count is the cycle model's (measured equal: 26,494).
+    from vdla.runtime.backends.rtl import RtlBackend
+
+    why = RtlBackend.unavailable()
+    if why is not None:
+        pytest.skip(why)
+    cfg = VdlaTarget.from_config("default").config
+    program, want = bench.edge_schedule_program(cfg, 49, 256, 512, 8, 8, 4, piece=16, last_group=1)
+    rtl, cy = run(program, backend="rtl"), run(program, backend="cycle")
+    assert np.array_equal(bench.read_out(rtl, 49, 512, cfg.block_out), want)
+    assert np.array_equal(rtl.dram, cy.dram)
+    assert rtl.cycles is not None and cy.cycles is not None and abs(rtl.cycles - cy.cycles) <= 0.003 * rtl.cycles
