@@ -166,10 +166,11 @@ def algorithm_of(task: Task, applied: Mapping[str, str]) -> str:
 
 
 def profile_ours_rounds(modules: Mapping[str, Any], sess: Any, feed: Mapping[str, np.ndarray], rounds: int,
-                        quiet: bool) -> tuple[dict[str, dict[str, float]], dict[str, str], float]:
+                        quiet: bool, peak: list[float]) -> tuple[dict[str, dict[str, float]], dict[str, str], float]:
     """Per contender, per node: the fastest of ``rounds`` profiled runs (ours: ``GraphModule.profile``; the
     onnxruntime session with profiling on, read back at the end); also our nodes' op strings, and the
-    onnxruntime profile's first timed run start (the first two runs warm up)."""
+    onnxruntime profile's first timed run start (the first two runs warm up).  Each round also measures
+    the FMA peak into ``peak``, so its best is a best-of over the same moments as the nodes'."""
     best: dict[str, dict[str, float]] = {k: {} for k in modules}
     ops: dict[str, str] = {}
     for m in modules.values():
@@ -179,6 +180,7 @@ def profile_ours_rounds(modules: Mapping[str, Any], sess: Any, feed: Mapping[str
         sess.run(None, dict(feed))
     t_start = time.time()
     for _ in tqdm(range(rounds), desc="profiling", unit="round", disable=quiet or not sys.stderr.isatty()):
+        peak.append(measure_peak(repeat=4))
         for name, m in modules.items():
             _, prof = m.module.profile(dict(feed), warmup=0, repeat=1)
             for row in prof.nodes:
@@ -231,7 +233,9 @@ def bench_model(name: str, args: argparse.Namespace, peak: float) -> dict[str, A
         opts.enable_profiling = True
         opts.profile_file_prefix = str(Path(tmp) / "ort")
         sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-        ours, ops, _ = profile_ours_rounds(modules, sess, feed, args.rounds, args.quiet)
+        peaks: list[float] = [peak]
+        ours, ops, _ = profile_ours_rounds(modules, sess, feed, args.rounds, args.quiet, peaks)
+        peak = max(peaks)
         theirs = ort_node_times(sess.end_profiling(), 0)
 
     classes: dict[str, dict[str, Any]] = {}
@@ -328,7 +332,7 @@ def main() -> None:
         ap.error(f"--tuning-log takes MODEL=FILE with an existing file; got {bad}")
     host = host_target()
     load0 = os.getloadavg()[0]
-    peak = max(measure_peak() for _ in range(3))  # best of three: a busy sibling thread lowers it
+    peak = max(measure_peak() for _ in range(3))  # best of three, then once per round (profile_ours_rounds)
     print(f"host: {host.cpu} ({host.isa}, {host.vector_bits}-bit vectors), {os.cpu_count()} cores, load {load0:.1f}; "
           f"one thread; measured FMA peak {peak:.1f} GFLOP/s")
     results = []
