@@ -213,8 +213,9 @@ def default_winograd_knobs(out: Tensor, target: Target | None = None) -> Winogra
     """The GEMM register tile that fills the target's accumulators: two channel vectors (the weight
     vectors a broadcast feeds) by as many tiles of a row as the rest holds, balanced over the row
     (:func:`~vdla.compiler.topi.conv2d_nchwc.balance_columns`): a row of 7 tiles in 4 + 3 rather than
-    6 + 1, whose one-tile sliver ran its GEMM at a fraction of the tile's rate (AVX2: F(2x2) at 256
-    channels 14 x 14 1.21x faster, F(4x4) at 128 channels 28 x 28 1.14x; docs/cpu_speed.md)."""
+    6 + 1, whose one-tile sliver runs two FMA chains, latency-bound.  Measured on a loaded AMD Zen 3
+    (AVX2), kernel alone: 1.01-1.11x on ResNet's 14-, 28- and 56-wide layers, within that host's noise
+    (docs/cpu_speed.md, "Where ResNet-50 loses")."""
     m, tiles_x, oco, vectors = _winograd_dims(out, target)
     acc = max_accumulators(target)
     oc_block = largest_divisor(oco, 2)
