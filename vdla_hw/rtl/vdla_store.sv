@@ -44,6 +44,11 @@ module vdla_store (
   input  wire logic                      dma_ready,
   output logic [AXI_ADDR_WIDTH-1:0]      dma_addr,
   output logic [AXI_ADDR_WIDTH+1:0]      dma_end,    // dma_addr + (dma_count << log2 element bytes)
+  // the next command's address and end byte, loaded into dma_addr/dma_end when dma_load
+  // (vdla_addr_window registers its verdict from them)
+  output logic                           dma_load,
+  output logic [AXI_ADDR_WIDTH-1:0]      dma_addr_d,
+  output logic [AXI_ADDR_WIDTH+1:0]      dma_end_d,
   output logic [SIZE_W-1:0]              dma_count,
   output logic                           el_valid,
   input  wire logic                      el_ready,
@@ -150,6 +155,10 @@ module vdla_store (
   assign dma_count = insn.x_size;
   assign row_next  = exec_start ? RW'(insn.dram_base) : row_elem + RW'(insn.x_stride);
   assign stop_next = exec_start ? RW'(insn.dram_base) + RW'(insn.x_size) : row_stop + RW'(insn.x_stride);
+  assign dma_load   = exec_start || (dma_valid && dma_ready);
+  assign dma_addr_d = past_top(row_next) ? '1 : AXI_ADDR_WIDTH'(row_next << LOG_OUT_ELEM_BYTES);
+  assign dma_end_d  = past_top(row_next) ? EW'({AXI_ADDR_WIDTH{1'b1}}) + (EW'(insn.x_size) << LOG_OUT_ELEM_BYTES)
+                                         : EW'(stop_next) << LOG_OUT_ELEM_BYTES;
 
   always_ff @(posedge clk) begin
     if (!rst_n || clear) begin
@@ -167,12 +176,11 @@ module vdla_store (
         rows_left <= rows_left - 1'b1;
         if (rows_left == SIZE_W'(1)) issuing <= 1'b0;
       end
-      if (exec_start || (dma_valid && dma_ready)) begin
+      if (dma_load) begin
         row_elem <= row_next;
         row_stop <= stop_next;
-        dma_addr <= past_top(row_next) ? '1 : AXI_ADDR_WIDTH'(row_next << LOG_OUT_ELEM_BYTES);
-        dma_end  <= past_top(row_next) ? EW'({AXI_ADDR_WIDTH{1'b1}}) + (EW'(insn.x_size) << LOG_OUT_ELEM_BYTES)
-                                       : EW'(stop_next) << LOG_OUT_ELEM_BYTES;
+        dma_addr <= dma_addr_d;
+        dma_end  <= dma_end_d;
       end
     end
   end
