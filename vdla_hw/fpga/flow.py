@@ -48,8 +48,8 @@ def build_bitstream(board_name: str, config: HwConfig | str, out_dir: Path, *, r
     options = {k: v for k, v in {"seed": seed, "target_mhz": target_mhz}.items() if v is not None}
     if options and board.flow != "ecp5_flow":
         flags = " and ".join(f"--{k.replace('_', '-')}" for k in options)
-        raise UsageError(f"{flags} are taken by the ECP5 self-test flow only, not by the {board.name} board's "
-                         f"{board.flow} flow", hint="drop them, or build --board ulx3s-selftest")
+        raise UsageError(f"{flags} {'is' if len(options) == 1 else 'are'} taken by the ECP5 self-test flow only, not by "
+                         f"the {board.name} board's {board.flow}", hint=f"drop {flags}, or build --board ulx3s-selftest")
     cfg = load_config(config)
     flow = importlib.import_module(f"vdla_hw.fpga.{board.flow}")
     out_dir = Path(out_dir).resolve()
