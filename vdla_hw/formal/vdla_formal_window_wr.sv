@@ -4,10 +4,10 @@
 // As vdla_formal_window.sv does for reads: the window's base and limit are any BUS_BYTES-aligned
 // values, constant during the run; commands are any legal ones (COUNT > 0, element-aligned),
 // held in a client register until taken (as in vdla_formal_window.sv), inside the window or
-// not; `halt` is free; the element stream holds each element until taken; the AXI slave answers only bursts it accepted. Proven: every AW burst
-// lies inside [base, limit) (a_axi_aw_in_window), and so does every W beat: each W beat is
-// counted against the open AW burst it belongs to (a_axi_w_in_window), so none is sent
-// beyond a burst inside the window. The engine's own properties hold behind the window.
+// not; `halt` is free; the element stream holds each element until taken; the AXI slave
+// answers only bursts it accepted. Proven: every AW burst lies inside [base, limit)
+// (a_axi_aw_in_window), and so does every W beat: each W beat is counted against the open AW
+// burst it belongs to (a_axi_w_in_window), so none is sent beyond a burst inside the window. The engine's own properties hold behind the window.
 `default_nettype none
 /* verilator lint_off IMPORTSTAR */
 import vdla_pkg::*;
