@@ -163,8 +163,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "registered GEMM products (gemm_pipeline_depth >= 5): the products are registered twice, so the adder "
            "tree sums the previous iteration's products"),
     Mutant("fetch-end-stale", "vdla_fetch.sv",
-           "assign dma_end_d  = EW'(addr_after) + (EW'(n_after) << LOG_INSN_BYTES);",
-           "assign dma_end_d  = EW'(dma_addr) + (EW'(n) << LOG_INSN_BYTES);",
+           "assign end_after = EW'(addr_after) + (EW'(n_after) << LOG_INSN_BYTES);",
+           "assign end_after = EW'(dma_addr) + (EW'(n) << LOG_INSN_BYTES);",
            "registered window end (fetch): the end byte is computed from the chunk just taken, not the next one, "
            "so the window checks a stale span (and the next chunk's address is the previous one)"),
     Mutant("loader-end-from-start", "vdla_tile_loader.sv", ": EW'(stop_next) << LOG_EB;", ": EW'(row_next) << LOG_EB;",
@@ -174,15 +174,15 @@ MUTANTS: tuple[Mutant, ...] = (
            ": EW'(row_stop) << LOG_OUT_ELEM_BYTES;",
            "registered window end (store): the end byte is the previous row's, so the window checks a stale span"),
     Mutant("window-verdict-stale", "vdla_addr_window.sv",
-           "in_window_q <= load ? in_span(addr_d, span_end_d, base, limit) : in_span(addr, span_end, base, limit);",
+           "in_window_q <= load ? verdict_d : in_span(addr, span_end, base, limit);",
            "in_window_q <= in_span(addr, span_end, base, limit);",
-           "registered window verdict: not loaded with the client's next command, so after each command the "
-           "verdict is the previous command's for a cycle"),
+           "registered window verdict: not loaded with the client's verdict of its next command, so after each "
+           "command the verdict is the previous command's for a cycle"),
     Mutant("window-verdict-next-only", "vdla_addr_window.sv",
-           "in_window_q <= load ? in_span(addr_d, span_end_d, base, limit) : in_span(addr, span_end, base, limit);",
-           "in_window_q <= in_span(addr_d, span_end_d, base, limit);",
-           "registered window verdict: always from the client's next values, so a command waiting for its "
-           "engine is judged by the one after it"),
+           "in_window_q <= load ? verdict_d : in_span(addr, span_end, base, limit);",
+           "in_window_q <= verdict_d;",
+           "registered window verdict: always the client's verdict of its next command, so a command waiting for "
+           "its engine is judged by the one after it"),
     Mutant("uop-sram-no-out-reg", "vdla_compute.sv", ".OUT_REG(1'b1)", ".OUT_REG(1'b0)",
            "micro-op SRAM without its output register while the loop reads a cycle ahead: every micro-op "
            "arrives a cycle early (the next iteration's)"),
@@ -194,6 +194,12 @@ FAULT_MUTANTS: tuple[tuple[Mutant, str], ...] = (
             "the address window lets a DMA command run past WINDOW_LIMIT"), "load_past_dram"),
     (Mutant("window-ignores-base", "vdla_addr_window.sv", "a >= b && ", "",
             "the address window lets a DMA command start below WINDOW_BASE"), "store_outside_window"),
+    (Mutant("loader-verdict-ignores-limit", "vdla_tile_loader.sv", " && below(hi_a, hi_b, VW'(window_limit), 1'b0)", "",
+            "the tile loader's verdict of its next row (the window's registered verdict) ignores WINDOW_LIMIT"),
+     "load_past_dram"),
+    (Mutant("store-verdict-ignores-base", "vdla_store.sv", "!below(lo_a, lo_b, VW'(window_base), 1'b1) && ", "",
+            "the store's verdict of its next row (the window's registered verdict) ignores WINDOW_BASE"),
+     "store_outside_window"),
     (Mutant("loop-check-skips-src", "vdla_compute.sv", ".check_src(is_gemm ? !gemm.reset : !alu.use_imm)",
             ".check_src(1'b0)", "the loop check ignores the source operand"), "gemm_src_overrun"),
     (Mutant("store-range-unchecked", "vdla_store.sv", ".step(rd_en && !bias_next), .fault(el_fault),",

@@ -40,7 +40,8 @@ module vdla_formal_window_wr #(
 
   // The client as vdla_top's are: its command is a register (valid, address, count, end byte),
   // loaded from the next command whenever it holds none or its command is taken; the window's
-  // verdict register is loaded from the same next values (their contract: a_window_verdict).
+  // verdict register is loaded with the rule applied to the same next values (their contract:
+  // a_window_verdict).
   localparam int EW = AXI_ADDR_WIDTH + 2;
   logic                      cmd_valid, load;
   logic [AXI_ADDR_WIDTH-1:0] cmd_addr;
@@ -60,7 +61,7 @@ module vdla_formal_window_wr #(
 
   vdla_addr_window #(.LOG_EB(LOG_EB)) u_window (
     .clk, .rst_n, .clear, .in_valid(cmd_valid), .in_ready(cmd_ready), .addr(cmd_addr), .count(cmd_count),
-    .span_end(cmd_end), .load, .addr_d(nxt_addr), .span_end_d(nxt_end),
+    .span_end(cmd_end), .load, .verdict_d(nxt_addr >= base && nxt_end <= EW'(limit)),
     .out_valid(win_valid), .out_ready(win_ready), .base, .limit, .window_new(1'b0), .halt, .fault);
   vdla_dma_wr #(.ELEM_BITS(ELEM_BITS)) u_dma (
     .clk, .rst_n, .clear, .cmd_valid(win_valid), .cmd_ready(win_ready), .cmd_addr, .cmd_count,

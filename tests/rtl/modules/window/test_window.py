@@ -14,15 +14,15 @@ import pytest
 from vdla_hw.rtl_build import RTL_DIR
 
 HERE = Path(__file__).parent
-VERDICT = "in_window_q <= load ? in_span(addr_d, span_end_d, base, limit) : in_span(addr, span_end, base, limit);"
+VERDICT = "in_window_q <= load ? verdict_d : in_span(addr, span_end, base, limit);"
 MUTANTS = {
     # vdla_ctrl's window_new ignored: for a cycle after the host moves the window, a waiting
     # command is judged by the old one
     "window-new-ignored": ("assign in_window = in_window_q && !window_new;", "assign in_window = in_window_q;"),
-    # the verdict not loaded with the client's next command: a cycle late after every command
+    # the verdict not loaded with the client's verdict of its next command: a cycle late after every command
     "verdict-stale": (VERDICT, "in_window_q <= in_span(addr, span_end, base, limit);"),
-    # the verdict always from the next values: a waiting command is judged by the one after it
-    "verdict-next-only": (VERDICT, "in_window_q <= in_span(addr_d, span_end_d, base, limit);"),
+    # the verdict always the client's next one: a waiting command is judged by the one after it
+    "verdict-next-only": (VERDICT, "in_window_q <= verdict_d;"),
 }
 
 

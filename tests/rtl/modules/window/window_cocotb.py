@@ -1,7 +1,7 @@
 """vdla_addr_window driven by a client model as vdla_top's clients behave, cycle by cycle.
 
-The client holds its command in registers and loads them, with ``load`` and the next values
-on ``addr_d``/``span_end_d``, whenever it holds none or its command is taken; the host moves
+The client holds its command in registers and loads them, with ``load`` and its verdict of the
+next command on ``verdict_d``, whenever it holds none or its command is taken; the host moves
 the window (base and limit are registers, ``window_new`` is high the cycle after) while a
 command waits. In every cycle the window must offer exactly the commands the combinational
 rule admits -- ``addr >= base && end <= limit`` of the command and window on the lines now,
@@ -30,7 +30,7 @@ async def registered_verdict_matches_the_rule(dut):
     rng = random.Random(24)
     log_eb = env_int("WINDOW_LOG_EB", 0)
     eb = 1 << log_eb
-    for name in ("clear", "in_valid", "addr", "count", "span_end", "load", "addr_d", "span_end_d", "out_ready",
+    for name in ("clear", "in_valid", "addr", "count", "span_end", "load", "verdict_d", "out_ready",
                  "base", "limit", "window_new", "halt"):
         getattr(dut, name).value = 0
     await start(dut)
@@ -63,11 +63,10 @@ async def registered_verdict_matches_the_rule(dut):
         dut.count.value = cur["count"]
         dut.span_end.value = cur["end"]
         dut.base.value, dut.limit.value, dut.window_new.value = base, limit, window_new
-        # without `load` a client's next values are those of a command it may load later (the next row)
+        # without `load` a client's verdict_d is that of a command it may load later (the next row)
         dut.load.value = 0
         later_addr, _, later_end = pick()
-        dut.addr_d.value = later_addr
-        dut.span_end_d.value = later_end
+        dut.verdict_d.value = int(_inside(later_addr, later_end, base, limit))
         dut.clear.value = 0
         dut.out_ready.value = int(rng.random() < 0.4)
         await Timer(1, unit="ns")
@@ -95,8 +94,8 @@ async def registered_verdict_matches_the_rule(dut):
             addr, count, end = pick()
             pending_cmd = {"valid": int(rng.random() < 0.8), "addr": addr, "count": count, "end": end}
             dut.load.value = 1
-            dut.addr_d.value = addr
-            dut.span_end_d.value = end
+            # the client judges its next command by the window on the lines now, as the window would
+            dut.verdict_d.value = int(_inside(addr, end, base, limit))
         pending_window = None
         if rng.random() < 0.08:
             lo = 16 * rng.randint(0, 20)
