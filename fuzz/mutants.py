@@ -125,7 +125,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("range-check-late", "vdla_sram_range.sv", "assign fault = step && at >= W'(DEPTH) && !seen;",
            "assign fault = step && at > W'(DEPTH) && !seen;",
            "the SRAM range check misses the first element past the buffer (it reports the second)"),
-    Mutant("wr-window-last-beat", "vdla_addr_window.sv", "e <= W'(l)", "e <= W'(l) + W'(BUS_BYTES)",
+    Mutant("wr-window-last-beat", "vdla_addr_window.sv", "span_end <= W'(limit)", "span_end <= W'(limit) + W'(BUS_BYTES)",
            "the address window lets a command end one bus beat past WINDOW_LIMIT"),
     Mutant("loader-col-flag-late", "vdla_tile_loader.sv", "in_col  <= x_next >= x_lo && x_next < x_hi;",
            "in_col  <= x >= x_lo && x < x_hi;",
@@ -163,8 +163,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "registered GEMM products (gemm_pipeline_depth >= 5): the products are registered twice, so the adder "
            "tree sums the previous iteration's products"),
     Mutant("fetch-end-stale", "vdla_fetch.sv",
-           "assign end_after = EW'(addr_after) + (EW'(n_after) << LOG_INSN_BYTES);",
-           "assign end_after = EW'(dma_addr) + (EW'(n) << LOG_INSN_BYTES);",
+           "dma_end  <= EW'(addr_after) + (EW'(n_after) << LOG_INSN_BYTES);",
+           "dma_end  <= EW'(dma_addr) + (EW'(n) << LOG_INSN_BYTES);",
            "registered window end (fetch): the end byte is computed from the chunk just taken, not the next one, "
            "so the window checks a stale span (and the next chunk's address is the previous one)"),
     Mutant("loader-end-from-start", "vdla_tile_loader.sv", ": EW'(stop_next) << LOG_EB;", ": EW'(row_next) << LOG_EB;",
@@ -173,16 +173,6 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("store-end-stale", "vdla_store.sv", ": EW'(stop_next) << LOG_OUT_ELEM_BYTES;",
            ": EW'(row_stop) << LOG_OUT_ELEM_BYTES;",
            "registered window end (store): the end byte is the previous row's, so the window checks a stale span"),
-    Mutant("window-verdict-stale", "vdla_addr_window.sv",
-           "in_window_q <= load ? verdict_d : in_span(addr, span_end, base, limit);",
-           "in_window_q <= in_span(addr, span_end, base, limit);",
-           "registered window verdict: not loaded with the client's verdict of its next command, so after each "
-           "command the verdict is the previous command's for a cycle"),
-    Mutant("window-verdict-next-only", "vdla_addr_window.sv",
-           "in_window_q <= load ? verdict_d : in_span(addr, span_end, base, limit);",
-           "in_window_q <= verdict_d;",
-           "registered window verdict: always the client's verdict of its next command, so a command waiting for "
-           "its engine is judged by the one after it"),
     Mutant("uop-sram-no-out-reg", "vdla_compute.sv", ".OUT_REG(1'b1)", ".OUT_REG(1'b0)",
            "micro-op SRAM without its output register while the loop reads a cycle ahead: every micro-op "
            "arrives a cycle early (the next iteration's)"),
@@ -190,16 +180,10 @@ MUTANTS: tuple[Mutant, ...] = (
 
 
 FAULT_MUTANTS: tuple[tuple[Mutant, str], ...] = (
-    (Mutant("window-ignores-limit", "vdla_addr_window.sv", "e <= W'(l)", "1'b1",
+    (Mutant("window-ignores-limit", "vdla_addr_window.sv", "span_end <= W'(limit)", "1'b1",
             "the address window lets a DMA command run past WINDOW_LIMIT"), "load_past_dram"),
-    (Mutant("window-ignores-base", "vdla_addr_window.sv", "a >= b && ", "",
+    (Mutant("window-ignores-base", "vdla_addr_window.sv", "addr >= base && ", "",
             "the address window lets a DMA command start below WINDOW_BASE"), "store_outside_window"),
-    (Mutant("loader-verdict-ignores-limit", "vdla_tile_loader.sv", " && below(hi_a, hi_b, VW'(window_limit), 1'b0)", "",
-            "the tile loader's verdict of its next row (the window's registered verdict) ignores WINDOW_LIMIT"),
-     "load_past_dram"),
-    (Mutant("store-verdict-ignores-base", "vdla_store.sv", "!below(lo_a, lo_b, VW'(window_base), 1'b1) && ", "",
-            "the store's verdict of its next row (the window's registered verdict) ignores WINDOW_BASE"),
-     "store_outside_window"),
     (Mutant("loop-check-skips-src", "vdla_compute.sv", ".check_src(is_gemm ? !gemm.reset : !alu.use_imm)",
             ".check_src(1'b0)", "the loop check ignores the source operand"), "gemm_src_overrun"),
     (Mutant("store-range-unchecked", "vdla_store.sv", ".step(rd_en && !bias_next), .fault(el_fault),",

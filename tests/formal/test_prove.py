@@ -129,7 +129,7 @@ def test_cli_lists_tasks_and_rejects_an_unknown_one() -> None:
 
 def test_planted_window_bug_fails(tmp_path: Path) -> None:
     # the window stops checking the base: a burst below it reaches the AXI master
-    rtl = _mutant_rtl(tmp_path, "vdla_addr_window", "a >= b && ", "")
+    rtl = _mutant_rtl(tmp_path, "vdla_addr_window", "addr >= base && ", "")
     task = next(t for t in proof_tasks("tiny") if t.name.startswith("window_rd"))
     (result,) = prove("tiny", [task], rtl_dir=rtl)
     assert result.status == "FAIL", format_results([result])

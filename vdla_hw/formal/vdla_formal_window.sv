@@ -2,9 +2,8 @@
 // the address window (vdla_addr_window) in front of a read engine (vdla_dma_rd).
 //
 // The window's base and limit are any BUS_BYTES-aligned values, constant during the run (a
-// driver writes them before start); commands are any legal ones (COUNT > 0, element-aligned),
-// held in a client register until taken as vdla_top's clients hold them, with the window's
-// verdict loaded from the client's next command, inside the window or not; `halt` is free. The AXI slave returns only the
+// driver writes them before start); commands are any legal ones (COUNT > 0, element-aligned,
+// held until taken), inside the window or not; `halt` is free. The AXI slave returns only the
 // beats requested. Proven: every read burst the engine issues lies inside [base, limit), so
 // the AXI master never leaves the window, and the engine's own properties hold behind it.
 `default_nettype none
@@ -18,9 +17,9 @@ module vdla_formal_window #(
   input wire logic                      clk,
   input wire logic                      rst_n,
   input wire logic                      clear,
-  input wire logic                      nxt_valid,  // the client's next command (free)
-  input wire logic [AXI_ADDR_WIDTH-1:0] nxt_addr,
-  input wire logic [SIZE_W-1:0]         nxt_count,
+  input wire logic                      cmd_valid,
+  input wire logic [AXI_ADDR_WIDTH-1:0] cmd_addr,
+  input wire logic [SIZE_W-1:0]         cmd_count,
   input wire logic                      halt,
   input wire logic                      ar_ready,
   input wire logic                      r_valid_now,
@@ -35,31 +34,11 @@ module vdla_formal_window #(
   logic [7:0] ar_len;
   logic [ELEM_BITS-1:0] el_data;
 
-  // The client as vdla_top's are: its command is a register (valid, address, count, end byte),
-  // loaded from the next command whenever it holds none or its command is taken; the window's
-  // verdict register is loaded with the rule applied to the same next values (their contract:
-  // a_window_verdict).
-  localparam int EW = AXI_ADDR_WIDTH + 2;
-  logic                      cmd_valid, load;
-  logic [AXI_ADDR_WIDTH-1:0] cmd_addr;
-  logic [SIZE_W-1:0]         cmd_count;
-  logic [EW-1:0]             cmd_end, nxt_end;
-  assign load    = !cmd_valid || cmd_ready;
-  assign nxt_end = EW'(nxt_addr) + (EW'(nxt_count) << LOG_EB);
-  always_ff @(posedge clk) begin
-    if (!rst_n || clear) cmd_valid <= 1'b0;
-    else if (load) cmd_valid <= nxt_valid;
-    if (load) begin
-      cmd_addr  <= nxt_addr;
-      cmd_count <= nxt_count;
-      cmd_end   <= nxt_end;
-    end
-  end
-
   vdla_addr_window #(.LOG_EB(LOG_EB)) u_window (
     .clk, .rst_n, .clear, .in_valid(cmd_valid), .in_ready(cmd_ready), .addr(cmd_addr), .count(cmd_count),
-    .span_end(cmd_end), .load, .verdict_d(nxt_addr >= base && nxt_end <= EW'(limit)),
-    .out_valid(w_valid), .out_ready(w_ready), .base, .limit, .window_new(1'b0), .halt, .fault);
+    // the client's end byte, a register in vdla_top's clients (their contract, a_window_span_end)
+    .span_end((AXI_ADDR_WIDTH+2)'(cmd_addr) + ((AXI_ADDR_WIDTH+2)'(cmd_count) << LOG_EB)),
+    .out_valid(w_valid), .out_ready(w_ready), .base, .limit, .halt, .fault);
   vdla_dma_rd #(.ELEM_BITS(ELEM_BITS)) u_dma (
     .clk, .rst_n, .clear, .cmd_valid(w_valid), .cmd_ready(w_ready), .cmd_addr, .cmd_count,
     .ar_valid, .ar_ready, .ar_addr, .ar_len, .r_valid, .r_ready, .r_data, .el_valid, .el_ready, .el_data);
@@ -74,11 +53,14 @@ module vdla_formal_window #(
 
 `ifdef FORMAL
   initial assume (!rst_n);
+  logic f_past = 1'b0;
+  always_ff @(posedge clk) f_past <= 1'b1;
   always_ff @(posedge clk) begin
     assume (base[LOG_BUS_BYTES-1:0] == '0 && limit[LOG_BUS_BYTES-1:0] == '0);
     if (rst_n && !clear) begin
-      // legal commands (COUNT > 0, element-aligned); held until taken by the client's register
-      if (load && nxt_valid) assume (nxt_count != '0 && (LOG_EB == 0 || 32'(nxt_addr) % (1 << LOG_EB) == 0));
+      if (cmd_valid) assume (cmd_count != '0 && (LOG_EB == 0 || 32'(cmd_addr) % (1 << LOG_EB) == 0));
+      if (f_past && $past(rst_n && !clear && cmd_valid && !cmd_ready))
+        assume (cmd_valid && $stable(cmd_addr) && $stable(cmd_count));
       // the AXI master never leaves the window: every byte of every burst is in [base, limit)
       if (ar_valid) a_axi_in_window: assert (ar_addr >= base
           && {1'b0, ar_addr} + (((AXI_ADDR_WIDTH+1)'(ar_len) + 1'b1) << LOG_BUS_BYTES) <= {1'b0, limit});

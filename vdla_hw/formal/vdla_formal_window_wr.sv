@@ -2,12 +2,12 @@
 // wires it, the address window (vdla_addr_window) in front of the write engine (vdla_dma_wr).
 //
 // As vdla_formal_window.sv does for reads: the window's base and limit are any BUS_BYTES-aligned
-// values, constant during the run; commands are any legal ones (COUNT > 0, element-aligned),
-// held in a client register until taken (as in vdla_formal_window.sv), inside the window or
-// not; `halt` is free; the element stream holds each element until taken; the AXI slave
-// answers only bursts it accepted. Proven: every AW burst lies inside [base, limit)
-// (a_axi_aw_in_window), and so does every W beat: each W beat is counted against the open AW
-// burst it belongs to (a_axi_w_in_window), so none is sent beyond a burst inside the window. The engine's own properties hold behind the window.
+// values, constant during the run; commands are any legal ones (COUNT > 0, element-aligned,
+// held until taken), inside the window or not; `halt` is free; the element stream holds each
+// element until taken; the AXI slave answers only bursts it accepted. Proven: every AW burst
+// lies inside [base, limit) (a_axi_aw_in_window), and so does every W beat: each W beat is
+// counted against the open AW burst it belongs to (a_axi_w_in_window), so none is sent
+// beyond a burst inside the window. The engine's own properties hold behind the window.
 `default_nettype none
 /* verilator lint_off IMPORTSTAR */
 import vdla_pkg::*;
@@ -19,9 +19,9 @@ module vdla_formal_window_wr #(
   input wire logic                      clk,
   input wire logic                      rst_n,
   input wire logic                      clear,
-  input wire logic                      nxt_valid,  // the client's next command (free)
-  input wire logic [AXI_ADDR_WIDTH-1:0] nxt_addr,
-  input wire logic [SIZE_W-1:0]         nxt_count,
+  input wire logic                      cmd_valid,
+  input wire logic [AXI_ADDR_WIDTH-1:0] cmd_addr,
+  input wire logic [SIZE_W-1:0]         cmd_count,
   input wire logic                      halt,
   input wire logic                      el_valid,
   input wire logic [ELEM_BITS-1:0]      el_data,
@@ -38,31 +38,11 @@ module vdla_formal_window_wr #(
   logic [BUS_WIDTH-1:0] w_data;
   logic [BUS_BYTES-1:0] w_strb;
 
-  // The client as vdla_top's are: its command is a register (valid, address, count, end byte),
-  // loaded from the next command whenever it holds none or its command is taken; the window's
-  // verdict register is loaded with the rule applied to the same next values (their contract:
-  // a_window_verdict).
-  localparam int EW = AXI_ADDR_WIDTH + 2;
-  logic                      cmd_valid, load;
-  logic [AXI_ADDR_WIDTH-1:0] cmd_addr;
-  logic [SIZE_W-1:0]         cmd_count;
-  logic [EW-1:0]             cmd_end, nxt_end;
-  assign load    = !cmd_valid || cmd_ready;
-  assign nxt_end = EW'(nxt_addr) + (EW'(nxt_count) << LOG_EB);
-  always_ff @(posedge clk) begin
-    if (!rst_n || clear) cmd_valid <= 1'b0;
-    else if (load) cmd_valid <= nxt_valid;
-    if (load) begin
-      cmd_addr  <= nxt_addr;
-      cmd_count <= nxt_count;
-      cmd_end   <= nxt_end;
-    end
-  end
-
   vdla_addr_window #(.LOG_EB(LOG_EB)) u_window (
     .clk, .rst_n, .clear, .in_valid(cmd_valid), .in_ready(cmd_ready), .addr(cmd_addr), .count(cmd_count),
-    .span_end(cmd_end), .load, .verdict_d(nxt_addr >= base && nxt_end <= EW'(limit)),
-    .out_valid(win_valid), .out_ready(win_ready), .base, .limit, .window_new(1'b0), .halt, .fault);
+    // the client's end byte, a register in vdla_top's clients (their contract, a_window_span_end)
+    .span_end((AXI_ADDR_WIDTH+2)'(cmd_addr) + ((AXI_ADDR_WIDTH+2)'(cmd_count) << LOG_EB)),
+    .out_valid(win_valid), .out_ready(win_ready), .base, .limit, .halt, .fault);
   vdla_dma_wr #(.ELEM_BITS(ELEM_BITS)) u_dma (
     .clk, .rst_n, .clear, .cmd_valid(win_valid), .cmd_ready(win_ready), .cmd_addr, .cmd_count,
     .el_valid, .el_ready, .el_data, .aw_valid, .aw_ready, .aw_addr, .aw_len, .w_valid, .w_ready, .w_data,
@@ -114,8 +94,9 @@ module vdla_formal_window_wr #(
   always_ff @(posedge clk) begin
     assume (base[LOG_BUS_BYTES-1:0] == '0 && limit[LOG_BUS_BYTES-1:0] == '0);
     if (rst_n && !clear) begin
-      // legal commands (COUNT > 0, element-aligned); held until taken by the client's register
-      if (load && nxt_valid) assume (nxt_count != '0 && (LOG_EB == 0 || 32'(nxt_addr) % (1 << LOG_EB) == 0));
+      if (cmd_valid) assume (cmd_count != '0 && (LOG_EB == 0 || 32'(cmd_addr) % (1 << LOG_EB) == 0));
+      if (f_past && $past(rst_n && !clear && cmd_valid && !cmd_ready))
+        assume (cmd_valid && $stable(cmd_addr) && $stable(cmd_count));
       if (f_past && $past(rst_n && !clear && el_valid && !el_ready))
         assume (el_valid && $stable(el_data));
       // the AXI master writes only inside the window: every byte of every AW burst ...

@@ -10,19 +10,11 @@
 // byte outside the window either. The sum is two bits wider than the address, so a span that
 // wraps past the top of the address space faults instead of wrapping into the window.
 //
-// Timing: the verdict is a register (`in_window_q`), loaded in the cycle the client loads its
-// command registers with the client's verdict of that next command (`load`, `verdict_d`: the
-// same rule, which the client computes beside its next address, vdla_tile_loader/vdla_store
-// without forming the sums first), and otherwise recomputed from the client's current command
-// (`addr`, `span_end`: registers of the client, span_end = ADDR + COUNT * 2^LOG_EB two bits
-// wider) -- so in every cycle it is the verdict of the command on the lines, and the compares
-// feed one flop instead of `in_ready`, which enables the client's command registers (~170
-// flops in vdla_store: the ECP5 build's critical path, docs/fpga_ecp5.md). No cycle is added.
-// The one case the register lags is the cycle after the host wrote WINDOW_BASE or WINDOW_LIMIT
-// (only between runs, where a prefetching fetch may still present a command): `window_new` (a
-// register of vdla_ctrl) holds every command back for that cycle, and the verdict is
-// recomputed with the new window. Simulation checks the client's sum (a_window_span_end) and
-// the registered verdict (a_window_verdict).
+// Timing: the client gives the command's end byte (`span_end` = ADDR + COUNT * 2^LOG_EB, two
+// bits wider) from a register it updates with the command (vdla_fetch, vdla_tile_loader,
+// vdla_store), so the verdict is two compares of flops with the window's registers: it gates
+// `in_ready`, which enables the client's command registers, and with the sum here it was the
+// ECP5 build's critical path. Simulation checks the client's sum (a_window_span_end).
 // `fault` is registered (it rises the cycle after a command outside the window is
 // presented). The command is held back either way, and its address and instruction stay on
 // the client's lines while it waits, so the fault collector latches the same ones a cycle
@@ -49,27 +41,17 @@ module vdla_addr_window #(
   input  wire logic [CNT_W-1:0]          count,
   /* verilator lint_on UNUSEDSIGNAL */
   input  wire logic [AXI_ADDR_WIDTH+1:0] span_end,
-  // the client loads its next command into its registers this cycle; verdict_d is its verdict
-  input  wire logic                      load,
-  input  wire logic                      verdict_d,
   output logic                           out_valid,
   input  wire logic                      out_ready,
   input  wire logic [AXI_ADDR_WIDTH-1:0] base,
   input  wire logic [AXI_ADDR_WIDTH-1:0] limit,
-  input  wire logic                      window_new,  // base or limit changed at the last edge
   input  wire logic                      halt,
   output logic                           fault
 );
   localparam int W = AXI_ADDR_WIDTH + 2;
 
-  function automatic logic in_span(input logic [AXI_ADDR_WIDTH-1:0] a, input logic [W-1:0] e,
-                                  input logic [AXI_ADDR_WIDTH-1:0] b, input logic [AXI_ADDR_WIDTH-1:0] l);
-    in_span = a >= b && e <= W'(l);
-  endfunction
-
-  logic in_window_q;  // the verdict of the command on addr/span_end (see Timing above)
   logic in_window;
-  assign in_window = in_window_q && !window_new;
+  assign in_window = addr >= base && span_end <= W'(limit);
 
   logic shown, pass;  // shown: offered to the engine last cycle and not taken
   assign pass      = in_window && (!halt || shown);
@@ -78,13 +60,11 @@ module vdla_addr_window #(
 
   always_ff @(posedge clk) begin
     if (!rst_n || clear) begin
-      shown       <= 1'b0;
-      fault       <= 1'b0;
-      in_window_q <= 1'b0;
+      shown <= 1'b0;
+      fault <= 1'b0;
     end else begin
-      shown       <= out_valid && !out_ready;
-      fault       <= in_valid && !in_window && !window_new && !halt;
-      in_window_q <= load ? verdict_d : in_span(addr, span_end, base, limit);
+      shown <= out_valid && !out_ready;
+      fault <= in_valid && !in_window && !halt;
     end
   end
 
@@ -94,14 +74,6 @@ module vdla_addr_window #(
       a_window_span_end: assert (span_end == W'(addr) + (W'(count) << LOG_EB))
         else $error("vdla_addr_window a_window_span_end: the client's span end %0h is not addr %0h + %0d elements of 2^%0d bytes",
                     span_end, addr, count, LOG_EB);
-  // The registered verdict is that of the command on the lines (a client loads its command
-  // registers only together with `load`, with verdict_d that command's verdict; a client
-  // presents a command only after loading it).
-  always_ff @(posedge clk)
-    if (rst_n && !clear && in_valid && !window_new)
-      a_window_verdict: assert (in_window_q == in_span(addr, span_end, base, limit))
-        else $error("vdla_addr_window a_window_verdict: the registered verdict %0b is not that of the command at %0h..%0h in [%0h, %0h): the client changed its command without `load`, or its verdict_d was wrong",
-                    in_window_q, addr, span_end, base, limit);
 `endif
 endmodule
 

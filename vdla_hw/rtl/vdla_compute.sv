@@ -34,10 +34,6 @@ module vdla_compute (
   input  wire logic [1:0]                     dma_ready,
   output logic      [1:0][AXI_ADDR_WIDTH-1:0] dma_addr,
   output logic      [1:0][AXI_ADDR_WIDTH+1:0] dma_end,  // each command's end byte (vdla_addr_window)
-  output logic      [1:0]                     dma_load,    // each client's next command and its
-  output logic      [1:0]                     dma_win_d,   // verdict (vdla_addr_window) ...
-  input  wire logic [AXI_ADDR_WIDTH-1:0]      window_base, // ... in this window
-  input  wire logic [AXI_ADDR_WIDTH-1:0]      window_limit,
   output logic      [1:0][SIZE_W-1:0]         dma_count,
   input  wire logic                           uop_el_valid,
   output logic                                uop_el_ready,
@@ -115,7 +111,6 @@ module vdla_compute (
     .clk, .rst_n, .clear,
     .start(exec_start && is_uop), .insn(mem), .done(uop_done), .busy(),
     .dma_valid(dma_valid[0]), .dma_ready(dma_ready[0]), .dma_addr(dma_addr[0]), .dma_end(dma_end[0]), .dma_count(dma_count[0]),
-    .dma_load(dma_load[0]), .dma_win_d(dma_win_d[0]), .window_base, .window_limit,
     .el_valid(uop_el_valid), .el_ready(uop_el_ready), .el_data(uop_el_data),
     .wr_en(uop_wr_en), .wr_addr(uop_wr_addr), .wr_data(uop_wr_data), .oob(uop_oob), .oob_elem(uop_oob_elem)
   );
@@ -124,7 +119,6 @@ module vdla_compute (
     .clk, .rst_n, .clear,
     .start(exec_start && is_acc), .insn(mem), .done(acc_done), .busy(),
     .dma_valid(dma_valid[1]), .dma_ready(dma_ready[1]), .dma_addr(dma_addr[1]), .dma_end(dma_end[1]), .dma_count(dma_count[1]),
-    .dma_load(dma_load[1]), .dma_win_d(dma_win_d[1]), .window_base, .window_limit,
     .el_valid(acc_el_valid), .el_ready(acc_el_ready), .el_data(acc_el_data),
     .wr_en(l_acc_wr_en), .wr_addr(l_acc_wr_addr), .wr_data(l_acc_wr_data), .oob(acc_oob), .oob_elem(acc_oob_elem)
   );

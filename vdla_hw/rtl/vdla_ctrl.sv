@@ -49,7 +49,6 @@ module vdla_ctrl #(
   // the DRAM address window and the fault registers (vdla_fault)
   output logic [AXI_ADDR_WIDTH-1:0]       window_base,
   output logic [AXI_ADDR_WIDTH-1:0]       window_limit,
-  output logic                            window_new,  // base or limit was written at the last edge
   input  wire logic                       fault_new,   // one cycle: a fault stopped the machine
   input  wire logic                       faulted,     // a fault since the last start
   input  wire logic [7:0]                 fault_cause,
@@ -90,7 +89,6 @@ module vdla_ctrl #(
       insn_addr     <= '0;
       window_base   <= '0;
       window_limit  <= '0;
-      window_new    <= 1'b0;
       clear         <= 1'b0;
       start         <= 1'b0;
       busy          <= 1'b0;
@@ -99,8 +97,6 @@ module vdla_ctrl #(
     end else begin
       clear <= 1'b0;
       start <= clear;
-      // the windows' registered verdicts (vdla_addr_window) lag a new base or limit by a cycle
-      window_new <= wr && !busy && (s_axil_awaddr == REG_WINDOW_BASE || s_axil_awaddr == REG_WINDOW_LIMIT);
       if (busy && !clear) cycles <= cycles + 1'b1;
       if ((finish || fault_new) && busy) begin
         busy <= 1'b0;

@@ -24,12 +24,6 @@ module vdla_fetch (
   input  wire logic                      dma_ready,
   output logic [AXI_ADDR_WIDTH-1:0]      dma_addr,
   output logic [AXI_ADDR_WIDTH+1:0]      dma_end,    // dma_addr + (dma_count << LOG_INSN_BYTES)
-  // the address window's verdict of the next chunk, loaded with dma_addr/dma_end when
-  // dma_load (vdla_addr_window registers it), and the window it is judged against
-  output logic                           dma_load,
-  output logic                           dma_win_d,
-  input  wire logic [AXI_ADDR_WIDTH-1:0] window_base,
-  input  wire logic [AXI_ADDR_WIDTH-1:0] window_limit,
   output logic [SIZE_W-1:0]              dma_count,
   input  wire logic                      el_valid,
   output logic                           el_ready,
@@ -70,10 +64,6 @@ module vdla_fetch (
   assign rest_after = (start ? insn_count : rest) - 32'(n_after);
   // dma_addr + n << LOG_INSN_BYTES, wrapped to the address width as before
   assign addr_after = start ? insn_addr : AXI_ADDR_WIDTH'(dma_end);
-  logic [EW-1:0] end_after;
-  assign end_after = EW'(addr_after) + (EW'(n_after) << LOG_INSN_BYTES);
-  assign dma_load  = start || take;
-  assign dma_win_d = addr_after >= window_base && end_after <= EW'(window_limit);
 
   always_ff @(posedge clk) begin
     if (!rst_n || clear) begin
@@ -83,11 +73,11 @@ module vdla_fetch (
       dma_addr <= '0;
       dma_end  <= '0;
     end else begin
-      if (dma_load) begin
+      if (start || take) begin
         n        <= n_after;
         rest     <= rest_after;
         dma_addr <= addr_after;
-        dma_end  <= end_after;
+        dma_end  <= EW'(addr_after) + (EW'(n_after) << LOG_INSN_BYTES);
       end
       inflight <= inflight + (take ? n : '0) - BCW'(el_valid && el_ready);
     end

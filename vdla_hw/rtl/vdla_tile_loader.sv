@@ -30,12 +30,6 @@ module vdla_tile_loader #(
   input  wire logic                      dma_ready,
   output logic [AXI_ADDR_WIDTH-1:0]      dma_addr,
   output logic [AXI_ADDR_WIDTH+1:0]      dma_end,    // dma_addr + (dma_count << log2 element bytes)
-  // the address window's verdict of the next command, loaded with dma_addr/dma_end when
-  // dma_load (vdla_addr_window registers it), and the window it is judged against
-  output logic                           dma_load,
-  output logic                           dma_win_d,
-  input  wire logic [AXI_ADDR_WIDTH-1:0] window_base,
-  input  wire logic [AXI_ADDR_WIDTH-1:0] window_limit,
   output logic [SIZE_W-1:0]              dma_count,
   input  wire logic                      el_valid,
   output logic                           el_ready,
@@ -74,33 +68,6 @@ module vdla_tile_loader #(
   assign dma_count = insn.x_size;
   assign row_next  = start ? RW'(insn.dram_base) : row_elem + RW'(insn.x_stride);
   assign stop_next = start ? RW'(insn.dram_base) + RW'(insn.x_size) : row_stop + RW'(insn.x_stride);
-  assign dma_load = start || (dma_valid && dma_ready);
-
-  // The window's verdict of the next row, [row_next, stop_next) << LOG_EB inside [base, limit),
-  // without forming row_next and stop_next first: each bound is the sign of one three-operand
-  // sum (a carry-save layer of LUTs, then one carry chain), so the verdict register sees one
-  // chain, not an adder's chain followed by a compare's (docs/fpga_ecp5.md). Unsaturated and
-  // at full width it equals the verdict of the saturated command: a row past the 32-bit space
-  // starts at or above 2^32, beyond every limit, as its saturated end does.
-  localparam int VW = RW + LOG_EB + 2;  // byte addresses of unwrapped rows, a sign bit and a carry
-  logic [VW-1:0] lo_a, lo_b, hi_a, hi_b;
-  assign lo_a = VW'(start ? RW'(insn.dram_base) : row_elem) << LOG_EB;
-  assign lo_b = VW'(start ? '0 : RW'(insn.x_stride)) << LOG_EB;
-  assign hi_a = VW'(start ? RW'(insn.dram_base) : row_stop) << LOG_EB;
-  assign hi_b = VW'(start ? RW'(insn.x_size) : RW'(insn.x_stride)) << LOG_EB;
-  // a + b - c < 0 as a + b + ~c + 1: the sum's carry vector has a free bit 0 for the 1
-  function automatic logic below(input logic [VW-1:0] a, input logic [VW-1:0] b, input logic [VW-1:0] c,
-                                 input logic plus_one);
-    logic [VW-1:0] nc, s, sum;
-    logic [VW-2:0] m;  // the carries; the top one leaves the VW-bit sum
-    nc  = ~c;
-    s   = a ^ b ^ nc;
-    m   = (a[VW-2:0] & b[VW-2:0]) | (a[VW-2:0] & nc[VW-2:0]) | (b[VW-2:0] & nc[VW-2:0]);
-    sum = s + {m, plus_one};
-    below = sum[VW-1];
-  endfunction
-  // next address >= base: not (a + b - base < 0); next end <= limit: a + b - limit - 1 < 0
-  assign dma_win_d = !below(lo_a, lo_b, VW'(window_base), 1'b1) && below(hi_a, hi_b, VW'(window_limit), 1'b0);
 
   always_ff @(posedge clk) begin
     if (!rst_n || clear) begin
@@ -118,7 +85,7 @@ module vdla_tile_loader #(
         rows_left <= rows_left - 1'b1;
         if (rows_left == SIZE_W'(1)) issuing <= 1'b0;
       end
-      if (dma_load) begin
+      if (start || (dma_valid && dma_ready)) begin
         row_elem <= row_next;
         row_stop <= stop_next;
         dma_addr <= past_top(row_next) ? '1 : AXI_ADDR_WIDTH'(row_next << LOG_EB);
