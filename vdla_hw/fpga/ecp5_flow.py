@@ -71,7 +71,8 @@ def _cells(board: Board) -> dict[str, int]:
 
 BOARDS: dict[str, Ecp5Board] = {
     "ulx3s-selftest": Ecp5Board(
-        name="ulx3s-selftest", part="LFE5U-85F", nextpnr_device="85k", package="CABGA381", speed=6, clock_mhz=25.0, clock_port="clk_25mhz",
+        name="ulx3s-selftest", part="LFE5U-85F", nextpnr_device="85k", package="CABGA381", speed=6, clock_mhz=25.0,
+        clock_port="clk_25mhz",
         scripts=selftest.SCRIPTS_DIR, lpf="ulx3s.lpf", capacity=_cells(BOARD_TABLE["ulx3s-selftest"]),
     ),
 }
