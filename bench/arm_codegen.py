@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import platform
 import re
 import shutil
 import subprocess
@@ -42,14 +41,15 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]  # the tree, bench/
 
 from vdla.compiler import te, topi  # noqa: E402
-from vdla.compiler.codegen.llvm import codegen, host_target, parse_target, using_target  # noqa: E402
+from vdla.compiler.codegen.llvm import codegen, parse_target, using_target  # noqa: E402
 from vdla.compiler.tir.pipeline import lower  # noqa: E402
 from vdla.compiler.tir.stmt import PrimFunc  # noqa: E402
 from vdla.compiler.vdla.topi import RESNET18_CONVS  # noqa: E402
 from vdla_hw.cache import cache_dir  # noqa: E402
+from host import host_line, host_record  # noqa: E402
 
 TARGETS = {"a53": "board:ultra96-v2", "a9": "board:pynq-z2", "host": "llvm"}
 #: The vector multiply-add of each architecture's code.  A Cortex-A9 has no fused one: LLVM emits ``vmla``
@@ -193,9 +193,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="layers C2, C9 and C12 only")
     args = parser.parse_args()
     layers = ["C2", "C9", "C12"] if args.quick else list(RESNET18_CONVS)
-    host = host_target()
-    print(f"host CPU: {platform.processor() or platform.machine()} ({host.cpu}, {host.isa}, "
-          f"{host.vector_bits}-bit vectors) -- the peer row; ARM rows are cross-compiled, never run or timed")
+    print(f"{host_line()} -- the peer row; ARM rows are cross-compiled, never run or timed")
     rows = [analyze(layer, spec) for layer in tqdm(layers, desc="layers") for spec in TARGETS.values()]
     peer = onnxruntime_aarch64_peer()
     if "skipped" not in peer:
@@ -220,7 +218,7 @@ def main() -> int:
               "(Conv = im2col + this SGEMM; the im2col copy is not counted; nothing timed)")
     out = Path(__file__).resolve().parent / "results" / "arm_codegen.json"
     out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({"host": {"cpu": host.cpu, "isa": host.isa}, "rows": rows,
+    out.write_text(json.dumps({"host": host_record(), "rows": rows,
                                "onnxruntime_aarch64": peer}, indent=1))
     print(f"wrote {out}")
     return 0

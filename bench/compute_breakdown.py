@@ -18,14 +18,14 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]  # the tree, bench/
 
 from vdla.compiler.vdla.target import VdlaTarget  # noqa: E402
 from vdla.compiler.vdla.topi import RESNET18_CONVS, Requantize, check_conv2d, compile_conv2d, requant_shift, tune_conv2d  # noqa: E402
 from vdla.simulator.cycle import run_cycle  # noqa: E402
 from vdla.simulator.cycle.breakdown import PARTS, compute_breakdown  # noqa: E402
 from vdla_hw.isa import Module, module_of  # noqa: E402
-from vdla.compiler.codegen.llvm.target import host_target  # noqa: E402
+from host import host_line  # noqa: E402
 
 
 def breakdown(program, cfg) -> dict[str, object]:  # type: ignore[no-untyped-def]
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
             row = {"layer": name, "variant": key, "knobs": str(compiled.knobs),
                    **breakdown(compiled.module.program, target.config)}
             rows.append(row)
-    print(f"host: {host_target()} (cycle counts do not depend on it)")
+    print(f"{host_line()} (cycle counts do not depend on it)")
     print(f"compute-module cycles by cause, config {target.config.name!r} (cycle model, 2 virtual threads)")
     print(f"{'layer':<5} {'variant':<7} {'cycles':>9} {'util':>6} " + " ".join(f"{p:>14}" for p in PARTS))
     for r in rows:

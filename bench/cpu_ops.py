@@ -40,7 +40,6 @@ if __name__ == "__main__" and not os.environ.get(_CHILD_FLAG):
 import argparse  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
-import platform  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 from dataclasses import asdict, dataclass  # noqa: E402
@@ -50,16 +49,16 @@ from typing import Callable  # noqa: E402
 import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]  # the tree, bench/
 
 from vdla.compiler import te, topi  # noqa: E402
 from vdla.compiler.build import Module, build  # noqa: E402
 from vdla.compiler.codegen.llvm import codegen, host_target, jit  # noqa: E402
 from vdla.compiler.tir.ir import (  # noqa: E402
     Allocate, BufferStore, For, ForKind, IntImm, PrimFunc, Ramp, Var, decl_buffer, seq)
+from host import host_line, host_record  # noqa: E402
 
 BLOCKED_PASSES = 3
-TOOLCHAIN_PEAK = 264.0  # GFLOP/s, TOOLCHAIN.md's single-thread figure for this machine kind
 
 
 @dataclass(frozen=True)
@@ -370,13 +369,12 @@ def main() -> None:
     peak = measure_peak()
     ncpu = os.cpu_count() or 1
     original = os.environ.get(_CHILD_FLAG)
-    print(f"target: {host_target()}; torch {torch.__version__}; numpy {np.__version__}; "
+    print(f"{host_line()}; target {host_target()}; torch {torch.__version__}; numpy {np.__version__}; "
           f"OPENBLAS_CORETYPE="
           f"{os.environ.get('OPENBLAS_CORETYPE', 'unset (AVX-512 kernels)')} (the environment "
           f"had {'none' if original == '-' else original}); malloc thresholds raised")
-    print(f"measured fp32 peak, one thread: {peak:.1f} GFLOP/s (TOOLCHAIN.md: "
-          f"~{TOOLCHAIN_PEAK:.0f}); load average at start {load_before[0]:.2f}")
-    results: dict[str, object] = {"target": str(host_target()), "peak_gflops_1t": peak,
+    print(f"measured fp32 peak, one thread: {peak:.1f} GFLOP/s; load average at start {load_before[0]:.2f}")
+    results: dict[str, object] = {"host": host_record(), "target": str(host_target()), "peak_gflops_1t": peak,
                                   "checks_max_rel_err": checks,
                                   "knobs": {c[0]: asdict(c[3].knobs) for c in cases
                                             if isinstance(c[3], ConvCase)}}
@@ -389,8 +387,7 @@ def main() -> None:
     load_after = os.getloadavg()
     print(f"load average: {load_before[0]:.2f} at start, {load_after[0]:.2f} at end "
           f"({ncpu} CPUs); figures with load above ~1 are noisy")
-    results.update({"load_before": load_before, "load_after": load_after, "cpus": ncpu,
-                    "python": platform.python_version(), "torch": torch.__version__,
+    results.update({"load_before": load_before, "load_after": load_after, "torch": torch.__version__,
                     "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
                     "timing": "best of many calls (interleaved with 1 thread, blocked with "
                               "more); medians in rows[].seconds"})

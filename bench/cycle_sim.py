@@ -27,7 +27,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse
 import json
-import platform
 import subprocess
 import sys
 import time
@@ -41,6 +40,9 @@ from vdla.runtime.workloads import GemmTiling, tiled_gemm_program
 from vdla.simulator.cycle import run_cycle
 from vdla.simulator.fsim import run_fsim
 from vdla_hw.config import load_config
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ (already there when this runs as a script)
+from host import host_line, host_record  # noqa: E402
 
 M, K, N = 56 * 56, 64 * 3 * 3, 64
 TARGET_INSNS_PER_S = 20_000
@@ -143,14 +145,7 @@ def main() -> None:
         rows.append(row(p["rev"], "fsim", p["instructions"], p["fsim"]["seconds"], p["fsim"]["cpu_seconds"], None))
         rows.append(row(p["rev"], "cycle", p["instructions"], p["cycle"]["seconds"], p["cycle"]["cpu_seconds"],
                         p["cycles"]))
-    host = platform.processor() or platform.machine()
-    try:
-        from vdla.compiler.codegen.llvm.target import host_target
-
-        host = host_target().cpu
-    except ImportError:  # the compiler's LLVM back end is optional for this bench
-        pass
-    print(f"\nhost CPU: {host}; load average {load_before[0]:.1f} before the runs, {load_after[0]:.1f} after "
+    print(f"\n{host_line()}; load average {load_before[0]:.1f} before the runs, {load_after[0]:.1f} after "
           f"(other jobs share the CPU: the per-CPU-second column is the steadier one)")
     print(f"workload: ResNet-18 56x56 64->64 3x3 as im2col GEMM {M}x{K}x{N}, config default, 2 virtual threads, "
           f"tiling {tuple(args.tiling)}: {n:,} instructions (built in {build_s:.2f} s)")
@@ -184,8 +179,7 @@ def main() -> None:
         "roofline_fraction": stats.roofline_fraction, "repeat": args.repeat, "rows": rows,
         "peers": [{k: v for k, v in p.items() if k in ("rev", "commit", "instructions", "cycles")} for p in peers],
         "cycle_over_fsim_speed": ratio, "target_insns_per_s": TARGET_INSNS_PER_S,
-        "machine": {"python": platform.python_version(), "host_cpu": host,
-                    "load_average": {"before": load_before, "after": load_after}},
+        "host": host_record(), "load_average": {"before": load_before, "after": load_after},
     }, indent=2))
     print(f"wrote {out}")
 

@@ -15,7 +15,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse
 import json
-import platform
+import sys
 import time
 from pathlib import Path
 
@@ -25,6 +25,9 @@ from tqdm import tqdm
 from vdla.runtime import run
 from vdla.runtime.workloads import GemmTiling, tiled_gemm_program
 from vdla_hw.config import load_config
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ (already there when this runs as a script)
+from host import host_line, host_record  # noqa: E402
 
 SIZE = 256
 TILINGS: dict[str, GemmTiling | None] = {
@@ -69,7 +72,8 @@ def main() -> None:
                      "insn_per_s": n / fsim_s, "macs_per_s": macs / fsim_s, "numpy_s": numpy_s,
                      "fsim_over_numpy": fsim_s / numpy_s})
     header = f"{'case':<22} {'insns':>8} {'fsim ms':>9} {'insn/s':>11} {'MAC/s':>11} {'numpy ms':>9} {'fsim/numpy':>10}"
-    print(f"\n{SIZE}x{SIZE}x{SIZE} int8 GEMM + bias/ReLU/requantize on fsim (config default, 1 thread), "
+    print(f"\n{host_line()}")
+    print(f"{SIZE}x{SIZE}x{SIZE} int8 GEMM + bias/ReLU/requantize on fsim (config default, 1 thread), "
           f"peer: NumPy int32 matmul of the same size")
     print(header)
     print("-" * len(header))
@@ -79,7 +83,7 @@ def main() -> None:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"benchmark": "fsim", "size": SIZE, "config": cfg.name, "numpy": np.__version__,
-                               "machine": platform.machine(), "python": platform.python_version(),
+                               "host": host_record(),
                                "threads": 1, "rows": rows}, indent=2))
     print(f"\nwrote {out}")
 

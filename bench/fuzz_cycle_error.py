@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
+import sys
 import time
 from pathlib import Path
 from typing import Callable
@@ -32,14 +32,10 @@ from vdla.fuzz.generator import build_program, draw_plan
 from vdla.runtime.backends import get_backend
 from vdla_hw.config import load_config
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/: this file may be loaded by path (a test does)
+from host import host_line, host_record  # noqa: E402
+
 ROW_FIELDS = ("seed", "rtl_cycles", "cycle_cycles", "instructions", "error")
-
-
-def host_cpu() -> str:
-    """The detected host CPU (LLVM's name) and machine."""
-    import llvmlite.binding as llvm
-
-    return f"{llvm.get_host_cpu_name()} ({platform.machine()})"
 
 
 def summarise(rows: list[list[float]]) -> dict[str, float | int]:
@@ -119,13 +115,13 @@ def main() -> None:
     args = ap.parse_args()
 
     old = read_saved(args.rtl_from) if args.rtl_from else {}
-    print(f"host: {host_cpu()}; programs: draw_plan(seed, max_rounds=6), seeds {args.first}..{args.first + args.count - 1}")
+    print(f"{host_line()}; programs: draw_plan(seed, max_rounds=6), seeds {args.first}..{args.first + args.count - 1}")
     presets: dict[str, dict] = {}
     t0 = time.time()
 
     def save() -> None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"how": __doc__.splitlines()[0], "host": host_cpu(),
+        args.out.write_text(json.dumps({"how": __doc__.splitlines()[0], "host": host_record(),
                                         "seconds": round(time.time() - t0, 1), "count": args.count,
                                         "presets": presets}, indent=1) + "\n")
 

@@ -54,15 +54,15 @@ import numpy as np
 from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "models")]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tests" / "models")]
 
-from vdla.compiler.codegen.llvm.target import host_target  # noqa: E402
 from vdla.compiler.frontend.onnx import from_onnx  # noqa: E402
 from vdla.compiler.graph.build import build_model  # noqa: E402
 from vdla.compiler.graph.executor import run_graph  # noqa: E402
 from vdla.compiler.graph.ir import Graph  # noqa: E402
 from vdla.compiler.graph.passes import quantize_for_vdla  # noqa: E402
 from vdla.compiler.graph.passes.sqnr import layer_sqnr  # noqa: E402
+from host import host_line, host_record  # noqa: E402
 
 MODELS = ("digits_cnn", "digits_mobilenet", "resnet18", "mobilenet_v2", "resnet18_zoostats", "mobilenet_v2_zoostats")
 ZOO_STATS = "_zoostats"  # suffix: keep the zoo's randomized BatchNorm statistics
@@ -204,9 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = sorted(set(names) - set(MODELS))
     if unknown:
         p.error(f"unknown models {unknown}; choose from {', '.join(MODELS)}")
-    target = host_target()
-    isa = [f for f in ("avx512f", "avx512vnni", "avx2", "fma") if f in target.features]
-    print(f"host CPU: {target.cpu} ({', '.join(isa) or 'no AVX'}); int8 on VDLA (fsim-checked) vs float, "
+    print(f"{host_line()}; int8 on VDLA (fsim-checked) vs float, "
           f"zoo at {args.resolution}x{args.resolution}")
     rows: list[dict[str, Any]] = []
     for name in names:
@@ -215,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows += evaluate(task, args.quiet)
         out = Path(args.json)  # written after every model, so a long run leaves its finished part
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps({"cpu": target.cpu, "isa": isa, "resolution": args.resolution,
+        out.write_text(json.dumps({"host": host_record(), "resolution": args.resolution,
                                    "inputs": args.inputs, "quick": args.quick, "rows": rows}, indent=1))
     print(table(rows))
     print(f"wrote {args.json}")

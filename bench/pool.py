@@ -21,7 +21,6 @@ import argparse
 import itertools
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -30,10 +29,9 @@ from pathlib import Path
 import cloudpickle
 from tqdm import tqdm
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]  # the tree, bench/
 
 from vdla.runtime.backends import run as run_local  # noqa: E402
-from vdla.runtime.cpu_module import host_cpu_features  # noqa: E402
 from vdla.runtime.pool import PoolExecutor  # noqa: E402
 from vdla.runtime.pool.jobs import run_job  # noqa: E402
 from vdla.runtime.pool.kinds import parse_device  # noqa: E402
@@ -42,6 +40,7 @@ from vdla.runtime.pool.tasks import submit_program  # noqa: E402
 from vdla.runtime.program import Program  # noqa: E402
 from vdla.runtime.workloads import GemmTiling, tiled_gemm_program  # noqa: E402
 from vdla_hw.config import load_config  # noqa: E402
+from host import host_line, host_record  # noqa: E402
 
 def candidates(limit: int, m: int, k: int, n: int) -> list[tuple[str, Program]]:
     """Schedule candidates of an ``m x k x n`` GEMM that fit the config's buffers, up to ``limit``."""
@@ -109,11 +108,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "pool.json"))
     args = parser.parse_args()
 
-    feats = host_cpu_features()
-    simd = [f for f in ("avx512f", "avx2", "fma") if f in feats]
-    cpu = platform.processor() or platform.machine()
-    print(f"CPU: {cpu}, {os.cpu_count()} cores, ISA {' '.join(simd) or 'baseline'}; load average "
-          f"{os.getloadavg()[0]:.1f}")
+    print(f"{host_line()}; load average {os.getloadavg()[0]:.1f}")
     named = candidates(args.candidates, *args.gemm)
     programs = [p for _, p in named]
     bar = tqdm(total=len(programs) * (1 + len(args.workers)), desc="measurements", disable=not sys.stderr.isatty())
@@ -155,8 +150,7 @@ def main() -> None:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
-        "machine": {"cpu": cpu, "cores": os.cpu_count(), "isa": simd, "python": platform.python_version(),
-                    "load_average_1m": os.getloadavg()[0]},
+        "host": host_record(), "load_average_1m": os.getloadavg()[0],
         "task": {"gemm": args.gemm, "candidates": [n for n, _ in named], "cycles": reference},
         "rows": rows, "overhead": over,
     }, indent=1))

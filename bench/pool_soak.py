@@ -30,7 +30,6 @@ import concurrent.futures as cf
 import hashlib
 import json
 import os
-import platform
 import random
 import sys
 import threading
@@ -42,15 +41,15 @@ import cloudpickle
 from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from vdla.runtime.backends import run as run_local  # noqa: E402
-from vdla.runtime.cpu_module import host_cpu_features  # noqa: E402
 from vdla.runtime.pool import PoolExecutor  # noqa: E402
 from vdla.runtime.pool.processes import PoolProcess, PoolProcesses, PoolStartError, free_port  # noqa: E402
 from vdla.runtime.random_programs import random_program  # noqa: E402
 from vdla.runtime.workloads import GemmTiling, tiled_gemm_program  # noqa: E402
 from vdla_hw.config import load_config  # noqa: E402
+from host import host_line, host_record  # noqa: E402
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -303,11 +302,7 @@ def main() -> None:
     parser.add_argument("--folder", default=str(ROOT / "bench" / "results" / "pool_soak_work"))
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "pool_soak.json"))
     args = parser.parse_args()
-    feats = host_cpu_features()
-    simd = [f for f in ("avx512f", "avx2", "fma") if f in feats]
-    cpu = platform.processor() or platform.machine()
-    print(f"CPU: {cpu}, {os.cpu_count()} cores, ISA {' '.join(simd) or 'baseline'}; load average "
-          f"{os.getloadavg()[0]:.1f}")
+    print(f"{host_line()}; load average {os.getloadavg()[0]:.1f}")
     peer = in_process_rate()
     try:
         report = run_soak(args.jobs, args.clients, args.workers, args.seconds, args.kill_every, Path(args.folder),
@@ -326,7 +321,7 @@ def main() -> None:
         print(f"{name:<34} {value}")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"machine": {"cpu": cpu, "cores": os.cpu_count(), "isa": simd},
+    out.write_text(json.dumps({"host": host_record(),
                                "args": vars(args), "in_process_jobs_per_s": peer, **report}, indent=1, default=str))
     print(f"wrote {out}")
     if report["lost"] or report["duplicate"] or report["wrong"]:

@@ -34,7 +34,6 @@ if __name__ == "__main__":
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import platform  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -43,6 +42,7 @@ from typing import Any, Callable  # noqa: E402
 import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
+from host import host_line, host_record  # noqa: E402
 from peer_env import MALLOC_ENV  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -161,7 +161,8 @@ def main() -> None:
     ap.add_argument("--skip-vdla", action="store_true")
     ap.add_argument("--keep-openblas-coretype", action="store_true")
     args = ap.parse_args()
-    out: dict[str, Any] = {"machine": platform.processor() or platform.machine(),
+    print(host_line())
+    out: dict[str, Any] = {"host": host_record(),
                            "openblas_coretype": os.environ.get(_CHILD_FLAG), "malloc_env": MALLOC_ENV,
                            "load_average_before": os.getloadavg()}
     out["llvm"] = bench_llvm(args.resolution, args.rounds)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -38,6 +37,9 @@ from vdla_hw.harness import DramLatency, RtlSim
 from vdla_hw.harness.py_dram import PinAxiDram
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))  # already there when this runs as a script
+from host import host_line, host_record  # noqa: E402
+
 TARGET = 1_000_000
 
 
@@ -174,7 +176,8 @@ def main() -> None:
 
     header = (f"{'program':<34} {'RTL cycles':>10} {'C++ kc/s':>10} {'C++ kc/cpu-s':>12} {'Python kc/s':>11} "
               f"{'cocotb kc/s':>11} {'C++/Python':>10} {'C++/cocotb':>10}")
-    print(f"\nSimulated cycles per second of vdla_top ({cfg.name}), one thread; target >= {TARGET:,} for the C++ loop")
+    print(f"\n{host_line()}")
+    print(f"Simulated cycles per second of vdla_top ({cfg.name}), one thread; target >= {TARGET:,} for the C++ loop")
     print(f"(kc/s = per wall-clock second, kc/cpu-s = per CPU second of this process; load average at start "
           f"{load:.1f} on {os.cpu_count()} cores)")
     print(header)
@@ -186,9 +189,8 @@ def main() -> None:
               f"{rate(r, 'python_cycles_per_s'):>11} {rate(r, 'cocotb_cycles_per_s'):>11} {vs_py} {vs_co}")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"config": cfg.name, "target_cycles_per_s": TARGET, "machine": platform.processor(),
-                               "load_average": load,
-                               "python": platform.python_version(), "rows": rows}, indent=2))
+    out.write_text(json.dumps({"config": cfg.name, "target_cycles_per_s": TARGET, "host": host_record(),
+                               "load_average": load, "rows": rows}, indent=2))
     print(f"\nwrote {out}")
 
 

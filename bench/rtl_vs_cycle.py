@@ -24,9 +24,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from host import host_line
 from rtl_timing_probes import PROBES, measure
 
-from vdla.compiler.codegen.llvm.target import host_target
 from vdla.compiler.vdla.target import VdlaTarget
 from vdla.compiler.vdla.topi import (RESNET18_CONVS, Conv2dWorkload, Requantize, compile_conv2d, random_conv_data,
                                 requant_shift)
@@ -80,7 +80,7 @@ def main() -> None:
     args = parser.parse_args()
 
     jobs = [(config, name, program) for config in args.configs for name, program in workloads(config, args.randoms)]
-    print(f"host: {host_target()} (simulation speed only; cycle counts do not depend on it)")
+    print(f"{host_line()} (simulation speed only; cycle counts do not depend on it)")
     rows = [calibrate(name, program).to_dict() for config, name, program in tqdm(jobs, desc="rtl vs cycle")]
 
     header = f"{'config':<8} {'program':<34} {'insns':>6} {'RTL cycles':>11} {'cycle model':>11} {'error':>8}"

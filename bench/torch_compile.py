@@ -24,7 +24,6 @@ if __name__ == "__main__":
 import argparse  # noqa: E402
 import io  # noqa: E402
 import json  # noqa: E402
-import platform  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
@@ -38,19 +37,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "models")]
 
 import torch  # noqa: E402
+from host import host_line, host_record  # noqa: E402
 from zoo import make_model  # noqa: E402
 
 import vdla  # noqa: E402
 
 
 def host() -> dict[str, Any]:
-    import llvmlite.binding as llvm
-
-    llvm.initialize_native_target()
-    feats = llvm.get_host_cpu_features()
-    isa = [f for f in ("avx512f", "avx512vnni", "avx2", "fma") if feats.get(f)]
-    return {"cpu": llvm.get_host_cpu_name(), "isa": isa, "machine": platform.machine(),
-            "load_avg": os.getloadavg(), "torch": torch.__version__,
+    """:func:`host_record` with what this bench's figures also depend on: load, torch, OpenBLAS's kernels."""
+    return {**host_record(), "load_avg": os.getloadavg(), "torch": torch.__version__,
             "openblas_coretype": os.environ.get(_CHILD_FLAG, "-")}
 
 
@@ -132,7 +127,7 @@ def main() -> None:
     torch.set_num_threads(1)
     torch.set_num_interop_threads(1)
     info = host()
-    print(f"host: {info['cpu']} ({', '.join(info['isa'])}), torch {info['torch']}, one thread, "
+    print(f"{host_line()}; torch {info['torch']}, one thread, "
           f"load average {info['load_avg'][0]:.2f}")
     results = []
     for name in args.models.split(","):

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from vdla.compiler.codegen.llvm.target import host_target
+from host import host_line, host_record
 from vdla.compiler.vdla.target import VdlaTarget
 from vdla.compiler.vdla.topi import Conv2dWorkload, Requantize, compile_conv2d, random_conv_data, requant_shift
 from vdla.runtime.backends import run
@@ -156,7 +156,7 @@ def main() -> None:
     board_info = get_board("ulx3s")
     cfg = load_config(board_info.default_config)
     timing = dict(board_info.dram_timing)
-    print(f"host: {host_target()} (simulation speed only; cycle counts do not depend on it)")
+    print(f"{host_line()} (simulation speed only; cycle counts do not depend on it)")
     print(f"board: ulx3s, config {cfg.label()}")
     jobs = programs(cfg, args.randoms)
     soc_rows = []
@@ -208,7 +208,7 @@ def main() -> None:
     print(f"link: UART bridge at {baud:,} baud = {baud / 10 / 1e3:.0f} kB/s raw; USB turnaround "
           f"{args.usb_turnaround_ms:g} ms per read frame of {4 * MAX_WORDS} bytes")
 
-    out = {"host": str(host_target()), "config": cfg.name, "sys_clk_hz": clk, "baud": baud,
+    out = {"host": host_record(), "config": cfg.name, "sys_clk_hz": clk, "baud": baud,
            "dram_timing": timing, "fitted": args.fit, "target": TARGET, "rows": soc_rows, "within_target": within,
            "mean_abs_error": mean_abs}
     if not args.no_digits:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from vdla.compiler.codegen.llvm.target import host_target
+from host import host_line, host_record
 from vdla.runtime.backends import run
 from vdla.runtime.fpga.serial_board import open_serial_board
 from vdla.runtime.program import Program, ProgramBuilder
@@ -88,7 +88,7 @@ def main() -> None:
     board_info = get_board("ulx3s")
     cfg = load_config(board_info.default_config)
     timing = dict(board_info.dram_timing)
-    print(f"host: {host_target()} (simulation speed only; cycle counts do not depend on it)")
+    print(f"{host_line()} (simulation speed only; cycle counts do not depend on it)")
     jobs = [("seq", strided_load(cfg, args.rows, BURST)), ("bank", strided_load(cfg, args.rows, 1024)),
             ("row", strided_load(cfg, args.rows, 4096)), ("2 engines, same row", two_engines(cfg, 0)),
             ("2 engines, other bank", two_engines(cfg, 1024 - 8 * BURST)),
@@ -118,7 +118,7 @@ def main() -> None:
           f"{(by['bank'] - by['seq']) / args.rows:+.2f} cycles per row")
     path = Path(args.out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"host": str(host_target()), "config": cfg.name, "rows": args.rows,
+    path.write_text(json.dumps({"host": host_record(), "config": cfg.name, "rows": args.rows,
                                 "dram_timing": timing, "results": rows}, indent=2))
     print(f"wrote {path}")
 

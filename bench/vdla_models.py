@@ -45,15 +45,15 @@ import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "models")]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tests" / "models")]
 
-from vdla.compiler.codegen.llvm.target import host_target  # noqa: E402
 from vdla.compiler.frontend.onnx import from_onnx  # noqa: E402
 from vdla.compiler.graph import run_all  # noqa: E402
 from vdla.compiler.graph.build import build_model  # noqa: E402
 from vdla.compiler.graph.cost import host_model  # noqa: E402
 from vdla.compiler.graph.ir import Graph, Node  # noqa: E402
 from vdla_hw.config import load_config  # noqa: E402
+from host import host_line, host_record  # noqa: E402
 
 MODELS = ("resnet18", "mobilenet_v2", "vit")
 HOST_OPS = frozenset({"layout_transform", "quantize_linear", "dequantize_linear", "reshape", "strided_slice", "pad",
@@ -204,10 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.quick:
         args.resolution, args.rounds = 64, 2
-    target = host_target()
-    isa = [f for f in ("avx512f", "avx512vnni", "avx2", "fma") if f in target.features]
     cfg = load_config("default")
-    print(f"host CPU: {target.cpu} ({', '.join(isa) or 'no AVX'}), one thread; VDLA config {cfg.name!r} at "
+    print(f"{host_line()}; one thread; VDLA config {cfg.name!r} at "
           f"{cfg.clock_mhz:g} MHz, {cfg.macs_per_cycle} MACs/cycle; OPENBLAS_CORETYPE="
           f"{os.environ.get('OPENBLAS_CORETYPE', 'unset')}")
     placements = args.placements.split(",")
@@ -232,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     host = host_model(where=args.cost_host)
-    out.write_text(json.dumps({"cpu": target.cpu, "isa": isa, "config": cfg.name, "clock_mhz": cfg.clock_mhz,
+    out.write_text(json.dumps({"host": host_record(), "config": cfg.name, "clock_mhz": cfg.clock_mhz,
                                "host_model": {"lanes": host.lanes, "clock_hz": host.clock_hz, "source": host.source,
                                               "cost_host": args.cost_host},
                                "resolution": args.resolution, "models": rows}, indent=1))

@@ -25,7 +25,7 @@ import numpy as np
 from vdla_hw.config import HwConfig
 from vdla_hw.isa import AluOp, MemType, Uop
 
-from vdla.simulator.semantics import copy_forwarding_hazard
+from vdla.simulator.access import copy_forwarding_hazard
 
 SRAM_KINDS: tuple[str, ...] = ("uop", "inp", "wgt", "acc")
 

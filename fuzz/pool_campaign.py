@@ -22,7 +22,6 @@ import argparse
 import concurrent.futures as cf
 import json
 import os
-import platform
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -36,6 +35,7 @@ from vdla_hw.config import load_config
 from vdla.fuzz.campaign import ProgramRecord, Settings, init_worker, run_one
 from vdla.fuzz.coverage import Coverage
 from vdla.fuzz.runner import DEFAULT_BACKENDS, Failure
+from vdla.runtime.cpu_module import host_cpu_model
 
 
 def run_chunk(settings: Settings, seeds: Sequence[int]) -> list[tuple[ProgramRecord, set[str]]]:
@@ -227,17 +227,6 @@ def format_report(rep: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def cpu_name() -> str:
-    """The host CPU's model name (Linux), else the machine type."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m vdla.fuzz.pool_campaign", description=__doc__.split("\n\n")[0])
     parser.add_argument("--configs", default="tiny,default,wide", help="comma-separated presets")
@@ -263,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rep = report_from_journal(args.journal, configs, args.count, backends=backends)
         print(format_report(rep))
         return 1 if rep["mismatches_or_crashes"] else 0
-    print(f"CPU: {cpu_name()}, {os.cpu_count()} cores; load average "
+    print(f"CPU: {host_cpu_model()}, {os.cpu_count()} cores; load average "
           f"{os.getloadavg()[0]:.1f}", flush=True)
     if args.address:
         rep = run_pool_campaign(args.address, configs, args.count, backends=backends, chunk=args.chunk,
@@ -279,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rep = run_pool_campaign(cluster.scheduler_address, configs, args.count, backends=backends,
                                     chunk=args.chunk, time_limit=args.time, journal=args.journal,
                                 rtl_dir=args.rtl_dir)
-    rep["machine"] = {"cpu": cpu_name(), "cores": os.cpu_count(), "load_average_1m": os.getloadavg()[0]}
+    rep["machine"] = {"cpu": host_cpu_model(), "cores": os.cpu_count(), "load_average_1m": os.getloadavg()[0]}
     print(format_report(rep))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -101,6 +101,20 @@ def host_cpu_features() -> frozenset[str]:
     return frozenset(k for k, on in llvm.get_host_cpu_features().items() if on)
 
 
+@cache
+def host_cpu_model() -> str:
+    """This CPU's model name as the vendor gives it (Linux's /proc/cpuinfo ``model name``), else the
+    platform's processor or machine type: what a benchmark or a campaign report names the host by."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def _arm_hwcap_features(arch: str) -> frozenset[str]:
     try:
         libc = ctypes.CDLL(None)

@@ -18,7 +18,7 @@ from vdla_hw.isa import AluInsn, GemmInsn, Insn, MemInsn, MemType, Opcode
 
 from vdla.runtime.program import Program
 from vdla.simulator.checks import check_insn
-from vdla.simulator.semantics import loop_index_error, sram_range_error
+from vdla.simulator.access import loop_index_error, sram_range_error
 from vdla.simulator.window import Window, dram_window_error, fetch_window_error
 
 

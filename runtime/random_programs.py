@@ -30,7 +30,7 @@ from vdla_hw.config import HwConfig
 from vdla_hw.isa import AluOp, MemType, Uop
 
 from vdla.runtime.program import Program, ProgramBuilder
-from vdla.simulator.semantics import copy_forwarding_hazard
+from vdla.simulator.access import copy_forwarding_hazard
 
 _MAX_REGION = 48
 """Largest SRAM region (tiles) per buffer and thread: small keeps the programs fast to run."""

@@ -5,7 +5,8 @@ from vdla.simulator.checks import check_insn, check_program
 from vdla.simulator.counters import Counters
 from vdla.simulator.errors import DeadlockError, MemoryAccessError, ProtocolError, SimTimeoutError, SimulationError
 from vdla.simulator.fsim import DEFAULT_MAX_STEPS, FsimResult, run_fsim
-from vdla.simulator.semantics import InsnEffect, MachineState, execute
+from vdla.simulator.semantics import execute
+from vdla.simulator.state import InsnEffect, MachineState
 from vdla.simulator.tokens import C2L, C2S, DEP_QUEUES, L2C, S2C, TokenOps, describe, flag_queue, token_ops
 
 __all__ = [

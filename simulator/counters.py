@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from vdla_hw.isa import MemType, Opcode
 
-from vdla.simulator.semantics import InsnEffect
+from vdla.simulator.state import InsnEffect
 
 # Counter names built once: formatting them per instruction is a measurable share of a run.
 _INSN_KEYS = {op: f"insn.{op.name}" for op in Opcode}

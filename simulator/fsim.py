@@ -32,7 +32,8 @@ from vdla.simulator.checks import check_program
 from vdla.simulator.window import Window
 from vdla.simulator.counters import Counters
 from vdla.simulator.errors import DeadlockError, ProtocolError, SimTimeoutError
-from vdla.simulator.semantics import MachineState, execute
+from vdla.simulator.semantics import execute
+from vdla.simulator.state import MachineState
 from vdla.simulator.tokens import DEP_QUEUES, TokenOps, describe, waiting_for
 
 DEFAULT_MAX_STEPS = 50_000_000

@@ -2,13 +2,39 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+from typing import Callable
 
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+def load_bench_script(name: str) -> ModuleType:
+    """``bench/<name>.py`` as a module (the scripts are not a package), registered in ``sys.modules`` as
+    ``bench_<name>`` (a bench that pickles its functions by value finds itself there by that name), with
+    ``bench/`` on the path for the neighbours it imports (``host``, ``peer_tree``, ...)."""
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def bench_script() -> Callable[[str], ModuleType]:
+    """:func:`load_bench_script`, for tests of the benchmark scripts' own logic."""
+    return load_bench_script
 
 
 def write_small_cnn(path: Path, seed: int = 0) -> Path:

@@ -180,6 +180,38 @@ def requantize(acc: np.ndarray, shift: int, clip: bool, relu: bool, out_width: i
     return ((v + half) & np.int64((1 << out_width) - 1)) - half
 
 
+# Enum members as module constants: in Python 3.11 looking a member up on its Enum class costs
+# several times a global lookup, and the simulators apply the ALU per instruction.
+_MIN, _MAX, _ADD, _MUL, _MOV = AluOp.MIN, AluOp.MAX, AluOp.ADD, AluOp.MUL, AluOp.MOV
+
+
+def alu_apply(op: AluOp, a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
+    """What an ALU micro-op iteration computes: ``op(a, b)`` on accumulator lanes ``a`` with operand
+    ``b`` (an immediate or accumulator lanes), wrapped to the accumulator type of ``a``.
+
+    The one definition of the ALU's arithmetic: the simulators execute it and the compiler's
+    tensor intrinsic evaluates it."""
+    if op == _MIN:
+        return np.minimum(a, b)
+    if op == _MAX:
+        return np.maximum(a, b)
+    if op == _ADD:
+        return a + np.asarray(b, dtype=a.dtype)
+    if op == _MUL:
+        return a * np.asarray(b, dtype=a.dtype)
+    if op == _MOV:
+        return np.broadcast_to(np.asarray(b, dtype=a.dtype), a.shape)
+    # SHR: arithmetic shift right by b, left by -b; amounts beyond the width saturate
+    # (right: sign fill, left: zero), computed in int64 and narrowed by a wrapping cast.
+    wide = a.astype(np.int64)
+    if isinstance(b, int):  # an immediate: clamp in Python (np.clip on a scalar costs more than the shift)
+        right, left = min(max(b, 0), 63), min(max(-b, 0), 63)
+        return ((wide >> right) << left).astype(a.dtype)
+    amount = np.asarray(b, dtype=np.int64)
+    shifted = (wide >> np.clip(amount, 0, 63)) << np.clip(-amount, 0, 63)
+    return shifted.astype(a.dtype)
+
+
 @dataclass(frozen=True)
 class GemmInsn:
     """GEMM over micro-ops ``[uop_bgn, uop_end)`` inside a two-level affine loop.

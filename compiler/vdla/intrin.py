@@ -21,11 +21,10 @@ from functools import cached_property
 
 import numpy as np
 
-from vdla_hw.isa import IMM_W, AluOp
+from vdla_hw.isa import IMM_W, AluOp, alu_apply  # the one definition of the ALU's arithmetic
 
 from vdla.compiler.schedule import TensorIntrin
 from vdla.compiler.te import Tensor, compute, placeholder, reduce_axis, sum as te_sum
-from vdla.simulator.semantics import _alu_apply as alu_apply  # the one definition of the ALU's arithmetic
 
 from vdla.compiler.tir import Add, AttrStmt, Buffer, Evaluate, FloorDiv, IntImm, Max, Min, Mul, PrimExpr, Stmt, register_packed
 from vdla.compiler.tir.op import call_packed

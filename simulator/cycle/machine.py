@@ -33,7 +33,7 @@ from vdla.simulator.cycle.store import StoreUnit
 from vdla.simulator.cycle.trace import UNITS, Timeline
 from vdla.simulator.cycle.unit import Context, Process
 from vdla.simulator.errors import DeadlockError, SimTimeoutError, SimulationError
-from vdla.simulator.semantics import MachineState
+from vdla.simulator.state import MachineState
 from vdla.simulator.tokens import DEP_QUEUES, TokenOps
 from vdla_hw.config import HwConfig
 from vdla_hw.isa import Insn

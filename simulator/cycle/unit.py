@@ -42,7 +42,8 @@ from vdla.simulator.cycle.kernel import Environment, Event, Process
 from vdla.simulator.cycle.queues import Queues
 from vdla.simulator.cycle.stats import UnitCounters
 from vdla.simulator.cycle.trace import Timeline
-from vdla.simulator.semantics import MachineState, execute
+from vdla.simulator.semantics import execute
+from vdla.simulator.state import MachineState
 from vdla.simulator.tokens import TokenOps, describe
 from vdla_hw.config import HwConfig
 from vdla_hw.isa import DepFlags, Insn, MemInsn, Module, opcode_of

@@ -6,20 +6,8 @@ by-element ``fmla`` loop over v16-v31 (the 4 x 16 tile that names MLAS's hand-wr
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _bench():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("arm_codegen_bench", ROOT / "bench" / "arm_codegen.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from types import ModuleType
+from typing import Callable
 
 
 def _disassembly() -> str:
@@ -48,14 +36,14 @@ def _disassembly() -> str:
     return "\n".join(lines)
 
 
-def test_innermost_loops_skip_outer_loops_and_loops_with_calls() -> None:
-    bench = _bench()
+def test_innermost_loops_skip_outer_loops_and_loops_with_calls(bench_script: Callable[[str], ModuleType]) -> None:
+    bench = bench_script("arm_codegen")
     loops = bench.innermost_loops(_disassembly())
     assert [(hex(lp.start), len(lp.insns), lp.fmas) for lp in loops] == [("0x1004", 3, 1), ("0x1020", 19, 16)]
 
 
-def test_the_mlas_sgemm_loop_is_found_by_its_register_tile() -> None:
-    bench = _bench()
+def test_the_mlas_sgemm_loop_is_found_by_its_register_tile(bench_script: Callable[[str], ModuleType]) -> None:
+    bench = bench_script("arm_codegen")
     loop = bench.find_mlas_sgemm_loop(_disassembly())
     assert loop.start == 0x1020 and loop.fmas == 16
     assert loop.accumulators() == frozenset(f"v{r}" for r in range(16, 32))

@@ -10,33 +10,25 @@ and re-record with ``--count 12 --no-layers --record tests/cycle/data/cycle_equi
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
+from types import ModuleType
+from typing import Callable
 
 
-ROOT = Path(__file__).resolve().parents[2]
 RECORD = Path(__file__).parent / "data" / "cycle_equivalence.json"
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("cycle_equivalence_bench", ROOT / "bench" / "cycle_equivalence.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_cycle_model_matches_the_reference_record() -> None:
-    script = _script()
+def test_cycle_model_matches_the_reference_record(bench_script: Callable[[str], ModuleType]) -> None:
+    script = bench_script("cycle_equivalence")
     saved = json.loads(RECORD.read_text())
     assert not saved["layers"] and saved["count"] == 12
     mine = script.record(saved["count"], layers=False, quiet=True)
     assert script.compare(saved["programs"], mine) == []
 
 
-def test_compare_reports_a_changed_cycle_count() -> None:
-    script = _script()
+def test_compare_reports_a_changed_cycle_count(bench_script: Callable[[str], ModuleType]) -> None:
+    script = bench_script("cycle_equivalence")
     ref = json.loads(RECORD.read_text())["programs"]
     name = sorted(ref)[0]
     changed = {k: dict(v) for k, v in ref.items()}

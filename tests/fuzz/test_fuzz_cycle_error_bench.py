@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
+from types import ModuleType
+from typing import Callable
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
 
-
-def _script():
-    spec = importlib.util.spec_from_file_location("fuzz_cycle_error_bench", ROOT / "bench" / "fuzz_cycle_error.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_saved_rtl_counts_come_from_a_journal_or_a_json(tmp_path: Path) -> None:
-    script = _script()
+def test_saved_rtl_counts_come_from_a_journal_or_a_json(tmp_path: Path, bench_script: Callable[[str], ModuleType]) -> None:
+    script = bench_script("fuzz_cycle_error")
     journal = tmp_path / "journal.jsonl"
     chunks = [
         {"config": "tiny", "seeds": [0, 1], "records": [

@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
+from types import ModuleType
+from typing import Callable
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _soak_module():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("pool_soak_bench", ROOT / "bench" / "pool_soak.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # the bench pickles its job functions by value, by module name
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.mark.slow
-def test_soak_loses_and_duplicates_nothing_across_faults(tmp_path: Path) -> None:
-    soak = _soak_module()
+def test_soak_loses_and_duplicates_nothing_across_faults(tmp_path: Path,
+                                                        bench_script: Callable[[str], ModuleType]) -> None:
+    soak = bench_script("pool_soak")  # registered in sys.modules: the bench pickles its job functions by value
     report = soak.run_soak(jobs=48, clients=4, workers=2, seconds=240, kill_every=5.0, folder=tmp_path, seed=1)
     assert report["submitted"] == 48
     assert report["lost"] == 0 and report["duplicate"] == 0 and report["wrong"] == 0, report

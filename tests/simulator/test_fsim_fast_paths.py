@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from vdla.simulator import MachineState, execute
-from vdla.simulator.semantics import float_chunk
+from vdla.simulator.replay import float_chunk
 from vdla_hw.config import load_config, preset_names
 from vdla_hw.isa import DepFlags, GemmInsn, MemInsn, MemType, Opcode, Uop
 

@@ -13,7 +13,7 @@ from fsim_reference import run_reference
 from vdla.runtime.program import ProgramBuilder
 from vdla.simulator import MachineState, execute, run_fsim
 from vdla.simulator.errors import ProtocolError, UninitializedReadError
-from vdla.simulator.semantics import copy_forwarding_hazard
+from vdla.simulator.access import copy_forwarding_hazard
 from vdla_hw.config import load_config, preset_names
 from vdla_hw.isa import AluInsn, AluOp, MemType, Uop
 

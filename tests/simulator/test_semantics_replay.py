@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from vdla.simulator import MachineState, execute
-from vdla.simulator.semantics import factor_gemm
+from vdla.simulator.replay import factor_gemm
 from vdla_hw.config import HwConfig, load_config
 from vdla_hw.isa import AluInsn, AluOp, DepFlags, GemmInsn, MemInsn, MemType, Opcode, Uop
 

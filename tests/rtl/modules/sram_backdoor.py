@@ -6,7 +6,7 @@ import numpy as np
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from vdla.simulator import packing
-from vdla.simulator.semantics import MachineState
+from vdla.simulator.state import MachineState
 from vdla_hw.config import HwConfig
 
 SEL = {"uop": 0, "inp": 1, "wgt": 2, "acc": 3}

@@ -9,7 +9,8 @@ import numpy as np
 
 from cocotb_utils import env_int, start, test_config
 from sram_backdoor import load_state, random_state, read_acc, run_insn, set_uops
-from vdla.simulator.semantics import copy_forwarding_hazard, execute
+from vdla.simulator.access import copy_forwarding_hazard
+from vdla.simulator.semantics import execute
 from vdla_hw.isa import AluInsn, AluOp, Uop
 
 N = 32

@@ -12,7 +12,8 @@ from cocotbext.axi import AxiRamRead, AxiReadBus
 
 from cocotb_utils import env_int, start, test_config
 from vdla.simulator import packing
-from vdla.simulator.semantics import MachineState, execute
+from vdla.simulator.semantics import execute
+from vdla.simulator.state import MachineState
 from vdla_hw.isa import DepFlags, MemInsn, MemType, Opcode
 
 DRAM_BYTES = 1 << 18

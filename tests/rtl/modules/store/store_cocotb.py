@@ -13,7 +13,8 @@ from cocotbext.axi import AxiRamWrite, AxiWriteBus
 
 from cocotb_utils import env_int, start, test_config
 from sram_backdoor import tile_int
-from vdla.simulator.semantics import MachineState, execute
+from vdla.simulator.semantics import execute
+from vdla.simulator.state import MachineState
 from vdla_hw.isa import DepFlags, MemInsn, MemType, Opcode
 
 DRAM_BYTES = 1 << 18
