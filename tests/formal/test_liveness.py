@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 
 from vdla_hw.config import load_config
-from vdla_hw.formal.liveness import (INSN_ADDR, LIVE_LATENCY, live_include, liveness_bound, liveness_program,
-                                     dram_handshakes)
+from vdla_hw.formal.liveness import (INSN_ADDR, LIVE_LATENCY, LivenessProgram, dram_handshakes, live_config,
+                                     live_include, live_queue_depths, liveness_bound, liveness_program, queue_entries)
 from vdla_hw.formal.prove import format_results, prove
 from vdla_hw.formal.tasks import proof_tasks
-from vdla_hw.isa import FinishInsn, Isa
+from vdla_hw.gen_sv import generate_package
+from vdla_hw.isa import DepFlags, FinishInsn, Isa, Module
 from vdla_hw.rtl_build import RTL_DIR
 
 from vdla.simulator.errors import MemoryAccessError
@@ -70,6 +71,54 @@ def test_cli_lists_the_liveness_tasks_only_on_request() -> None:
     assert not any(t.name.startswith("live_") for t in proof_tasks("tiny"))
     names = [t.name for t in proof_tasks("tiny", whole_machine=True)]
     assert {"live_finish_l2", "live_legal_l2", "live_fault_l2"} <= set(names)
+
+
+def test_queue_depths_are_derived_from_the_program() -> None:
+    """The live tasks' queues: one more than the entries each queue ever receives, as a power of two.
+    The legal program sends 2 instructions to load (INP, WGT), 5 to compute (UOP, ACC, GEMM, ALU,
+    FINISH), 1 to store and one token through each token queue: 8 and 2 entries (tiny: 32 and 16)."""
+    cfg = load_config("tiny")
+    legal = liveness_program(cfg)
+    cmd, tokens = queue_entries(legal)
+    assert cmd == {Module.LOAD: 2, Module.COMPUTE: 5, Module.STORE: 1}
+    assert tokens == {"l2c": 1, "c2l": 1, "c2s": 1, "s2c": 1}
+    assert live_queue_depths(cfg, legal) == (8, 2)
+    assert live_queue_depths(cfg, liveness_program(cfg, "fault")) == (8, 2)  # every instruction counts
+    assert live_queue_depths(cfg, liveness_program(cfg, "finish")) == (2, 1)
+    # 7 compute instructions and a token queue receiving 3 tokens: still 8 entries, 4 tokens
+    more = LivenessProgram(legal.insns[:-1] + (FinishInsn(DepFlags(push_next=True)),) * 3, legal.uops, legal.dram,
+                           legal.window, False, legal.const_ranges, 10)
+    assert queue_entries(more)[1]["c2s"] == 1 + 3 and live_queue_depths(cfg, more) == (8, 8)
+    # never deeper than the config's own queues: then nothing is reduced
+    small = cfg.replace(name="tiny_q4", cmd_queue_depth=4, dep_queue_depth=2)
+    assert live_queue_depths(small, legal) == (4, 2)
+    assert live_config(small, liveness_program(small, "finish")).name == "tiny_q4_live_c2_d1"
+    same = cfg.replace(name="tiny_q2", cmd_queue_depth=2, dep_queue_depth=1)
+    assert live_config(same, liveness_program(same, "finish")) is same
+
+
+def test_live_tasks_elaborate_the_reduced_queues_only() -> None:
+    """Each live task carries its program's config change and the define that turns on vdla_top's
+    queue-room assertions, which the task's chformal keeps; the reduced package differs from tiny's
+    in the two depths and the CONFIG_ID (which the harness never reads) only."""
+    cfg = load_config("tiny")
+    for kind, depths in (("legal", (8, 2)), ("fault", (8, 2)), ("finish", (2, 1))):
+        task = _task(f"live_{kind}_l2")
+        changes = dict(task.config)
+        assert (changes["cmd_queue_depth"], changes["dep_queue_depth"]) == depths
+        assert "VDLA_FORMAL_LIVE_ROOM" in task.extra_defines
+        assert {"a_live_room_cmd", "a_live_room_dep"} <= set(task.properties)
+        assert "vdla_top/a_live_room_* %d" in task.script[0]
+    small = cfg.replace(**dict(_task("live_legal_l2").config))
+    changed = [(a, b) for a, b in zip(generate_package(cfg).splitlines(), generate_package(small).splitlines())
+               if a != b and not a.strip().startswith("//")]  # comments: the name, the digest
+    assert [b.split("=")[0].split()[-1] for _, b in changed] == [
+        "CMD_QUEUE_DEPTH", "DEP_QUEUE_DEPTH", "CONFIG_ID_VALUE"]
+    top = (RTL_DIR / "vdla_top.sv").read_text()
+    assert top.count("a_live_room_cmd:") == 1 and top.count("a_live_room_dep:") == 1
+    # the queue depths reach no other RTL than vdla_top (where the room assertions watch every queue)
+    users = [p.name for p in RTL_DIR.glob("*.sv") if "QUEUE_DEPTH" in p.read_text()]
+    assert users == ["vdla_top.sv"]
 
 
 @pytest.mark.slow

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from vdla_hw.config import HwConfig, load_config
-from vdla_hw.isa import (INSN_BYTES, AluInsn, AluOp, DepFlags, FinishInsn, GemmInsn, Insn, Isa, MemInsn, MemType,
-                         Opcode, Uop)
+from vdla_hw.isa import (DEP_QUEUE_NAMES, FLAG_QUEUES, INSN_BYTES, AluInsn, AluOp, DepFlags, FinishInsn, GemmInsn, Insn,
+                         Isa, MemInsn, MemType, Module, Opcode, Uop, module_of)
 
 # Byte addresses of the regions of the liveness program's DRAM (all inside the window).
 WINDOW_BASE = 0x0
@@ -233,3 +233,56 @@ def liveness_bound(cfg: HwConfig | str, prog: LivenessProgram, latency: int) -> 
     """N: cycles from the start to ``done`` that no run of ``prog`` may exceed when every DRAM handshake
     comes within ``latency`` cycles: the machine's own cycles in series plus every handshake's wait."""
     return machine_cycles(cfg, prog) + dram_handshakes(cfg, prog) * latency
+
+
+# ---- the queues sized to the program (a formal-only config of the live tasks) --------------------
+
+def queue_entries(prog: LivenessProgram) -> tuple[dict[Module, int], dict[str, int]]:
+    """Entries each command queue and each token queue ever receives in a run of ``prog``.
+
+    Every instruction of the program counts (fetch may dispatch past a faulting one before the
+    halt), and every token an instruction pushes: a queue never holds more than it ever receives,
+    so these are bounds on the queues' occupancy in any run, whatever the timing.
+    """
+    cmd = {m: 0 for m in Module}
+    tokens = {q: 0 for q in DEP_QUEUE_NAMES}
+    for insn in prog.insns:
+        module = module_of(insn)
+        cmd[module] += 1
+        for flag in ("push_prev", "push_next"):
+            if getattr(insn.deps, flag):
+                tokens[FLAG_QUEUES[module][flag]] += 1
+    return cmd, tokens
+
+
+def _room_depth(entries: int) -> int:
+    """The smallest power of two (the config's rule for queue depths) above ``entries``: such a
+    queue never fills, so its ``in_ready`` never falls."""
+    return 1 << entries.bit_length()
+
+
+def live_queue_depths(cfg: HwConfig | str, prog: LivenessProgram) -> tuple[int, int]:
+    """(cmd_queue_depth, dep_queue_depth) for the live harness of ``prog``: one more than the most
+    entries any command (token) queue receives, rounded up to a power of two, never above ``cfg``'s own.
+
+    A queue of that depth never fills in a run of ``prog``, so no push is refused and no path of
+    the machine that depends on a full queue is taken -- as at ``cfg``'s depths, which are at least
+    as large: the run is cycle for cycle the same (``vdla_top`` asserts the "never fills" part in
+    the live tasks, ``a_live_room_cmd``/``a_live_room_dep``; docs/rtl.md). Where ``cfg``'s own
+    queue is not deeper than that, it is kept (then it too never fills, and nothing is reduced).
+    """
+    cfg = load_config(cfg)
+    cmd, tokens = queue_entries(prog)
+    return (min(cfg.cmd_queue_depth, _room_depth(max(cmd.values()))),
+            min(cfg.dep_queue_depth, _room_depth(max(tokens.values()))))
+
+
+def live_config(cfg: HwConfig | str, prog: LivenessProgram) -> HwConfig:
+    """``cfg`` with the queue depths of :func:`live_queue_depths`: the config the live task of
+    ``prog`` elaborates ``vdla_top`` with (named ``<cfg>_live_c<cmd>_d<dep>``; ``cfg`` itself when
+    nothing is reduced)."""
+    cfg = load_config(cfg)
+    cmd, dep = live_queue_depths(cfg, prog)
+    if (cmd, dep) == (cfg.cmd_queue_depth, cfg.dep_queue_depth):
+        return cfg
+    return cfg.replace(name=f"{cfg.name}_live_c{cmd}_d{dep}", cmd_queue_depth=cmd, dep_queue_depth=dep)

@@ -235,6 +235,8 @@ def run_task(cfg: HwConfig | str, task: ProofTask, *, rtl_dir: Path | str | None
 
     ``solver`` overrides the task's own (``task.solver``)."""
     cfg = load_config(cfg)
+    if task.config:
+        cfg = cfg.replace(**dict(task.config))
     solver = solver or task.solver
     check_engine(task, solver)
     sources = rtl_sources(cfg, task.modules, rtl_dir) + [harness_path(h) for h in task.harness]

@@ -52,6 +52,9 @@ class ProofTask:
     """Yosys commands run after ``prep`` (e.g. dropping the submodules' own assertions)."""
     engine_opts: tuple[str, ...] = ()
     """Options of the ``smtbmc`` engine (e.g. ``--nopresat``: no separate check of the assumptions per step)."""
+    config: tuple[tuple[str, object], ...] = ()
+    """Changes to the config the run elaborates the RTL with (``HwConfig.replace``), e.g. the live tasks'
+    queue depths sized to their program (:func:`~vdla_hw.formal.liveness.live_config`)."""
     skip: int = 0
     """BMC only: steps before this one are unrolled but their assertions not checked (the replay of a
     counterexample another engine found at that step)."""
@@ -78,6 +81,7 @@ TILE_LEGAL_PROPS = ("a_tile_sram_range", "f_tile_in_buffer", "f_tile_extent", "f
 RANGE_PROPS = ("f_range_first", "f_range_sound", "f_range_seen")
 CTRL_PROPS = ("f_ctrl_clear_start", "f_ctrl_ends", "f_ctrl_ends_why", "f_ctrl_window_fixed", "f_ctrl_b_held",
               "f_ctrl_r_held")
+LIVE_PROPS = ("a_live_done", "a_live_status", "a_live_bready", "a_live_room_cmd", "a_live_room_dep")
 UOP_LOOP_PROPS = ("a_uop_range", "f_uop_bounds", "f_uop_progress", "f_uop_wait", "a_uop_next")
 
 
@@ -153,8 +157,8 @@ def live_tasks(cfg: HwConfig | str) -> list[ProofTask]:
     (:data:`~vdla_hw.formal.liveness.DATA_SRAMS`: sound, and the claim then covers any tile data) and
     the design flattened, so the solver sees only what ``done`` and STATUS depend on.
     """
-    from vdla_hw.formal.liveness import (DATA_SRAMS, DRIVER_CYCLES, LIVE_LATENCY, STATUS_CYCLES, live_include,
-                                         liveness_bound, liveness_program)
+    from vdla_hw.formal.liveness import (DATA_SRAMS, DRIVER_CYCLES, LIVE_LATENCY, STATUS_CYCLES, live_config,
+                                         live_include, liveness_bound, liveness_program)
     from vdla_hw.rtl_build import RTL_MODULES
 
     cfg = load_config(cfg)
@@ -169,13 +173,18 @@ def live_tasks(cfg: HwConfig | str) -> list[ProofTask]:
     for kind in ("finish", "legal", "fault"):
         prog = liveness_program(cfg, kind)
         bound = liveness_bound(cfg, prog, LIVE_LATENCY)
+        small = live_config(cfg, prog)
         out.append(ProofTask(
             name=f"live_{kind}_l{LIVE_LATENCY}", top="vdla_formal_live", modules=RTL_MODULES,
             harness=("vdla_formal_live.sv",), mode="bmc", depth=DRIVER_CYCLES + bound + STATUS_CYCLES,
-            properties=("a_live_done", "a_live_status", "a_live_bready"), solver="abc-bmc3",
+            properties=LIVE_PROPS, solver="abc-bmc3", extra_defines=("VDLA_FORMAL_LIVE_ROOM",),
             generated=(("vdla_formal_live_prog.svh", live_include(cfg, prog, LIVE_LATENCY, bound)),),
-            script=("chformal -assert -remove * vdla_formal_live %d", cut, "flatten", "opt_clean", "opt -fast",
-                    "opt_clean"),
+            config=(("name", small.name), ("cmd_queue_depth", small.cmd_queue_depth),
+                    ("dep_queue_depth", small.dep_queue_depth)),
+            # every submodule's assertion goes but vdla_top's queue-room checks (what makes the reduced
+            # queue depths invisible)
+            script=("chformal -assert -remove * vdla_formal_live %d vdla_top/a_live_room_* %d", cut, "flatten",
+                    "opt_clean", "opt -fast", "opt_clean"),
             engine_opts=("--nopresat",)))
     return out
 
