@@ -9,6 +9,7 @@ FINISH fails `a_live_done` with a counterexample. The full program's tasks take 
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -16,7 +17,8 @@ import pytest
 
 from vdla_hw.config import load_config
 from vdla_hw.formal.liveness import (INSN_ADDR, LIVE_LATENCY, LivenessProgram, dram_handshakes, live_config,
-                                     live_include, live_queue_depths, liveness_bound, liveness_program, queue_entries)
+                                     live_include, live_queue_depths, liveness_bound, liveness_program, queue_entries,
+                                     uop_entries)
 from vdla_hw.formal.prove import format_results, prove
 from vdla_hw.formal.tasks import proof_tasks
 from vdla_hw.gen_sv import generate_package
@@ -108,7 +110,7 @@ def test_live_tasks_elaborate_the_reduced_queues_only() -> None:
         assert (changes["cmd_queue_depth"], changes["dep_queue_depth"]) == depths
         assert "VDLA_FORMAL_LIVE_ROOM" in task.extra_defines
         assert {"a_live_room_cmd", "a_live_room_dep"} <= set(task.properties)
-        assert "vdla_top/a_live_room_* %d" in task.script[0]
+        assert any("vdla_top/a_live_room_* %d" in line for line in task.script)
     small = cfg.replace(**dict(_task("live_legal_l2").config))
     changed = [(a, b) for a, b in zip(generate_package(cfg).splitlines(), generate_package(small).splitlines())
                if a != b and not a.strip().startswith("//")]  # comments: the name, the digest
@@ -119,6 +121,23 @@ def test_live_tasks_elaborate_the_reduced_queues_only() -> None:
     # the queue depths reach no other RTL than vdla_top (where the room assertions watch every queue)
     users = [p.name for p in RTL_DIR.glob("*.sv") if "QUEUE_DEPTH" in p.read_text()]
     assert users == ["vdla_top.sv"]
+
+
+def test_micro_op_sram_keeps_the_entries_the_program_loads() -> None:
+    """The live tasks' micro-op SRAM holds [0, n): n from the program's LOAD UOPs (base + padded block),
+    at least one entry; the task writes it as the include the replacement module reads."""
+    cfg = load_config("tiny")
+    legal = liveness_program(cfg)
+    assert uop_entries(legal) == 1
+    assert uop_entries(liveness_program(cfg, "finish")) == 1  # no LOAD UOP: one entry, never written
+    wide = dataclasses.replace(legal.insns[0], sram_base=3, y_size=2, x_size=5)
+    assert uop_entries(LivenessProgram((wide,) + legal.insns[1:], legal.uops, legal.dram, legal.window, False,
+                                       legal.const_ranges, 7)) == 3 + 2 * 5
+    task = _task("live_legal_l2")
+    files = dict(task.generated)
+    assert files["vdla_formal_uop_sram_keep.svh"].strip() == "localparam int KEEP = 1;"
+    assert "module vdla_formal_uop_sram" in files["vdla_formal_uop_sram.sv"]
+    assert "chtype -set vdla_formal_uop_sram vdla_compute/u_uop_sram" in task.script
 
 
 @pytest.mark.slow

@@ -149,6 +149,26 @@ def live_include(cfg: HwConfig | str, prog: LivenessProgram, latency: int, bound
 # shrink the model: yosys's opt_clean already drops the datapath no assertion observes.)
 DATA_SRAMS = ("u_inp_sram", "u_wgt_sram", "u_acc_sram", "u_out_sram")
 
+# The micro-op SRAM (vdla_compute's instance) the liveness tasks replace by vdla_formal_uop_sram.sv,
+# which holds only the entries the program loads (:func:`uop_entries`) and answers any other read
+# with free data. That is sound for the same reason as the tile cut above (the real SRAM's answer is
+# one choice of the free one), and keeps the control it steers (GEMM's and the ALU's micro-ops).
+UOP_SRAM = "u_uop_sram"
+# vdla_compute's instance as the replacement reproduces it (its widths, depth and output register):
+# the tasks refuse to run when the RTL declares it otherwise.
+UOP_SRAM_DECL = "vdla_sram #(.WIDTH(UOP_BITS), .DEPTH(UOP_BUFF_DEPTH), .OUT_REG(1'b1)) u_uop_sram ("
+# vdla_sram's read path (a registered read, then OUT_REG's second register) as the replacement copies it.
+UOP_SRAM_READ = ("if (rd_en) q <= mem[rd_addr];", "always_ff @(posedge clk) rd_data <= rd_now;")
+
+
+def uop_entries(prog: LivenessProgram) -> int:
+    """Micro-op SRAM entries ``[0, n)`` that hold every micro-op the program's LOAD UOPs write (at least 1)."""
+    ends = [insn.sram_base + (insn.y_size + insn.y_pad0 + insn.y_pad1) * (insn.x_size + insn.x_pad0 + insn.x_pad1)
+            for insn in prog.insns if isinstance(insn, MemInsn) and insn.opcode == Opcode.LOAD
+            and insn.mem_type == MemType.UOP]
+    return max([1, *ends])
+
+
 # The DRAM latency bound of the liveness tasks: every AXI handshake within LIVE_LATENCY cycles.
 LIVE_LATENCY = 2
 # Cycles from reset to the CONTROL write that starts the run: one reset cycle, then the four

@@ -157,8 +157,9 @@ def live_tasks(cfg: HwConfig | str) -> list[ProofTask]:
     (:data:`~vdla_hw.formal.liveness.DATA_SRAMS`: sound, and the claim then covers any tile data) and
     the design flattened, so the solver sees only what ``done`` and STATUS depend on.
     """
-    from vdla_hw.formal.liveness import (DATA_SRAMS, DRIVER_CYCLES, LIVE_LATENCY, STATUS_CYCLES, live_config,
-                                         live_include, liveness_bound, liveness_program)
+    from vdla_hw.formal.liveness import (DATA_SRAMS, DRIVER_CYCLES, LIVE_LATENCY, STATUS_CYCLES, UOP_SRAM,
+                                         UOP_SRAM_DECL, UOP_SRAM_READ, live_config, live_include, liveness_bound, liveness_program,
+                                         uop_entries)
     from vdla_hw.rtl_build import RTL_MODULES
 
     cfg = load_config(cfg)
@@ -168,7 +169,16 @@ def live_tasks(cfg: HwConfig | str) -> list[ProofTask]:
         if not re.search(rf"\bvdla_sram\b[^;]*\b{name}\s*\(", rtl):
             raise ValueError(f"no vdla_sram instance named {name} in vdla_hw/rtl; update "
                              "vdla_hw/formal/liveness.py:DATA_SRAMS")
+    sram = (RTL_DIR / "vdla_sram.sv").read_text()
+    if not all(line in sram for line in UOP_SRAM_READ):
+        raise ValueError("vdla_sram.sv's read path is no longer the one vdla_hw/formal/vdla_formal_uop_sram.sv "
+                         f"reproduces ({' / '.join(UOP_SRAM_READ)}); update that file and liveness.py:UOP_SRAM_READ")
+    if UOP_SRAM_DECL not in (RTL_DIR / "vdla_compute.sv").read_text():
+        # the replacement reproduces exactly this instance; a changed one needs vdla_formal_uop_sram.sv changed too
+        raise ValueError(f"vdla_compute.sv no longer declares `{UOP_SRAM_DECL}`; update "
+                         "vdla_hw/formal/vdla_formal_uop_sram.sv and liveness.py:UOP_SRAM_DECL")
     cut = "cutpoint " + " ".join(f"*/{name}" for name in DATA_SRAMS)
+    uop_sram = harness_path("vdla_formal_uop_sram.sv").read_text()
     out = []
     for kind in ("finish", "legal", "fault"):
         prog = liveness_program(cfg, kind)
@@ -178,12 +188,18 @@ def live_tasks(cfg: HwConfig | str) -> list[ProofTask]:
             name=f"live_{kind}_l{LIVE_LATENCY}", top="vdla_formal_live", modules=RTL_MODULES,
             harness=("vdla_formal_live.sv",), mode="bmc", depth=DRIVER_CYCLES + bound + STATUS_CYCLES,
             properties=LIVE_PROPS, solver="abc-bmc3", extra_defines=("VDLA_FORMAL_LIVE_ROOM",),
-            generated=(("vdla_formal_live_prog.svh", live_include(cfg, prog, LIVE_LATENCY, bound)),),
+            generated=(("vdla_formal_live_prog.svh", live_include(cfg, prog, LIVE_LATENCY, bound)),
+                       ("vdla_formal_uop_sram.sv", uop_sram),
+                       ("vdla_formal_uop_sram_keep.svh", f"localparam int KEEP = {uop_entries(prog)};\n")),
             config=(("name", small.name), ("cmd_queue_depth", small.cmd_queue_depth),
                     ("dep_queue_depth", small.dep_queue_depth)),
-            # every submodule's assertion goes but vdla_top's queue-room checks (what makes the reduced
-            # queue depths invisible)
-            script=("chformal -assert -remove * vdla_formal_live %d vdla_top/a_live_room_* %d", cut, "flatten",
+            # The micro-op SRAM swapped for the one holding the program's entries only (after elaboration:
+            # the cell is then of an elaborated module, which a re-read would not undo), then every
+            # submodule's assertion removed but vdla_top's queue-room checks (what makes the reduced
+            # queue depths invisible), the tile SRAMs cut, the design flattened.
+            script=("read_verilog -sv -formal vdla_formal_uop_sram.sv",
+                    f"chtype -set vdla_formal_uop_sram vdla_compute/{UOP_SRAM}", "hierarchy -top vdla_formal_live",
+                    "proc", "chformal -assert -remove * vdla_formal_live %d vdla_top/a_live_room_* %d", cut, "flatten",
                     "opt_clean", "opt -fast", "opt_clean"),
             engine_opts=("--nopresat",)))
     return out
