@@ -164,6 +164,39 @@ def test_live_finish_passes_and_a_controller_that_never_ends_fails(tmp_path: Pat
 
 
 @pytest.mark.slow
+def test_live_room_fails_when_a_queue_is_too_small() -> None:
+    """The queue-room assertions are not vacuous: the legal program's task elaborated with 2-entry command
+    queues (its compute queue receives 5 instructions, and holds 2 or more while compute waits for its
+    LOAD UOP's DRAM reads) fails a_live_room_cmd with a counterexample from reset, long before the bound.
+    ~5 min on a loaded machine."""
+    task = dataclasses.replace(_task("live_legal_l2"), name="live_legal_l2_c2",
+                               config=(("name", "tiny_live_c2_d2"), ("cmd_queue_depth", 2), ("dep_queue_depth", 2)))
+    (bad,) = prove("tiny", [task], timeout=3600)
+    assert bad.status == "FAIL", format_results([bad])
+    failed = next(f for f in bad.failed if f.label == "a_live_room_cmd")
+    assert "vdla_top.sv:" in failed.location and failed.step is not None and failed.step < task.depth - 20
+    assert bad.trace is not None and bad.trace.suffix == ".vcd" and bad.trace.stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_live_fault_fails_when_a_fault_never_ends_the_run(tmp_path: Path) -> None:
+    """The planted bug of the reduced fault task: a controller that ends a run on FINISH only (not on a
+    fault) never raises `done` after the faulting LOAD, so a_live_done fails at the bound N', and the
+    replay writes the VCD. Long (depth 111; see docs/rtl.md for the time it took)."""
+    rtl = tmp_path / "rtl"
+    shutil.copytree(RTL_DIR, rtl)
+    ctrl = rtl / "vdla_ctrl.sv"
+    old = "if ((finish || fault_new) && busy) begin"
+    assert ctrl.read_text().count(old) == 1
+    ctrl.write_text(ctrl.read_text().replace(old, "if (finish && busy) begin"))
+    (bad,) = prove("tiny", [_task("live_fault_l2")], rtl_dir=rtl, timeout=3 * 3600)
+    assert bad.status == "FAIL", format_results([bad])
+    failed = next(f for f in bad.failed if f.label == "a_live_done")
+    assert "vdla_formal_live.sv:" in failed.location and failed.step is not None
+    assert bad.trace is not None and bad.trace.suffix == ".vcd" and bad.trace.stat().st_size > 0
+
+
+@pytest.mark.slow
 def test_live_fault_fails_when_the_window_ignores_its_limit(tmp_path: Path) -> None:
     """The planted window bug `window-ignores-limit` (vdla.fuzz.mutants): the LOAD past WINDOW_LIMIT no
     longer faults, so the faulting program runs on -- it ends without STATUS.fault (a_live_status) or
