@@ -72,7 +72,7 @@ def test_bound_counts_every_dram_handshake() -> None:
 def test_cli_lists_the_liveness_tasks_only_on_request() -> None:
     assert not any(t.name.startswith("live_") for t in proof_tasks("tiny"))
     names = [t.name for t in proof_tasks("tiny", whole_machine=True)]
-    assert {"live_finish_l2", "live_legal_l2", "live_fault_l2"} <= set(names)
+    assert {"live_finish_l2", "live_legal_l2", "live_fault_l2", "live_room_legal_l2", "live_room_fault_l2"} <= set(names)
 
 
 def test_queue_depths_are_derived_from_the_program() -> None:
@@ -105,12 +105,16 @@ def test_live_tasks_elaborate_the_reduced_queues_only() -> None:
     in the two depths and the CONFIG_ID (which the harness never reads) only."""
     cfg = load_config("tiny")
     for kind, depths in (("legal", (8, 2)), ("fault", (8, 2)), ("finish", (2, 1))):
-        task = _task(f"live_{kind}_l2")
-        changes = dict(task.config)
-        assert (changes["cmd_queue_depth"], changes["dep_queue_depth"]) == depths
-        assert "VDLA_FORMAL_LIVE_ROOM" in task.extra_defines
-        assert {"a_live_room_cmd", "a_live_room_dep"} <= set(task.properties)
-        assert any("vdla_top/a_live_room_* %d" in line for line in task.script)
+        task, room = _task(f"live_{kind}_l2"), _task(f"live_room_{kind}_l2")
+        for t in (task, room):
+            changes = dict(t.config)
+            assert (changes["cmd_queue_depth"], changes["dep_queue_depth"]) == depths
+        # the same model, to the same depth; the room run checks vdla_top's two assertions only
+        assert (room.depth, room.config, room.generated) == (task.depth, task.config, task.generated)
+        assert "VDLA_FORMAL_LIVE_ROOM" in room.extra_defines and "VDLA_FORMAL_LIVE_ROOM" not in task.extra_defines
+        assert set(room.properties) == {"a_live_room_cmd", "a_live_room_dep"}
+        assert "chformal -assert -remove * vdla_top/a_live_room_* %d" in room.script
+        assert "chformal -assert -remove * vdla_formal_live %d" in task.script
     small = cfg.replace(**dict(_task("live_legal_l2").config))
     changed = [(a, b) for a, b in zip(generate_package(cfg).splitlines(), generate_package(small).splitlines())
                if a != b and not a.strip().startswith("//")]  # comments: the name, the digest
@@ -169,7 +173,7 @@ def test_live_room_fails_when_a_queue_is_too_small() -> None:
     queues (its compute queue receives 5 instructions, and holds 2 or more while compute waits for its
     LOAD UOP's DRAM reads) fails a_live_room_cmd with a counterexample from reset, long before the bound.
     ~5 min on a loaded machine."""
-    task = dataclasses.replace(_task("live_legal_l2"), name="live_legal_l2_c2",
+    task = dataclasses.replace(_task("live_room_legal_l2"), name="live_room_legal_l2_c2",
                                config=(("name", "tiny_live_c2_d2"), ("cmd_queue_depth", 2), ("dep_queue_depth", 2)))
     (bad,) = prove("tiny", [task], timeout=3600)
     assert bad.status == "FAIL", format_results([bad])
