@@ -169,7 +169,7 @@ def sby_text(task: ProofTask, files: list[str], solver: str) -> str:
     if solver in SMT_SOLVERS:
         engine = " ".join(["smtbmc", *task.engine_opts, solver])
     else:
-        engine = "abc " + solver.removeprefix("abc-")
+        engine = " ".join(["abc", solver.removeprefix("abc-"), *task.abc_opts])
     return "\n".join([
         "[options]", f"mode {task.mode}", f"depth {task.depth}", *(["aigsmt none"] if solver == "abc-bmc3" else []),
         *([f"skip {task.skip}"] if task.skip else []), "",

@@ -52,6 +52,8 @@ class ProofTask:
     """Yosys commands run after ``prep`` (e.g. dropping the submodules' own assertions)."""
     engine_opts: tuple[str, ...] = ()
     """Options of the ``smtbmc`` engine (e.g. ``--nopresat``: no separate check of the assumptions per step)."""
+    abc_opts: tuple[str, ...] = ()
+    """Options of the ABC command of an ``abc-*`` engine (e.g. ``bmc3``'s ``-g``: the Glucose SAT solver)."""
     config: tuple[tuple[str, object], ...] = ()
     """Changes to the config the run elaborates the RTL with (``HwConfig.replace``), e.g. the live tasks'
     queue depths sized to their program (:func:`~vdla_hw.formal.liveness.live_config`)."""
@@ -200,7 +202,10 @@ def live_tasks(cfg: HwConfig | str) -> list[ProofTask]:
                        ("vdla_formal_uop_sram_keep.svh", f"localparam int KEEP = {uop_entries(prog)};\n")),
             config=(("name", small.name), ("cmd_queue_depth", small.cmd_queue_depth),
                     ("dep_queue_depth", small.dep_queue_depth)),
-            engine_opts=("--nopresat",))
+            engine_opts=("--nopresat",),
+            # Glucose, keeping every learned clause: the default (MiniSat, 10,000 kept) did not get past
+            # frame 108 of live_fault_l2, the first frame a_live_done can fail (docs/rtl.md)
+            abc_opts=("-g", "-P", "0"))
         out.append(ProofTask(
             name=f"live_{kind}_l{LIVE_LATENCY}", properties=LIVE_PROPS,
             script=(*swap, "chformal -assert -remove * vdla_formal_live %d", *tail), **common))
