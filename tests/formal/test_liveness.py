@@ -151,8 +151,8 @@ def test_live_finish_passes_and_a_controller_that_never_ends_fails(tmp_path: Pat
     re-checking ABC's frame, writes the VCD counterexample. ~5 + 6 min on a loaded machine."""
     task = _task("live_finish_l2")
     assert task.solver == "abc-bmc3"
-    (ok,) = prove("tiny", [task])
-    assert ok.passed, format_results([ok])
+    ok, room = prove("tiny", [task, _task("live_room_finish_l2")])
+    assert ok.passed and room.passed, format_results([ok, room])
     rtl = tmp_path / "rtl"
     shutil.copytree(RTL_DIR, rtl)
     ctrl = rtl / "vdla_ctrl.sv"
@@ -220,7 +220,7 @@ def test_live_fault_fails_when_the_window_ignores_its_limit(tmp_path: Path) -> N
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["live_fault_l2", "live_legal_l2"])
+@pytest.mark.parametrize("name", ["live_fault_l2", "live_legal_l2", "live_room_fault_l2", "live_room_legal_l2"])
 def test_live_program_ends_within_its_bound(name: str) -> None:
     """The whole program (or its faulting twin) ends within N on every DRAM timing within L and any
     tile data. Long: see docs/rtl.md for the time it took on this machine."""
