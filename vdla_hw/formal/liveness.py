@@ -13,6 +13,10 @@ This module builds the program (one instruction of each kind, tokens balanced ac
 queues, extents of one element), the DRAM bytes the harness serves as constants, and ``bound``
 from the RTL's latencies (:func:`liveness_bound`); the include file the harness reads carries
 them. Whether the program is legal is fsim's static checks' call: the tests run it there.
+
+It also sizes what the solver sees to the program: the command and token queues
+(:func:`live_config`: one more entry than a queue ever receives, so it never fills) and the
+micro-op SRAM's kept entries (:func:`uop_entries`).
 """
 
 from __future__ import annotations

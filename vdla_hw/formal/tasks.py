@@ -159,6 +159,12 @@ def live_tasks(cfg: HwConfig | str) -> list[ProofTask]:
     assertions are dropped (each is proven by its module's task), the tile SRAMs' read data made free
     (:data:`~vdla_hw.formal.liveness.DATA_SRAMS`: sound, and the claim then covers any tile data) and
     the design flattened, so the solver sees only what ``done`` and STATUS depend on.
+
+    Each task elaborates ``vdla_top`` with queues sized to its program
+    (:func:`~vdla_hw.formal.liveness.live_config`) and the micro-op SRAM holding only the entries the
+    program loads (``vdla_formal_uop_sram.sv``, sound like the tile cut). ``live_room_<program>_l<L>``
+    checks, on the same model to the same depth, that no reduced queue ever fills (``vdla_top``'s
+    ``a_live_room_*``), which makes the reduced depths invisible: the run is the config's, cycle for cycle.
     """
     from vdla_hw.formal.liveness import (DATA_SRAMS, DRIVER_CYCLES, LIVE_LATENCY, STATUS_CYCLES, UOP_SRAM,
                                          UOP_SRAM_DECL, UOP_SRAM_READ, live_config, live_include, liveness_bound, liveness_program,
