@@ -208,10 +208,9 @@ def live_tasks(cfg: HwConfig | str) -> list[ProofTask]:
                        ("vdla_formal_uop_sram_keep.svh", f"localparam int KEEP = {uop_entries(prog)};\n")),
             config=(("name", small.name), ("cmd_queue_depth", small.cmd_queue_depth),
                     ("dep_queue_depth", small.dep_queue_depth)),
-            engine_opts=("--nopresat",),
-            # Glucose, keeping every learned clause: the default (MiniSat, 10,000 kept) did not get past
-            # frame 108 of live_fault_l2, the first frame a_live_done can fail (docs/rtl.md)
-            abc_opts=("-g", "-P", "0"))
+            # ABC's default SAT solver: Glucose with every learned clause kept (`-g -P 0`) took 454 s for the
+            # fault program's frames 0-107 against 245 s, and neither solved frame 108 (docs/rtl.md)
+            engine_opts=("--nopresat",))
         out.append(ProofTask(
             name=f"live_{kind}_l{LIVE_LATENCY}", properties=LIVE_PROPS,
             script=(*swap, "chformal -assert -remove * vdla_formal_live %d", *tail), **common))
