@@ -141,7 +141,15 @@ def worker_fmax(cfg: Any) -> dict[str, Any] | None:
     except Exception:  # an older flow's signature: no record to read
         return None
     # Any build id (the folder's last field): the same sources and config route the same way at seed 1.
-    found = sorted(entry.parent.glob(entry.name.rsplit("-", 1)[0] + "-*/ecp5_result.json"))
+    # A flow with placement seeds and targets keeps one result per pair (seed 1 at the board's clock
+    # here); an older one a single ecp5_result.json.
+    stem = entry.name.rsplit("-", 1)[0]
+    try:
+        from vdla_hw.fpga.ecp5_flow import placement_tag
+        tagged = f"ecp5_result-{placement_tag(1, board_record('ulx3s-selftest').clock_mhz)}.json"
+    except ImportError:  # an older flow: one result per folder
+        tagged = "ecp5_result.json"
+    found = sorted(entry.parent.glob(f"{stem}-*/{tagged}")) or sorted(entry.parent.glob(f"{stem}-*/ecp5_result.json"))
     if not found:
         return None
     path = found[0]

@@ -18,7 +18,7 @@ and what the tiles reach; with ``--peer-knobs`` an earlier run's knob choice run
 = 51.2 GOPS peak): latency hiding raised peak compute utilization from 70% to 88%; tuned
 ResNet-18 conv tasks reached 2.2-31.3 GOPS.
 
-    python bench/vdla_resnet18.py [--config default] [--layers C2,C9] [--candidates 16] [--no-baseline] [--no-old-peers]
+    python bench/vdla_resnet18.py [--config default] [--layers C2,C9] [--candidates 16|0] [--no-baseline] [--no-old-peers]
                                   [--no-vt1] [--knobs-from results/vdla_resnet18_knobs.json --out ...]
                                   [--peer-knobs results/vdla_resnet18.json]
 """
@@ -66,8 +66,8 @@ def bench_layer(name: str, target: VdlaTarget, baseline: bool, candidates: int, 
             compiled = compile_conv2d(wl, target, knobs=peer, epilogue=ep)
         elif fixed is not None and key in fixed:
             compiled = compile_conv2d(wl, target, knobs=fixed[key], epilogue=ep)
-        elif candidates > 1:
-            compiled = tune_conv2d(wl, target, vt, candidates, epilogue=ep)
+        elif candidates != 1:
+            compiled = tune_conv2d(wl, target, vt, candidates, epilogue=ep, progress=candidates <= 0)
         else:
             compiled = compile_conv2d(wl, target, epilogue=ep, virtual_threads=vt)
         if key == "peer_vt2" and str(peer) == row["vt2"]["knobs"]:  # type: ignore[index]
@@ -132,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", default="default")
     p.add_argument("--layers", default=",".join(RESNET18_CONVS))
     p.add_argument("--candidates", type=int, default=16,
-                   help="knob settings measured per layer (best of the cost model's top N; 1 = cost model only)")
+                   help="knob settings measured per layer (best of the cost model's top N; 1 = cost model only; "
+                        "0 = every tiling of the layer: the search then sees what startup and drain cost each one)")
     p.add_argument("--no-baseline", action="store_true", help="skip the hand-built im2col GEMM baseline")
     p.add_argument("--no-old-peers", action="store_true",
                    help="skip the two earlier bias paths (MOV, reset + ADD): the run takes ~40%% less time")
@@ -216,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{time.perf_counter() - start:.0f} s")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"config": target.config.name, "layers": rows, "geomean_roofline_fraction": geo,
+    out.write_text(json.dumps({"config": target.config.name, "candidates": args.candidates, "layers": rows, "geomean_roofline_fraction": geo,
                                "mean_gemm_utilization": sum(utils) / len(utils) if utils else None,
                                "mean_gemm_utilization_nosplit": sum(nosplit) / len(nosplit) if nosplit else None,
                                "mean_gemm_utilization_before": sum(before) / len(before) if before else None,

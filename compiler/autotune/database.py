@@ -84,20 +84,23 @@ class Record:
 def ranked(records: Iterable[Record]) -> dict[str, Record]:
     """The record that stands for each config when configs are compared: per config key, the fastest of its
     records; but once a task's leaders were re-timed, only the latest re-timing round counts, each config by
-    its slowest pass (a lucky first sample must not win: the round timed the leaders and the default side by
-    side, which is the fair comparison)."""
+    the upper median of its passes, the slower of two (a lucky first sample must not win: the round timed the
+    leaders and the default side by side, which is the fair comparison; with more passes the median, so one
+    slow pass of a loaded moment does not sink a config either)."""
     ok = [r for r in records if r.ok]
     retimed = [r for r in ok if r.tuner == RETIMED]
-    if retimed:
-        last = max(retimed, key=lambda r: r.timestamp).detail
-        pool, pick = [r for r in retimed if r.detail == last], max
-    else:
-        pool, pick = ok, min
-    out: dict[str, Record] = {}
-    for r in pool:
-        prev = out.get(r.config_key)
-        out[r.config_key] = r if prev is None else pick(prev, r, key=lambda q: q.cost)
-    return out
+    if not retimed:
+        out: dict[str, Record] = {}
+        for r in ok:
+            prev = out.get(r.config_key)
+            out[r.config_key] = r if prev is None or r.cost < prev.cost else prev
+        return out
+    last = max(retimed, key=lambda r: r.timestamp).detail
+    passes: dict[str, list[Record]] = {}
+    for r in retimed:
+        if r.detail == last:
+            passes.setdefault(r.config_key, []).append(r)
+    return {key: sorted(rs, key=lambda q: q.cost)[len(rs) // 2] for key, rs in passes.items()}
 
 
 def best_record(records: Iterable[Record]) -> Record | None:

@@ -54,12 +54,14 @@ def plot_curve(task: Task, records: Sequence[Record], path: Path) -> Path:
 def tune_tasks(tasks: Sequence[Task], db: Database, executor: JobExecutor, trials: int, tuner: str = "xgb",
                batch: int = 8, hw_config: dict[str, Any] | None = None, options: MeasureOptions = MeasureOptions(),
                curves: Path | None = None, quiet: bool = False, seed: int = 0,
-               budget_s: float | None = None, retime: int = 3) -> list[TaskOutcome]:
+               budget_s: float | None = None, retime: int = 3, retime_passes: int = 2,
+               retime_again: bool = False) -> list[TaskOutcome]:
     """Tune every task up to ``trials`` measured configs (those already in ``db`` count).
 
     With ``budget_s`` the whole run stops starting batches once that many seconds are spent: each task
     gets an equal share of what is left when it starts (time a task leaves unused goes to the next).
-    ``retime``: how many leaders of a timed task are re-timed beside the default before its best is named."""
+    ``retime``: how many leaders of a timed task are re-timed beside the default before its best is named, in
+    ``retime_passes`` passes; ``retime_again``: a new round for every task, even one that measured nothing new."""
     from tqdm import tqdm
 
     end = None if budget_s is None else time.monotonic() + budget_s
@@ -78,7 +80,8 @@ def tune_tasks(tasks: Sequence[Task], db: Database, executor: JobExecutor, trial
 
             size = measurer.template.space.size
             deadline = None if end is None else time.monotonic() + (end - time.monotonic()) / (len(tasks) - k)
-            best = tune_task(tuner_obj, measurer, db, min(trials, size), batch, advance, deadline, retime)
+            best = tune_task(tuner_obj, measurer, db, min(trials, size), batch, advance, deadline, retime,
+                             retime_passes, retime_again)
             space, default_key = measurer.template.space, measurer.template.default().key
             # By the config as the space reads it, not the logged key (an old log's keys name removed knobs).
             standing = ranked(db.of_task(task)).values()

@@ -13,6 +13,7 @@ the pool's board workers of B (``vdla pool worker ADDR --board B``), which check
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from vdla.compiler.cli.pool import add_tls_options, pool_executor
@@ -39,6 +40,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", default=None,
                    help="project folder (default: ./vdla-fpga-<board>-<config>)")
     p.add_argument("--no-run", action="store_true", help="only write the project; do not run the tools")
+    p.add_argument("--seed", type=int, default=None, metavar="N",
+                   help="ECP5 boards: nextpnr's placement seed (default 1); another seed gives another placement")
+    p.add_argument("--seeds", default=None, metavar="A-B",
+                   help="ECP5 boards: place and route once per seed (e.g. 1-4 or 1,3,7) into DIR/seed<N> and print "
+                   "each seed's Fmax and the median")
+    p.add_argument("--target-mhz", type=float, default=None, metavar="F",
+                   help="ECP5 boards: the clock frequency the placer and router work towards (the LPF's FREQUENCY "
+                   "and nextpnr --freq; default the board's oscillator, 25 MHz on the ULX3S)")
     p.set_defaults(func=_build)
 
     p = sub.add_parser("deploy", help="ship a bitstream folder to the pool's board workers, which check and offer it",
@@ -81,7 +90,9 @@ def _default_config(board: str) -> str:
 def _build(args: argparse.Namespace) -> int:
     cfg = load_config(args.config or _default_config(args.board))
     out = Path(args.output) if args.output else Path(f"vdla-fpga-{args.board}-{cfg.name}")
-    result = build_bitstream(args.board, cfg, out, run=not args.no_run)
+    if args.seeds is not None:
+        return _sweep(args, cfg, out)
+    result = build_bitstream(args.board, cfg, out, run=not args.no_run, seed=args.seed, target_mhz=args.target_mhz)
     print(f"wrote the {result.board} project for config {result.config} to {result.project_dir}")
     print(f"build id 0x{result.build_id:08x} (bitstream.json)")
     if not result.ran:
@@ -91,6 +102,27 @@ def _build(args: argparse.Namespace) -> int:
         print(f"  {key:<22} {value}")
     for name, path in result.outputs.items():
         print(f"  {name:<22} {path}")
+    return 0
+
+
+def _sweep(args: argparse.Namespace, cfg, out: Path) -> int:
+    """``--seeds``: one placement per seed, each into ``out/seed<N>`` with its manifest, then the table."""
+    from vdla_hw.fpga.ecp5_flow import RESULT_FILE, Ecp5Result, SeedSweep, parse_seeds
+
+    if args.seed is not None:
+        raise UsageError("--seed and --seeds were both given", hint="give one seed with --seed, or a sweep with --seeds")
+    if args.no_run:
+        raise UsageError("--seeds places and routes, which --no-run skips", hint="drop --no-run (or --seeds)")
+    seeds = parse_seeds(args.seeds)
+    results = []
+    for seed in seeds:
+        build_bitstream(args.board, cfg, out / f"seed{seed}", seed=seed, target_mhz=args.target_mhz)
+        folder = (out / f"seed{seed}").resolve()
+        results.append(Ecp5Result.from_json(json.loads((folder / RESULT_FILE).read_text()), folder))
+    sweep = SeedSweep(config=cfg.name, board=args.board, target_mhz=results[0].target_mhz, results=tuple(results))
+    print(sweep.table())
+    (out / "seeds.json").write_text(json.dumps(sweep.to_json(), indent=2) + "\n")
+    print(f"wrote {out / 'seeds.json'} and a folder per seed under {out}")
     return 0
 
 

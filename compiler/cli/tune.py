@@ -60,6 +60,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--retime", type=int, default=3, metavar="K",
                    help="after each timed (llvm) task's search, time its K best configs and the default again side "
                         "by side and let that round name the best (default: 3; 0 keeps the first samples)")
+    p.add_argument("--retime-passes", type=int, default=2, metavar="P",
+                   help="passes of a re-timing round, in alternating order; each config costs the upper median of "
+                        "its passes (default: 2, the slower of two; more on a loaded host)")
+    p.add_argument("--retime-again", action="store_true",
+                   help="run a new re-timing round for every task of a resumed log, even one that measured nothing "
+                        "new (e.g. --resume --retime-again --retime-passes 6 after a run on a loaded host)")
     p.add_argument("--build-timeout", type=float, metavar="SEC",
                    help="wall-clock seconds a config's build may take before it is logged as a timeout (default: "
                         "the measurement's, MeasureOptions.build_timeout_s; raise it on a loaded or lowered-priority "
@@ -107,6 +113,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
         raise UsageError("--trials, --batch and --workers must be positive")
     if args.retime < 0:
         raise UsageError(f"--retime must be a count of configs >= 0 (0: no re-timing), got {args.retime}")
+    if args.retime_passes < 1:
+        raise UsageError(f"--retime-passes must be at least 1, got {args.retime_passes}")
+    if args.retime_again and not args.retime:
+        raise UsageError("--retime-again runs a re-timing round: it needs --retime K with K >= 1")
     if args.build_timeout is not None and not args.build_timeout > 0:
         raise UsageError(f"--build-timeout must be a number of seconds > 0, got {args.build_timeout}")
     if not args.time_budget >= 0:
@@ -137,7 +147,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         outcomes = tune_tasks(tasks, db, executor, args.trials, args.tuner, args.batch,
                               cfg.to_dict() if args.target == "vdla" else None,
                               options=options, curves=curves, quiet=args.quiet,
-                              seed=args.seed, budget_s=60 * args.time_budget or None, retime=args.retime)
+                              seed=args.seed, budget_s=60 * args.time_budget or None, retime=args.retime,
+                              retime_passes=args.retime_passes, retime_again=args.retime_again)
     for o in outcomes:
         unit = o.best.unit if o.best else ""
         best = f"{o.best.cost:.4g} {unit}" if o.best else "no config ran"

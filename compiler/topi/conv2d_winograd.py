@@ -38,7 +38,7 @@ from ..schedule import Schedule, create_schedule
 from ..te import Tensor
 from ..tir import op as tir
 from ..tir.ir import PrimExpr, Select
-from .conv2d_nchwc import max_accumulators
+from .conv2d_nchwc import balance_columns, max_accumulators
 from .utils import TopiError, const_shape, largest_divisor, vector_lanes
 
 #: Output tile sizes ``m`` of F(m x m, 3 x 3) this module builds.
@@ -211,11 +211,15 @@ class WinogradKnobs:
 
 def default_winograd_knobs(out: Tensor, target: Target | None = None) -> WinogradKnobs:
     """The GEMM register tile that fills the target's accumulators: two channel vectors (the weight
-    vectors a broadcast feeds) by as many tiles of a row as the rest holds."""
+    vectors a broadcast feeds) by as many tiles of a row as the rest holds, balanced over the row
+    (:func:`~vdla.compiler.topi.conv2d_nchwc.balance_columns`): a row of 7 tiles in 4 + 3 rather than
+    6 + 1, whose one-tile sliver runs two FMA chains, latency-bound.  Measured on a loaded AMD Zen 3
+    (AVX2), kernel alone: 1.01-1.11x on ResNet's 14-, 28- and 56-wide layers, within that host's noise
+    (docs/cpu_speed.md, "Where ResNet-50 loses")."""
     m, tiles_x, oco, vectors = _winograd_dims(out, target)
     acc = max_accumulators(target)
     oc_block = largest_divisor(oco, 2)
-    tx = max(1, min(tiles_x, acc // (oc_block * vectors)))
+    tx = balance_columns(tiles_x, max(1, min(tiles_x, acc // (oc_block * vectors))))
     return WinogradKnobs(tile=m, tx_block=tx, oc_block=oc_block)
 
 

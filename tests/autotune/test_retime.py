@@ -71,3 +71,39 @@ def test_cycle_counted_tasks_are_not_retimed(tmp_path, vdla_task: Task, hw_confi
         m = Measurer(vdla_task, ex, hw_config=hw_config)
         tune_task(make_tuner("random", m.template), m, db, trials=2, batch=2)
     assert not any(r.tuner == RETIMED for r in db.of_task(vdla_task))
+
+
+def test_a_round_of_more_passes_ranks_each_config_by_its_median(cpu_task: Task) -> None:
+    # Config 1 has one slow pass of five (a burst of load), config 0 is steadily slower: with the slowest
+    # pass config 0 would win, with the median (the upper median: for two passes, the slower) config 1 does.
+    round1 = [_rec(cpu_task, 1, c, RETIMED, "round 1", t) for t, c in enumerate((1.0, 1.1, 9.0, 1.0, 1.2))]
+    round1 += [_rec(cpu_task, 0, c, RETIMED, "round 1", 10 + t) for t, c in enumerate((2.0, 2.1, 2.0, 2.2, 2.0))]
+    standing = ranked(round1)
+    assert standing[_config(cpu_task, 1).key].cost == 1.1 and standing[_config(cpu_task, 0).key].cost == 2.0
+    assert best_record(round1).config_key == _config(cpu_task, 1).key
+    two = [_rec(cpu_task, 1, 1.0, RETIMED, "round 1", 0), _rec(cpu_task, 1, 3.0, RETIMED, "round 1", 1)]
+    assert ranked(two)[_config(cpu_task, 1).key].cost == 3.0  # two passes: the slower, as before
+
+
+def test_retime_again_times_the_leaders_and_an_unmeasured_default(tmp_path, cpu_task: Task) -> None:
+    """A finished log (nothing new to measure) gets a new round with ``retime_again``, of the requested number
+    of passes, and the default is a leader even when the log never measured it (a default rule changed)."""
+    db = Database(tmp_path / "t.jsonl")
+    template = template_for(cpu_task)
+    others = [i for i in range(len(template.space.legal_indices()))
+              if _config(cpu_task, i).key != template.default().key][:2]
+    for i, cost in zip(others, (1e-3, 2e-3)):
+        db.append(Record.make(cpu_task, _config(cpu_task, i), "ok", [cost], "s", "", "xgb"))
+    with LocalExecutor(workers=1) as ex:
+        m = Measurer(cpu_task, ex, MeasureOptions(repeats=2, warmup=1))
+        assert template.default().key in {c.key for c in leaders(db, m, 1)}
+        tune_task(make_tuner("random", m.template, seed=1), m, db, trials=1, retime=2, retime_passes=3)
+        assert {r.detail for r in db.of_task(cpu_task) if r.tuner == RETIMED} == {"round 1"}
+        tune_task(make_tuner("random", m.template, seed=1), m, db, trials=1, retime=2)
+        assert {r.detail for r in db.of_task(cpu_task) if r.tuner == RETIMED} == {"round 1"}  # nothing new
+        tune_task(make_tuner("random", m.template, seed=1), m, db, trials=1, retime=2, retime_passes=3,
+                  retime_again=True)
+    rounds = [r for r in read_log(tmp_path / "t.jsonl") if r.tuner == RETIMED]
+    assert {r.detail for r in rounds} == {"round 1", "round 2"}
+    round2 = [r for r in rounds if r.detail == "round 2"]
+    assert len(round2) == 3 * 2 and template.default().key in {r.config_key for r in round2}

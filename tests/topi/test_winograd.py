@@ -157,3 +157,18 @@ def test_tuner_measures_a_winograd_config_through_its_artifact_bytes() -> None:
     outcome = run_job(task.to_json(), None, build_job(task.to_json(), None, config.to_dict()),
                       MeasureOptions(repeats=1, warmup=0, flush_bytes=0))
     assert outcome.correct, outcome.detail
+
+
+@pytest.mark.parametrize(("m", "size", "c", "want"), [(2, 14, 256, 4), (4, 28, 128, 4), (4, 56, 64, 5), (2, 9, 64, 5)])
+def test_default_gemm_tile_is_balanced_over_the_row(m: int, size: int, c: int, want: int) -> None:
+    # AVX2's 12 accumulators hold 6 tiles x 2 channel vectors; a row of 7 tiles is 4 + 3, not 6 + 1 (a
+    # one-tile sliver), 14 tiles 5 + 5 + 4; 9 x 9 with F(2) is 5 tiles, one register tile.
+    with using_target(parse_target("llvm -mcpu=haswell")):
+        a = m + 2
+        d = te.placeholder((1, c // 8, size, size, 8), "float32", name="d")
+        u = te.placeholder((a * a, c // 8, c // 8, 8, 8), "float32", name="u")
+        knobs = topi.default_winograd_knobs(topi.conv2d_winograd_nchwc(d, u, m, 1))
+    tiles = -(-size // m)
+    assert (knobs.tile, knobs.oc_block, knobs.tx_block) == (m, 2, want)
+    assert knobs.tx_block * knobs.oc_block <= 12
+    assert -(-tiles // knobs.tx_block) == -(-tiles // min(tiles, 6))  # no more register tiles than the widest

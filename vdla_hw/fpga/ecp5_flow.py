@@ -53,6 +53,8 @@ class Ecp5Board:
     speed: int
     clock_mhz: float
     """The board oscillator the top runs from (the LPF's FREQUENCY constraint)."""
+    clock_port: str
+    """The top's clock input, whose FREQUENCY constraint a target frequency replaces."""
     scripts: Path
     """Folder with the top-level SV, the bench and the LPF."""
     lpf: str
@@ -70,6 +72,7 @@ def _cells(board: Board) -> dict[str, int]:
 BOARDS: dict[str, Ecp5Board] = {
     "ulx3s-selftest": Ecp5Board(
         name="ulx3s-selftest", part="LFE5U-85F", nextpnr_device="85k", package="CABGA381", speed=6, clock_mhz=25.0,
+        clock_port="clk_25mhz",
         scripts=selftest.SCRIPTS_DIR, lpf="ulx3s.lpf", capacity=_cells(BOARD_TABLE["ulx3s-selftest"]),
     ),
 }
@@ -103,6 +106,9 @@ class Ecp5Result:
     seconds: float
     seed: int = 1
     """nextpnr's placement seed (another seed gives another placement and Fmax)."""
+    target_mhz: float = 0.0
+    """The clock frequency the placer and router worked towards (the LPF's FREQUENCY and nextpnr's
+    ``--freq``); the board's oscillator unless a target was asked for."""
 
     def describe(self) -> str:
         """A few lines for a terminal: the bitstream, the resources against the device, the Fmax."""
@@ -114,8 +120,9 @@ class Ecp5Result:
         return (f"{self.bitstream}\n"
                 f"  {part('LUT4', 'TRELLIS_COMB', self.luts)}, {part('FF', 'TRELLIS_FF', self.ffs)}, "
                 f"{part('MULT18X18D', 'MULT18X18D', self.dsps)}, {part('DP16KD', 'DP16KD', self.brams)}\n"
-                f"  Fmax {self.fmax_mhz:.2f} MHz (nextpnr, after routing; constraint {self.constraint_mhz:g} MHz, "
-                f"timing {timing}); self-test passed in simulation in {self.selftest_cycles} cycles")
+                f"  Fmax {self.fmax_mhz:.2f} MHz (nextpnr, after routing, seed {self.seed}; constraint "
+                f"{self.constraint_mhz:g} MHz, timing {timing}); self-test passed in simulation in "
+                f"{self.selftest_cycles} cycles")
 
     def to_json(self) -> dict[str, object]:
         data = asdict(self)
@@ -139,6 +146,75 @@ def board_record(name: str) -> Ecp5Board:
     except KeyError:
         raise UsageError(f"no ECP5 board named {name!r}; ECP5 boards: {', '.join(BOARDS)}",
                          hint="pick one of those with --board") from None
+
+
+MIN_TARGET_MHZ = 1.0
+MAX_TARGET_MHZ = 400.0  # the ECP5's global clock network tops out near 400 MHz (speed grade 8)
+MAX_SEED = 2**31 - 1
+
+
+def check_target(target_mhz: float) -> float:
+    """``target_mhz`` as a float, or a :class:`UsageError` naming the range a placement target may take."""
+    try:
+        value = float(target_mhz)
+    except (TypeError, ValueError):
+        raise UsageError(f"the target frequency {target_mhz!r} is not a number",
+                         hint="give it in MHz, e.g. --target-mhz 80") from None
+    if not MIN_TARGET_MHZ <= value <= MAX_TARGET_MHZ:
+        raise UsageError(f"the target frequency {value:g} MHz is outside {MIN_TARGET_MHZ:g}-{MAX_TARGET_MHZ:g} MHz, "
+                         f"where an ECP5 clock can run", hint="give it in MHz, e.g. --target-mhz 80")
+    return value
+
+
+def check_seed(seed: int) -> int:
+    """``seed`` if nextpnr takes it as a placement seed (1 .. 2^31-1), else a :class:`UsageError`."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 1 <= seed <= MAX_SEED:
+        raise UsageError(f"the placement seed {seed!r} is not an integer in 1..{MAX_SEED}",
+                         hint="give a positive integer, e.g. --seed 4")
+    return seed
+
+
+def parse_seeds(text: str) -> list[int]:
+    """The seeds of a sweep: ``"1-4"`` (a range), ``"1,3,7"`` or a mix (``"1-3,9"``); each checked."""
+    seeds: list[int] = []
+    for part in str(text).split(","):
+        part = part.strip()
+        lo, sep, hi = part.partition("-")
+        try:
+            first = int(lo)
+            last = int(hi) if sep else first
+        except ValueError:
+            raise UsageError(f"the seed list {text!r} is not a range or a comma-separated list of integers",
+                             hint="e.g. --seeds 1-4 or --seeds 1,3,7") from None
+        if last < first:
+            raise UsageError(f"the seed range {part!r} is empty (its end is below its start)", hint="e.g. --seeds 1-4")
+        seeds += [check_seed(k) for k in range(first, last + 1) if k not in seeds]
+    return seeds
+
+
+def lpf_with_target(text: str, port: str, target_mhz: float) -> str:
+    """The LPF ``text`` with the FREQUENCY constraint of ``port`` set to ``target_mhz``.
+
+    nextpnr's timing-driven placer and router work towards that frequency; the board's own
+    constraint is its oscillator, far below what the design can reach. A clock built from a PLL
+    at the target would carry the same constraint.
+    """
+    lines = text.splitlines()
+    hits = [i for i, ln in enumerate(lines) if ln.split("#")[0].split()[:3] == ["FREQUENCY", "PORT", f'"{port}"']]
+    if len(hits) != 1:
+        raise ToolchainError(f"the board's LPF has {len(hits)} FREQUENCY constraints for port {port!r}, not one",
+                             hint="the flow rewrites exactly one; fix the board's LPF")
+    lines[hits[0]] = f'FREQUENCY PORT "{port}" {target_mhz:g} MHZ;'
+    return "\n".join(lines) + "\n"
+
+
+def nextpnr_args(board: Ecp5Board, lpf: str, seed: int, target_mhz: float, report: str, log: str) -> list[str]:
+    """nextpnr-ecp5's command line for the flow: the board's device, ``lpf``, seed and target."""
+    return [
+        f"--{board.nextpnr_device}", "--package", board.package, "--speed", str(board.speed),
+        "--json", "top.json", "--lpf", lpf, "--textcfg", "top.config", "--report", report,
+        "--freq", f"{target_mhz:g}", "--seed", str(seed), "--timing-allow-fail", "--quiet", "--log", log,
+    ]
 
 
 def parse_report(report: dict, clock: str = "clk") -> tuple[float, float, dict[str, dict[str, int]]]:
@@ -248,35 +324,45 @@ class Stages:
             self._bar.close()
 
 
-def _copy_out(work: Path, result: Ecp5Result, out_dir: Path | None) -> Ecp5Result:
+def placement_tag(seed: int, target_mhz: float) -> str:
+    """The suffix of one placement's files in a build folder: ``s<seed>-f<target MHz>``."""
+    return f"s{seed}-f{target_mhz:g}"
+
+
+def _copy_out(work: Path, result: Ecp5Result, out_dir: Path | None, result_file: Path) -> Ecp5Result:
     if out_dir is None:
         return result
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    for path in [result.bitstream, result.report, *result.logs.values(), work / RESULT_FILE]:
+    for path in [result.bitstream, result.report, *result.logs.values()]:
         shutil.copyfile(path, out_dir / path.name)
+    shutil.copyfile(result_file, out_dir / RESULT_FILE)
     return Ecp5Result.from_json(result.to_json(), out_dir)
 
 
 def build_ecp5(config: HwConfig | str, out_dir: Path | str | None = None, progress: bool = True, *,
-               board: str = "ulx3s-selftest", seed: int = 1, use_cache: bool = True, build_id: int = 0) -> Ecp5Result:
+               board: str = "ulx3s-selftest", seed: int = 1, target_mhz: float | None = None,
+               use_cache: bool = True, build_id: int = 0) -> Ecp5Result:
     """Simulate, synthesize, place, route and pack the self-test top of ``config`` for ``board``.
 
     The self-test first runs under Verilator on the same top and hex files and must pass;
-    then yosys, nextpnr-ecp5 (``seed``) and ecppack make the ``.bit``. The bitstream, the
-    report, the logs and ``ecp5_result.json`` are copied to ``out_dir`` when given. ``build_id``
-    is the top's BUILD_ID parameter (what the BUILD_ID register reads).
+    then yosys, nextpnr-ecp5 (``seed``; ``target_mhz`` in the LPF and ``--freq``, default the
+    board's oscillator) and ecppack make the ``.bit``. The bitstream, the report, the logs and
+    ``ecp5_result.json`` are copied to ``out_dir`` when given. ``build_id`` is the top's BUILD_ID
+    parameter (what the BUILD_ID register reads). The cache holds one routed result per seed and
+    target beside one synthesis of the sources.
     """
     cfg = load_config(config)
     brd = board_record(board)
+    seed = check_seed(seed)
+    target = brd.clock_mhz if target_mhz is None else check_target(target_mhz)
     run_yosys, run_nextpnr, run_ecppack = yowasp_tools()
     work = work_dir(cfg, brd, build_id)
-    cached = work / RESULT_FILE
+    tag = placement_tag(seed, target)
+    cached = work / f"ecp5_result-{tag}.json"
     use_entry(work)
     if use_cache and cached.exists():
-        hit = Ecp5Result.from_json(json.loads(cached.read_text()), work)
-        if hit.seed == seed:
-            return _copy_out(work, hit, out_dir)
+        return _copy_out(work, Ecp5Result.from_json(json.loads(cached.read_text()), work), out_dir, cached)
     cached.unlink(missing_ok=True)  # a failed rebuild must not leave the old result standing
 
     t0 = time.perf_counter()
@@ -292,37 +378,39 @@ def build_ecp5(config: HwConfig | str, out_dir: Path | str | None = None, progre
         stages.next(f"{cfg.name}: yosys synth_ecp5")
 
         names = []
-        for src in selftest.top_sources(cfg) + [brd.scripts / brd.lpf]:
+        for src in selftest.top_sources(cfg):
             shutil.copyfile(src, work / src.name)
             names.append(src.name)
-        params = " ".join(f"-set {k} {v}" for k, v in {**image.parameters(), "BUILD_ID": f"32'h{build_id:08x}"}.items())
-        script = (f"read_verilog -sv {' '.join(n for n in names if n.endswith('.sv'))}; "
-                  f"chparam {params} {selftest.TOP}; "
-                  f"synth_ecp5 -top {selftest.TOP} -json top.json; tee -q -o stat.json stat -json")
-        # The file-scope `import vdla_pkg::*` stays active while yosys parses its own techmap
-        # libraries later on, where it warns that the package is missing; -w keeps that out of
-        # the terminal (it is still in yosys.log).
-        run_tool("yosys", run_yosys, ["-q", "-w", "Package .* not found for import", "-l", "yosys.log", "-p", script],
-                  work, work / "yosys.log")
+        lpf = f"{Path(brd.lpf).stem}-{tag}.lpf"
+        (work / lpf).write_text(lpf_with_target((brd.scripts / brd.lpf).read_text(), brd.clock_port, target))
+        done = work / "synth.done"  # the folder is keyed on the sources: one synthesis serves every placement
+        if not done.exists():
+            params = " ".join(f"-set {k} {v}" for k, v in {**image.parameters(), "BUILD_ID": f"32'h{build_id:08x}"}.items())
+            script = (f"read_verilog -sv {' '.join(n for n in names if n.endswith('.sv'))}; "
+                      f"chparam {params} {selftest.TOP}; "
+                      f"synth_ecp5 -top {selftest.TOP} -json top.json; tee -q -o stat.json stat -json")
+            # The file-scope `import vdla_pkg::*` stays active while yosys parses its own techmap
+            # libraries later on, where it warns that the package is missing; -w keeps that out of
+            # the terminal (it is still in yosys.log).
+            run_tool("yosys", run_yosys, ["-q", "-w", "Package .* not found for import", "-l", "yosys.log", "-p", script],
+                      work, work / "yosys.log")
+            done.write_text("yosys synth_ecp5 finished\n")
         stat = json.loads((work / "stat.json").read_text())["modules"]
         top = top_module_stats(stat, selftest.TOP)
         check_fits({k.lstrip("\\$"): int(v) for k, v in top["num_cells_by_type"].items()}, brd, cfg)
         stages.next(f"{cfg.name}: nextpnr-ecp5 place & route")
 
-        run_tool("nextpnr-ecp5", run_nextpnr, [
-            f"--{brd.nextpnr_device}", "--package", brd.package, "--speed", str(brd.speed),
-            "--json", "top.json", "--lpf", brd.lpf, "--textcfg", "top.config", "--report", "report.json",
-            "--seed", str(seed), "--timing-allow-fail", "--quiet", "--log", "nextpnr.log",
-        ], work, work / "nextpnr.log")
+        report, log = f"report-{tag}.json", f"nextpnr-{tag}.log"
+        run_tool("nextpnr-ecp5", run_nextpnr, nextpnr_args(brd, lpf, seed, target, report, log), work, work / log)
         stages.next(f"{cfg.name}: ecppack")
 
-        bit = f"vdla_{brd.name}_{cfg.name}.bit"
+        bit = f"vdla_{brd.name}_{cfg.name}-{tag}.bit"
         run_tool("ecppack", run_ecppack, ["--compress", "top.config", bit], work, None)
         stages.next()
     finally:
         stages.close()
 
-    fmax, constraint, util = parse_report(json.loads((work / "report.json").read_text()))
+    fmax, constraint, util = parse_report(json.loads((work / report).read_text()))
 
     def used(kind: str) -> int:
         return util.get(kind, {}).get("used", 0)
@@ -332,34 +420,40 @@ def build_ecp5(config: HwConfig | str, out_dir: Path | str | None = None, progre
         luts=used("TRELLIS_COMB"), ffs=used("TRELLIS_FF"), dsps=used("MULT18X18D"), brams=used("DP16KD"),
         fmax_mhz=round(fmax, 2), constraint_mhz=round(constraint, 2), timing_met=fmax >= constraint,
         utilization=util, selftest_cycles=sim.cycles,
-        logs={"sim": work / "sim.log", "yosys": work / "yosys.log", "nextpnr": work / "nextpnr.log"},
-        report=work / "report.json", seconds=round(time.perf_counter() - t0, 1), seed=seed,
+        logs={"sim": work / "sim.log", "yosys": work / "yosys.log", "nextpnr": work / log},
+        report=work / report, seconds=round(time.perf_counter() - t0, 1), seed=seed, target_mhz=target,
     )
     cached.write_text(json.dumps(result.to_json(), indent=2))
-    out = _copy_out(work, result, out_dir)
+    out = _copy_out(work, result, out_dir, cached)
     enforce_cap()
     return out
 
 
-def build(board: Board, cfg: HwConfig, out_dir: Path, *, run: bool, build_id: int = 0) -> BuildResult:
+def build(board: Board, cfg: HwConfig, out_dir: Path, *, run: bool, build_id: int = 0, seed: int = 1,
+          target_mhz: float | None = None) -> BuildResult:
     """``vdla fpga build`` for an ECP5 board: :func:`build_ecp5`, reported as a :class:`BuildResult`.
 
-    Without ``run`` only the self-test top's sources, constraints and RAM images are written
-    (the tools come from pip, so a run needs nothing more than this command without --no-run).
+    Without ``run`` only the self-test top's sources, constraints (with ``target_mhz``, if given)
+    and RAM images are written (the tools come from pip, so a run needs nothing more than this
+    command without --no-run).
     """
-    rerun = f"vdla fpga build --board {board.name} --config {cfg.name} -o {out_dir}"
+    brd = board_record(board.name)
+    seed = check_seed(seed)
+    target = brd.clock_mhz if target_mhz is None else check_target(target_mhz)
+    options = "" if (seed, target_mhz) == (1, None) else f" --seed {seed} --target-mhz {target:g}"
+    rerun = f"vdla fpga build --board {board.name} --config {cfg.name}{options} -o {out_dir}"
     if not run:
-        brd = board_record(board.name)
         out_dir.mkdir(parents=True, exist_ok=True)
-        for src in selftest.top_sources(cfg) + [brd.scripts / brd.lpf]:
+        for src in selftest.top_sources(cfg):
             shutil.copyfile(src, out_dir / src.name)
+        (out_dir / brd.lpf).write_text(lpf_with_target((brd.scripts / brd.lpf).read_text(), brd.clock_port, target))
         selftest.write_hex_files(selftest.selftest_image(cfg), cfg, out_dir)
         return BuildResult(board=board.name, config=cfg.label(), project_dir=out_dir, ran=False, run_hint=rerun,
                            build_id=build_id)
-    result = build_ecp5(cfg, out_dir, board=board.name, build_id=build_id)
+    result = build_ecp5(cfg, out_dir, board=board.name, build_id=build_id, seed=seed, target_mhz=target_mhz)
     summary = {
         "LUT4": str(result.luts), "FF": str(result.ffs), "MULT18X18D": str(result.dsps), "DP16KD": str(result.brams),
-        "Fmax (nextpnr)": f"{result.fmax_mhz:.2f} MHz (constraint {result.constraint_mhz:g} MHz, "
+        "Fmax (nextpnr)": f"{result.fmax_mhz:.2f} MHz (seed {result.seed}, constraint {result.constraint_mhz:g} MHz, "
                           f"timing {'met' if result.timing_met else 'NOT met'})",
         "self-test (Verilator)": f"passed in {result.selftest_cycles} cycles",
     }
@@ -367,3 +461,61 @@ def build(board: Board, cfg: HwConfig, out_dir: Path, *, run: bool, build_id: in
     return BuildResult(board=board.name, config=cfg.label(), project_dir=out_dir, ran=True, run_hint=rerun,
                        outputs=outputs, summary=summary, build_id=build_id,
                        bitstream_files={"bit": Path(out_dir) / result.bitstream.name})
+
+
+@dataclass(frozen=True)
+class SeedSweep:
+    """One config placed and routed with several seeds at one target: each seed's result and the median."""
+
+    config: str
+    board: str
+    target_mhz: float
+    results: tuple[Ecp5Result, ...]
+
+    @property
+    def median_mhz(self) -> float:
+        """The median Fmax over the seeds (the mean of the middle two for an even count)."""
+        values = sorted(r.fmax_mhz for r in self.results)
+        mid = len(values) // 2
+        return round(values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2, 2)
+
+    def table(self) -> str:
+        """A Markdown table: seed, Fmax, timing at the target, LUT4/FF, P&R seconds; then the median."""
+        lines = [f"{self.config} on {self.board}, target {self.target_mhz:g} MHz", "",
+                 "| seed | Fmax after routing (MHz) | timing at target | LUT4 | FF | seconds |", "|---|---|---|---|---|---|"]
+        for r in self.results:
+            lines.append(f"| {r.seed} | {r.fmax_mhz:.2f} | {'met' if r.timing_met else 'NOT met'} | {r.luts:,} | "
+                         f"{r.ffs:,} | {r.seconds:g} |")
+        met = sum(r.timing_met for r in self.results)
+        lines.append(f"\nmedian over {len(self.results)} seeds: {self.median_mhz:.2f} MHz; "
+                     f"min {min(r.fmax_mhz for r in self.results):.2f}, max {max(r.fmax_mhz for r in self.results):.2f}; "
+                     f"timing met on {met} of {len(self.results)}")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, object]:
+        return {"config": self.config, "board": self.board, "target_mhz": self.target_mhz,
+                "median_mhz": self.median_mhz, "seeds": [r.to_json() for r in self.results]}
+
+
+def sweep_seeds(config: HwConfig | str, seeds: Sequence[int], target_mhz: float | None = None, *,
+                board: str = "ulx3s-selftest", out_dir: Path | str | None = None, progress: bool = True,
+                build_id: int = 0) -> SeedSweep:
+    """:func:`build_ecp5` of ``config`` once per seed at one target (each cached on its own);
+    ``out_dir``/``seed<N>`` receives each seed's files when given."""
+    cfg = load_config(config)
+    brd = board_record(board)
+    target = brd.clock_mhz if target_mhz is None else check_target(target_mhz)
+    seeds = [check_seed(s) for s in seeds]
+    if not seeds:
+        raise UsageError("a seed sweep needs at least one seed", hint="e.g. --seeds 1-4")
+    results = []
+    outer = bar(total=len(seeds), desc=f"{cfg.name}: seeds at {target:g} MHz", unit="seed") if progress else None
+    for seed in seeds:
+        dest = None if out_dir is None else Path(out_dir) / f"seed{seed}"
+        results.append(build_ecp5(cfg, dest, progress=progress, board=brd.name, seed=seed, target_mhz=target,
+                                  build_id=build_id))
+        if outer is not None:
+            outer.update(1)
+    if outer is not None:
+        outer.close()
+    return SeedSweep(config=cfg.name, board=brd.name, target_mhz=target, results=tuple(results))

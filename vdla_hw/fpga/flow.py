@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vdla_hw.config import HwConfig, load_config
+from vdla_hw.errors import UsageError
 from vdla_hw.fpga.boards import get_board
 
 
@@ -32,21 +33,29 @@ class BuildResult:
     """The files the board's driver loads, by role: ``bit`` and (Zynq boards) ``hwh``; empty when not run."""
 
 
-def build_bitstream(board_name: str, config: HwConfig | str, out_dir: Path, *, run: bool = True) -> BuildResult:
+def build_bitstream(board_name: str, config: HwConfig | str, out_dir: Path, *, run: bool = True,
+                    seed: int | None = None, target_mhz: float | None = None) -> BuildResult:
     """Write (and with ``run``, build) the project of ``config`` for the board called ``board_name``.
 
     The folder's ``bitstream.json`` (:mod:`vdla_hw.fpga.manifest`) is written with the project
-    and rewritten with the bitstream's files once the tools have produced them.
+    and rewritten with the bitstream's files once the tools have produced them. ``seed`` and
+    ``target_mhz`` (nextpnr's placement seed and the frequency it works towards) are taken by
+    the ECP5 self-test flow only.
     """
     from vdla_hw.fpga.manifest import choose_build_id, write_manifest
 
     board = get_board(board_name)
+    options = {k: v for k, v in {"seed": seed, "target_mhz": target_mhz}.items() if v is not None}
+    if options and board.flow != "ecp5_flow":
+        flags = " and ".join(f"--{k.replace('_', '-')}" for k in options)
+        raise UsageError(f"{flags} {'is' if len(options) == 1 else 'are'} taken by the ECP5 self-test flow only, not by "
+                         f"the {board.name} board's {board.flow}", hint=f"drop {flags}, or build --board ulx3s-selftest")
     cfg = load_config(config)
     flow = importlib.import_module(f"vdla_hw.fpga.{board.flow}")
     out_dir = Path(out_dir).resolve()
     build_id = choose_build_id(board, cfg)
     write_manifest(out_dir, board, cfg, build_id)
-    result = flow.build(board, cfg, out_dir, run=run, build_id=build_id)
+    result = flow.build(board, cfg, out_dir, run=run, build_id=build_id, **options)
     if result.ran:
         write_manifest(out_dir, board, cfg, build_id, result.bitstream_files)
     return result

@@ -76,12 +76,14 @@ class Progress:
 
 def tune_task(tuner: Tuner, measurer: Measurer, db: Database, trials: int, batch: int = 8,
               on_result: Callable[[Progress], None] | None = None, deadline: float | None = None,
-              retime: int = 3) -> Record | None:
+              retime: int = 3, retime_passes: int = 2, retime_again: bool = False) -> Record | None:
     """Measure up to ``trials`` configs of the task in total (counting those already in the log); no new
     batch starts after ``deadline`` (a ``time.monotonic()`` value), though the default is always measured.
 
     A timed task's ``retime`` best configs and the default are then measured again side by side and that
-    round decides the best (:func:`~.retime.retime_leaders`); ``retime=0`` keeps the search's first samples."""
+    round decides the best (:func:`~.retime.retime_leaders`, ``retime_passes`` passes); ``retime=0`` keeps the
+    search's first samples.  A round runs when the search measured something new or the task has none yet,
+    and with ``retime_again`` in any case (a new round of a finished log)."""
     task, template = measurer.task, measurer.template
     space = template.space
     done: dict[int, float] = {}
@@ -117,6 +119,6 @@ def tune_task(tuner: Tuner, measurer: Measurer, db: Database, trials: int, batch
                 on_result(Progress(len(tuner.visited) + len(costs), res, best))
         tuner.update(indices, costs)
     retimed = any(r.tuner == RETIMED for r in db.of_task(task))
-    if retime and (len(tuner.visited) > measured_before or not retimed):
-        return retime_leaders(db, measurer, retime)
+    if retime and (len(tuner.visited) > measured_before or not retimed or retime_again):
+        return retime_leaders(db, measurer, retime, retime_passes)
     return db.best(task)

@@ -1,0 +1,72 @@
+"""Fmax of a config's ECP5 self-test build per placement seed at one target frequency, and the median.
+
+nextpnr's placement depends on its seed: on tiny the same netlist routes anywhere in a ~8 MHz
+band (docs/fpga_ecp5.md, "The placement's share"). This script places and routes the
+self-test top once per seed with the LPF's FREQUENCY at the target (``build_ecp5(...,
+seed=, target_mhz=)``; each seed is cached in the build cache, so a re-run only routes the
+seeds it has not seen), prints a table and the median, and keeps each seed's nextpnr report
+and result JSON under ``bench/results/ecp5/`` named by ``--name`` (the RTL cut measured).
+
+    /work/bin/heavy python bench/ecp5_seeds.py --config tiny --seeds 1-4 --target-mhz 80 --name verdictreg
+
+One P&R of tiny takes ~9-14 min here: run one seed per call (``--seeds 3``) to keep each
+slot short; a last call over all seeds reads the cache and prints the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import shutil
+import time
+from pathlib import Path
+
+from vdla_hw.fpga.ecp5_flow import parse_seeds, sweep_seeds
+
+RESULTS = Path(__file__).parent / "results" / "ecp5"
+
+
+def host_cpu() -> str:
+    """The detected host CPU (LLVM's name) and its widest x86 SIMD, for the record."""
+    from vdla.compiler.codegen.llvm.target import host_target
+
+    host = host_target()
+    simd = [f for f in ("avx512f", "avx2", "fma") if f in host.features]
+    return f"{host.cpu} ({', '.join(simd) or 'no x86 SIMD'}; {platform.machine()})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", default="tiny")
+    parser.add_argument("--board", default="ulx3s-selftest")
+    parser.add_argument("--seeds", default="1-4", help="e.g. 1-4 or 1,3,7 (default 1-4)")
+    parser.add_argument("--target-mhz", type=float, default=80.0, help="LPF FREQUENCY / nextpnr --freq (default 80)")
+    parser.add_argument("--name", required=True, help="the cut measured; names the files in bench/results/ecp5/")
+    args = parser.parse_args(argv)
+
+    cpu = host_cpu()
+    print(f"host: {cpu}")
+    wall0, cpu0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF).ru_utime
+    sweep = sweep_seeds(args.config, parse_seeds(args.seeds), args.target_mhz, board=args.board)
+    wall, cpu_s = time.perf_counter() - wall0, resource.getrusage(resource.RUSAGE_SELF).ru_utime - cpu0
+    print(sweep.table())
+    print(f"this call: {wall:.0f} s wall, {cpu_s:.0f} s CPU (seeds found in the build cache cost ~0)")
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stem = f"{args.config}_{args.name}_t{sweep.target_mhz:g}"
+    for r in sweep.results:
+        shutil.copyfile(r.report, RESULTS / f"{stem}_seed{r.seed}_report.json")
+        (RESULTS / f"{stem}_seed{r.seed}_ecp5_result.json").write_text(json.dumps(r.to_json(), indent=2) + "\n")
+    doc = {**sweep.to_json(), "name": args.name, "host_cpu": cpu,
+           "note": "each seed's P&R seconds are wall time on a 2-core machine shared with other jobs",
+           "seeds": [{k: v for k, v in r.to_json().items() if k not in ("logs", "utilization")} for r in sweep.results]}
+    out = RESULTS / f"{stem}_seeds.json"
+    out.write_text(json.dumps(doc, indent=2) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
