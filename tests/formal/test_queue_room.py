@@ -66,13 +66,17 @@ def test_reduced_queues_run_cycle_for_cycle_like_tiny(variant: str) -> None:
 
 @pytest.mark.slow
 def test_first_difference_names_the_cycle_and_the_signal() -> None:
-    """Two runs that do differ (the legal and the faulting program, same config and latency) are reported
-    with the first cycle they part and the signals that differ there."""
+    """Runs that do differ are reported: the legal program under two DRAM latencies parts at a cycle
+    (named, with the signals that differ there); the legal and the faulting program agree cycle for cycle
+    until the fault ends the second run, so they differ in length."""
     from vdla_hw.formal.queue_room import run_live_program
 
-    lat = DramLatency(1, 1)
-    legal = run_live_program("tiny", liveness_program("tiny", "legal"), lat)
-    fault = run_live_program("tiny", liveness_program("tiny", "fault"), lat)
-    text = first_difference(legal, fault)
-    assert text is not None and text.startswith("cycle ") and "/" in text
-    assert first_difference(legal, legal) is None
+    legal = liveness_program("tiny", "legal")
+    fast = run_live_program("tiny", legal, DramLatency(1, 1))
+    slow = run_live_program("tiny", legal, DramLatency(2, 2))
+    text = first_difference(fast, slow)
+    assert text is not None and text.startswith("cycle ") and " / " in text and "(tiny / tiny)" in text, text
+    fault = run_live_program("tiny", liveness_program("tiny", "fault"), DramLatency(1, 1))
+    assert first_difference(fast, fault) == (f"the runs end at different cycles: {len(fast.trace)} (tiny) against "
+                                             f"{len(fault.trace)} (tiny)")
+    assert first_difference(fast, fast) is None
