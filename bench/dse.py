@@ -80,6 +80,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--latency-only", action="store_true",
                    help="no synthesis: the cycle model's latency per config, resources only where the synthesis "
                         "cache holds them (a stated subset when yosys cannot run in the time)")
+    p.add_argument("--rerender", metavar="FILE",
+                   help="with --latency-only: no simulation; FILE (an earlier --latency-only JSON of the same points) "
+                        "with the resources the caches and --area hold now, written to --out with its table and plot")
+    p.add_argument("--area", metavar="FILE",
+                   help="bench/area_presets.py's JSON: each preset's resources before and after where this run has none")
     p.add_argument("--out", default=str(RESULTS / "dse.json"))
     args = p.parse_args(argv)
     extra = [m for m in args.models.split(",") if m and m != "resnet18"]
@@ -94,7 +99,9 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError, KeyError) as exc:
             raise SystemExit(f"--before-record {args.before_record}: not a bench/dse.py result ({exc}); give the "
                              "JSON an earlier run wrote") from None
-        if measured != resnet18(args.quick).name:
+        wanted = set(resnet18(args.quick).layers)
+        has = {lay["name"] for lay in (recorded["points"][0].get("layers") or []) if isinstance(lay, dict)}
+        if measured != resnet18(args.quick).name and not (args.latency_only and wanted <= has):
             raise SystemExit(f"--before-record {args.before_record} measured {measured}, this run "
                              f"{resnet18(args.quick).name}: give a record of the same layers (or drop --quick)")
 
@@ -107,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     points = [peer] + [SweepPoint((("preset", n),), load_config(n)) for n in presets] + swept_points
     workloads = resnet18(args.quick)
     start = time.perf_counter()
+    if args.latency_only and args.rerender:
+        return rerender(args, points)
     if args.latency_only:
         return latency_only(args, points, presets, record, workloads, extra, host.cpu)
     results = run_sweep(points, workloads, jobs=args.jobs, fmax=args.fmax)
@@ -197,25 +206,45 @@ def latency_only(args: argparse.Namespace, points: list[SweepPoint], presets: li
                     row[f"{name}_ms"] = vdla / (cfg.clock_mhz * 1e3) + host_ms
                     row[f"{name}_detail"] = {"vdla_cycles": vdla, "host_ms": host_ms,
                                              "vdla_kernels": sum(lt.device == "vdla" for lt in mlayers),
-                                             "host_kernels": sum(lt.device == "host" for lt in mlayers)}
+                                             "host_kernels": sum(lt.device == "host" for lt in mlayers),
+                                             "kernels": {lt.name: lt.cycles for lt in mlayers if lt.device == "vdla"}}
                 progress.update(1)
             rows.append(row)
     by_label = {row["label"]: row for row in rows}
     for p_ in record or []:
         if p_["label"] in by_label and p_.get("ok"):
             hw = p_["hardware"]
+            per_layer = {lay["name"]: lay["cycles"] for lay in p_["layers"]}
+            cycles = sum(per_layer[name] for name in workloads.layers)  # the record may have measured more layers
             by_label[p_["label"]]["before"] = {"luts": hw["luts"], "ffs": hw["ffs"], "dsps": hw["dsps"],
-                                               "bram36": hw["bram36"], "cycles": p_["cycles"], "mhz": hw["fmax_mhz"],
-                                               "latency_ms": p_["latency_ms"], "source": f"record {args.before_record}"}
+                                               "bram36": hw["bram36"], "cycles": cycles, "mhz": hw["fmax_mhz"],
+                                               "latency_ms": cycles / (hw["fmax_mhz"] * 1e3),
+                                               "source": f"record {args.before_record}"}
     if args.before:
-        # the default peer too: its "before" on the same layers, where no record has them
-        for p_ in run_before(args.before, ["default", *presets], args.quick, latency_only=True):
-            if p_["label"] == "preset=default":
-                p_["label"] = "default (peer)"
-            if p_["label"] in by_label and (by_label[p_["label"]]["before"] is None or p_["label"] != "default (peer)"):
-                by_label[p_["label"]]["before"] = {**(p_["xc7"] or {}), "cycles": p_["cycles"], "mhz": p_["mhz"],
-                                                   "latency_ms": p_["cycles"] / (p_["mhz"] * 1e3), "note": p_["note"],
-                                                   "layers": p_["layers"], "source": p_["source"]}
+        # the default peer too, and the sweep points the record holds: each on the older tree (its compiler and
+        # cycle model; a recorded point with the config the record ran), latency and the --models' VDLA cycles
+        specs = [("default (peer)", "default")] + [(f"preset={n}", n) for n in presets]
+        for p_ in record or []:
+            if p_["label"] in by_label and p_.get("config_json") and not p_["label"].startswith("preset="):
+                specs.append((p_["label"], p_["config_json"]))
+        model_paths = {name: str(wl.model) for name, wl in model_wl.items()}
+        try:
+            found = run_before(args.before, [sp for _, sp in specs], args.quick, latency_only=True, models=model_paths)
+        except SystemExit as exc:  # keep the "after" side this run measured; the table says "before" is missing
+            print(f"warning: {exc}", file=sys.stderr)
+            found = []
+        for (label, _), p_ in zip(specs, found):
+            row = by_label.get(label)
+            if row is None:
+                continue
+            old = row["before"] or {}
+            kept = {k: old[k] for k in ("luts", "ffs", "dsps", "bram36") if k in old}  # the record's resources
+            row["before"] = {**(p_["xc7"] or {}), **kept, "cycles": p_["cycles"], "mhz": p_["mhz"],
+                             "latency_ms": p_["cycles"] / (p_["mhz"] * 1e3), "note": p_["note"],
+                             "layers": p_["layers"],
+                             "source": p_["source"] + (f"; resources: record {args.before_record}" if kept else "")}
+            for name, m in (p_.get("models") or {}).items():
+                row[f"{name}_before"] = m
     out = Path(args.out)
     doc = {"meta": {"mode": "latency-only", "workloads": workloads.name, "layers": list(workloads.layers),
                     "models": extra, "resolution": args.resolution, "before": args.before,
@@ -228,6 +257,41 @@ def latency_only(args: argparse.Namespace, points: list[SweepPoint], presets: li
     print(format_before_after(rows))
     png = plot_before_after(rows, out.with_name(out.stem + "_before_after.png"))
     print(f"wrote {out} and {png} in {time.perf_counter() - start:.0f} s")
+    return 0
+
+
+def fill_resources(rows: list[dict], points: list[SweepPoint], area: dict | None) -> None:  # type: ignore[type-arg]
+    """Resources where a row lacks them: "after" from this tree's synthesis caches (``cached_xc7``), and each
+    preset's two sides from ``bench/area_presets.py``'s JSON ``area`` (its own flows, same sources)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from area_presets import cached_xc7
+
+    keys = ("luts", "ffs", "dsps", "bram36")
+    configs = {("default (peer)" if not pt.values else pt.label): pt.config for pt in points}
+    for row in rows:
+        cfg = configs.get(row["label"])
+        if row["after"] is not None and row["after"].get("luts") is None and cfg is not None:
+            row["after"].update(cached_xc7(cfg) or {})
+        name = "default" if row["label"] == "default (peer)" else row["label"].removeprefix("preset=")
+        sides = (area or {}).get("presets", {}).get(name) if row["label"].startswith(("preset=", "default")) else None
+        for side in ("before", "after"):
+            xc7 = ((sides or {}).get(side) or {}).get("xc7")
+            if xc7 and row[side] is not None and row[side].get("luts") is None:
+                row[side].update({k: xc7[k] for k in keys}, resources=f"bench/area_presets.py ({xc7.get('yosys', 'yowasp')})")
+
+
+def rerender(args: argparse.Namespace, points: list[SweepPoint]) -> int:
+    """``--rerender FILE``: an earlier latency-only run's rows with the resources known now; table, JSON and plot."""
+    doc = json.loads(Path(args.rerender).read_text())
+    rows = doc["before_after"]["rows"]
+    area = json.loads(Path(args.area).read_text()) if args.area else None
+    fill_resources(rows, points, area)
+    doc["meta"]["resources"] = f"filled from the synthesis caches and {args.area or 'no area file'} by --rerender"
+    out = Path(args.out)
+    write_json(out, doc)
+    print(format_before_after(rows))
+    png = plot_before_after(rows, out.with_name(out.stem + "_before_after.png"))
+    print(f"wrote {out} and {png}")
     return 0
 
 
@@ -250,21 +314,37 @@ def selected(label: str, only: list[str]) -> bool:
     return any(entry != "none" and set(entry.split()) <= items for entry in only)
 
 
-def run_before(rev: str, presets: list[str], quick: bool, latency_only: bool = False) -> list[dict]:  # type: ignore[type-arg]
-    """The presets evaluated on ``rev``'s tree by ``bench/dse_peer.py`` (a preset that tree lacks: this tree's JSON)."""
+def run_before(rev: str, specs: list[str | dict], quick: bool, latency_only: bool = False,  # type: ignore[type-arg]
+               models: dict[str, str] | None = None) -> list[dict]:  # type: ignore[type-arg]
+    """Configs evaluated on ``rev``'s tree by ``bench/dse_peer.py``, in the order given: a preset name (one that tree
+    lacks: this tree's JSON) or a config as a dict (an earlier run's ``config_json``). ``models`` (name -> ONNX
+    path, with ``latency_only``): each config's VDLA cycles of those models too."""
+    import tempfile
+
     from peer_tree import peer_tree
 
-    with peer_tree(rev, prefix="dse_before_") as (commit, tree):
-        specs = [n if (tree / "vdla_hw" / "configs" / f"{n}.json").exists()
-                 else str(Path(__file__).resolve().parents[1] / "vdla_hw" / "configs" / f"{n}.json") for n in presets]
+    with peer_tree(rev, prefix="dse_before_") as (commit, tree), tempfile.TemporaryDirectory() as tmp:
+        args = []
+        for i, spec in enumerate(specs):
+            if isinstance(spec, dict):
+                path = Path(tmp) / f"point{i}.json"
+                path.write_text(json.dumps(spec))
+                args.append(str(path))
+            elif (tree / "vdla_hw" / "configs" / f"{spec}.json").exists():
+                args.append(spec)
+            else:
+                args.append(str(Path(__file__).resolve().parents[1] / "vdla_hw" / "configs" / f"{spec}.json"))
         cmd = [sys.executable, str(Path(__file__).with_name("dse_peer.py"))]
-        for spec in specs:
-            cmd += ["--config", spec]
+        for arg in args:
+            cmd += ["--config", arg]
         if quick:
             cmd.append("--quick")
         if latency_only:
             cmd.append("--latency-only")
-        print(f"before: {', '.join(presets)} on {commit}'s tree (its RTL, synthesis, compiler and cycle model)")
+            for name, path in (models or {}).items():
+                cmd += ["--model", f"{name}={path}"]
+        names = ", ".join(s if isinstance(s, str) else s.get("name", "?") for s in specs)
+        print(f"before: {names} on {commit}'s tree (its RTL, synthesis, compiler and cycle model)")
         proc = subprocess.run(cmd, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True)
         if proc.returncode != 0:
             raise SystemExit(f"the 'before' run on {commit} failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
@@ -351,15 +431,40 @@ def format_before_after(rows: list[dict]) -> str:  # type: ignore[type-arg]
 
     models = sorted(k for row in rows for k in row if k.endswith("_ms") and k != "latency_ms")
     models = list(dict.fromkeys(models))
-    head = ["config", "LUT", "FF", "DSP", "BRAM36", "cycles", "latency ms"] + [m[:-3] + " ms" for m in models]
+    compared = [m[:-3] for m in models if any(f"{m[:-3]}_before" in row for row in rows)]
+
+    def common(row: dict, name: str) -> str:  # type: ignore[type-arg]
+        """The VDLA cycles of the kernels both trees put on the VDLA (by node name): like for like."""
+        a = (row.get(f"{name}_detail") or {}).get("kernels") or {}
+        b = (row.get(f"{name}_before") or {}).get("kernels") or {}
+        both = sorted(set(a) & set(b))
+        if not both:
+            return "-"
+        ca, cb = sum(a[k] for k in both), sum(b[k] for k in both)
+        return f"{cb:,} -> {ca:,} ({(ca - cb) / cb:+.1%}, {len(both)} kernels)"
+
+    def kernels(row: dict, name: str) -> str:  # type: ignore[type-arg]
+        """A model's VDLA cycles (and kernel count) before -> after: the part both trees time."""
+        a, b = row.get(f"{name}_detail") or {}, row.get(f"{name}_before") or {}
+        fa = f"{a['vdla_cycles']:,} ({a['vdla_kernels']})" if a.get("vdla_cycles") is not None else "-"
+        fb = f"{b['vdla_cycles']:,} ({b['vdla_kernels']})" if b.get("vdla_cycles") is not None else "-"
+        change = (f" ({(a['vdla_cycles'] - b['vdla_cycles']) / b['vdla_cycles']:+.1%})"
+                  if a.get("vdla_cycles") and b.get("vdla_cycles") else "")
+        return f"{fb} -> {fa}{change}"
+
+    head = (["config", "LUT", "FF", "DSP", "BRAM36", "cycles", "latency ms"] + [m[:-3] + " ms" for m in models]
+            + [f"{m} VDLA cycles (kernels)" for m in compared] + [f"{m} same kernels" for m in compared])
     table = [head]
     for row in rows:
         table.append([row["label"], pair(row, "luts"), pair(row, "ffs"), pair(row, "dsps"), pair(row, "bram36", "{:g}"),
                       pair(row, "cycles"), pair(row, "latency_ms", "{:.2f}")]
-                     + [f"{row[m]:.2f}" if row.get(m) is not None else "-" for m in models])
+                     + [f"{row[m]:.2f}" if row.get(m) is not None else "-" for m in models]
+                     + [kernels(row, m) for m in compared] + [common(row, m) for m in compared])
     widths = [max(len(r[c]) for r in table) for c in range(len(head))]
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in table]
-    lines.append("before -> after (change); one value: that side only; -: not measured in this run; model latencies are after only")
+    lines.append("before -> after (change); one value: that side only; -: not measured in this run; model latencies are "
+                 "after only (VDLA kernels + host kernels); a model's VDLA cycles: every kernel each tree's compiler puts on "
+                 "the VDLA (count in brackets); same kernels: those both put on the VDLA, by node name")
     return "\n".join(lines)
 
 

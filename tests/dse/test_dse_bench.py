@@ -117,3 +117,21 @@ def test_before_after_plot_is_written(dse: ModuleType, tmp_path: Path) -> None:
                             {"preset=tiny": _point("preset=tiny", 10_000, 10_000_000).to_dict()}, {})
     png = dse.plot_before_after(rows, tmp_path / "ba.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5_000
+
+
+def test_rerender_fills_preset_resources_and_compares_model_cycles(dse: ModuleType) -> None:
+    rows = [{"label": "preset=wide", "before": {"cycles": 34_177, "latency_ms": 0.228},
+             "after": {"cycles": 32_044, "latency_ms": 0.214},
+             "mobilenet_v2_ms": 3.5, "mobilenet_v2_detail": {"vdla_cycles": 240_000, "vdla_kernels": 36},
+             "mobilenet_v2_before": {"vdla_cycles": 261_448, "vdla_kernels": 35}},
+            {"label": "block=4 bus=64", "before": None, "after": {"cycles": 9, "latency_ms": 1.0, "luts": 9_817}}]
+    area = {"presets": {"wide": {"before": {"xc7": {"luts": 40_000, "ffs": 17_000, "dsps": 1_089, "bram36": 214.0}},
+                                 "after": {"xc7": {"luts": 44_000, "ffs": 18_000, "dsps": 1_089, "bram36": 214.0,
+                                                   "yosys": "Yosys 0.70 (pyosys, native)"}}}}}
+    dse.fill_resources(rows, [], area)
+    assert rows[0]["before"]["luts"] == 40_000 and rows[0]["after"]["luts"] == 44_000
+    assert "pyosys" in rows[0]["after"]["resources"]
+    assert rows[1]["after"]["luts"] == 9_817 and rows[1]["before"] is None  # kept; no preset, no area row
+    table = dse.format_before_after(rows)
+    assert "40,000 -> 44,000 (+10.0%)" in table
+    assert "261,448 (35) -> 240,000 (36) (-8.2%)" in table  # each tree's VDLA kernels, counted
