@@ -9,17 +9,20 @@ FINISH fails `a_live_done` with a counterexample. The full program's tasks take 
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 
 import pytest
 
 from vdla_hw.config import load_config
-from vdla_hw.formal.liveness import (INSN_ADDR, LIVE_LATENCY, live_include, liveness_bound, liveness_program,
-                                     dram_handshakes)
+from vdla_hw.formal.liveness import (INSN_ADDR, LIVE_LATENCY, LivenessProgram, dram_handshakes, live_config,
+                                     live_include, live_queue_depths, liveness_bound, liveness_program, queue_entries,
+                                     uop_entries)
 from vdla_hw.formal.prove import format_results, prove
 from vdla_hw.formal.tasks import proof_tasks
-from vdla_hw.isa import FinishInsn, Isa
+from vdla_hw.gen_sv import generate_package
+from vdla_hw.isa import DepFlags, FinishInsn, Isa, Module
 from vdla_hw.rtl_build import RTL_DIR
 
 from vdla.simulator.errors import MemoryAccessError
@@ -69,7 +72,76 @@ def test_bound_counts_every_dram_handshake() -> None:
 def test_cli_lists_the_liveness_tasks_only_on_request() -> None:
     assert not any(t.name.startswith("live_") for t in proof_tasks("tiny"))
     names = [t.name for t in proof_tasks("tiny", whole_machine=True)]
-    assert {"live_finish_l2", "live_legal_l2", "live_fault_l2"} <= set(names)
+    assert {"live_finish_l2", "live_legal_l2", "live_fault_l2", "live_room_legal_l2", "live_room_fault_l2"} <= set(names)
+
+
+def test_queue_depths_are_derived_from_the_program() -> None:
+    """The live tasks' queues: one more than the entries each queue ever receives, as a power of two.
+    The legal program sends 2 instructions to load (INP, WGT), 5 to compute (UOP, ACC, GEMM, ALU,
+    FINISH), 1 to store and one token through each token queue: 8 and 2 entries (tiny: 32 and 16)."""
+    cfg = load_config("tiny")
+    legal = liveness_program(cfg)
+    cmd, tokens = queue_entries(legal)
+    assert cmd == {Module.LOAD: 2, Module.COMPUTE: 5, Module.STORE: 1}
+    assert tokens == {"l2c": 1, "c2l": 1, "c2s": 1, "s2c": 1}
+    assert live_queue_depths(cfg, legal) == (8, 2)
+    assert live_queue_depths(cfg, liveness_program(cfg, "fault")) == (8, 2)  # every instruction counts
+    assert live_queue_depths(cfg, liveness_program(cfg, "finish")) == (2, 1)
+    # 7 compute instructions and a token queue receiving 3 tokens: still 8 entries, 4 tokens
+    more = LivenessProgram(legal.insns[:-1] + (FinishInsn(DepFlags(push_next=True)),) * 3, legal.uops, legal.dram,
+                           legal.window, False, legal.const_ranges, 10)
+    assert queue_entries(more)[1]["c2s"] == 1 + 3 and live_queue_depths(cfg, more) == (8, 8)
+    # never deeper than the config's own queues: then nothing is reduced
+    small = cfg.replace(name="tiny_q4", cmd_queue_depth=4, dep_queue_depth=2)
+    assert live_queue_depths(small, legal) == (4, 2)
+    assert live_config(small, liveness_program(small, "finish")).name == "tiny_q4_live_c2_d1"
+    same = cfg.replace(name="tiny_q2", cmd_queue_depth=2, dep_queue_depth=1)
+    assert live_config(same, liveness_program(same, "finish")) is same
+
+
+def test_live_tasks_elaborate_the_reduced_queues_only() -> None:
+    """Each live task carries its program's config change and the define that turns on vdla_top's
+    queue-room assertions, which the task's chformal keeps; the reduced package differs from tiny's
+    in the two depths and the CONFIG_ID (which the harness never reads) only."""
+    cfg = load_config("tiny")
+    for kind, depths in (("legal", (8, 2)), ("fault", (8, 2)), ("finish", (2, 1))):
+        task, room = _task(f"live_{kind}_l2"), _task(f"live_room_{kind}_l2")
+        for t in (task, room):
+            changes = dict(t.config)
+            assert (changes["cmd_queue_depth"], changes["dep_queue_depth"]) == depths
+        # the same model, to the same depth; the room run checks vdla_top's two assertions only
+        assert (room.depth, room.config, room.generated) == (task.depth, task.config, task.generated)
+        assert "VDLA_FORMAL_LIVE_ROOM" in room.extra_defines and "VDLA_FORMAL_LIVE_ROOM" not in task.extra_defines
+        assert set(room.properties) == {"a_live_room_cmd", "a_live_room_dep"}
+        assert "chformal -assert -remove * vdla_top/a_live_room_* %d" in room.script
+        assert "chformal -assert -remove * vdla_formal_live %d" in task.script
+    small = cfg.replace(**dict(_task("live_legal_l2").config))
+    changed = [(a, b) for a, b in zip(generate_package(cfg).splitlines(), generate_package(small).splitlines())
+               if a != b and not a.strip().startswith("//")]  # comments: the name, the digest
+    assert [b.split("=")[0].split()[-1] for _, b in changed] == [
+        "CMD_QUEUE_DEPTH", "DEP_QUEUE_DEPTH", "CONFIG_ID_VALUE"]
+    top = (RTL_DIR / "vdla_top.sv").read_text()
+    assert top.count("a_live_room_cmd:") == 1 and top.count("a_live_room_dep:") == 1
+    # the queue depths reach no other RTL than vdla_top (where the room assertions watch every queue)
+    users = [p.name for p in RTL_DIR.glob("*.sv") if "QUEUE_DEPTH" in p.read_text()]
+    assert users == ["vdla_top.sv"]
+
+
+def test_micro_op_sram_keeps_the_entries_the_program_loads() -> None:
+    """The live tasks' micro-op SRAM holds [0, n): n from the program's LOAD UOPs (base + padded block),
+    at least one entry; the task writes it as the include the replacement module reads."""
+    cfg = load_config("tiny")
+    legal = liveness_program(cfg)
+    assert uop_entries(legal) == 1
+    assert uop_entries(liveness_program(cfg, "finish")) == 1  # no LOAD UOP: one entry, never written
+    wide = dataclasses.replace(legal.insns[0], sram_base=3, y_size=2, x_size=5)
+    assert uop_entries(LivenessProgram((wide,) + legal.insns[1:], legal.uops, legal.dram, legal.window, False,
+                                       legal.const_ranges, 7)) == 3 + 2 * 5
+    task = _task("live_legal_l2")
+    files = dict(task.generated)
+    assert files["vdla_formal_uop_sram_keep.svh"].strip() == "localparam int KEEP = 1;"
+    assert "module vdla_formal_uop_sram" in files["vdla_formal_uop_sram.sv"]
+    assert "chtype -set vdla_formal_uop_sram vdla_compute/u_uop_sram" in task.script
 
 
 @pytest.mark.slow
@@ -79,8 +151,8 @@ def test_live_finish_passes_and_a_controller_that_never_ends_fails(tmp_path: Pat
     re-checking ABC's frame, writes the VCD counterexample. ~5 + 6 min on a loaded machine."""
     task = _task("live_finish_l2")
     assert task.solver == "abc-bmc3"
-    (ok,) = prove("tiny", [task])
-    assert ok.passed, format_results([ok])
+    ok, room = prove("tiny", [task, _task("live_room_finish_l2")])
+    assert ok.passed and room.passed, format_results([ok, room])
     rtl = tmp_path / "rtl"
     shutil.copytree(RTL_DIR, rtl)
     ctrl = rtl / "vdla_ctrl.sv"
@@ -90,6 +162,39 @@ def test_live_finish_passes_and_a_controller_that_never_ends_fails(tmp_path: Pat
     (bad,) = prove("tiny", [task], rtl_dir=rtl)
     assert bad.status == "FAIL", format_results([bad])
     assert "ABC bmc3 refuted it at frame" in bad.message
+    failed = next(f for f in bad.failed if f.label == "a_live_done")
+    assert "vdla_formal_live.sv:" in failed.location and failed.step is not None
+    assert bad.trace is not None and bad.trace.suffix == ".vcd" and bad.trace.stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_live_room_fails_when_a_queue_is_too_small() -> None:
+    """The queue-room assertions are not vacuous: the legal program's task elaborated with 2-entry command
+    queues (its compute queue receives 5 instructions, and holds 2 or more while compute waits for its
+    LOAD UOP's DRAM reads) fails a_live_room_cmd with a counterexample from reset, long before the bound.
+    ~5 min on a loaded machine."""
+    task = dataclasses.replace(_task("live_room_legal_l2"), name="live_room_legal_l2_c2",
+                               config=(("name", "tiny_live_c2_d2"), ("cmd_queue_depth", 2), ("dep_queue_depth", 2)))
+    (bad,) = prove("tiny", [task], timeout=3600)
+    assert bad.status == "FAIL", format_results([bad])
+    failed = next(f for f in bad.failed if f.label == "a_live_room_cmd")
+    assert "vdla_top.sv:" in failed.location and failed.step is not None and failed.step < task.depth - 20
+    assert bad.trace is not None and bad.trace.suffix == ".vcd" and bad.trace.stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_live_fault_fails_when_a_fault_never_ends_the_run(tmp_path: Path) -> None:
+    """The planted bug of the reduced fault task: a controller that ends a run on FINISH only (not on a
+    fault) never raises `done` after the faulting LOAD, so a_live_done fails at the bound N', and the
+    replay writes the VCD. Long (depth 111; see docs/rtl.md for the time it took)."""
+    rtl = tmp_path / "rtl"
+    shutil.copytree(RTL_DIR, rtl)
+    ctrl = rtl / "vdla_ctrl.sv"
+    old = "if ((finish || fault_new) && busy) begin"
+    assert ctrl.read_text().count(old) == 1
+    ctrl.write_text(ctrl.read_text().replace(old, "if (finish && busy) begin"))
+    (bad,) = prove("tiny", [_task("live_fault_l2")], rtl_dir=rtl, timeout=3 * 3600)
+    assert bad.status == "FAIL", format_results([bad])
     failed = next(f for f in bad.failed if f.label == "a_live_done")
     assert "vdla_formal_live.sv:" in failed.location and failed.step is not None
     assert bad.trace is not None and bad.trace.suffix == ".vcd" and bad.trace.stat().st_size > 0
@@ -115,7 +220,7 @@ def test_live_fault_fails_when_the_window_ignores_its_limit(tmp_path: Path) -> N
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["live_fault_l2", "live_legal_l2"])
+@pytest.mark.parametrize("name", ["live_fault_l2", "live_legal_l2", "live_room_fault_l2", "live_room_legal_l2"])
 def test_live_program_ends_within_its_bound(name: str) -> None:
     """The whole program (or its faulting twin) ends within N on every DRAM timing within L and any
     tile data. Long: see docs/rtl.md for the time it took on this machine."""

@@ -13,6 +13,10 @@ This module builds the program (one instruction of each kind, tokens balanced ac
 queues, extents of one element), the DRAM bytes the harness serves as constants, and ``bound``
 from the RTL's latencies (:func:`liveness_bound`); the include file the harness reads carries
 them. Whether the program is legal is fsim's static checks' call: the tests run it there.
+
+It also sizes what the solver sees to the program: the command and token queues
+(:func:`live_config`: one more entry than a queue ever receives, so it never fills) and the
+micro-op SRAM's kept entries (:func:`uop_entries`).
 """
 
 from __future__ import annotations
@@ -22,8 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from vdla_hw.config import HwConfig, load_config
-from vdla_hw.isa import (INSN_BYTES, AluInsn, AluOp, DepFlags, FinishInsn, GemmInsn, Insn, Isa, MemInsn, MemType,
-                         Opcode, Uop)
+from vdla_hw.isa import (DEP_QUEUE_NAMES, FLAG_QUEUES, INSN_BYTES, AluInsn, AluOp, DepFlags, FinishInsn, GemmInsn, Insn,
+                         Isa, MemInsn, MemType, Module, Opcode, Uop, module_of)
 
 # Byte addresses of the regions of the liveness program's DRAM (all inside the window).
 WINDOW_BASE = 0x0
@@ -149,6 +153,26 @@ def live_include(cfg: HwConfig | str, prog: LivenessProgram, latency: int, bound
 # shrink the model: yosys's opt_clean already drops the datapath no assertion observes.)
 DATA_SRAMS = ("u_inp_sram", "u_wgt_sram", "u_acc_sram", "u_out_sram")
 
+# The micro-op SRAM (vdla_compute's instance) the liveness tasks replace by vdla_formal_uop_sram.sv,
+# which holds only the entries the program loads (:func:`uop_entries`) and answers any other read
+# with free data. That is sound for the same reason as the tile cut above (the real SRAM's answer is
+# one choice of the free one), and keeps the control it steers (GEMM's and the ALU's micro-ops).
+UOP_SRAM = "u_uop_sram"
+# vdla_compute's instance as the replacement reproduces it (its widths, depth and output register):
+# the tasks refuse to run when the RTL declares it otherwise.
+UOP_SRAM_DECL = "vdla_sram #(.WIDTH(UOP_BITS), .DEPTH(UOP_BUFF_DEPTH), .OUT_REG(1'b1)) u_uop_sram ("
+# vdla_sram's read path (a registered read, then OUT_REG's second register) as the replacement copies it.
+UOP_SRAM_READ = ("if (rd_en) q <= mem[rd_addr];", "always_ff @(posedge clk) rd_data <= rd_now;")
+
+
+def uop_entries(prog: LivenessProgram) -> int:
+    """Micro-op SRAM entries ``[0, n)`` that hold every micro-op the program's LOAD UOPs write (at least 1)."""
+    ends = [insn.sram_base + (insn.y_size + insn.y_pad0 + insn.y_pad1) * (insn.x_size + insn.x_pad0 + insn.x_pad1)
+            for insn in prog.insns if isinstance(insn, MemInsn) and insn.opcode == Opcode.LOAD
+            and insn.mem_type == MemType.UOP]
+    return max([1, *ends])
+
+
 # The DRAM latency bound of the liveness tasks: every AXI handshake within LIVE_LATENCY cycles.
 LIVE_LATENCY = 2
 # Cycles from reset to the CONTROL write that starts the run: one reset cycle, then the four
@@ -233,3 +257,56 @@ def liveness_bound(cfg: HwConfig | str, prog: LivenessProgram, latency: int) -> 
     """N: cycles from the start to ``done`` that no run of ``prog`` may exceed when every DRAM handshake
     comes within ``latency`` cycles: the machine's own cycles in series plus every handshake's wait."""
     return machine_cycles(cfg, prog) + dram_handshakes(cfg, prog) * latency
+
+
+# ---- the queues sized to the program (a formal-only config of the live tasks) --------------------
+
+def queue_entries(prog: LivenessProgram) -> tuple[dict[Module, int], dict[str, int]]:
+    """Entries each command queue and each token queue ever receives in a run of ``prog``.
+
+    Every instruction of the program counts (fetch may dispatch past a faulting one before the
+    halt), and every token an instruction pushes: a queue never holds more than it ever receives,
+    so these are bounds on the queues' occupancy in any run, whatever the timing.
+    """
+    cmd = {m: 0 for m in Module}
+    tokens = {q: 0 for q in DEP_QUEUE_NAMES}
+    for insn in prog.insns:
+        module = module_of(insn)
+        cmd[module] += 1
+        for flag in ("push_prev", "push_next"):
+            if getattr(insn.deps, flag):
+                tokens[FLAG_QUEUES[module][flag]] += 1
+    return cmd, tokens
+
+
+def _room_depth(entries: int) -> int:
+    """The smallest power of two (the config's rule for queue depths) above ``entries``: such a
+    queue never fills, so its ``in_ready`` never falls."""
+    return 1 << entries.bit_length()
+
+
+def live_queue_depths(cfg: HwConfig | str, prog: LivenessProgram) -> tuple[int, int]:
+    """(cmd_queue_depth, dep_queue_depth) for the live harness of ``prog``: one more than the most
+    entries any command (token) queue receives, rounded up to a power of two, never above ``cfg``'s own.
+
+    A queue of that depth never fills in a run of ``prog``, so no push is refused and no path of
+    the machine that depends on a full queue is taken -- as at ``cfg``'s depths, which are at least
+    as large: the run is cycle for cycle the same (``vdla_top`` asserts the "never fills" part in
+    the live tasks, ``a_live_room_cmd``/``a_live_room_dep``; docs/rtl.md). Where ``cfg``'s own
+    queue is not deeper than that, it is kept (then it too never fills, and nothing is reduced).
+    """
+    cfg = load_config(cfg)
+    cmd, tokens = queue_entries(prog)
+    return (min(cfg.cmd_queue_depth, _room_depth(max(cmd.values()))),
+            min(cfg.dep_queue_depth, _room_depth(max(tokens.values()))))
+
+
+def live_config(cfg: HwConfig | str, prog: LivenessProgram) -> HwConfig:
+    """``cfg`` with the queue depths of :func:`live_queue_depths`: the config the live task of
+    ``prog`` elaborates ``vdla_top`` with (named ``<cfg>_live_c<cmd>_d<dep>``; ``cfg`` itself when
+    nothing is reduced)."""
+    cfg = load_config(cfg)
+    cmd, dep = live_queue_depths(cfg, prog)
+    if (cmd, dep) == (cfg.cmd_queue_depth, cfg.dep_queue_depth):
+        return cfg
+    return cfg.replace(name=f"{cfg.name}_live_c{cmd}_d{dep}", cmd_queue_depth=cmd, dep_queue_depth=dep)

@@ -169,7 +169,7 @@ def sby_text(task: ProofTask, files: list[str], solver: str) -> str:
     if solver in SMT_SOLVERS:
         engine = " ".join(["smtbmc", *task.engine_opts, solver])
     else:
-        engine = "abc " + solver.removeprefix("abc-")
+        engine = " ".join(["abc", solver.removeprefix("abc-"), *task.abc_opts])
     return "\n".join([
         "[options]", f"mode {task.mode}", f"depth {task.depth}", *(["aigsmt none"] if solver == "abc-bmc3" else []),
         *([f"skip {task.skip}"] if task.skip else []), "",
@@ -235,6 +235,8 @@ def run_task(cfg: HwConfig | str, task: ProofTask, *, rtl_dir: Path | str | None
 
     ``solver`` overrides the task's own (``task.solver``)."""
     cfg = load_config(cfg)
+    if task.config:
+        cfg = cfg.replace(**dict(task.config))
     solver = solver or task.solver
     check_engine(task, solver)
     sources = rtl_sources(cfg, task.modules, rtl_dir) + [harness_path(h) for h in task.harness]

@@ -52,6 +52,11 @@ class ProofTask:
     """Yosys commands run after ``prep`` (e.g. dropping the submodules' own assertions)."""
     engine_opts: tuple[str, ...] = ()
     """Options of the ``smtbmc`` engine (e.g. ``--nopresat``: no separate check of the assumptions per step)."""
+    abc_opts: tuple[str, ...] = ()
+    """Options of the ABC command of an ``abc-*`` engine (e.g. ``bmc3``'s ``-g``: the Glucose SAT solver)."""
+    config: tuple[tuple[str, object], ...] = ()
+    """Changes to the config the run elaborates the RTL with (``HwConfig.replace``), e.g. the live tasks'
+    queue depths sized to their program (:func:`~vdla_hw.formal.liveness.live_config`)."""
     skip: int = 0
     """BMC only: steps before this one are unrolled but their assertions not checked (the replay of a
     counterexample another engine found at that step)."""
@@ -78,6 +83,8 @@ TILE_LEGAL_PROPS = ("a_tile_sram_range", "f_tile_in_buffer", "f_tile_extent", "f
 RANGE_PROPS = ("f_range_first", "f_range_sound", "f_range_seen")
 CTRL_PROPS = ("f_ctrl_clear_start", "f_ctrl_ends", "f_ctrl_ends_why", "f_ctrl_window_fixed", "f_ctrl_b_held",
               "f_ctrl_r_held")
+LIVE_PROPS = ("a_live_done", "a_live_status", "a_live_bready")
+LIVE_ROOM_PROPS = ("a_live_room_cmd", "a_live_room_dep")
 UOP_LOOP_PROPS = ("a_uop_range", "f_uop_bounds", "f_uop_progress", "f_uop_wait", "a_uop_next")
 
 
@@ -152,9 +159,16 @@ def live_tasks(cfg: HwConfig | str) -> list[ProofTask]:
     assertions are dropped (each is proven by its module's task), the tile SRAMs' read data made free
     (:data:`~vdla_hw.formal.liveness.DATA_SRAMS`: sound, and the claim then covers any tile data) and
     the design flattened, so the solver sees only what ``done`` and STATUS depend on.
+
+    Each task elaborates ``vdla_top`` with queues sized to its program
+    (:func:`~vdla_hw.formal.liveness.live_config`) and the micro-op SRAM holding only the entries the
+    program loads (``vdla_formal_uop_sram.sv``, sound like the tile cut). ``live_room_<program>_l<L>``
+    checks, on the same model to the same depth, that no reduced queue ever fills (``vdla_top``'s
+    ``a_live_room_*``), which makes the reduced depths invisible: the run is the config's, cycle for cycle.
     """
-    from vdla_hw.formal.liveness import (DATA_SRAMS, DRIVER_CYCLES, LIVE_LATENCY, STATUS_CYCLES, live_include,
-                                         liveness_bound, liveness_program)
+    from vdla_hw.formal.liveness import (DATA_SRAMS, DRIVER_CYCLES, LIVE_LATENCY, STATUS_CYCLES, UOP_SRAM,
+                                         UOP_SRAM_DECL, UOP_SRAM_READ, live_config, live_include, liveness_bound, liveness_program,
+                                         uop_entries)
     from vdla_hw.rtl_build import RTL_MODULES
 
     cfg = load_config(cfg)
@@ -164,19 +178,49 @@ def live_tasks(cfg: HwConfig | str) -> list[ProofTask]:
         if not re.search(rf"\bvdla_sram\b[^;]*\b{name}\s*\(", rtl):
             raise ValueError(f"no vdla_sram instance named {name} in vdla_hw/rtl; update "
                              "vdla_hw/formal/liveness.py:DATA_SRAMS")
+    sram = (RTL_DIR / "vdla_sram.sv").read_text()
+    if not all(line in sram for line in UOP_SRAM_READ):
+        raise ValueError("vdla_sram.sv's read path is no longer the one vdla_hw/formal/vdla_formal_uop_sram.sv "
+                         f"reproduces ({' / '.join(UOP_SRAM_READ)}); update that file and liveness.py:UOP_SRAM_READ")
+    if UOP_SRAM_DECL not in (RTL_DIR / "vdla_compute.sv").read_text():
+        # the replacement reproduces exactly this instance; a changed one needs vdla_formal_uop_sram.sv changed too
+        raise ValueError(f"vdla_compute.sv no longer declares `{UOP_SRAM_DECL}`; update "
+                         "vdla_hw/formal/vdla_formal_uop_sram.sv and liveness.py:UOP_SRAM_DECL")
     cut = "cutpoint " + " ".join(f"*/{name}" for name in DATA_SRAMS)
+    uop_sram = harness_path("vdla_formal_uop_sram.sv").read_text()
     out = []
     for kind in ("finish", "legal", "fault"):
         prog = liveness_program(cfg, kind)
         bound = liveness_bound(cfg, prog, LIVE_LATENCY)
+        small = live_config(cfg, prog)
+        # The micro-op SRAM swapped for the one holding the program's entries only (after elaboration:
+        # the cell is then of an elaborated module, which a re-read would not undo), every assertion but
+        # the task's own removed (the submodules' are proven by their modules' tasks), the tile SRAMs
+        # cut, the design flattened.
+        swap = ("read_verilog -sv -formal vdla_formal_uop_sram.sv",
+                f"chtype -set vdla_formal_uop_sram vdla_compute/{UOP_SRAM}", "hierarchy -top vdla_formal_live", "proc")
+        tail = (cut, "flatten", "opt_clean", "opt -fast", "opt_clean")
+        common = dict(
+            top="vdla_formal_live", modules=RTL_MODULES, harness=("vdla_formal_live.sv",), mode="bmc",
+            depth=DRIVER_CYCLES + bound + STATUS_CYCLES, solver="abc-bmc3",
+            generated=(("vdla_formal_live_prog.svh", live_include(cfg, prog, LIVE_LATENCY, bound)),
+                       ("vdla_formal_uop_sram.sv", uop_sram),
+                       ("vdla_formal_uop_sram_keep.svh", f"localparam int KEEP = {uop_entries(prog)};\n")),
+            config=(("name", small.name), ("cmd_queue_depth", small.cmd_queue_depth),
+                    ("dep_queue_depth", small.dep_queue_depth)),
+            # ABC's default SAT solver: Glucose with every learned clause kept (`-g -P 0`) took 454 s for the
+            # fault program's frames 0-107 against 245 s, and neither solved frame 108 (docs/rtl.md)
+            engine_opts=("--nopresat",))
         out.append(ProofTask(
-            name=f"live_{kind}_l{LIVE_LATENCY}", top="vdla_formal_live", modules=RTL_MODULES,
-            harness=("vdla_formal_live.sv",), mode="bmc", depth=DRIVER_CYCLES + bound + STATUS_CYCLES,
-            properties=("a_live_done", "a_live_status", "a_live_bready"), solver="abc-bmc3",
-            generated=(("vdla_formal_live_prog.svh", live_include(cfg, prog, LIVE_LATENCY, bound)),),
-            script=("chformal -assert -remove * vdla_formal_live %d", cut, "flatten", "opt_clean", "opt -fast",
-                    "opt_clean"),
-            engine_opts=("--nopresat",)))
+            name=f"live_{kind}_l{LIVE_LATENCY}", properties=LIVE_PROPS,
+            script=(*swap, "chformal -assert -remove * vdla_formal_live %d", *tail), **common))
+        # The reduced queues never fill (what makes them invisible: docs/rtl.md), checked on the same
+        # model to the same depth in a run of its own -- in the liveness run, these properties, which
+        # can fail in any frame, made every frame several times dearer.
+        out.append(ProofTask(
+            name=f"live_room_{kind}_l{LIVE_LATENCY}", properties=LIVE_ROOM_PROPS,
+            extra_defines=("VDLA_FORMAL_LIVE_ROOM",),
+            script=(*swap, "chformal -assert -remove * vdla_top/a_live_room_* %d", *tail), **common))
     return out
 
 

@@ -432,6 +432,22 @@ module vdla_top #(
     .w_valid(m_axi_wvalid), .w_ready(m_axi_wready), .w_data(m_axi_wdata), .w_strb(m_axi_wstrb), .w_last(m_axi_wlast)
   );
 `endif
+
+`ifdef FORMAL
+`ifdef VDLA_FORMAL_LIVE_ROOM
+  // The whole-machine liveness tasks (vdla_hw/formal/liveness.py, live_config) elaborate this
+  // module with command and token queues sized to their program rather than the config's. That
+  // is invisible only if no queue ever fills: then every queue's in_ready stays high, as it does
+  // at the config's larger depths, and the run is cycle for cycle the config's (docs/rtl.md,
+  // "Controller-level liveness"). Checked here, in the same run as the liveness properties.
+  always_ff @(posedge clk) begin
+    if (rst_n) begin
+      a_live_room_cmd: assert (fl_ready && fc_ready && fs_ready);
+      a_live_room_dep: assert (l2c_push_ready && c2l_push_ready && c2s_push_ready && s2c_push_ready);
+    end
+  end
+`endif
+`endif
 endmodule
 
 `default_nettype wire
