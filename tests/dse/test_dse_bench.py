@@ -7,11 +7,10 @@ the parts that decide which configs run and how the two sides meet, on real conf
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Callable
 
 import pytest
 
@@ -23,24 +22,14 @@ from vdla_hw.hw_cost import HardwareCost
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _bench(name: str) -> ModuleType:
-    sys.path.insert(0, str(ROOT / "bench"))  # the scripts import their neighbours (peer_tree, area_presets)
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+@pytest.fixture(scope="module")
+def dse(bench_script: Callable[[str], ModuleType]) -> ModuleType:
+    return bench_script("dse")
 
 
 @pytest.fixture(scope="module")
-def dse() -> ModuleType:
-    return _bench("dse")
-
-
-@pytest.fixture(scope="module")
-def area() -> ModuleType:
-    return _bench("area_presets")
+def area(bench_script: Callable[[str], ModuleType]) -> ModuleType:
+    return bench_script("area_presets")
 
 
 def test_only_keeps_the_points_with_every_item(dse: ModuleType) -> None:

@@ -4,10 +4,8 @@ and a shape that does not fit resident gets an error naming the buffers."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
+from typing import Callable
 
 import numpy as np
 import pytest
@@ -15,17 +13,11 @@ import pytest
 from vdla.compiler.vdla import VdlaTarget
 from vdla.runtime.backends import run
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_vdla_edge_bound", ROOT / "bench" / "vdla_edge_bound.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+def bench(bench_script: Callable[[str], ModuleType]) -> ModuleType:
+    return bench_script("vdla_edge_bound")
 
 
 @pytest.mark.parametrize("config", ["default", "tiny"])
