@@ -44,31 +44,41 @@ def profile_ours(module: Any, feed: dict[str, np.ndarray], repeat: int = 10) -> 
     return _grouped({n.name: (n.ops, n.seconds) for n in prof.nodes if n.device == "cpu"})
 
 
-def profile_ort(model_bytes: bytes, feed: dict[str, np.ndarray], runs: int = 20) -> list[OpTime]:
-    """Per-op-type time of onnxruntime, single thread, all graph optimizations, warm runs only."""
+def ort_profiled_session(model_bytes: bytes, profile_dir: str | Path) -> Any:
+    """A one-thread onnxruntime session, all graph optimizations on, writing its profile into ``profile_dir``."""
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = opts.inter_op_num_threads = 1
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    with tempfile.TemporaryDirectory(prefix="vdla_ort_prof_") as tmp:
-        opts.enable_profiling = True
-        opts.profile_file_prefix = str(Path(tmp) / "ort")
-        sess = ort.InferenceSession(model_bytes, opts, providers=["CPUExecutionProvider"])
-        for _ in range(2 * runs):
-            sess.run(None, feed)
-        events = json.loads(Path(sess.end_profiling()).read_text())
-    # The first half of the runs warms caches and allocators; only the later ones count.
+    opts.enable_profiling = True
+    opts.profile_file_prefix = str(Path(profile_dir) / "ort")
+    return ort.InferenceSession(model_bytes, opts, providers=["CPUExecutionProvider"])
+
+
+def ort_kernel_times(profile_path: str | Path, warmup_runs: int) -> dict[str, tuple[dict[str, Any], float]]:
+    """Per onnxruntime node of a profile: its args and its fastest kernel time (s) among the runs after
+    the first ``warmup_runs`` (those warm caches and allocators)."""
+    events = json.loads(Path(profile_path).read_text())
     starts = sorted(e["ts"] for e in events if e.get("name") == "model_run")
-    first = starts[runs] if len(starts) > runs else 0
-    best: dict[str, tuple[str, float]] = {}
+    first = starts[warmup_runs] if len(starts) > warmup_runs else 0
+    best: dict[str, tuple[dict[str, Any], float]] = {}
     for e in events:
         if e.get("cat") == "Node" and e["name"].endswith("_kernel_time") and e["ts"] >= first:
             seconds = e["dur"] / 1e6
-            prev = best.get(e["name"])
-            if prev is None or seconds < prev[1]:
-                best[e["name"]] = (e["args"]["op_name"], seconds)
-    return _grouped(best)
+            if e["name"] not in best or seconds < best[e["name"]][1]:
+                best[e["name"]] = (e["args"], seconds)
+    return best
+
+
+def profile_ort(model_bytes: bytes, feed: dict[str, np.ndarray], runs: int = 20) -> list[OpTime]:
+    """Per-op-type time of onnxruntime, single thread, all graph optimizations, warm runs only."""
+    with tempfile.TemporaryDirectory(prefix="vdla_ort_prof_") as tmp:
+        sess = ort_profiled_session(model_bytes, tmp)
+        for _ in range(2 * runs):
+            sess.run(None, feed)
+        times = ort_kernel_times(sess.end_profiling(), warmup_runs=runs)
+    return _grouped({node: (args["op_name"], seconds) for node, (args, seconds) in times.items()})
 
 
 def format_profiles(name: str, ours: list[OpTime], peer: list[OpTime], top: int = 12) -> str:

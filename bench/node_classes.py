@@ -51,6 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "models")]
 
 from cpu_ops import measure_peak  # noqa: E402
+from model_profile import ort_kernel_times, ort_profiled_session  # noqa: E402
 from tune_fidelity import nodes_of_tasks  # noqa: E402
 from zoo import export, make_model  # noqa: E402
 
@@ -191,22 +192,7 @@ def profile_ours_rounds(modules: Mapping[str, Any], sess: Any, feed: Mapping[str
     return best, ops, t_start
 
 
-def ort_node_times(profile_path: str, since_us: float) -> dict[str, tuple[dict[str, Any], float]]:
-    """Per onnxruntime node: its profile args and fastest kernel time (s) among runs started after ``since_us``."""
-    events = json.loads(Path(profile_path).read_text())
-    starts = sorted(e["ts"] for e in events if e.get("name") == "model_run")
-    first = starts[2] if len(starts) > 2 else 0  # the two warm-up runs
-    best: dict[str, tuple[dict[str, Any], float]] = {}
-    for e in events:
-        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time") and e["ts"] >= first:
-            seconds = e["dur"] / 1e6
-            if e["name"] not in best or seconds < best[e["name"]][1]:
-                best[e["name"]] = (e["args"], seconds)
-    return best
-
-
 def bench_model(name: str, args: argparse.Namespace, peak: float) -> dict[str, Any]:
-    import onnxruntime as ort
     import torch
 
     net = make_model(name, image_size=args.resolution)
@@ -226,17 +212,12 @@ def bench_model(name: str, args: argparse.Namespace, peak: float) -> dict[str, A
     node_task = {n: tasks[key] for key, nodes in nodes_of_tasks(graph, args.cpu_target).items()
                  if key in tasks for n in nodes}
 
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = opts.inter_op_num_threads = 1
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     with tempfile.TemporaryDirectory(prefix="vdla_node_classes_") as tmp:
-        opts.enable_profiling = True
-        opts.profile_file_prefix = str(Path(tmp) / "ort")
-        sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+        sess = ort_profiled_session(model.SerializeToString(), tmp)
         peaks: list[float] = [peak]
         ours, ops, _ = profile_ours_rounds(modules, sess, feed, args.rounds, args.quiet, peaks)
         peak = max(peaks)
-        theirs = ort_node_times(sess.end_profiling(), 0)
+        theirs = ort_kernel_times(sess.end_profiling(), warmup_runs=2)  # the two warm-up runs
 
     classes: dict[str, dict[str, Any]] = {}
 
