@@ -229,19 +229,31 @@ def parse_log(text: str) -> tuple[str, list[tuple[str, str]], int | None, str | 
     return status, failed, step, trace, induction
 
 
+def task_dir(cfg: HwConfig | str, task: ProofTask, *, rtl_dir: Path | str | None = None,
+             solver: str | None = None) -> Path:
+    """The folder :func:`run_task` runs ``task`` in (its sources, the ``.sby`` file, SymbiYosys's ``task/``)."""
+    cfg = load_config(cfg)
+    if task.config:
+        cfg = cfg.replace(**dict(task.config))
+    solver = solver or task.solver
+    sources = rtl_sources(cfg, task.modules, rtl_dir) + [harness_path(h) for h in task.harness]
+    return build_dir(cfg, f"prove-{task.name}-{solver}", sources, extra={"task": repr(task), "solver": solver})
+
+
 def run_task(cfg: HwConfig | str, task: ProofTask, *, rtl_dir: Path | str | None = None, solver: str | None = None,
-             timeout: float = 1800.0) -> ProofResult:
+             timeout: float = 1800.0, replay: bool = True) -> ProofResult:
     """Run ``task`` on the RTL of ``cfg`` (modules from ``rtl_dir`` when given) and return its verdict.
 
-    ``solver`` overrides the task's own (``task.solver``)."""
+    ``solver`` overrides the task's own (``task.solver``). ``replay=False`` leaves an ABC failure
+    as ABC reported it (no yices replay, no VCD: the probe runs of :mod:`~vdla_hw.formal.live_bound`
+    read every refuted output from ABC's log instead)."""
     cfg = load_config(cfg)
+    work = task_dir(cfg, task, rtl_dir=rtl_dir, solver=solver)
     if task.config:
         cfg = cfg.replace(**dict(task.config))
     solver = solver or task.solver
     check_engine(task, solver)
     sources = rtl_sources(cfg, task.modules, rtl_dir) + [harness_path(h) for h in task.harness]
-    work = build_dir(cfg, f"prove-{task.name}-{solver}", sources,
-                     extra={"task": repr(task), "solver": solver})
     if str(work.resolve()).startswith("/tmp/"):
         raise RtlBuildError(f"the proof folder {work} is under /tmp, which YoWASP hides; set VDLA_CACHE_DIR elsewhere")
     names = []
@@ -280,7 +292,7 @@ def run_task(cfg: HwConfig | str, task: ProofTask, *, rtl_dir: Path | str | None
     log.write_text(stdout)
     status, failed, step, trace, induction = parse_log(stdout)
     trace_path = (work / trace) if trace else None
-    if solver == "abc-bmc3" and status == "FAIL":
+    if solver == "abc-bmc3" and status == "FAIL" and replay:
         return _replay_abc_failure(cfg, task, stdout, seconds, log, rtl_dir=rtl_dir, timeout=timeout)
     if status == "FAIL":
         props = tuple(FailedProperty(label, loc, step) for label, loc in failed)

@@ -183,6 +183,12 @@ module vdla_formal_live (
       if (status_seen) a_live_status: assert (status[STATUS_DONE_BIT] && status[STATUS_FAULT_BIT] == EXPECT_FAULT);
     end
   end
+`ifdef VDLA_FORMAL_LIVE_PROBES
+  // a_live_done at several bounds K at once (vdla_hw/formal/live_bound.py, the search for the slowest
+  // run): a_live_done_<K> fails, at the frame where `since` reaches K, exactly when some run is still
+  // busy K cycles after its start; BOUND is then the largest K, which sizes `since`.
+`include "vdla_formal_live_probes.svh"
+`endif
 `endif
 endmodule
 
