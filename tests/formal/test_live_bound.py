@@ -8,6 +8,7 @@ ABC's log, the record and how the live tasks take their N from it; the solver ru
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -46,7 +47,7 @@ def test_probe_task_checks_every_bound_and_nothing_else() -> None:
 ABC_LOG = """Running "bmc3". PI/PO/Reg = 5717/44/4561.
 57 + : Var = 1. Cla = 0. Conf = 0. Learn = 0.    0 MB   4 MB     60.10 sec
 Output 3 of miter "model/design_aiger" was asserted in frame 57. Time =    61.00 sec
-Output 1 of miter "model/design_aiger" was asserted in frame 55. Time =    58.00 sec
+Output 1 was asserted in frame 55 (solved 2 out of 5 outputs).
 58 + : Var = 1. Cla = 0. Conf = 0. Learn = 0.    0 MB   4 MB     70.50 sec
 """
 
@@ -104,3 +105,58 @@ def test_recorded_bounds_are_below_the_derived_ones() -> None:
         for kind, entry in kinds.items():
             assert entry["refuted"] + 1 == entry["bound"] <= entry["derived"], (cfg, kind, entry)
             assert entry["refuted_frame"] == DRIVER_CYCLES + entry["refuted"], (cfg, kind, entry)
+
+
+def late_done_rtl(tmp_path: Path, cycles: int) -> Path:
+    """A copy of the RTL whose controller raises `done` ``cycles`` cycles after FINISH or a fault (a slow
+    controller, not a stuck one): the run is otherwise the same."""
+    rtl = tmp_path / "rtl"
+    shutil.copytree(RTL_DIR, rtl)
+    ctrl = rtl / "vdla_ctrl.sv"
+    text = ctrl.read_text()
+    decl, end = "  logic [63:0] cycles;\n", "if ((finish || fault_new) && busy) begin"
+    assert text.count(decl) == 1 and text.count(end) == 1
+    late = (f"  logic [{cycles - 1}:0] end_late;  // planted: the run's end, {cycles} cycles late\n"
+            f"  always_ff @(posedge clk) end_late <= {{end_late, (finish || fault_new) && busy}};\n")
+    ctrl.write_text(text.replace(decl, decl + late).replace(end, f"if (end_late[{cycles - 1}] && busy) begin"))
+    return rtl
+
+
+@pytest.mark.slow
+def test_recorded_fault_bound_is_tight() -> None:
+    """The record's counterexample is reproduced: the probe run over the three bounds below the recorded N
+    refutes each (a run busy N - 1 cycles after its start exists). ~3 min."""
+    n, source = live_bound("tiny", "fault")
+    assert source == "recorded"
+    span = lb.find_span("tiny", "fault", range(n - 3, n), per_output_ms=600_000)
+    assert sorted(span.refuted) == [n - 3, n - 2, n - 1], span
+    assert span.refuted[n - 1] == DRIVER_CYCLES + n - 1
+
+
+@pytest.mark.slow
+def test_a_controller_two_cycles_late_fails_the_tight_fault_task(tmp_path: Path) -> None:
+    """done two cycles late after the fault: the tight task (N the slowest run) fails a_live_done at the
+    bound's frame, and the replay writes the VCD.
+    Long: an ABC run to the bound and a yices replay of its frame."""
+    n, _ = live_bound("tiny", "fault")
+    task = next(t for t in live_tasks("tiny") if t.name == "live_fault_l2")
+    (bad,) = prove("tiny", [task], rtl_dir=late_done_rtl(tmp_path, 2), timeout=3 * 3600)
+    assert bad.status == "FAIL", format_results([bad])
+    assert f"refuted it at frame {DRIVER_CYCLES + n}" in bad.message
+    failed = next(f for f in bad.failed if f.label == "a_live_done")
+    assert failed.step == DRIVER_CYCLES + n
+    assert bad.trace is not None and bad.trace.suffix == ".vcd" and bad.trace.stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_a_late_controller_moves_the_slowest_run(tmp_path: Path) -> None:
+    """The probes see the planted delay cycle for cycle: with `done` two cycles late, the bounds N - 1 and
+    N and N + 1 are refuted (the slowest run is now N + 2 cycles long). ~3 min."""
+    n, _ = live_bound("tiny", "fault")
+    from vdla_hw.formal.sby import run_task, task_dir
+
+    task = dataclasses.replace(lb.span_task("tiny", "fault", range(n - 1, n + 2)), abc_opts=("-a", "-H", "600000"))
+    rtl = late_done_rtl(tmp_path, 2)
+    run_task("tiny", task, rtl_dir=rtl, timeout=3600, replay=False)
+    span = lb.read_span(task_dir("tiny", task, rtl_dir=rtl), "fault")
+    assert sorted(span.refuted) == [n - 1, n, n + 1], span
