@@ -32,6 +32,8 @@ def test_probe_task_checks_every_bound_and_nothing_else() -> None:
     assert "VDLA_FORMAL_LIVE_PROBES" in task.extra_defines and task.abc_opts == ("-a",)
     assert "chformal -assert -remove * vdla_formal_live/a_live_done_* %d" in task.script
     assert task.config == live.config  # the live task's reduced model
+    # vdla_sram_range's own assumption is not part of the live claim
+    assert "chformal -assume -remove *vdla_sram_range*/*" in task.script and "chformal -assume -remove *vdla_sram_range*/*" in live.script
     files = dict(task.generated)
     assert "localparam int BOUND = 44;" in files["vdla_formal_live_prog.svh"]  # sizes `since` for the largest K
     probes = files[lb.PROBES_FILE]

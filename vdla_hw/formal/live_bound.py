@@ -58,7 +58,7 @@ def span_task(cfg: HwConfig | str, kind: str, bounds: Sequence[int]):  # type: i
 
     top = max(bounds)
     task = next(t for t in live_tasks(cfg, {kind: top}) if t.name == f"live_{kind}_l{LIVE_LATENCY}")
-    script = tuple("chformal -assert -remove * vdla_formal_live/a_live_done_* %d" if s.startswith("chformal") else s
+    script = tuple("chformal -assert -remove * vdla_formal_live/a_live_done_* %d" if s.startswith("chformal -assert") else s
                    for s in task.script)
     return dataclasses.replace(
         task, name=f"live_span_{kind}_l{LIVE_LATENCY}", extra_defines=("VDLA_FORMAL_LIVE_PROBES",),

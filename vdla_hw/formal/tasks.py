@@ -201,8 +201,13 @@ def live_tasks(cfg: HwConfig | str, bounds: Mapping[str, int] | None = None, *, 
         # the cell is then of an elaborated module, which a re-read would not undo), every assertion but
         # the task's own removed (the submodules' are proven by their modules' tasks), the tile SRAMs
         # cut, the design flattened.
+        # vdla_sram_range's assumption for its own proof (the walk never wraps its W-bit counter) is
+        # dropped too: the live claim then needs it not (a walk starts at its base, < 2^16, and moves one
+        # element a cycle at most, so no run of the BMC depth comes near the wrap; without the assumption the
+        # solver sees every such run anyway).
         swap = ("read_verilog -sv -formal vdla_formal_uop_sram.sv",
-                f"chtype -set vdla_formal_uop_sram vdla_compute/{UOP_SRAM}", "hierarchy -top vdla_formal_live", "proc")
+                f"chtype -set vdla_formal_uop_sram vdla_compute/{UOP_SRAM}", "hierarchy -top vdla_formal_live", "proc",
+                "chformal -assume -remove *vdla_sram_range*/*")
         tail = (cut, "flatten", "opt_clean", "opt -fast", "opt_clean")
         common = dict(
             top="vdla_formal_live", modules=RTL_MODULES, harness=("vdla_formal_live.sv",), mode="bmc",
