@@ -117,15 +117,16 @@ def rtl_digest(rtl_dir: Path | None = None) -> str:
 
 
 def find_span(cfg: HwConfig | str, kind: str, bounds: Sequence[int], *, timeout: float = 2700.0,
-              per_output_ms: int = 120_000) -> Span:
-    """Run the probe task of ``bounds`` (ABC ``bmc3 -a``, each output given at most ``per_output_ms`` of
-    solver time, so a bound whose frame is hard is left open and the run goes on) and read its :class:`Span`."""
+              gap_seconds: int = 300, rtl_dir: Path | str | None = None) -> Span:
+    """Run the probe task of ``bounds`` (ABC ``bmc3 -a``, which stops once ``gap_seconds`` of solving found
+    no new counterexample: the frames past the slowest run are the hard, unsatisfiable ones, which the
+    live task at the candidate N then proves) and read its :class:`Span`."""
     from vdla_hw.formal.sby import run_task, task_dir
 
     task = span_task(cfg, kind, bounds)
-    task = dataclasses.replace(task, abc_opts=("-a", "-H", str(per_output_ms)))
-    run_task(cfg, task, timeout=timeout, replay=False)
-    return read_span(task_dir(cfg, task), kind)
+    task = dataclasses.replace(task, abc_opts=("-a", "-G", str(gap_seconds)))
+    run_task(cfg, task, rtl_dir=rtl_dir, timeout=timeout, replay=False)
+    return read_span(task_dir(cfg, task, rtl_dir=rtl_dir), kind)
 
 
 def record_span(cfg: HwConfig | str, span: Span, *, path: Path = RECORD) -> dict[str, object]:
@@ -162,8 +163,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--program", required=True, choices=("finish", "legal", "fault"))
     p.add_argument("--bounds", required=True, help="LO:HI, the probe bounds K (cycles after the start), both included")
     p.add_argument("--timeout", type=float, default=2700.0, help="seconds for the run (default: %(default)s)")
-    p.add_argument("--per-output-ms", type=int, default=120_000,
-                   help="ABC's solver time per probe before it is left open (default: %(default)s)")
+    p.add_argument("--gap-seconds", type=int, default=300,
+                   help="stop once ABC found no new counterexample for this long (default: %(default)s)")
     p.add_argument("--no-record", action="store_true", help="print the span only")
     args = p.parse_args(argv)
     try:
@@ -173,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not 1 <= lo <= hi:
         p.error(f"--bounds {args.bounds}: need 1 <= LO <= HI")
     span = find_span(args.config, args.program, range(lo, hi + 1), timeout=args.timeout,
-                     per_output_ms=args.per_output_ms)
+                     gap_seconds=args.gap_seconds)
     print(f"{args.program}: refuted {sorted(span.refuted)} (frames {sorted(span.refuted.values())}); "
           f"open {list(span.open)}; {span.frames} frames, ABC {span.abc_seconds} s; candidate N = {span.candidate}")
     if not args.no_record and span.refuted:
