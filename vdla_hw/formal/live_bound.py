@@ -109,9 +109,9 @@ def read_span(work: Path, kind: str) -> Span:
 
 
 def rtl_digest(rtl_dir: Path | None = None) -> str:
-    """A digest of the RTL files a record was found on (a changed RTL may run slower or faster)."""
+    """A digest of the RTL files and the live harness a record was found on (a change may make runs slower or faster)."""
     h = hashlib.sha256()
-    for p in sorted((rtl_dir or RTL_DIR).glob("vdla_*.sv")):
+    for p in [*sorted((rtl_dir or RTL_DIR).glob("vdla_*.sv")), Path(__file__).with_name("vdla_formal_live.sv")]:
         h.update(p.name.encode() + b"\0" + p.read_bytes())
     return h.hexdigest()[:16]
 
