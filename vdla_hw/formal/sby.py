@@ -321,6 +321,9 @@ def _replay_abc_failure(cfg: HwConfig, task: ProofTask, stdout: str, seconds: fl
         return ProofResult(task, "ERROR", seconds, log=log, solver="abc-bmc3",
                            message="ABC reported a failure without its frame; see the log")
     frame = int(frame_m.group(1))
+    simulated = _simulate_abc_failure(task, log.parent, frame, seconds)
+    if simulated is not None:
+        return simulated
     # ABC checks frame by frame, so F is the first failing one: only step F needs checking again.
     replay = run_task(cfg, replace(task, depth=frame + 1, skip=frame), rtl_dir=rtl_dir, solver="yices",
                       timeout=timeout)
@@ -331,3 +334,45 @@ def _replay_abc_failure(cfg: HwConfig, task: ProofTask, stdout: str, seconds: fl
                                    f"{frame + 1} found none ({replay.status}): the two models disagree")
     return ProofResult(task, "FAIL", total, replay.failed, replay.trace, log, solver="abc-bmc3",
                        message=f"ABC bmc3 refuted it at frame {frame}; smtbmc (yices) confirmed it and wrote the trace")
+
+
+def _assert_location(work: Path, label: str) -> str:
+    """``file:line`` of the assertion labelled ``label`` among a run's sources (as smtbmc names it)."""
+    for src in sorted(work.glob("*.sv*")):
+        for n, line in enumerate(src.read_text().splitlines(), 1):
+            if re.search(rf"\b{re.escape(label)}\s*:\s*assert\b", line):
+                return f"{src.name}:{n}"
+    return "?"
+
+
+def _simulate_abc_failure(task: ProofTask, work: Path, frame: int, seconds: float) -> ProofResult | None:
+    """ABC's own counterexample (its witness, ``trace.aiw``) simulated on the AIGER model it solved
+    (:mod:`~vdla_hw.formal.aiger_sim`): when the simulation shows a property failing first at ``frame``
+    with every assumption held, that is the verdict, with a VCD of the model's named signals; None when
+    the files are missing or the simulation does not confirm it (then the caller replays with yices)."""
+    import json
+
+    from vdla_hw.formal.aiger_sim import bad_frames, read_aiger, read_witness, replay_witness, write_vcd
+
+    model_dir, witness = work / "task" / "model", work / "task" / "engine_0" / "trace.aiw"
+    if not (witness.exists() and (model_dir / "design_aiger.aig").exists()):
+        return None
+    t0 = time.perf_counter()
+    model = read_aiger(model_dir / "design_aiger.aig")
+    try:
+        init, frames = read_witness(witness, model)
+    except ValueError:
+        return None
+    outs, states = replay_witness(model, init, frames)
+    first, broken = bad_frames(outs, len(model.outputs) - model.constraints, model.constraints)
+    names = ["".join(p.lstrip("\\") for p in a) for a in json.loads((model_dir / "design_aiger.ywa").read_text())["asserts"]]
+    hits = [(names[i], f) for i, f in enumerate(first) if f is not None]
+    if broken is not None or not hits or min(f for _, f in hits) != frame:
+        return None
+    trace = work / "trace_abc.vcd"
+    write_vcd(trace, model_dir / "design_aiger.aim", (states, frames), model)
+    failed = tuple(FailedProperty(label, _assert_location(work, label), f) for label, f in hits if f == frame)
+    return ProofResult(task, "FAIL", seconds + time.perf_counter() - t0, failed, trace, work / "sby.log",
+                       solver="abc-bmc3",
+                       message=f"ABC bmc3 refuted it at frame {frame}; its counterexample, simulated on the AIGER "
+                               "model with every assumption held, fails there too (VCD of the model's signals)")
