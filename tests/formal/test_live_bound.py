@@ -48,7 +48,7 @@ def test_probe_task_checks_every_bound_and_nothing_else() -> None:
 ABC_LOG = """Running "bmc3". PI/PO/Reg = 5717/44/4561.
 57 + : Var = 1. Cla = 0. Conf = 0. Learn = 0.    0 MB   4 MB     60.10 sec
 Output 3 of miter "model/design_aiger" was asserted in frame 57. Time =    61.00 sec
-Output 1 was asserted in frame 55 (solved 2 out of 5 outputs).
+Output  1 was asserted in frame 55 (solved  2 out of  5 outputs).
 58 + : Var = 1. Cla = 0. Conf = 0. Learn = 0.    0 MB   4 MB     70.50 sec
 """
 

@@ -36,7 +36,7 @@ from vdla_hw.rtl_build import RTL_DIR
 PROBES_FILE = "vdla_formal_live_probes.svh"
 _PROBE = re.compile(r"a_live_done_(\d+)$")
 # `bmc3` alone: "Output 1 of miter "m" was asserted in frame 59."; with `-a`: "Output 30 was asserted in frame 70 (...)".
-_ABC_OUTPUT = re.compile(r"Output (\d+) (?:of miter .* )?was asserted in frame (\d+)")
+_ABC_OUTPUT = re.compile(r"Output\s+(\d+)\s+(?:of miter .* )?was asserted in frame\s+(\d+)")
 
 
 def probes_include(bounds: Sequence[int]) -> str:
