@@ -104,7 +104,7 @@ def parse_span(engine_log: str, asserts: Sequence[str], kind: str) -> Span:
 def read_span(work: Path, kind: str) -> Span:
     """:func:`parse_span` of a probe run's SymbiYosys folder (``work``: the task's build folder), also while it runs."""
     model = work / "task" / "model" / "design_aiger.ywa"
-    asserts = ["".join(p.lstrip("\\") for p in a) for a in json.loads(model.read_text())["asserts"]]
+    asserts = [a[-1].lstrip("\\") for a in json.loads(model.read_text())["asserts"]]
     return parse_span((work / "task" / "engine_0" / "logfile.txt").read_text(), asserts, kind)
 
 

@@ -365,7 +365,7 @@ def _simulate_abc_failure(task: ProofTask, work: Path, frame: int, seconds: floa
         return None
     outs, states = replay_witness(model, init, frames)
     first, broken = bad_frames(outs, len(model.outputs) - model.constraints, model.constraints)
-    names = ["".join(p.lstrip("\\") for p in a) for a in json.loads((model_dir / "design_aiger.ywa").read_text())["asserts"]]
+    names = [a[-1].lstrip("\\") for a in json.loads((model_dir / "design_aiger.ywa").read_text())["asserts"]]
     hits = [(names[i], f) for i, f in enumerate(first) if f is not None]
     if broken is not None or not hits or min(f for _, f in hits) != frame:
         return None
