@@ -1,0 +1,201 @@
+"""The two-phase resident 1x1 conv template: a layer whose input, weights and accumulators all fit in SRAM
+at once, scheduled for small edges (what the tiled template of ``conv2d.py`` cannot express).
+
+The layer is a GEMM of ``m`` output pixels x ``kb`` input-channel blocks x ``nb`` output-channel blocks.
+Nothing is ever re-loaded, so no LOAD waits for a buffer to be released, and the order of the work is
+chosen for the edges of the timeline:
+
+- *ic-major start*: the first ``b1`` input-channel blocks reduce into every output block, one input
+  block at a time; each block's GEMM is cut into pieces of output blocks (``first_piece`` for the first
+  block, ``piece`` after), each with its own weight LOAD, so the first GEMM waits only for the micro-ops,
+  one input column (or its first rows, ``first_rows``) and one weight piece.  The first block's GEMMs
+  overwrite the accumulators (the STORE adds the bias: no initialisation at all);
+- *oc-major end*: the other input blocks run per group of ``group`` output blocks; a group is final after
+  its GEMM and is stored at once (the STORE adds the bias, ReLU, shift and clip), so after the last GEMM
+  only the last group's STORE is left (the last group cut into groups of ``last_group``).
+
+One micro-op per GEMM piece or per (group, reduction block): the output blocks are the inner instruction
+loop and the pixels the outer, so the micro-op LOAD before the first GEMM stays small.  The input of a
+strided 1x1 layer is loaded as its used rows, whole (a 2-D DMA cannot skip columns), at a pitch of
+``stride * ow`` tiles: pixel ``p`` of a column then sits at ``stride * p``, one loop factor.
+
+:func:`emit_two_phase` writes the instructions over DRAM buffers it is given (the conv template here and
+``bench/vdla_edge_bound.py``'s im2col GEMM both call it); :func:`conv2d_resident` compiles a conv layer into
+a :class:`~vdla.compiler.vdla.build.VdlaModule` whose parameters are the tiled template's (same packed
+layouts), so ``CompiledConv`` runs and checks it alike.  ``fit.resident_error`` says whether it fits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vdla_hw.config import HwConfig
+from vdla_hw.errors import UnsupportedError
+from vdla_hw.isa import MemType, Uop
+
+from vdla.runtime.program import ProgramBuilder
+
+from ..build import VdlaModule
+from ..codegen import ParamBinding
+from ..target import SCOPE_ACC, SCOPE_INP, SCOPE_WGT, VdlaTarget
+from .epilogue import Requantize
+from .fit import resident_error, resident_shape
+from .tiling import Conv2dWorkload, ResidentKnobs
+
+
+@dataclass(frozen=True)
+class InputColumns:
+    """Where each input-channel block's pixels are in DRAM and how they land in SRAM (tile units)."""
+
+    dram: int
+    """DRAM tile address of block 0's first used row."""
+    block_stride: int
+    """DRAM tiles from one input-channel block to the next."""
+    rows: int
+    """Used rows per block (one DMA row each)."""
+    row_tiles: int
+    """Tiles loaded per row."""
+    row_stride: int
+    """DRAM tiles from one used row to the next."""
+    pitch: int
+    """SRAM tiles per row (``row_tiles`` plus zero padding on the right)."""
+    pixel_step: int
+    """SRAM tiles from one output pixel to the next (the stride)."""
+    row_pixels: int
+    """Output pixels per row."""
+
+    @property
+    def col(self) -> int:
+        """SRAM tiles of one block's column."""
+        return self.rows * self.pitch
+
+    def load(self, pb: ProgramBuilder, b: int, row0: int, row1: int, **deps: bool) -> None:
+        """LOAD rows ``[row0, row1)`` of block ``b`` into its column (one DMA row when they are contiguous)."""
+        sram = b * self.col + row0 * self.pitch
+        dram = self.dram + b * self.block_stride + row0 * self.row_stride
+        n = row1 - row0
+        if self.row_stride == self.row_tiles == self.pitch:
+            pb.load(MemType.INP, sram, dram, 1, n * self.row_tiles, n * self.row_tiles, **deps)
+        else:
+            pb.load(MemType.INP, sram, dram, n, self.row_tiles, self.row_stride,
+                    pad=(0, 0, 0, self.pitch - self.row_tiles), **deps)
+
+
+@dataclass(frozen=True)
+class StoreEpilogue:
+    """What the STOREs do on the way out: add the bias (when loaded), ReLU, ``>> shift``, saturate."""
+
+    shift: int = 0
+    relu: bool = True
+    clip: bool = True
+
+
+def emit_two_phase(pb: ProgramBuilder, cfg: HwConfig, m: int, kb: int, nb: int, k: ResidentKnobs, inp: InputColumns,
+                   wgt: int, bias: int | None, out: int, ep: StoreEpilogue) -> None:
+    """The two-phase schedule's instructions (micro-op LOAD first, FINISH last) into ``pb``.
+
+    DRAM tile addresses: ``wgt`` holds ``[oc block][ic block]``, ``bias`` (or None: no bias) one accumulator
+    row of ``nb`` tiles, ``out`` ``[oc block][pixel]``.  SRAM: input column ``b`` at ``b * inp.col``; the
+    ic-major weights ``[b][o]`` at ``b * nb + o``, the oc-major ones ``[o][b - b1]`` after them;
+    accumulators ``[o][pixel]`` (a group of output blocks is one contiguous STORE), the bias after them.
+    The caller checks the fit (``fit.resident_error``)."""
+    b1 = k.b1
+    rest_blocks = kb - b1
+    w2 = b1 * nb
+    bias_base = m * nb
+    starts = list(range(0, nb - k.group, k.group)) + list(range(nb - k.group, nb, k.last_group))
+    sizes = [b - a for a, b in zip(starts, starts[1:] + [nb])]
+    step = inp.pixel_step
+    uops: list[Uop] = []
+
+    def place(lst: list[Uop]) -> tuple[int, int]:
+        uops.extend(lst)
+        return len(uops) - len(lst), len(uops)
+
+    size = [k.first_piece] + [k.piece] * (b1 - 1)
+    split = k.first_rows * inp.row_pixels  # pixels of the first GEMM's first part (0: not split)
+    first = {(b, o0): place([Uop(o0 * m, b * inp.col, b * nb + o0)]) for b in range(b1) for o0 in range(0, nb, size[b])}
+    tail = place([Uop(split, step * split, 0)]) if split else None  # the first piece's other rows (block 0, o0 = 0)
+    rest = {o0: place([Uop(o0 * m, b * inp.col, w2 + o0 * rest_blocks + (b - b1)) for b in range(b1, kb)])
+            for o0 in starts}
+    pb.load_uops(pb.uops(uops, "uops"))
+    gemms = 0
+
+    def load_bias() -> None:
+        if bias is not None:
+            pb.load(MemType.ACC, bias_base, bias, 1, nb, nb)
+
+    if not k.late_bias and k.bias_after == 0:
+        load_bias()
+
+    def gemm(span: tuple[int, int], pixels: int, blocks: int, wgt_step: int, **flags: bool) -> None:
+        nonlocal gemms
+        pb.gemm(*span, iter_out=pixels, iter_in=blocks, dst_factor=(1, m), src_factor=(step, 0),
+                wgt_factor=(0, wgt_step), **flags)
+        gemms += 1
+        if not k.late_bias and gemms == k.bias_after:
+            load_bias()
+
+    # The load module's order: per ic-major block its input column and weight pieces (one token each for the
+    # GEMM piece that reads them), with the oc-major phase's input columns spread over the blocks; then the
+    # oc-major weights, one LOAD (and token) per group.
+    later = list(range(b1, kb))
+    for b in range(b1):
+        if b == 0 and split:
+            inp.load(pb, 0, 0, k.first_rows)
+        else:
+            inp.load(pb, b, 0, inp.rows)
+        for o0 in range(0, nb, size[b]):
+            pb.load(MemType.WGT, b * nb + o0, wgt + o0 * kb + b, size[b], 1, kb, push_next=True)
+            if b == 0 and o0 == 0 and split:
+                gemm(first[(0, 0)], split, size[0], 1, overwrite=True, pop_prev=True)
+                inp.load(pb, 0, k.first_rows, inp.rows, push_next=True)
+                gemm(tail, m - split, size[0], 1, overwrite=True, pop_prev=True)  # type: ignore[arg-type]
+            else:
+                gemm(first[(b, o0)], m, size[b], 1, overwrite=b == 0, pop_prev=True)
+        # Not in block 0, where the load module is still catching up with the first GEMMs.
+        for _ in range(0 if b == 0 and b1 > 1 else -(-len(later) // (b1 - b))):
+            if later:
+                c = later.pop(0)
+                inp.load(pb, c, 0, inp.rows)
+    if k.late_bias or gemms < k.bias_after:
+        load_bias()
+    for i, (o0, g) in enumerate(zip(starts, sizes)):
+        pb.load(MemType.WGT, w2 + o0 * rest_blocks, wgt + o0 * kb + b1, g, rest_blocks, kb, push_next=True)
+        gemm(rest[o0], m, g, rest_blocks, pop_prev=True, push_next=True)
+        pb.store(o0 * m, out + o0 * m, g, m, m, pop_prev=True, push_prev=i == len(starts) - 1, shift=ep.shift,
+                 clip=ep.clip, relu=ep.relu, bias=None if bias is None else (bias_base + o0, 1))
+    pb.finish(pop_next=True)
+
+
+def conv_input_columns(wl: Conv2dWorkload, dram: int) -> InputColumns:
+    """The used rows of a packed 1x1 layer's input ``(1, IC/BI, H, W, 1, BI)`` at DRAM tile ``dram``: output
+    row ``y`` reads input row ``stride * y``; whole rows (up to ``stride * ow`` tiles, zero-padded to it)."""
+    s = wl.stride
+    tiles = min(wl.w, s * wl.ow)
+    return InputColumns(dram, wl.h * wl.w, wl.oh, tiles, s * wl.w, s * wl.ow, s, wl.ow)
+
+
+def conv2d_resident(wl: Conv2dWorkload, knobs: ResidentKnobs, target: VdlaTarget, epilogue: Requantize = Requantize(),
+                    name: str = "conv2d") -> VdlaModule:
+    """Compile the 1x1 layer ``wl`` with the two-phase resident template; the module's parameters (data,
+    kernel, [bias,] out) have the tiled template's packed shapes.  Raises :class:`UnsupportedError` naming the
+    reason when the layer, the epilogue or the knobs do not fit (``fit.resident_error``)."""
+    cfg = target.config
+    reason = resident_error(wl, knobs, target, epilogue)
+    if reason is not None:
+        raise UnsupportedError(reason, hint="use the tiled template (Conv2dKnobs), or the ResidentKnobs that "
+                                            "fit.resident_space lists for this layer")
+    m, kb, nb, _ = resident_shape(wl, cfg)
+    acc_t = target.scope(SCOPE_ACC).dtype
+    params = [ParamBinding("data", "inp", (1, kb, wl.h, wl.w, 1, cfg.block_in), target.scope(SCOPE_INP).dtype),
+              ParamBinding("kernel", "wgt", (nb, kb, 1, 1, cfg.block_out, cfg.block_in), target.scope(SCOPE_WGT).dtype)]
+    if epilogue.bias:
+        params.append(ParamBinding("bias", "acc", (nb, 1, cfg.block_out), acc_t))
+    params.append(ParamBinding("out", "out", (1, nb, wl.oh, wl.ow, 1, cfg.block_out), target.out_dtype))
+    pb = ProgramBuilder(cfg)
+    specs = {p.name: pb.alloc(p.name, p.kind, p.matrix_shape()) for p in params}
+    emit_two_phase(pb, cfg, m, kb, nb, knobs, conv_input_columns(wl, specs["data"].addr), specs["kernel"].addr,
+                   specs["bias"].addr if epilogue.bias else None, specs["out"].addr,
+                   StoreEpilogue(epilogue.shift, epilogue.relu))
+    return VdlaModule(name, target, pb.build(), tuple(params), None, ("out",))
