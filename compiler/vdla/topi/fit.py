@@ -502,7 +502,8 @@ def resident_uops(wl: Conv2dWorkload, k: ResidentKnobs, cfg: HwConfig) -> int:
     rows) and one per oc-major group and reduction block."""
     _, kb, nb, _ = resident_shape(wl, cfg)
     groups = len(range(0, nb - k.group, k.group)) + k.group // k.last_group
-    return nb // k.first_piece + (1 if k.first_rows else 0) + (k.b1 - 1) * (nb // k.piece) + groups * (kb - k.b1)
+    return (k.first_blocks * (nb // k.first_piece) + (1 if k.first_rows else 0) + (k.b1 - k.first_blocks) * (nb // k.piece)
+            + (groups + (1 if k.last_rows else 0)) * (kb - k.b1))
 
 
 def resident_footprint(wl: Conv2dWorkload, k: ResidentKnobs, cfg: HwConfig, ep: Requantize = _PLAIN) -> dict[str, int]:
@@ -533,13 +534,16 @@ def resident_error(wl: Conv2dWorkload, k: ResidentKnobs, target: VdlaTarget | Hw
         return f"the resident template runs one stream, virtual_threads must be 1, got {k.virtual_threads}"
     if not (0 < k.b1 < kb):
         return f"b1={k.b1} must be in 1..{kb - 1} (the layer has {kb} input-channel blocks)"
+    if not 1 <= k.first_blocks <= k.b1:
+        return f"first_blocks={k.first_blocks} must be in 1..b1={k.b1}"
     for name, v in (("first_piece", k.first_piece), ("piece", k.piece), ("group", k.group)):
         if v <= 0 or nb % v:
             return f"{name}={v} must divide the {nb} output-channel blocks"
     if k.last_group <= 0 or k.group % k.last_group:
         return f"last_group={k.last_group} must divide group={k.group}"
-    if not 0 <= k.first_rows < wl.oh:
-        return f"first_rows={k.first_rows} must be in 0..{wl.oh - 1}"
+    for name, v in (("first_rows", k.first_rows), ("last_rows", k.last_rows)):
+        if not 0 <= v < wl.oh:
+            return f"{name}={v} must be in 0..{wl.oh - 1}"
     if m > MAX_LOOP or max(k.first_piece, k.piece, k.group) > MAX_LOOP:
         return f"{m} output pixels exceed the instruction loop limit {MAX_LOOP}"
     over = {s: n for s, n in resident_footprint(wl, k, cfg, ep).items() if n > tgt.scope(s).depth}
@@ -548,20 +552,24 @@ def resident_error(wl: Conv2dWorkload, k: ResidentKnobs, target: VdlaTarget | Hw
 
 
 def resident_space(wl: Conv2dWorkload, target: VdlaTarget, ep: Requantize = _PLAIN) -> list[ResidentKnobs]:
-    """The resident template's settings the tuner measures (empty when the layer does not fit resident): the
-    ic-major share at a half, five eighths and three quarters of the reduction, the first piece at an eighth or
-    a quarter of the output blocks (the other pieces twice that), groups of 4 output blocks with the last cut to
-    single blocks, the first column whole or split at half its rows, the bias first or after two GEMMs."""
+    """The resident template's settings the tuner measures (empty when the layer does not fit resident).
+
+    Around what a sweep of C11 on ``default`` found best (docs/vdla_compiler.md): the ic-major share at a half,
+    nine sixteenths and five eighths of the reduction; pieces of a quarter of the output blocks for the first one
+    or two ic-major blocks and of a half after; groups of 4 output blocks, the last cut to single blocks and its
+    last third or half of the rows stored apart; the first column split at half its rows; the bias after the first
+    two GEMMs; and the plain schedule (no split, bias first) as a peer."""
     cfg = target.config
     _, kb, nb, _ = resident_shape(wl, cfg)
     if kb < 2 or nb < 1:
         return []
-    out = []
     group = next((g for g in (4, 2, 1) if nb % g == 0), 1)
-    shares = sorted({max(1, kb // 2), max(1, 5 * kb // 8), max(1, 3 * kb // 4)} - {kb})
-    for b1, fp, rows, bias_after in product(shares, sorted({max(1, nb // 8), max(1, nb // 4)}), (0, wl.oh // 2), (0, 2)):
-        piece = next(p for p in (2 * fp, fp) if nb % p == 0)
-        k = ResidentKnobs(b1, fp, piece, group, 1, False, rows, bias_after)
-        if resident_error(wl, k, target, ep) is None:
-            out.append(k)
-    return out
+    fp = max(1, nb // 4)
+    piece = next(p for p in (2 * fp, fp) if nb % p == 0)
+    shares = sorted({max(1, kb // 2), max(1, 9 * kb // 16), max(1, 5 * kb // 8)} - {kb})
+    half, third = wl.oh // 2, max(1, wl.oh // 3) if wl.oh > 1 else 0
+    candidates = [ResidentKnobs(shares[0], fp, piece, group)]
+    candidates += [ResidentKnobs(b1, fp, piece, group, 1, first_rows=half, first_blocks=fb, later_from=fb + 1,
+                                 last_rows=last, bias_after=2)
+                   for b1, fb, last in product(shares, (1, 2), sorted({third, half}))]
+    return [k for k in dict.fromkeys(candidates) if resident_error(wl, k, target, ep) is None]

@@ -112,12 +112,16 @@ def emit_two_phase(pb: ProgramBuilder, cfg: HwConfig, m: int, kb: int, nb: int, 
         uops.extend(lst)
         return len(uops) - len(lst), len(uops)
 
-    size = [k.first_piece] + [k.piece] * (b1 - 1)
+    size = [k.first_piece] * k.first_blocks + [k.piece] * (b1 - k.first_blocks)
     split = k.first_rows * inp.row_pixels  # pixels of the first GEMM's first part (0: not split)
     first = {(b, o0): place([Uop(o0 * m, b * inp.col, b * nb + o0)]) for b in range(b1) for o0 in range(0, nb, size[b])}
     tail = place([Uop(split, step * split, 0)]) if split else None  # the first piece's other rows (block 0, o0 = 0)
     rest = {o0: place([Uop(o0 * m, b * inp.col, w2 + o0 * rest_blocks + (b - b1)) for b in range(b1, kb)])
             for o0 in starts}
+    # The last group's GEMM and STORE cut by pixels (its last ``last_rows`` rows): a smaller STORE after the last GEMM.
+    cut = m - k.last_rows * inp.row_pixels if k.last_rows else m
+    last_tail = place([Uop(starts[-1] * m + cut, b * inp.col + step * cut, w2 + starts[-1] * rest_blocks + (b - b1))
+                       for b in range(b1, kb)]) if k.last_rows else None
     pb.load_uops(pb.uops(uops, "uops"))
     gemms = 0
 
@@ -153,8 +157,8 @@ def emit_two_phase(pb: ProgramBuilder, cfg: HwConfig, m: int, kb: int, nb: int, 
                 gemm(tail, m - split, size[0], 1, overwrite=True, pop_prev=True)  # type: ignore[arg-type]
             else:
                 gemm(first[(b, o0)], m, size[b], 1, overwrite=b == 0, pop_prev=True)
-        # Not in block 0, where the load module is still catching up with the first GEMMs.
-        for _ in range(0 if b == 0 and b1 > 1 else -(-len(later) // (b1 - b))):
+        # Spread over the blocks from ``later_from`` on: before it the load module catches up with the first GEMMs.
+        for _ in range(0 if b < min(k.later_from, b1 - 1) else -(-len(later) // (b1 - b))):
             if later:
                 c = later.pop(0)
                 inp.load(pb, c, 0, inp.rows)
@@ -162,9 +166,12 @@ def emit_two_phase(pb: ProgramBuilder, cfg: HwConfig, m: int, kb: int, nb: int, 
         load_bias()
     for i, (o0, g) in enumerate(zip(starts, sizes)):
         pb.load(MemType.WGT, w2 + o0 * rest_blocks, wgt + o0 * kb + b1, g, rest_blocks, kb, push_next=True)
-        gemm(rest[o0], m, g, rest_blocks, pop_prev=True, push_next=True)
-        pb.store(o0 * m, out + o0 * m, g, m, m, pop_prev=True, push_prev=i == len(starts) - 1, shift=ep.shift,
-                 clip=ep.clip, relu=ep.relu, bias=None if bias is None else (bias_base + o0, 1))
+        last = i == len(starts) - 1
+        parts = [(rest[o0], 0, cut), (last_tail, cut, m)] if last and last_tail else [(rest[o0], 0, m)]
+        for j, (span, p0, p1) in enumerate(parts):
+            gemm(span, p1 - p0, g, rest_blocks, pop_prev=j == 0, push_next=True)  # type: ignore[arg-type]
+            pb.store(o0 * m + p0, out + o0 * m + p0, g, p1 - p0, m, pop_prev=True, push_prev=last and j == len(parts) - 1,
+                     shift=ep.shift, clip=ep.clip, relu=ep.relu, bias=None if bias is None else (bias_base + o0, 1))
     pb.finish(pop_next=True)
 
 

@@ -216,6 +216,15 @@ class ResidentKnobs:
     last_group: int = 1
     late_bias: bool = False
     first_rows: int = 0
+    first_blocks: int = 1
+    """The leading ic-major blocks whose GEMMs are cut into ``first_piece`` pieces (the load module, which the
+    prologue left behind, catches up on their smaller weight LOADs)."""
+    later_from: int = 1
+    """The ic-major block from which the oc-major phase's input columns are loaded (spread evenly over the blocks
+    left, after each block's weight pieces): the blocks before it leave the load module time to get ahead."""
+    last_rows: int = 0
+    """The last group's GEMM and STORE cut in two by pixels, the second part its last this many output rows (0: not
+    cut): the STORE left after the last GEMM is smaller."""
     bias_after: int = 0
     """The bias LOAD (a compute-module LOAD read only by the STOREs) after this many ic-major GEMMs (0: before
     the first), where the compute module would otherwise wait for the load module."""
