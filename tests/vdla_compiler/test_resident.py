@@ -56,6 +56,24 @@ def test_resident_layer_bit_exact_on_fsim_and_cycle(config: str, wl: Conv2dWorkl
     _check_both(compile_conv2d(wl, target, knobs=knobs, epilogue=ep))
 
 
+@pytest.mark.parametrize("config, wl, knobs", [
+    ("tiny", Conv2dWorkload(1, 16, 8, 8, 16, 1, 1, 2, 0), ResidentKnobs(2, 1, 2, 2, 1, row_tiles=2)),
+    ("tiny", Conv2dWorkload(1, 16, 8, 8, 16, 1, 1, 2, 0), ResidentKnobs(3, 2, 1, 2, 1, first_rows=1, last_rows=1,
+                                                                        bias_after=2, row_tiles=2)),
+    ("tiny", Conv2dWorkload(1, 16, 6, 4, 12, 1, 1, 1, 0), ResidentKnobs(1, 1, 3, 3, 1, first_blocks=1, row_tiles=3)),
+    ("tiny", Conv2dWorkload(1, 16, 8, 8, 16, 1, 1, 2, 0), ResidentKnobs(3, 2, 1, 2, 1, bias_after=3, row_tiles=4)),
+    ("default", RESNET18_CONVS["C8"], ResidentKnobs(6, 4, 8, 4, 1, first_rows=3, first_blocks=2, later_from=3,
+                                                    last_rows=2, bias_after=2, row_tiles=2)),
+])
+def test_resident_row_tiles_bit_exact_on_fsim_and_cycle(config: str, wl: Conv2dWorkload, knobs: ResidentKnobs) -> None:
+    # Row tiles one after the other over the same accumulators and resident weights: the tokens that let the
+    # next tile's columns and first GEMMs in (compute->load, store->compute) keep every result exact.
+    target = VdlaTarget.from_config(config)
+    ep = Requantize(shift=requant_shift(wl))
+    assert resident_error(wl, knobs, target, ep) is None
+    _check_both(compile_conv2d(wl, target, knobs=knobs, epilogue=ep))
+
+
 @pytest.mark.parametrize("ep", [Requantize(shift=5, relu=False), Requantize(shift=4, bias=False)])
 def test_resident_epilogues_without_relu_or_bias(ep: Requantize) -> None:
     wl = Conv2dWorkload(1, 16, 8, 8, 16, 1, 1, 2, 0)
@@ -84,6 +102,11 @@ def test_resident_names_what_does_not_fit() -> None:
     assert "1x1" in (resident_error(RESNET18_CONVS["C9"], ResidentKnobs(4, 4, 4, 4), DEFAULT, ep) or "")
     assert "STORE" in (resident_error(RESNET18_CONVS["C11"], C11_BEST, DEFAULT, Requantize(multiplier=True)) or "")
     assert resident_space(RESNET18_CONVS["C5"], DEFAULT, ep) == []
+    assert "row_tiles=3 must divide the 14" in (resident_error(RESNET18_CONVS["C8"], ResidentKnobs(6, 4, 8, 4, row_tiles=3),
+                                                               DEFAULT, ep) or "")
+    # Two row tiles of C8 fit only when the next tile's columns find room beside the oc-major ones: b1 >= 6 of 8.
+    assert "vdla.inp" in (resident_error(RESNET18_CONVS["C8"], ResidentKnobs(5, 4, 8, 4, row_tiles=2), DEFAULT, ep) or "")
+    assert resident_error(RESNET18_CONVS["C8"], ResidentKnobs(6, 4, 8, 4, row_tiles=2), DEFAULT, ep) is None
     with pytest.raises(UnsupportedError, match=r"b1=16 must be in 1\.\.15"):
         compile_conv2d(RESNET18_CONVS["C11"], DEFAULT, knobs=ResidentKnobs(16, 8, 16, 4), epilogue=ep)
 

@@ -490,27 +490,30 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def resident_shape(wl: Conv2dWorkload, cfg: HwConfig) -> tuple[int, int, int, int]:
-    """(pixels ``m``, input-channel blocks ``kb``, output-channel blocks ``nb``, input SRAM tiles per ic block
-    ``col``) of the resident 1x1 template: an ic block's input is its ``oh`` used rows at a pitch of
-    ``stride * ow`` tiles, so pixel ``p`` sits at ``stride * p`` in its column."""
-    return wl.oh * wl.ow, wl.ic // cfg.block_in, wl.oc // cfg.block_out, wl.oh * wl.stride * wl.ow
+def resident_shape(wl: Conv2dWorkload, cfg: HwConfig, row_tiles: int = 1) -> tuple[int, int, int, int]:
+    """(pixels ``m`` of a row tile, input-channel blocks ``kb``, output-channel blocks ``nb``, input SRAM tiles per
+    ic block and row tile ``col``) of the resident 1x1 template: an ic block's input is its used rows at a pitch
+    of ``stride * ow`` tiles, so pixel ``p`` sits at ``stride * p`` in its column."""
+    rows = wl.oh // row_tiles
+    return rows * wl.ow, wl.ic // cfg.block_in, wl.oc // cfg.block_out, rows * wl.stride * wl.ow
 
 
 def resident_uops(wl: Conv2dWorkload, k: ResidentKnobs, cfg: HwConfig) -> int:
-    """Micro-ops the resident template loads: one per ic-major GEMM piece (two for a first piece split by
-    rows) and one per oc-major group and reduction block."""
-    _, kb, nb, _ = resident_shape(wl, cfg)
+    """Micro-ops the resident template loads: per row tile one per ic-major GEMM piece and one per oc-major group
+    and reduction block; one more for a first piece split by rows, a reduction's worth for a last group split."""
+    _, kb, nb, _ = resident_shape(wl, cfg, k.row_tiles)
     groups = len(range(0, nb - k.group, k.group)) + k.group // k.last_group
-    return (k.first_blocks * (nb // k.first_piece) + (1 if k.first_rows else 0) + (k.b1 - k.first_blocks) * (nb // k.piece)
-            + (groups + (1 if k.last_rows else 0)) * (kb - k.b1))
+    per_tile = k.first_blocks * (nb // k.first_piece) + (k.b1 - k.first_blocks) * (nb // k.piece) + groups * (kb - k.b1)
+    return k.row_tiles * per_tile + (1 if k.first_rows else 0) + (kb - k.b1 if k.last_rows else 0)
 
 
 def resident_footprint(wl: Conv2dWorkload, k: ResidentKnobs, cfg: HwConfig, ep: Requantize = _PLAIN) -> dict[str, int]:
-    """Elements each on-chip buffer holds under the resident template: every input column, every weight tile,
-    every output tile's accumulator (plus the bias) and the micro-ops."""
-    m, kb, nb, col = resident_shape(wl, cfg)
-    return {SCOPE_INP: kb * col, SCOPE_WGT: kb * nb, SCOPE_ACC: m * nb + (nb if ep.bias else 0),
+    """Elements each on-chip buffer holds under the resident template: the input columns (one row tile's, and with
+    several tiles also the next tile's ic-major ones beside the oc-major ones still read), every weight tile,
+    one row tile's accumulators (plus the bias) and the micro-ops."""
+    m, kb, nb, col = resident_shape(wl, cfg, k.row_tiles)
+    columns = kb if k.row_tiles == 1 else 2 * kb - k.b1
+    return {SCOPE_INP: columns * col, SCOPE_WGT: kb * nb, SCOPE_ACC: m * nb + (nb if ep.bias else 0),
             SCOPE_UOP: resident_uops(wl, k, cfg)}
 
 
@@ -529,7 +532,9 @@ def resident_error(wl: Conv2dWorkload, k: ResidentKnobs, target: VdlaTarget | Hw
                 f"{cfg.name!r} (BATCH={cfg.batch}) is not one")
     if not ep.on_store or ep.multiplier or ep.residual is not None or (ep.bias and not ep.bias_on_store):
         return f"the resident template needs the epilogue on the STORE (bias, ReLU, shift, clip only), got {ep}"
-    m, kb, nb, _ = resident_shape(wl, cfg)
+    if k.row_tiles < 1 or wl.oh % k.row_tiles:
+        return f"row_tiles={k.row_tiles} must divide the {wl.oh} output rows"
+    m, kb, nb, _ = resident_shape(wl, cfg, k.row_tiles)
     if k.virtual_threads != 1:
         return f"the resident template runs one stream, virtual_threads must be 1, got {k.virtual_threads}"
     if not (0 < k.b1 < kb):
@@ -541,9 +546,10 @@ def resident_error(wl: Conv2dWorkload, k: ResidentKnobs, target: VdlaTarget | Hw
             return f"{name}={v} must divide the {nb} output-channel blocks"
     if k.last_group <= 0 or k.group % k.last_group:
         return f"last_group={k.last_group} must divide group={k.group}"
+    rows = wl.oh // k.row_tiles
     for name, v in (("first_rows", k.first_rows), ("last_rows", k.last_rows)):
-        if not 0 <= v < wl.oh:
-            return f"{name}={v} must be in 0..{wl.oh - 1}"
+        if not 0 <= v < rows:
+            return f"{name}={v} must be in 0..{rows - 1} (the output rows of a row tile)"
     if m > MAX_LOOP or max(k.first_piece, k.piece, k.group) > MAX_LOOP:
         return f"{m} output pixels exceed the instruction loop limit {MAX_LOOP}"
     over = {s: n for s, n in resident_footprint(wl, k, cfg, ep).items() if n > tgt.scope(s).depth}

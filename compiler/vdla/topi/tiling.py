@@ -225,6 +225,9 @@ class ResidentKnobs:
     last_rows: int = 0
     """The last group's GEMM and STORE cut in two by pixels, the second part its last this many output rows (0: not
     cut): the STORE left after the last GEMM is smaller."""
+    row_tiles: int = 1
+    """The output rows cut into this many tiles, run one after the other over the same accumulators and resident
+    weights (a layer whose accumulators or input do not fit whole); see ``resident.emit_two_phase``."""
     bias_after: int = 0
     """The bias LOAD (a compute-module LOAD read only by the STOREs) after this many ic-major GEMMs (0: before
     the first), where the compute module would otherwise wait for the load module."""
