@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from vdla_hw.errors import UnsupportedError
+from vdla_hw.isa import MemType
 
 from vdla.compiler.vdla import VdlaTarget
 from vdla.compiler.vdla.target import SCOPE_UOP
@@ -29,6 +30,9 @@ def _check_both(compiled) -> int:  # type: ignore[no-untyped-def]
     cfg = compiled.module.target.config
     loaded = compiled.module.program.buffers["uops"].shape[0]
     assert loaded == resident_footprint(compiled.workload, compiled.knobs, cfg, compiled.epilogue)[SCOPE_UOP]
+    # The bias is loaded once, wherever the knobs place it (and not at all without one).
+    acc_loads = [i for i in compiled.module.program.instructions if getattr(i, "mem_type", None) == MemType.ACC]
+    assert len(acc_loads) == int(compiled.epilogue.bias)
     return int(res_c.cycles)
 
 

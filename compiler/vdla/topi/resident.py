@@ -150,10 +150,13 @@ def emit_two_phase(pb: ProgramBuilder, cfg: HwConfig, m: int, kb: int, nb: int, 
                        for b in range(b1, kb)]) if k.last_rows else None
     pb.load_uops(pb.uops(uops, "uops"))
     gemms = 0
+    bias_loaded = bias is None
 
     def load_bias() -> None:
-        if bias is not None:
-            pb.load(MemType.ACC, bias_base, bias, 1, nb, nb)
+        nonlocal bias_loaded
+        if not bias_loaded:
+            pb.load(MemType.ACC, bias_base, bias, 1, nb, nb)  # type: ignore[arg-type]
+            bias_loaded = True
 
     if not k.late_bias and k.bias_after == 0:
         load_bias()
@@ -208,8 +211,7 @@ def emit_two_phase(pb: ProgramBuilder, cfg: HwConfig, m: int, kb: int, nb: int, 
                 for _ in range(0 if b < min(k.later_from, b1 - 1) else -(-len(later) // (b1 - b))):
                     if later:
                         load_column(0, later.pop(0))
-            if k.late_bias or gemms < k.bias_after:
-                load_bias()
+            load_bias()  # if not yet: late, or after more GEMMs than the ic-major phase has
         else:
             prev = None
             for b in range(b1):
