@@ -151,11 +151,14 @@ def test_a_controller_two_cycles_late_fails_the_tight_fault_task(tmp_path: Path)
 
 @pytest.mark.slow
 def test_a_late_controller_moves_the_slowest_run(tmp_path: Path) -> None:
-    """The probes see the planted delay cycle for cycle: with `done` two cycles late, the bounds N - 1 and
-    N and N + 1 are refuted (the slowest run is now N + 2 cycles long). ~3 min."""
+    """The probes see the planted delay cycle for cycle: with `done` two cycles late, the bounds up to N + 1
+    are refuted (the slowest run is now N + 2 cycles long). The range starts 12 below N, as the recorded
+    span did: ABC reaches the deep frames with what it learned from the cheap ones (a run of the three
+    probes N - 1 .. N + 1 alone had not solved frame 11 + N - 1 after 11 min). Long."""
     n, _ = live_bound("tiny", "fault")
-    span = lb.find_span("tiny", "fault", range(n - 1, n + 2), gap_seconds=600, rtl_dir=late_done_rtl(tmp_path, 2))
-    assert sorted(span.refuted) == [n - 1, n, n + 1], span
+    span = lb.find_span("tiny", "fault", range(n - 12, n + 3), gap_seconds=600, timeout=3 * 3600,
+                        rtl_dir=late_done_rtl(tmp_path, 2))
+    assert {n - 1, n, n + 1} <= set(span.refuted) and n + 2 not in span.refuted, span
 
 
 def _aiger(tmp_path: Path, constraint: int) -> Path:
