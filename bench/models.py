@@ -66,6 +66,7 @@ import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
+from host import host_line, host_record  # noqa: E402
 from model_profile import format_profiles, profile_ort, profile_ours  # noqa: E402
 from peer_env import MALLOC_ENV, THREAD_ENV  # noqa: E402
 
@@ -297,16 +298,18 @@ def main() -> None:
     isa = [f for f in ("avx512f", "avx512vnni", "avx2", "fma") if f in target.features]
     ours = parse_target(args.cpu_target)
     ours_isa = [f for f in ("avx512f", "avx2", "fma") if f in ours.features]
+    print(host_line())
     print(f"ours compiled for: {ours.cpu} ({', '.join(ours_isa) or 'no AVX'})"
           + ("" if ours == target else "; the peers use the host's ISA"))
     print(f"host CPU: {target.cpu} ({', '.join(isa) or 'no AVX'}); torch {torch.__version__}, "
           f"onnxruntime {ort.__version__}; OPENBLAS_CORETYPE {os.environ.get('OPENBLAS_CORETYPE', 'unset')}; "
           f"{' '.join(f'{k}={v}' for k, v in MALLOC_ENV.items())}; {os.cpu_count()} cores")
-    out: dict[str, Any] = {"cpu": target.cpu, "isa": isa, "ours_target": {"cpu": ours.cpu, "isa": ours_isa},
+    out: dict[str, Any] = {"host": host_record(), "cpu": target.cpu, "isa": isa, "ours_target": {"cpu": ours.cpu, "isa": ours_isa},
                            "resolution": resolution, "rounds": rounds,
                            "torch": torch.__version__, "onnxruntime": ort.__version__, "malloc_env": MALLOC_ENV,
                            "thread_env": THREAD_ENV, "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
-                           "load_average_before": os.getloadavg(), "models": []}
+                           "load_average_before": os.getloadavg(), "models": [],
+                           "openmp_env": {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}}
     out["threads"] = threads
     with contextlib.ExitStack() as stack:
         peer = None
