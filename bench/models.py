@@ -73,6 +73,13 @@ from peer_env import MALLOC_ENV, THREAD_ENV  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "models")]
 
+from vdla.runtime.openmp import DEFAULT_WAIT_POLICY, load_openmp_runtime  # noqa: E402
+
+# torch ships its own libgomp.so.1 and, imported first (zoo imports it), gives the process its OpenMP pool
+# with libgomp's default (spinning) wait policy, which our kernels then share: load ours first, so both
+# share the runtime's (vdla.runtime.openmp; with more than one thread torch is measured under it too).
+load_openmp_runtime()
+
 from zoo import MODELS, export, make_model  # noqa: E402
 
 from vdla.compiler.codegen.llvm.target import host_target, parse_target  # noqa: E402
@@ -291,6 +298,7 @@ def main() -> None:
     rounds = args.rounds or (QUICK_ROUNDS if args.quick else 20)
     names = [m for m in args.models.split(",") if m]
 
+    openmp = load_openmp_runtime()  # loaded at import time, above: this returns its name
     import onnxruntime as ort
     import torch
 
@@ -309,7 +317,8 @@ def main() -> None:
                            "torch": torch.__version__, "onnxruntime": ort.__version__, "malloc_env": MALLOC_ENV,
                            "thread_env": THREAD_ENV, "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
                            "load_average_before": os.getloadavg(), "models": [],
-                           "openmp_env": {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}}
+                           "openmp": {"library": openmp, "policy_env": {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")},
+                                      "default_wait_policy": DEFAULT_WAIT_POLICY}}
     out["threads"] = threads
     with contextlib.ExitStack() as stack:
         peer = None

@@ -8,7 +8,7 @@ A ``parallel`` loop is outlined into two functions:
 * a *trampoline* ``(closure*)`` that libgomp runs on every thread of the team: it unpacks
   the closure and claims chunks of the iteration space from a shared counter in the closure
   (an atomic add; a chunk is ``extent / (CHUNKS_PER_THREAD x threads)`` iterations, at
-  least one) until none is left, calling the body on each.
+  least one; the whole range for a team of one) until none is left, calling the body on each.
 
 Why claimed chunks and not a static split: on a loaded host (a laptop, a shared machine) a
 team thread is often descheduled when the region starts.  With a static split the caller
@@ -103,6 +103,8 @@ def emit_parallel_for(em: FunctionEmitter, loop: For) -> None:
     nt = b.sext(b.call(ctx.gomp("omp_get_num_threads"), []), I64)
     chunk = b.sdiv(ext, b.mul(nt, ir.Constant(I64, CHUNKS_PER_THREAD)))
     chunk = b.select(b.icmp_signed("<", chunk, ir.Constant(I64, 1)), ir.Constant(I64, 1), chunk)
+    # A team of one runs the whole range in one call, as the serial loop would.
+    chunk = b.select(b.icmp_signed("==", nt, ir.Constant(I64, 1)), ext, chunk)
     claim, done = tramp.append_basic_block("claim"), tramp.append_basic_block("done")
     b.branch(claim)
     b.position_at_end(claim)
