@@ -304,14 +304,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     sys.path.insert(0, str(ROOT))
-    from peer_tree import peer_tree  # bench/ is this script's folder
+    from host import host_line, host_record  # bench/ is this script's folder
+    from peer_tree import peer_tree
 
-    from vdla.compiler.codegen.llvm.target import host_target
     from vdla_hw.config import ConfigError, load_config
     from vdla_hw.progress import bar
 
-    host = host_target()
-    print(f"host: {host.cpu} ({', '.join(f for f in ('avx512f', 'avx2', 'fma') if f in host.features) or 'no SIMD'})")
+    print(host_line())
     presets = [n for n in args.presets.split(",") if n]
     ecp5 = {n for n in args.ecp5.split(",") if n}
     for name in presets:
@@ -334,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in presets:  # a redone side replaces its old entry; the change fields are recomputed below
             for key in ("xc7_change", "ecp5_change", "ecp5_85f_over", "zynq7020_over"):
                 doc["presets"].get(name, {}).pop(key, None)
-    doc["meta"].update({"host_cpu": host.cpu, "after": after_rev + ("+dirty vdla_hw" if dirty else ""),
+    doc["meta"].update({"host": host_record(), "after": after_rev + ("+dirty vdla_hw" if dirty else ""),
                         "tools": tools})
     with ExitStack() as stack:
         before_rev, before_tree = stack.enter_context(peer_tree(args.before, prefix="area_before_"))

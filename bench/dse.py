@@ -45,7 +45,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from vdla.compiler.codegen.llvm.target import host_target  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ (already there when this runs as a script)
+from host import host_line, host_record  # noqa: E402
 from vdla.compiler.dse.plots import plot_pareto  # noqa: E402
 from vdla.compiler.dse.evaluate import PointResult  # noqa: E402
 from vdla.compiler.dse.report import board_front, format_table, to_json, write_json  # noqa: E402
@@ -105,8 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"--before-record {args.before_record} measured {measured}, this run "
                              f"{resnet18(args.quick).name}: give a record of the same layers (or drop --quick)")
 
-    host = host_target()
-    print(f"host: {host.cpu} ({', '.join(f for f in ('avx512f', 'avx2', 'fma') if f in host.features) or 'no SIMD'})")
+    print(host_line())
     base = load_config("default")
     params = parse_sweep(args.sweep)
     peer = SweepPoint((), base)
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.latency_only and args.rerender:
         return rerender(args, points)
     if args.latency_only:
-        return latency_only(args, points, presets, record, workloads, extra, host.cpu)
+        return latency_only(args, points, presets, record, workloads, extra)
     results = run_sweep(points, workloads, jobs=args.jobs, fmax=args.fmax)
     reference, swept = results[0], results[1:]
     reference = replace(reference, label="default (peer)")
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
               f"speed at {best.hardware.luts / reference.hardware.luts:.2f}x its LUTs")  # type: ignore[union-attr]
     out = Path(args.out)
     meta = {"workloads": workloads.name, "layers": list(workloads.layers), "base_config": base.label(), "sweep": args.sweep,
-            "fmax": args.fmax, "host_cpu": host.cpu, "wall_seconds": round(time.perf_counter() - start, 1)}
+            "fmax": args.fmax, "host": host_record(), "wall_seconds": round(time.perf_counter() - start, 1)}
     doc = to_json([reference, *swept], meta, reference)
     doc["picks"] = picks
     write_json(out, doc)
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def latency_only(args: argparse.Namespace, points: list[SweepPoint], presets: list[str], record: list[dict] | None,  # type: ignore[type-arg]
-                 workloads: Workloads, extra: list[str], cpu: str) -> int:
+                 workloads: Workloads, extra: list[str]) -> int:
     """``--latency-only``: every point on the cycle model (ResNet-18 and the ``--models``), resources where cached,
     the presets' "before" on ``--before``'s tree and the sweep points' from ``--before-record``; one table."""
     sys.path.insert(0, str(Path(__file__).parent))
@@ -248,7 +248,7 @@ def latency_only(args: argparse.Namespace, points: list[SweepPoint], presets: li
     out = Path(args.out)
     doc = {"meta": {"mode": "latency-only", "workloads": workloads.name, "layers": list(workloads.layers),
                     "models": extra, "resolution": args.resolution, "before": args.before,
-                    "before_record": args.before_record, "host_cpu": cpu,
+                    "before_record": args.before_record, "host": host_record(),
                     "wall_seconds": round(time.perf_counter() - start, 1)},
            "before_after": {"before": args.before, "before_record": args.before_record, "rows": rows}}
     write_json(out, doc)

@@ -17,24 +17,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import resource
 import shutil
 import time
 from pathlib import Path
 
+import sys
+
 from vdla_hw.fpga.ecp5_flow import parse_seeds, sweep_seeds
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ (already there when this runs as a script)
+from host import host_line, host_record  # noqa: E402
+
 RESULTS = Path(__file__).parent / "results" / "ecp5"
-
-
-def host_cpu() -> str:
-    """The detected host CPU (LLVM's name) and its widest x86 SIMD, for the record."""
-    from vdla.compiler.codegen.llvm.target import host_target
-
-    host = host_target()
-    simd = [f for f in ("avx512f", "avx2", "fma") if f in host.features]
-    return f"{host.cpu} ({', '.join(simd) or 'no x86 SIMD'}; {platform.machine()})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,8 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", required=True, help="the cut measured; names the files in bench/results/ecp5/")
     args = parser.parse_args(argv)
 
-    cpu = host_cpu()
-    print(f"host: {cpu}")
+    print(host_line())
     wall0, cpu0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF).ru_utime
     sweep = sweep_seeds(args.config, parse_seeds(args.seeds), args.target_mhz, board=args.board)
     wall, cpu_s = time.perf_counter() - wall0, resource.getrusage(resource.RUSAGE_SELF).ru_utime - cpu0
@@ -59,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in sweep.results:
         shutil.copyfile(r.report, RESULTS / f"{stem}_seed{r.seed}_report.json")
         (RESULTS / f"{stem}_seed{r.seed}_ecp5_result.json").write_text(json.dumps(r.to_json(), indent=2) + "\n")
-    doc = {**sweep.to_json(), "name": args.name, "host_cpu": cpu,
+    doc = {**sweep.to_json(), "name": args.name, "host": host_record(),
            "note": "each seed's P&R seconds are wall time on a 2-core machine shared with other jobs",
            "seeds": [{k: v for k, v in r.to_json().items() if k not in ("logs", "utilization")} for r in sweep.results]}
     out = RESULTS / f"{stem}_seeds.json"
