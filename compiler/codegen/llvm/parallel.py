@@ -7,8 +7,8 @@ A ``parallel`` loop is outlined into two functions:
   in the kernel itself), which keeps LLVM's alias analysis as precise as in serial code;
 * a *trampoline* ``(closure*)`` that libgomp runs on every thread of the team: it unpacks
   the closure and claims chunks of the iteration space from a shared counter in the closure
-  (an atomic add; a chunk is ``extent / (CHUNKS_PER_THREAD x threads)`` iterations, at
-  least one; the whole range for a team of one) until none is left, calling the body on each.
+  (an atomic add; a chunk is ``ceil(extent / (CHUNKS_PER_THREAD x threads))`` iterations,
+  at least one; the whole range for a team of one) until none is left, calling the body on each.
 
 Why claimed chunks and not a static split: on a loaded host (a laptop, a shared machine) a
 team thread is often descheduled when the region starts.  With a static split the caller
@@ -36,9 +36,12 @@ from .types import I32, I64, PTR, VOID, opaque_alloca
 if TYPE_CHECKING:
     from .emitter import FunctionEmitter
 
-CHUNKS_PER_THREAD = 4
-"""Chunks per thread of the team: enough that a late thread's share is taken by the others,
-few enough that claiming (one atomic add per chunk) stays negligible next to a chunk's work."""
+CHUNKS_PER_THREAD = 1
+"""Chunks per thread of the team.  One: each chunk is a thread's static share (contiguous, the same
+locality as a static split), and a share whose thread is late is taken by one that runs.  Four (finer
+balancing) measured no better on ResNet-50 at two threads and used up to 18% more CPU time in one run
+(``docs/cpu_speed.md``); at this host's load the difference between 1, 4 and a static split is inside
+the noise."""
 
 
 def used_vars(stmt: Stmt) -> set[Var]:
@@ -101,7 +104,8 @@ def emit_parallel_for(em: FunctionEmitter, loop: For) -> None:
     lo, ext = field(len(values)), field(len(values) + 1)
     counter = field_ptr(len(values) + 2)
     nt = b.sext(b.call(ctx.gomp("omp_get_num_threads"), []), I64)
-    chunk = b.sdiv(ext, b.mul(nt, ir.Constant(I64, CHUNKS_PER_THREAD)))
+    parts = b.mul(nt, ir.Constant(I64, CHUNKS_PER_THREAD))
+    chunk = b.sdiv(b.add(ext, b.sub(parts, ir.Constant(I64, 1))), parts)  # ceil: no short tail chunk
     chunk = b.select(b.icmp_signed("<", chunk, ir.Constant(I64, 1)), ir.Constant(I64, 1), chunk)
     # A team of one runs the whole range in one call, as the serial loop would.
     chunk = b.select(b.icmp_signed("==", nt, ir.Constant(I64, 1)), ext, chunk)
