@@ -42,11 +42,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from vdla_hw.config import HwConfig  # noqa: E402
-from vdla_hw.isa import MemType, Uop  # noqa: E402
 
-from vdla.compiler.codegen.llvm.target import host_target  # noqa: E402
+from host import host_line, host_record  # noqa: E402
 from vdla.compiler.vdla.target import VdlaTarget  # noqa: E402
-from vdla.compiler.vdla.topi import RESNET18_CONVS, Requantize, check_conv2d, requant_shift, tune_conv2d  # noqa: E402
+from vdla.compiler.vdla.topi import (RESNET18_CONVS, Conv2dKnobs, Conv2dWorkload, Requantize, ResidentKnobs,  # noqa: E402
+                                    check_conv2d, compile_conv2d, requant_shift, resident_error, resident_space,
+                                    tune_conv2d)
+from vdla.compiler.vdla.topi.resident import InputColumns, StoreEpilogue, emit_two_phase  # noqa: E402
 from vdla.runtime.backends import RunResult, run  # noqa: E402
 from vdla.runtime.program import Program, ProgramBuilder  # noqa: E402
 from vdla.runtime.workloads import reference_output  # noqa: E402
@@ -54,26 +56,26 @@ from vdla.runtime.workloads import reference_output  # noqa: E402
 
 def edge_schedule_program(cfg: HwConfig, m: int, k: int, n: int, b1: int, first_piece: int, group: int,
                           piece: int | None = None, late_bias: bool = False, last_group: int | None = None,
-                          seed: int = 0) -> tuple[Program, np.ndarray]:
-    """The ``(m x k) @ (k x n)`` GEMM + bias + ReLU + requantize, resident in SRAM, ic-major for the
-    first ``b1`` reduction blocks and oc-major (stored per ``group`` output blocks) after; its
-    expected output ``(m, n)``.  ``late_bias`` loads the bias (a compute-module LOAD) after the ic-major
-    phase instead of before the first GEMM.  Raises ValueError when the shape does not fit resident."""
-    if cfg.batch != 1 or k % cfg.block_in or n % cfg.block_out:
-        raise ValueError(f"needs BATCH=1 and k, n multiples of the blocks on {cfg.name!r}")
+                          seed: int = 0, rows: int = 1, later_from: int = 0, **knobs: int) -> tuple[Program, np.ndarray]:
+    """The ``(m x k) @ (k x n)`` GEMM + bias + ReLU + requantize, resident in SRAM, scheduled by the compiler's
+    two-phase template (``vdla.compiler.vdla.topi.resident.emit_two_phase``: ic-major for the first ``b1``
+    reduction blocks, oc-major after, stored per ``group`` output blocks); its expected output ``(m, n)``.
+    The input is the im2col matrix (used pixels only), ``rows`` rows of ``m / rows`` pixels (the split knobs
+    ``first_rows`` / ``last_rows`` count those rows); ``knobs`` are further :class:`ResidentKnobs` fields.
+    Raises ValueError when the shape does not fit resident."""
+    if cfg.batch != 1 or k % cfg.block_in or n % cfg.block_out or m % rows:
+        raise ValueError(f"needs BATCH=1, k, n multiples of the blocks on {cfg.name!r} and rows={rows} dividing m={m}")
     kb, nb = k // cfg.block_in, n // cfg.block_out
     if m * kb > cfg.inp_buff_depth or nb * kb > cfg.wgt_buff_depth or m * nb + nb > cfg.acc_buff_depth:
         raise ValueError(f"{m}x{k}x{n} does not fit resident in {cfg.name!r}'s SRAM ({m * kb} input, {nb * kb} weight, "
                          f"{m * nb + nb} accumulator tiles; it holds {cfg.inp_buff_depth}, {cfg.wgt_buff_depth}, "
                          f"{cfg.acc_buff_depth})")
-    piece = piece or first_piece
-    last_group = last_group or group
-    if not (0 < b1 < kb and nb % first_piece == 0 and nb % piece == 0 and nb % group == 0 and group % last_group == 0):
-        raise ValueError(f"b1={b1} must be in 1..{kb - 1}; first_piece={first_piece}, piece={piece} and group={group} "
-                         f"must divide {nb}, last_group={last_group} must divide group")
-    # oc-major groups: of `group` blocks, the last one cut into groups of `last_group` (a smaller last STORE)
-    starts = list(range(0, nb - group, group)) + list(range(nb - group, nb, last_group))
-    sizes = [b - a for a, b in zip(starts, starts[1:] + [nb])]
+    rk = ResidentKnobs(b1, first_piece, piece or first_piece, group, last_group or group, late_bias,
+                       later_from=later_from, **knobs)
+    # The same checks as a conv layer's: a 1x1 "conv" of `rows` x (m / rows) pixels with those channels.
+    reason = resident_error(Conv2dWorkload(1, k, rows, m // rows, n, 1, 1), rk, VdlaTarget(cfg), Requantize())
+    if reason is not None:
+        raise ValueError(reason)
     rng = np.random.default_rng(seed)
     a = rng.integers(-(1 << (cfg.inp_width - 1)), 1 << (cfg.inp_width - 1), size=(m, k))
     w = rng.integers(-(1 << (cfg.wgt_width - 1)), 1 << (cfg.wgt_width - 1), size=(k, n))
@@ -82,55 +84,14 @@ def edge_schedule_program(cfg: HwConfig, m: int, k: int, n: int, b1: int, first_
     shift = max(0, round(math.log2(spread)) - (cfg.out_width - 2))
 
     pb = ProgramBuilder(cfg)
-    # DRAM tile [ic block][pixel]: the compiled layer's input is ic-block-major too (an ic block's rows are
-    # contiguous), so one input-channel block of every pixel is one LOAD row.
+    # DRAM tile [ic block][pixel]: one input-channel block of every pixel is contiguous, like a conv's input.
     inp = pb.alloc("inp", "inp", (kb * m, cfg.block_in), a.reshape(m, kb, cfg.block_in).transpose(1, 0, 2).reshape(kb * m, -1))
     wgt = pb.alloc("wgt", "wgt", (n, k), w.T)            # DRAM tile [oc block][ic block]
     bias_buf = pb.alloc("bias", "acc", (1, n), bias[None, :])
     out = pb.alloc("out", "out", (nb * m, cfg.block_out))  # DRAM tile [oc block][pixel]: one STORE row per oc block
-    # SRAM: input column b at b*m (pixels contiguous); phase-1 weights [b][o] at b*nb; phase-2 weights
-    # [o][b - b1] after them; accumulators [o][pixel] (a group of oc blocks is one contiguous STORE); bias after.
-    w2 = b1 * nb
-    bias_base = m * nb
-    uops: list[Uop] = []
-
-    def place(lst: list[Uop]) -> tuple[int, int]:
-        uops.extend(lst)
-        return len(uops) - len(lst), len(uops)
-
-    # One micro-op per GEMM piece (ic-major) or per reduction block (oc-major): the output-channel blocks
-    # are the inner instruction loop, the pixels the outer, so the micro-op LOAD (on the compute module,
-    # before the first GEMM) stays small.
-    size = [first_piece] + [piece] * (b1 - 1)  # output-channel blocks per ic-major GEMM piece, per block
-    first = {(b, o0): place([Uop(o0 * m, b * m, b * nb + o0)]) for b in range(b1) for o0 in range(0, nb, size[b])}
-    rest = {o0: place([Uop(o0 * m, b * m, w2 + o0 * (kb - b1) + (b - b1)) for b in range(b1, kb)]) for o0 in starts}
-    if len(uops) > cfg.uop_buff_depth:
-        raise ValueError(f"{len(uops)} micro-ops exceed the micro-op buffer of {cfg.name!r}")
-    pb.load_uops(pb.uops(uops, "uops"))
-    if not late_bias:
-        pb.load(MemType.ACC, bias_base, bias_buf.addr, 1, nb, nb)
-    # The load module's order: per ic-major block its input column and weight pieces (one token each for
-    # the GEMM piece that reads them), then input columns of the oc-major phase; then the phase-2 weights.
-    later = list(range(b1, kb))
-    for b in range(b1):
-        pb.load(MemType.INP, b * m, inp.addr + b * m, 1, m, m)
-        for o0 in range(0, nb, size[b]):
-            pb.load(MemType.WGT, b * nb + o0, wgt.addr + o0 * kb + b, size[b], 1, kb, push_next=True)
-            pb.gemm(*first[(b, o0)], iter_out=m, iter_in=size[b], dst_factor=(1, m), src_factor=(1, 0), wgt_factor=(0, 1),
-                    overwrite=b == 0, pop_prev=True)
-        for _ in range(-(-len(later) // (b1 - b))):
-            if later:
-                c = later.pop(0)
-                pb.load(MemType.INP, c * m, inp.addr + c * m, 1, m, m)
-    if late_bias:
-        pb.load(MemType.ACC, bias_base, bias_buf.addr, 1, nb, nb)
-    for i, (o0, g) in enumerate(zip(starts, sizes)):
-        pb.load(MemType.WGT, w2 + o0 * (kb - b1), wgt.addr + o0 * kb + b1, g, kb - b1, kb, push_next=True)
-        pb.gemm(*rest[o0], iter_out=m, iter_in=g, dst_factor=(1, m), src_factor=(1, 0), wgt_factor=(0, kb - b1),
-                pop_prev=True, push_next=True)
-        pb.store(o0 * m, out.addr + o0 * m, g, m, m, pop_prev=True, push_prev=i == len(starts) - 1,
-                 shift=shift, clip=True, relu=True, bias=(bias_base + o0, 1))
-    pb.finish(pop_next=True)
+    px = m // rows
+    emit_two_phase(pb, cfg, m, kb, nb, rk, InputColumns(inp.addr, m, rows, px, px, px, 1, px), wgt.addr, bias_buf.addr,
+                   out.addr, StoreEpilogue(shift, relu=True))
     return pb.build(), reference_output(cfg, a, w, bias, shift)
 
 
@@ -165,6 +126,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--group", type=int, default=4, help="output-channel blocks per oc-major GEMM and STORE")
     p.add_argument("--last-group", type=int, default=1, help="the last oc-major group cut into groups of this many blocks")
     p.add_argument("--late-bias", action="store_true", help="load the bias after the ic-major phase (default: first)")
+    p.add_argument("--rows", type=int, default=1, help="the im2col input as this many rows of pixels (the split knobs count them)")
+    p.add_argument("--first-rows", type=int, default=0, help="the first input column in two LOADs, the first of this many rows")
+    p.add_argument("--first-blocks", type=int, default=1, help="leading ic-major blocks cut into --first-piece pieces")
+    p.add_argument("--later-from", type=int, default=0, help="the ic-major block from which the oc-major columns load")
+    p.add_argument("--last-rows", type=int, default=0, help="the last group's GEMM and STORE cut, the second part this many rows")
+    p.add_argument("--bias-after", type=int, default=0, help="the bias LOAD after this many ic-major GEMMs")
     p.add_argument("--candidates", type=int, default=0,
                    help="tilings measured for the compiled peer (0 = all, as bench/vdla_resnet18.py --candidates 0)")
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "vdla_edge_bound.json"))
@@ -181,7 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     gemm = wl.macs // cfg.macs_per_cycle
     try:
         program, want = edge_schedule_program(cfg, m, k, n, args.b1, args.first_piece, args.group, piece=args.piece,
-                                              late_bias=args.late_bias, last_group=args.last_group)
+                                              late_bias=args.late_bias, last_group=args.last_group, rows=args.rows,
+                                              first_rows=args.first_rows, first_blocks=args.first_blocks,
+                                              later_from=args.later_from, last_rows=args.last_rows, bias_after=args.bias_after)
     except ValueError as exc:
         raise SystemExit(f"--layer {args.layer} on {cfg.name!r}: {exc} (only C11 fits resident on 'default'; the "
                          "others would need row tiles)")
@@ -198,24 +167,32 @@ def main(argv: list[str] | None = None) -> int:
     st = cy.extra["stats"]
     rows["edge schedule (hand)"] = {"cycles": cy.cycles, "gemm_utilization": st["gemm_utilization"],
                                     "memory_bound": st["memory_bound_cycles"], "instructions": program.insn_count, **costs}
-    compiled = tune_conv2d(wl, target, 2, args.candidates, epilogue=Requantize(shift=requant_shift(wl)), progress=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        trace = Path(tmp) / "trace.json"
-        ok, res, _, _ = check_conv2d(compiled, backend="cycle", trace=str(trace))
-        costs = edge_costs(trace, gemm, res.cycles)
-    if not ok:
-        raise AssertionError(f"compiled {args.layer} is not bit-exact vs NumPy")
-    st = res.extra["stats"]
-    kn = compiled.knobs
-    rows[f"compiled {kn.oc_tile}/{kn.oh_tile}/{kn.ic_tile} {kn.vt_axis}"] = {
-        "cycles": res.cycles, "gemm_utilization": st["gemm_utilization"], "memory_bound": st["memory_bound_cycles"],
-        "instructions": compiled.module.program.insn_count, "knobs": str(kn), **costs}
-    host = host_target()
-    print(f"\nhost: {host.cpu}; the figures are the cycle model's ({cfg.name!r}, {cfg.clock_mhz:g} MHz)")
+    ep = Requantize(shift=requant_shift(wl))
+    # The compiled layer twice: the best tiling (the tiled template alone) and the best resident setting.
+    tiled = tune_conv2d(wl, target, 2, args.candidates, epilogue=ep, progress=True, resident=False)
+    resident = [compile_conv2d(wl, target, knobs=kn, epilogue=ep) for kn in resident_space(wl, target, ep)]
+    for compiled in [tiled] + resident:
+        with tempfile.TemporaryDirectory() as tmp:
+            trace = Path(tmp) / "trace.json"
+            ok, res, _, _ = check_conv2d(compiled, backend="cycle", trace=str(trace))
+            costs = edge_costs(trace, gemm, res.cycles)
+        if not ok:
+            raise AssertionError(f"compiled {args.layer} ({compiled.knobs}) is not bit-exact vs NumPy")
+        kn = compiled.knobs
+        name = (f"compiled {kn.oc_tile}/{kn.oh_tile}/{kn.ic_tile} {kn.vt_axis}" if isinstance(kn, Conv2dKnobs)
+                else "compiled resident")
+        if name in rows and rows[name]["cycles"] <= res.cycles:  # type: ignore[operator]
+            continue
+        st = res.extra["stats"]
+        rows[name] = {"cycles": res.cycles, "gemm_utilization": st["gemm_utilization"],
+                      "memory_bound": st["memory_bound_cycles"], "instructions": compiled.module.program.insn_count,
+                      "knobs": str(kn), **costs}
+    print("\n" + host_line() + f"; the figures are the cycle model's ({cfg.name!r}, {cfg.clock_mhz:g} MHz)")
     print(f"{args.layer} {wl}: {gemm:,} GEMM cycles; edge schedule b1={args.b1}, first piece {args.first_piece}, "
           f"piece {args.piece}, group {args.group} (last {args.last_group}), "
           f"bias {'late' if args.late_bias else 'first'}: bit-exact on fsim and cycle; compiled: the best of "
-          f"{'every tiling' if args.candidates <= 0 else f'{args.candidates} tilings'}")
+          f"{'every tiling' if args.candidates <= 0 else f'{args.candidates} tilings'} and the best of the resident "
+          f"template's {len(resident)} settings (fit.resident_space)")
     print(f"{'program':<24} {'cycles':>8} {'util':>7} {'prologue':>9} {'GEMM ovh':>9} {'UOP/ACC':>8} {'idle':>6} "
           f"{'drain':>6} {'GEMMs':>6} {'mem bound':>10}")
     for name, r in rows.items():
@@ -226,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wall time {time.perf_counter() - start:.0f} s")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"config": cfg.name, "layer": args.layer, "b1": args.b1, "first_piece": args.first_piece,
+    out.write_text(json.dumps({"host": host_record(), "config": cfg.name, "layer": args.layer, "b1": args.b1, "first_piece": args.first_piece,
                                "piece": args.piece, "group": args.group,
                                "last_group": args.last_group, "late_bias": args.late_bias, "gemm_cycles": gemm, "rows": rows}, indent=2))
     return 0

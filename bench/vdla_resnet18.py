@@ -38,9 +38,9 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from vdla.compiler.codegen.llvm.target import host_target  # noqa: E402
+from host import host_line, host_record  # noqa: E402
 from vdla.compiler.vdla.target import VdlaTarget  # noqa: E402
-from vdla.compiler.vdla.topi import RESNET18_CONVS, Conv2dKnobs, Requantize, check_conv2d, compile_conv2d, requant_shift, tune_conv2d  # noqa: E402
+from vdla.compiler.vdla.topi import RESNET18_CONVS, Conv2dKnobs, Requantize, ResidentKnobs, check_conv2d, compile_conv2d, requant_shift, tune_conv2d  # noqa: E402
 from vdla.runtime.backends import run  # noqa: E402
 from vdla.runtime.workloads import tiled_gemm_program  # noqa: E402
 
@@ -49,8 +49,8 @@ VTA_REFERENCE = "VTA/PYNQ 16x16 int8 @100 MHz: peak 51.2 GOPS; utilization 70% -
 
 
 def bench_layer(name: str, target: VdlaTarget, baseline: bool, candidates: int, old_peers: bool = True,
-                vt1: bool = True, fixed: dict[str, Conv2dKnobs] | None = None,
-                peer: Conv2dKnobs | None = None) -> dict[str, object]:
+                vt1: bool = True, fixed: dict[str, Conv2dKnobs | ResidentKnobs] | None = None,
+                peer: Conv2dKnobs | ResidentKnobs | None = None) -> dict[str, object]:
     wl = RESNET18_CONVS[name]
     cfg = target.config
     row: dict[str, object] = {"layer": name, "workload": str(wl), "macs": wl.macs}
@@ -67,7 +67,8 @@ def bench_layer(name: str, target: VdlaTarget, baseline: bool, candidates: int, 
         elif fixed is not None and key in fixed:
             compiled = compile_conv2d(wl, target, knobs=fixed[key], epilogue=ep)
         elif candidates != 1:
-            compiled = tune_conv2d(wl, target, vt, candidates, epilogue=ep, progress=candidates <= 0)
+            compiled = tune_conv2d(wl, target, vt, candidates, epilogue=ep, progress=candidates <= 0,
+                                   resident=split)  # the "no split" peer: the tiled template alone
         else:
             compiled = compile_conv2d(wl, target, epilogue=ep, virtual_threads=vt)
         if key == "peer_vt2" and str(peer) == row["vt2"]["knobs"]:  # type: ignore[index]
@@ -109,10 +110,11 @@ def gemm_span(trace: Path) -> tuple[int, int]:
             max(e["args"]["start_cycle"] + e["args"]["cycles"] for e in events))
 
 
-def knobs_from(path: str, option: str = "--knobs-from") -> dict[str, dict[str, Conv2dKnobs]]:
-    """The knobs per layer and variant recorded in an earlier run's JSON (``"knobs"`` is the knobs' repr)."""
+def knobs_from(path: str, option: str = "--knobs-from") -> dict[str, dict[str, Conv2dKnobs | ResidentKnobs]]:
+    """The knobs per layer and variant recorded in an earlier run's JSON (``"knobs"`` is the knobs' repr: the
+    tiled template's ``Conv2dKnobs(...)`` or the resident 1x1 template's ``ResidentKnobs(...)``)."""
     fields = re.compile(r"(\w+)=('?[\w]+'?)")
-    out: dict[str, dict[str, Conv2dKnobs]] = {}
+    out: dict[str, dict[str, Conv2dKnobs | ResidentKnobs]] = {}
     try:
         rows = json.loads(Path(path).read_text())["layers"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -121,9 +123,10 @@ def knobs_from(path: str, option: str = "--knobs-from") -> dict[str, dict[str, C
     for row in rows:
         for key, val in row.items():
             if isinstance(val, dict) and "knobs" in val:
-                kw = {f: (v.strip("'") if v.startswith("'") else None if v == "None" else int(v))
-                      for f, v in fields.findall(val["knobs"])}
-                out.setdefault(row["layer"], {})[key] = Conv2dKnobs(**kw)
+                kw = {f: (v.strip("'") if v.startswith("'") else None if v == "None" else
+                          v == "True" if v in ("True", "False") else int(v)) for f, v in fields.findall(val["knobs"])}
+                kind = ResidentKnobs if val["knobs"].startswith("ResidentKnobs") else Conv2dKnobs
+                out.setdefault(row["layer"], {})[key] = kind(**kw)  # type: ignore[arg-type]
     return out
 
 
@@ -157,9 +160,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{'util':>6} {'no split':>11} {'util':>6} {'cycles vt2':>11} "
             f"{'util vt2':>8} {'ceiling':>8} {'roofline':>10} {'bound':>7} {'achieved':>8} {'GOPS':>6} "
             f"{'hand GEMM':>10} {'ratio':>6}")
-    host = host_target()
-    print(f"\nhost: {host.cpu} ({', '.join(f for f in ('avx512f', 'avx2', 'fma') if f in host.features) or 'no SIMD'}); "
-          f"the figures are the cycle model's, not the host's")
+    print("\n" + host_line() + "; the figures are the cycle model's, not the host's")
     print(f"VDLA ResNet-18 convs on {target.config.name!r} (cycle model, {target.config.clock_mhz:g} MHz, "
           f"peak {target.config.peak_gops:.1f} GOPS)")
     print(head)
@@ -199,7 +200,10 @@ def main(argv: list[str] | None = None) -> int:
           f"{'prologue':>8} {'drain':>6} {'steady':>7}")
     for r in rows:
         v2, pv = r["vt2"], r.get("peer_vt2")  # type: ignore[union-attr]
-        short = lambda k: re.sub(r"Conv2dKnobs\((.*)\)", r"\1", k).replace("virtual_threads=2, ", "").replace(", ow_tile=None", "")
+        short = lambda k: (re.sub(r"Conv2dKnobs\((.*)\)", r"\1", k).replace("virtual_threads=2, ", "").replace(", ow_tile=None", "")
+                           .replace("ResidentKnobs(", "resident ").replace(", virtual_threads=1)", "").replace("first_piece", "fp")
+                           .replace("last_group", "lg").replace("late_bias=False, ", "").replace("first_rows", "rows")
+                           .replace("bias_after", "ba").replace("piece", "p").replace("group", "g"))
         before_txt = (f"{short(pv['knobs']):>36} {pv['cycles']:>9,} {pv['gemm_utilization']:>6.1%}" if pv
                       else f"{'-':>36} {'-':>9} {'-':>6}")
         print(f"{r['layer']:<5} {before_txt} {short(v2['knobs']):>36} {v2['cycles']:>9,} {v2['gemm_utilization']:>6.1%} "
@@ -217,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{time.perf_counter() - start:.0f} s")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"config": target.config.name, "candidates": args.candidates, "layers": rows, "geomean_roofline_fraction": geo,
+    out.write_text(json.dumps({"host": host_record(), "config": target.config.name, "candidates": args.candidates, "layers": rows, "geomean_roofline_fraction": geo,
                                "mean_gemm_utilization": sum(utils) / len(utils) if utils else None,
                                "mean_gemm_utilization_nosplit": sum(nosplit) / len(nosplit) if nosplit else None,
                                "mean_gemm_utilization_before": sum(before) / len(before) if before else None,

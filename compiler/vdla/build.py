@@ -26,7 +26,8 @@ class VdlaModule:
     target: VdlaTarget
     program: Program
     params: tuple[ParamBinding, ...]
-    lowered: PrimFunc
+    lowered: PrimFunc | None
+    """The lowered program (None for a template that writes its instructions directly, ``topi.resident``)."""
     outputs: tuple[str, ...] = field(default=())
 
     def bind(self, *arrays: np.ndarray) -> Program:

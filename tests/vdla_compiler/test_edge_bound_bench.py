@@ -35,6 +35,17 @@ def test_edge_schedule_bit_exact_on_fsim_and_cycle(bench: ModuleType, config: st
     assert cy.cycles > m * 4 * 4  # at least the GEMM iterations
 
 
+@pytest.mark.parametrize("knobs", [dict(first_rows=1, last_rows=2, bias_after=1), dict(first_blocks=2, later_from=2, first_rows=2)])
+def test_edge_schedule_split_knobs_bit_exact(bench: ModuleType, knobs: dict[str, int]) -> None:
+    # The compiler's split knobs over the im2col input given as 3 rows of 4 pixels.
+    cfg = VdlaTarget.from_config("tiny").config
+    m, k, n = 12, 4 * cfg.block_in, 4 * cfg.block_out
+    program, want = bench.edge_schedule_program(cfg, m, k, n, 2, 1, 2, piece=2, last_group=1, rows=3, **knobs)
+    fs, cy = run(program, backend="fsim"), run(program, backend="cycle")
+    assert np.array_equal(bench.read_out(fs, m, n, cfg.block_out), want)
+    assert np.array_equal(fs.dram, cy.dram)
+
+
 def test_edge_schedule_names_the_buffers_it_overflows(bench: ModuleType) -> None:
     cfg = VdlaTarget.from_config("default").config
     with pytest.raises(ValueError, match=r"does not fit resident .*accumulator tiles"):

@@ -14,8 +14,9 @@ from ..target import VdlaTarget
 from . import reference as ref
 from .conv2d import conv2d_func
 from .epilogue import Requantize, Residual
-from .fit import default_knobs
-from .tiling import Conv2dKnobs, Conv2dWorkload
+from .fit import default_knobs, resident_space
+from .resident import conv2d_resident
+from .tiling import Conv2dKnobs, Conv2dWorkload, ResidentKnobs
 
 RESNET18_CONVS: dict[str, Conv2dWorkload] = {
     "C2": Conv2dWorkload(1, 64, 56, 56, 64, 3, 3, 1, 1),
@@ -58,7 +59,8 @@ def batch_matmul_workload(batch: int, rows: int, inner: int, cols: int) -> Conv2
 @dataclass(frozen=True)
 class CompiledConv:
     workload: Conv2dWorkload
-    knobs: Conv2dKnobs
+    knobs: Conv2dKnobs | ResidentKnobs
+    """The tiled template's knobs, or the resident 1x1 template's (``resident.py``)."""
     epilogue: Requantize
     module: VdlaModule
     padded: bool = False
@@ -118,14 +120,17 @@ def residual_constants(cfg: HwConfig, r: Residual) -> list[np.ndarray]:
     return [eye, consts]
 
 
-def compile_conv2d(wl: Conv2dWorkload, target: VdlaTarget | str = "default", knobs: Conv2dKnobs | None = None,
+def compile_conv2d(wl: Conv2dWorkload, target: VdlaTarget | str = "default", knobs: Conv2dKnobs | ResidentKnobs | None = None,
                    epilogue: Requantize = Requantize(shift=8), virtual_threads: int = 2, dump=None,  # type: ignore[no-untyped-def]
                    pad_channels: bool = False) -> CompiledConv:
     """Schedule, lower and generate the program of one conv2d layer (knobs default to the fastest that fit,
     with up to ``virtual_threads`` threads).  ``pad_channels`` compiles a layer whose input channels are
-    not a multiple of BLOCK_IN with zero channels added (``CompiledConv.pack_inputs`` adds them)."""
+    not a multiple of BLOCK_IN with zero channels added (``CompiledConv.pack_inputs`` adds them).
+    :class:`ResidentKnobs` compile a 1x1 layer with the two-phase resident template instead of the tiled one."""
     tgt = target if isinstance(target, VdlaTarget) else VdlaTarget.from_config(target)
     hw = wl.with_padded_channels(tgt.config) if pad_channels else wl
+    if isinstance(knobs, ResidentKnobs):
+        return CompiledConv(wl, knobs, epilogue, conv2d_resident(hw, knobs, tgt, epilogue), hw is not wl)
     k = knobs or default_knobs(hw, tgt, virtual_threads, epilogue)
     func = conv2d_func(hw, k, tgt, epilogue, dump=None if dump is None else lambda step, f: dump(f"schedule: {step}", f))
     return CompiledConv(wl, k, epilogue, build(func, tgt, dump), hw is not wl)
@@ -166,7 +171,8 @@ def check_conv2d(compiled: CompiledConv, seed: int = 0, backend: str = "fsim", *
 
 
 def tune_conv2d(wl: Conv2dWorkload, target: VdlaTarget | str = "default", virtual_threads: int = 2,
-                candidates: int = 6, epilogue: Requantize | None = None, progress: bool = False) -> CompiledConv:
+                candidates: int = 6, epilogue: Requantize | None = None, progress: bool = False,
+                resident: bool = True) -> CompiledConv:
     """Measure the ``candidates`` best knob settings of the cost model on the cycle model; keep the fastest.
 
     A minimal measurement-driven search over :func:`knob_space` (the auto-tuner's hook);
@@ -174,7 +180,10 @@ def tune_conv2d(wl: Conv2dWorkload, target: VdlaTarget | str = "default", virtua
     measures the whole space: the cost model (:func:`estimate_cycles`) has no startup or drain term, so
     only measuring every tiling ranks them by what the edges cost (a 1x1 ResNet-18 layer's space, 95-168
     tilings, takes ~1 min on the cycle model).  Equal cycles keep the cost model's order.  ``progress``
-    shows a tqdm bar over the candidates.
+    shows a tqdm bar over the candidates.  With ``resident`` (and ``virtual_threads`` >= 2, the overlap the
+    resident template provides by itself), the settings of the two-phase resident 1x1 template that fit
+    (:func:`~vdla.compiler.vdla.topi.fit.resident_space`, none for a layer that does not fit SRAM whole) are
+    measured too, after the tilings; a tiling wins a tie.
     """
     from .fit import knob_space
     from .tiling import estimate_cycles
@@ -182,7 +191,9 @@ def tune_conv2d(wl: Conv2dWorkload, target: VdlaTarget | str = "default", virtua
     tgt = target if isinstance(target, VdlaTarget) else VdlaTarget.from_config(target)
     ep = epilogue or Requantize(shift=requant_shift(wl))
     space = sorted(knob_space(wl, tgt, (virtual_threads,), ep), key=lambda k: estimate_cycles(wl, k, tgt.config, ep))
-    chosen = space if candidates <= 0 else space[:candidates]
+    chosen: list[Conv2dKnobs | ResidentKnobs] = list(space if candidates <= 0 else space[:candidates])
+    if resident and virtual_threads >= 2:
+        chosen += resident_space(wl, tgt, ep)
     if progress:
         from tqdm import tqdm
         chosen = tqdm(chosen, desc=f"tune {wl.ic}->{wl.oc} {wl.kh}x{wl.kw}", unit="tiling", leave=False)

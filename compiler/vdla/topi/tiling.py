@@ -195,3 +195,41 @@ def estimate_cycles(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig, ep: Requa
     if k.virtual_threads > 1:
         return max(compute, memory) + min(compute, memory) / (4 * tiles)
     return compute + 0.6 * memory
+
+
+@dataclass(frozen=True)
+class ResidentKnobs:
+    """Knobs of the two-phase resident 1x1 template (``resident.py``): the whole layer's input, weights and
+    accumulators in SRAM at once, the reduction ic-major for the first ``b1`` input-channel blocks and
+    oc-major after.
+
+    ``first_piece`` / ``piece``: output-channel blocks per GEMM (and weight LOAD) of the first ic-major block /
+    of the others; ``group``: output-channel blocks per oc-major GEMM and STORE, the last group cut into groups
+    of ``last_group``; ``late_bias``: the bias LOAD after the ic-major phase instead of first; ``first_rows``:
+    the first input column loaded (and its first GEMM run) in two parts, the first of this many output rows
+    (0: whole); ``bias_after``: see below."""
+
+    b1: int
+    first_piece: int
+    piece: int
+    group: int
+    last_group: int = 1
+    late_bias: bool = False
+    first_rows: int = 0
+    first_blocks: int = 1
+    """The leading ic-major blocks whose GEMMs are cut into ``first_piece`` pieces (the load module, which the
+    prologue left behind, catches up on their smaller weight LOADs)."""
+    later_from: int = 1
+    """The ic-major block from which the oc-major phase's input columns are loaded (spread evenly over the blocks
+    left, after each block's weight pieces): the blocks before it leave the load module time to get ahead."""
+    last_rows: int = 0
+    """The last group's GEMM and STORE cut in two by pixels, the second part its last this many output rows (0: not
+    cut): the STORE left after the last GEMM is smaller."""
+    row_tiles: int = 1
+    """The output rows cut into this many tiles, run one after the other over the same accumulators and resident
+    weights (a layer whose accumulators or input do not fit whole); see ``resident.emit_two_phase``."""
+    bias_after: int = 0
+    """The bias LOAD (a compute-module LOAD read only by the STOREs) after this many ic-major GEMMs (0: before
+    the first), where the compute module would otherwise wait for the load module."""
+    virtual_threads: int = 1
+    """Always 1: the two phases order the work themselves (one load, compute and store stream)."""
