@@ -189,3 +189,17 @@ def test_abc_counterexample_is_replayed_by_simulation(tmp_path: Path) -> None:
     assert bad_frames(replay_witness(void, init, frames)[0], 1, 1) == ([None], 0)
     with pytest.raises(ValueError, match="not a binary AIGER"):
         read_aiger(names)
+
+
+def test_cli_lists_the_live_tasks_at_either_bound(capsys: pytest.CaptureFixture[str]) -> None:
+    """`vdla hw prove --list` shows the live tasks at the recorded N (fault: 66 + 14 = depth 80) and, with
+    --live-bound derived, at the sum (97 + 14 = 111)."""
+    from vdla.compiler.cli.main import main
+
+    assert main(["hw", "prove", "--config", "tiny", "--list"]) == 0
+    tight = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("live_fault_l2 "))
+    assert main(["hw", "prove", "--config", "tiny", "--list", "--live-bound", "derived"]) == 0
+    derived = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("live_fault_l2 "))
+    n, _ = live_bound("tiny", "fault")
+    assert f"BMC, depth {DRIVER_CYCLES + n + liveness.STATUS_CYCLES}" in tight
+    assert f"BMC, depth {DRIVER_CYCLES + 97 + liveness.STATUS_CYCLES}" in derived
