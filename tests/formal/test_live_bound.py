@@ -192,7 +192,7 @@ def test_abc_counterexample_is_replayed_by_simulation(tmp_path: Path) -> None:
 
 
 def test_cli_lists_the_live_tasks_at_either_bound(capsys: pytest.CaptureFixture[str]) -> None:
-    """`vdla hw prove --list` shows the live tasks at the recorded N (fault: 66 + 14 = depth 80) and, with
+    """`vdla hw prove --list` shows the live tasks at the recorded N (depth N + 14) and, with
     --live-bound derived, at the sum (97 + 14 = 111)."""
     from vdla.compiler.cli.main import main
 
