@@ -5,7 +5,7 @@ It uses only the public API both trees have (``from_onnx``, ``build_model``, ``m
 output of the cycle run must equal the fsim run's, and the fsim run's every integer value the graph's NumPy int8
 reference.
 
-    PYTHONPATH=<tree> python bench/vdla_model_cycles.py model.onnx samples.npy feed.npy [--config default]
+    PYTHONPATH=<tree> python bench/vdla_model_cycles.py model.onnx samples.npy feed.npy [--config default] [--per-tensor]
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ def main() -> None:
     ap.add_argument("samples")
     ap.add_argument("feed")
     ap.add_argument("--config", default="default")
+    ap.add_argument("--per-tensor", action="store_true", help="per-tensor weight scales (vdla compile --per-tensor)")
     args = ap.parse_args()
     from vdla.compiler.frontend.onnx import from_onnx  # type: ignore[import-not-found]
     from vdla.compiler.graph import run_all
@@ -34,7 +35,7 @@ def main() -> None:
     samples = [{name: s} for s in np.load(args.samples)]
     feed = {name: np.load(args.feed)}
     t0, c0 = time.perf_counter(), time.process_time()
-    compiled = build_model(graph, target="vdla", config=args.config, calibrate=samples)
+    compiled = build_model(graph, target="vdla", config=args.config, calibrate=samples, per_channel=not args.per_tensor)
     compile_s, compile_cpu = time.perf_counter() - t0, time.process_time() - c0
     got = compiled.module.run_all(feed, backend="fsim")
     want = run_all(compiled.graph, feed)

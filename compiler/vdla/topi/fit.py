@@ -570,8 +570,8 @@ def resident_space(wl: Conv2dWorkload, target: VdlaTarget, ep: Requantize = _PLA
     if kb < 2 or nb < 1:
         return []
     group = next((g for g in (4, 2, 1) if nb % g == 0), 1)
-    fp = max(1, nb // 4)
-    piece = next(p for p in (2 * fp, fp) if nb % p == 0)
+    fp = max(d for d in _divisors(nb) if d <= max(1, nb // 4))  # a divisor: nb // 4 need not be one (63 blocks)
+    piece = 2 * fp if nb % (2 * fp) == 0 else fp
     shares = sorted({max(1, kb // 2), max(1, 9 * kb // 16), max(1, 5 * kb // 8)} - {kb})
     half, third = wl.oh // 2, max(1, wl.oh // 3) if wl.oh > 1 else 0
     candidates = [ResidentKnobs(shares[0], fp, piece, group)]
