@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from host import host_line, host_record  # noqa: E402
 from vdla.compiler.vdla.target import VdlaTarget  # noqa: E402
-from vdla.compiler.vdla.topi import (Conv2dWorkload, Requantize, check_conv2d, compile_conv2d, default_knobs,  # noqa: E402
+from vdla.compiler.vdla.topi import (Conv2dWorkload, Requantize, ResidentKnobs, check_conv2d, compile_conv2d, default_knobs,  # noqa: E402
                                      compile_default_conv, default_resident, estimate_cycles, estimate_resident_cycles,
                                      requant_shift, resident_error, resident_space, tiling_edges)
 
@@ -70,8 +70,8 @@ def main() -> None:
         pick = default_resident(wl, target, ep)
         row["fits"] = pick is not None
         if pick is None:
-            k0 = next(iter(space), None)
-            row["why_not"] = resident_error(wl, k0, target, ep) if k0 else "no resident setting (one input block)"
+            plain = ResidentKnobs(max(1, wl.ic // cfg.block_in // 2), 1, 1, 1)  # the simplest setting: why even it fails
+            row["why_not"] = resident_error(wl, plain, target, ep) or "no setting of resident_space fits"
         else:
             row["default_resident"] = str(pick)
             row["default_resident_cycles"] = row["resident_cycles"].get(str(pick)) or measure(wl, target, pick, ep)  # type: ignore[union-attr]
