@@ -86,12 +86,13 @@ class VdlaConv2dTemplate(Template):
         self.workload = Conv2dWorkload(**task.wl)
         self.epilogue = Requantize(shift=requant_shift(self.workload))
         self.residents = tuple(resident_text(k) for k in resident_space(self.workload, self.target, self.epilogue))
-        self._tiling = self._default_tiling()
+        self.default_tiling = self._make_default_tiling()
+        """The default tiling's config (a resident point carries its values on the tiling axes)."""
         self._default: Config | None = None
 
     def make_space(self) -> ConfigSpace:
         wl, cfg = self.workload, self.target.config
-        canonical = self._tiling.to_dict()
+        canonical = self.default_tiling.to_dict()
 
         def legal(c: Config) -> None:
             knobs = self.knobs(c)
@@ -119,15 +120,15 @@ class VdlaConv2dTemplate(Template):
         """What the graph lowering compiles without a log (``compile_conv_workload``): the default tiling, or the
         resident setting ``compile_default_conv`` picks (it runs both on the cycle model: decided once)."""
         if self._default is None:
-            self._default = self._tiling
+            self._default = self.default_tiling
             if self.residents:
                 pick = compile_default_conv(self.workload, self.target, self.epilogue, 2).knobs
                 if isinstance(pick, ResidentKnobs) and resident_text(pick) in self.residents:
                     self._default = Config(tuple((k, resident_text(pick) if k == "resident" else v)
-                                                 for k, v in self._tiling.values))
+                                                 for k, v in self.default_tiling.values))
         return self._default
 
-    def _default_tiling(self) -> Config:
+    def _make_default_tiling(self) -> Config:
         # Two virtual threads, else one.
         try:
             k = default_knobs(self.workload, self.target, 2)
@@ -151,7 +152,7 @@ class VdlaConv2dTemplate(Template):
         """The tiled loop program (a resident setting writes its instructions directly: its point's tiling's)."""
         k = self.knobs(config)
         if isinstance(k, ResidentKnobs):
-            k = self.knobs(self._tiling)
+            k = self.knobs(self.default_tiling)
         return conv2d_func(self.workload, k, self.target, self.epilogue)  # type: ignore[arg-type]
 
     def features(self, config: Config) -> np.ndarray:
