@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vdla_hw.config import HwConfig
-from vdla_hw.errors import UsageError
+from vdla_hw.errors import UnsupportedError, UsageError
 
 from ..build import VdlaModule, build
 from ..target import VdlaTarget
@@ -150,8 +150,13 @@ def compile_default_conv(wl: Conv2dWorkload, target: VdlaTarget | str = "default
     from vdla.runtime.backends import run
 
     tgt = target if isinstance(target, VdlaTarget) else VdlaTarget.from_config(target)
-    tiled = compile_conv2d(wl, tgt, epilogue=epilogue, virtual_threads=virtual_threads)
     resident = default_resident(wl, tgt, epilogue) if virtual_threads >= 2 else None
+    try:
+        tiled = compile_conv2d(wl, tgt, epilogue=epilogue, virtual_threads=virtual_threads)
+    except UnsupportedError:  # no tiling fits (CapacityError included): the resident setting, if one does
+        if resident is None:
+            raise
+        return compile_conv2d(wl, tgt, knobs=resident, epilogue=epilogue)
     if resident is None:
         return tiled
     other = compile_conv2d(wl, tgt, knobs=resident, epilogue=epilogue)
