@@ -43,7 +43,8 @@ def main() -> None:
     for n in integer:
         if not np.array_equal(got[n], want[n]):
             raise SystemExit(f"{n}: the fsim run differs from the graph's int8 reference")
-    fsim_out = compiled.run(feed, backend="fsim")[0]
+    last = compiled.graph.outputs[0]
+    fsim_out = got[last] if last in got else compiled.run(feed, backend="fsim")[0]
     out, prof = compiled.module.profile(feed, backend="cycle", warmup=0, repeat=1)
     if not np.array_equal(out[0], fsim_out):
         raise SystemExit("the cycle run's output differs from the fsim run's")
