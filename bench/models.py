@@ -66,11 +66,19 @@ import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
+from host import host_line, host_record  # noqa: E402
 from model_profile import format_profiles, profile_ort, profile_ours  # noqa: E402
 from peer_env import MALLOC_ENV, THREAD_ENV  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "models")]
+
+from vdla.runtime.openmp import DEFAULT_WAIT_POLICY, load_openmp_runtime  # noqa: E402
+
+# torch ships its own libgomp.so.1 and, imported first (zoo imports it), gives the process its OpenMP pool
+# with libgomp's default (spinning) wait policy, which our kernels then share: load ours first, so both
+# share the runtime's (vdla.runtime.openmp; with more than one thread torch is measured under it too).
+load_openmp_runtime()
 
 from zoo import MODELS, export, make_model  # noqa: E402
 
@@ -290,6 +298,7 @@ def main() -> None:
     rounds = args.rounds or (QUICK_ROUNDS if args.quick else 20)
     names = [m for m in args.models.split(",") if m]
 
+    openmp = load_openmp_runtime()  # loaded at import time, above: this returns its name
     import onnxruntime as ort
     import torch
 
@@ -297,16 +306,19 @@ def main() -> None:
     isa = [f for f in ("avx512f", "avx512vnni", "avx2", "fma") if f in target.features]
     ours = parse_target(args.cpu_target)
     ours_isa = [f for f in ("avx512f", "avx2", "fma") if f in ours.features]
+    print(host_line())
     print(f"ours compiled for: {ours.cpu} ({', '.join(ours_isa) or 'no AVX'})"
           + ("" if ours == target else "; the peers use the host's ISA"))
     print(f"host CPU: {target.cpu} ({', '.join(isa) or 'no AVX'}); torch {torch.__version__}, "
           f"onnxruntime {ort.__version__}; OPENBLAS_CORETYPE {os.environ.get('OPENBLAS_CORETYPE', 'unset')}; "
           f"{' '.join(f'{k}={v}' for k, v in MALLOC_ENV.items())}; {os.cpu_count()} cores")
-    out: dict[str, Any] = {"cpu": target.cpu, "isa": isa, "ours_target": {"cpu": ours.cpu, "isa": ours_isa},
+    out: dict[str, Any] = {"host": host_record(), "cpu": target.cpu, "isa": isa, "ours_target": {"cpu": ours.cpu, "isa": ours_isa},
                            "resolution": resolution, "rounds": rounds,
                            "torch": torch.__version__, "onnxruntime": ort.__version__, "malloc_env": MALLOC_ENV,
                            "thread_env": THREAD_ENV, "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
-                           "load_average_before": os.getloadavg(), "models": []}
+                           "load_average_before": os.getloadavg(), "models": [],
+                           "openmp": {"library": openmp, "policy_env": {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")},
+                                      "default_wait_policy": DEFAULT_WAIT_POLICY}}
     out["threads"] = threads
     with contextlib.ExitStack() as stack:
         peer = None

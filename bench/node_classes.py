@@ -3,9 +3,14 @@
 Per model (random weights, ``tests/models/zoo.py``, TorchScript export at batch 1, one thread):
 
 * ``ours``: ``GraphModule.profile`` (what ``vdla run --profile`` prints), each node timed in its place in
-  whole runs; with ``--tuning-log`` a tuned build (``vdla compile --tuning-log``) is profiled too;
+  whole runs, by the calling thread's CPU time (``clock="thread"``: on this shared machine the wall clock
+  charged scheduler slices of other processes to a node even in its best of 20 runs, 2x on some nodes of
+  one build and not another); with ``--tuning-log`` a tuned build (``vdla compile --tuning-log``) is
+  profiled too;
 * ``ort``: onnxruntime with ``enable_profiling`` (its own per-node kernel times), one thread, all graph
-  optimizations (its NCHWc convs with the activation and the residual add fused).
+  optimizations (its NCHWc convs with the activation and the residual add fused); its profiler's times
+  are wall clock (no CPU clock is offered), so its figures carry the host's load and ours do not: compare
+  them on a quiet host, or as the fastest of many rounds.
 
 The two are run in turn, one whole profiled run each per round, ``--rounds`` rounds; each node's time is
 its fastest round (on a shared machine the other processes' bursts land on some rounds, not on the
@@ -51,6 +56,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "models")]
 
 from cpu_ops import measure_peak  # noqa: E402
+from host import host_line, host_record  # noqa: E402
 from model_profile import ort_kernel_times, ort_profiled_session  # noqa: E402
 from tune_fidelity import nodes_of_tasks  # noqa: E402
 from zoo import export, make_model  # noqa: E402
@@ -58,7 +64,6 @@ from zoo import export, make_model  # noqa: E402
 from vdla.compiler.autotune.database import ApplyBest, read_log  # noqa: E402
 from vdla.compiler.autotune.dispatch import dispatching  # noqa: E402
 from vdla.compiler.autotune.task import Task, extract_tasks  # noqa: E402
-from vdla.compiler.codegen.llvm import host_target  # noqa: E402
 from vdla.compiler.frontend.onnx import from_onnx  # noqa: E402
 from vdla.compiler.graph.build import build_model  # noqa: E402
 from vdla.compiler.graph.lower_llvm_nn import default_conv_tile  # noqa: E402
@@ -183,7 +188,7 @@ def profile_ours_rounds(modules: Mapping[str, Any], sess: Any, feed: Mapping[str
     for _ in tqdm(range(rounds), desc="profiling", unit="round", disable=quiet or not sys.stderr.isatty()):
         peak.append(measure_peak(repeat=4))
         for name, m in modules.items():
-            _, prof = m.module.profile(dict(feed), warmup=0, repeat=1)
+            _, prof = m.module.profile(dict(feed), warmup=0, repeat=1, clock="thread")
             for row in prof.nodes:
                 if row.device == "cpu":
                     best[name][row.name] = min(best[name].get(row.name, math.inf), row.seconds)
@@ -311,11 +316,10 @@ def main() -> None:
     bad = [kv for kv in args.tuning_log if "=" not in kv or not Path(kv.split("=", 1)[1]).is_file()]
     if bad:
         ap.error(f"--tuning-log takes MODEL=FILE with an existing file; got {bad}")
-    host = host_target()
     load0 = os.getloadavg()[0]
     peak = max(measure_peak() for _ in range(3))  # best of three, then once per round (profile_ours_rounds)
-    print(f"host: {host.cpu} ({host.isa}, {host.vector_bits}-bit vectors), {os.cpu_count()} cores, load {load0:.1f}; "
-          f"one thread; measured FMA peak {peak:.1f} GFLOP/s")
+    print(host_line())
+    print(f"load {load0:.1f}; one thread; measured FMA peak {peak:.1f} GFLOP/s")
     results = []
     for name in args.models.split(","):
         r = bench_model(name, args, peak)
@@ -323,7 +327,7 @@ def main() -> None:
         results.append(r)
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"host": {"cpu": host.cpu, "isa": host.isa, "cores": os.cpu_count()},
+    out.write_text(json.dumps({"host": host_record(), "clock": {"ours": "thread CPU time", "ort": "wall"},
                                "load_before": load0, "load_after": os.getloadavg()[0], "results": results},
                               indent=1, default=str))
     print(f"wrote {out}")

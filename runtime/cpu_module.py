@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 from vdla.runtime.file_checks import check_elf, elf_machine, read_bytes
+from vdla.runtime.openmp import load_openmp_runtime
 from vdla_hw.errors import BadFileError
 
 #: Alignment of the buffers the runtime allocates for kernels (a page: every plan offset is a
@@ -350,6 +351,7 @@ def load_module_bytes(data: bytes, origin: str) -> CpuModule:
 
 
 def _open_library(file: str, origin: str) -> CpuModule:
+    load_openmp_runtime()  # before the module pulls libgomp in with libgomp's default wait policy
     try:
         # Loading runs no generated code (the module has no constructors), so it is safe
         # to read the metadata before checking the CPU.

@@ -314,7 +314,7 @@ class GraphModule:
         return self._outputs()
 
     def profile(self, inputs: Mapping[str, np.ndarray] | np.ndarray, backend: str = "fsim",
-                trace: str | Path | None = None, warmup: int = 1, repeat: int = 1,
+                trace: str | Path | None = None, warmup: int = 1, repeat: int = 1, clock: str = "wall",
                 **options: Any) -> tuple[list[np.ndarray], Profile]:
         """Run the model, timing every node where it runs; on ``cycle`` with ``trace`` also merge the
         VDLA timelines.
@@ -325,7 +325,21 @@ class GraphModule:
         as the nodes before it left them, as in :meth:`run` and in onnxruntime's profiler (calling
         one node over and over instead keeps its weights in cache, which hid up to 0.4 ms per
         ResNet-18 layer4 conv).  VDLA nodes run once, in the first run: the simulators take seconds.
+
+        ``clock="wall"`` times CPU nodes by the wall clock; ``clock="thread"`` by the calling thread's
+        CPU time, which leaves out the time other processes hold the core.  On a loaded host use the
+        latter: a 3-7 ms node is preempted for a scheduler slice (~4 ms at load 4-5 on 2 cores) so often
+        that even its best of 20 wall-clock runs can be 2x its CPU time, and for some nodes of one build
+        and not another (``docs/cpu_speed.md``).  It needs the kernels on one thread
+        (``set_num_threads(1)``): the pool's other threads' time would be missing.
         """
+        if clock not in ("wall", "thread"):
+            raise GraphExecutorError(f"unknown profile clock {clock!r}: use 'wall' or 'thread'")
+        if clock == "thread" and self.library is not None and self.library.num_threads != 1:
+            raise GraphExecutorError("clock='thread' times the calling thread only, and the kernels run on "
+                                     f"{self.library.num_threads or 'all'} threads: call set_num_threads(1) "
+                                     "first, or profile with clock='wall'")
+        now = time.thread_time if clock == "thread" else time.perf_counter
         if trace is not None and backend != "cycle":
             raise GraphExecutorError(f"a timeline needs the cycle backend, not {backend!r}; pass backend='cycle'")
         self._require_library()
@@ -344,9 +358,9 @@ class GraphModule:
             for _ in range(runs):
                 for k, (node, call) in enumerate(zip(nodes, self._calls)):
                     if call is not None:
-                        t0 = time.perf_counter()
+                        t0 = now()
                         call[0].call_unchecked(call[1])
-                        best[k] = min(best[k], time.perf_counter() - t0)
+                        best[k] = min(best[k], now() - t0)
                         continue
                     if node["device"] == "placed":
                         best[k] = 0.0

@@ -176,6 +176,27 @@ def test_parallel_unrolled_and_nested_parallel_loops() -> None:
         np.testing.assert_allclose(res, x * 3 + np.arange(32)[:, None], rtol=1e-6, atol=1e-5)
 
 
+@pytest.mark.parametrize("extent", [1, 7, 13, 64])
+def test_parallel_loop_runs_every_iteration_once(extent: int) -> None:
+    # Threads claim chunks from a shared counter: each iteration must run exactly once for any
+    # team size, including more threads than iterations and a loop not starting at zero.
+    size = extent + 3
+    a = decl_buffer((size,), "float32", "a")
+    out = decl_buffer((size,), "float32", "out")
+    i = Var("i")
+    body = For(i, IntImm(3), IntImm(extent), ForKind.PARALLEL,
+               BufferStore(out, out[i] + a[i] + 1.0, (i,)))
+    mod = jit(codegen([PrimFunc("par_once", (a, out), body)], host_target()))
+    x = np.arange(size, dtype=np.float32)
+    want = np.zeros(size, np.float32)
+    want[3:] = x[3:] + 1
+    for threads in (1, 2, 3, 5, 0):
+        mod.set_num_threads(threads)
+        res = np.zeros(size, np.float32)
+        mod(x, res)
+        np.testing.assert_array_equal(res, want)
+
+
 def test_generated_code_uses_wide_fma() -> None:
     target = host_target()
     if not target.has_fma:

@@ -4,12 +4,15 @@ with its weights left in cache."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
+import pytest
 
 from vdla.compiler.graph import GraphBuilder
 from vdla.compiler.graph.build import build_model
+from vdla.runtime.graph_executor import GraphExecutorError
 
 
 class _Recorder:
@@ -43,3 +46,33 @@ def test_profile_times_nodes_inside_whole_runs() -> None:
     assert calls == list(range(n)) * 4
     assert len(profile.nodes) == n and all(r.seconds > 0 for r in profile.nodes)
     np.testing.assert_array_equal(outputs[0], want)
+
+
+class _Sleeper(_Recorder):
+    """A kernel that also sleeps: time the thread does not run, as when another process holds the core."""
+
+    def call_unchecked(self, packed: Any) -> None:
+        time.sleep(0.02)
+        super().call_unchecked(packed)
+
+
+def test_thread_clock_leaves_out_time_the_thread_does_not_run() -> None:
+    rng = np.random.default_rng(1)
+    b = GraphBuilder()
+    x = b.input("x", (1, 4, 8, 8), "float32")
+    y = b.op("relu", [b.op("conv2d", [x, b.const(rng.standard_normal((8, 4, 3, 3)).astype(np.float32))], "c",
+                           padding=(1, 1, 1, 1))])
+    module = build_model(b.build([y])).module
+    feed = rng.standard_normal((1, 4, 8, 8)).astype(np.float32)
+    calls: list[int] = []
+    module._calls = [(_Sleeper(fn, k, calls), packed) for k, (fn, packed) in enumerate(module._calls)]
+    module.set_num_threads(2)
+    with pytest.raises(GraphExecutorError, match="set_num_threads\\(1\\)"):
+        module.profile(feed, clock="thread")
+    with pytest.raises(GraphExecutorError, match="unknown profile clock 'cpu'"):
+        module.profile(feed, clock="cpu")
+    module.set_num_threads(1)
+    _, wall = module.profile(feed, warmup=0, repeat=2)
+    _, cpu = module.profile(feed, warmup=0, repeat=2, clock="thread")
+    assert all(r.seconds >= 0.02 for r in wall.nodes)
+    assert all(0 < r.seconds < 0.02 for r in cpu.nodes)

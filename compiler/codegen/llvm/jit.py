@@ -11,6 +11,7 @@ import tempfile
 import llvmlite.binding as llvm
 
 from vdla.runtime.cpu_module import CpuModule, check_target
+from vdla.runtime.openmp import load_openmp_runtime
 from vdla_hw.errors import ToolchainError
 from vdla_hw.toolchain import INSTALL_COMPILER, toolchain
 
@@ -21,7 +22,9 @@ from .types import CodegenError
 
 @functools.cache
 def _load_libgomp() -> None:
-    # MCJIT resolves external symbols in the process: make libgomp's visible once.
+    # MCJIT resolves external symbols in the process: make libgomp's visible once, loaded
+    # with the runtime's wait policy (vdla.runtime.openmp).
+    load_openmp_runtime()
     name = ctypes.util.find_library("gomp") or "libgomp.so.1"
     try:
         llvm.load_library_permanently(name)

@@ -6,8 +6,16 @@ A ``parallel`` loop is outlined into two functions:
   ``[begin, end)`` serially; its pointer parameters are ``noalias`` (distinct buffers, as
   in the kernel itself), which keeps LLVM's alias analysis as precise as in serial code;
 * a *trampoline* ``(closure*)`` that libgomp runs on every thread of the team: it unpacks
-  the closure, takes this thread's contiguous share of the iteration space (static
-  schedule, shares differing by at most one iteration) and calls the body.
+  the closure and claims chunks of the iteration space from a shared counter in the closure
+  (an atomic add; a chunk is ``ceil(extent / (CHUNKS_PER_THREAD x threads))`` iterations,
+  at least one; the whole range for a team of one) until none is left, calling the body on each.
+
+Why claimed chunks and not a static split: on a loaded host (a laptop, a shared machine) a
+team thread is often descheduled when the region starts.  With a static split the caller
+finishes its half and then waits at libgomp's end barrier for the other half, i.e. for the
+scheduler to run that thread (milliseconds); with claimed chunks the running threads take the
+work a descheduled one has not started, and it arrives at the barrier with nothing to do.
+On a quiet host the chunks are contiguous runs as before, so locality is unchanged.
 
 The parent stores the captured values into a stack closure and calls
 ``GOMP_parallel(trampoline, closure, vdla_num_threads, 0)``; a thread count of 0 means
@@ -27,6 +35,13 @@ from .types import I32, I64, PTR, VOID, opaque_alloca
 
 if TYPE_CHECKING:
     from .emitter import FunctionEmitter
+
+CHUNKS_PER_THREAD = 1
+"""Chunks per thread of the team.  One: each chunk is a thread's static share (contiguous, the same
+locality as a static split), and a share whose thread is late is taken by one that runs.  Four (finer
+balancing) measured no better on ResNet-50 at two threads and used up to 18% more CPU time in one run
+(``docs/cpu_speed.md``); at this host's load the difference between 1, 4 and a static split is inside
+the noise."""
 
 
 def used_vars(stmt: Stmt) -> set[Var]:
@@ -71,33 +86,50 @@ def emit_parallel_for(em: FunctionEmitter, loop: For) -> None:
     inner.loop(loop.loop_var, body_fn.args[-2], body_fn.args[-1], loop.body)
     inner.finish()
 
-    # Trampoline: unpack the closure, split the range by thread id, call the body.
-    closure_ty = ir.LiteralStructType([v.type for v in values] + [I64, I64])
+    # Trampoline: unpack the closure, claim chunks from the shared counter, call the body.
+    closure_ty = ir.LiteralStructType([v.type for v in values] + [I64, I64, I64])
     tramp = ir.Function(ctx.module, ir.FunctionType(VOID, [PTR]), name=name)
     tramp.linkage = "internal"
     b = ir.IRBuilder(tramp.append_basic_block("entry"))
     clo = tramp.args[0]
 
+    def field_ptr(i: int) -> ir.Value:
+        return b.gep(clo, [ir.Constant(I32, 0), ir.Constant(I32, i)], inbounds=True,
+                     source_etype=closure_ty)
+
     def field(i: int) -> ir.Value:
-        p = b.gep(clo, [ir.Constant(I32, 0), ir.Constant(I32, i)], inbounds=True,
-                  source_etype=closure_ty)
-        return b.load(p, typ=closure_ty.elements[i])
+        return b.load(field_ptr(i), typ=closure_ty.elements[i])
 
     args = [field(i) for i in range(len(values))]
     lo, ext = field(len(values)), field(len(values) + 1)
-    tid = b.sext(b.call(ctx.gomp("omp_get_thread_num"), []), I64)
+    counter = field_ptr(len(values) + 2)
     nt = b.sext(b.call(ctx.gomp("omp_get_num_threads"), []), I64)
-    begin = b.add(lo, b.sdiv(b.mul(ext, tid), nt))
-    end = b.add(lo, b.sdiv(b.mul(ext, b.add(tid, ir.Constant(I64, 1))), nt))
+    parts = b.mul(nt, ir.Constant(I64, CHUNKS_PER_THREAD))
+    chunk = b.sdiv(b.add(ext, b.sub(parts, ir.Constant(I64, 1))), parts)  # ceil: no short tail chunk
+    chunk = b.select(b.icmp_signed("<", chunk, ir.Constant(I64, 1)), ir.Constant(I64, 1), chunk)
+    # A team of one runs the whole range in one call, as the serial loop would.
+    chunk = b.select(b.icmp_signed("==", nt, ir.Constant(I64, 1)), ext, chunk)
+    claim, done = tramp.append_basic_block("claim"), tramp.append_basic_block("done")
+    b.branch(claim)
+    b.position_at_end(claim)
+    start = b.atomic_rmw("add", counter, chunk, "monotonic")
+    more = tramp.append_basic_block("run")
+    b.cbranch(b.icmp_signed("<", start, ext), more, done)
+    b.position_at_end(more)
+    stop = b.add(start, chunk)
+    stop = b.select(b.icmp_signed("<", stop, ext), stop, ext)
+    begin, end = b.add(lo, start), b.add(lo, stop)
     if ity != I64:
         begin, end = b.trunc(begin, ity), b.trunc(end, ity)
     b.call(body_fn, args + [begin, end])
+    b.branch(claim)
+    b.position_at_end(done)
     b.ret_void()
 
     # Parent: fill the closure and run the team.
     slot = opaque_alloca(em.allocas, closure_ty, f"{name}_closure")
     fields = values + [em.to_i64(em.expr(loop.min), loop.min.dtype),
-                       em.to_i64(em.expr(loop.extent), loop.extent.dtype)]
+                       em.to_i64(em.expr(loop.extent), loop.extent.dtype), ir.Constant(I64, 0)]
     for i, v in enumerate(fields):
         p = em.b.gep(slot, [ir.Constant(I32, 0), ir.Constant(I32, i)], inbounds=True,
                      source_etype=closure_ty)
