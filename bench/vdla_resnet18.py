@@ -18,6 +18,14 @@ and what the tiles reach; with ``--peer-knobs`` an earlier run's knob choice run
 = 51.2 GOPS peak): latency hiding raised peak compute utilization from 70% to 88%; tuned
 ResNet-18 conv tasks reached 2.2-31.3 GOPS.
 
+With ``--model`` it measures the whole model instead, as a user compiles it: the zoo's ResNet-18 (torchvision,
+random weights, exported to ONNX as ``tests/models/zoo.py`` does) through ``build_model(target="vdla")`` with no
+tuning log, on the cycle model, compiled by this tree and by ``--peer`` (default ``main``: its tree unpacked, each in
+its own subprocess, ``bench/vdla_model_cycles.py``) in the same run: total accelerator cycles and every VDLA kernel's
+cycles side by side, the 1x1 convs marked; both sides checked bit-exact (fsim against the int8 reference, cycle
+against fsim).  Writes ``results/vdla_resnet18_model.json``.
+
+    python bench/vdla_resnet18.py --model [--peer main] [--resolution 224] [--schemes per-channel,per-tensor]
     python bench/vdla_resnet18.py [--config default] [--layers C2,C9] [--candidates 16|0] [--no-baseline] [--no-old-peers]
                                   [--no-vt1] [--knobs-from results/vdla_resnet18_knobs.json --out ...]
                                   [--peer-knobs results/vdla_resnet18.json]
@@ -130,8 +138,88 @@ def knobs_from(path: str, option: str = "--knobs-from") -> dict[str, dict[str, C
     return out
 
 
+def model_side(tree: Path, files: list[Path], config: str, scheme: str) -> dict[str, object]:
+    """Compile and run the model with the compiler of ``tree`` (a subprocess that sees only that tree)."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    cmd = [sys.executable, str(Path(__file__).parent / "vdla_model_cycles.py"), *map(str, files), "--config", config]
+    cmd += ["--per-tensor"] if scheme == "per-tensor" else []
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600)
+    if proc.returncode:
+        raise SystemExit(f"the model run on {tree} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def bench_model(peer: str, config: str, resolution: int, out: Path, schemes: list[str]) -> int:
+    """ResNet-18 as a user compiles it, on this tree and on ``peer``'s, in one run (see the module doc)."""
+    import numpy as np
+    import torch
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "models"))
+    from peer_tree import ROOT, peer_tree
+    from zoo import export, make_model
+
+    print(host_line())
+    start = time.perf_counter(), time.process_time()
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 3, resolution, resolution)).astype(np.float32)
+    with tempfile.TemporaryDirectory(prefix="resnet18_") as tmp:
+        files = [Path(tmp) / "resnet18.onnx", Path(tmp) / "samples.npy", Path(tmp) / "feed.npy"]
+        files[0].write_bytes(export(make_model("resnet18", seed=0), torch.from_numpy(x), "torchscript").SerializeToString())
+        np.save(files[1], rng.standard_normal((2, 1, 3, resolution, resolution)).astype(np.float32))
+        np.save(files[2], x)
+        with peer_tree(peer) as (commit, tree):
+            runs = [(scheme, label, where) for scheme in schemes
+                    for label, where in ((f"peer {commit}", tree), ("this tree", ROOT))]
+            sides: dict[str, dict[str, dict[str, object]]] = {}
+            for scheme, label, where in tqdm(runs, desc="builds", unit="build"):
+                sides.setdefault(scheme, {})[label] = model_side(where, files, config, scheme)
+    wall, cpu = time.perf_counter() - start[0], time.process_time() - start[1]
+    results = {}
+    for scheme, pair in sides.items():
+        results[scheme] = model_table(scheme, pair, config, resolution)
+    print(f"({wall:.0f} s wall, {cpu:.0f} s CPU in this process; each build in its own subprocess)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"host": host_record(), "config": config, "resolution": resolution, "peer": peer,
+                               "wall_s": wall, "cpu_s": cpu, "sides": sides, "kernels": results}, indent=1) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+def model_table(scheme: str, pair: dict[str, dict[str, object]], config: str, resolution: int) -> list[dict[str, object]]:
+    """Print one scheme's before/after table; returns its rows (every VDLA kernel both sides ran)."""
+    (before_label, before), (after_label, after) = pair.items()
+    after_nodes = {n["name"]: n for n in after["nodes"]}  # type: ignore[union-attr]
+    print(f"ResNet-18 (zoo ONNX, int8 {scheme}, {resolution}x{resolution}, no tuning log) on the cycle model, "
+          f"config {config!r}")
+    print(f"{'kernel':<44}{'MACs':>11}{before_label:>16}{after_label:>12}{'change':>9}")
+    rows = []
+    for n in before["nodes"]:  # type: ignore[union-attr]
+        a = after_nodes.get(n["name"])
+        if a is None or not n["cycles"]:
+            continue
+        change = a["cycles"] / n["cycles"] - 1
+        one_by_one = n["macs"] and "conv2d" in n["ops"] and bool(re.search(r"downsample|1x1", n["name"]))
+        rows.append({"kernel": n["name"], "ops": n["ops"], "macs": n["macs"], "before": n["cycles"],
+                     "after": a["cycles"], "change": change})
+        if change or one_by_one:
+            print(f"{n['name'][:43]:<44}{n['macs']:>11}{n['cycles']:>16}{a['cycles']:>12}{100 * change:>+8.1f}%")
+    tb, ta = before["vdla_cycles"], after["vdla_cycles"]
+    print(f"{'total VDLA cycles (' + str(len(rows)) + ' kernels)':<55}{tb:>16}{ta:>12}{100 * (ta / tb - 1):>+8.2f}%")
+    print(f"(kernels whose cycles did not change and are not 1x1 convs are not listed; compile {before['compile_s']:.0f} s "
+          f"/ {after['compile_s']:.0f} s)")
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", action="store_true", help="the whole zoo ResNet-18 as a user compiles it, before/after")
+    p.add_argument("--peer", default="main", help="with --model: the commit compiled as the 'before' side")
+    p.add_argument("--resolution", type=int, default=224, help="with --model: the input image size")
+    p.add_argument("--schemes", default="per-channel,per-tensor",
+                   help="with --model: weight scales, per-channel (vdla compile's default) and/or per-tensor")
     p.add_argument("--config", default="default")
     p.add_argument("--layers", default=",".join(RESNET18_CONVS))
     p.add_argument("--candidates", type=int, default=16,
@@ -149,6 +237,9 @@ def main(argv: list[str] | None = None) -> int:
                         "'earlier knobs' column (e.g. the committed bench/results/vdla_resnet18.json)")
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "vdla_resnet18.json"))
     args = p.parse_args(argv)
+    if args.model:
+        out = Path(args.out if args.out != p.get_default("out") else Path(args.out).with_name("vdla_resnet18_model.json"))
+        return bench_model(args.peer, args.config, args.resolution, out, args.schemes.split(","))
     target = VdlaTarget.from_config(args.config)
     names = args.layers.split(",")
     start = time.perf_counter()

@@ -1,14 +1,20 @@
-"""The VDLA template: a thin binding of the conv2d tiling knobs (``vdla.compiler.vdla.topi.tiling``).
+"""The VDLA template: a thin binding of the conv2d tiling knobs (``vdla.compiler.vdla.topi.tiling``) and of
+the resident 1x1 template's settings.
 
 Its axes are the knobs of :class:`~vdla.compiler.vdla.topi.tiling.Conv2dKnobs` (tile sizes, virtual
-threads and the axis they split, loop order); legality is :func:`check_knobs`, so whatever the
-tiling decides fits the hardware config is what the tuner may try.  A config is measured in
-cycle-model cycles on seeded int8 data and checked bit-exactly against NumPy.
+threads and the axis they split, loop order) plus ``resident``: empty for a tiling, else one of the
+layer's :func:`~vdla.compiler.vdla.topi.fit.resident_space` settings written as text (``b1=9;first_piece=8;...``,
+what the tuning log holds), whose config has the default tiling's values on the other axes (one point per
+setting).  Legality is :func:`check_knobs` (a tiling) or :func:`resident_error` (a resident setting), so
+whatever the topi decides fits the hardware config is what the tuner may try; a log written before the
+``resident`` axis existed reads as tilings.  A config is measured in cycle-model cycles on seeded int8
+data and checked bit-exactly against NumPy.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +26,7 @@ from vdla.compiler.vdla.topi import (
     Conv2dKnobs,
     Conv2dWorkload,
     Requantize,
+    ResidentKnobs,
     check_knobs,
     compile_conv2d,
     conv2d_func,
@@ -28,6 +35,11 @@ from vdla.compiler.vdla.topi import (
     footprint,
     random_conv_data,
     requant_shift,
+    resident_error,
+    resident_footprint,
+    resident_space,
+    compile_default_conv,
+    estimate_resident_cycles,
 )
 from vdla.compiler.vdla.topi import reference as ref
 from vdla_hw.config import from_dict
@@ -38,10 +50,31 @@ from .template import RunOutcome, Template
 
 VIRTUAL_THREADS = (1, 2, 4)
 _SCOPES = ("vdla.inp", "vdla.wgt", "vdla.acc", "vdla.uop")
+TILING = ""
+"""The ``resident`` knob's value of a tiling (``Conv2dKnobs``)."""
+_TILING_AXES = ("oc_tile", "oh_tile", "ow_tile", "ic_tile", "virtual_threads", "vt_axis", "loop_order")
+
+
+def resident_text(k: ResidentKnobs) -> str:
+    """A resident setting as the ``resident`` knob's value (its fields, ``name=value`` joined by ``;``)."""
+    return ";".join(f"{name}={int(v)}" for name, v in asdict(k).items())
+
+
+def parse_resident(text: str) -> ResidentKnobs:
+    """The inverse of :func:`resident_text`; ValueError naming the field for text that is not one."""
+    names = {f.name for f in fields(ResidentKnobs)}
+    values: dict[str, int | bool] = {}
+    for part in text.split(";"):
+        name, eq, value = part.partition("=")
+        if not eq or name not in names or not value.lstrip("-").isdigit():
+            raise ValueError(f"{part!r} of resident setting {text!r} is not a ResidentKnobs field=integer")
+        values[name] = bool(int(value)) if name == "late_bias" else int(value)
+    return ResidentKnobs(**values)  # type: ignore[arg-type]
 
 
 class VdlaConv2dTemplate(Template):
-    """Tiles (output channels, rows, columns, input channels), virtual threads, their axis and the loop order."""
+    """Tiles (output channels, rows, columns, input channels), virtual threads, their axis and the loop order;
+    or one of the resident 1x1 template's settings."""
 
     kind = "vdla_conv2d"
     unit = "cycles"
@@ -52,12 +85,25 @@ class VdlaConv2dTemplate(Template):
         self.target = VdlaTarget(from_dict(hw_config))
         self.workload = Conv2dWorkload(**task.wl)
         self.epilogue = Requantize(shift=requant_shift(self.workload))
+        self.residents = tuple(resident_text(k) for k in resident_space(self.workload, self.target, self.epilogue))
+        self.default_tiling = self._make_default_tiling()
+        """The default tiling's config (a resident point carries its values on the tiling axes)."""
+        self._default: Config | None = None
 
     def make_space(self) -> ConfigSpace:
         wl, cfg = self.workload, self.target.config
+        canonical = self.default_tiling.to_dict()
 
         def legal(c: Config) -> None:
-            check_knobs(wl, self.knobs(c), self.target)
+            knobs = self.knobs(c)
+            if isinstance(knobs, ResidentKnobs):
+                if any(c[a] != canonical[a] for a in _TILING_AXES):  # one point per setting: the default tiling's
+                    raise ValueError("a resident setting's point has the default tiling's values on the tiling axes")
+                why = resident_error(wl, knobs, self.target, self.epilogue)
+                if why is not None:
+                    raise ValueError(why)
+                return
+            check_knobs(wl, knobs, self.target)
 
         return ConfigSpace((
             Axis("oc_tile", divisors(wl.oc // cfg.block_out)),
@@ -67,32 +113,57 @@ class VdlaConv2dTemplate(Template):
             Axis("virtual_threads", VIRTUAL_THREADS),
             Axis("vt_axis", ("oc", "oh")),
             Axis("loop_order", ("oc_oh", "oh_oc")),
+            Axis("resident", (TILING, *self.residents), absent=TILING),
         ), legal)
 
     def default(self) -> Config:
-        # What the graph lowering compiles without a log: two virtual threads, else one.
+        """What the graph lowering compiles without a log (``compile_conv_workload``): the default tiling, or the
+        resident setting ``compile_default_conv`` picks (it runs both on the cycle model: decided once)."""
+        if self._default is None:
+            self._default = self.default_tiling
+            if self.residents:
+                pick = compile_default_conv(self.workload, self.target, self.epilogue, 2).knobs
+                if isinstance(pick, ResidentKnobs) and resident_text(pick) in self.residents:
+                    self._default = Config(tuple((k, resident_text(pick) if k == "resident" else v)
+                                                 for k, v in self.default_tiling.values))
+        return self._default
+
+    def _make_default_tiling(self) -> Config:
+        # Two virtual threads, else one.
         try:
             k = default_knobs(self.workload, self.target, 2)
         except ValueError:
             k = default_knobs(self.workload, self.target, 1)
         return Config((("oc_tile", k.oc_tile), ("oh_tile", k.oh_tile), ("ow_tile", k.tile_ow(self.workload)),
                        ("ic_tile", k.ic_tile),
-                       ("virtual_threads", k.virtual_threads), ("vt_axis", k.vt_axis), ("loop_order", k.loop_order)))
+                       ("virtual_threads", k.virtual_threads), ("vt_axis", k.vt_axis), ("loop_order", k.loop_order),
+                       ("resident", TILING)))
 
-    def knobs(self, config: Config) -> Conv2dKnobs:
+    def knobs(self, config: Config) -> Conv2dKnobs | ResidentKnobs:
         values = config.to_dict()
+        resident = values.pop("resident", TILING)
+        if resident != TILING:
+            return parse_resident(str(resident))
         if values["ow_tile"] == self.workload.ow:  # whole rows: the knobs the lowering picks by itself
             values["ow_tile"] = None
         return Conv2dKnobs(**values)  # type: ignore[arg-type]
 
     def program(self, config: Config) -> PrimFunc:
-        return conv2d_func(self.workload, self.knobs(config), self.target, self.epilogue)
+        """The tiled loop program (a resident setting writes its instructions directly: its point's tiling's)."""
+        k = self.knobs(config)
+        if isinstance(k, ResidentKnobs):
+            k = self.knobs(self.default_tiling)
+        return conv2d_func(self.workload, k, self.target, self.epilogue)  # type: ignore[arg-type]
 
     def features(self, config: Config) -> np.ndarray:
         k = self.knobs(config)
         cfg = self.target.config
-        fp = footprint(self.workload, k, cfg)
-        estimate = estimate_cycles(self.workload, k, cfg)
+        if isinstance(k, ResidentKnobs):  # its own buffer use and estimate on the tiling's loop features
+            fp = resident_footprint(self.workload, k, cfg, self.epilogue)
+            estimate = estimate_resident_cycles(self.workload, k, cfg, self.epilogue)
+        else:
+            fp = footprint(self.workload, k, cfg)
+            estimate = estimate_cycles(self.workload, k, cfg)
         extra = [math.log2(1 + fp.get(s, 0)) for s in _SCOPES]
         # Shape-free forms carry across tasks (transfer learning): buffer occupancy and the estimate
         # over the GEMM core's ideal cycles.

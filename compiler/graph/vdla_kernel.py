@@ -10,7 +10,8 @@ from vdla_hw.errors import UnsupportedError
 from vdla.compiler.autotune import dispatch
 from vdla.compiler.graph.errors import NotLoweredError
 from vdla.compiler.vdla.target import VdlaTarget
-from vdla.compiler.vdla.topi import CompiledConv, Conv2dWorkload, Requantize, compile_conv2d, fits
+from vdla.compiler.vdla.topi import (CompiledConv, Conv2dWorkload, Requantize, ResidentKnobs, compile_conv2d,
+                                     compile_default_conv, fits, resident_error)
 from vdla.runtime.program import Program
 
 
@@ -51,13 +52,18 @@ class VdlaKernel:
 
 def compile_conv_workload(wl: Conv2dWorkload, target: VdlaTarget, epilogue: Requantize, virtual_threads: int,
                           name: str) -> CompiledConv:
-    """Compile with the tuned knobs (when a tuning log has them), else with the fastest default knobs
-    (``default_knobs`` itself falls back to fewer virtual threads when the layer has too few tiles)."""
+    """Compile with the tuned knobs (when a tuning log has them: a tiling or a resident setting), else with the
+    fastest default tiling or, for a 1x1 layer that fits SRAM whole, the resident template where it takes fewer cycles
+    (``compile_default_conv``; ``default_knobs`` itself falls back to fewer virtual threads when the layer has too
+    few tiles)."""
     tuned = dispatch.query("vdla_conv2d", wl.task_workload())
-    if tuned is not None and fits(target, wl, tuned, epilogue) is None:  # a fused residual add needs more room
+    if isinstance(tuned, ResidentKnobs):  # tuned with the template's epilogue: this one may not go on the STORE
+        if resident_error(wl, tuned, target, epilogue) is None:
+            return compile_conv2d(wl, target, knobs=tuned, epilogue=epilogue)
+    elif tuned is not None and fits(target, wl, tuned, epilogue) is None:  # a fused residual add needs more room
         return compile_conv2d(wl, target, knobs=tuned, epilogue=epilogue)
     try:
-        return compile_conv2d(wl, target, epilogue=epilogue, virtual_threads=virtual_threads)
+        return compile_default_conv(wl, target, epilogue, virtual_threads)
     except UnsupportedError as exc:  # CapacityError included: no tiling of this layer fits the config
         raise NotLoweredError(f"kernel {name!r}: no VDLA schedule of {wl} fits: {exc}") from None
 

@@ -570,8 +570,8 @@ def resident_space(wl: Conv2dWorkload, target: VdlaTarget, ep: Requantize = _PLA
     if kb < 2 or nb < 1:
         return []
     group = next((g for g in (4, 2, 1) if nb % g == 0), 1)
-    fp = max(1, nb // 4)
-    piece = next(p for p in (2 * fp, fp) if nb % p == 0)
+    fp = max(d for d in _divisors(nb) if d <= max(1, nb // 4))  # a divisor: nb // 4 need not be one (63 blocks)
+    piece = 2 * fp if nb % (2 * fp) == 0 else fp
     shares = sorted({max(1, kb // 2), max(1, 9 * kb // 16), max(1, 5 * kb // 8)} - {kb})
     half, third = wl.oh // 2, max(1, wl.oh // 3) if wl.oh > 1 else 0
     candidates = [ResidentKnobs(shares[0], fp, piece, group)]
@@ -579,3 +579,51 @@ def resident_space(wl: Conv2dWorkload, target: VdlaTarget, ep: Requantize = _PLA
                                  last_rows=last, bias_after=2)
                    for b1, fb, last in product(shares, (1, 2), sorted({third, half}))]
     return [k for k in dict.fromkeys(candidates) if resident_error(wl, k, target, ep) is None]
+
+
+def default_resident(wl: Conv2dWorkload, target: VdlaTarget, ep: Requantize = _PLAIN) -> ResidentKnobs | None:
+    """The resident setting compiled without a tuning log (None when the layer does not fit resident): C11's best
+    of ``resident_space`` on ``default`` (docs/vdla_compiler.md) -- the ic-major share at nine sixteenths, the first
+    two blocks in quarter pieces, the last group's last third of the rows stored apart -- scaled to the layer, else
+    the first setting of the space that fits."""
+    space = resident_space(wl, target, ep)
+    if not space:
+        return None
+    _, kb, _, _ = resident_shape(wl, target.config)
+    b1 = min(kb - 1, max(1, 9 * kb // 16))
+    last = max(1, wl.oh // 3) if wl.oh > 1 else 0
+    fb = min(2, b1)
+    want = [k for k in space if (k.b1, k.first_blocks, k.last_rows) == (b1, fb, last)]
+    return want[0] if want else space[0]
+
+
+def estimate_resident_cycles(wl: Conv2dWorkload, k: ResidentKnobs, cfg: HwConfig, ep: Requantize = _PLAIN) -> float:
+    """A quick analytic estimate of the resident template's cycles, the counterpart of ``tiling.estimate_cycles``.
+
+    Everything is loaded once, so the body is the larger of the GEMM core's time (MACs plus a pipeline fill per
+    GEMM, one per micro-op) and the bus time of the layer's bytes; the edges add the first GEMM's wait (the
+    micro-ops, the first input rows and weight piece) and the last STORE (the last group's last rows)."""
+    t = cfg.timing
+    m, kb, nb, col = resident_shape(wl, cfg, k.row_tiles)
+    gemms = resident_uops(wl, k, cfg)
+    compute = wl.core_macs(cfg) / cfg.macs_per_cycle + gemms * (t.gemm_pipeline_depth + t.insn_overhead)
+    compute += (nb if ep.bias else 0) * cfg.out_elem_bytes * 4 / cfg.bus_bytes  # the bias LOAD: a compute-module LOAD
+    # Nothing is re-loaded and each LOAD is one long burst: the bytes over the bus, no per-row latency.
+    memory = (kb * col * cfg.inp_elem_bytes + kb * nb * cfg.wgt_elem_bytes + nb * m * cfg.out_elem_bytes) / cfg.bus_bytes
+    first_rows = k.first_rows or wl.oh
+    prologue = ((first_rows * wl.stride * wl.ow * cfg.inp_elem_bytes + k.first_piece * cfg.wgt_elem_bytes)
+                / cfg.bus_bytes + 3 * t.dram_latency)
+    last_rows = k.last_rows or wl.oh
+    drain = k.last_group * last_rows * wl.ow * cfg.out_elem_bytes / cfg.bus_bytes + t.dram_latency
+    return max(compute, memory) + prologue + drain
+
+
+def tiling_edges(wl: Conv2dWorkload, k: Conv2dKnobs, cfg: HwConfig) -> float:
+    """The cycles ``estimate_cycles`` leaves out of a tiling: the wait for the first tile's input and first output
+    block's weights before the first GEMM, and the last output block's STORE after the last one (the split
+    prologue and drain)."""
+    g = geometry(wl, k, cfg)
+    t = cfg.timing
+    first = (g.inp_blocks * g.in_rows * g.in_cols * cfg.inp_elem_bytes + k.ic_tile * wl.kh * wl.kw * cfg.wgt_elem_bytes)
+    last = k.oh_tile * g.ow_tile * cfg.out_elem_bytes
+    return (first + last) / cfg.bus_bytes + 3 * t.dram_latency

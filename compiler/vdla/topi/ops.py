@@ -7,14 +7,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from vdla_hw.config import HwConfig
-from vdla_hw.errors import UsageError
+from vdla_hw.errors import UnsupportedError, UsageError
 
 from ..build import VdlaModule, build
 from ..target import VdlaTarget
 from . import reference as ref
 from .conv2d import conv2d_func
 from .epilogue import Requantize, Residual
-from .fit import default_knobs, resident_space
+from .fit import default_knobs, default_resident, resident_space
 from .resident import conv2d_resident
 from .tiling import Conv2dKnobs, Conv2dWorkload, ResidentKnobs
 
@@ -134,6 +134,35 @@ def compile_conv2d(wl: Conv2dWorkload, target: VdlaTarget | str = "default", kno
     k = knobs or default_knobs(hw, tgt, virtual_threads, epilogue)
     func = conv2d_func(hw, k, tgt, epilogue, dump=None if dump is None else lambda step, f: dump(f"schedule: {step}", f))
     return CompiledConv(wl, k, epilogue, build(func, tgt, dump), hw is not wl)
+
+
+def compile_default_conv(wl: Conv2dWorkload, target: VdlaTarget | str = "default", epilogue: Requantize = Requantize(shift=8),
+                         virtual_threads: int = 2) -> CompiledConv:
+    """What a layer compiles to without a tuning log: the default tiling (``default_knobs``), or the resident 1x1
+    template's setting of ``fit.default_resident`` when the layer fits resident and that program takes fewer
+    cycle-model cycles than the tiling's.
+
+    The rule runs both programs (unbound: the cycle model's timing does not depend on the data) only for a layer that
+    fits SRAM whole, so a small one: under half a second each on C11 (``bench/vdla_resident_rule.py`` times it).  The
+    analytic estimates (``estimate_cycles`` + ``tiling_edges`` against ``estimate_resident_cycles``) pick wrongly on a
+    bus-bound layer (docs/vdla_compiler.md), so they only rank the tuner's candidates.  One virtual thread keeps the
+    tiling (what was asked for); a tie keeps the tiling."""
+    from vdla.runtime.backends import run
+
+    tgt = target if isinstance(target, VdlaTarget) else VdlaTarget.from_config(target)
+    resident = default_resident(wl, tgt, epilogue) if virtual_threads >= 2 else None
+    try:
+        tiled = compile_conv2d(wl, tgt, epilogue=epilogue, virtual_threads=virtual_threads)
+    except UnsupportedError:  # no tiling fits (CapacityError included): the resident setting, if one does
+        if resident is None:
+            raise
+        return compile_conv2d(wl, tgt, knobs=resident, epilogue=epilogue)
+    if resident is None:
+        return tiled
+    other = compile_conv2d(wl, tgt, knobs=resident, epilogue=epilogue)
+    if run(other.module.program, backend="cycle").cycles < run(tiled.module.program, backend="cycle").cycles:
+        return other
+    return tiled
 
 
 def random_conv_data(wl: Conv2dWorkload, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
