@@ -139,6 +139,9 @@ def _prove_parser(sub: argparse._SubParsersAction) -> None:
                    help="engine for every task: an SMT solver under smtbmc (z3, boolector, yices) or ABC on the AIGER model "
                         "(abc-bmc3: bounded; abc-pdr: unbounded) (default: each task's own)")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per task (default: %(default)s)")
+    p.add_argument("--live-bound", default="recorded", choices=("recorded", "derived"),
+                   help="N of the live_* tasks: the slowest run the solver found (vdla_hw/formal/live_bounds.json) or "
+                        "the a-priori sum in series (default: %(default)s; docs/rtl.md)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(func=_prove)
 
@@ -150,7 +153,7 @@ def _prove(args: argparse.Namespace) -> int:
     from vdla_hw.formal.tasks import proof_tasks
 
     # The whole-machine liveness tasks (minutes to hours) run when named or listed, not by default.
-    tasks = proof_tasks(args.config, whole_machine=bool(args.task or args.list))
+    tasks = proof_tasks(args.config, whole_machine=bool(args.task or args.list), tight=args.live_bound == "recorded")
     if args.task:
         known = {t.name for t in tasks}
         unknown = [n for n in args.task if n not in known]

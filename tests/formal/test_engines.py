@@ -95,17 +95,19 @@ def test_smt_engine_proves_the_fifo_and_refutes_its_bug(solver: str, fifo_bug_rt
 
 @pytest.mark.skipif(not shutil.which("yosys-abc"),
                     reason="the abc-bmc3 engine needs the native yosys-abc (apt-get install yosys; .ci/run does)")
-def test_abc_bmc3_checks_a_bounded_task_and_yices_confirms_its_counterexample(fifo_bug_rtl: Path) -> None:
-    """ABC's bmc3 on the AIGER model: the FIFO as a bounded task passes; the planted bug fails, and the
-    failure is re-checked by smtbmc with yices at ABC's frame, which names the assertion and writes the VCD."""
+def test_abc_bmc3_checks_a_bounded_task_and_its_counterexample_is_confirmed(fifo_bug_rtl: Path) -> None:
+    """ABC's bmc3 on the AIGER model: the FIFO as a bounded task passes; the planted bug fails, and ABC's
+    witness, simulated on the AIGER model (vdla_hw/formal/aiger_sim.py), fails the same assertion at ABC's
+    frame, which names it and writes the VCD."""
     task = dataclasses.replace(_fifo_task(), mode="bmc")
     (ok,) = prove("tiny", [task], solver="abc-bmc3")
     assert ok.passed and ok.task.method == "BMC, depth 8", format_results([ok])
     assert ok.log is not None and "bmc3 -F 8" in ok.log.read_text()
     (bad,) = prove("tiny", [task], solver="abc-bmc3", rtl_dir=fifo_bug_rtl)
     assert bad.status == "FAIL" and bad.solver == "abc-bmc3", format_results([bad])
-    assert "ABC bmc3 refuted it at frame" in bad.message
+    assert "ABC bmc3 refuted it at frame" in bad.message and "simulated on the AIGER model" in bad.message
     failed = next(f for f in bad.failed if f.label == "a_fifo_count")
+    assert failed.location.startswith("vdla_fifo.sv:")
     assert failed.step is not None and failed.step <= task.depth
     assert bad.trace is not None and bad.trace.suffix == ".vcd" and bad.trace.stat().st_size > 0
     assert "counterexample:" in format_results([bad])

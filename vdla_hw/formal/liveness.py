@@ -21,7 +21,9 @@ micro-op SRAM's kept entries (:func:`uop_entries`).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -251,6 +253,26 @@ def machine_cycles(cfg: HwConfig | str, prog: LivenessProgram) -> int:
         elif isinstance(insn, AluInsn):
             total += t.alu_pipeline_depth + t.alu_ii * insn.iter_out * insn.iter_in * (insn.uop_end - insn.uop_bgn)
     return total
+
+
+# The slowest runs found by vdla_hw/formal/live_bound.py (``python -m vdla_hw.formal.live_bound``), per config and program.
+RECORD = Path(__file__).with_name("live_bounds.json")
+
+
+def live_bound(cfg: HwConfig | str, kind: str, *, tight: bool = True) -> tuple[int, str]:
+    """(N, where it comes from) of ``cfg``'s live task of program ``kind``.
+
+    ``"recorded"``: the candidate of the probe run recorded in :data:`RECORD` -- the largest bound the
+    solver refuted (a run busy that long) plus one; the live task's pass at it proves it exact.
+    ``"derived"``: :func:`liveness_bound`, the sum in series, when nothing is recorded or ``tight`` is off.
+    A recorded N above the derived one would contradict the derivation; the derived one is kept then
+    (and the live task's counterexample at it shows which latency the sum misses)."""
+    cfg = load_config(cfg)
+    derived = liveness_bound(cfg, liveness_program(cfg, kind), LIVE_LATENCY)
+    entry = json.loads(RECORD.read_text()).get(cfg.name, {}).get(kind) if tight and RECORD.exists() else None
+    if entry and int(entry["bound"]) <= derived:
+        return int(entry["bound"]), "recorded"
+    return derived, "derived"
 
 
 def liveness_bound(cfg: HwConfig | str, prog: LivenessProgram, latency: int) -> int:

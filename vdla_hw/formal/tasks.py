@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 
 from vdla_hw import isa as isa_mod
@@ -147,14 +148,17 @@ def _fifo_tasks(cfg: HwConfig) -> list[ProofTask]:
     return out
 
 
-def live_tasks(cfg: HwConfig | str) -> list[ProofTask]:
+def live_tasks(cfg: HwConfig | str, bounds: Mapping[str, int] | None = None, *, tight: bool = True) -> list[ProofTask]:
     """The whole-machine bounded liveness checks of ``cfg`` (``vdla_formal_live.sv``, docs/rtl.md).
 
     ``live_legal_l<L>``: the legal program of :func:`~vdla_hw.formal.liveness.liveness_program`
     (a LOAD of each memory type, GEMM, ALU, STORE, FINISH) ends at FINISH -- ``done`` high and
     STATUS.fault clear -- within N cycles of its start, whatever the DRAM does within latency L;
     ``live_fault_l<L>``: the same program with its LOAD INP outside the window ends in a fault
-    within N'; ``live_finish_l<L>``: FINISH alone (the harness's quick check). BMC to the depth that holds
+    within N'; ``live_finish_l<L>``: FINISH alone (the harness's quick check). N is ``bounds[kind]`` when
+    given, else :func:`~vdla_hw.formal.liveness.live_bound`: the slowest run the solver found
+    (``live_bounds.json``, :mod:`vdla_hw.formal.live_bound`) or, with ``tight`` off or nothing recorded,
+    the a-priori sum in series. BMC to the depth that holds
     the driver's writes, N and the STATUS read, with ABC's ``bmc3`` by default. The submodules' own
     assertions are dropped (each is proven by its module's task), the tile SRAMs' read data made free
     (:data:`~vdla_hw.formal.liveness.DATA_SRAMS`: sound, and the claim then covers any tile data) and
@@ -167,7 +171,7 @@ def live_tasks(cfg: HwConfig | str) -> list[ProofTask]:
     ``a_live_room_*``), which makes the reduced depths invisible: the run is the config's, cycle for cycle.
     """
     from vdla_hw.formal.liveness import (DATA_SRAMS, DRIVER_CYCLES, LIVE_LATENCY, STATUS_CYCLES, UOP_SRAM,
-                                         UOP_SRAM_DECL, UOP_SRAM_READ, live_config, live_include, liveness_bound, liveness_program,
+                                         UOP_SRAM_DECL, UOP_SRAM_READ, live_bound, live_config, live_include, liveness_program,
                                          uop_entries)
     from vdla_hw.rtl_build import RTL_MODULES
 
@@ -191,14 +195,19 @@ def live_tasks(cfg: HwConfig | str) -> list[ProofTask]:
     out = []
     for kind in ("finish", "legal", "fault"):
         prog = liveness_program(cfg, kind)
-        bound = liveness_bound(cfg, prog, LIVE_LATENCY)
+        bound = (bounds or {}).get(kind) or live_bound(cfg, kind, tight=tight)[0]
         small = live_config(cfg, prog)
         # The micro-op SRAM swapped for the one holding the program's entries only (after elaboration:
         # the cell is then of an elaborated module, which a re-read would not undo), every assertion but
         # the task's own removed (the submodules' are proven by their modules' tasks), the tile SRAMs
         # cut, the design flattened.
+        # vdla_sram_range's assumption for its own proof (the walk never wraps its W-bit counter) is
+        # dropped too: the live claim then needs it not (a walk starts at its base, < 2^16, and moves one
+        # element a cycle at most, so no run of the BMC depth comes near the wrap; without the assumption the
+        # solver sees every such run anyway).
         swap = ("read_verilog -sv -formal vdla_formal_uop_sram.sv",
-                f"chtype -set vdla_formal_uop_sram vdla_compute/{UOP_SRAM}", "hierarchy -top vdla_formal_live", "proc")
+                f"chtype -set vdla_formal_uop_sram vdla_compute/{UOP_SRAM}", "hierarchy -top vdla_formal_live", "proc",
+                "chformal -assume -remove *vdla_sram_range*/*")
         tail = (cut, "flatten", "opt_clean", "opt -fast", "opt_clean")
         common = dict(
             top="vdla_formal_live", modules=RTL_MODULES, harness=("vdla_formal_live.sv",), mode="bmc",
@@ -224,7 +233,7 @@ def live_tasks(cfg: HwConfig | str) -> list[ProofTask]:
     return out
 
 
-def proof_tasks(cfg: HwConfig | str, *, whole_machine: bool = False) -> list[ProofTask]:
+def proof_tasks(cfg: HwConfig | str, *, whole_machine: bool = False, tight: bool = True) -> list[ProofTask]:
     """Every proof task of ``cfg``, cheapest first; with ``whole_machine`` also :func:`live_tasks`
     (long BMC runs of all of ``vdla_top``: they run when named, not in a plain ``vdla hw prove``)."""
     cfg = load_config(cfg)
@@ -327,7 +336,7 @@ def proof_tasks(cfg: HwConfig | str, *, whole_machine: bool = False) -> list[Pro
         params=(("ELEM_BITS", out_bits),), define="VDLA_FORMAL_TOP_DMA_WR", mode="bmc", depth=DMA_BMC_DEPTH,
         properties=DMA_WR_PROPS + FIFO_PROPS))
     if whole_machine:
-        tasks.extend(live_tasks(cfg))
+        tasks.extend(live_tasks(cfg, tight=tight))
     return tasks
 
 

