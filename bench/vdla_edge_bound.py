@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
           f"piece {args.piece}, group {args.group} (last {args.last_group}), "
           f"bias {'late' if args.late_bias else 'first'}: bit-exact on fsim and cycle; compiled: the best of "
           f"{'every tiling' if args.candidates <= 0 else f'{args.candidates} tilings'} and the best of the resident "
-          f"template's {len(resident)} settings (fit.resident_space)")
+          f"template's {len(resident)} settings (resident_fit.resident_space)")
     print(f"{'program':<24} {'cycles':>8} {'util':>7} {'prologue':>9} {'GEMM ovh':>9} {'UOP/ACC':>8} {'idle':>6} "
           f"{'drain':>6} {'GEMMs':>6} {'mem bound':>10}")
     for name, r in rows.items():

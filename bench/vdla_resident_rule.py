@@ -2,7 +2,7 @@
 
 For 1x1 layers (ResNet-18's, and other shapes that fit SRAM whole on the config), each run on the cycle model and
 checked bit-exactly against NumPy: the default tiling (``default_knobs``, 2 virtual threads: what the graph
-compiler compiled before), every setting of ``fit.resident_space`` and the one ``fit.default_resident`` picks
+compiler compiled before), every setting of ``resident_fit.resident_space`` and the one ``resident_fit.default_resident`` picks
 (what the graph compiler now compiles without a log), and the rule ``compile_default_conv`` (the faster of the
 default tiling and that setting, both run on the cycle model) with its time, beside the analytic estimates and what
 comparing them would pick ("by est").  The JSON has every setting's cycles.
@@ -94,7 +94,7 @@ def main() -> None:
         print(f"{r['layer']:<14}{r['ideal']:>8}{r['tiling_cycles']:>9}{r['tiling_estimate']:>9}"
               f"{res if res is not None else '-':>11}{r.get('resident_estimate', '-'):>9}"
               f"{best if best is not None else '-':>10}{r['rule']:>10}{r['rule_s']:>8.2f}{gain:>8}{r['estimate_rule']:>10}")
-    print(f"(*: the resident setting fit.default_resident picks; cycles on the cycle model, config {cfg.name!r}; "
+    print(f"(*: the resident setting resident_fit.default_resident picks; cycles on the cycle model, config {cfg.name!r}; "
           f"{wall:.0f} s wall, {cpu:.0f} s CPU)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"host": host_record(), "config": cfg.name, "wall_s": wall, "cpu_s": cpu,

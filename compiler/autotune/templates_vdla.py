@@ -3,7 +3,7 @@ the resident 1x1 template's settings.
 
 Its axes are the knobs of :class:`~vdla.compiler.vdla.topi.tiling.Conv2dKnobs` (tile sizes, virtual
 threads and the axis they split, loop order) plus ``resident``: empty for a tiling, else one of the
-layer's :func:`~vdla.compiler.vdla.topi.fit.resident_space` settings written as text (``b1=9;first_piece=8;...``,
+layer's :func:`~vdla.compiler.vdla.topi.resident_fit.resident_space` settings written as text (``b1=9;first_piece=8;...``,
 what the tuning log holds), whose config has the default tiling's values on the other axes (one point per
 setting).  Legality is :func:`check_knobs` (a tiling) or :func:`resident_error` (a resident setting), so
 whatever the topi decides fits the hardware config is what the tuner may try; a log written before the

@@ -7,8 +7,8 @@ from .ops import (RESNET18_C1, RESNET18_CONVS, CompiledConv, batch_matmul_worklo
                   resnet18_layer, tune_conv2d,
                   requant_shift)
 from .epilogue import Requantize
-from .fit import (check_knobs, default_knobs, default_resident, estimate_resident_cycles, fits, footprint, knob_space,
-                  resident_error, resident_footprint, resident_space, tiling_edges, uop_count)
+from .fit import check_knobs, default_knobs, fits, footprint, knob_space, tiling_edges, uop_count
+from .resident_fit import default_resident, estimate_resident_cycles, resident_error, resident_footprint, resident_space
 from .resident import conv2d_resident, emit_two_phase
 from .tiling import Conv2dKnobs, Conv2dWorkload, ResidentKnobs, estimate_cycles
 

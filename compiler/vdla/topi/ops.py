@@ -14,7 +14,8 @@ from ..target import VdlaTarget
 from . import reference as ref
 from .conv2d import conv2d_func
 from .epilogue import Requantize, Residual
-from .fit import default_knobs, default_resident, resident_space
+from .fit import default_knobs
+from .resident_fit import default_resident, resident_space
 from .resident import conv2d_resident
 from .tiling import Conv2dKnobs, Conv2dWorkload, ResidentKnobs
 
@@ -139,7 +140,7 @@ def compile_conv2d(wl: Conv2dWorkload, target: VdlaTarget | str = "default", kno
 def compile_default_conv(wl: Conv2dWorkload, target: VdlaTarget | str = "default", epilogue: Requantize = Requantize(shift=8),
                          virtual_threads: int = 2) -> CompiledConv:
     """What a layer compiles to without a tuning log: the default tiling (``default_knobs``), or the resident 1x1
-    template's setting of ``fit.default_resident`` when the layer fits resident and that program takes fewer
+    template's setting of ``resident_fit.default_resident`` when the layer fits resident and that program takes fewer
     cycle-model cycles than the tiling's.
 
     The rule runs both programs (unbound: the cycle model's timing does not depend on the data) only for a layer that
@@ -211,7 +212,7 @@ def tune_conv2d(wl: Conv2dWorkload, target: VdlaTarget | str = "default", virtua
     tilings, takes ~1 min on the cycle model).  Equal cycles keep the cost model's order.  ``progress``
     shows a tqdm bar over the candidates.  With ``resident`` (and ``virtual_threads`` >= 2, the overlap the
     resident template provides by itself), the settings of the two-phase resident 1x1 template that fit
-    (:func:`~vdla.compiler.vdla.topi.fit.resident_space`, none for a layer that does not fit SRAM whole) are
+    (:func:`~vdla.compiler.vdla.topi.resident_fit.resident_space`, none for a layer that does not fit SRAM whole) are
     measured too, after the tilings; a tiling wins a tie.
     """
     from .fit import knob_space

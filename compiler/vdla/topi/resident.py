@@ -22,7 +22,7 @@ strided 1x1 layer is loaded as its used rows, whole (a 2-D DMA cannot skip colum
 :func:`emit_two_phase` writes the instructions over DRAM buffers it is given (the conv template here and
 ``bench/vdla_edge_bound.py``'s im2col GEMM both call it); :func:`conv2d_resident` compiles a conv layer into
 a :class:`~vdla.compiler.vdla.build.VdlaModule` whose parameters are the tiled template's (same packed
-layouts), so ``CompiledConv`` runs and checks it alike.  ``fit.resident_error`` says whether it fits.
+layouts), so ``CompiledConv`` runs and checks it alike.  ``resident_fit.resident_error`` says whether it fits.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from ..build import VdlaModule
 from ..codegen import ParamBinding
 from ..target import SCOPE_ACC, SCOPE_INP, SCOPE_WGT, VdlaTarget
 from .epilogue import Requantize
-from .fit import resident_error, resident_shape
+from .resident_fit import resident_error, resident_shape
 from .tiling import Conv2dWorkload, ResidentKnobs
 
 
@@ -84,7 +84,7 @@ class InputColumns:
 def column_slots(k: ResidentKnobs, kb: int, slots: int) -> list[list[int]]:
     """The SRAM slot of each input column per row tile: tile 0 in order; a later tile in the slots its predecessor's
     oc-major columns do not hold (its ic-major ones are free once its ic-major phase is over).  The caller checks
-    there are enough (``fit.resident_error``)."""
+    there are enough (``resident_fit.resident_error``)."""
     out = [list(range(kb))]
     for _ in range(1, k.row_tiles):
         busy = set(out[-1][k.b1:])
@@ -116,7 +116,7 @@ def emit_two_phase(pb: ProgramBuilder, cfg: HwConfig, m: int, kb: int, nb: int, 
     previous tile's ic-major columns: a compute->load token at the end of its ic-major phase) while the previous
     tile runs its oc-major phase, and each first-block GEMM piece of a tile waits (a store->compute token) only
     for the previous tile's STORE of the last group it overwrites.  The caller checks the fit
-    (``fit.resident_error``)."""
+    (``resident_fit.resident_error``)."""
     b1, tiles = k.b1, k.row_tiles
     rest_blocks = kb - b1
     w2 = b1 * nb
@@ -256,12 +256,12 @@ def conv2d_resident(wl: Conv2dWorkload, knobs: ResidentKnobs, target: VdlaTarget
                     name: str = "conv2d") -> VdlaModule:
     """Compile the 1x1 layer ``wl`` with the two-phase resident template; the module's parameters (data,
     kernel, [bias,] out) have the tiled template's packed shapes.  Raises :class:`UnsupportedError` naming the
-    reason when the layer, the epilogue or the knobs do not fit (``fit.resident_error``)."""
+    reason when the layer, the epilogue or the knobs do not fit (``resident_fit.resident_error``)."""
     cfg = target.config
     reason = resident_error(wl, knobs, target, epilogue)
     if reason is not None:
         raise UnsupportedError(reason, hint="use the tiled template (Conv2dKnobs), or the ResidentKnobs that "
-                                            "fit.resident_space lists for this layer")
+                                            "resident_fit.resident_space lists for this layer")
     m, kb, nb, _ = resident_shape(wl, cfg)
     acc_t = target.scope(SCOPE_ACC).dtype
     params = [ParamBinding("data", "inp", (1, kb, wl.h, wl.w, 1, cfg.block_in), target.scope(SCOPE_INP).dtype),
