@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -27,25 +26,10 @@ from vdla_hw.formal.sby import SOLVERS, check_engine, run_task
 from vdla_hw.formal.tasks import proof_tasks
 from vdla_hw.rtl_build import RtlBuildError
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ (already there when this runs as a script)
+from host import host_line, host_record  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def host_cpu() -> str:
-    """The host's CPU model and the LLVM name of its micro-architecture."""
-    model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        import llvmlite.binding as llvm
-
-        return f"{model} ({llvm.get_host_cpu_name()})"
-    except Exception:  # noqa: BLE001 - the name is decoration; the model is enough
-        return model
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,8 +56,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
     load = os.getloadavg()[0]
-    cpu = host_cpu()
-    print(f"host: {cpu}, {os.cpu_count()} cores, load average {load:.1f} at start")
+    print(f"{host_line()}; load average {load:.1f} at start")
     print(f"task: {task.name} ({task.method}, {args.config}); the task's own engine: {task.solver}")
     rows = []
     for solver in tqdm(solvers, desc="engines", unit="engine"):
@@ -95,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"benchmark": "formal_engines", "config": args.config, "task": task.name,
-                               "method": task.method, "host": cpu, "cores": os.cpu_count(), "load_start": load,
+                               "method": task.method, "host": host_record(), "load_start": load,
                                "rows": rows}, indent=2) + "\n")
     print(f"wrote {out}")
     return 0 if all(r["status"] == "PASS" for r in rows) else 1

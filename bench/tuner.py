@@ -32,7 +32,6 @@ import hashlib
 import json
 import math
 import os
-import platform
 import random
 import statistics
 import sys
@@ -42,14 +41,16 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ (already there when this runs as a script)
 
 from vdla.compiler.autotune.executor import LocalExecutor
 from vdla.compiler.autotune.measure import MeasureOptions, Measurer
 from vdla.compiler.autotune.space import Config, ConfigSpace
-from vdla.compiler.autotune.task import HostInfo, Task, make_task
+from vdla.compiler.autotune.task import Task, make_task
 from vdla.compiler.autotune.template import Template
 from vdla.compiler.autotune.tuner import XGBTuner, make_tuner
 from vdla_hw.config import load_config
+from host import host_line, host_record  # noqa: E402
 
 C6_CPU = {"n": 1, "ic_outer": 8, "h": 28, "w": 28, "ic_block": 16, "oc_outer": 8, "kh": 3, "kw": 3,
           "oc_block": 16, "stride_h": 1, "stride_w": 1, "pad_h": 1, "pad_w": 1}
@@ -220,9 +221,7 @@ def main() -> int:
     args = ap.parse_args()
     if args.quick:
         args.pool, args.vdla_pool, args.seeds = 48, 48, 3
-    host = HostInfo.detect()
-    print(f"host: {_cpu_model() or platform.processor() or host.cpu} ({host.cpu}, {host.isa}, {host.vector_bits}-bit vectors, "
-          f"{host.cores} cores)")
+    print(host_line())
     hw = load_config("default").to_dict()
     known = {"cpu": ("C6 cpu", make_task("conv2d_nchwc", C6_CPU), None, args.pool),
              "c2": ("C2 cpu", make_task("conv2d_nchwc", C2_CPU), None, args.pool),
@@ -286,20 +285,10 @@ def main() -> int:
     print(f"(CPU costs: the median over measurement rounds of each round's fastest repeat; the {args.refine} fastest "
           f"configs and the default re-measured in {args.rounds} more rounds)")
     out = RESULTS / "tuner.json"
-    out.write_text(json.dumps({"host": {"cpu": host.cpu, "isa": host.isa, "vector_bits": host.vector_bits,
-                                        "cores": host.cores}, "pool": args.pool, "vdla_pool": args.vdla_pool,
+    out.write_text(json.dumps({"host": host_record(), "pool": args.pool, "vdla_pool": args.vdla_pool,
                                "seeds": args.seeds, "batch": args.batch, "rows": rows}, indent=1))
     print(f"wrote {out}")
     return 0
-
-
-def _cpu_model() -> str:
-    """The CPU's model name from /proc/cpuinfo ('' where there is none)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return ""
-    return next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")), "")
 
 
 def _fmt(t: dict | None) -> str:
