@@ -61,6 +61,8 @@ class Profile:
     nodes: tuple[NodeProfile, ...]
     clock_mhz: float | None
     trace: str | None = None
+    host_clock: str = "wall"
+    """How CPU nodes were timed: ``"wall"`` (wall clock) or ``"thread"`` (the calling thread's CPU time)."""
 
     @property
     def cpu_seconds(self) -> float:
@@ -95,8 +97,9 @@ class Profile:
     def table(self) -> str:
         """A fixed-width per-node table with a total line.
 
-        ``host ms`` is wall time on this machine: the kernel itself for a CPU node, the *simulation*
-        for a VDLA node. ``VDLA cycles`` and ``VDLA ms`` are the accelerator's own time, at the
+        ``host ms`` is time on this machine: the kernel itself for a CPU node (wall clock, or the thread's
+        CPU time when profiled with ``clock="thread"``, which the total line says), the *simulation* (wall
+        clock) for a VDLA node. ``VDLA cycles`` and ``VDLA ms`` are the accelerator's own time, at the
         config's clock, reported by a timed backend (cycle, rtl).
         """
         clock = f"@{self.clock_mhz:g}MHz" if self.clock_mhz else ""
@@ -111,7 +114,8 @@ class Profile:
                         f"  {n.ops}")
         n_cpu = sum(n.device == "cpu" for n in self.nodes)
         n_vdla = sum(n.device == "vdla" for n in self.nodes)
-        total = f"total: CPU {1e3 * self.cpu_seconds:.3f} ms host time over {n_cpu} nodes"
+        what = "host CPU time of the calling thread" if self.host_clock == "thread" else "host time (wall clock)"
+        total = f"total: CPU {1e3 * self.cpu_seconds:.3f} ms {what} over {n_cpu} nodes"
         if n_vdla:
             sim_ms = 1e3 * sum(n.seconds for n in self.nodes if n.device == "vdla")
             if self.vdla_cycles is not None:
@@ -139,7 +143,7 @@ class Profile:
                           caption="profile", footer=" ".join(self.table().splitlines()[len(self.nodes) + 1:]))
 
     def to_json(self) -> dict[str, Any]:
-        return {"clock_mhz": self.clock_mhz, "cpu_seconds": self.cpu_seconds, "vdla_cycles": self.vdla_cycles,
+        return {"clock_mhz": self.clock_mhz, "host_clock": self.host_clock, "cpu_seconds": self.cpu_seconds, "vdla_cycles": self.vdla_cycles,
                 "vdla_seconds": self.vdla_seconds, "end_to_end_seconds": self.end_to_end_seconds, "trace": self.trace,
                 "nodes": [{**n.__dict__, "device_seconds": self.device_seconds(n)} for n in self.nodes]}
 
@@ -378,11 +382,11 @@ class GraphModule:
         rows = [vdla_rows[k] if k in vdla_rows else
                 NodeProfile(n["name"], "placed" if n["device"] == "placed" else "cpu", "+".join(n["ops"]), best[k])
                 for k, n in enumerate(nodes)]
-        clock = self.config.clock_mhz if self.config is not None else None
+        clock_mhz = self.config.clock_mhz if self.config is not None else None
         written = None
         if trace is not None:
             written = str(write_merged_trace(trace, traces, [r for r in rows if r.device == "vdla"]))
-        return self._outputs(), Profile(tuple(rows), clock, written)
+        return self._outputs(), Profile(tuple(rows), clock_mhz, written, host_clock=clock)
 
     def run_all(self, inputs: Mapping[str, np.ndarray] | np.ndarray, backend: str = "fsim",
                 **options: Any) -> dict[str, np.ndarray]:

@@ -70,6 +70,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--profile", action="store_true", help="print per-node times (CPU) and cycles/utilization (VDLA)")
     p.add_argument("--trace", metavar="OUT.json", help="with --backend cycle: a Chrome timeline of the VDLA nodes")
     p.add_argument("--threads", type=int, default=1, help="threads of the CPU kernels (0 = all; default: 1)")
+    p.add_argument("--clock", choices=("auto", "thread", "wall"), default="auto",
+                   help="with --profile: time CPU nodes by the thread's CPU time (leaves out the time other processes "
+                        "hold the core; one thread only) or the wall clock; auto: thread with --threads 1, else wall")
+    p.add_argument("--repeat", type=int, default=1, help="with --profile: whole runs of the CPU nodes, each node's best "
+                                                        "kept (default: 1)")
     p.add_argument("--output", metavar="Y.npy", help="write the (first) output here")
     p.add_argument("--json", metavar="OUT.json", help="write the profile as JSON (implies --profile)")
     add_pool_options(p)
@@ -243,7 +248,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             # Each VDLA node's program runs on a pool worker offering the backend; CPU nodes stay here.
             module.set_program_runner(pool_runner(stack.enter_context(pool_executor(args)), board=args.board))
         if args.profile or args.trace or args.json:
-            outputs, profile = module.profile(inputs, backend=args.backend, trace=args.trace, **options)
+            clock = args.clock if args.clock != "auto" else ("thread" if args.threads == 1 else "wall")
+            if clock == "thread" and args.threads != 1:
+                raise UsageError(f"--clock thread times the calling thread only, and the kernels run on "
+                                 f"{args.threads or 'all'} threads", hint="add --threads 1, or use --clock wall")
+            if args.repeat < 1:
+                raise UsageError(f"--repeat {args.repeat}: give at least one run", hint="e.g. --repeat 5")
+            outputs, profile = module.profile(inputs, backend=args.backend, trace=args.trace, clock=clock,
+                                              repeat=args.repeat, **options)
             print(profile.table())
             if profile.trace:
                 print(f"timeline of the VDLA nodes: {profile.trace} (open it in ui.perfetto.dev)")

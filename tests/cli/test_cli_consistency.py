@@ -126,6 +126,22 @@ def test_profile_separates_device_time_from_host_time(compiled_files, tmp_path: 
             assert node["device_seconds"] is None
 
 
+def test_profile_names_its_host_clock_and_refuses_the_thread_clock_on_several_threads(compiled_files, tmp_path: Path,
+                                                                                      capsys) -> None:
+    base = ["run", str(compiled_files.module), "--input", str(compiled_files.x)]
+    for args, want in (([], "thread"), (["--clock", "wall", "--repeat", "2"], "wall")):
+        out = tmp_path / f"{want}.json"
+        assert cli([*base, "--json", str(out), *args]) == 0
+        total = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("total:"))
+        assert ("host CPU time of the calling thread" in total) == (want == "thread")
+        assert json.loads(out.read_text())["host_clock"] == want
+    assert cli([*base, "--profile", "--clock", "thread", "--threads", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "--clock thread times the calling thread only" in err and "--threads 1" in err
+    assert cli([*base, "--profile", "--repeat", "0"]) == 2
+    assert "--repeat 0" in capsys.readouterr().err
+
+
 # ---- help texts ----------------------------------------------------------------------------------------
 def _parsers(name: str, parser: argparse.ArgumentParser):
     yield name, parser
