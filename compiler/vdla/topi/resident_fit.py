@@ -31,7 +31,7 @@ def resident_shape(wl: Conv2dWorkload, cfg: HwConfig, row_tiles: int = 1,
 def tile_b1(k: ResidentKnobs, tile: int) -> int:
     """The ic-major blocks of row tile ``tile``: ``first_b1`` (when set) for every tile but the last, ``b1`` for
     the last (whose oc-major phase stores as it goes, so the drain is short)."""
-    return (k.first_b1 or k.b1) if tile < k.row_tiles - 1 else k.b1
+    return (k.first_b1 or k.b1) if tile == 0 and k.row_tiles > 1 else k.b1
 
 
 def double_accumulators(k: ResidentKnobs, m: int, nb: int, bias: bool, depth: int) -> bool:
@@ -59,10 +59,13 @@ def tile_pieces(k: ResidentKnobs, nb: int, tile: int, dacc: bool) -> list[int]:
 
 def tile_groups(k: ResidentKnobs, nb: int, tile: int, dacc: bool) -> list[int]:
     """The first output block of each oc-major group (GEMM and STORE) of row tile ``tile``: groups of ``group``,
-    the last cut into groups of ``last_group``; with two accumulator sets a tile but the last is one group (its
-    STOREs drain while the next tile runs)."""
-    if dacc and tile < k.row_tiles - 1:
+    the last cut into groups of ``last_group``.  With two accumulator sets a tile's STOREs drain while the next
+    tile runs, so a tile before the last two is one group, and the one before the last two halves (its first
+    half's STORE then starts early enough not to hold up the last tile's)."""
+    if dacc and tile < k.row_tiles - 2:
         return [0]
+    if dacc and tile == k.row_tiles - 2:
+        return list(range(0, nb, max(1, nb // 2)))
     return list(range(0, nb - k.group, k.group)) + list(range(nb - k.group, nb, k.last_group))
 
 
