@@ -131,12 +131,15 @@ def emit_two_phase(pb: ProgramBuilder, cfg: HwConfig, m: int, kb: int, nb: int, 
     slots the tile before that used (``double_columns``: a compute->load token at that tile's end), else into the
     previous tile's ic-major slots (a token at the end of its ic-major phase) -- and each first-block GEMM piece of
     a tile waits (a store->compute token) only for the previous tile's STORE of the last group it overwrites.
-    Tile 0 may run ``k.first_b1`` ic-major blocks (its blocks from ``b1`` on read the oc-major weights, loaded at
-    its block ``b1``).  The caller checks the fit (``resident_fit.resident_error``)."""
+    Tile 0 may run ``k.first_b1`` ic-major blocks (then every weight is in the ic-major layout, each block's
+    loaded as its GEMM pieces need it).  The caller checks the fit (``resident_fit.resident_error``)."""
     b1, tiles = k.b1, k.row_tiles
     fb1 = tile_b1(k, 0)
     rest_blocks = kb - b1
-    w2 = b1 * nb
+    # With ``first_b1`` every weight is in the ic-major layout (then every GEMM steps 1 over output blocks, whichever
+    # phase reads a block in whichever tile); otherwise the oc-major blocks are ``[o][b - b1]``, one LOAD per group.
+    all_ic = k.first_b1 > 0
+    w2 = (kb if all_ic else b1) * nb
     rows = inp.rows // tiles
     mt = rows * inp.row_pixels  # pixels per row tile
     col = rows * inp.pitch
@@ -157,10 +160,10 @@ def emit_two_phase(pb: ProgramBuilder, cfg: HwConfig, m: int, kb: int, nb: int, 
 
     def wgt_at(b: int, o: int) -> int:
         """SRAM tile of weight ``[o][b]``: ic-major layout for ``b < b1``, oc-major after."""
-        return b * nb + o if b < b1 else w2 + o * rest_blocks + (b - b1)
+        return b * nb + o if b < b1 or all_ic else w2 + o * rest_blocks + (b - b1)
 
     def wgt_step(b: int) -> int:
-        return 1 if b < b1 else rest_blocks
+        return 1 if b < b1 or all_ic else rest_blocks
 
     size = tile_sizes[0]
     split = k.first_rows * inp.row_pixels  # pixels of the first GEMM's first part (0: not split)
@@ -227,39 +230,26 @@ def emit_two_phase(pb: ProgramBuilder, cfg: HwConfig, m: int, kb: int, nb: int, 
         if t == 0:
             # The load module's order: per ic-major block its input column and weight pieces (one token each for
             # the GEMM piece that reads them), the oc-major phase's columns spread over the blocks from
-            # ``later_from`` on (before it the load module catches up with the first GEMMs).  Tile 0's blocks from
-            # ``b1`` on (``first_b1``) read the oc-major weights: loaded at block ``b1``, per piece of output blocks.
+            # ``later_from`` on (before it the load module catches up with the first GEMMs).
             later = list(range(fb1, kb))
-            oc_token = False  # tile 0's first oc-major GEMM pops a token of the last later column (see below)
             for b in range(fb1):
-                own = b <= b1  # a block whose GEMM pieces each wait for a weight LOAD of their own
                 if b == 0 and split:
                     inp.load(pb, slots[0][0] * col, 0, 0, k.first_rows)
                 else:
-                    load_column(0, b, push_next=not own)
+                    load_column(0, b)
                 for o0 in range(0, nb, size[b]):
-                    if b < b1:
-                        pb.load(MemType.WGT, b * nb + o0, wgt + o0 * kb + b, size[b], 1, kb, push_next=True)
-                    elif b == b1:
-                        pb.load(MemType.WGT, w2 + o0 * rest_blocks, wgt + o0 * kb + b1, size[b], rest_blocks, kb,
-                                push_next=True)
+                    pb.load(MemType.WGT, b * nb + o0, wgt + o0 * kb + b, size[b], 1, kb, push_next=True)
                     end_of_phase = tiles > 1 and not double and b == fb1 - 1 and o0 + size[b] >= nb
-                    pop = own or o0 == 0
                     if b == 0 and o0 == 0 and split:
                         gemm(first[(0, 0, 0)], split, size[0], 1, overwrite=True, pop_prev=True)
                         inp.load(pb, slots[0][0] * col + k.first_rows * inp.pitch, 0, k.first_rows, rows, push_next=True)
                         gemm(tail, mt - split, size[0], 1, overwrite=True, pop_prev=True,  # type: ignore[arg-type]
                              push_prev=end_of_phase)
                     else:
-                        gemm(first[(0, b, o0)], mt, size[b], wgt_step(b), overwrite=b == 0, pop_prev=pop,
-                             push_prev=end_of_phase)
+                        gemm(first[(0, b, o0)], mt, size[b], 1, overwrite=b == 0, pop_prev=True, push_prev=end_of_phase)
                 for _ in range(0 if b < min(k.later_from, fb1 - 1) else -(-len(later) // (fb1 - b))):
                     if later:
-                        # Without weight LOADs left for the oc-major phase, the last column tells its first GEMM --
-                        # when it comes after the last block's own LOADs; earlier, that block's token implies it.
-                        c = later.pop(0)
-                        oc_token = fb1 > b1 and not later and b == fb1 - 1
-                        load_column(0, c, push_next=oc_token)
+                        load_column(0, later.pop(0))
             load_bias()  # if not yet: late, or after more GEMMs than the ic-major phase has
         else:
             prev = None
@@ -277,9 +267,13 @@ def emit_two_phase(pb: ProgramBuilder, cfg: HwConfig, m: int, kb: int, nb: int, 
             pending = []
         groups = tile_starts[t]
         for i, (o0, g) in enumerate(zip(groups, [b - a for a, b in zip(groups, groups[1:] + [nb])])):
-            if t == 0 and fb1 == b1:
+            if t == 0:
                 # The next tile's columns come after these (their tokens are popped after the groups').
-                pb.load(MemType.WGT, w2 + o0 * rest_blocks, wgt + o0 * kb + b1, g, rest_blocks, kb, push_next=True)
+                if all_ic:  # the group's weights block by block, the last LOAD tells its GEMM
+                    for b in range(fb1, kb):
+                        pb.load(MemType.WGT, b * nb + o0, wgt + o0 * kb + b, g, 1, kb, push_next=b == kb - 1)
+                else:
+                    pb.load(MemType.WGT, w2 + o0 * rest_blocks, wgt + o0 * kb + b1, g, rest_blocks, kb, push_next=True)
             last = i == len(groups) - 1
             parts = [(rest[(t, o0)], 0, cut), (last_tail, cut, mt)] if last and last_tile and last_tail else \
                 [(rest[(t, o0)], 0, mt)]
@@ -287,7 +281,7 @@ def emit_two_phase(pb: ProgramBuilder, cfg: HwConfig, m: int, kb: int, nb: int, 
                 final = j == len(parts) - 1
                 # With two column sets, the tile's last GEMM frees its set for tile t + 2's columns.
                 frees = double and last and final and t + 2 < tiles
-                gemm(span, p1 - p0, g, rest_blocks, pop_prev=j == 0 and (i == 0 if t > 0 else fb1 == b1 or (i == 0 and oc_token)),  # type: ignore[arg-type]
+                gemm(span, p1 - p0, g, wgt_step(kb - 1), pop_prev=j == 0 and (i == 0 or t == 0),  # type: ignore[arg-type]
                      push_next=True, push_prev=frees)
                 tells = (last and t + 2 < tiles) if dacc else (not last_tile and i in wanted)
                 pb.store(acc0[t] + o0 * mt + p0, out + o0 * m + t * mt + p0, g, p1 - p0, m, pop_prev=True,

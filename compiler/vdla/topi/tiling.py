@@ -234,10 +234,10 @@ class ResidentKnobs:
     virtual_threads: int = 1
     """Always 1: the two phases order the work themselves (one load, compute and store stream)."""
     first_b1: int = 0
-    """The ic-major blocks of every row tile but the last (0: ``b1``, the last tile's): more than ``b1`` lets the
-    load module, which brings tile 0's columns and every weight, keep ahead of the first GEMMs (a block reads only
-    its own column), while the last tile's long oc-major phase keeps the drain short.  Their blocks from ``b1`` on
-    read the oc-major weights, loaded at tile 0's block ``b1``."""
+    """Row tile 0's ic-major blocks when the rows are cut into tiles (0: ``b1``, as every later tile): more than
+    ``b1`` lets the load module, which brings tile 0's columns and every weight, keep ahead of its GEMMs (an
+    ic-major block reads only its own column and weights), while later tiles, whose columns are loaded ahead, keep
+    long oc-major phases.  With it every weight is kept in the ic-major layout."""
     used_pixels: bool = False
     """A strided layer's input loaded as its used pixels only (one DMA row of one tile per pixel, at the stride),
     not as whole rows: half the input SRAM of a stride-2 layer, so a row tile's next columns fit beside the
