@@ -146,7 +146,13 @@ def resident_error(wl: Conv2dWorkload, k: ResidentKnobs, target: VdlaTarget | Hw
 
 
 def resident_space(wl: Conv2dWorkload, target: VdlaTarget, ep: Requantize = _PLAIN) -> list[ResidentKnobs]:
-    """The resident template's settings the tuner measures (empty when the layer does not fit resident).
+    """The resident template's settings the tuner measures: :func:`whole_space` for a layer that fits whole, else
+    its :func:`row_tile_space` (empty when neither fits)."""
+    return whole_space(wl, target, ep) or row_tile_space(wl, target, ep)
+
+
+def whole_space(wl: Conv2dWorkload, target: VdlaTarget, ep: Requantize = _PLAIN) -> list[ResidentKnobs]:
+    """The resident template's settings for a layer that fits SRAM whole (empty when it does not).
 
     Around what a sweep of C11 on ``default`` found best (docs/vdla_compiler.md): the ic-major share at a half,
     nine sixteenths and five eighths of the reduction; pieces of a quarter of the output blocks for the first one
@@ -169,12 +175,42 @@ def resident_space(wl: Conv2dWorkload, target: VdlaTarget, ep: Requantize = _PLA
     return [k for k in dict.fromkeys(candidates) if resident_error(wl, k, target, ep) is None]
 
 
+def row_tile_space(wl: Conv2dWorkload, target: VdlaTarget, ep: Requantize = _PLAIN) -> list[ResidentKnobs]:
+    """The resident template's row-tile settings the tuner measures for a 1x1 layer that does not fit SRAM whole
+    (C3, C5, C8 on ``default``), around what sweeps of C5 and C8 found best (docs/vdla_compiler.md): every row
+    tiling of at least two rows per tile; tile 0 ic-major for all but one input-channel block or five eighths of
+    them, the later tiles for one (their columns are loaded ahead, their long oc-major phase stores as it goes);
+    first pieces of all or half the output blocks, later ones of half; oc-major groups of all or a quarter of
+    them, the last cut to single blocks and its last half of the rows stored apart; the first column split after
+    one row or half the rows; the bias after the first or the fourth GEMM; for a strided layer the input as
+    whole rows or as its used pixels only."""
+    cfg = target.config
+    _, kb, nb, _ = resident_shape(wl, cfg)
+    if kb < 2 or nb < 2:
+        return []
+    shares = sorted({kb - 1, min(kb - 1, -(-5 * kb // 8))})
+    out = []
+    for tiles in divisors(wl.oh):
+        rows = wl.oh // tiles
+        if tiles < 2 or rows < 2:
+            continue
+        for pixels, first_rows, bias_after, first_piece, group, fb1 in product(
+                (False, True) if wl.stride > 1 else (False,), sorted({1, rows // 2}), (1, 4), (nb, nb // 2),
+                sorted({nb, max(1, nb // 4)}), shares):
+            k = ResidentKnobs(1, first_piece, nb // 2, group, 1, first_rows=first_rows, later_from=(fb1 + 1) // 2,
+                              last_rows=rows // 2, row_tiles=tiles, bias_after=bias_after,
+                              first_b1=fb1 if fb1 > 1 else 0, used_pixels=pixels)
+            if resident_error(wl, k, target, ep) is None:
+                out.append(k)
+    return out
+
+
 def default_resident(wl: Conv2dWorkload, target: VdlaTarget, ep: Requantize = _PLAIN) -> ResidentKnobs | None:
-    """The resident setting compiled without a tuning log (None when the layer does not fit resident): C11's best
-    of ``resident_space`` on ``default`` (docs/vdla_compiler.md) -- the ic-major share at nine sixteenths, the first
-    two blocks in quarter pieces, the last group's last third of the rows stored apart -- scaled to the layer, else
-    the first setting of the space that fits."""
-    space = resident_space(wl, target, ep)
+    """The resident setting compiled without a tuning log (None when the layer does not fit resident whole; row
+    tiles are the tuner's, :func:`row_tile_space`): C11's best of ``whole_space`` on ``default``
+    (docs/vdla_compiler.md) -- the ic-major share at nine sixteenths, the first two blocks in quarter pieces, the
+    last group's last third of the rows stored apart -- scaled to the layer, else the first setting that fits."""
+    space = whole_space(wl, target, ep)
     if not space:
         return None
     _, kb, _, _ = resident_shape(wl, target.config)
