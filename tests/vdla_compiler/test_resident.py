@@ -25,9 +25,9 @@ C11_BEST = ResidentKnobs(9, 8, 16, 4, 1, first_rows=3, first_blocks=2, later_fro
 """The setting docs/vdla_compiler.md measures: 26,383 cycles, 95.1%."""
 C5_BEST = ResidentKnobs(1, 8, 4, 8, 1, first_rows=1, later_from=2, last_rows=2, row_tiles=7, bias_after=1, first_b1=3)
 """C5 in 7 row tiles (two column and accumulator sets), the tuner's pick: 26,372 cycles, 95.1% (docs/vdla_compiler.md)."""
-C8_BEST = ResidentKnobs(1, 8, 8, 4, 1, first_rows=3, later_from=3, last_rows=3, row_tiles=2, bias_after=4, first_b1=5,
+C8_BEST = ResidentKnobs(1, 8, 8, 4, 1, first_rows=3, later_from=3, last_rows=3, row_tiles=2, bias_after=0, first_b1=5,
                         used_pixels=True)
-"""C8 in 2 row tiles of used pixels, the tuner's pick: 26,547 cycles, 94.5% (docs/vdla_compiler.md)."""
+"""C8 in 2 row tiles of used pixels, the tuner's pick: 26,488 cycles, 94.7% (docs/vdla_compiler.md)."""
 
 
 def _check_both(compiled) -> int:  # type: ignore[no-untyped-def]
@@ -221,7 +221,7 @@ def test_resident_text_round_trips_the_flags() -> None:
 
 def test_c5_row_tiles_reach_95_percent_and_c8_beats_every_tiling() -> None:
     # The tuner's space (16 tilings + the row-tile settings) picks the row-tile template for C5 and C8, bit-exact;
-    # C5 reaches issue 24's bar (>= 95% of its compute roofline), C8 gets closer (94.5%, not the bar).
+    # C5 reaches issue 24's bar (>= 95% of its compute roofline), C8 gets closer (94.7%, not the bar).
     for name, best in (("C5", C5_BEST), ("C8", C8_BEST)):
         wl = RESNET18_CONVS[name]
         ep = Requantize(shift=requant_shift(wl))

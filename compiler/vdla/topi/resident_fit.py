@@ -182,7 +182,7 @@ def row_tile_space(wl: Conv2dWorkload, target: VdlaTarget, ep: Requantize = _PLA
     them, the later tiles for one (their columns are loaded ahead, their long oc-major phase stores as it goes);
     first pieces of all or half the output blocks, later ones of half; oc-major groups of all or a quarter of
     them, the last cut to single blocks and its last half of the rows stored apart; the first column split after
-    one row or half the rows; the bias after the first or the fourth GEMM; for a strided layer the input as
+    one row or half the rows; the bias first or after the first or the fourth GEMM; for a strided layer the input as
     whole rows or as its used pixels only."""
     cfg = target.config
     _, kb, nb, _ = resident_shape(wl, cfg)
@@ -195,7 +195,7 @@ def row_tile_space(wl: Conv2dWorkload, target: VdlaTarget, ep: Requantize = _PLA
         if tiles < 2 or rows < 2:
             continue
         for pixels, first_rows, bias_after, first_piece, group, fb1 in product(
-                (False, True) if wl.stride > 1 else (False,), sorted({1, rows // 2}), (1, 4), (nb, nb // 2),
+                (False, True) if wl.stride > 1 else (False,), sorted({1, rows // 2}), (0, 1, 4), (nb, nb // 2),
                 sorted({nb, max(1, nb // 4)}), shares):
             k = ResidentKnobs(1, first_piece, nb // 2, group, 1, first_rows=first_rows, later_from=(fb1 + 1) // 2,
                               last_rows=rows // 2, row_tiles=tiles, bias_after=bias_after,
