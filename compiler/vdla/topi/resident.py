@@ -93,12 +93,12 @@ class InputColumns:
                     pad=(0, 0, 0, self.pitch - self.row_tiles), **deps)
 
 
-def column_slots(k: ResidentKnobs, kb: int, slots: int) -> list[list[int]]:
-    """The SRAM slot of each input column per row tile.  When two tiles' columns fit (``double_columns``), tiles
-    alternate between two sets; otherwise tile 0 in order and a later tile in the slots its predecessor's oc-major
+def column_slots(k: ResidentKnobs, kb: int, slots: int, double: bool) -> list[list[int]]:
+    """The SRAM slot of each input column per row tile.  With ``double`` (two tiles' columns fit:
+    ``resident_fit.double_columns``) tiles alternate between two sets; otherwise tile 0 in order and a later tile in the slots its predecessor's oc-major
     columns do not hold (its ic-major ones are free once its ic-major phase is over).  The caller checks there are
     enough (``resident_fit.resident_error``)."""
-    if k.row_tiles > 1 and 2 * kb <= slots:
+    if double:
         return [list(range(kb * (t % 2), kb * (t % 2) + kb)) for t in range(k.row_tiles)]
     out = [list(range(kb))]
     for t in range(1, k.row_tiles):
@@ -129,8 +129,10 @@ def emit_two_phase(pb: ProgramBuilder, cfg: HwConfig, m: int, kb: int, nb: int, 
     With ``k.row_tiles`` > 1 the rows are cut into tiles run one after the other, each ic-major then oc-major over
     the same accumulators and resident weights: a tile's columns load while the previous tile runs -- into the
     slots the tile before that used (``double_columns``: a compute->load token at that tile's end), else into the
-    previous tile's ic-major slots (a token at the end of its ic-major phase) -- and each first-block GEMM piece of
-    a tile waits (a store->compute token) only for the previous tile's STORE of the last group it overwrites.
+    previous tile's ic-major slots (a token at the end of its ic-major phase) -- and each ic-major block's GEMMs wait
+    for its own column.  With two accumulator sets (``double_accumulators``) tile ``t`` accumulates where tile
+    ``t - 2`` did and its first GEMM waits (a store->compute token) for that tile's last STORE; otherwise each
+    first-block GEMM piece waits for the previous tile's STORE of the last group it overwrites.
     Tile 0 may run ``k.first_b1`` ic-major blocks (then every weight is in the ic-major layout, each block's
     loaded as its GEMM pieces need it).  The caller checks the fit (``resident_fit.resident_error``)."""
     b1, tiles = k.b1, k.row_tiles
@@ -147,7 +149,7 @@ def emit_two_phase(pb: ProgramBuilder, cfg: HwConfig, m: int, kb: int, nb: int, 
     dacc = double_accumulators(k, mt, nb, bias is not None, cfg.acc_buff_depth)
     acc0 = [(t % 2) * mt * nb if dacc else 0 for t in range(tiles)]  # each tile's first accumulator
     bias_base = (2 if dacc else 1) * mt * nb
-    slots = column_slots(k, kb, cfg.inp_buff_depth // col)
+    slots = column_slots(k, kb, cfg.inp_buff_depth // col, double)
     tile_starts = [tile_groups(k, nb, t, dacc) for t in range(tiles)]
     tile_sizes = [tile_pieces(k, nb, t, dacc) for t in range(tiles)]
     starts = tile_starts[-1]  # the last tile's groups (every tile's without two accumulator sets)
@@ -159,10 +161,11 @@ def emit_two_phase(pb: ProgramBuilder, cfg: HwConfig, m: int, kb: int, nb: int, 
         return len(uops) - len(lst), len(uops)
 
     def wgt_at(b: int, o: int) -> int:
-        """SRAM tile of weight ``[o][b]``: ic-major layout for ``b < b1``, oc-major after."""
+        """SRAM tile of weight ``[o][b]``: ic-major layout for ``b < b1`` (every ``b`` with ``first_b1``), else oc-major."""
         return b * nb + o if b < b1 or all_ic else w2 + o * rest_blocks + (b - b1)
 
     def wgt_step(b: int) -> int:
+        """SRAM tiles from one output block's weight of block ``b`` to the next."""
         return 1 if b < b1 or all_ic else rest_blocks
 
     size = tile_sizes[0]
