@@ -26,7 +26,8 @@ from host import host_line, host_record  # noqa: E402
 from vdla.compiler.vdla.target import VdlaTarget  # noqa: E402
 from vdla.compiler.vdla.topi import (Conv2dWorkload, Requantize, ResidentKnobs, check_conv2d, compile_conv2d, default_knobs,  # noqa: E402
                                      compile_default_conv, default_resident, estimate_cycles, estimate_resident_cycles,
-                                     requant_shift, resident_error, resident_space, tiling_edges)
+                                     requant_shift, resident_error, tiling_edges)
+from vdla.compiler.vdla.topi.resident_fit import whole_space  # noqa: E402
 
 LAYERS: dict[str, Conv2dWorkload] = {
     "C3": Conv2dWorkload(1, 64, 56, 56, 64, 1, 1, 1, 0),
@@ -65,7 +66,7 @@ def main() -> None:
         row: dict[str, object] = {"layer": name, "workload": str(wl), "ideal": wl.macs // cfg.macs_per_cycle,
                                   "tiling_cycles": measure(wl, target, tiling, ep),
                                   "tiling_estimate": round(estimate_cycles(wl, tiling, cfg, ep) + tiling_edges(wl, tiling, cfg))}
-        space = resident_space(wl, target, ep)
+        space = whole_space(wl, target, ep)  # the rule's candidates: whole-layer settings (row tiles are the tuner's)
         row["resident_cycles"] = {str(k): measure(wl, target, k, ep) for k in space}
         pick = default_resident(wl, target, ep)
         row["fits"] = pick is not None
