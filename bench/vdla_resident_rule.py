@@ -2,7 +2,7 @@
 
 For 1x1 layers (ResNet-18's, and other shapes that fit SRAM whole on the config), each run on the cycle model and
 checked bit-exactly against NumPy: the default tiling (``default_knobs``, 2 virtual threads: what the graph
-compiler compiled before), every setting of ``resident_fit.resident_space`` and the one ``resident_fit.default_resident`` picks
+compiler compiled before), every setting of ``resident_fit.whole_space`` and the one ``resident_fit.default_resident`` picks
 (what the graph compiler now compiles without a log), and the rule ``compile_default_conv`` (the faster of the
 default tiling and that setting, both run on the cycle model) with its time, beside the analytic estimates and what
 comparing them would pick ("by est").  The JSON has every setting's cycles.
@@ -72,7 +72,7 @@ def main() -> None:
         row["fits"] = pick is not None
         if pick is None:
             plain = ResidentKnobs(max(1, wl.ic // cfg.block_in // 2), 1, 1, 1)  # the simplest setting: why even it fails
-            row["why_not"] = resident_error(wl, plain, target, ep) or "no setting of resident_space fits"
+            row["why_not"] = resident_error(wl, plain, target, ep) or "no setting of whole_space fits"
         else:
             row["default_resident"] = str(pick)
             row["default_resident_cycles"] = row["resident_cycles"].get(str(pick)) or measure(wl, target, pick, ep)  # type: ignore[union-attr]
