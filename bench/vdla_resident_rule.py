@@ -2,7 +2,7 @@
 
 For 1x1 layers (ResNet-18's, and other shapes that fit SRAM whole on the config), each run on the cycle model and
 checked bit-exactly against NumPy: the default tiling (``default_knobs``, 2 virtual threads: what the graph
-compiler compiled before), every setting of ``resident_fit.resident_space`` and the one ``resident_fit.default_resident`` picks
+compiler compiled before), every setting of ``resident_fit.whole_space`` and the one ``resident_fit.default_resident`` picks
 (what the graph compiler now compiles without a log), and the rule ``compile_default_conv`` (the faster of the
 default tiling and that setting, both run on the cycle model) with its time, beside the analytic estimates and what
 comparing them would pick ("by est").  The JSON has every setting's cycles.
@@ -26,7 +26,8 @@ from host import host_line, host_record  # noqa: E402
 from vdla.compiler.vdla.target import VdlaTarget  # noqa: E402
 from vdla.compiler.vdla.topi import (Conv2dWorkload, Requantize, ResidentKnobs, check_conv2d, compile_conv2d, default_knobs,  # noqa: E402
                                      compile_default_conv, default_resident, estimate_cycles, estimate_resident_cycles,
-                                     requant_shift, resident_error, resident_space, tiling_edges)
+                                     requant_shift, resident_error, tiling_edges)
+from vdla.compiler.vdla.topi.resident_fit import whole_space  # noqa: E402
 
 LAYERS: dict[str, Conv2dWorkload] = {
     "C3": Conv2dWorkload(1, 64, 56, 56, 64, 1, 1, 1, 0),
@@ -65,13 +66,13 @@ def main() -> None:
         row: dict[str, object] = {"layer": name, "workload": str(wl), "ideal": wl.macs // cfg.macs_per_cycle,
                                   "tiling_cycles": measure(wl, target, tiling, ep),
                                   "tiling_estimate": round(estimate_cycles(wl, tiling, cfg, ep) + tiling_edges(wl, tiling, cfg))}
-        space = resident_space(wl, target, ep)
+        space = whole_space(wl, target, ep)  # the rule's candidates: whole-layer settings (row tiles are the tuner's)
         row["resident_cycles"] = {str(k): measure(wl, target, k, ep) for k in space}
         pick = default_resident(wl, target, ep)
         row["fits"] = pick is not None
         if pick is None:
             plain = ResidentKnobs(max(1, wl.ic // cfg.block_in // 2), 1, 1, 1)  # the simplest setting: why even it fails
-            row["why_not"] = resident_error(wl, plain, target, ep) or "no setting of resident_space fits"
+            row["why_not"] = resident_error(wl, plain, target, ep) or "no setting of whole_space fits"
         else:
             row["default_resident"] = str(pick)
             row["default_resident_cycles"] = row["resident_cycles"].get(str(pick)) or measure(wl, target, pick, ep)  # type: ignore[union-attr]

@@ -292,7 +292,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         v2, pv = r["vt2"], r.get("peer_vt2")  # type: ignore[union-attr]
         short = lambda k: (re.sub(r"Conv2dKnobs\((.*)\)", r"\1", k).replace("virtual_threads=2, ", "").replace(", ow_tile=None", "")
-                           .replace("ResidentKnobs(", "resident ").replace(", virtual_threads=1)", "").replace("first_piece", "fp")
+                           .replace("ResidentKnobs(", "resident ").replace(", virtual_threads=1", "")
+                           .replace(", first_b1=0", "").replace(", used_pixels=False)", "").replace("used_pixels=True)", "pixels").replace("first_piece", "fp")
                            .replace("last_group", "lg").replace("late_bias=False, ", "").replace("first_rows", "rows")
                            .replace("bias_after", "ba").replace("piece", "p").replace("group", "g"))
         before_txt = (f"{short(pv['knobs']):>36} {pv['cycles']:>9,} {pv['gemm_utilization']:>6.1%}" if pv

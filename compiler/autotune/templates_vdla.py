@@ -60,6 +60,10 @@ def resident_text(k: ResidentKnobs) -> str:
     return ";".join(f"{name}={int(v)}" for name, v in asdict(k).items())
 
 
+_BOOL_FIELDS = frozenset(f.name for f in fields(ResidentKnobs) if f.type in (bool, "bool"))
+"""The ResidentKnobs fields that are flags (written as 0/1)."""
+
+
 def parse_resident(text: str) -> ResidentKnobs:
     """The inverse of :func:`resident_text`; ValueError naming the field for text that is not one."""
     names = {f.name for f in fields(ResidentKnobs)}
@@ -68,7 +72,7 @@ def parse_resident(text: str) -> ResidentKnobs:
         name, eq, value = part.partition("=")
         if not eq or name not in names or not value.lstrip("-").isdigit():
             raise ValueError(f"{part!r} of resident setting {text!r} is not a ResidentKnobs field=integer")
-        values[name] = bool(int(value)) if name == "late_bias" else int(value)
+        values[name] = bool(int(value)) if name in _BOOL_FIELDS else int(value)
     return ResidentKnobs(**values)  # type: ignore[arg-type]
 
 

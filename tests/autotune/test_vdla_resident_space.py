@@ -40,9 +40,13 @@ def test_the_space_holds_each_resident_setting_once(c11_template) -> None:  # ty
     # One point per setting: with any other tiling values the same setting is illegal.
     other = tuple((k, 1 if k == "oc_tile" else v) for k, v in residents[0].values)
     assert "default tiling" in (c11_template.space.why_illegal(type(residents[0])(other)) or "")
-    # A layer that does not fit resident (C8 on default) has only tilings.
+    # A 1x1 layer that fits only in row tiles (C8 on default) has its row-tile settings as points, and compiles
+    # to its tiling without a log; a 3x3 layer has only tilings.
     c8 = template_for(make_task("vdla_conv2d", RESNET18_CONVS["C8"].task_workload(), "vdla", HW), HW.to_dict())
-    assert c8.residents == () and c8.space.get(0)["resident"] == TILING
+    assert [parse_resident(r) for r in c8.residents] == resident_space(RESNET18_CONVS["C8"], c8.target, c8.epilogue)
+    assert all(parse_resident(r).row_tiles > 1 for r in c8.residents) and c8.default()["resident"] == TILING
+    c9 = template_for(make_task("vdla_conv2d", RESNET18_CONVS["C9"].task_workload(), "vdla", HW), HW.to_dict())
+    assert c9.residents == () and c9.space.get(0)["resident"] == TILING
 
 
 def test_resident_text_round_trips_and_bad_text_is_named() -> None:

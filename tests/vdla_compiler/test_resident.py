@@ -12,7 +12,10 @@ from vdla_hw.errors import UnsupportedError
 from vdla_hw.isa import MemType
 
 from vdla.compiler.vdla import VdlaTarget
-from vdla.compiler.vdla.target import SCOPE_UOP
+from vdla.compiler.autotune.templates_vdla import parse_resident, resident_text
+from vdla.compiler.vdla.target import SCOPE_ACC, SCOPE_INP, SCOPE_UOP
+from vdla.compiler.vdla.topi.resident_fit import (double_accumulators, double_columns, resident_shape, row_tile_space,
+                                                  whole_space)
 from vdla.compiler.vdla.topi import (RESNET18_CONVS, Conv2dKnobs, Conv2dWorkload, Requantize, ResidentKnobs, check_conv2d,
                                     compile_conv2d, requant_shift, resident_error, resident_footprint, resident_space,
                                     tune_conv2d)
@@ -20,6 +23,11 @@ from vdla.compiler.vdla.topi import (RESNET18_CONVS, Conv2dKnobs, Conv2dWorkload
 DEFAULT = VdlaTarget.from_config("default")
 C11_BEST = ResidentKnobs(9, 8, 16, 4, 1, first_rows=3, first_blocks=2, later_from=3, last_rows=2, bias_after=2)
 """The setting docs/vdla_compiler.md measures: 26,383 cycles, 95.1%."""
+C5_BEST = ResidentKnobs(1, 8, 4, 8, 1, first_rows=1, later_from=2, last_rows=2, row_tiles=7, bias_after=1, first_b1=3)
+"""C5 in 7 row tiles (two column and accumulator sets), the tuner's pick: 26,372 cycles, 95.1% (docs/vdla_compiler.md)."""
+C8_BEST = ResidentKnobs(1, 8, 8, 4, 1, first_rows=3, later_from=3, last_rows=3, row_tiles=2, bias_after=0, first_b1=5,
+                        used_pixels=True)
+"""C8 in 2 row tiles of used pixels, the tuner's pick: 26,488 cycles, 94.7% (docs/vdla_compiler.md)."""
 
 
 def _check_both(compiled) -> int:  # type: ignore[no-untyped-def]
@@ -105,7 +113,9 @@ def test_resident_names_what_does_not_fit() -> None:
     assert why is not None and "vdla.acc" in why and "vdla.inp" in why and "3152" in why
     assert "1x1" in (resident_error(RESNET18_CONVS["C9"], ResidentKnobs(4, 4, 4, 4), DEFAULT, ep) or "")
     assert "STORE" in (resident_error(RESNET18_CONVS["C11"], C11_BEST, DEFAULT, Requantize(multiplier=True)) or "")
-    assert resident_space(RESNET18_CONVS["C5"], DEFAULT, ep) == []
+    # C5 fits only in row tiles: no whole-layer setting, row-tile ones in the tuner's space.
+    assert whole_space(RESNET18_CONVS["C5"], DEFAULT, ep) == []
+    assert resident_space(RESNET18_CONVS["C5"], DEFAULT, ep) == row_tile_space(RESNET18_CONVS["C5"], DEFAULT, ep) != []
     assert "row_tiles=3 must divide the 14" in (resident_error(RESNET18_CONVS["C8"], ResidentKnobs(6, 4, 8, 4, row_tiles=3),
                                                                DEFAULT, ep) or "")
     # Two row tiles of C8 fit only when the next tile's columns find room beside the oc-major ones: b1 >= 6 of 8.
@@ -130,3 +140,144 @@ def test_c11_resident_on_rtl_matches_the_cycle_model() -> None:
     ok_c, cy, _, _ = check_conv2d(compiled, backend="cycle")
     assert ok_r and ok_c and np.array_equal(rtl.dram, cy.dram)
     assert rtl.cycles is not None and abs(rtl.cycles - cy.cycles) <= 0.003 * rtl.cycles
+
+
+@pytest.mark.parametrize("wl, knobs, dacc, dcol", [
+    # every combination of two accumulator sets, two column sets and first_b1 (tile 0 ic-major for more blocks)
+    (Conv2dWorkload(1, 16, 8, 8, 16, 1, 1, 1, 0), ResidentKnobs(1, 2, 2, 2, 1, first_rows=1, last_rows=1, row_tiles=2,
+                                                                bias_after=2), True, True),
+    (Conv2dWorkload(1, 16, 8, 8, 16, 1, 1, 1, 0), ResidentKnobs(1, 2, 2, 2, 1, first_rows=1, last_rows=1, row_tiles=2,
+                                                                bias_after=2, first_b1=2), True, True),
+    (Conv2dWorkload(1, 16, 8, 8, 32, 1, 1, 1, 0), ResidentKnobs(1, 2, 2, 2, 1, first_rows=1, last_rows=1, row_tiles=2,
+                                                                bias_after=2), False, True),
+    (Conv2dWorkload(1, 16, 8, 8, 32, 1, 1, 1, 0), ResidentKnobs(1, 2, 2, 2, 1, first_rows=1, last_rows=1, row_tiles=2,
+                                                                bias_after=2, first_b1=2), False, True),
+    (Conv2dWorkload(1, 16, 12, 12, 16, 1, 1, 1, 0), ResidentKnobs(1, 2, 2, 2, 1, first_rows=1, last_rows=1, row_tiles=2,
+                                                                  bias_after=2, first_b1=2), False, False),
+    (Conv2dWorkload(1, 24, 12, 12, 16, 1, 1, 1, 0), ResidentKnobs(2, 2, 2, 2, 1, first_rows=1, last_rows=1, row_tiles=3,
+                                                                  bias_after=2), True, False),
+    (Conv2dWorkload(1, 24, 12, 12, 16, 1, 1, 1, 0), ResidentKnobs(2, 2, 2, 2, 1, first_rows=1, last_rows=1, row_tiles=3,
+                                                                  bias_after=2, first_b1=2), True, False),
+    (Conv2dWorkload(1, 16, 12, 12, 16, 1, 1, 2, 0), ResidentKnobs(1, 4, 2, 4, 1, first_rows=1, last_rows=1, row_tiles=3,
+                                                                  bias_after=4, first_b1=3), True, True),
+    # used pixels only: one DMA row per pixel (odd width: no zero padding needed either)
+    (Conv2dWorkload(1, 16, 8, 8, 16, 1, 1, 2, 0), ResidentKnobs(1, 4, 2, 4, 1, first_rows=1, last_rows=1, row_tiles=2,
+                                                                bias_after=1, first_b1=2, used_pixels=True), True, True),
+    (Conv2dWorkload(1, 12, 7, 7, 8, 1, 1, 2, 0), ResidentKnobs(1, 2, 2, 2, 1, row_tiles=2, used_pixels=True), True, True),
+])
+def test_row_tile_sets_bit_exact_on_fsim_and_cycle(wl: Conv2dWorkload, knobs: ResidentKnobs, dacc: bool, dcol: bool) -> None:
+    # Two accumulator sets (a tile's first GEMMs wait only for tile t - 2's last STORE), two column sets (a tile's
+    # columns load while the previous tile runs), per-column load tokens, tile 0's longer ic-major phase: each
+    # combination keeps every result exact and the fit model's micro-op count and footprint exact.
+    target = VdlaTarget.from_config("tiny")
+    cfg = target.config
+    ep = Requantize(shift=requant_shift(wl))
+    assert resident_error(wl, knobs, target, ep) is None
+    m, kb, nb, col = resident_shape(wl, cfg, knobs.row_tiles, knobs.used_pixels)
+    assert double_accumulators(knobs, m, nb, True, cfg.acc_buff_depth) == dacc
+    assert double_columns(kb, col, cfg.inp_buff_depth) == dcol
+    compiled = compile_conv2d(wl, target, knobs=knobs, epilogue=ep)
+    _check_both(compiled)
+    foot = resident_footprint(wl, knobs, cfg, ep)
+    assert foot[SCOPE_ACC] == (2 if dacc else 1) * m * nb + nb
+    assert foot[SCOPE_INP] == (2 * kb if dcol else 2 * kb - knobs.b1) * col
+
+
+def test_used_pixels_load_half_the_input_of_whole_rows() -> None:
+    # A stride-2 layer's used pixels only: half the input bytes over the bus and in SRAM, same results.
+    wl = Conv2dWorkload(1, 16, 8, 8, 16, 1, 1, 2, 0)
+    target = VdlaTarget.from_config("tiny")
+    ep = Requantize(shift=requant_shift(wl))
+    knobs = ResidentKnobs(1, 2, 2, 2, 1)
+
+    def input_bytes(k: ResidentKnobs) -> int:
+        prog = compile_conv2d(wl, target, knobs=k, epilogue=ep).module.program
+        return sum(i.y_size * i.x_size for i in prog.instructions if getattr(i, "mem_type", None) == MemType.INP)
+
+    pixels = ResidentKnobs(1, 2, 2, 2, 1, used_pixels=True)
+    _check_both(compile_conv2d(wl, target, knobs=pixels, epilogue=ep))
+    assert 2 * input_bytes(pixels) == input_bytes(knobs)
+    assert (2 * resident_footprint(wl, pixels, target.config, ep)[SCOPE_INP]
+            == resident_footprint(wl, knobs, target.config, ep)[SCOPE_INP])
+
+
+def test_row_tile_knobs_name_what_is_wrong() -> None:
+    ep = Requantize(shift=8)
+    c5 = RESNET18_CONVS["C5"]
+    assert "needs last_group=1" in (resident_error(c5, ResidentKnobs(1, 8, 4, 8, 2, last_rows=1, row_tiles=7), DEFAULT,
+                                                   ep) or "")
+    assert "stride-1" in (resident_error(RESNET18_CONVS["C3"], ResidentKnobs(1, 4, 4, 4, row_tiles=14, used_pixels=True),
+                                         DEFAULT, ep) or "")
+    assert "first_b1=3" in (resident_error(c5, ResidentKnobs(1, 8, 4, 8, first_b1=3), DEFAULT, ep) or "")  # one tile
+    assert "first_b1=4" in (resident_error(c5, ResidentKnobs(1, 8, 4, 8, row_tiles=7, first_b1=4), DEFAULT, ep) or "")
+    with pytest.raises(UnsupportedError, match="needs last_group=1"):
+        compile_conv2d(c5, DEFAULT, knobs=ResidentKnobs(1, 8, 4, 8, 2, last_rows=1, row_tiles=7), epilogue=ep)
+
+
+def test_resident_text_round_trips_the_flags() -> None:
+    for k in (C5_BEST, C8_BEST, C11_BEST):
+        assert parse_resident(resident_text(k)) == k
+
+
+def test_c5_row_tiles_reach_95_percent_and_c8_beats_every_tiling() -> None:
+    # The tuner's space (16 tilings + the row-tile settings) picks the row-tile template for C5 and C8, bit-exact;
+    # C5 reaches issue 24's bar (>= 95% of its compute roofline), C8 gets closer (94.7%, not the bar).
+    for name, best in (("C5", C5_BEST), ("C8", C8_BEST)):
+        wl = RESNET18_CONVS[name]
+        ep = Requantize(shift=requant_shift(wl))
+        assert best in resident_space(wl, DEFAULT, ep)
+        picked = tune_conv2d(wl, DEFAULT, 2, 16, epilogue=ep)
+        # The search measured the 16 tilings first and a tiling wins a tie: a resident pick beat every one of them.
+        assert isinstance(picked.knobs, ResidentKnobs) and picked.knobs.row_tiles > 1
+        cycles = _check_both(picked)
+        assert cycles == _check_both(compile_conv2d(wl, DEFAULT, knobs=best, epilogue=ep))
+        if name == "C5":
+            assert cycles * 0.95 <= wl.macs // DEFAULT.config.macs_per_cycle
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, knobs", [("C5", C5_BEST), ("C8", C8_BEST)])
+def test_row_tiles_on_rtl_match_the_cycle_model(name: str, knobs: ResidentKnobs) -> None:
+    # C5's and C8's row-tile programs behind docs/vdla_compiler.md: the RTL runs them bit-exactly, the same DRAM as
+    # the cycle model, in the cycle model's cycles (within the calibration's 0.3%).
+    from vdla.runtime.backends.rtl import RtlBackend
+
+    why = RtlBackend.unavailable()
+    if why is not None:
+        pytest.skip(why)
+    wl = RESNET18_CONVS[name]
+    compiled = compile_conv2d(wl, DEFAULT, knobs=knobs, epilogue=Requantize(shift=requant_shift(wl)))
+    ok_r, rtl, _, _ = check_conv2d(compiled, backend="rtl")
+    ok_c, cy, _, _ = check_conv2d(compiled, backend="cycle")
+    assert ok_r and ok_c and np.array_equal(rtl.dram, cy.dram)
+    assert rtl.cycles is not None and abs(rtl.cycles - cy.cycles) <= 0.003 * rtl.cycles
+
+
+def test_random_resident_settings_bit_exact_on_tiny() -> None:
+    # Seeded random layers and settings (row tiles, first_b1, used pixels, every split knob, with and without
+    # bias or ReLU): every one the fit model accepts is bit-exact on fsim and cycle with equal DRAM.  (A 50 s
+    # run of this generator, 1,925 settings, found no failure; docs/vdla_compiler.md.)
+    import random
+
+    target = VdlaTarget.from_config("tiny")
+    rng = random.Random(11)
+    checked = 0
+    while checked < 40:
+        s, h, ic, oc = rng.choice((1, 2)), rng.choice((4, 6, 8, 12)), 4 * rng.randint(2, 6), 4 * rng.randint(1, 8)
+        wl = Conv2dWorkload(1, ic, h, h, oc, 1, 1, s, 0)
+        kb, nb, oh = ic // 4, oc // 4, (h - 1) // s + 1
+        divs = [d for d in range(1, nb + 1) if nb % d == 0]
+        tiles = rng.choice([d for d in range(1, oh + 1) if oh % d == 0])
+        rows = oh // tiles
+        b1, group, last_rows = rng.randint(1, max(1, kb - 1)), rng.choice(divs), rng.randint(0, rows - 1)
+        knobs = ResidentKnobs(b1, rng.choice(divs), rng.choice(divs), group,
+                              1 if last_rows else rng.choice([d for d in divs if group % d == 0]),
+                              late_bias=rng.random() < 0.1, first_rows=rng.randint(0, rows - 1),
+                              first_blocks=rng.randint(1, b1), later_from=rng.randint(0, kb), last_rows=last_rows,
+                              row_tiles=tiles, bias_after=rng.randint(0, 5),
+                              first_b1=rng.choice([0] + list(range(b1, kb))), used_pixels=s > 1 and rng.random() < 0.5)
+        ep = Requantize(shift=requant_shift(wl), relu=rng.random() < 0.8, bias=rng.random() < 0.9)
+        if resident_error(wl, knobs, target, ep) is not None:
+            continue
+        _check_both(compile_conv2d(wl, target, knobs=knobs, epilogue=ep))
+        checked += 1

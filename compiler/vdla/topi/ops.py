@@ -212,8 +212,8 @@ def tune_conv2d(wl: Conv2dWorkload, target: VdlaTarget | str = "default", virtua
     tilings, takes ~1 min on the cycle model).  Equal cycles keep the cost model's order.  ``progress``
     shows a tqdm bar over the candidates.  With ``resident`` (and ``virtual_threads`` >= 2, the overlap the
     resident template provides by itself), the settings of the two-phase resident 1x1 template that fit
-    (:func:`~vdla.compiler.vdla.topi.resident_fit.resident_space`, none for a layer that does not fit SRAM whole) are
-    measured too, after the tilings; a tiling wins a tie.
+    (:func:`~vdla.compiler.vdla.topi.resident_fit.resident_space`: whole-layer settings, or row tiles for a 1x1 layer
+    that does not fit SRAM whole; none for other layers) are measured too, after the tilings; a tiling wins a tie.
     """
     from .fit import knob_space
     from .tiling import estimate_cycles

@@ -40,7 +40,8 @@ from ..build import VdlaModule
 from ..codegen import ParamBinding
 from ..target import SCOPE_ACC, SCOPE_INP, SCOPE_WGT, VdlaTarget
 from .epilogue import Requantize
-from .resident_fit import resident_error, resident_shape
+from .resident_fit import (double_accumulators, double_columns, resident_error, resident_shape, tile_b1, tile_groups,
+                           tile_pieces)
 from .tiling import Conv2dWorkload, ResidentKnobs
 
 
@@ -64,6 +65,9 @@ class InputColumns:
     """SRAM tiles from one output pixel to the next (the stride)."""
     row_pixels: int
     """Output pixels per row."""
+    pixel_dram_step: int = 0
+    """DRAM tiles from one used pixel to the next when each row is loaded as its used pixels only, one DMA row
+    of one tile per pixel (0: the row's ``row_tiles`` tiles as one DMA row)."""
 
     @property
     def col(self) -> int:
@@ -74,20 +78,31 @@ class InputColumns:
         """LOAD rows ``[row0, row1)`` of block ``b`` to SRAM ``sram`` (one DMA row when they are contiguous)."""
         dram = self.dram + b * self.block_stride + row0 * self.row_stride
         n = row1 - row0
-        if self.row_stride == self.row_tiles == self.pitch:
+        if self.pixel_dram_step:
+            # A 2-D DMA cannot skip columns, but its rows can be single pixels: one LOAD per row (the rows of a
+            # strided layer are not evenly spaced in pixels); the tokens pop on the first, push on the last.
+            pops = {d: v for d, v in deps.items() if d.startswith("pop")}
+            pushes = {d: v for d, v in deps.items() if d.startswith("push")}
+            for r in range(n):
+                pb.load(MemType.INP, sram + r * self.pitch, dram + r * self.row_stride, self.row_pixels, 1,
+                        self.pixel_dram_step, **(pops if r == 0 else {}), **(pushes if r == n - 1 else {}))
+        elif self.row_stride == self.row_tiles == self.pitch:
             pb.load(MemType.INP, sram, dram, 1, n * self.row_tiles, n * self.row_tiles, **deps)
         else:
             pb.load(MemType.INP, sram, dram, n, self.row_tiles, self.row_stride,
                     pad=(0, 0, 0, self.pitch - self.row_tiles), **deps)
 
 
-def column_slots(k: ResidentKnobs, kb: int, slots: int) -> list[list[int]]:
-    """The SRAM slot of each input column per row tile: tile 0 in order; a later tile in the slots its predecessor's
-    oc-major columns do not hold (its ic-major ones are free once its ic-major phase is over).  The caller checks
-    there are enough (``resident_fit.resident_error``)."""
+def column_slots(k: ResidentKnobs, kb: int, slots: int, double: bool) -> list[list[int]]:
+    """The SRAM slot of each input column per row tile.  With ``double`` (two tiles' columns fit:
+    ``resident_fit.double_columns``) tiles alternate between two sets; otherwise tile 0 in order and a later tile in the slots its predecessor's oc-major
+    columns do not hold (its ic-major ones are free once its ic-major phase is over).  The caller checks there are
+    enough (``resident_fit.resident_error``)."""
+    if double:
+        return [list(range(kb * (t % 2), kb * (t % 2) + kb)) for t in range(k.row_tiles)]
     out = [list(range(kb))]
-    for _ in range(1, k.row_tiles):
-        busy = set(out[-1][k.b1:])
+    for t in range(1, k.row_tiles):
+        busy = set(out[-1][tile_b1(k, t - 1):])
         out.append([s for s in range(slots) if s not in busy][:kb])
     return out
 
@@ -112,21 +127,32 @@ def emit_two_phase(pb: ProgramBuilder, cfg: HwConfig, m: int, kb: int, nb: int, 
     the slots of :func:`column_slots`.
 
     With ``k.row_tiles`` > 1 the rows are cut into tiles run one after the other, each ic-major then oc-major over
-    the same accumulators and resident weights: a tile's columns load (without waiting for any buffer but the
-    previous tile's ic-major columns: a compute->load token at the end of its ic-major phase) while the previous
-    tile runs its oc-major phase, and each first-block GEMM piece of a tile waits (a store->compute token) only
-    for the previous tile's STORE of the last group it overwrites.  The caller checks the fit
-    (``resident_fit.resident_error``)."""
+    the same accumulators and resident weights: a tile's columns load while the previous tile runs -- into the
+    slots the tile before that used (``double_columns``: a compute->load token at that tile's end), else into the
+    previous tile's ic-major slots (a token at the end of its ic-major phase) -- and each ic-major block's GEMMs wait
+    for its own column.  With two accumulator sets (``double_accumulators``) tile ``t`` accumulates where tile
+    ``t - 2`` did and its first GEMM waits (a store->compute token) for that tile's last STORE; otherwise each
+    first-block GEMM piece waits for the previous tile's STORE of the last group it overwrites.
+    Tile 0 may run ``k.first_b1`` ic-major blocks (then every weight is in the ic-major layout, each block's
+    loaded as its GEMM pieces need it).  The caller checks the fit (``resident_fit.resident_error``)."""
     b1, tiles = k.b1, k.row_tiles
+    fb1 = tile_b1(k, 0)
     rest_blocks = kb - b1
-    w2 = b1 * nb
+    # With ``first_b1`` every weight is in the ic-major layout (then every GEMM steps 1 over output blocks, whichever
+    # phase reads a block in whichever tile); otherwise the oc-major blocks are ``[o][b - b1]``, one LOAD per group.
+    all_ic = k.first_b1 > 0
+    w2 = (kb if all_ic else b1) * nb
     rows = inp.rows // tiles
     mt = rows * inp.row_pixels  # pixels per row tile
     col = rows * inp.pitch
-    bias_base = mt * nb
-    slots = column_slots(k, kb, cfg.inp_buff_depth // col)
-    starts = list(range(0, nb - k.group, k.group)) + list(range(nb - k.group, nb, k.last_group))
-    sizes = [b - a for a, b in zip(starts, starts[1:] + [nb])]
+    double = tiles > 1 and double_columns(kb, col, cfg.inp_buff_depth)
+    dacc = double_accumulators(k, mt, nb, bias is not None, cfg.acc_buff_depth)
+    acc0 = [(t % 2) * mt * nb if dacc else 0 for t in range(tiles)]  # each tile's first accumulator
+    bias_base = (2 if dacc else 1) * mt * nb
+    slots = column_slots(k, kb, cfg.inp_buff_depth // col, double)
+    tile_starts = [tile_groups(k, nb, t, dacc) for t in range(tiles)]
+    tile_sizes = [tile_pieces(k, nb, t, dacc) for t in range(tiles)]
+    starts = tile_starts[-1]  # the last tile's groups (every tile's without two accumulator sets)
     step = inp.pixel_step
     uops: list[Uop] = []
 
@@ -134,20 +160,30 @@ def emit_two_phase(pb: ProgramBuilder, cfg: HwConfig, m: int, kb: int, nb: int, 
         uops.extend(lst)
         return len(uops) - len(lst), len(uops)
 
-    size = [k.first_piece] * k.first_blocks + [k.piece] * (b1 - k.first_blocks)
+    def wgt_at(b: int, o: int) -> int:
+        """SRAM tile of weight ``[o][b]``: ic-major layout for ``b < b1`` (every ``b`` with ``first_b1``), else oc-major."""
+        return b * nb + o if b < b1 or all_ic else w2 + o * rest_blocks + (b - b1)
+
+    def wgt_step(b: int) -> int:
+        """SRAM tiles from one output block's weight of block ``b`` to the next."""
+        return 1 if b < b1 or all_ic else rest_blocks
+
+    size = tile_sizes[0]
     split = k.first_rows * inp.row_pixels  # pixels of the first GEMM's first part (0: not split)
     cut = mt - k.last_rows * inp.row_pixels if k.last_rows else mt  # the last tile's last group, cut by pixels
     first, rest = {}, {}
     for t in range(tiles):
         src = [sl * col for sl in slots[t]]
-        first.update({(t, b, o0): place([Uop(o0 * mt, src[b], b * nb + o0)])
-                      for b in range(b1) for o0 in range(0, nb, size[b])})
-        rest.update({(t, o0): place([Uop(o0 * mt, src[b], w2 + o0 * rest_blocks + (b - b1)) for b in range(b1, kb)])
-                     for o0 in starts})
+        tb1 = tile_b1(k, t)
+        first.update({(t, b, o0): place([Uop(acc0[t] + o0 * mt, src[b], wgt_at(b, o0))])
+                      for b in range(tb1) for o0 in range(0, nb, tile_sizes[t][b])})
+        rest.update({(t, o0): place([Uop(acc0[t] + o0 * mt, src[b], wgt_at(b, o0)) for b in range(tb1, kb)])
+                     for o0 in tile_starts[t]})
     tail = place([Uop(split, step * split, 0)]) if split else None  # tile 0's first piece's other rows
     last_src = [sl * col for sl in slots[-1]]
-    last_tail = place([Uop(starts[-1] * mt + cut, last_src[b] + step * cut, w2 + starts[-1] * rest_blocks + (b - b1))
-                       for b in range(b1, kb)]) if k.last_rows else None
+    last_b1 = tile_b1(k, tiles - 1)
+    last_tail = place([Uop(acc0[-1] + starts[-1] * mt + cut, last_src[b] + step * cut, wgt_at(b, starts[-1]))
+                       for b in range(last_b1, kb)]) if k.last_rows else None
     pb.load_uops(pb.uops(uops, "uops"))
     gemms = 0
     bias_loaded = bias is None
@@ -181,26 +217,32 @@ def emit_two_phase(pb: ProgramBuilder, cfg: HwConfig, m: int, kb: int, nb: int, 
         inp.load(pb, slots[t][b] * col, b, t * rows, (t + 1) * rows, **deps)
 
     def next_columns(t: int) -> list[Callable[[], None]]:
-        """Tile ``t``'s column LOADs: the first waits for the previous tile's ic-major phase, the last tells tile
-        ``t``'s first GEMM that all are in (the load module runs them in order)."""
-        return [lambda b=b: load_column(t, b, pop_next=b == 0, push_next=b == kb - 1) for b in range(kb)]
+        """Tile ``t``'s column LOADs: the first waits for its slots to be free (the end of tile ``t - 2`` with two
+        sets, of tile ``t - 1``'s ic-major phase without; tile 1's two-set slots are free from the start); each
+        ic-major column tells its block's first GEMM that it is in, the last the first oc-major GEMM that all are
+        (the load module runs them in order)."""
+        wait = t >= 2 if double else True
+        tb1 = tile_b1(k, t)
+        return [lambda b=b: load_column(t, b, pop_next=wait and b == 0, push_next=b < tb1 or b == kb - 1)
+                for b in range(kb)]
 
     for t in range(tiles):
         pending = next_columns(t + 1) if t + 1 < tiles else []
         last_tile = t == tiles - 1
+        tb1 = tile_b1(k, t)
         if t == 0:
             # The load module's order: per ic-major block its input column and weight pieces (one token each for
             # the GEMM piece that reads them), the oc-major phase's columns spread over the blocks from
             # ``later_from`` on (before it the load module catches up with the first GEMMs).
-            later = list(range(b1, kb))
-            for b in range(b1):
+            later = list(range(fb1, kb))
+            for b in range(fb1):
                 if b == 0 and split:
                     inp.load(pb, slots[0][0] * col, 0, 0, k.first_rows)
                 else:
                     load_column(0, b)
                 for o0 in range(0, nb, size[b]):
                     pb.load(MemType.WGT, b * nb + o0, wgt + o0 * kb + b, size[b], 1, kb, push_next=True)
-                    end_of_phase = tiles > 1 and b == b1 - 1 and o0 + size[b] >= nb
+                    end_of_phase = tiles > 1 and not double and b == fb1 - 1 and o0 + size[b] >= nb
                     if b == 0 and o0 == 0 and split:
                         gemm(first[(0, 0, 0)], split, size[0], 1, overwrite=True, pop_prev=True)
                         inp.load(pb, slots[0][0] * col + k.first_rows * inp.pitch, 0, k.first_rows, rows, push_next=True)
@@ -208,46 +250,58 @@ def emit_two_phase(pb: ProgramBuilder, cfg: HwConfig, m: int, kb: int, nb: int, 
                              push_prev=end_of_phase)
                     else:
                         gemm(first[(0, b, o0)], mt, size[b], 1, overwrite=b == 0, pop_prev=True, push_prev=end_of_phase)
-                for _ in range(0 if b < min(k.later_from, b1 - 1) else -(-len(later) // (b1 - b))):
+                for _ in range(0 if b < min(k.later_from, fb1 - 1) else -(-len(later) // (fb1 - b))):
                     if later:
                         load_column(0, later.pop(0))
             load_bias()  # if not yet: late, or after more GEMMs than the ic-major phase has
         else:
             prev = None
-            for b in range(b1):
-                for o0 in range(0, nb, size[b]):
-                    wait = waits[o0 // size[0]] if b == 0 else None
-                    end_of_phase = not last_tile and b == b1 - 1 and o0 + size[b] >= nb
-                    gemm(first[(t, b, o0)], mt, size[b], 1, overwrite=b == 0, pop_prev=b == 0 and o0 == 0,
+            for b in range(tb1):
+                for o0 in range(0, nb, tile_sizes[t][b]):
+                    # Two accumulator sets: the tile's first GEMM waits for tile t - 2's last STORE (one token).
+                    wait = (0 if t >= 2 and b == 0 and o0 == 0 else None) if dacc else waits[o0 // size[0]] if b == 0 else None
+                    end_of_phase = not last_tile and not double and b == tb1 - 1 and o0 + tile_sizes[t][b] >= nb
+                    gemm(first[(t, b, o0)], mt, tile_sizes[t][b], wgt_step(b), overwrite=b == 0, pop_prev=o0 == 0,
                          pop_next=wait is not None and wait != prev, push_prev=end_of_phase)
                     prev = wait if wait is not None else prev
         if t > 0:
             for f in pending:  # the next tile's columns, while this tile runs its oc-major phase
                 f()
             pending = []
-        for i, (o0, g) in enumerate(zip(starts, sizes)):
+        groups = tile_starts[t]
+        for i, (o0, g) in enumerate(zip(groups, [b - a for a, b in zip(groups, groups[1:] + [nb])])):
             if t == 0:
-                pb.load(MemType.WGT, w2 + o0 * rest_blocks, wgt + o0 * kb + b1, g, rest_blocks, kb, push_next=True)
-                if len(pending) > 1:  # the next tile's columns between the weight LOADs; the last (its token) after
-                    pending.pop(0)()
-            last = i == len(starts) - 1
+                # The next tile's columns come after these (their tokens are popped after the groups').
+                if all_ic:  # the group's weights block by block, the last LOAD tells its GEMM
+                    for b in range(fb1, kb):
+                        pb.load(MemType.WGT, b * nb + o0, wgt + o0 * kb + b, g, 1, kb, push_next=b == kb - 1)
+                else:
+                    pb.load(MemType.WGT, w2 + o0 * rest_blocks, wgt + o0 * kb + b1, g, rest_blocks, kb, push_next=True)
+            last = i == len(groups) - 1
             parts = [(rest[(t, o0)], 0, cut), (last_tail, cut, mt)] if last and last_tile and last_tail else \
                 [(rest[(t, o0)], 0, mt)]
             for j, (span, p0, p1) in enumerate(parts):
-                gemm(span, p1 - p0, g, rest_blocks, pop_prev=t == 0 and j == 0, push_next=True)  # type: ignore[arg-type]
                 final = j == len(parts) - 1
-                pb.store(o0 * mt + p0, out + o0 * m + t * mt + p0, g, p1 - p0, m, pop_prev=True,
-                         push_prev=final and ((last and last_tile) or (not last_tile and i in wanted)),
+                # With two column sets, the tile's last GEMM frees its set for tile t + 2's columns.
+                frees = double and last and final and t + 2 < tiles
+                gemm(span, p1 - p0, g, wgt_step(kb - 1), pop_prev=j == 0 and (i == 0 or t == 0),  # type: ignore[arg-type]
+                     push_next=True, push_prev=frees)
+                tells = (last and t + 2 < tiles) if dacc else (not last_tile and i in wanted)
+                pb.store(acc0[t] + o0 * mt + p0, out + o0 * m + t * mt + p0, g, p1 - p0, m, pop_prev=True,
+                         push_prev=final and ((last and last_tile) or tells),
                          shift=ep.shift, clip=ep.clip, relu=ep.relu, bias=None if bias is None else (bias_base + o0, 1))
         for f in pending:
             f()
     pb.finish(pop_next=True)
 
 
-def conv_input_columns(wl: Conv2dWorkload, dram: int) -> InputColumns:
+def conv_input_columns(wl: Conv2dWorkload, dram: int, used_pixels: bool = False) -> InputColumns:
     """The used rows of a packed 1x1 layer's input ``(1, IC/BI, H, W, 1, BI)`` at DRAM tile ``dram``: output
-    row ``y`` reads input row ``stride * y``; whole rows (up to ``stride * ow`` tiles, zero-padded to it)."""
+    row ``y`` reads input row ``stride * y``; whole rows (up to ``stride * ow`` tiles, zero-padded to it), or with
+    ``used_pixels`` only the ``ow`` pixels each row uses, packed (one DMA row per pixel)."""
     s = wl.stride
+    if used_pixels:
+        return InputColumns(dram, wl.h * wl.w, wl.oh, wl.ow, s * wl.w, wl.ow, 1, wl.ow, pixel_dram_step=s)
     tiles = min(wl.w, s * wl.ow)
     return InputColumns(dram, wl.h * wl.w, wl.oh, tiles, s * wl.w, s * wl.ow, s, wl.ow)
 
@@ -262,7 +316,7 @@ def conv2d_resident(wl: Conv2dWorkload, knobs: ResidentKnobs, target: VdlaTarget
     if reason is not None:
         raise UnsupportedError(reason, hint="use the tiled template (Conv2dKnobs), or the ResidentKnobs that "
                                             "resident_fit.resident_space lists for this layer")
-    m, kb, nb, _ = resident_shape(wl, cfg)
+    m, kb, nb, _ = resident_shape(wl, cfg)  # m: the whole layer's pixels (the DRAM output)
     acc_t = target.scope(SCOPE_ACC).dtype
     params = [ParamBinding("data", "inp", (1, kb, wl.h, wl.w, 1, cfg.block_in), target.scope(SCOPE_INP).dtype),
               ParamBinding("kernel", "wgt", (nb, kb, 1, 1, cfg.block_out, cfg.block_in), target.scope(SCOPE_WGT).dtype)]
@@ -271,7 +325,8 @@ def conv2d_resident(wl: Conv2dWorkload, knobs: ResidentKnobs, target: VdlaTarget
     params.append(ParamBinding("out", "out", (1, nb, wl.oh, wl.ow, 1, cfg.block_out), target.out_dtype))
     pb = ProgramBuilder(cfg)
     specs = {p.name: pb.alloc(p.name, p.kind, p.matrix_shape()) for p in params}
-    emit_two_phase(pb, cfg, m, kb, nb, knobs, conv_input_columns(wl, specs["data"].addr), specs["kernel"].addr,
+    emit_two_phase(pb, cfg, m, kb, nb, knobs, conv_input_columns(wl, specs["data"].addr, knobs.used_pixels),
+                   specs["kernel"].addr,
                    specs["bias"].addr if epilogue.bias else None, specs["out"].addr,
                    StoreEpilogue(epilogue.shift, epilogue.relu))
     return VdlaModule(name, target, pb.build(), tuple(params), None, ("out",))

@@ -17,31 +17,83 @@ from .tiling import MAX_LOOP, Conv2dWorkload, ResidentKnobs
 _PLAIN = Requantize()
 
 
-def resident_shape(wl: Conv2dWorkload, cfg: HwConfig, row_tiles: int = 1) -> tuple[int, int, int, int]:
+def resident_shape(wl: Conv2dWorkload, cfg: HwConfig, row_tiles: int = 1,
+                   used_pixels: bool = False) -> tuple[int, int, int, int]:
     """(pixels ``m`` of a row tile, input-channel blocks ``kb``, output-channel blocks ``nb``, input SRAM tiles per
     ic block and row tile ``col``) of the resident 1x1 template: an ic block's input is its used rows at a pitch
-    of ``stride * ow`` tiles, so pixel ``p`` sits at ``stride * p`` in its column."""
+    of ``stride * ow`` tiles, so pixel ``p`` sits at ``stride * p`` in its column (``used_pixels``: only the used
+    pixels, at a pitch of ``ow``)."""
     rows = wl.oh // row_tiles
-    return rows * wl.ow, wl.ic // cfg.block_in, wl.oc // cfg.block_out, rows * wl.stride * wl.ow
+    pitch = wl.ow if used_pixels else wl.stride * wl.ow
+    return rows * wl.ow, wl.ic // cfg.block_in, wl.oc // cfg.block_out, rows * pitch
 
 
-def resident_uops(wl: Conv2dWorkload, k: ResidentKnobs, cfg: HwConfig) -> int:
-    """Micro-ops the resident template loads: per row tile one per ic-major GEMM piece and one per oc-major group
-    and reduction block; one more for a first piece split by rows, a reduction's worth for a last group split."""
-    _, kb, nb, _ = resident_shape(wl, cfg, k.row_tiles)
-    groups = len(range(0, nb - k.group, k.group)) + k.group // k.last_group
-    per_tile = k.first_blocks * (nb // k.first_piece) + (k.b1 - k.first_blocks) * (nb // k.piece) + groups * (kb - k.b1)
-    return k.row_tiles * per_tile + (1 if k.first_rows else 0) + (kb - k.b1 if k.last_rows else 0)
+def tile_b1(k: ResidentKnobs, tile: int) -> int:
+    """The ic-major blocks of row tile ``tile``: ``first_b1`` (when set) for every tile but the last, ``b1`` for
+    the last (whose oc-major phase stores as it goes, so the drain is short)."""
+    return (k.first_b1 or k.b1) if tile == 0 and k.row_tiles > 1 else k.b1
+
+
+def double_accumulators(k: ResidentKnobs, m: int, nb: int, bias: bool, depth: int) -> bool:
+    """Whether two row tiles' accumulators (``m`` pixels x ``nb`` blocks each, and the bias) fit ``depth``: then
+    tile ``t`` accumulates where tile ``t - 2`` did, and its first GEMMs wait only for that tile's STOREs, not for
+    tile ``t - 1``'s."""
+    return k.row_tiles > 1 and 2 * m * nb + (nb if bias else 0) <= depth
+
+
+def double_columns(kb: int, col: int, depth: int) -> bool:
+    """Whether two row tiles' input columns fit the input buffer side by side (``kb`` columns of ``col`` tiles
+    each in ``depth`` tiles): then tile ``t`` loads into the set tile ``t - 2`` used, and its LOADs wait only for
+    that tile's end, not for tile ``t - 1``'s ic-major phase."""
+    return 2 * kb * col <= depth
+
+
+def tile_pieces(k: ResidentKnobs, nb: int, tile: int, dacc: bool) -> list[int]:
+    """Output blocks per GEMM piece of each ic-major block of row tile ``tile``: ``first_piece`` for the first
+    ``first_blocks``, ``piece`` after; with two accumulator sets (``dacc``) a later tile's weights are all in
+    and no piece waits for a STORE, so its blocks are one GEMM each."""
+    if dacc and tile > 0:
+        return [nb] * tile_b1(k, tile)
+    return [k.first_piece] * k.first_blocks + [k.piece] * (tile_b1(k, tile) - k.first_blocks)
+
+
+def tile_groups(k: ResidentKnobs, nb: int, tile: int, dacc: bool) -> list[int]:
+    """The first output block of each oc-major group (GEMM and STORE) of row tile ``tile``: groups of ``group``,
+    the last cut into groups of ``last_group``.  With two accumulator sets a tile's STOREs drain while the next
+    tile runs, so a tile before the last two is one group, and the one before the last two halves (its first
+    half's STORE then starts early enough not to hold up the last tile's)."""
+    if dacc and tile < k.row_tiles - 2:
+        return [0]
+    if dacc and tile == k.row_tiles - 2:
+        return list(range(0, nb, max(1, nb // 2)))
+    return list(range(0, nb - k.group, k.group)) + list(range(nb - k.group, nb, k.last_group))
+
+
+def resident_uops(wl: Conv2dWorkload, k: ResidentKnobs, cfg: HwConfig, bias: bool = True) -> int:
+    """Micro-ops the resident template loads (``bias``: the epilogue adds one): per row tile one per ic-major GEMM
+    piece and one per oc-major group and reduction block; one more for a first piece split by rows, a reduction's
+    worth for a last group split."""
+    m, kb, nb, _ = resident_shape(wl, cfg, k.row_tiles, k.used_pixels)
+    dacc = double_accumulators(k, m, nb, bias, cfg.acc_buff_depth)
+
+    def per_tile(t: int) -> int:
+        pieces = sum(nb // p for p in tile_pieces(k, nb, t, dacc))
+        return pieces + len(tile_groups(k, nb, t, dacc)) * (kb - tile_b1(k, t))
+
+    last_b1 = tile_b1(k, k.row_tiles - 1)
+    return (sum(per_tile(t) for t in range(k.row_tiles)) + (1 if k.first_rows else 0)
+            + (kb - last_b1 if k.last_rows else 0))
 
 
 def resident_footprint(wl: Conv2dWorkload, k: ResidentKnobs, cfg: HwConfig, ep: Requantize = _PLAIN) -> dict[str, int]:
     """Elements each on-chip buffer holds under the resident template: the input columns (one row tile's, and with
     several tiles also the next tile's ic-major ones beside the oc-major ones still read), every weight tile,
     one row tile's accumulators (plus the bias) and the micro-ops."""
-    m, kb, nb, col = resident_shape(wl, cfg, k.row_tiles)
-    columns = kb if k.row_tiles == 1 else 2 * kb - k.b1
-    return {SCOPE_INP: columns * col, SCOPE_WGT: kb * nb, SCOPE_ACC: m * nb + (nb if ep.bias else 0),
-            SCOPE_UOP: resident_uops(wl, k, cfg)}
+    m, kb, nb, col = resident_shape(wl, cfg, k.row_tiles, k.used_pixels)
+    columns = kb if k.row_tiles == 1 else 2 * kb if double_columns(kb, col, cfg.inp_buff_depth) else 2 * kb - k.b1
+    sets = 2 if double_accumulators(k, m, nb, ep.bias, cfg.acc_buff_depth) else 1
+    return {SCOPE_INP: columns * col, SCOPE_WGT: kb * nb, SCOPE_ACC: sets * m * nb + (nb if ep.bias else 0),
+            SCOPE_UOP: resident_uops(wl, k, cfg, ep.bias)}
 
 
 def resident_error(wl: Conv2dWorkload, k: ResidentKnobs, target: VdlaTarget | HwConfig,
@@ -59,13 +111,18 @@ def resident_error(wl: Conv2dWorkload, k: ResidentKnobs, target: VdlaTarget | Hw
                 f"{cfg.name!r} (BATCH={cfg.batch}) is not one")
     if not ep.on_store or ep.multiplier or ep.residual is not None or (ep.bias and not ep.bias_on_store):
         return f"the resident template needs the epilogue on the STORE (bias, ReLU, shift, clip only), got {ep}"
+    if k.used_pixels and wl.stride == 1:
+        return "used_pixels loads a strided layer's used pixels only; a stride-1 layer uses every pixel of its rows"
     if k.row_tiles < 1 or wl.oh % k.row_tiles:
         return f"row_tiles={k.row_tiles} must divide the {wl.oh} output rows"
-    m, kb, nb, _ = resident_shape(wl, cfg, k.row_tiles)
+    m, kb, nb, _ = resident_shape(wl, cfg, k.row_tiles, k.used_pixels)
     if k.virtual_threads != 1:
         return f"the resident template runs one stream, virtual_threads must be 1, got {k.virtual_threads}"
     if not (0 < k.b1 < kb):
         return f"b1={k.b1} must be in 1..{kb - 1} (the layer has {kb} input-channel blocks)"
+    if k.first_b1 and not (k.row_tiles > 1 and k.b1 <= k.first_b1 < kb):
+        return (f"first_b1={k.first_b1} (tile 0's ic-major blocks) must be in b1={k.b1}..{kb - 1} and needs "
+                f"row_tiles > 1 (got {k.row_tiles})")
     if not 1 <= k.first_blocks <= k.b1:
         return f"first_blocks={k.first_blocks} must be in 1..b1={k.b1}"
     for name, v in (("first_piece", k.first_piece), ("piece", k.piece), ("group", k.group)):
@@ -73,6 +130,10 @@ def resident_error(wl: Conv2dWorkload, k: ResidentKnobs, target: VdlaTarget | Hw
             return f"{name}={v} must divide the {nb} output-channel blocks"
     if k.last_group <= 0 or k.group % k.last_group:
         return f"last_group={k.last_group} must divide group={k.group}"
+    if k.last_rows and k.last_group != 1:
+        # A STORE reads its accumulators contiguously, and a group's blocks sit a row tile's pixels apart.
+        return (f"last_rows={k.last_rows} cuts the last group by pixels, which needs last_group=1 (got "
+                f"{k.last_group}): a STORE of several blocks' first pixels would read the accumulators in between")
     rows = wl.oh // k.row_tiles
     for name, v in (("first_rows", k.first_rows), ("last_rows", k.last_rows)):
         if not 0 <= v < rows:
@@ -85,7 +146,13 @@ def resident_error(wl: Conv2dWorkload, k: ResidentKnobs, target: VdlaTarget | Hw
 
 
 def resident_space(wl: Conv2dWorkload, target: VdlaTarget, ep: Requantize = _PLAIN) -> list[ResidentKnobs]:
-    """The resident template's settings the tuner measures (empty when the layer does not fit resident).
+    """The resident template's settings the tuner measures: :func:`whole_space` for a layer that fits whole, else
+    its :func:`row_tile_space` (empty when neither fits)."""
+    return whole_space(wl, target, ep) or row_tile_space(wl, target, ep)
+
+
+def whole_space(wl: Conv2dWorkload, target: VdlaTarget, ep: Requantize = _PLAIN) -> list[ResidentKnobs]:
+    """The resident template's settings for a layer that fits SRAM whole (empty when it does not).
 
     Around what a sweep of C11 on ``default`` found best (docs/vdla_compiler.md): the ic-major share at a half,
     nine sixteenths and five eighths of the reduction; pieces of a quarter of the output blocks for the first one
@@ -108,12 +175,42 @@ def resident_space(wl: Conv2dWorkload, target: VdlaTarget, ep: Requantize = _PLA
     return [k for k in dict.fromkeys(candidates) if resident_error(wl, k, target, ep) is None]
 
 
+def row_tile_space(wl: Conv2dWorkload, target: VdlaTarget, ep: Requantize = _PLAIN) -> list[ResidentKnobs]:
+    """The resident template's row-tile settings the tuner measures for a 1x1 layer that does not fit SRAM whole
+    (C3, C5, C8 on ``default``), around what sweeps of C5 and C8 found best (docs/vdla_compiler.md): every row
+    tiling of at least two rows per tile; tile 0 ic-major for all but one input-channel block or five eighths of
+    them, the later tiles for one (their columns are loaded ahead, their long oc-major phase stores as it goes);
+    first pieces of all or half the output blocks, later ones of half; oc-major groups of all or a quarter of
+    them, the last cut to single blocks and its last half of the rows stored apart; the first column split after
+    one row or half the rows; the bias first or after the first or the fourth GEMM; for a strided layer the input as
+    whole rows or as its used pixels only."""
+    cfg = target.config
+    _, kb, nb, _ = resident_shape(wl, cfg)
+    if kb < 2 or nb < 2:
+        return []
+    shares = sorted({kb - 1, min(kb - 1, -(-5 * kb // 8))})
+    out = []
+    for tiles in divisors(wl.oh):
+        rows = wl.oh // tiles
+        if tiles < 2 or rows < 2:
+            continue
+        for pixels, first_rows, bias_after, first_piece, group, fb1 in product(
+                (False, True) if wl.stride > 1 else (False,), sorted({1, rows // 2}), (0, 1, 4), (nb, nb // 2),
+                sorted({nb, max(1, nb // 4)}), shares):
+            k = ResidentKnobs(1, first_piece, nb // 2, group, 1, first_rows=first_rows, later_from=(fb1 + 1) // 2,
+                              last_rows=rows // 2, row_tiles=tiles, bias_after=bias_after,
+                              first_b1=fb1 if fb1 > 1 else 0, used_pixels=pixels)
+            if resident_error(wl, k, target, ep) is None:
+                out.append(k)
+    return out
+
+
 def default_resident(wl: Conv2dWorkload, target: VdlaTarget, ep: Requantize = _PLAIN) -> ResidentKnobs | None:
-    """The resident setting compiled without a tuning log (None when the layer does not fit resident): C11's best
-    of ``resident_space`` on ``default`` (docs/vdla_compiler.md) -- the ic-major share at nine sixteenths, the first
-    two blocks in quarter pieces, the last group's last third of the rows stored apart -- scaled to the layer, else
-    the first setting of the space that fits."""
-    space = resident_space(wl, target, ep)
+    """The resident setting compiled without a tuning log (None when the layer does not fit resident whole; row
+    tiles are the tuner's, :func:`row_tile_space`): C11's best of ``whole_space`` on ``default``
+    (docs/vdla_compiler.md) -- the ic-major share at nine sixteenths, the first two blocks in quarter pieces, the
+    last group's last third of the rows stored apart -- scaled to the layer, else the first setting that fits."""
+    space = whole_space(wl, target, ep)
     if not space:
         return None
     _, kb, _, _ = resident_shape(wl, target.config)
@@ -131,14 +228,15 @@ def estimate_resident_cycles(wl: Conv2dWorkload, k: ResidentKnobs, cfg: HwConfig
     GEMM, one per micro-op) and the bus time of the layer's bytes; the edges add the first GEMM's wait (the
     micro-ops, the first input rows and weight piece) and the last STORE (the last group's last rows)."""
     t = cfg.timing
-    m, kb, nb, col = resident_shape(wl, cfg, k.row_tiles)
-    gemms = resident_uops(wl, k, cfg)
+    m, kb, nb, col = resident_shape(wl, cfg, k.row_tiles, k.used_pixels)
+    gemms = resident_uops(wl, k, cfg, ep.bias)
     compute = wl.core_macs(cfg) / cfg.macs_per_cycle + gemms * (t.gemm_pipeline_depth + t.insn_overhead)
     compute += (nb if ep.bias else 0) * cfg.out_elem_bytes * 4 / cfg.bus_bytes  # the bias LOAD: a compute-module LOAD
     # Nothing is re-loaded and each LOAD is one long burst: the bytes over the bus, no per-row latency.
     memory = (kb * col * cfg.inp_elem_bytes + kb * nb * cfg.wgt_elem_bytes + nb * m * cfg.out_elem_bytes) / cfg.bus_bytes
     first_rows = k.first_rows or wl.oh
-    prologue = ((first_rows * wl.stride * wl.ow * cfg.inp_elem_bytes + k.first_piece * cfg.wgt_elem_bytes)
+    pitch = wl.ow if k.used_pixels else wl.stride * wl.ow
+    prologue = ((first_rows * pitch * cfg.inp_elem_bytes + k.first_piece * cfg.wgt_elem_bytes)
                 / cfg.bus_bytes + 3 * t.dram_latency)
     last_rows = k.last_rows or wl.oh
     drain = k.last_group * last_rows * wl.ow * cfg.out_elem_bytes / cfg.bus_bytes + t.dram_latency

@@ -233,3 +233,12 @@ class ResidentKnobs:
     the first), where the compute module would otherwise wait for the load module."""
     virtual_threads: int = 1
     """Always 1: the two phases order the work themselves (one load, compute and store stream)."""
+    first_b1: int = 0
+    """Row tile 0's ic-major blocks when the rows are cut into tiles (0: ``b1``, as every later tile): more than
+    ``b1`` lets the load module, which brings tile 0's columns and every weight, keep ahead of its GEMMs (an
+    ic-major block reads only its own column and weights), while later tiles, whose columns are loaded ahead, keep
+    long oc-major phases.  With it every weight is kept in the ic-major layout."""
+    used_pixels: bool = False
+    """A strided layer's input loaded as its used pixels only (one DMA row of one tile per pixel, at the stride),
+    not as whole rows: half the input SRAM of a stride-2 layer, so a row tile's next columns fit beside the
+    oc-major ones still read with a smaller ``b1`` (a longer oc-major phase to store in)."""
