@@ -3,7 +3,8 @@
 For 1x1 layers (ResNet-18's, and other shapes that fit SRAM whole on the config), each run on the cycle model and
 checked bit-exactly against NumPy: the default tiling (``default_knobs``, 2 virtual threads: what the graph
 compiler compiled before), every setting of ``resident_fit.whole_space`` and the one ``resident_fit.default_resident`` picks
-(what the graph compiler now compiles without a log), and the rule ``compile_default_conv`` (the faster of the
+(what the graph compiler now compiles without a log; for a layer that does not fit whole, the row-tile setting of
+``resident_fit.default_row_tiles``), and the rule ``compile_default_conv`` (the faster of the
 default tiling and that setting, both run on the cycle model) with its time, beside the analytic estimates and what
 comparing them would pick ("by est").  The JSON has every setting's cycles.
 

@@ -12,12 +12,13 @@ from vdla_hw.errors import UnsupportedError
 from vdla_hw.isa import MemType
 
 from vdla.compiler.vdla import VdlaTarget
+from vdla.runtime.backends import run
 from vdla.compiler.autotune.templates_vdla import parse_resident, resident_text
 from vdla.compiler.vdla.target import SCOPE_ACC, SCOPE_INP, SCOPE_UOP
-from vdla.compiler.vdla.topi.resident_fit import (double_accumulators, double_columns, resident_shape, row_tile_space,
-                                                  whole_space)
+from vdla.compiler.vdla.topi.resident_fit import (default_resident, default_row_tiles, double_accumulators,
+                                                  double_columns, resident_shape, row_tile_space, whole_space)
 from vdla.compiler.vdla.topi import (RESNET18_CONVS, Conv2dKnobs, Conv2dWorkload, Requantize, ResidentKnobs, check_conv2d,
-                                    compile_conv2d, requant_shift, resident_error, resident_footprint, resident_space,
+                                    compile_conv2d, compile_default_conv, requant_shift, resident_error, resident_footprint, resident_space,
                                     tune_conv2d)
 
 DEFAULT = VdlaTarget.from_config("default")
@@ -233,6 +234,26 @@ def test_c5_row_tiles_reach_95_percent_and_c8_beats_every_tiling() -> None:
         assert cycles == _check_both(compile_conv2d(wl, DEFAULT, knobs=best, epilogue=ep))
         if name == "C5":
             assert cycles * 0.95 <= wl.macs // DEFAULT.config.macs_per_cycle
+
+
+@pytest.mark.parametrize("name", ["C3", "C5", "C8"])
+def test_without_a_log_a_layer_that_does_not_fit_whole_compiles_its_default_row_tiles(name: str) -> None:
+    # ``compile_default_conv`` (the graph compiler without a tuning log) runs the default tiling and the one row-tile
+    # setting of ``default_row_tiles`` on the cycle model and keeps the faster: on C3, C5 and C8 the row tiles,
+    # bit-exact on fsim and cycle; the setting is one of the tuner's (C8: its best).
+    wl = RESNET18_CONVS[name]
+    ep = Requantize(shift=requant_shift(wl))
+    want = default_row_tiles(wl, DEFAULT, ep)
+    assert want is not None and want.row_tiles > 1 and want in row_tile_space(wl, DEFAULT, ep)
+    assert default_resident(wl, DEFAULT, ep) == want
+    picked = compile_default_conv(wl, DEFAULT, ep, 2)
+    assert picked.knobs == want
+    cycles = _check_both(picked)
+    assert cycles < run(compile_conv2d(wl, DEFAULT, epilogue=ep).module.program, backend="cycle").cycles
+    if name == "C8":
+        assert want == C8_BEST
+    # One virtual thread asked for: the tiling, as for a layer that fits whole.
+    assert isinstance(compile_default_conv(wl, DEFAULT, ep, 1).knobs, Conv2dKnobs)
 
 
 @pytest.mark.slow

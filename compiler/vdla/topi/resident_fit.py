@@ -206,19 +206,52 @@ def row_tile_space(wl: Conv2dWorkload, target: VdlaTarget, ep: Requantize = _PLA
 
 
 def default_resident(wl: Conv2dWorkload, target: VdlaTarget, ep: Requantize = _PLAIN) -> ResidentKnobs | None:
-    """The resident setting compiled without a tuning log (None when the layer does not fit resident whole; row
-    tiles are the tuner's, :func:`row_tile_space`): C11's best of ``whole_space`` on ``default``
-    (docs/vdla_compiler.md) -- the ic-major share at nine sixteenths, the first two blocks in quarter pieces, the
-    last group's last third of the rows stored apart -- scaled to the layer, else the first setting that fits."""
+    """The resident setting compiled without a tuning log, or None when the layer does not fit resident at all.
+
+    For a layer that fits SRAM whole, C11's best of ``whole_space`` on ``default`` (docs/vdla_compiler.md) -- the
+    ic-major share at nine sixteenths, the first two blocks in quarter pieces, the last group's last third of the rows
+    stored apart -- scaled to the layer, else the first setting that fits; for one that does not,
+    :func:`default_row_tiles`."""
     space = whole_space(wl, target, ep)
     if not space:
-        return None
+        return default_row_tiles(wl, target, ep)
     _, kb, _, _ = resident_shape(wl, target.config)
     b1 = min(kb - 1, max(1, 9 * kb // 16))
     last = max(1, wl.oh // 3) if wl.oh > 1 else 0
     fb = min(2, b1)
     want = [k for k in space if (k.b1, k.first_blocks, k.last_rows) == (b1, fb, last)]
     return want[0] if want else space[0]
+
+
+def default_row_tiles(wl: Conv2dWorkload, target: VdlaTarget, ep: Requantize = _PLAIN) -> ResidentKnobs | None:
+    """The one row-tile setting of :func:`row_tile_space` compiled without a tuning log for a 1x1 layer that does not
+    fit SRAM whole (None when no row tiling fits).
+
+    From the tuner's measurements of C3, C5 and C8 on ``default`` (docs/vdla_compiler.md): the fewest row tiles whose
+    two column sets fit (whole rows, else the used pixels of a strided layer) and, beyond two tiles, whose two
+    accumulator sets fit too (with two tiles, tile 1 waits once for tile 0's STOREs; with more, every tile would);
+    tile 0 ic-major for five eighths of the input blocks (at most all but one); first pieces of half the output
+    blocks, oc-major groups of a quarter; the first column split at half a tile's rows; the bias loaded first.  On
+    ``default`` this is C8's best of the 96 and within 0.7% of C5's and 0.01% of C3's."""
+    cfg = target.config
+    _, kb, nb, _ = resident_shape(wl, cfg)
+    space = row_tile_space(wl, target, ep)
+    if not space:
+        return None
+    fb1 = min(kb - 1, -(-5 * kb // 8))
+
+    def sets_fit(k: ResidentKnobs) -> bool:
+        m, _, _, col = resident_shape(wl, cfg, k.row_tiles, k.used_pixels)
+        return double_columns(kb, col, cfg.inp_buff_depth) and (
+            k.row_tiles == 2 or double_accumulators(k, m, nb, ep.bias, cfg.acc_buff_depth))
+
+    def rank(k: ResidentKnobs) -> tuple[int, ...]:
+        rows = wl.oh // k.row_tiles
+        want = (k.first_b1 or 1, k.first_piece, k.group, k.first_rows, k.bias_after) == (
+            fb1 if fb1 > 1 else 1, max(1, nb // 2), max(1, nb // 4), max(1, rows // 2), 0)
+        return (not sets_fit(k), k.row_tiles, k.used_pixels, not want)
+
+    return min(space, key=rank)
 
 
 def estimate_resident_cycles(wl: Conv2dWorkload, k: ResidentKnobs, cfg: HwConfig, ep: Requantize = _PLAIN) -> float:
