@@ -132,11 +132,32 @@ def test_a_tuned_c11_layer_from_a_log_naming_a_resident_config_is_bit_exact(c11_
     apply = ApplyBest([record], target="vdla", config=HW)
     with dispatching(apply):
         knobs = _compile_and_check(graph, samples, feed, monkeypatch, per_channel)
-    assert list(apply.applied.values()) == [resident.key]
-    if per_channel:  # a per-channel multiplier runs on the ALU, which the resident template has not: the default
-        assert isinstance(knobs, Conv2dKnobs)
-    else:
-        assert knobs == c11_template.knobs(resident)
+    # Per-channel scales too: the resident template runs the multiplier on the ALU before each group's STORE.
+    assert list(apply.applied.values()) == [resident.key] and apply.fallbacks == {}
+    assert knobs == c11_template.knobs(resident)
+
+
+def test_a_logged_resident_config_the_epilogue_refuses_is_reported_as_a_fallback(c11_template) -> None:  # type: ignore[no-untyped-def]
+    # A logged resident setting meets an epilogue the template cannot take (the whole epilogue on the ALU): the layer
+    # compiles its default tiling, and ApplyBest says so instead of listing the config as applied.
+    from vdla.compiler.vdla.topi import Requantize
+
+    resident = _resident_configs(c11_template)[0]
+    apply = ApplyBest([Record.make(c11_template.task, resident, "ok", [26000.0], "cycles")], target="vdla", config=HW)
+    with dispatching(apply):
+        compiled = vdla_kernel.compile_conv_workload(C11, c11_template.target, Requantize(shift=8, on_store=False),
+                                                     2, "conv")
+    assert isinstance(compiled.knobs, Conv2dKnobs)
+    assert apply.applied == {}
+    why = apply.fallbacks[c11_template.task.name]
+    assert "not compiled" in why and "'conv'" in why and "STORE" in why
+    # The same log with an epilogue it takes: applied, no fallback.
+    apply = ApplyBest([Record.make(c11_template.task, resident, "ok", [26000.0], "cycles")], target="vdla", config=HW)
+    with dispatching(apply):
+        compiled = vdla_kernel.compile_conv_workload(C11, c11_template.target, Requantize(shift=8, multiplier=True),
+                                                     2, "conv")
+    assert compiled.knobs == c11_template.knobs(resident)
+    assert apply.applied == {c11_template.task.name: resident.key} and apply.fallbacks == {}
 
 
 def test_without_a_log_a_c11_layer_compiles_resident_and_is_bit_exact(c11_template, monkeypatch) -> None:  # type: ignore[no-untyped-def]

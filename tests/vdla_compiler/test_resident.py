@@ -5,6 +5,8 @@ start and drain."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -39,9 +41,9 @@ def _check_both(compiled) -> int:  # type: ignore[no-untyped-def]
     cfg = compiled.module.target.config
     loaded = compiled.module.program.buffers["uops"].shape[0]
     assert loaded == resident_footprint(compiled.workload, compiled.knobs, cfg, compiled.epilogue)[SCOPE_UOP]
-    # The bias is loaded once, wherever the knobs place it (and not at all without one).
+    # The bias and the multiplier are loaded once each, wherever the knobs place them (and not at all without).
     acc_loads = [i for i in compiled.module.program.instructions if getattr(i, "mem_type", None) == MemType.ACC]
-    assert len(acc_loads) == int(compiled.epilogue.bias)
+    assert len(acc_loads) == int(compiled.epilogue.bias) + int(compiled.epilogue.multiplier)
     return int(res_c.cycles)
 
 
@@ -87,12 +89,21 @@ def test_resident_row_tiles_bit_exact_on_fsim_and_cycle(config: str, wl: Conv2dW
     _check_both(compile_conv2d(wl, target, knobs=knobs, epilogue=ep))
 
 
-@pytest.mark.parametrize("ep", [Requantize(shift=5, relu=False), Requantize(shift=4, bias=False)])
-def test_resident_epilogues_without_relu_or_bias(ep: Requantize) -> None:
+@pytest.mark.parametrize("ep", [Requantize(shift=5, relu=False), Requantize(shift=4, bias=False),
+                                Requantize(shift=12, multiplier=True), Requantize(shift=12, relu=False, multiplier=True),
+                                Requantize(shift=12, bias=False, multiplier=True)])
+@pytest.mark.parametrize("knobs", [ResidentKnobs(2, 2, 4, 2, 1, first_rows=2, last_rows=1, bias_after=1),
+                                   ResidentKnobs(1, 2, 2, 2, 1, first_rows=1, last_rows=1, row_tiles=2, first_b1=2)])
+def test_resident_epilogues_without_relu_or_bias_and_with_a_multiplier(ep: Requantize, knobs: ResidentKnobs) -> None:
+    # A per-channel multiplier: the ALU adds the bias, applies the ReLU and multiplies (wrapping) per oc-major group
+    # before its STORE, which shifts and clips; whole and in row tiles, bit-exact against the int8 reference.
     wl = Conv2dWorkload(1, 16, 8, 8, 16, 1, 1, 2, 0)
     target = VdlaTarget.from_config("tiny")
-    _check_both(compile_conv2d(wl, target, knobs=ResidentKnobs(2, 2, 4, 2, 1, first_rows=2, last_rows=1,
-                                                               bias_after=1), epilogue=ep))
+    compiled = compile_conv2d(wl, target, knobs=knobs, epilogue=ep)
+    _check_both(compiled)
+    alu = [i for i in compiled.module.program.instructions if type(i).__name__ == "AluInsn"]
+    stores = [i for i in compiled.module.program.instructions if getattr(i, "mem_type", None) == MemType.OUT]
+    assert len(alu) == (len(stores) * (1 + int(ep.bias) + int(ep.relu)) if ep.multiplier else 0)
 
 
 def test_c11_resident_bit_exact_and_faster_than_every_tiling_measured() -> None:
@@ -113,7 +124,11 @@ def test_resident_names_what_does_not_fit() -> None:
     why = resident_error(RESNET18_CONVS["C8"], ResidentKnobs(4, 4, 4, 4), DEFAULT, ep)
     assert why is not None and "vdla.acc" in why and "vdla.inp" in why and "3152" in why
     assert "1x1" in (resident_error(RESNET18_CONVS["C9"], ResidentKnobs(4, 4, 4, 4), DEFAULT, ep) or "")
-    assert "STORE" in (resident_error(RESNET18_CONVS["C11"], C11_BEST, DEFAULT, Requantize(multiplier=True)) or "")
+    assert "STORE" in (resident_error(RESNET18_CONVS["C11"], C11_BEST, DEFAULT, Requantize(on_store=False)) or "")
+    # A per-channel multiplier fits (on the ALU), with one more row of constants in the accumulators.
+    assert resident_error(RESNET18_CONVS["C11"], C11_BEST, DEFAULT, Requantize(shift=8, multiplier=True)) is None
+    acc = resident_footprint(RESNET18_CONVS["C11"], C11_BEST, DEFAULT.config, Requantize(shift=8, multiplier=True))
+    assert acc[SCOPE_ACC] == resident_footprint(RESNET18_CONVS["C11"], C11_BEST, DEFAULT.config, ep)[SCOPE_ACC] + 32
     # C5 fits only in row tiles: no whole-layer setting, row-tile ones in the tuner's space.
     assert whole_space(RESNET18_CONVS["C5"], DEFAULT, ep) == []
     assert resident_space(RESNET18_CONVS["C5"], DEFAULT, ep) == row_tile_space(RESNET18_CONVS["C5"], DEFAULT, ep) != []
@@ -298,6 +313,9 @@ def test_random_resident_settings_bit_exact_on_tiny() -> None:
                               row_tiles=tiles, bias_after=rng.randint(0, 5),
                               first_b1=rng.choice([0] + list(range(b1, kb))), used_pixels=s > 1 and rng.random() < 0.5)
         ep = Requantize(shift=requant_shift(wl), relu=rng.random() < 0.8, bias=rng.random() < 0.9)
+        # Every other setting with a per-channel multiplier (the ALU step per group), chosen by the count, not a
+        # draw, so the generator's sequence stays that of the recorded run.
+        ep = replace(ep, shift=ep.shift + 8, multiplier=True) if checked % 2 else ep
         if resident_error(wl, knobs, target, ep) is not None:
             continue
         _check_both(compile_conv2d(wl, target, knobs=knobs, epilogue=ep))
