@@ -107,9 +107,11 @@ def main() -> None:
               f"{res if res is not None else '-':>11}{r.get('resident_estimate', '-'):>9}"
               f"{best if best is not None else '-':>10}{r['rule']:>10}{r['rule_s']:>8.2f}{gain:>8}{r['estimate_rule']:>10}")
     print(f"(*: the resident setting resident_fit.default_resident picks; cycles on the cycle model, config {cfg.name!r}; "
-          f"{'per-channel multiplier' if args.per_channel else 'per-tensor'} epilogue; {wall:.0f} s wall, {cpu:.0f} s CPU)")
+          f"{'per-channel multiplier' if args.per_channel else 'per-tensor'} epilogue; "
+          f"{wall:.0f} s wall, {cpu:.0f} s CPU)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"host": host_record(), "config": cfg.name, "per_channel": args.per_channel, "wall_s": wall, "cpu_s": cpu,
+    args.out.write_text(json.dumps({"host": host_record(), "config": cfg.name, "per_channel": args.per_channel,
+                                    "wall_s": wall, "cpu_s": cpu,
                                     "layers": rows}, indent=1) + "\n")
     print(f"wrote {args.out}")
 

@@ -20,8 +20,8 @@ from vdla.compiler.vdla.target import SCOPE_ACC, SCOPE_INP, SCOPE_UOP
 from vdla.compiler.vdla.topi.resident_fit import (default_resident, default_row_tiles, double_accumulators,
                                                   double_columns, resident_shape, row_tile_space, whole_space)
 from vdla.compiler.vdla.topi import (RESNET18_CONVS, Conv2dKnobs, Conv2dWorkload, Requantize, ResidentKnobs, check_conv2d,
-                                    compile_conv2d, compile_default_conv, requant_shift, resident_error, resident_footprint, resident_space,
-                                    tune_conv2d)
+                                    compile_conv2d, compile_default_conv, requant_shift, resident_error,
+                                    resident_footprint, resident_space, tune_conv2d)
 
 DEFAULT = VdlaTarget.from_config("default")
 C11_BEST = ResidentKnobs(9, 8, 16, 4, 1, first_rows=3, first_blocks=2, later_from=3, last_rows=2, bias_after=2)
