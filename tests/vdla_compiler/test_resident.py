@@ -158,6 +158,24 @@ def test_c11_resident_on_rtl_matches_the_cycle_model() -> None:
     assert rtl.cycles is not None and abs(rtl.cycles - cy.cycles) <= 0.003 * rtl.cycles
 
 
+@pytest.mark.slow
+def test_c11_resident_with_a_multiplier_on_rtl_matches_the_cycle_model() -> None:
+    # The per-channel epilogue (the ALU's bias add, ReLU and multiply before each group's STORE) on the RTL:
+    # bit-exact, the cycle model's DRAM, within the calibration's 0.3% of its cycles.
+    from vdla.runtime.backends.rtl import RtlBackend
+
+    why = RtlBackend.unavailable()
+    if why is not None:
+        pytest.skip(why)
+    wl = RESNET18_CONVS["C11"]
+    ep = Requantize(shift=requant_shift(wl) + 8, multiplier=True)
+    compiled = compile_conv2d(wl, DEFAULT, knobs=C11_BEST, epilogue=ep)
+    ok_r, rtl, _, _ = check_conv2d(compiled, backend="rtl")
+    ok_c, cy, _, _ = check_conv2d(compiled, backend="cycle")
+    assert ok_r and ok_c and np.array_equal(rtl.dram, cy.dram)
+    assert rtl.cycles is not None and abs(rtl.cycles - cy.cycles) <= 0.003 * rtl.cycles
+
+
 @pytest.mark.parametrize("wl, knobs, dacc, dcol", [
     # every combination of two accumulator sets, two column sets and first_b1 (tile 0 ic-major for more blocks)
     (Conv2dWorkload(1, 16, 8, 8, 16, 1, 1, 1, 0), ResidentKnobs(1, 2, 2, 2, 1, first_rows=1, last_rows=1, row_tiles=2,
