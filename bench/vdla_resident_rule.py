@@ -3,11 +3,16 @@
 For 1x1 layers (ResNet-18's, and other shapes that fit SRAM whole on the config), each run on the cycle model and
 checked bit-exactly against NumPy: the default tiling (``default_knobs``, 2 virtual threads: what the graph
 compiler compiled before), every setting of ``resident_fit.whole_space`` and the one ``resident_fit.default_resident`` picks
-(what the graph compiler now compiles without a log), and the rule ``compile_default_conv`` (the faster of the
+(what the graph compiler now compiles without a log; for a layer that does not fit whole, the row-tile setting of
+``resident_fit.default_row_tiles``), and the rule ``compile_default_conv`` (the faster of the
 default tiling and that setting, both run on the cycle model) with its time, beside the analytic estimates and what
 comparing them would pick ("by est").  The JSON has every setting's cycles.
 
-    python bench/vdla_resident_rule.py [--config default] [--out bench/results/vdla_resident_rule.json]
+With ``--per-channel`` every layer's epilogue has a per-channel multiplier (what ``vdla compile`` does by default):
+before the resident template took it (issue 24's follow-up), such a layer compiled its tiling, so the "tiling" column
+is the before and the rule's pick the after, in one run.
+
+    python bench/vdla_resident_rule.py [--config default] [--per-channel] [--out bench/results/vdla_resident_rule.json]
 """
 
 from __future__ import annotations
@@ -53,15 +58,21 @@ def measure(wl: Conv2dWorkload, target: VdlaTarget, knobs: object, ep: Requantiz
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", default="default")
-    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "vdla_resident_rule.json")
+    ap.add_argument("--per-channel", action="store_true",
+                    help="a per-channel multiplier in every epilogue (the ALU multiplies before the STORE)")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="JSON (default results/vdla_resident_rule.json, _per_channel with --per-channel)")
     args = ap.parse_args()
+    if args.out is None:
+        suffix = "_per_channel" if args.per_channel else ""
+        args.out = Path(__file__).parent / "results" / f"vdla_resident_rule{suffix}.json"
     target = VdlaTarget.from_config(args.config)
     cfg = target.config
     print(host_line())
     rows = []
     start = time.perf_counter(), time.process_time()
     for name, wl in tqdm(LAYERS.items(), desc="layers", unit="layer"):
-        ep = Requantize(shift=requant_shift(wl))
+        ep = Requantize(shift=requant_shift(wl), multiplier=args.per_channel)
         tiling = default_knobs(wl, target, 2, ep)
         row: dict[str, object] = {"layer": name, "workload": str(wl), "ideal": wl.macs // cfg.macs_per_cycle,
                                   "tiling_cycles": measure(wl, target, tiling, ep),
@@ -96,9 +107,11 @@ def main() -> None:
               f"{res if res is not None else '-':>11}{r.get('resident_estimate', '-'):>9}"
               f"{best if best is not None else '-':>10}{r['rule']:>10}{r['rule_s']:>8.2f}{gain:>8}{r['estimate_rule']:>10}")
     print(f"(*: the resident setting resident_fit.default_resident picks; cycles on the cycle model, config {cfg.name!r}; "
+          f"{'per-channel multiplier' if args.per_channel else 'per-tensor'} epilogue; "
           f"{wall:.0f} s wall, {cpu:.0f} s CPU)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"host": host_record(), "config": cfg.name, "wall_s": wall, "cpu_s": cpu,
+    args.out.write_text(json.dumps({"host": host_record(), "config": cfg.name, "per_channel": args.per_channel,
+                                    "wall_s": wall, "cpu_s": cpu,
                                     "layers": rows}, indent=1) + "\n")
     print(f"wrote {args.out}")
 

@@ -187,7 +187,8 @@ class ApplyBest:
     """A dispatcher giving the lowerings the best logged config of each task of ``target``.
 
     ``applied`` maps a task name to the config key used; ``fallbacks`` maps a task name to why the
-    default was used (not in the log, or no successful measurement).
+    default was used (not in the log, no successful measurement, or the lowering declined the logged config for
+    every operator of the task: ``dispatch.declined``).
     """
 
     records: list[Record]
@@ -203,6 +204,7 @@ class ApplyBest:
         for r in self.records:
             by_task.setdefault(r.task.key, []).append(r)
         self._best: dict[str, Record] = {}
+        self._uses: dict[str, int] = {}  # per task name: operators that took the logged config and did not decline it
         for key, records in by_task.items():
             best = best_record(records)
             if best is not None:
@@ -228,4 +230,14 @@ class ApplyBest:
             self.fallbacks[task.name] = f"the logged best config is no longer legal ({why}); tune again"
             return None
         self.applied[task.name] = config.key
+        self._uses[task.name] = self._uses.get(task.name, 0) + 1
         return template.knobs(config)
+
+    def decline(self, kind: str, workload: Mapping[str, int], reason: str) -> None:
+        """The lowering did not compile the config :meth:`query` returned for this operator (``dispatch.declined``):
+        once no operator of the task uses it, the task leaves ``applied`` and ``fallbacks`` says why."""
+        name = make_task(kind, workload, self.cpu_target, self._hw).name
+        self._uses[name] = self._uses.get(name, 1) - 1
+        if self._uses[name] <= 0:
+            self.applied.pop(name, None)
+            self.fallbacks[name] = f"the logged best config was not compiled: {reason}"

@@ -50,6 +50,16 @@ def query(kind: str, workload: Mapping[str, int]) -> Any | None:
     return None if dispatcher is None else dispatcher.query(kind, dict(workload))
 
 
+def declined(kind: str, workload: Mapping[str, int], reason: str) -> None:
+    """Tell the active dispatcher that the lowering did not compile the knobs :func:`query` gave for this operator
+    (e.g. a logged resident conv setting whose epilogue the template cannot take) and why, so that a dispatcher which
+    reports what it applied (``ApplyBest.applied`` / ``fallbacks``) stays true.  Dispatchers without a ``decline``
+    method ignore it."""
+    decline = getattr(_CURRENT.get(), "decline", None)
+    if decline is not None:
+        decline(kind, dict(workload), reason)
+
+
 @contextmanager
 def dispatching(dispatcher: Dispatcher) -> Iterator[Dispatcher]:
     """Install ``dispatcher`` for the lowerings run inside the ``with`` block."""

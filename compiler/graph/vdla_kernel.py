@@ -57,11 +57,14 @@ def compile_conv_workload(wl: Conv2dWorkload, target: VdlaTarget, epilogue: Requ
     (``compile_default_conv``; ``default_knobs`` itself falls back to fewer virtual threads when the layer has too
     few tiles)."""
     tuned = dispatch.query("vdla_conv2d", wl.task_workload())
-    if isinstance(tuned, ResidentKnobs):  # tuned with the template's epilogue: this one may not go on the STORE
-        if resident_error(wl, tuned, target, epilogue) is None:
+    if tuned is not None:
+        # Tuned with the template's epilogue: the resident template may not take this one (a fused residual add), a
+        # tiling may not fit with it (the add needs more room); then the default, and the dispatcher is told why.
+        why = resident_error(wl, tuned, target, epilogue) if isinstance(tuned, ResidentKnobs) else \
+            fits(target, wl, tuned, epilogue)
+        if why is None:
             return compile_conv2d(wl, target, knobs=tuned, epilogue=epilogue)
-    elif tuned is not None and fits(target, wl, tuned, epilogue) is None:  # a fused residual add needs more room
-        return compile_conv2d(wl, target, knobs=tuned, epilogue=epilogue)
+        dispatch.declined("vdla_conv2d", wl.task_workload(), f"kernel {name!r} compiled its default instead: {why}")
     try:
         return compile_default_conv(wl, target, epilogue, virtual_threads)
     except UnsupportedError as exc:  # CapacityError included: no tiling of this layer fits the config

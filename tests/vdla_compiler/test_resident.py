@@ -5,6 +5,8 @@ start and drain."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -12,13 +14,14 @@ from vdla_hw.errors import UnsupportedError
 from vdla_hw.isa import MemType
 
 from vdla.compiler.vdla import VdlaTarget
+from vdla.runtime.backends import run
 from vdla.compiler.autotune.templates_vdla import parse_resident, resident_text
 from vdla.compiler.vdla.target import SCOPE_ACC, SCOPE_INP, SCOPE_UOP
-from vdla.compiler.vdla.topi.resident_fit import (double_accumulators, double_columns, resident_shape, row_tile_space,
-                                                  whole_space)
+from vdla.compiler.vdla.topi.resident_fit import (default_resident, default_row_tiles, double_accumulators,
+                                                  double_columns, resident_shape, row_tile_space, whole_space)
 from vdla.compiler.vdla.topi import (RESNET18_CONVS, Conv2dKnobs, Conv2dWorkload, Requantize, ResidentKnobs, check_conv2d,
-                                    compile_conv2d, requant_shift, resident_error, resident_footprint, resident_space,
-                                    tune_conv2d)
+                                    compile_conv2d, compile_default_conv, requant_shift, resident_error,
+                                    resident_footprint, resident_space, tune_conv2d)
 
 DEFAULT = VdlaTarget.from_config("default")
 C11_BEST = ResidentKnobs(9, 8, 16, 4, 1, first_rows=3, first_blocks=2, later_from=3, last_rows=2, bias_after=2)
@@ -38,9 +41,9 @@ def _check_both(compiled) -> int:  # type: ignore[no-untyped-def]
     cfg = compiled.module.target.config
     loaded = compiled.module.program.buffers["uops"].shape[0]
     assert loaded == resident_footprint(compiled.workload, compiled.knobs, cfg, compiled.epilogue)[SCOPE_UOP]
-    # The bias is loaded once, wherever the knobs place it (and not at all without one).
+    # The bias and the multiplier are loaded once each, wherever the knobs place them (and not at all without).
     acc_loads = [i for i in compiled.module.program.instructions if getattr(i, "mem_type", None) == MemType.ACC]
-    assert len(acc_loads) == int(compiled.epilogue.bias)
+    assert len(acc_loads) == int(compiled.epilogue.bias) + int(compiled.epilogue.multiplier)
     return int(res_c.cycles)
 
 
@@ -86,12 +89,21 @@ def test_resident_row_tiles_bit_exact_on_fsim_and_cycle(config: str, wl: Conv2dW
     _check_both(compile_conv2d(wl, target, knobs=knobs, epilogue=ep))
 
 
-@pytest.mark.parametrize("ep", [Requantize(shift=5, relu=False), Requantize(shift=4, bias=False)])
-def test_resident_epilogues_without_relu_or_bias(ep: Requantize) -> None:
+@pytest.mark.parametrize("ep", [Requantize(shift=5, relu=False), Requantize(shift=4, bias=False),
+                                Requantize(shift=12, multiplier=True), Requantize(shift=12, relu=False, multiplier=True),
+                                Requantize(shift=12, bias=False, multiplier=True)])
+@pytest.mark.parametrize("knobs", [ResidentKnobs(2, 2, 4, 2, 1, first_rows=2, last_rows=1, bias_after=1),
+                                   ResidentKnobs(1, 2, 2, 2, 1, first_rows=1, last_rows=1, row_tiles=2, first_b1=2)])
+def test_resident_epilogues_without_relu_or_bias_and_with_a_multiplier(ep: Requantize, knobs: ResidentKnobs) -> None:
+    # A per-channel multiplier: the ALU adds the bias, applies the ReLU and multiplies (wrapping) per oc-major group
+    # before its STORE, which shifts and clips; whole and in row tiles, bit-exact against the int8 reference.
     wl = Conv2dWorkload(1, 16, 8, 8, 16, 1, 1, 2, 0)
     target = VdlaTarget.from_config("tiny")
-    _check_both(compile_conv2d(wl, target, knobs=ResidentKnobs(2, 2, 4, 2, 1, first_rows=2, last_rows=1,
-                                                               bias_after=1), epilogue=ep))
+    compiled = compile_conv2d(wl, target, knobs=knobs, epilogue=ep)
+    _check_both(compiled)
+    alu = [i for i in compiled.module.program.instructions if type(i).__name__ == "AluInsn"]
+    stores = [i for i in compiled.module.program.instructions if getattr(i, "mem_type", None) == MemType.OUT]
+    assert len(alu) == (len(stores) * (1 + int(ep.bias) + int(ep.relu)) if ep.multiplier else 0)
 
 
 def test_c11_resident_bit_exact_and_faster_than_every_tiling_measured() -> None:
@@ -112,7 +124,11 @@ def test_resident_names_what_does_not_fit() -> None:
     why = resident_error(RESNET18_CONVS["C8"], ResidentKnobs(4, 4, 4, 4), DEFAULT, ep)
     assert why is not None and "vdla.acc" in why and "vdla.inp" in why and "3152" in why
     assert "1x1" in (resident_error(RESNET18_CONVS["C9"], ResidentKnobs(4, 4, 4, 4), DEFAULT, ep) or "")
-    assert "STORE" in (resident_error(RESNET18_CONVS["C11"], C11_BEST, DEFAULT, Requantize(multiplier=True)) or "")
+    assert "STORE" in (resident_error(RESNET18_CONVS["C11"], C11_BEST, DEFAULT, Requantize(on_store=False)) or "")
+    # A per-channel multiplier fits (on the ALU), with one more row of constants in the accumulators.
+    assert resident_error(RESNET18_CONVS["C11"], C11_BEST, DEFAULT, Requantize(shift=8, multiplier=True)) is None
+    acc = resident_footprint(RESNET18_CONVS["C11"], C11_BEST, DEFAULT.config, Requantize(shift=8, multiplier=True))
+    assert acc[SCOPE_ACC] == resident_footprint(RESNET18_CONVS["C11"], C11_BEST, DEFAULT.config, ep)[SCOPE_ACC] + 32
     # C5 fits only in row tiles: no whole-layer setting, row-tile ones in the tuner's space.
     assert whole_space(RESNET18_CONVS["C5"], DEFAULT, ep) == []
     assert resident_space(RESNET18_CONVS["C5"], DEFAULT, ep) == row_tile_space(RESNET18_CONVS["C5"], DEFAULT, ep) != []
@@ -136,6 +152,24 @@ def test_c11_resident_on_rtl_matches_the_cycle_model() -> None:
         pytest.skip(why)
     wl = RESNET18_CONVS["C11"]
     compiled = compile_conv2d(wl, DEFAULT, knobs=C11_BEST, epilogue=Requantize(shift=requant_shift(wl)))
+    ok_r, rtl, _, _ = check_conv2d(compiled, backend="rtl")
+    ok_c, cy, _, _ = check_conv2d(compiled, backend="cycle")
+    assert ok_r and ok_c and np.array_equal(rtl.dram, cy.dram)
+    assert rtl.cycles is not None and abs(rtl.cycles - cy.cycles) <= 0.003 * rtl.cycles
+
+
+@pytest.mark.slow
+def test_c11_resident_with_a_multiplier_on_rtl_matches_the_cycle_model() -> None:
+    # The per-channel epilogue (the ALU's bias add, ReLU and multiply before each group's STORE) on the RTL:
+    # bit-exact, the cycle model's DRAM, within the calibration's 0.3% of its cycles.
+    from vdla.runtime.backends.rtl import RtlBackend
+
+    why = RtlBackend.unavailable()
+    if why is not None:
+        pytest.skip(why)
+    wl = RESNET18_CONVS["C11"]
+    ep = Requantize(shift=requant_shift(wl) + 8, multiplier=True)
+    compiled = compile_conv2d(wl, DEFAULT, knobs=C11_BEST, epilogue=ep)
     ok_r, rtl, _, _ = check_conv2d(compiled, backend="rtl")
     ok_c, cy, _, _ = check_conv2d(compiled, backend="cycle")
     assert ok_r and ok_c and np.array_equal(rtl.dram, cy.dram)
@@ -235,6 +269,26 @@ def test_c5_row_tiles_reach_95_percent_and_c8_beats_every_tiling() -> None:
             assert cycles * 0.95 <= wl.macs // DEFAULT.config.macs_per_cycle
 
 
+@pytest.mark.parametrize("name", ["C3", "C5", "C8"])
+def test_without_a_log_a_layer_that_does_not_fit_whole_compiles_its_default_row_tiles(name: str) -> None:
+    # ``compile_default_conv`` (the graph compiler without a tuning log) runs the default tiling and the one row-tile
+    # setting of ``default_row_tiles`` on the cycle model and keeps the faster: on C3, C5 and C8 the row tiles,
+    # bit-exact on fsim and cycle; the setting is one of the tuner's (C8: its best).
+    wl = RESNET18_CONVS[name]
+    ep = Requantize(shift=requant_shift(wl))
+    want = default_row_tiles(wl, DEFAULT, ep)
+    assert want is not None and want.row_tiles > 1 and want in row_tile_space(wl, DEFAULT, ep)
+    assert default_resident(wl, DEFAULT, ep) == want
+    picked = compile_default_conv(wl, DEFAULT, ep, 2)
+    assert picked.knobs == want
+    cycles = _check_both(picked)
+    assert cycles < run(compile_conv2d(wl, DEFAULT, epilogue=ep).module.program, backend="cycle").cycles
+    if name == "C8":
+        assert want == C8_BEST
+    # One virtual thread asked for: the tiling, as for a layer that fits whole.
+    assert isinstance(compile_default_conv(wl, DEFAULT, ep, 1).knobs, Conv2dKnobs)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name, knobs", [("C5", C5_BEST), ("C8", C8_BEST)])
 def test_row_tiles_on_rtl_match_the_cycle_model(name: str, knobs: ResidentKnobs) -> None:
@@ -277,6 +331,9 @@ def test_random_resident_settings_bit_exact_on_tiny() -> None:
                               row_tiles=tiles, bias_after=rng.randint(0, 5),
                               first_b1=rng.choice([0] + list(range(b1, kb))), used_pixels=s > 1 and rng.random() < 0.5)
         ep = Requantize(shift=requant_shift(wl), relu=rng.random() < 0.8, bias=rng.random() < 0.9)
+        # Every other setting with a per-channel multiplier (the ALU step per group), chosen by the count, not a
+        # draw, so the generator's sequence stays that of the recorded run.
+        ep = replace(ep, shift=ep.shift + 8, multiplier=True) if checked % 2 else ep
         if resident_error(wl, knobs, target, ep) is not None:
             continue
         _check_both(compile_conv2d(wl, target, knobs=knobs, epilogue=ep))

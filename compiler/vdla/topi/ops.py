@@ -143,11 +143,13 @@ def compile_default_conv(wl: Conv2dWorkload, target: VdlaTarget | str = "default
     template's setting of ``resident_fit.default_resident`` when the layer fits resident and that program takes fewer
     cycle-model cycles than the tiling's.
 
-    The rule runs both programs (unbound: the cycle model's timing does not depend on the data) only for a layer that
-    fits SRAM whole, so a small one: under half a second each on C11 (``bench/vdla_resident_rule.py`` times it).  The
-    analytic estimates (``estimate_cycles`` + ``tiling_edges`` against ``estimate_resident_cycles``) pick wrongly on a
-    bus-bound layer (docs/vdla_compiler.md), so they only rank the tuner's candidates.  One virtual thread keeps the
-    tiling (what was asked for); a tie keeps the tiling."""
+    The rule runs both programs (unbound: the cycle model's timing does not depend on the data) only for a 1x1 layer
+    the resident template takes: whole (under half a second each on C11, ``bench/vdla_resident_rule.py`` times it)
+    or, for one that does not fit SRAM whole, in the one row-tile setting of ``resident_fit.default_row_tiles`` (C3,
+    C5, C8: one more compile and cycle-model run per such layer, timed by the same bench).  The analytic estimates
+    (``estimate_cycles`` + ``tiling_edges`` against ``estimate_resident_cycles``) pick wrongly on a bus-bound layer
+    (docs/vdla_compiler.md), so they only rank the tuner's candidates.  One virtual thread keeps the tiling (what was
+    asked for); a tie keeps the tiling."""
     from vdla.runtime.backends import run
 
     tgt = target if isinstance(target, VdlaTarget) else VdlaTarget.from_config(target)

@@ -32,7 +32,7 @@ from typing import Callable
 
 from vdla_hw.config import HwConfig
 from vdla_hw.errors import UnsupportedError
-from vdla_hw.isa import MemType, Uop
+from vdla_hw.isa import AluOp, MemType, Uop
 
 from vdla.runtime.program import ProgramBuilder
 
@@ -40,8 +40,8 @@ from ..build import VdlaModule
 from ..codegen import ParamBinding
 from ..target import SCOPE_ACC, SCOPE_INP, SCOPE_WGT, VdlaTarget
 from .epilogue import Requantize
-from .resident_fit import (double_accumulators, double_columns, resident_error, resident_shape, tile_b1, tile_groups,
-                           tile_pieces)
+from .resident_fit import (double_accumulators, double_columns, resident_consts, resident_error, resident_shape,
+                           tile_b1, tile_groups, tile_pieces)
 from .tiling import Conv2dWorkload, ResidentKnobs
 
 
@@ -117,14 +117,19 @@ class StoreEpilogue:
 
 
 def emit_two_phase(pb: ProgramBuilder, cfg: HwConfig, m: int, kb: int, nb: int, k: ResidentKnobs, inp: InputColumns,
-                   wgt: int, bias: int | None, out: int, ep: StoreEpilogue) -> None:
+                   wgt: int, bias: int | None, out: int, ep: StoreEpilogue, scale: int | None = None) -> None:
     """The two-phase schedule's instructions (micro-op LOAD first, FINISH last) into ``pb``.
 
     DRAM tile addresses: ``wgt`` holds ``[oc block][ic block]``, ``bias`` (or None: no bias) one accumulator
-    row of ``nb`` tiles, ``out`` ``[oc block][pixel]``.  SRAM: the ic-major weights ``[b][o]`` at ``b * nb + o``,
-    the oc-major ones ``[o][b - b1]`` after them, all loaded once; accumulators ``[o][pixel of the row tile]``
-    (a group of output blocks is one contiguous STORE), the bias after them; input columns of one row tile in
-    the slots of :func:`column_slots`.
+    row of ``nb`` tiles, ``out`` ``[oc block][pixel]``, ``scale`` (or None) a per-channel multiplier row like the
+    bias.  SRAM: the ic-major weights ``[b][o]`` at ``b * nb + o``, the oc-major ones ``[o][b - b1]`` after them,
+    all loaded once; accumulators ``[o][pixel of the row tile]`` (a group of output blocks is one contiguous
+    STORE), the bias and the multiplier after them; input columns of one row tile in the slots of
+    :func:`column_slots`.
+
+    With ``scale`` the multiply comes after the bias add and the ReLU (the reference's order), which the STORE
+    cannot do: after each group's last GEMM the ALU adds the bias, applies the ReLU (MAX 0) and multiplies, over the
+    group's blocks and pixels, and the STORE does the shift and the clip only.
 
     With ``k.row_tiles`` > 1 the rows are cut into tiles run one after the other, each ic-major then oc-major over
     the same accumulators and resident weights: a tile's columns load while the previous tile runs -- into the
@@ -146,9 +151,11 @@ def emit_two_phase(pb: ProgramBuilder, cfg: HwConfig, m: int, kb: int, nb: int, 
     mt = rows * inp.row_pixels  # pixels per row tile
     col = rows * inp.pitch
     double = tiles > 1 and double_columns(kb, col, cfg.inp_buff_depth)
-    dacc = double_accumulators(k, mt, nb, bias is not None, cfg.acc_buff_depth)
+    alu = scale is not None  # the bias, ReLU and multiplier on the ALU before each STORE
+    dacc = double_accumulators(k, mt, nb, resident_consts(bias is not None, alu), cfg.acc_buff_depth)
     acc0 = [(t % 2) * mt * nb if dacc else 0 for t in range(tiles)]  # each tile's first accumulator
     bias_base = (2 if dacc else 1) * mt * nb
+    scale_base = bias_base + (nb if bias is not None else 0)
     slots = column_slots(k, kb, cfg.inp_buff_depth // col, double)
     tile_starts = [tile_groups(k, nb, t, dacc) for t in range(tiles)]
     tile_sizes = [tile_pieces(k, nb, t, dacc) for t in range(tiles)]
@@ -184,14 +191,32 @@ def emit_two_phase(pb: ProgramBuilder, cfg: HwConfig, m: int, kb: int, nb: int, 
     last_b1 = tile_b1(k, tiles - 1)
     last_tail = place([Uop(acc0[-1] + starts[-1] * mt + cut, last_src[b] + step * cut, wgt_at(b, starts[-1]))
                        for b in range(last_b1, kb)]) if k.last_rows else None
+
+    def parts_of(t: int, i: int, o0: int) -> list[tuple[tuple[int, int], int, int]]:
+        """The (GEMM micro-ops, first pixel, end pixel) of each part of tile ``t``'s group ``i``: the last tile's last
+        group cut by ``last_rows``, every other whole."""
+        if i == len(tile_starts[t]) - 1 and t == tiles - 1 and last_tail:
+            return [(rest[(t, o0)], 0, cut), (last_tail, cut, mt)]
+        return [(rest[(t, o0)], 0, mt)]
+
+    # With a multiplier, per STORE the ALU's micro-ops: the multiply's (the ReLU's too: an immediate ignores the
+    # source) and the bias add's, each at the part's first accumulator, the source the block's constant.
+    alu_uops = {(t, o0, j): (place([Uop(acc0[t] + o0 * mt + p0, scale_base + o0, 0)]),
+                             place([Uop(acc0[t] + o0 * mt + p0, bias_base + o0, 0)]) if bias is not None else None)
+                for t in range(tiles) for i, o0 in enumerate(tile_starts[t])
+                for j, (_, p0, _) in enumerate(parts_of(t, i, o0))} if alu else {}
     pb.load_uops(pb.uops(uops, "uops"))
     gemms = 0
-    bias_loaded = bias is None
+    bias_loaded = bias is None and scale is None
 
     def load_bias() -> None:
+        """The bias and the multiplier (compute-module LOADs, read only after the reduction), once."""
         nonlocal bias_loaded
         if not bias_loaded:
-            pb.load(MemType.ACC, bias_base, bias, 1, nb, nb)  # type: ignore[arg-type]
+            if bias is not None:
+                pb.load(MemType.ACC, bias_base, bias, 1, nb, nb)
+            if scale is not None:
+                pb.load(MemType.ACC, scale_base, scale, 1, nb, nb)
             bias_loaded = True
 
     if not k.late_bias and k.bias_after == 0:
@@ -278,18 +303,26 @@ def emit_two_phase(pb: ProgramBuilder, cfg: HwConfig, m: int, kb: int, nb: int, 
                 else:
                     pb.load(MemType.WGT, w2 + o0 * rest_blocks, wgt + o0 * kb + b1, g, rest_blocks, kb, push_next=True)
             last = i == len(groups) - 1
-            parts = [(rest[(t, o0)], 0, cut), (last_tail, cut, mt)] if last and last_tile and last_tail else \
-                [(rest[(t, o0)], 0, mt)]
+            parts = parts_of(t, i, o0)
             for j, (span, p0, p1) in enumerate(parts):
                 final = j == len(parts) - 1
                 # With two column sets, the tile's last GEMM frees its set for tile t + 2's columns.
                 frees = double and last and final and t + 2 < tiles
                 gemm(span, p1 - p0, g, wgt_step(kb - 1), pop_prev=j == 0 and (i == 0 or t == 0),  # type: ignore[arg-type]
-                     push_next=True, push_prev=frees)
+                     push_next=not alu, push_prev=frees)
+                if alu:  # blocks outer (a row tile's pixels apart), pixels inner; the constant steps with the block
+                    mul, add = alu_uops[(t, o0, j)]
+                    loops = dict(iter_out=g, iter_in=p1 - p0, dst_factor=(mt, 1), src_factor=(1, 0))
+                    if add is not None:
+                        pb.alu(AluOp.ADD, *add, **loops)  # type: ignore[arg-type]
+                    if ep.relu:
+                        pb.alu(AluOp.MAX, *mul, imm=0, **loops)  # type: ignore[arg-type]
+                    pb.alu(AluOp.MUL, *mul, push_next=True, **loops)  # type: ignore[arg-type]
                 tells = (last and t + 2 < tiles) if dacc else (not last_tile and i in wanted)
                 pb.store(acc0[t] + o0 * mt + p0, out + o0 * m + t * mt + p0, g, p1 - p0, m, pop_prev=True,
                          push_prev=final and ((last and last_tile) or tells),
-                         shift=ep.shift, clip=ep.clip, relu=ep.relu, bias=None if bias is None else (bias_base + o0, 1))
+                         shift=ep.shift, clip=ep.clip, relu=ep.relu and not alu,
+                         bias=None if bias is None or alu else (bias_base + o0, 1))
         for f in pending:
             f()
     pb.finish(pop_next=True)
@@ -322,11 +355,13 @@ def conv2d_resident(wl: Conv2dWorkload, knobs: ResidentKnobs, target: VdlaTarget
               ParamBinding("kernel", "wgt", (nb, kb, 1, 1, cfg.block_out, cfg.block_in), target.scope(SCOPE_WGT).dtype)]
     if epilogue.bias:
         params.append(ParamBinding("bias", "acc", (nb, 1, cfg.block_out), acc_t))
+    if epilogue.multiplier:  # after the bias: the tiled template's parameter order
+        params.append(ParamBinding("scale", "acc", (nb, 1, cfg.block_out), acc_t))
     params.append(ParamBinding("out", "out", (1, nb, wl.oh, wl.ow, 1, cfg.block_out), target.out_dtype))
     pb = ProgramBuilder(cfg)
     specs = {p.name: pb.alloc(p.name, p.kind, p.matrix_shape()) for p in params}
     emit_two_phase(pb, cfg, m, kb, nb, knobs, conv_input_columns(wl, specs["data"].addr, knobs.used_pixels),
                    specs["kernel"].addr,
                    specs["bias"].addr if epilogue.bias else None, specs["out"].addr,
-                   StoreEpilogue(epilogue.shift, epilogue.relu))
+                   StoreEpilogue(epilogue.shift, epilogue.relu), specs["scale"].addr if epilogue.multiplier else None)
     return VdlaModule(name, target, pb.build(), tuple(params), None, ("out",))

@@ -34,11 +34,11 @@ def tile_b1(k: ResidentKnobs, tile: int) -> int:
     return (k.first_b1 or k.b1) if tile == 0 and k.row_tiles > 1 else k.b1
 
 
-def double_accumulators(k: ResidentKnobs, m: int, nb: int, bias: bool, depth: int) -> bool:
-    """Whether two row tiles' accumulators (``m`` pixels x ``nb`` blocks each, and the bias) fit ``depth``: then
-    tile ``t`` accumulates where tile ``t - 2`` did, and its first GEMMs wait only for that tile's STOREs, not for
-    tile ``t - 1``'s."""
-    return k.row_tiles > 1 and 2 * m * nb + (nb if bias else 0) <= depth
+def double_accumulators(k: ResidentKnobs, m: int, nb: int, consts: int, depth: int) -> bool:
+    """Whether two row tiles' accumulators (``m`` pixels x ``nb`` blocks each, and ``consts`` rows of ``nb``: the
+    bias, the multiplier) fit ``depth``: then tile ``t`` accumulates where tile ``t - 2`` did, and its first GEMMs
+    wait only for that tile's STOREs, not for tile ``t - 1``'s."""
+    return k.row_tiles > 1 and 2 * m * nb + consts * nb <= depth
 
 
 def double_columns(kb: int, col: int, depth: int) -> bool:
@@ -69,20 +69,28 @@ def tile_groups(k: ResidentKnobs, nb: int, tile: int, dacc: bool) -> list[int]:
     return list(range(0, nb - k.group, k.group)) + list(range(nb - k.group, nb, k.last_group))
 
 
-def resident_uops(wl: Conv2dWorkload, k: ResidentKnobs, cfg: HwConfig, bias: bool = True) -> int:
-    """Micro-ops the resident template loads (``bias``: the epilogue adds one): per row tile one per ic-major GEMM
-    piece and one per oc-major group and reduction block; one more for a first piece split by rows, a reduction's
-    worth for a last group split."""
+def resident_uops(wl: Conv2dWorkload, k: ResidentKnobs, cfg: HwConfig, bias: bool = True,
+                  multiplier: bool = False) -> int:
+    """Micro-ops the resident template loads (``bias``: the epilogue adds one; ``multiplier``: a per-channel one,
+    :func:`resident_consts`): per row tile one per ic-major GEMM piece and one per oc-major group and reduction
+    block; one more for a first piece split by rows, a reduction's worth for a last group split; with a multiplier,
+    per STORE one for the ALU's multiply (and ReLU) and one for its bias add."""
     m, kb, nb, _ = resident_shape(wl, cfg, k.row_tiles, k.used_pixels)
-    dacc = double_accumulators(k, m, nb, bias, cfg.acc_buff_depth)
+    dacc = double_accumulators(k, m, nb, resident_consts(bias, multiplier), cfg.acc_buff_depth)
 
     def per_tile(t: int) -> int:
         pieces = sum(nb // p for p in tile_pieces(k, nb, t, dacc))
         return pieces + len(tile_groups(k, nb, t, dacc)) * (kb - tile_b1(k, t))
 
     last_b1 = tile_b1(k, k.row_tiles - 1)
+    stores = sum(len(tile_groups(k, nb, t, dacc)) for t in range(k.row_tiles)) + (1 if k.last_rows else 0)
     return (sum(per_tile(t) for t in range(k.row_tiles)) + (1 if k.first_rows else 0)
-            + (kb - last_b1 if k.last_rows else 0))
+            + (kb - last_b1 if k.last_rows else 0) + (stores * (1 + int(bias)) if multiplier else 0))
+
+
+def resident_consts(bias: bool, multiplier: bool) -> int:
+    """Per-output-block rows the resident template keeps after the accumulators: the bias, the multiplier."""
+    return int(bias) + int(multiplier)
 
 
 def resident_footprint(wl: Conv2dWorkload, k: ResidentKnobs, cfg: HwConfig, ep: Requantize = _PLAIN) -> dict[str, int]:
@@ -91,9 +99,10 @@ def resident_footprint(wl: Conv2dWorkload, k: ResidentKnobs, cfg: HwConfig, ep: 
     one row tile's accumulators (plus the bias) and the micro-ops."""
     m, kb, nb, col = resident_shape(wl, cfg, k.row_tiles, k.used_pixels)
     columns = kb if k.row_tiles == 1 else 2 * kb if double_columns(kb, col, cfg.inp_buff_depth) else 2 * kb - k.b1
-    sets = 2 if double_accumulators(k, m, nb, ep.bias, cfg.acc_buff_depth) else 1
-    return {SCOPE_INP: columns * col, SCOPE_WGT: kb * nb, SCOPE_ACC: sets * m * nb + (nb if ep.bias else 0),
-            SCOPE_UOP: resident_uops(wl, k, cfg, ep.bias)}
+    consts = resident_consts(ep.bias, ep.multiplier)
+    sets = 2 if double_accumulators(k, m, nb, consts, cfg.acc_buff_depth) else 1
+    return {SCOPE_INP: columns * col, SCOPE_WGT: kb * nb, SCOPE_ACC: sets * m * nb + consts * nb,
+            SCOPE_UOP: resident_uops(wl, k, cfg, ep.bias, ep.multiplier)}
 
 
 def resident_error(wl: Conv2dWorkload, k: ResidentKnobs, target: VdlaTarget | HwConfig,
@@ -109,8 +118,9 @@ def resident_error(wl: Conv2dWorkload, k: ResidentKnobs, target: VdlaTarget | Hw
     if (wl.kh, wl.kw, wl.pad, wl.n, cfg.batch) != (1, 1, 0, 1, 1) or wl.depthwise or wl.batched_weights:
         return (f"the resident template compiles unpadded 1x1 convs of one image with BATCH=1; {wl} on "
                 f"{cfg.name!r} (BATCH={cfg.batch}) is not one")
-    if not ep.on_store or ep.multiplier or ep.residual is not None or (ep.bias and not ep.bias_on_store):
-        return f"the resident template needs the epilogue on the STORE (bias, ReLU, shift, clip only), got {ep}"
+    if not ep.on_store or ep.residual is not None or (ep.bias and not ep.multiplier and not ep.bias_on_store):
+        return (f"the resident template needs the epilogue on the STORE (bias, ReLU, shift, clip; with a per-channel "
+                f"multiplier the bias add, ReLU and multiply on the ALU per output group), got {ep}")
     if k.used_pixels and wl.stride == 1:
         return "used_pixels loads a strided layer's used pixels only; a stride-1 layer uses every pixel of its rows"
     if k.row_tiles < 1 or wl.oh % k.row_tiles:
@@ -206,19 +216,53 @@ def row_tile_space(wl: Conv2dWorkload, target: VdlaTarget, ep: Requantize = _PLA
 
 
 def default_resident(wl: Conv2dWorkload, target: VdlaTarget, ep: Requantize = _PLAIN) -> ResidentKnobs | None:
-    """The resident setting compiled without a tuning log (None when the layer does not fit resident whole; row
-    tiles are the tuner's, :func:`row_tile_space`): C11's best of ``whole_space`` on ``default``
-    (docs/vdla_compiler.md) -- the ic-major share at nine sixteenths, the first two blocks in quarter pieces, the
-    last group's last third of the rows stored apart -- scaled to the layer, else the first setting that fits."""
+    """The resident setting compiled without a tuning log, or None when the layer does not fit resident at all.
+
+    For a layer that fits SRAM whole, C11's best of ``whole_space`` on ``default`` (docs/vdla_compiler.md) -- the
+    ic-major share at nine sixteenths, the first two blocks in quarter pieces, the last group's last third of the rows
+    stored apart -- scaled to the layer, else the first setting that fits; for one that does not,
+    :func:`default_row_tiles`."""
     space = whole_space(wl, target, ep)
     if not space:
-        return None
+        return default_row_tiles(wl, target, ep)
     _, kb, _, _ = resident_shape(wl, target.config)
     b1 = min(kb - 1, max(1, 9 * kb // 16))
     last = max(1, wl.oh // 3) if wl.oh > 1 else 0
     fb = min(2, b1)
     want = [k for k in space if (k.b1, k.first_blocks, k.last_rows) == (b1, fb, last)]
     return want[0] if want else space[0]
+
+
+def default_row_tiles(wl: Conv2dWorkload, target: VdlaTarget, ep: Requantize = _PLAIN) -> ResidentKnobs | None:
+    """The one row-tile setting of :func:`row_tile_space` compiled without a tuning log for a 1x1 layer that does not
+    fit SRAM whole (None when no row tiling fits).
+
+    From the tuner's measurements of C3, C5 and C8 on ``default`` (docs/vdla_compiler.md): the fewest row tiles whose
+    two column sets fit (whole rows, else the used pixels of a strided layer) and, beyond two tiles, whose two
+    accumulator sets fit too (with two tiles, tile 1 waits once for tile 0's STOREs; with more, every tile would);
+    tile 0 ic-major for five eighths of the input blocks (at most all but one); first pieces of half the output
+    blocks, oc-major groups of a quarter; the first column split at half a tile's rows; the bias loaded first.  On
+    ``default`` this is C8's best of the 96 and within 0.7% of C5's and 0.01% of C3's."""
+    cfg = target.config
+    _, kb, nb, _ = resident_shape(wl, cfg)
+    space = row_tile_space(wl, target, ep)
+    if not space:
+        return None
+    fb1 = min(kb - 1, -(-5 * kb // 8))
+
+    def sets_fit(k: ResidentKnobs) -> bool:
+        m, _, _, col = resident_shape(wl, cfg, k.row_tiles, k.used_pixels)
+        return double_columns(kb, col, cfg.inp_buff_depth) and (
+            k.row_tiles == 2 or double_accumulators(k, m, nb, resident_consts(ep.bias, ep.multiplier),
+                                                    cfg.acc_buff_depth))
+
+    def rank(k: ResidentKnobs) -> tuple[int, ...]:
+        rows = wl.oh // k.row_tiles
+        want = (k.first_b1 or 1, k.first_piece, k.group, k.first_rows, k.bias_after) == (
+            fb1 if fb1 > 1 else 1, max(1, nb // 2), max(1, nb // 4), max(1, rows // 2), 0)
+        return (not sets_fit(k), k.row_tiles, k.used_pixels, not want)
+
+    return min(space, key=rank)
 
 
 def estimate_resident_cycles(wl: Conv2dWorkload, k: ResidentKnobs, cfg: HwConfig, ep: Requantize = _PLAIN) -> float:
@@ -229,7 +273,7 @@ def estimate_resident_cycles(wl: Conv2dWorkload, k: ResidentKnobs, cfg: HwConfig
     micro-ops, the first input rows and weight piece) and the last STORE (the last group's last rows)."""
     t = cfg.timing
     m, kb, nb, col = resident_shape(wl, cfg, k.row_tiles, k.used_pixels)
-    gemms = resident_uops(wl, k, cfg, ep.bias)
+    gemms = resident_uops(wl, k, cfg, ep.bias, ep.multiplier)
     compute = wl.core_macs(cfg) / cfg.macs_per_cycle + gemms * (t.gemm_pipeline_depth + t.insn_overhead)
     compute += (nb if ep.bias else 0) * cfg.out_elem_bytes * 4 / cfg.bus_bytes  # the bias LOAD: a compute-module LOAD
     # Nothing is re-loaded and each LOAD is one long burst: the bytes over the bus, no per-row latency.
