@@ -190,23 +190,27 @@ class WinogradKnobs:
     """Tunable choices of the Winograd schedule.
 
     ``tile``: the output tile ``m`` of F(m x m, 3 x 3) (a different compute, so it is fixed when the
-    conv is built); ``tx_block``: tiles per GEMM register tile (the broadcast operand);
-    ``oc_block``: output-channel vectors per GEMM register tile; ``parallel``: run the loop over tile
-    rows on all threads.
+    conv is built); ``tx_block``: tiles of a row per GEMM register tile (the broadcast operand);
+    ``oc_block``: output-channel vectors per GEMM register tile; ``ty_block``: rows of tiles per
+    GEMM register tile and per step of the parallel loop (each pass over the transformed weights
+    then serves that many rows); ``parallel``: run the loop over tile rows on all threads.
     """
 
     tile: int = 4
     tx_block: int = 4
     oc_block: int = 2
     parallel: bool = True
+    ty_block: int = 1
 
-    def validate(self, tiles_x: int, oc_outer: int) -> None:
+    def validate(self, tiles_x: int, oc_outer: int, tiles_y: int | None = None) -> None:
         if self.tile not in WINOGRAD_TILES:
             raise TopiError(f"Winograd tile {self.tile} is not one of {WINOGRAD_TILES}")
         if not 1 <= self.tx_block <= tiles_x:
             raise TopiError(f"tx_block {self.tx_block} must be between 1 and the {tiles_x} tiles of a row")
         if self.oc_block < 1 or oc_outer % self.oc_block:
             raise TopiError(f"oc_block {self.oc_block} must divide the {oc_outer} output-channel blocks")
+        if self.ty_block < 1 or (tiles_y is not None and self.ty_block > tiles_y):
+            raise TopiError(f"ty_block {self.ty_block} must be between 1 and the {tiles_y} rows of tiles")
 
 
 def default_winograd_knobs(out: Tensor, target: Target | None = None) -> WinogradKnobs:
@@ -215,18 +219,31 @@ def default_winograd_knobs(out: Tensor, target: Target | None = None) -> Winogra
     (:func:`~vdla.compiler.topi.conv2d_nchwc.balance_columns`): a row of 7 tiles in 4 + 3 rather than
     6 + 1, whose one-tile sliver runs two FMA chains, latency-bound.  Measured on a loaded AMD Zen 3
     (AVX2), kernel alone: 1.01-1.11x on ResNet's 14-, 28- and 56-wide layers, within that host's noise
-    (docs/cpu_speed.md, "Where ResNet-50 loses")."""
+    (docs/cpu_speed.md, "Where ResNet-50 loses").
+
+    A row too short to fill the accumulators (AVX-512's 28 hold 14 x 2, a 7-tile row only 7 x 2)
+    takes two rows of tiles per register tile (``ty_block``), as the direct conv's ``oh_block`` does:
+    each broadcast-free weight vector then feeds twice the FMAs, and each pass over the transformed
+    weights (4 MB for F(2x2) at 256 channels) serves two rows.  AVX2's 12 accumulators never have the
+    room (a 7-tile row is 4 + 3 tiles of 2 vectors)."""
     m, tiles_x, oco, vectors = _winograd_dims(out, target)
+    tiles_y = _winograd_tile_rows(out)
     acc = max_accumulators(target)
     oc_block = largest_divisor(oco, 2)
     tx = balance_columns(tiles_x, max(1, min(tiles_x, acc // (oc_block * vectors))))
-    return WinogradKnobs(tile=m, tx_block=tx, oc_block=oc_block)
+    ty = 2 if tiles_y >= 2 and 2 * tx * oc_block * vectors <= acc else 1
+    return WinogradKnobs(tile=m, tx_block=tx, oc_block=oc_block, ty_block=ty)
 
 
 def _winograd_dims(out: Tensor, target: Target | None) -> tuple[int, int, int, int]:
     gemm = out.op.input_tensors()[0].op.input_tensors()[0]
     aa, oco, _, _, tiles_x, ocb = const_shape(gemm)
     return math.isqrt(aa) - 2, tiles_x, oco, max(1, -(-ocb // vector_lanes(target)))
+
+
+def _winograd_tile_rows(out: Tensor) -> int:
+    """Rows of output tiles of a Winograd conv's output tensor."""
+    return const_shape(out.op.input_tensors()[0].op.input_tensors()[0])[3]
 
 
 def schedule_conv2d_winograd_nchwc(out: Tensor, knobs: WinogradKnobs | None = None, s: Schedule | None = None,
@@ -243,7 +260,7 @@ def schedule_conv2d_winograd_nchwc(out: Tensor, knobs: WinogradKnobs | None = No
     m, tiles_x, oco, _ = _winograd_dims(out, target)
     a = m + 2
     knobs = knobs or default_winograd_knobs(out, target)
-    knobs.validate(tiles_x, oco)
+    knobs.validate(tiles_x, oco, _winograd_tile_rows(out))
     if knobs.tile != m:
         raise TopiError(f"knobs for F({knobs.tile}x{knobs.tile}) cannot schedule the F({m}x{m}) conv {out.name}")
     cols = out.op.input_tensors()[0]
@@ -261,7 +278,9 @@ def schedule_conv2d_winograd_nchwc(out: Tensor, knobs: WinogradKnobs | None = No
     b, k, y, x, o = s.get_loops(stage)
     ty, vy = s.split(y, factor=m)
     tx, vx = s.split(x, factor=m)
-    s.reorder(b, ty, k, tx, vy, vx, o)
+    # ty_block rows of tiles per step of the parallel loop: the stages computed at it cover them all.
+    ty, tyi = s.split(ty, factor=knobs.ty_block)
+    s.reorder(b, ty, k, tyi, tx, vy, vx, o)
     # Only the output row picks a row of A^T (the select on ``y % m``): unrolling the column too
     # doubled the straight-line code of the stage for no measured speed.
     s.unroll(vy)
@@ -292,11 +311,13 @@ def schedule_conv2d_winograd_nchwc(out: Tensor, knobs: WinogradKnobs | None = No
     s.reorder(vc, vx_, veo, vei, vi)
     s.unroll(vei)
     s.vectorize(vi)
-    # The GEMM of the row: (tx_block tiles x oc_block vectors) accumulators, reduced over channels.
-    e, gk, _, _, gx, go, rc, ri = s.get_loops(gemm)[-8:]
+    # The GEMM of the rows: their tiles by the output channels, reduced over the input channels.
+    e, gk, _, gy, gx, go, rc, ri = s.get_loops(gemm)[-8:]
     gko, gki = s.split(gk, factor=knobs.oc_block)
     gxo, gxi = s.split(gx, factor=knobs.tx_block)
-    s.reorder(gko, e, gxo, rc, ri, gxi, gki, go)
+    # (ty_block rows x tx_block tiles x oc_block vectors) accumulators.
+    s.reorder(gko, e, gxo, rc, ri, gy, gxi, gki, go)
+    s.unroll(gy)
     s.unroll(gxi)
     s.unroll(gki)
     s.vectorize(go)
