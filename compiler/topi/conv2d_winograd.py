@@ -221,18 +221,16 @@ def default_winograd_knobs(out: Tensor, target: Target | None = None) -> Winogra
     (AVX2), kernel alone: 1.01-1.11x on ResNet's 14-, 28- and 56-wide layers, within that host's noise
     (docs/cpu_speed.md, "Where ResNet-50 loses").
 
-    A row too short to fill the accumulators (AVX-512's 28 hold 14 x 2, a 7-tile row only 7 x 2)
-    takes two rows of tiles per register tile (``ty_block``), as the direct conv's ``oh_block`` does:
-    each broadcast-free weight vector then feeds twice the FMAs, and each pass over the transformed
-    weights (4 MB for F(2x2) at 256 channels) serves two rows.  AVX2's 12 accumulators never have the
-    room (a 7-tile row is 4 + 3 tiles of 2 vectors)."""
+    One row of tiles per register tile (``ty_block`` 1), also where a row leaves half of AVX-512's 28
+    accumulators free (7 x 2 on the 7-tile rows of 14 x 14 F(2x2) and 28 x 28 F(4x4)): two rows, 7 x 2
+    x 2, were slower on an AMD Zen 4 (kernel alone, one thread: 28 x 28 F(4x4) 0.787 ms against
+    0.719, 14 x 14 F(2x2) 1.083 against 1.066; docs/cpu_speed.md, "Zen 4").  The tuner may take more
+    rows (its ``oh_block`` of a Winograd config)."""
     m, tiles_x, oco, vectors = _winograd_dims(out, target)
-    tiles_y = _winograd_tile_rows(out)
     acc = max_accumulators(target)
     oc_block = largest_divisor(oco, 2)
     tx = balance_columns(tiles_x, max(1, min(tiles_x, acc // (oc_block * vectors))))
-    ty = 2 if tiles_y >= 2 and 2 * tx * oc_block * vectors <= acc else 1
-    return WinogradKnobs(tile=m, tx_block=tx, oc_block=oc_block, ty_block=ty)
+    return WinogradKnobs(tile=m, tx_block=tx, oc_block=oc_block)
 
 
 def _winograd_dims(out: Tensor, target: Target | None) -> tuple[int, int, int, int]:

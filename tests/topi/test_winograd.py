@@ -182,23 +182,6 @@ def test_default_gemm_tile_is_balanced_over_the_row(m: int, size: int, c: int, w
     assert -(-tiles // knobs.tx_block) == -(-tiles // min(tiles, 6))  # no more register tiles than the widest
 
 
-@pytest.mark.parametrize(("m", "size", "c", "rows"), [(2, 14, 256, 2), (4, 28, 128, 2), (4, 56, 64, 1), (2, 9, 64, 2)])
-def test_avx512_default_gemm_tile_takes_two_rows_of_tiles_when_a_row_leaves_room(m: int, size: int, c: int,
-                                                                                 rows: int) -> None:
-    # AVX-512's 28 accumulators hold 14 tiles x 2 channel vectors: a 56-wide F(4) row fills them, a
-    # 7-tile row (14 x 14 with F(2), 28 x 28 with F(4)) fills them with two rows of tiles.  AVX2's 12
-    # never have the room (test above: ty_block stays 1 there).
-    a = m + 2
-    for cpu, want in (("llvm -mcpu=skylake-avx512", rows), ("llvm -mcpu=haswell", 1)):
-        with using_target(parse_target(cpu)):
-            d = te.placeholder((1, c // 16, size, size, 16), "float32", name="d")
-            u = te.placeholder((a * a, c // 16, c // 16, 16, 16), "float32", name="u")
-            knobs = topi.default_winograd_knobs(topi.conv2d_winograd_nchwc(d, u, m, 1))
-        assert knobs.ty_block == want, cpu
-        if cpu.endswith("avx512"):
-            assert knobs.ty_block * knobs.tx_block * knobs.oc_block <= 28
-
-
 @pytest.mark.parametrize(("m", "size", "rows", "tx"), [(2, (14, 14), 2, 7), (2, (9, 11), 3, 3), (4, (10, 7), 2, 2)])
 def test_winograd_gemm_over_rows_of_tiles_within_its_tolerance(cpu_target: str, m: int, size: tuple[int, int],
                                                                rows: int, tx: int) -> None:
