@@ -225,12 +225,32 @@ def default_winograd_knobs(out: Tensor, target: Target | None = None) -> Winogra
     accumulators free (7 x 2 on the 7-tile rows of 14 x 14 F(2x2) and 28 x 28 F(4x4)): two rows, 7 x 2
     x 2, were slower on an AMD Zen 4 (kernel alone, one thread: 28 x 28 F(4x4) 0.787 ms against
     0.719, 14 x 14 F(2x2) 1.083 against 1.066; docs/cpu_speed.md, "Zen 4").  The tuner may take more
-    rows (its ``oh_block`` of a Winograd config)."""
+    rows (its ``oh_block`` of a Winograd config).
+
+    Except where the transformed weights stream from memory (over :data:`STREAMED_WEIGHT_BYTES`: 16.8 MB
+    for F(2x2) at 512 channels): the GEMM then reads all of them once per step of the row loop, so
+    as many rows of tiles as the accumulators hold, balanced over the rows, divide that traffic (512 x
+    7 x 7 on AVX-512: 2 rows of 4 x 2 vectors, the 4 rows of tiles in 2 passes instead of 4)."""
     m, tiles_x, oco, vectors = _winograd_dims(out, target)
     acc = max_accumulators(target)
     oc_block = largest_divisor(oco, 2)
     tx = balance_columns(tiles_x, max(1, min(tiles_x, acc // (oc_block * vectors))))
-    return WinogradKnobs(tile=m, tx_block=tx, oc_block=oc_block)
+    ty = 1
+    if _transformed_weight_bytes(out) > STREAMED_WEIGHT_BYTES:
+        tiles_y = _winograd_tile_rows(out)
+        ty = balance_columns(tiles_y, max(1, min(tiles_y, acc // (tx * oc_block * vectors))))
+    return WinogradKnobs(tile=m, tx_block=tx, oc_block=oc_block, ty_block=ty)
+
+
+#: Transformed weights above this many bytes are taken to stream from memory (past L2 and a share of
+#: L3), so the default GEMM tile covers several rows of tiles per pass over them.
+STREAMED_WEIGHT_BYTES = 8 << 20
+
+
+def _transformed_weight_bytes(out: Tensor) -> int:
+    """Bytes of the transformed weights ``U`` a Winograd conv's GEMM reads."""
+    u = out.op.input_tensors()[0].op.input_tensors()[0].op.input_tensors()[1]
+    return math.prod(const_shape(u)) * 4
 
 
 def _winograd_dims(out: Tensor, target: Target | None) -> tuple[int, int, int, int]:
@@ -345,15 +365,21 @@ def default_winograd_tile(in_channels: int, out_channels: int, out_height: int, 
     transformed weights, streamed once per row of tiles, are 2.25x bigger), the direct conv below
     (512 x 7 x 7: Winograd 1.5x slower, its 16 MB of transformed weights streamed per row).  Fewer
     channels than one 64-wide block leave too little GEMM to pay for the transforms.  Measured with
-    AVX2 (the rule depends on the plane and channels, not on the vector width)."""
-    del target  # the same rule for every vector width until measured otherwise
+    AVX2 on an AMD Zen 3.
+
+    With 512-bit vectors (AVX-512) F(2x2) down to 7 x 7: on an AMD Zen 4 512 x 7 x 7 took 1.71 ms by
+    F(2x2) over two rows of tiles (:func:`default_winograd_knobs`) against 2.15 for the direct conv
+    (docs/cpu_speed.md, "Zen 4"); the larger planes' choices held there (F(4x4) 2.7x the direct conv
+    on 64 x 56 x 56 and 128 x 28 x 28, F(2x2) 1.9x on 256 x 14 x 14, F(4x4) 0.96x F(2x2) there)."""
     if min(in_channels, out_channels) < _MIN_CHANNELS:
         return None
     size = min(out_height, out_width)
-    return 4 if size >= _F4_MIN_OUT else 2 if size >= _F2_MIN_OUT else None
+    f2_min = _F2_MIN_OUT_512 if vector_lanes(target) >= 16 else _F2_MIN_OUT
+    return 4 if size >= _F4_MIN_OUT else 2 if size >= f2_min else None
 
 
-#: The default rule's thresholds (measured: docs/cpu_speed.md, "Winograd").
+#: The default rule's thresholds (measured: docs/cpu_speed.md, "Winograd" and "Zen 4").
 _MIN_CHANNELS = 64
 _F4_MIN_OUT = 28
 _F2_MIN_OUT = 14
+_F2_MIN_OUT_512 = 7

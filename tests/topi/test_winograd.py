@@ -193,3 +193,21 @@ def test_winograd_gemm_over_rows_of_tiles_within_its_tolerance(cpu_target: str, 
     err = np.abs(got - want).max() / np.abs(want).max()
     assert err <= topi.winograd_tolerance(m), f"F({m}) max abs error {err:.2e} x max|out|"
     np.testing.assert_array_equal(got, got1)  # the same sums in the same order, one row of tiles or several
+
+
+def test_avx512_rule_takes_f2_over_rows_of_tiles_on_7x7_where_the_weights_stream() -> None:
+    # 512 x 7 x 7: direct on AVX2 (measured on a Zen 3), F(2x2) with 512-bit vectors (a Zen 4), its 16.8 MB
+    # of transformed weights read once per two rows of tiles; 256 x 14 x 14 (4 MB) keeps one row.
+    layer4 = {"n": 1, "ic_outer": 32, "h": 7, "w": 7, "ic_block": 16, "oc_outer": 32, "kh": 3, "kw": 3,
+              "oc_block": 16, "stride_h": 1, "stride_w": 1, "pad_h": 1, "pad_w": 1}
+    with using_target(parse_target("llvm -mcpu=haswell")):
+        assert default_conv_tile(layer4) is None
+    with using_target(parse_target("llvm -mcpu=skylake-avx512")):
+        assert default_conv_tile(layer4) == 2
+        assert default_conv_tile({**layer4, "h": 6, "w": 6}) is None
+        for c, size, rows in ((512, 7, 2), (256, 14, 1)):
+            d = te.placeholder((1, c // 16, size, size, 16), "float32", name="d")
+            u = te.placeholder((16, c // 16, c // 16, 16, 16), "float32", name="u")
+            knobs = topi.default_winograd_knobs(topi.conv2d_winograd_nchwc(d, u, 2, 1))
+            assert knobs.ty_block == rows, (c, size)
+            assert knobs.ty_block * knobs.tx_block * knobs.oc_block <= 28
