@@ -211,3 +211,12 @@ def test_avx512_rule_takes_f2_over_rows_of_tiles_on_7x7_where_the_weights_stream
             knobs = topi.default_winograd_knobs(topi.conv2d_winograd_nchwc(d, u, 2, 1))
             assert knobs.ty_block == rows, (c, size)
             assert knobs.ty_block * knobs.tx_block * knobs.oc_block <= 28
+
+
+def test_default_f2_on_a_7x7_512_channel_layer_within_its_tolerance(cpu_target: str) -> None:
+    # ResNet's layer4 shape with the target's default knobs (AVX-512: two rows of tiles per pass over the
+    # 16.8 MB of transformed weights; AVX2: one), run on every core: the parallel loop over row pairs.
+    with using_target(parse_target(cpu_target)):
+        got, want = _run_winograd(2, 512, 512, 7, 7, 1, seed=5)
+    err = np.abs(got - want).max() / np.abs(want).max()
+    assert err <= topi.winograd_tolerance(2), f"F(2) max abs error {err:.2e} x max|out|"
