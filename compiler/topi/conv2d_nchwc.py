@@ -292,7 +292,7 @@ def default_conv2d_nchwc_knobs(out: Tensor, target: Target | None = None) -> Con
     oh_block = default_tile_rows(oh, oc_block * ow_block * vectors_per_column, accumulators)
     # A 1 x 1 conv whose one register tile spans a whole row of more than 8 columns (AVX-512's 14 x 2 on
     # 14-wide rows): two tiles of half the row, each reducing in registers.  On an AMD Zen 4 ResNet-50's
-    # 1024 -> 256 and 256 -> 1024 14 x 14 convs took 0.918 ms each so against 1.007 / 1.036 with the
+    # 1024 -> 256 and 256 -> 1024 14 x 14 convs took 0.918 ms each that way, against 1.007 / 1.036 with the
     # full-row tile and `plane` (docs/cpu_speed.md, "Zen 4"); AVX2's and NEON's two-block tiles never span
     # such a row (6 and 4 columns).
     half_row = ((kh, kw) == (1, 1) and oh_block == 1 and oc_block >= 2
