@@ -304,8 +304,11 @@ def default_conv2d_nchwc_knobs(out: Tensor, target: Target | None = None) -> Con
     # Weights bigger than the data (ResNet's last stages: 9.4 MB against 100 KB) stream from memory:
     # reducing input-channel blocks outside the plane spreads that stream over the whole conv (a 7x7
     # layer 16% faster from cold caches) while the plane's partial sums wait in L2.
-    plane = (not kernel_smaller and not half_row and oc_block * oh * ow * ocb * 4 <= _PLANE_BUFFER_BYTES
-             and oco // oc_block >= _MIN_PLANE_GROUPS)
+    # Not for a 1 x 1 conv with 512-bit vectors: on an AMD Zen 4 ResNet-50's and MobileNetV2's 7 x 7 1 x 1
+    # convs ran 1.05-1.11x faster reducing in the tile's registers (docs/cpu_speed.md, "Zen 4").
+    pointwise_512 = (kh, kw) == (1, 1) and vector_lanes(target) >= 16
+    plane = (not kernel_smaller and not half_row and not pointwise_512
+             and oc_block * oh * ow * ocb * 4 <= _PLANE_BUFFER_BYTES and oco // oc_block >= _MIN_PLANE_GROUPS)
     # Unrolling a wide kernel row multiplies the loop body past the micro-op cache.
     return Conv2dNCHWcKnobs(ow_block=ow_block, oc_block=oc_block, oh_block=oh_block, unroll_kw=kw <= 3,
                             outer_order="y_oc" if kernel_smaller else "oc_y",
