@@ -199,20 +199,22 @@ class Conv2dNCHWcTemplate(CpuTemplate):
             if c["algorithm"] == "direct":
                 legal(c)
                 return
-            # A Winograd config uses ow_block (tiles per register tile) and oc_block; every other
-            # knob stays at its first value, so each Winograd schedule is one point of the space.
-            fixed = {"oh_block": 1, "unroll_kw": False, "reduce_order": "ic_kh_kw", "outer_order": "oc_y",
-                     "reduce_at": "tile"}
+            # A Winograd config uses ow_block and oh_block (tiles of a row and rows of tiles per
+            # register tile) and oc_block; every other knob stays at its first value, so each Winograd
+            # schedule is one point of the space.
+            fixed = {"unroll_kw": False, "reduce_order": "ic_kh_kw", "outer_order": "oc_y", "reduce_at": "tile"}
             moved = [k for k, v in fixed.items() if c[k] != v]
             if moved:
                 raise ValueError(f"knobs {moved} are the direct conv's; a Winograd config leaves them at "
                                  f"{ {k: fixed[k] for k in moved} }")
-            tiles_x = -(-self.out_width // self.winograd_tile(c))
-            live = int(c["ow_block"]) * int(c["oc_block"]) * vectors + int(c["oc_block"]) * vectors + 1
+            tile = self.winograd_tile(c)
+            tiles_x, tiles_y = -(-self.out_width // tile), -(-self.out_height // tile)
+            rows, blocks = int(c["oh_block"]), int(c["oc_block"])
+            live = rows * int(c["ow_block"]) * blocks * vectors + blocks * vectors + 1
             if live > registers:
-                raise ValueError(f"a {c['ow_block']}-tile x {c['oc_block']}-block GEMM register tile needs {live} "
-                                 f"registers; the target has {registers}")
-            self.knobs(c).validate(tiles_x, self.task.wl["oc_outer"])
+                raise ValueError(f"a {rows}-row x {c['ow_block']}-tile x {blocks}-block GEMM register tile needs "
+                                 f"{live} registers; the target has {registers}")
+            self.knobs(c).validate(tiles_x, self.task.wl["oc_outer"], tiles_y)
 
         return ConfigSpace((
             # Winograd F(m x m, 3 x 3) for stride-1 3x3 convs (absent from logs written before it: direct).
@@ -256,7 +258,7 @@ class Conv2dNCHWcTemplate(CpuTemplate):
         if tile:
             wk = topi.default_winograd_knobs(self.winograd_tensors(tile)[1])
             return Config((("algorithm", f"winograd_{tile}"), ("ow_block", wk.tx_block), ("oc_block", wk.oc_block),
-                           ("oh_block", 1), ("unroll_kw", False), ("reduce_order", "ic_kh_kw"),
+                           ("oh_block", wk.ty_block), ("unroll_kw", False), ("reduce_order", "ic_kh_kw"),
                            ("outer_order", "oc_y"), ("reduce_at", "tile")))
         k = topi.default_conv2d_nchwc_knobs(self.tensors()[1])
         return Config((("algorithm", "direct"), ("ow_block", k.ow_block), ("oc_block", k.oc_block),
@@ -266,7 +268,8 @@ class Conv2dNCHWcTemplate(CpuTemplate):
     def knobs(self, config: Config) -> topi.Conv2dNCHWcKnobs | topi.WinogradKnobs:
         tile = self.winograd_tile(config)
         if tile:
-            return topi.WinogradKnobs(tile=tile, tx_block=int(config["ow_block"]), oc_block=int(config["oc_block"]))
+            return topi.WinogradKnobs(tile=tile, tx_block=int(config["ow_block"]), oc_block=int(config["oc_block"]),
+                                      ty_block=int(config["oh_block"]))
         values = config.to_dict()
         values.pop("algorithm", None)
         return topi.Conv2dNCHWcKnobs(**values)  # type: ignore[arg-type]

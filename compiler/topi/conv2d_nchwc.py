@@ -51,6 +51,8 @@ _REDUCE_AT = ("tile", "row", "plane")
 _PLANE_BUFFER_BYTES = 256 << 10
 #: Channel groups ``reduce_at="plane"`` needs: its only parallel loop is over them.
 _MIN_PLANE_GROUPS = 4
+#: A 1 x 1 conv's row wider than this, spanned by one register tile, is split in two (default_conv2d_nchwc_knobs).
+_HALF_ROW_MIN_COLUMNS = 8
 
 
 def _pair(v: int | tuple[int, int], what: str) -> tuple[int, int]:
@@ -288,13 +290,25 @@ def default_conv2d_nchwc_knobs(out: Tensor, target: Target | None = None) -> Con
     oc_block, ow_block = widen_tile(ow, oco, vectors_per_column, accumulators, oc_block, ow_block, oh_block,
                                     pointwise=(kh, kw) == (1, 1))
     oh_block = default_tile_rows(oh, oc_block * ow_block * vectors_per_column, accumulators)
+    # A 1 x 1 conv whose one register tile spans a whole row of more than 8 columns (AVX-512's 14 x 2 on
+    # 14-wide rows): two tiles of half the row, each reducing in registers.  On an AMD Zen 4 ResNet-50's
+    # 1024 -> 256 and 256 -> 1024 14 x 14 convs took 0.918 ms each that way, against 1.007 / 1.036 with the
+    # full-row tile and `plane` (docs/cpu_speed.md, "Zen 4"); AVX2's and NEON's two-block tiles never span
+    # such a row (6 and 4 columns).
+    half_row = ((kh, kw) == (1, 1) and oh_block == 1 and oc_block >= 2
+                and ow_block == ow > _HALF_ROW_MIN_COLUMNS)
+    if half_row:
+        ow_block = -(-ow // 2)
     # Keep the smaller operand in cache while sweeping the bigger one once.
     kernel_smaller = math.prod(const_shape(kernel)) < math.prod(const_shape(data))
     # Weights bigger than the data (ResNet's last stages: 9.4 MB against 100 KB) stream from memory:
     # reducing input-channel blocks outside the plane spreads that stream over the whole conv (a 7x7
     # layer 16% faster from cold caches) while the plane's partial sums wait in L2.
-    plane = (not kernel_smaller and oc_block * oh * ow * ocb * 4 <= _PLANE_BUFFER_BYTES
-             and oco // oc_block >= _MIN_PLANE_GROUPS)
+    # Not for a 1 x 1 conv with 512-bit vectors: on an AMD Zen 4 ResNet-50's and MobileNetV2's 7 x 7 1 x 1
+    # convs ran 1.05-1.11x faster reducing in the tile's registers (docs/cpu_speed.md, "Zen 4").
+    pointwise_512 = (kh, kw) == (1, 1) and vector_lanes(target) >= 16
+    plane = (not kernel_smaller and not half_row and not pointwise_512
+             and oc_block * oh * ow * ocb * 4 <= _PLANE_BUFFER_BYTES and oco // oc_block >= _MIN_PLANE_GROUPS)
     # Unrolling a wide kernel row multiplies the loop body past the micro-op cache.
     return Conv2dNCHWcKnobs(ow_block=ow_block, oc_block=oc_block, oh_block=oh_block, unroll_kw=kw <= 3,
                             outer_order="y_oc" if kernel_smaller else "oc_y",

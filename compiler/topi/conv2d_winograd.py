@@ -190,23 +190,27 @@ class WinogradKnobs:
     """Tunable choices of the Winograd schedule.
 
     ``tile``: the output tile ``m`` of F(m x m, 3 x 3) (a different compute, so it is fixed when the
-    conv is built); ``tx_block``: tiles per GEMM register tile (the broadcast operand);
-    ``oc_block``: output-channel vectors per GEMM register tile; ``parallel``: run the loop over tile
-    rows on all threads.
+    conv is built); ``tx_block``: tiles of a row per GEMM register tile (the broadcast operand);
+    ``oc_block``: output-channel vectors per GEMM register tile; ``ty_block``: rows of tiles per
+    GEMM register tile and per step of the parallel loop (each pass over the transformed weights
+    then serves that many rows); ``parallel``: run the loop over tile rows on all threads.
     """
 
     tile: int = 4
     tx_block: int = 4
     oc_block: int = 2
     parallel: bool = True
+    ty_block: int = 1
 
-    def validate(self, tiles_x: int, oc_outer: int) -> None:
+    def validate(self, tiles_x: int, oc_outer: int, tiles_y: int | None = None) -> None:
         if self.tile not in WINOGRAD_TILES:
             raise TopiError(f"Winograd tile {self.tile} is not one of {WINOGRAD_TILES}")
         if not 1 <= self.tx_block <= tiles_x:
             raise TopiError(f"tx_block {self.tx_block} must be between 1 and the {tiles_x} tiles of a row")
         if self.oc_block < 1 or oc_outer % self.oc_block:
             raise TopiError(f"oc_block {self.oc_block} must divide the {oc_outer} output-channel blocks")
+        if self.ty_block < 1 or (tiles_y is not None and self.ty_block > tiles_y):
+            raise TopiError(f"ty_block {self.ty_block} must be between 1 and the {tiles_y} rows of tiles")
 
 
 def default_winograd_knobs(out: Tensor, target: Target | None = None) -> WinogradKnobs:
@@ -215,18 +219,49 @@ def default_winograd_knobs(out: Tensor, target: Target | None = None) -> Winogra
     (:func:`~vdla.compiler.topi.conv2d_nchwc.balance_columns`): a row of 7 tiles in 4 + 3 rather than
     6 + 1, whose one-tile sliver runs two FMA chains, latency-bound.  Measured on a loaded AMD Zen 3
     (AVX2), kernel alone: 1.01-1.11x on ResNet's 14-, 28- and 56-wide layers, within that host's noise
-    (docs/cpu_speed.md, "Where ResNet-50 loses")."""
+    (docs/cpu_speed.md, "Where ResNet-50 loses").
+
+    One row of tiles per register tile (``ty_block`` 1), also where a row leaves half of AVX-512's 28
+    accumulators free (7 x 2 on the 7-tile rows of 14 x 14 F(2x2) and 28 x 28 F(4x4)): two rows, 7 x 2
+    x 2, were slower on an AMD Zen 4 (kernel alone, one thread: 28 x 28 F(4x4) 0.787 ms against
+    0.719, 14 x 14 F(2x2) 1.083 against 1.066; docs/cpu_speed.md, "Zen 4").  The tuner may take more
+    rows (its ``oh_block`` of a Winograd config).
+
+    Except where the transformed weights stream from memory (over :data:`STREAMED_WEIGHT_BYTES`: 16.8 MB
+    for F(2x2) at 512 channels): the GEMM then reads all of them once per step of the row loop, so
+    as many rows of tiles as the accumulators hold, balanced over the rows, divide that traffic (512 x
+    7 x 7 on AVX-512: 2 rows of 4 x 2 vectors, the 4 rows of tiles in 2 passes instead of 4)."""
     m, tiles_x, oco, vectors = _winograd_dims(out, target)
     acc = max_accumulators(target)
     oc_block = largest_divisor(oco, 2)
     tx = balance_columns(tiles_x, max(1, min(tiles_x, acc // (oc_block * vectors))))
-    return WinogradKnobs(tile=m, tx_block=tx, oc_block=oc_block)
+    ty = 1
+    if _transformed_weight_bytes(out) > STREAMED_WEIGHT_BYTES:
+        tiles_y = _winograd_tile_rows(out)
+        ty = balance_columns(tiles_y, max(1, min(tiles_y, acc // (tx * oc_block * vectors))))
+    return WinogradKnobs(tile=m, tx_block=tx, oc_block=oc_block, ty_block=ty)
+
+
+#: Transformed weights above this many bytes are taken to stream from memory (past L2 and a share of
+#: L3), so the default GEMM tile covers several rows of tiles per pass over them.
+STREAMED_WEIGHT_BYTES = 8 << 20
+
+
+def _transformed_weight_bytes(out: Tensor) -> int:
+    """Bytes of the transformed weights ``U`` a Winograd conv's GEMM reads."""
+    u = out.op.input_tensors()[0].op.input_tensors()[0].op.input_tensors()[1]
+    return math.prod(const_shape(u)) * 4
 
 
 def _winograd_dims(out: Tensor, target: Target | None) -> tuple[int, int, int, int]:
     gemm = out.op.input_tensors()[0].op.input_tensors()[0]
     aa, oco, _, _, tiles_x, ocb = const_shape(gemm)
     return math.isqrt(aa) - 2, tiles_x, oco, max(1, -(-ocb // vector_lanes(target)))
+
+
+def _winograd_tile_rows(out: Tensor) -> int:
+    """Rows of output tiles of a Winograd conv's output tensor."""
+    return const_shape(out.op.input_tensors()[0].op.input_tensors()[0])[3]
 
 
 def schedule_conv2d_winograd_nchwc(out: Tensor, knobs: WinogradKnobs | None = None, s: Schedule | None = None,
@@ -243,7 +278,7 @@ def schedule_conv2d_winograd_nchwc(out: Tensor, knobs: WinogradKnobs | None = No
     m, tiles_x, oco, _ = _winograd_dims(out, target)
     a = m + 2
     knobs = knobs or default_winograd_knobs(out, target)
-    knobs.validate(tiles_x, oco)
+    knobs.validate(tiles_x, oco, _winograd_tile_rows(out))
     if knobs.tile != m:
         raise TopiError(f"knobs for F({knobs.tile}x{knobs.tile}) cannot schedule the F({m}x{m}) conv {out.name}")
     cols = out.op.input_tensors()[0]
@@ -261,7 +296,9 @@ def schedule_conv2d_winograd_nchwc(out: Tensor, knobs: WinogradKnobs | None = No
     b, k, y, x, o = s.get_loops(stage)
     ty, vy = s.split(y, factor=m)
     tx, vx = s.split(x, factor=m)
-    s.reorder(b, ty, k, tx, vy, vx, o)
+    # ty_block rows of tiles per step of the parallel loop: the stages computed at it cover them all.
+    ty, tyi = s.split(ty, factor=knobs.ty_block)
+    s.reorder(b, ty, k, tyi, tx, vy, vx, o)
     # Only the output row picks a row of A^T (the select on ``y % m``): unrolling the column too
     # doubled the straight-line code of the stage for no measured speed.
     s.unroll(vy)
@@ -292,11 +329,13 @@ def schedule_conv2d_winograd_nchwc(out: Tensor, knobs: WinogradKnobs | None = No
     s.reorder(vc, vx_, veo, vei, vi)
     s.unroll(vei)
     s.vectorize(vi)
-    # The GEMM of the row: (tx_block tiles x oc_block vectors) accumulators, reduced over channels.
-    e, gk, _, _, gx, go, rc, ri = s.get_loops(gemm)[-8:]
+    # The GEMM of the rows: their tiles by the output channels, reduced over the input channels.
+    e, gk, _, gy, gx, go, rc, ri = s.get_loops(gemm)[-8:]
     gko, gki = s.split(gk, factor=knobs.oc_block)
     gxo, gxi = s.split(gx, factor=knobs.tx_block)
-    s.reorder(gko, e, gxo, rc, ri, gxi, gki, go)
+    # (ty_block rows x tx_block tiles x oc_block vectors) accumulators.
+    s.reorder(gko, e, gxo, rc, ri, gy, gxi, gki, go)
+    s.unroll(gy)
     s.unroll(gxi)
     s.unroll(gki)
     s.vectorize(go)
@@ -326,15 +365,21 @@ def default_winograd_tile(in_channels: int, out_channels: int, out_height: int, 
     transformed weights, streamed once per row of tiles, are 2.25x bigger), the direct conv below
     (512 x 7 x 7: Winograd 1.5x slower, its 16 MB of transformed weights streamed per row).  Fewer
     channels than one 64-wide block leave too little GEMM to pay for the transforms.  Measured with
-    AVX2 (the rule depends on the plane and channels, not on the vector width)."""
-    del target  # the same rule for every vector width until measured otherwise
+    AVX2 on an AMD Zen 3.
+
+    With 512-bit vectors (AVX-512) F(2x2) down to 7 x 7: on an AMD Zen 4 512 x 7 x 7 took 1.71 ms by
+    F(2x2) over two rows of tiles (:func:`default_winograd_knobs`) against 2.15 for the direct conv
+    (docs/cpu_speed.md, "Zen 4"); the larger planes' choices held there (F(4x4) 2.7x the direct conv
+    on 64 x 56 x 56 and 128 x 28 x 28, F(2x2) 1.9x on 256 x 14 x 14, F(4x4) 0.96x F(2x2) there)."""
     if min(in_channels, out_channels) < _MIN_CHANNELS:
         return None
     size = min(out_height, out_width)
-    return 4 if size >= _F4_MIN_OUT else 2 if size >= _F2_MIN_OUT else None
+    f2_min = _F2_MIN_OUT_512 if vector_lanes(target) >= 16 else _F2_MIN_OUT
+    return 4 if size >= _F4_MIN_OUT else 2 if size >= f2_min else None
 
 
-#: The default rule's thresholds (measured: docs/cpu_speed.md, "Winograd").
+#: The default rule's thresholds (measured: docs/cpu_speed.md, "Winograd" and "Zen 4").
 _MIN_CHANNELS = 64
 _F4_MIN_OUT = 28
 _F2_MIN_OUT = 14
+_F2_MIN_OUT_512 = 7

@@ -15,7 +15,7 @@ import pytest
 
 from vdla.compiler import te, topi
 from vdla.compiler.build import build
-from vdla.compiler.codegen.llvm import current_target
+from vdla.compiler.codegen.llvm import current_target, parse_target, using_target
 from vdla.compiler.schedule import create_schedule
 from vdla.compiler.topi.utils import TopiError
 
@@ -158,11 +158,16 @@ def test_the_default_pointwise_conv_takes_the_pointwise_tile(cpu_target: str) ->
     knobs3 = topi.default_conv2d_nchwc_knobs(conv3)
     ob, ow = topi.default_conv2d_nchwc_tile(14, 1024 // lanes, 1, accumulators)
     rows = topi.default_tile_rows(14, ob * ow, accumulators)
-    assert (knobs.oc_block, knobs.ow_block) == topi.widen_tile(14, 1024 // lanes, 1, accumulators, ob, ow, rows,
-                                                               pointwise=True)
+    widened = topi.widen_tile(14, 1024 // lanes, 1, accumulators, ob, ow, rows, pointwise=True)
+    if widened == (2, 14):  # AVX-512: a 1 x 1 tile spanning the 14-wide row is split in half, reducing in registers
+        assert (knobs.oc_block, knobs.ow_block, knobs.reduce_at) == (2, 7, "tile")
+    else:
+        assert (knobs.oc_block, knobs.ow_block) == widened
     assert (knobs3.oc_block, knobs3.ow_block) == topi.widen_tile(14, 1024 // lanes, 1, accumulators, ob, ow, rows)
     if accumulators == 12:  # AVX2: the two rules differ on a 14-wide row
         assert (knobs.oc_block, knobs.ow_block, knobs3.ow_block) == (2, 4, 5)  # 5 + 5 + 4 (balance_columns)
+    else:
+        assert knobs3.ow_block == 14  # the 3 x 3 conv keeps AVX-512's full-row tile
 
 
 @pytest.mark.parametrize("knobs, message", [
@@ -189,3 +194,14 @@ def test_balanced_columns_cover_a_row_in_as_few_tiles_with_no_sliver() -> None:
             assert width - (tiles - 1) * got >= got - (tiles - 1)  # the last tile at most tiles - 1 short
             assert got == 1 or -(-width // (got - 1)) > tiles  # the narrowest that does
     assert [topi.balance_columns(w, 6) for w in (56, 28, 14, 7, 112)] == [6, 6, 5, 4, 6]
+
+
+def test_pointwise_convs_with_512_bit_vectors_reduce_in_the_tile() -> None:
+    # AVX-512: a 1 x 1 conv whose weights outweigh its 7 x 7 data reduces in registers, not over the plane
+    # (measured faster on a Zen 4); its 3 x 3 neighbour and AVX2 keep the plane rule.
+    for cpu, lanes, want in (("llvm -mcpu=skylake-avx512", 16, "tile"), ("llvm -mcpu=haswell", 8, "plane")):
+        with using_target(parse_target(cpu)):
+            for k, expect in ((1, want), (3, "plane")):
+                conv = topi.conv2d_nchwc(te.placeholder((1, 2048 // lanes, 7, 7, lanes)),
+                                         te.placeholder((512 // lanes, 2048 // lanes, k, k, lanes, lanes)), 1, k // 2)
+                assert topi.default_conv2d_nchwc_knobs(conv).reduce_at == expect, (cpu, k)

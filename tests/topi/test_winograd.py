@@ -94,6 +94,8 @@ def test_bad_winograd_inputs_are_named() -> None:
     out = topi.conv2d_winograd_nchwc(te.placeholder((1, 1, 8, 8, 8), "float32", name="d1"), u, 2, 1)
     with pytest.raises(TopiError, match="tx_block"):
         topi.schedule_conv2d_winograd_nchwc(out, topi.WinogradKnobs(2, tx_block=9, oc_block=1))
+    with pytest.raises(TopiError, match="ty_block"):
+        topi.schedule_conv2d_winograd_nchwc(out, topi.WinogradKnobs(2, tx_block=2, oc_block=1, ty_block=5))
     with pytest.raises(TopiError, match="F\\(4x4\\)"):
         topi.schedule_conv2d_winograd_nchwc(out, topi.WinogradKnobs(4, tx_block=2, oc_block=1))
 
@@ -101,16 +103,17 @@ def test_bad_winograd_inputs_are_named() -> None:
 def test_graph_takes_winograd_with_a_fused_bias_residual_and_relu(force_winograd) -> None:
     rng = np.random.default_rng(3)
     b = GraphBuilder()
-    x = b.input("x", (1, 16, 9, 10), "float32")
-    w = b.const((rng.standard_normal((16, 16, 3, 3)) * 0.3).astype(np.float32))
-    h = b.op("conv2d", [x, w, b.const(rng.standard_normal(16).astype(np.float32))], "c", padding=(1, 1, 1, 1))
+    # 32 channels: two output-channel blocks for the oc_block of 2 on AVX-512 (16-lane blocks) too.
+    x = b.input("x", (1, 32, 9, 10), "float32")
+    w = b.const((rng.standard_normal((32, 32, 3, 3)) * 0.2).astype(np.float32))
+    h = b.op("conv2d", [x, w, b.const(rng.standard_normal(32).astype(np.float32))], "c", padding=(1, 1, 1, 1))
     graph = b.build([b.op("relu", [b.op("add", [h, x])], "out")])
     # F(4x4): the models' default tile; 9 x 10 leaves partial tiles at the bottom and right.
     force = force_winograd(topi.WinogradKnobs(4, tx_block=2, oc_block=2))
     with dispatch.dispatching(force):
         compiled = build_model(graph, target="llvm")
     assert force.answered == 1
-    feed = {"x": rng.standard_normal((1, 16, 9, 10)).astype(np.float32)}
+    feed = {"x": rng.standard_normal((1, 32, 9, 10)).astype(np.float32)}
     got, want = compiled.run(feed)[0], run_graph(graph, feed)[0]
     assert np.abs(got - want).max() <= topi.winograd_tolerance(4) * np.abs(want).max()
 
@@ -134,8 +137,13 @@ def test_default_rule_and_tuning_space_offer_both_algorithms() -> None:
     assert isinstance(tmpl.knobs(tmpl.default()), topi.WinogradKnobs)
     # A Winograd config only moves its own knobs: one point per (tile, tiles per register tile, blocks).
     direct_only = dict(tmpl.default().values)
-    direct_only.update(algorithm="winograd_2", oh_block=2)
+    direct_only.update(algorithm="winograd_2", unroll_kw=True)
     assert "direct conv" in (space.why_illegal(space.from_dict(direct_only)) or "")
+    # oh_block is the Winograd GEMM's rows of tiles: legal while the register tile fits AVX2's 16.
+    two_rows = {**tmpl.default().to_dict(), "algorithm": "winograd_4", "ow_block": 2, "oc_block": 2, "oh_block": 2}
+    assert space.why_illegal(space.from_dict(two_rows)) is None
+    assert tmpl.knobs(space.from_dict(two_rows)).ty_block == 2
+    assert "registers" in (space.why_illegal(space.from_dict({**two_rows, "ow_block": 4})) or "")
     strided = template_for(Task("conv2d_nchwc", tuple(sorted({**resnet_56, "stride_h": 2, "stride_w": 2}.items())),
                                 task.target, task.host))
     assert strided.space.get(0)["algorithm"] == "direct" and len(strided.space.axes[0].values) == 1
@@ -172,3 +180,43 @@ def test_default_gemm_tile_is_balanced_over_the_row(m: int, size: int, c: int, w
     assert (knobs.tile, knobs.oc_block, knobs.tx_block) == (m, 2, want)
     assert knobs.tx_block * knobs.oc_block <= 12
     assert -(-tiles // knobs.tx_block) == -(-tiles // min(tiles, 6))  # no more register tiles than the widest
+
+
+@pytest.mark.parametrize(("m", "size", "rows", "tx"), [(2, (14, 14), 2, 7), (2, (9, 11), 3, 3), (4, (10, 7), 2, 2)])
+def test_winograd_gemm_over_rows_of_tiles_within_its_tolerance(cpu_target: str, m: int, size: tuple[int, int],
+                                                               rows: int, tx: int) -> None:
+    # Rows of tiles that do not divide the tile rows (7 by 2, 5 by 3, 3 by 2): the last step is partial.
+    with using_target(parse_target(cpu_target)):
+        got, want = _run_winograd(m, 64, 16, *size, 1, seed=11,
+                                  knobs=topi.WinogradKnobs(m, tx_block=tx, oc_block=2, ty_block=rows))
+        got1, _ = _run_winograd(m, 64, 16, *size, 1, seed=11, knobs=topi.WinogradKnobs(m, tx_block=tx, oc_block=2))
+    err = np.abs(got - want).max() / np.abs(want).max()
+    assert err <= topi.winograd_tolerance(m), f"F({m}) max abs error {err:.2e} x max|out|"
+    np.testing.assert_array_equal(got, got1)  # the same sums in the same order, one row of tiles or several
+
+
+def test_avx512_rule_takes_f2_over_rows_of_tiles_on_7x7_where_the_weights_stream() -> None:
+    # 512 x 7 x 7: direct on AVX2 (measured on a Zen 3), F(2x2) with 512-bit vectors (a Zen 4), its 16.8 MB
+    # of transformed weights read once per two rows of tiles; 256 x 14 x 14 (4 MB) keeps one row.
+    layer4 = {"n": 1, "ic_outer": 32, "h": 7, "w": 7, "ic_block": 16, "oc_outer": 32, "kh": 3, "kw": 3,
+              "oc_block": 16, "stride_h": 1, "stride_w": 1, "pad_h": 1, "pad_w": 1}
+    with using_target(parse_target("llvm -mcpu=haswell")):
+        assert default_conv_tile(layer4) is None
+    with using_target(parse_target("llvm -mcpu=skylake-avx512")):
+        assert default_conv_tile(layer4) == 2
+        assert default_conv_tile({**layer4, "h": 6, "w": 6}) is None
+        for c, size, rows in ((512, 7, 2), (256, 14, 1)):
+            d = te.placeholder((1, c // 16, size, size, 16), "float32", name="d")
+            u = te.placeholder((16, c // 16, c // 16, 16, 16), "float32", name="u")
+            knobs = topi.default_winograd_knobs(topi.conv2d_winograd_nchwc(d, u, 2, 1))
+            assert knobs.ty_block == rows, (c, size)
+            assert knobs.ty_block * knobs.tx_block * knobs.oc_block <= 28
+
+
+def test_default_f2_on_a_7x7_512_channel_layer_within_its_tolerance(cpu_target: str) -> None:
+    # ResNet's layer4 shape with the target's default knobs (AVX-512: two rows of tiles per pass over the
+    # 16.8 MB of transformed weights; AVX2: one), run on every core: the parallel loop over row pairs.
+    with using_target(parse_target(cpu_target)):
+        got, want = _run_winograd(2, 512, 512, 7, 7, 1, seed=5)
+    err = np.abs(got - want).max() / np.abs(want).max()
+    assert err <= topi.winograd_tolerance(2), f"F(2) max abs error {err:.2e} x max|out|"
