@@ -25,6 +25,8 @@ from pathlib import Path
 import sys
 
 from vdla_hw.fpga.ecp5_flow import parse_seeds, sweep_seeds
+from vdla_hw.errors import UsageError
+from vdla_hw.fpga.ecp5_pnr_options import SPEC_EXAMPLE, parse_pnr_options
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ (already there when this runs as a script)
 from host import host_line, host_record  # noqa: E402
@@ -38,18 +40,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--board", default="ulx3s-selftest")
     parser.add_argument("--seeds", default="1-4", help="e.g. 1-4 or 1,3,7 (default 1-4)")
     parser.add_argument("--target-mhz", type=float, default=80.0, help="LPF FREQUENCY / nextpnr --freq (default 80)")
+    parser.add_argument("--pnr-options", default=None, metavar="SPEC",
+                        help=f"nextpnr placer/router options, e.g. {SPEC_EXAMPLE} (default: nextpnr's own)")
     parser.add_argument("--name", required=True, help="the cut measured; names the files in bench/results/ecp5/")
     args = parser.parse_args(argv)
 
     print(host_line())
     wall0, cpu0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF).ru_utime
-    sweep = sweep_seeds(args.config, parse_seeds(args.seeds), args.target_mhz, board=args.board)
+    pnr = parse_pnr_options(args.pnr_options)
+    sweep = sweep_seeds(args.config, parse_seeds(args.seeds), args.target_mhz, board=args.board, pnr=pnr)
     wall, cpu_s = time.perf_counter() - wall0, resource.getrusage(resource.RUSAGE_SELF).ru_utime - cpu0
     print(sweep.table())
     print(f"this call: {wall:.0f} s wall, {cpu_s:.0f} s CPU (seeds found in the build cache cost ~0)")
 
     RESULTS.mkdir(parents=True, exist_ok=True)
-    stem = f"{args.config}_{args.name}_t{sweep.target_mhz:g}"
+    stem = f"{args.config}_{args.name}_t{sweep.target_mhz:g}{pnr.tag()}"
     for r in sweep.results:
         shutil.copyfile(r.report, RESULTS / f"{stem}_seed{r.seed}_report.json")
         (RESULTS / f"{stem}_seed{r.seed}_ecp5_result.json").write_text(json.dumps(r.to_json(), indent=2) + "\n")
@@ -63,4 +68,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except UsageError as exc:  # a bad option: its message and fix, not a traceback
+        print(f"error: {exc}" + (f"\nhint: {exc.hint}" if getattr(exc, "hint", None) else ""), file=sys.stderr)
+        raise SystemExit(2) from None
