@@ -44,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="ECP5 boards: nextpnr's placement seed (default 1); another seed gives another placement")
     p.add_argument("--seeds", default=None, metavar="A-B",
                    help="ECP5 boards: place and route once per seed (e.g. 1-4 or 1,3,7) into DIR/seed<N> and print "
-                   "each seed's Fmax and the median")
+                   "each seed's Fmax and the median; DIR itself then holds the best placement's bitstream")
     p.add_argument("--target-mhz", type=float, default=None, metavar="F",
                    help="ECP5 boards: the clock frequency the placer and router work towards (the LPF's FREQUENCY "
                    "and nextpnr --freq; default the board's oscillator, 25 MHz on the ULX3S)")
@@ -111,7 +111,7 @@ def _build(args: argparse.Namespace) -> int:
 
 def _sweep(args: argparse.Namespace, cfg, out: Path) -> int:
     """``--seeds``: one placement per seed, each into ``out/seed<N>`` with its manifest, then the table."""
-    from vdla_hw.fpga.ecp5_flow import RESULT_FILE, Ecp5Result, SeedSweep, parse_seeds
+    from vdla_hw.fpga.ecp5_flow import RESULT_FILE, Ecp5Result, SeedSweep, keep_best_placement, parse_seeds
     from vdla_hw.fpga.ecp5_pnr_options import parse_pnr_options
 
     if args.seed is not None:
@@ -130,7 +130,9 @@ def _sweep(args: argparse.Namespace, cfg, out: Path) -> int:
                       pnr_options=pnr.spec())
     print(sweep.table())
     (out / "seeds.json").write_text(json.dumps(sweep.to_json(), indent=2) + "\n")
-    print(f"wrote {out / 'seeds.json'} and a folder per seed under {out}")
+    best = keep_best_placement(out, sweep)
+    print(f"wrote {out / 'seeds.json'} and a folder per seed under {out}; {out} holds the best placement "
+          f"(seed {best.seed}, {best.fmax_mhz:.2f} MHz): {best.bitstream.name}")
     return 0
 
 

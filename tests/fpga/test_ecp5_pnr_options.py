@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from vdla_hw.errors import UsageError
+from vdla_hw.errors import ToolchainError, UsageError
 from vdla_hw.fpga.ecp5_flow import BOARDS, Ecp5Result, lpf_with_target, nextpnr_args, parse_report, placement_tag
 from vdla_hw.fpga.ecp5_pnr_options import PnrOptions, parse_pnr_options
 from vdla_hw.rtl_build import cache_root
@@ -133,3 +133,33 @@ def test_the_installed_nextpnr_takes_every_option() -> None:
         fmax, constraint, _ = parse_report(json.loads(Path("r.json").read_text()))
     assert constraint == pytest.approx(90.0, abs=0.01) and fmax > 0  # the report rounds the period to ps
     shutil.rmtree(work, ignore_errors=True)
+
+
+def _placed(folder: Path, seed: int, fmax: float) -> Ecp5Result:
+    """A seed's build folder as build_ecp5 leaves it: a bitstream, a manifest and the result file."""
+    folder.mkdir(parents=True)
+    (folder / f"top-s{seed}.bit").write_bytes(bytes([seed]) * 16)
+    (folder / "bitstream.json").write_text(json.dumps({"files": {"bit": f"top-s{seed}.bit"}}))
+    result = Ecp5Result(board="ulx3s-selftest", config="tiny", config_digest="x", bitstream=folder / f"top-s{seed}.bit",
+                        luts=1, ffs=1, dsps=0, brams=0, fmax_mhz=fmax, constraint_mhz=90.0, timing_met=fmax >= 90.0,
+                        utilization={}, selftest_cycles=1340, logs={}, report=folder / "r.json", seconds=1.0,
+                        seed=seed, target_mhz=90.0)
+    (folder / "r.json").write_text("{}")
+    (folder / "ecp5_result.json").write_text(json.dumps(result.to_json()))
+    return result
+
+
+def test_a_sweeps_folder_holds_its_best_placement(tmp_path: Path) -> None:
+    from vdla_hw.fpga.ecp5_flow import SeedSweep, keep_best_placement
+
+    results = tuple(_placed(tmp_path / f"seed{s}", s, f) for s, f in [(1, 79.2), (2, 84.1), (3, 84.1), (4, 70.0)])
+    sweep = SeedSweep("tiny", "ulx3s-selftest", 90.0, results)
+    assert sweep.best.seed == 2  # the highest Fmax; the lower seed of a tie
+    best = keep_best_placement(tmp_path, sweep)
+    assert best.seed == 2 and best.fmax_mhz == 84.1
+    assert (tmp_path / "top-s2.bit").read_bytes() == bytes([2]) * 16 and not (tmp_path / "top-s1.bit").exists()
+    assert json.loads((tmp_path / "bitstream.json").read_text())["files"]["bit"] == "top-s2.bit"
+    assert "best seed 2" in sweep.table()
+    (tmp_path / "seed2" / "ecp5_result.json").unlink()
+    with pytest.raises(ToolchainError, match="seed 2"):
+        keep_best_placement(tmp_path, sweep)

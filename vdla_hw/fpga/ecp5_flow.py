@@ -494,6 +494,11 @@ class SeedSweep:
         mid = len(values) // 2
         return round(values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2, 2)
 
+    @property
+    def best(self) -> Ecp5Result:
+        """The placement with the highest Fmax after routing (the lowest seed among equals)."""
+        return max(self.results, key=lambda r: (r.fmax_mhz, -r.seed))
+
     def table(self) -> str:
         """A Markdown table: seed, Fmax, timing at the target, LUT4/FF, P&R seconds; then the median."""
         options = f", nextpnr {self.pnr_options}" if self.pnr_options else ""
@@ -505,7 +510,7 @@ class SeedSweep:
         met = sum(r.timing_met for r in self.results)
         lines.append(f"\nmedian over {len(self.results)} seeds: {self.median_mhz:.2f} MHz; "
                      f"min {min(r.fmax_mhz for r in self.results):.2f}, max {max(r.fmax_mhz for r in self.results):.2f}; "
-                     f"timing met on {met} of {len(self.results)}")
+                     f"timing met on {met} of {len(self.results)}; best seed {self.best.seed}")
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, object]:
@@ -537,3 +542,18 @@ def sweep_seeds(config: HwConfig | str, seeds: Sequence[int], target_mhz: float 
         outer.close()
     return SeedSweep(config=cfg.name, board=brd.name, target_mhz=target, results=tuple(results),
                      pnr_options=pnr.spec())
+
+
+def keep_best_placement(out_dir: Path | str, sweep: SeedSweep) -> Ecp5Result:
+    """Make ``out_dir`` the build folder of the sweep's best placement: every file of
+    ``out_dir/seed<best>/`` (bitstream, report, logs, ``ecp5_result.json``, ``bitstream.json``)
+    is copied into ``out_dir``, so the sweep's folder is itself a build a driver can load."""
+    out = Path(out_dir)
+    best = out / f"seed{sweep.best.seed}"
+    if not (best / RESULT_FILE).exists():
+        raise ToolchainError(f"the sweep's best placement (seed {sweep.best.seed}) has no {RESULT_FILE} in {best}",
+                             hint="run the sweep again; each seed's build writes its folder")
+    for path in sorted(best.iterdir()):
+        if path.is_file():
+            shutil.copyfile(path, out / path.name)
+    return Ecp5Result.from_json(json.loads((out / RESULT_FILE).read_text()), out.resolve())
