@@ -5,7 +5,10 @@ band (docs/fpga_ecp5.md, "The placement's share"). This script places and routes
 self-test top once per seed with the LPF's FREQUENCY at the target (``build_ecp5(...,
 seed=, target_mhz=)``; each seed is cached in the build cache, so a re-run only routes the
 seeds it has not seen), prints a table and the median, and keeps each seed's nextpnr report
-and result JSON under ``bench/results/ecp5/`` named by ``--name`` (the RTL cut measured).
+and result JSON under ``bench/results/ecp5/`` named by ``--name`` (the RTL cut measured) and
+by the nextpnr options (``--pnr-options``, e.g. ``tiny_main_t80-tw30-ce4_seeds.json``). The
+table JSON holds each bitstream's SHA-256, so two settings that gave the same placement and
+routing show it.
 
     /work/bin/heavy python bench/ecp5_seeds.py --config tiny --seeds 1-4 --target-mhz 80 --name verdictreg
 
@@ -16,6 +19,7 @@ slot short; a last call over all seeds reads the cache and prints the table.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import resource
 import shutil
@@ -60,7 +64,10 @@ def main(argv: list[str] | None = None) -> int:
         (RESULTS / f"{stem}_seed{r.seed}_ecp5_result.json").write_text(json.dumps(r.to_json(), indent=2) + "\n")
     doc = {**sweep.to_json(), "name": args.name, "host": host_record(),
            "note": "each seed's P&R seconds are wall time on a 2-core machine shared with other jobs",
-           "seeds": [{k: v for k, v in r.to_json().items() if k not in ("logs", "utilization")} for r in sweep.results]}
+           # the bitstream's hash tells whether two settings gave the same placement and routing
+           "seeds": [{**{k: v for k, v in r.to_json().items() if k not in ("logs", "utilization")},
+                      "bitstream_sha256": hashlib.sha256(r.bitstream.read_bytes()).hexdigest()}
+                     for r in sweep.results]}
     out = RESULTS / f"{stem}_seeds.json"
     out.write_text(json.dumps(doc, indent=2) + "\n")
     print(f"wrote {out}")
