@@ -49,7 +49,8 @@ def test_the_spec_reads_back_and_each_option_set_has_its_own_cache_files() -> No
     assert parse_pnr_options(None) == PnrOptions() and PnrOptions().args() == []
     assert placement_tag(4, 80.0) == placement_tag(4, 80.0, PnrOptions()) == "s4-f80"  # old cache names kept
     tags = {placement_tag(1, 90.0, parse_pnr_options(t))
-            for t in ["", "timing-weight=20", "timing-weight=40", "critexp=4", "tmg-ripup", "timing-weight=20,critexp=4"]}
+            for t in ["", "timing-weight=20", "timing-weight=40", "critexp=4", "tmg-ripup",
+                      "timing-weight=20,critexp=4"]}
     assert len(tags) == 6
     assert placement_tag(1, 90.0, parse_pnr_options("timing-weight=20,critexp=4,tmg-ripup")) == "s1-f90-tw20-ce4-rip"
 

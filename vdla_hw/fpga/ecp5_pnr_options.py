@@ -104,9 +104,10 @@ def parse_pnr_options(text: str | None) -> PnrOptions:
                                  hint=f"e.g. --pnr-options {SPEC_EXAMPLE}") from None
             field_name = names[key]
         else:
-            raise UsageError(f"unknown nextpnr option {part!r}; the flow takes timing-weight=N, critexp=N and tmg-ripup",
+            raise UsageError(f"unknown nextpnr option {part!r}; the flow takes timing-weight=N, critexp=N, tmg-ripup",
                              hint=f"e.g. --pnr-options {SPEC_EXAMPLE}")
         if field_name in fields:
-            raise UsageError(f"the nextpnr option {key!r} is given twice in {text!r}", hint=f"give each option once, e.g. --pnr-options {SPEC_EXAMPLE}")
+            raise UsageError(f"the nextpnr option {key!r} is given twice in {text!r}",
+                             hint=f"give each option once, e.g. --pnr-options {SPEC_EXAMPLE}")
         fields[field_name] = parsed
     return PnrOptions(**fields)  # type: ignore[arg-type]
