@@ -44,10 +44,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="ECP5 boards: nextpnr's placement seed (default 1); another seed gives another placement")
     p.add_argument("--seeds", default=None, metavar="A-B",
                    help="ECP5 boards: place and route once per seed (e.g. 1-4 or 1,3,7) into DIR/seed<N> and print "
-                   "each seed's Fmax and the median")
+                   "each seed's Fmax and the median; DIR itself then holds the best placement's bitstream")
     p.add_argument("--target-mhz", type=float, default=None, metavar="F",
                    help="ECP5 boards: the clock frequency the placer and router work towards (the LPF's FREQUENCY "
                    "and nextpnr --freq; default the board's oscillator, 25 MHz on the ULX3S)")
+    p.add_argument("--pnr-options", default=None, metavar="SPEC",
+                   help="ECP5 boards: nextpnr placer/router options, comma-separated: timing-weight=N "
+                   "(--placer-heap-timingweight), critexp=N (--placer-heap-critexp), tmg-ripup (--tmg-ripup)")
     p.set_defaults(func=_build)
 
     p = sub.add_parser("deploy", help="ship a bitstream folder to the pool's board workers, which check and offer it",
@@ -92,7 +95,8 @@ def _build(args: argparse.Namespace) -> int:
     out = Path(args.output) if args.output else Path(f"vdla-fpga-{args.board}-{cfg.name}")
     if args.seeds is not None:
         return _sweep(args, cfg, out)
-    result = build_bitstream(args.board, cfg, out, run=not args.no_run, seed=args.seed, target_mhz=args.target_mhz)
+    result = build_bitstream(args.board, cfg, out, run=not args.no_run, seed=args.seed, target_mhz=args.target_mhz,
+                             pnr_options=args.pnr_options)
     print(f"wrote the {result.board} project for config {result.config} to {result.project_dir}")
     print(f"build id 0x{result.build_id:08x} (bitstream.json)")
     if not result.ran:
@@ -107,22 +111,28 @@ def _build(args: argparse.Namespace) -> int:
 
 def _sweep(args: argparse.Namespace, cfg, out: Path) -> int:
     """``--seeds``: one placement per seed, each into ``out/seed<N>`` with its manifest, then the table."""
-    from vdla_hw.fpga.ecp5_flow import RESULT_FILE, Ecp5Result, SeedSweep, parse_seeds
+    from vdla_hw.fpga.ecp5_flow import RESULT_FILE, Ecp5Result, SeedSweep, keep_best_placement, parse_seeds
+    from vdla_hw.fpga.ecp5_pnr_options import parse_pnr_options
 
     if args.seed is not None:
         raise UsageError("--seed and --seeds were both given", hint="give one seed with --seed, or a sweep with --seeds")
     if args.no_run:
         raise UsageError("--seeds places and routes, which --no-run skips", hint="drop --no-run (or --seeds)")
     seeds = parse_seeds(args.seeds)
+    pnr = parse_pnr_options(args.pnr_options)  # refused here, before the first placement
     results = []
     for seed in seeds:
-        build_bitstream(args.board, cfg, out / f"seed{seed}", seed=seed, target_mhz=args.target_mhz)
+        build_bitstream(args.board, cfg, out / f"seed{seed}", seed=seed, target_mhz=args.target_mhz,
+                        pnr_options=args.pnr_options)
         folder = (out / f"seed{seed}").resolve()
         results.append(Ecp5Result.from_json(json.loads((folder / RESULT_FILE).read_text()), folder))
-    sweep = SeedSweep(config=cfg.name, board=args.board, target_mhz=results[0].target_mhz, results=tuple(results))
+    sweep = SeedSweep(config=cfg.name, board=args.board, target_mhz=results[0].target_mhz, results=tuple(results),
+                      pnr_options=pnr.spec())
     print(sweep.table())
     (out / "seeds.json").write_text(json.dumps(sweep.to_json(), indent=2) + "\n")
-    print(f"wrote {out / 'seeds.json'} and a folder per seed under {out}")
+    best = keep_best_placement(out, sweep)
+    print(f"wrote {out / 'seeds.json'} and a folder per seed under {out}; {out} holds the best placement "
+          f"(seed {best.seed}, {best.fmax_mhz:.2f} MHz): {best.bitstream.name}")
     return 0
 
 

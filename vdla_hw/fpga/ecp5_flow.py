@@ -32,6 +32,7 @@ from vdla_hw.errors import ToolchainError, UnsupportedError, UsageError
 from vdla_hw.fpga import ecp5_selftest as selftest
 from vdla_hw.fpga.boards import BOARDS as BOARD_TABLE
 from vdla_hw.fpga.boards import Board
+from vdla_hw.fpga.ecp5_pnr_options import PnrOptions, parse_pnr_options
 from vdla_hw.toolchain import raise_if_interrupted
 from vdla_hw.fpga.flow import BuildResult
 from vdla_hw.progress import bar
@@ -109,6 +110,8 @@ class Ecp5Result:
     target_mhz: float = 0.0
     """The clock frequency the placer and router worked towards (the LPF's FREQUENCY and nextpnr's
     ``--freq``); the board's oscillator unless a target was asked for."""
+    pnr_options: str = ""
+    """nextpnr's placer/router options beyond seed and target (:meth:`PnrOptions.spec`; ``""``: its defaults)."""
 
     def describe(self) -> str:
         """A few lines for a terminal: the bitstream, the resources against the device, the Fmax."""
@@ -117,11 +120,12 @@ class Ecp5Result:
             return f"{label} {n}/{avail}" if avail else f"{label} {n}"
 
         timing = "met" if self.timing_met else "NOT met"
+        options = f"; nextpnr {self.pnr_options}" if self.pnr_options else ""
         return (f"{self.bitstream}\n"
                 f"  {part('LUT4', 'TRELLIS_COMB', self.luts)}, {part('FF', 'TRELLIS_FF', self.ffs)}, "
                 f"{part('MULT18X18D', 'MULT18X18D', self.dsps)}, {part('DP16KD', 'DP16KD', self.brams)}\n"
                 f"  Fmax {self.fmax_mhz:.2f} MHz (nextpnr, after routing, seed {self.seed}; constraint "
-                f"{self.constraint_mhz:g} MHz, timing {timing}); self-test passed in simulation in "
+                f"{self.constraint_mhz:g} MHz, timing {timing}{options}); self-test passed in simulation in "
                 f"{self.selftest_cycles} cycles")
 
     def to_json(self) -> dict[str, object]:
@@ -208,12 +212,14 @@ def lpf_with_target(text: str, port: str, target_mhz: float) -> str:
     return "\n".join(lines) + "\n"
 
 
-def nextpnr_args(board: Ecp5Board, lpf: str, seed: int, target_mhz: float, report: str, log: str) -> list[str]:
-    """nextpnr-ecp5's command line for the flow: the board's device, ``lpf``, seed and target."""
+def nextpnr_args(board: Ecp5Board, lpf: str, seed: int, target_mhz: float, report: str, log: str,
+                 pnr: PnrOptions = PnrOptions()) -> list[str]:
+    """nextpnr-ecp5's command line for the flow: the board's device, ``lpf``, seed, target and ``pnr``'s options."""
     return [
         f"--{board.nextpnr_device}", "--package", board.package, "--speed", str(board.speed),
         "--json", "top.json", "--lpf", lpf, "--textcfg", "top.config", "--report", report,
         "--freq", f"{target_mhz:g}", "--seed", str(seed), "--timing-allow-fail", "--quiet", "--log", log,
+        *pnr.args(),
     ]
 
 
@@ -324,9 +330,10 @@ class Stages:
             self._bar.close()
 
 
-def placement_tag(seed: int, target_mhz: float) -> str:
-    """The suffix of one placement's files in a build folder: ``s<seed>-f<target MHz>``."""
-    return f"s{seed}-f{target_mhz:g}"
+def placement_tag(seed: int, target_mhz: float, pnr: PnrOptions = PnrOptions()) -> str:
+    """The suffix of one placement's files in a build folder: ``s<seed>-f<target MHz>`` and the
+    options' tag (none for nextpnr's defaults, so those files keep the names they had)."""
+    return f"s{seed}-f{target_mhz:g}{pnr.tag()}"
 
 
 def _copy_out(work: Path, result: Ecp5Result, out_dir: Path | None, result_file: Path) -> Ecp5Result:
@@ -342,15 +349,15 @@ def _copy_out(work: Path, result: Ecp5Result, out_dir: Path | None, result_file:
 
 def build_ecp5(config: HwConfig | str, out_dir: Path | str | None = None, progress: bool = True, *,
                board: str = "ulx3s-selftest", seed: int = 1, target_mhz: float | None = None,
-               use_cache: bool = True, build_id: int = 0) -> Ecp5Result:
+               use_cache: bool = True, build_id: int = 0, pnr: PnrOptions = PnrOptions()) -> Ecp5Result:
     """Simulate, synthesize, place, route and pack the self-test top of ``config`` for ``board``.
 
     The self-test first runs under Verilator on the same top and hex files and must pass;
     then yosys, nextpnr-ecp5 (``seed``; ``target_mhz`` in the LPF and ``--freq``, default the
-    board's oscillator) and ecppack make the ``.bit``. The bitstream, the report, the logs and
-    ``ecp5_result.json`` are copied to ``out_dir`` when given. ``build_id`` is the top's BUILD_ID
-    parameter (what the BUILD_ID register reads). The cache holds one routed result per seed and
-    target beside one synthesis of the sources.
+    board's oscillator; ``pnr``'s placer and router options) and ecppack make the ``.bit``. The
+    bitstream, the report, the logs and ``ecp5_result.json`` are copied to ``out_dir`` when given.
+    ``build_id`` is the top's BUILD_ID parameter (what the BUILD_ID register reads). The cache
+    holds one routed result per seed, target and option set beside one synthesis of the sources.
     """
     cfg = load_config(config)
     brd = board_record(board)
@@ -358,7 +365,7 @@ def build_ecp5(config: HwConfig | str, out_dir: Path | str | None = None, progre
     target = brd.clock_mhz if target_mhz is None else check_target(target_mhz)
     run_yosys, run_nextpnr, run_ecppack = yowasp_tools()
     work = work_dir(cfg, brd, build_id)
-    tag = placement_tag(seed, target)
+    tag = placement_tag(seed, target, pnr)
     cached = work / f"ecp5_result-{tag}.json"
     use_entry(work)
     if use_cache and cached.exists():
@@ -401,7 +408,7 @@ def build_ecp5(config: HwConfig | str, out_dir: Path | str | None = None, progre
         stages.next(f"{cfg.name}: nextpnr-ecp5 place & route")
 
         report, log = f"report-{tag}.json", f"nextpnr-{tag}.log"
-        run_tool("nextpnr-ecp5", run_nextpnr, nextpnr_args(brd, lpf, seed, target, report, log), work, work / log)
+        run_tool("nextpnr-ecp5", run_nextpnr, nextpnr_args(brd, lpf, seed, target, report, log, pnr), work, work / log)
         stages.next(f"{cfg.name}: ecppack")
 
         bit = f"vdla_{brd.name}_{cfg.name}-{tag}.bit"
@@ -422,6 +429,7 @@ def build_ecp5(config: HwConfig | str, out_dir: Path | str | None = None, progre
         utilization=util, selftest_cycles=sim.cycles,
         logs={"sim": work / "sim.log", "yosys": work / "yosys.log", "nextpnr": work / log},
         report=work / report, seconds=round(time.perf_counter() - t0, 1), seed=seed, target_mhz=target,
+        pnr_options=pnr.spec(),
     )
     cached.write_text(json.dumps(result.to_json(), indent=2))
     out = _copy_out(work, result, out_dir, cached)
@@ -430,17 +438,21 @@ def build_ecp5(config: HwConfig | str, out_dir: Path | str | None = None, progre
 
 
 def build(board: Board, cfg: HwConfig, out_dir: Path, *, run: bool, build_id: int = 0, seed: int = 1,
-          target_mhz: float | None = None) -> BuildResult:
+          target_mhz: float | None = None, pnr_options: str | None = None) -> BuildResult:
     """``vdla fpga build`` for an ECP5 board: :func:`build_ecp5`, reported as a :class:`BuildResult`.
 
     Without ``run`` only the self-test top's sources, constraints (with ``target_mhz``, if given)
-    and RAM images are written (the tools come from pip, so a run needs nothing more than this
-    command without --no-run).
+    and RAM images are written, ``pnr_options`` (:func:`parse_pnr_options`) in the command that
+    builds them (the tools come from pip, so a run needs nothing more than this command without
+    --no-run).
     """
     brd = board_record(board.name)
     seed = check_seed(seed)
     target = brd.clock_mhz if target_mhz is None else check_target(target_mhz)
+    pnr = parse_pnr_options(pnr_options)
     options = "" if (seed, target_mhz) == (1, None) else f" --seed {seed} --target-mhz {target:g}"
+    if pnr.spec():
+        options += f" --pnr-options {pnr.spec()}"
     rerun = f"vdla fpga build --board {board.name} --config {cfg.name}{options} -o {out_dir}"
     if not run:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -450,11 +462,12 @@ def build(board: Board, cfg: HwConfig, out_dir: Path, *, run: bool, build_id: in
         selftest.write_hex_files(selftest.selftest_image(cfg), cfg, out_dir)
         return BuildResult(board=board.name, config=cfg.label(), project_dir=out_dir, ran=False, run_hint=rerun,
                            build_id=build_id)
-    result = build_ecp5(cfg, out_dir, board=board.name, build_id=build_id, seed=seed, target_mhz=target_mhz)
+    result = build_ecp5(cfg, out_dir, board=board.name, build_id=build_id, seed=seed, target_mhz=target_mhz, pnr=pnr)
     summary = {
         "LUT4": str(result.luts), "FF": str(result.ffs), "MULT18X18D": str(result.dsps), "DP16KD": str(result.brams),
         "Fmax (nextpnr)": f"{result.fmax_mhz:.2f} MHz (seed {result.seed}, constraint {result.constraint_mhz:g} MHz, "
-                          f"timing {'met' if result.timing_met else 'NOT met'})",
+                          f"timing {'met' if result.timing_met else 'NOT met'}"
+                          f"{'; ' + result.pnr_options if result.pnr_options else ''})",
         "self-test (Verilator)": f"passed in {result.selftest_cycles} cycles",
     }
     outputs = {"bitstream": result.bitstream, "report": result.report, **result.logs}
@@ -471,6 +484,8 @@ class SeedSweep:
     board: str
     target_mhz: float
     results: tuple[Ecp5Result, ...]
+    pnr_options: str = ""
+    """nextpnr's options of every placement (:meth:`PnrOptions.spec`; ``""``: its defaults)."""
 
     @property
     def median_mhz(self) -> float:
@@ -479,9 +494,15 @@ class SeedSweep:
         mid = len(values) // 2
         return round(values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2, 2)
 
+    @property
+    def best(self) -> Ecp5Result:
+        """The placement with the highest Fmax after routing (the lowest seed among equals)."""
+        return max(self.results, key=lambda r: (r.fmax_mhz, -r.seed))
+
     def table(self) -> str:
         """A Markdown table: seed, Fmax, timing at the target, LUT4/FF, P&R seconds; then the median."""
-        lines = [f"{self.config} on {self.board}, target {self.target_mhz:g} MHz", "",
+        options = f", nextpnr {self.pnr_options}" if self.pnr_options else ""
+        lines = [f"{self.config} on {self.board}, target {self.target_mhz:g} MHz{options}", "",
                  "| seed | Fmax after routing (MHz) | timing at target | LUT4 | FF | seconds |", "|---|---|---|---|---|---|"]
         for r in self.results:
             lines.append(f"| {r.seed} | {r.fmax_mhz:.2f} | {'met' if r.timing_met else 'NOT met'} | {r.luts:,} | "
@@ -489,18 +510,19 @@ class SeedSweep:
         met = sum(r.timing_met for r in self.results)
         lines.append(f"\nmedian over {len(self.results)} seeds: {self.median_mhz:.2f} MHz; "
                      f"min {min(r.fmax_mhz for r in self.results):.2f}, max {max(r.fmax_mhz for r in self.results):.2f}; "
-                     f"timing met on {met} of {len(self.results)}")
+                     f"timing met on {met} of {len(self.results)}; best seed {self.best.seed}")
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, object]:
         return {"config": self.config, "board": self.board, "target_mhz": self.target_mhz,
-                "median_mhz": self.median_mhz, "seeds": [r.to_json() for r in self.results]}
+                "pnr_options": self.pnr_options, "median_mhz": self.median_mhz,
+                "seeds": [r.to_json() for r in self.results]}
 
 
 def sweep_seeds(config: HwConfig | str, seeds: Sequence[int], target_mhz: float | None = None, *,
                 board: str = "ulx3s-selftest", out_dir: Path | str | None = None, progress: bool = True,
-                build_id: int = 0) -> SeedSweep:
-    """:func:`build_ecp5` of ``config`` once per seed at one target (each cached on its own);
+                build_id: int = 0, pnr: PnrOptions = PnrOptions()) -> SeedSweep:
+    """:func:`build_ecp5` of ``config`` once per seed at one target and option set (each cached);
     ``out_dir``/``seed<N>`` receives each seed's files when given."""
     cfg = load_config(config)
     brd = board_record(board)
@@ -513,9 +535,25 @@ def sweep_seeds(config: HwConfig | str, seeds: Sequence[int], target_mhz: float 
     for seed in seeds:
         dest = None if out_dir is None else Path(out_dir) / f"seed{seed}"
         results.append(build_ecp5(cfg, dest, progress=progress, board=brd.name, seed=seed, target_mhz=target,
-                                  build_id=build_id))
+                                  build_id=build_id, pnr=pnr))
         if outer is not None:
             outer.update(1)
     if outer is not None:
         outer.close()
-    return SeedSweep(config=cfg.name, board=brd.name, target_mhz=target, results=tuple(results))
+    return SeedSweep(config=cfg.name, board=brd.name, target_mhz=target, results=tuple(results),
+                     pnr_options=pnr.spec())
+
+
+def keep_best_placement(out_dir: Path | str, sweep: SeedSweep) -> Ecp5Result:
+    """Make ``out_dir`` the build folder of the sweep's best placement: every file of
+    ``out_dir/seed<best>/`` (bitstream, report, logs, ``ecp5_result.json``, ``bitstream.json``)
+    is copied into ``out_dir``, so the sweep's folder is itself a build a driver can load."""
+    out = Path(out_dir)
+    best = out / f"seed{sweep.best.seed}"
+    if not (best / RESULT_FILE).exists():
+        raise ToolchainError(f"the sweep's best placement (seed {sweep.best.seed}) has no {RESULT_FILE} in {best}",
+                             hint="run the sweep again; each seed's build writes its folder")
+    for path in sorted(best.iterdir()):
+        if path.is_file():
+            shutil.copyfile(path, out / path.name)
+    return Ecp5Result.from_json(json.loads((out / RESULT_FILE).read_text()), out.resolve())
