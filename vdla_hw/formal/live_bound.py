@@ -22,7 +22,6 @@ digest it was found on); :func:`~vdla_hw.formal.liveness.live_bound` gives the l
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import re
 from collections.abc import Sequence
@@ -30,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vdla_hw.config import HwConfig, load_config
-from vdla_hw.formal.liveness import RECORD
-from vdla_hw.rtl_build import RTL_DIR
+from vdla_hw.formal.live_record import RECORD, read_record, rtl_digest, write_record
+from vdla_hw.formal.sby import ProofResult
 
 PROBES_FILE = "vdla_formal_live_probes.svh"
 _PROBE = re.compile(r"a_live_done_(\d+)$")
@@ -96,9 +95,14 @@ def parse_span(engine_log: str, asserts: Sequence[str], kind: str) -> Span:
             refuted[int(m.group(1))] = int(frame)
     bounds = [int(m.group(1)) for a in asserts if (m := _PROBE.search(a))]
     frames = [int(f) for f in re.findall(r"^(\d+) [+-] :", engine_log, re.M)]
-    secs = re.findall(r"(\d+\.\d+) sec\s*$", engine_log, re.M)
     return Span(kind, refuted, tuple(k for k in sorted(bounds) if k not in refuted),
-                max(frames) + 1 if frames else 0, float(secs[-1]) if secs else None)
+                max(frames) + 1 if frames else 0, abc_seconds(engine_log))
+
+
+def abc_seconds(engine_log: str) -> float | None:
+    """ABC's own CPU count at its last progress line (``... 1024.31 sec``) in an engine log, or None."""
+    secs = re.findall(r"(\d+\.\d+) sec\s*$", engine_log, re.M)
+    return float(secs[-1]) if secs else None
 
 
 def read_span(work: Path, kind: str) -> Span:
@@ -106,14 +110,6 @@ def read_span(work: Path, kind: str) -> Span:
     model = work / "task" / "model" / "design_aiger.ywa"
     asserts = [a[-1].lstrip("\\") for a in json.loads(model.read_text())["asserts"]]
     return parse_span((work / "task" / "engine_0" / "logfile.txt").read_text(), asserts, kind)
-
-
-def rtl_digest(rtl_dir: Path | None = None) -> str:
-    """A digest of the RTL files and the live harness a record was found on (a change may make runs slower or faster)."""
-    h = hashlib.sha256()
-    for p in [*sorted((rtl_dir or RTL_DIR).glob("vdla_*.sv")), Path(__file__).with_name("vdla_formal_live.sv")]:
-        h.update(p.name.encode() + b"\0" + p.read_bytes())
-    return h.hexdigest()[:16]
 
 
 def find_span(cfg: HwConfig | str, kind: str, bounds: Sequence[int], *, timeout: float = 2700.0,
@@ -139,18 +135,67 @@ def record_span(cfg: HwConfig | str, span: Span, *, path: Path = RECORD) -> dict
     if not span.refuted:
         raise ValueError(f"the probe run refuted no bound of {span.open}: start the range lower (below the "
                          "simulated run) so the candidate rests on a counterexample")
-    data = json.loads(path.read_text()) if path.exists() else {}
+    data = read_record(path)
     top = max(span.refuted)
     entry = {"bound": span.candidate, "refuted": top, "refuted_frame": span.refuted[top],
              "open": list(span.open), "frames": span.frames, "abc_seconds": span.abc_seconds,
              "latency": LIVE_LATENCY, "derived": liveness_bound(cfg, liveness_program(cfg, span.kind), LIVE_LATENCY),
              "rtl": rtl_digest()}
     old = data.get(cfg.name, {}).get(span.kind)
-    if old and int(old["bound"]) > entry["bound"] and old.get("rtl") == entry["rtl"]:
+    if old and int(old.get("bound", 0)) > entry["bound"] and old.get("rtl") == entry["rtl"]:
         return old  # an earlier span refuted more on the same RTL: keep it
+    for key in ("proven", "room_proven"):  # the proofs stay beside the new candidate
+        if old and key in old:
+            entry[key] = old[key]
     data.setdefault(cfg.name, {})[span.kind] = entry
-    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    write_record(data, path)
     return entry
+
+
+_LIVE_TASK = re.compile(r"live_(room_)?(\w+?)_l(\d+)$")
+
+
+def record_result(cfg: HwConfig | str, result: ProofResult, *, path: Path = RECORD,
+                  date: str | None = None) -> str | None:
+    """Keep what a live task's run (``vdla hw prove --record``) established in ``path``; returns what was
+    recorded (a line for the user), or None when the run settles nothing about the bound.
+
+    A PASS of ``live_<kind>_l<L>`` is the ``proven`` entry (its N, depth, engine, ABC seconds, wall, date,
+    RTL digest); a PASS of ``live_room_<kind>_l<L>`` the ``room_proven`` one (its depth). A FAIL of
+    ``a_live_done`` at N refutes N (the candidate becomes N + 1). A failed room or status assertion is not
+    a bound: it is reported by ``vdla hw prove`` and recorded nowhere (it is a finding about the RTL)."""
+    import datetime
+
+    from vdla_hw.formal.live_record import record_proven, record_refuted
+    from vdla_hw.formal.liveness import DRIVER_CYCLES, STATUS_CYCLES, liveness_bound, liveness_program
+
+    cfg = load_config(cfg)
+    m = _LIVE_TASK.match(result.task.name)
+    if m is None or result.task.name.startswith("live_span_"):
+        return None
+    room, kind = bool(m.group(1)), m.group(2)
+    n = result.task.depth - DRIVER_CYCLES - STATUS_CYCLES
+    log = (result.log.parent / "task" / "engine_0" / "logfile.txt") if result.log else None
+    secs = abc_seconds(log.read_text()) if log is not None and log.exists() else None
+    engine = " ".join(["abc", result.solver.removeprefix("abc-"), *result.task.abc_opts]) \
+        if result.solver.startswith("abc-") else result.solver
+    when = date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    if result.passed:
+        proof = {"depth": result.task.depth, "engine": engine, "abc_seconds": secs, "wall_seconds": round(result.seconds),
+                 "date": when, "rtl": rtl_digest(), "how": f"vdla hw prove --config {cfg.name} --task {result.task.name}"}
+        if room:
+            kept = record_proven(cfg.name, kind, proof, key="room_proven", path=path)
+            return f"{cfg.name}/{kind}: no reduced queue fills in {kept['depth']} cycles (room_proven)"
+        kept = record_proven(cfg.name, kind, {"bound": n, **proof}, path=path)
+        return f"{cfg.name}/{kind}: N = {kept['bound']} proven (depth {kept['depth']})"
+    done = next((f for f in result.failed if f.label == "a_live_done"), None)
+    if room or result.status != "FAIL" or done is None or done.step is None:
+        return None
+    derived = liveness_bound(cfg, liveness_program(cfg, kind), int(m.group(3)))
+    entry = record_refuted(cfg.name, kind, n, done.step, derived=derived, abc_seconds=secs, path=path,
+                           note=f"{n} refuted by {result.task.name} at N = {n} with {engine}: a_live_done fails at "
+                                f"frame {done.step}, {secs} s of ABC, {result.seconds:.0f} s wall, {when}")
+    return f"{cfg.name}/{kind}: N = {n} refuted at frame {done.step}; candidate N = {entry['bound']}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
