@@ -152,6 +152,96 @@ def record_span(cfg: HwConfig | str, span: Span, *, path: Path = RECORD) -> dict
     return entry
 
 
+# The harness's DRAM choices (vdla_formal_live.sv's inputs): each high = that handshake now, low = wait
+# (up to L - 1 cycles, then the harness forces it).
+DRAM_GO = ("ar_go", "r_go", "aw_go", "w_go", "b_go")
+# The fixed schedules :func:`schedule_runs` always tries first, by name: which handshakes come at once.
+FIXED_SCHEDULES = {"all late": (), "reads late, writes at once": ("aw_go", "w_go", "b_go"),
+                   "reads at once, writes late": ("ar_go", "r_go"), "all at once": DRAM_GO}
+
+
+@dataclass(frozen=True)
+class ScheduleRun:
+    """One run of a live task's model under a DRAM schedule (:func:`schedule_runs`)."""
+
+    schedule: str
+    """A name of :data:`FIXED_SCHEDULES`, or ``random p=<probability of each handshake at once>``."""
+    cycles: int | None
+    """Cycles from the CONTROL write to ``done`` (the run needs N >= cycles), None: not done in the frames."""
+
+
+def schedule_runs(model_dir: Path, frames: int, *, runs: int = 64, seed: int = 0) -> list[ScheduleRun]:
+    """Simulate a live task's AIGER model (``task/model`` of its SymbiYosys folder) under ``runs`` DRAM
+    schedules at once (:func:`~vdla_hw.formal.aiger_sim.replay_parallel`), each for ``frames`` cycles from
+    reset: the :data:`FIXED_SCHEDULES`, then random ones (each handshake comes at once with a probability
+    drawn per run). Every free data input (the cut tile SRAMs, the DRAM's free bytes) is random.
+
+    Each run is a real run of the model (its assumptions are checked every frame; a run that breaks one
+    is an error), so its length is a lower bound of the slowest run: N must be at least the longest.
+    Cheap -- seconds, against the solver's hours -- and a guide for the N to prove: the RTL simulation's
+    DRAM (``vdla_hw/harness``) streams a burst's beats back to back, while this one may space them."""
+    import random
+
+    from vdla_hw.formal.aiger_sim import read_aiger, replay_parallel
+
+    model = read_aiger(model_dir / "design_aiger.aig")
+    inputs: dict[int, str] = {}
+    latches: dict[str, dict[int, int]] = {}
+    for line in (model_dir / "design_aiger.aim").read_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 4 and parts[0] == "input":
+            inputs[int(parts[1])] = " ".join(parts[3:])
+        elif len(parts) >= 4 and parts[0] == "latch":
+            latches.setdefault(" ".join(parts[3:]), {})[int(parts[2])] = int(parts[1])
+    missing = [n for n in ("done", "started", "since") if n not in latches] + \
+        [n for n in ("rst_n", *DRAM_GO) if n not in inputs.values()]
+    if missing:
+        raise ValueError(f"{model_dir} is not a live task's model with `done` kept (no {', '.join(missing)}): "
+                         "simulate the model of a live_<program> task, not a room or probe task")
+    if runs < len(FIXED_SCHEDULES):
+        raise ValueError(f"runs = {runs}: at least the {len(FIXED_SCHEDULES)} fixed schedules")
+    rng = random.Random(seed)
+    names = [*FIXED_SCHEDULES, *(f"random p={rng.choice((0.05, 0.15, 0.3, 0.5, 0.7))}"
+                                 for _ in range(runs - len(FIXED_SCHEDULES)))]
+    mask = (1 << runs) - 1
+
+    def go(name: str) -> int:
+        bits = 0
+        for k, sched in enumerate(names):
+            now = name in FIXED_SCHEDULES[sched] if sched in FIXED_SCHEDULES else rng.random() < float(sched[9:])
+            bits |= int(now) << k
+        return bits
+
+    rows = []
+    for f in range(frames):
+        row = []
+        for i in range(model.inputs):
+            name = inputs.get(i)
+            if name == "rst_n":
+                row.append(0 if f == 0 else mask)  # one reset cycle, as the harness assumes
+            elif name == "clk":
+                row.append(0)  # kept by yosys as an input of the model, read by nothing the runs depend on
+            else:
+                row.append(go(name) if name in DRAM_GO else rng.getrandbits(runs))
+        rows.append(row)
+    init = [mask if reset == 1 else 0 for _, reset in model.latches]
+    outs, states = replay_parallel(model, init, rows, runs)
+    held = mask
+    for row in outs:
+        for c in row[len(row) - model.constraints:] if model.constraints else ():
+            held &= c
+    if held != mask:
+        broken = [names[k] for k in range(runs) if not held >> k & 1]
+        raise ValueError(f"the schedules {broken[:4]} break the harness's assumptions: not runs of the model")
+    done, started, since = latches["done"][0], latches["started"][0], latches["since"]
+    cycles: list[int | None] = [None] * runs
+    for state in states:
+        for k in range(runs):
+            if cycles[k] is None and state[done] >> k & 1 and state[started] >> k & 1:
+                cycles[k] = sum((state[j] >> k & 1) << b for b, j in since.items())
+    return [ScheduleRun(n, c) for n, c in zip(names, cycles)]
+
+
 _LIVE_TASK = re.compile(r"live_(room_)?(\w+?)_l(\d+)$")
 
 
@@ -200,18 +290,34 @@ def record_result(cfg: HwConfig | str, result: ProofResult, *, path: Path = RECO
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m vdla_hw.formal.live_bound --config tiny --program fault --bounds 29:72``: the probe run,
-    its span printed and recorded."""
+    its span printed and recorded; ``--simulate MODEL_DIR``: :func:`schedule_runs` on a live task's model."""
     import argparse
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", default="tiny")
-    p.add_argument("--program", required=True, choices=("finish", "legal", "fault"))
-    p.add_argument("--bounds", required=True, help="LO:HI, the probe bounds K (cycles after the start), both included")
+    p.add_argument("--program", choices=("finish", "legal", "fault"))
+    p.add_argument("--bounds", help="LO:HI, the probe bounds K (cycles after the start), both included")
+    p.add_argument("--simulate", metavar="MODEL_DIR",
+                   help="instead: simulate a live task's AIGER model (the task/model folder of its run) under DRAM "
+                        "schedules and print the run lengths")
+    p.add_argument("--frames", type=int, default=250, help="--simulate: cycles from reset (default: %(default)s)")
+    p.add_argument("--runs", type=int, default=256, help="--simulate: schedules, 4 fixed + random (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="--simulate: the random schedules' seed (default: %(default)s)")
     p.add_argument("--timeout", type=float, default=2700.0, help="seconds for the run (default: %(default)s)")
     p.add_argument("--gap-seconds", type=int, default=300,
                    help="stop once ABC found no new counterexample for this long (default: %(default)s)")
     p.add_argument("--no-record", action="store_true", help="print the span only")
     args = p.parse_args(argv)
+    if args.simulate:
+        runs = schedule_runs(Path(args.simulate), args.frames, runs=args.runs, seed=args.seed)
+        for r in runs[:len(FIXED_SCHEDULES)]:
+            print(f"{r.schedule:28} {r.cycles if r.cycles is not None else 'not done'}")
+        ended = [r.cycles for r in runs if r.cycles is not None]
+        print(f"{len(runs)} schedules: {len(ended)} done within {args.frames} frames, the longest "
+              f"{max(ended, default=None)} cycles, the shortest {min(ended, default=None)}")
+        return 0
+    if not args.program or not args.bounds:
+        p.error("a probe run needs --program and --bounds (or --simulate MODEL_DIR)")
     try:
         lo, hi = (int(x) for x in args.bounds.split(":"))
     except ValueError:
