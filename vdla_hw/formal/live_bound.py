@@ -167,7 +167,10 @@ class ScheduleRun:
     schedule: str
     """A name of :data:`FIXED_SCHEDULES`, or ``random p=<probability of each handshake at once>``."""
     cycles: int | None
-    """Cycles from the CONTROL write to ``done`` (the run needs N >= cycles), None: not done in the frames."""
+    """Cycles from the CONTROL write to ``done`` (the run needs N >= cycles); None: not done in the frames,
+    or a model without ``done`` (a room task's)."""
+    failed: tuple[str, ...] = ()
+    """The model's assertions that fail in this run (e.g. ``a_live_room_cmd`` on a room task's model)."""
 
 
 def schedule_runs(model_dir: Path, frames: int, *, runs: int = 64, seed: int = 0) -> list[ScheduleRun]:
@@ -193,11 +196,12 @@ def schedule_runs(model_dir: Path, frames: int, *, runs: int = 64, seed: int = 0
             inputs[int(parts[1])] = " ".join(parts[3:])
         elif len(parts) >= 4 and parts[0] == "latch":
             latches.setdefault(" ".join(parts[3:]), {})[int(parts[2])] = int(parts[1])
-    missing = [n for n in ("done", "started", "since") if n not in latches] + \
-        [n for n in ("rst_n", *DRAM_GO) if n not in inputs.values()]
+    missing = [n for n in ("rst_n", *DRAM_GO) if n not in inputs.values()]
     if missing:
-        raise ValueError(f"{model_dir} is not a live task's model with `done` kept (no {', '.join(missing)}): "
-                         "simulate the model of a live_<program> task, not a room or probe task")
+        raise ValueError(f"{model_dir} is not a live task's model (no input {', '.join(missing)}): simulate the "
+                         "model of a live_<program> or live_room_<program> task")
+    ywa = model_dir / "design_aiger.ywa"
+    asserts = [a[-1].lstrip("\\") for a in json.loads(ywa.read_text())["asserts"]] if ywa.exists() else []
     if runs < len(FIXED_SCHEDULES):
         raise ValueError(f"runs = {runs}: at least the {len(FIXED_SCHEDULES)} fixed schedules")
     rng = random.Random(seed)
@@ -233,13 +237,21 @@ def schedule_runs(model_dir: Path, frames: int, *, runs: int = 64, seed: int = 0
     if held != mask:
         broken = [names[k] for k in range(runs) if not held >> k & 1]
         raise ValueError(f"the schedules {broken[:4]} break the harness's assumptions: not runs of the model")
-    done, started, since = latches["done"][0], latches["started"][0], latches["since"]
+    n_bad = len(model.outputs) - model.constraints
+    fired = [0] * n_bad
+    for row in outs:
+        for i in range(n_bad):
+            fired[i] |= row[i]
     cycles: list[int | None] = [None] * runs
-    for state in states:
-        for k in range(runs):
-            if cycles[k] is None and state[done] >> k & 1 and state[started] >> k & 1:
-                cycles[k] = sum((state[j] >> k & 1) << b for b, j in since.items())
-    return [ScheduleRun(n, c) for n, c in zip(names, cycles)]
+    if all(n in latches for n in ("done", "started", "since")):  # a room task's model drops `done`
+        done, started, since = latches["done"][0], latches["started"][0], latches["since"]
+        for state in states:
+            for k in range(runs):
+                if cycles[k] is None and state[done] >> k & 1 and state[started] >> k & 1:
+                    cycles[k] = sum((state[j] >> k & 1) << b for b, j in since.items())
+    label = [asserts[i] if i < len(asserts) else f"output {i}" for i in range(n_bad)]
+    return [ScheduleRun(n, c, tuple(label[i] for i in range(n_bad) if fired[i] >> k & 1))
+            for k, (n, c) in enumerate(zip(names, cycles))]
 
 
 _LIVE_TASK = re.compile(r"live_(room_)?(\w+?)_l(\d+)$")
@@ -314,7 +326,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{r.schedule:28} {r.cycles if r.cycles is not None else 'not done'}")
         ended = [r.cycles for r in runs if r.cycles is not None]
         print(f"{len(runs)} schedules: {len(ended)} done within {args.frames} frames, the longest "
-              f"{max(ended, default=None)} cycles, the shortest {min(ended, default=None)}")
+              f"{max(ended, default=None)} cycles, the shortest {min(ended, default=None)}; "
+              f"{sum(bool(r.failed) for r in runs)} fail an assertion "
+              f"({', '.join(sorted({a for r in runs for a in r.failed})) or 'none'})")
         return 0
     if not args.program or not args.bounds:
         p.error("a probe run needs --program and --bounds (or --simulate MODEL_DIR)")
