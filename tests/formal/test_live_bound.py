@@ -237,23 +237,28 @@ def late_done_rtl(tmp_path: Path, cycles: int) -> Path:
 
 @pytest.mark.slow
 def test_recorded_fault_bound_is_tight() -> None:
-    """The record's counterexample is reproduced: the probe run over the three bounds below the recorded N
-    refutes each (a run busy N - 1 cycles after its start exists). ~3 min."""
-    n, source = live_bound("tiny", "fault")
-    assert source == "recorded"
+    """The record's counterexample is reproduced: the probe run over the three bounds below the recorded
+    candidate N refutes each (a run busy N - 1 cycles after its start exists). ~3 min."""
+    entry = live_record.program_entry("tiny", "fault")
+    assert entry is not None and "bound" in entry
+    n = int(entry["bound"])
     span = lb.find_span("tiny", "fault", range(n - 3, n), gap_seconds=600)
     assert sorted(span.refuted) == [n - 3, n - 2, n - 1], span
     assert span.refuted[n - 1] == DRIVER_CYCLES + n - 1
 
 
 @pytest.mark.slow
-def test_a_controller_two_cycles_late_fails_the_tight_fault_task(tmp_path: Path) -> None:
-    """done two cycles late after the fault: the tight task (N the slowest run) fails a_live_done at the
-    bound's frame, and the replay writes the VCD.
-    Long: an ABC run to the bound and a yices replay of its frame."""
-    n, _ = live_bound("tiny", "fault")
+def test_a_late_controller_fails_the_proven_fault_task(tmp_path: Path) -> None:
+    """The record proves every run ends within N (``proven``) and refutes R (a run of R + 1 cycles exists):
+    with `done` N - R cycles late after the fault, that run takes N + 1 cycles, so the task at the proven N
+    fails a_live_done at its bound's frame (the first where it can), with the simulated counterexample's VCD.
+    Long: an ABC run to the bound (~5 min of ABC on the correct design's frames)."""
+    proof, entry = live_record.proven_entry("tiny", "fault"), live_record.program_entry("tiny", "fault")
+    assert proof is not None and entry is not None, "live_bounds.json proves and refutes the fault program's N"
+    n, late = int(proof["bound"]), int(proof["bound"]) - int(entry["refuted"])
     task = next(t for t in live_tasks("tiny") if t.name == "live_fault_l2")
-    (bad,) = prove("tiny", [task], rtl_dir=late_done_rtl(tmp_path, 2), timeout=3 * 3600)
+    assert task.depth == proof["depth"]
+    (bad,) = prove("tiny", [task], rtl_dir=late_done_rtl(tmp_path, late), timeout=3 * 3600)
     assert bad.status == "FAIL", format_results([bad])
     assert f"refuted it at frame {DRIVER_CYCLES + n}" in bad.message
     failed = next(f for f in bad.failed if f.label == "a_live_done")
@@ -264,10 +269,12 @@ def test_a_controller_two_cycles_late_fails_the_tight_fault_task(tmp_path: Path)
 @pytest.mark.slow
 def test_a_late_controller_moves_the_slowest_run(tmp_path: Path) -> None:
     """The probes see the planted delay cycle for cycle: with `done` two cycles late, the bounds up to N + 1
-    are refuted (the slowest run is now N + 2 cycles long). The range starts 12 below N, as the recorded
-    span did: ABC reaches the deep frames with what it learned from the cheap ones (a run of the three
-    probes N - 1 .. N + 1 alone had not solved frame 11 + N - 1 after 11 min). Long."""
-    n, _ = live_bound("tiny", "fault")
+    are refuted (the slowest run is now N + 2 cycles long; N the record's candidate). The range starts 12
+    below N, as the recorded span did: ABC reaches the deep frames with what it learned from the cheap ones
+    (a run of the three probes N - 1 .. N + 1 alone had not solved frame 11 + N - 1 after 11 min). Long."""
+    entry = live_record.program_entry("tiny", "fault")
+    assert entry is not None and "bound" in entry
+    n = int(entry["bound"])
     span = lb.find_span("tiny", "fault", range(n - 12, n + 3), gap_seconds=600, timeout=3 * 3600,
                         rtl_dir=late_done_rtl(tmp_path, 2))
     assert {n - 1, n, n + 1} <= set(span.refuted) and n + 2 not in span.refuted, span
