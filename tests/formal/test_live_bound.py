@@ -28,7 +28,7 @@ def test_probe_task_checks_every_bound_and_nothing_else() -> None:
     task = lb.span_task("tiny", "fault", range(40, 45))
     live = next(t for t in live_tasks("tiny", {"fault": 44}) if t.name == "live_fault_l2")
     assert task.name == "live_span_fault_l2" and task.depth == DRIVER_CYCLES + 44 + 1
-    assert "VDLA_FORMAL_LIVE_PROBES" in task.extra_defines and task.abc_opts == ("-a",)
+    assert "VDLA_FORMAL_LIVE_PROBES" in task.extra_defines and task.abc_opts == ("-a", *LIVE_ABC_OPTS)
     assert "chformal -assert -remove * vdla_formal_live/a_live_done_* %d" in task.script
     assert task.config == live.config  # the live task's reduced model
     # vdla_sram_range's own assumption is not part of the live claim

@@ -62,7 +62,7 @@ def span_task(cfg: HwConfig | str, kind: str, bounds: Sequence[int]):  # type: i
     return dataclasses.replace(
         task, name=f"live_span_{kind}_l{LIVE_LATENCY}", extra_defines=("VDLA_FORMAL_LIVE_PROBES",),
         generated=(*task.generated, (PROBES_FILE, probes_include(bounds))), script=script,
-        depth=DRIVER_CYCLES + top + 1, abc_opts=("-a",),
+        depth=DRIVER_CYCLES + top + 1, abc_opts=("-a", *task.abc_opts),  # every output solved, with the live tasks' solver
         properties=tuple(f"a_live_done_{k}" for k in sorted(set(bounds))))
 
 
@@ -120,7 +120,7 @@ def find_span(cfg: HwConfig | str, kind: str, bounds: Sequence[int], *, timeout:
     from vdla_hw.formal.sby import run_task, task_dir
 
     task = span_task(cfg, kind, bounds)
-    task = dataclasses.replace(task, abc_opts=("-a", "-G", str(gap_seconds)))
+    task = dataclasses.replace(task, abc_opts=(*task.abc_opts, "-G", str(gap_seconds)))
     run_task(cfg, task, rtl_dir=rtl_dir, timeout=timeout, replay=False)
     return read_span(task_dir(cfg, task, rtl_dir=rtl_dir), kind)
 
