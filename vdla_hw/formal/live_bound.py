@@ -22,7 +22,6 @@ digest it was found on); :func:`~vdla_hw.formal.liveness.live_bound` gives the l
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import re
 from collections.abc import Sequence
@@ -30,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vdla_hw.config import HwConfig, load_config
-from vdla_hw.formal.liveness import RECORD
-from vdla_hw.rtl_build import RTL_DIR
+from vdla_hw.formal.live_record import RECORD, read_record, rtl_digest, write_record
+from vdla_hw.formal.sby import ProofResult
 
 PROBES_FILE = "vdla_formal_live_probes.svh"
 _PROBE = re.compile(r"a_live_done_(\d+)$")
@@ -63,7 +62,7 @@ def span_task(cfg: HwConfig | str, kind: str, bounds: Sequence[int]):  # type: i
     return dataclasses.replace(
         task, name=f"live_span_{kind}_l{LIVE_LATENCY}", extra_defines=("VDLA_FORMAL_LIVE_PROBES",),
         generated=(*task.generated, (PROBES_FILE, probes_include(bounds))), script=script,
-        depth=DRIVER_CYCLES + top + 1, abc_opts=("-a",),
+        depth=DRIVER_CYCLES + top + 1, abc_opts=("-a", *task.abc_opts),  # every output solved, with the live tasks' solver
         properties=tuple(f"a_live_done_{k}" for k in sorted(set(bounds))))
 
 
@@ -96,9 +95,14 @@ def parse_span(engine_log: str, asserts: Sequence[str], kind: str) -> Span:
             refuted[int(m.group(1))] = int(frame)
     bounds = [int(m.group(1)) for a in asserts if (m := _PROBE.search(a))]
     frames = [int(f) for f in re.findall(r"^(\d+) [+-] :", engine_log, re.M)]
-    secs = re.findall(r"(\d+\.\d+) sec\s*$", engine_log, re.M)
     return Span(kind, refuted, tuple(k for k in sorted(bounds) if k not in refuted),
-                max(frames) + 1 if frames else 0, float(secs[-1]) if secs else None)
+                max(frames) + 1 if frames else 0, abc_seconds(engine_log))
+
+
+def abc_seconds(engine_log: str) -> float | None:
+    """ABC's own CPU count at its last progress line (``... 1024.31 sec``) in an engine log, or None."""
+    secs = re.findall(r"(\d+\.\d+) sec\s*$", engine_log, re.M)
+    return float(secs[-1]) if secs else None
 
 
 def read_span(work: Path, kind: str) -> Span:
@@ -106,14 +110,6 @@ def read_span(work: Path, kind: str) -> Span:
     model = work / "task" / "model" / "design_aiger.ywa"
     asserts = [a[-1].lstrip("\\") for a in json.loads(model.read_text())["asserts"]]
     return parse_span((work / "task" / "engine_0" / "logfile.txt").read_text(), asserts, kind)
-
-
-def rtl_digest(rtl_dir: Path | None = None) -> str:
-    """A digest of the RTL files and the live harness a record was found on (a change may make runs slower or faster)."""
-    h = hashlib.sha256()
-    for p in [*sorted((rtl_dir or RTL_DIR).glob("vdla_*.sv")), Path(__file__).with_name("vdla_formal_live.sv")]:
-        h.update(p.name.encode() + b"\0" + p.read_bytes())
-    return h.hexdigest()[:16]
 
 
 def find_span(cfg: HwConfig | str, kind: str, bounds: Sequence[int], *, timeout: float = 2700.0,
@@ -124,7 +120,7 @@ def find_span(cfg: HwConfig | str, kind: str, bounds: Sequence[int], *, timeout:
     from vdla_hw.formal.sby import run_task, task_dir
 
     task = span_task(cfg, kind, bounds)
-    task = dataclasses.replace(task, abc_opts=("-a", "-G", str(gap_seconds)))
+    task = dataclasses.replace(task, abc_opts=(*task.abc_opts, "-G", str(gap_seconds)))
     run_task(cfg, task, rtl_dir=rtl_dir, timeout=timeout, replay=False)
     return read_span(task_dir(cfg, task, rtl_dir=rtl_dir), kind)
 
@@ -139,34 +135,203 @@ def record_span(cfg: HwConfig | str, span: Span, *, path: Path = RECORD) -> dict
     if not span.refuted:
         raise ValueError(f"the probe run refuted no bound of {span.open}: start the range lower (below the "
                          "simulated run) so the candidate rests on a counterexample")
-    data = json.loads(path.read_text()) if path.exists() else {}
+    data = read_record(path)
     top = max(span.refuted)
     entry = {"bound": span.candidate, "refuted": top, "refuted_frame": span.refuted[top],
              "open": list(span.open), "frames": span.frames, "abc_seconds": span.abc_seconds,
              "latency": LIVE_LATENCY, "derived": liveness_bound(cfg, liveness_program(cfg, span.kind), LIVE_LATENCY),
              "rtl": rtl_digest()}
     old = data.get(cfg.name, {}).get(span.kind)
-    if old and int(old["bound"]) > entry["bound"] and old.get("rtl") == entry["rtl"]:
+    if old and int(old.get("bound", 0)) > entry["bound"] and old.get("rtl") == entry["rtl"]:
         return old  # an earlier span refuted more on the same RTL: keep it
+    for key in ("proven", "room_proven"):  # the proofs stay beside the new candidate
+        if old and key in old:
+            entry[key] = old[key]
     data.setdefault(cfg.name, {})[span.kind] = entry
-    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    write_record(data, path)
     return entry
+
+
+# The harness's DRAM choices (vdla_formal_live.sv's inputs): each high = that handshake now, low = wait
+# (up to L - 1 cycles, then the harness forces it).
+DRAM_GO = ("ar_go", "r_go", "aw_go", "w_go", "b_go")
+# The fixed schedules :func:`schedule_runs` always tries first, by name: which handshakes come at once.
+FIXED_SCHEDULES = {"all late": (), "reads late, writes at once": ("aw_go", "w_go", "b_go"),
+                   "reads at once, writes late": ("ar_go", "r_go"), "all at once": DRAM_GO}
+
+
+@dataclass(frozen=True)
+class ScheduleRun:
+    """One run of a live task's model under a DRAM schedule (:func:`schedule_runs`)."""
+
+    schedule: str
+    """A name of :data:`FIXED_SCHEDULES`, or ``random p=<probability of each handshake at once>``."""
+    cycles: int | None
+    """Cycles from the CONTROL write to ``done`` (the run needs N >= cycles); None: not done in the frames,
+    or a model without ``done`` (a room task's)."""
+    failed: tuple[str, ...] = ()
+    """The model's assertions that fail in this run (e.g. ``a_live_room_cmd`` on a room task's model)."""
+
+
+def schedule_runs(model_dir: Path, frames: int, *, runs: int = 64, seed: int = 0) -> list[ScheduleRun]:
+    """Simulate a live task's AIGER model (``task/model`` of its SymbiYosys folder) under ``runs`` DRAM
+    schedules at once (:func:`~vdla_hw.formal.aiger_sim.replay_parallel`), each for ``frames`` cycles from
+    reset: the :data:`FIXED_SCHEDULES`, then random ones (each handshake comes at once with a probability
+    drawn per run). Every free data input (the cut tile SRAMs, the DRAM's free bytes) is random.
+
+    Each run is a real run of the model (its assumptions are checked every frame; a run that breaks one
+    is an error), so its length is a lower bound of the slowest run: N must be at least the longest.
+    Cheap -- seconds, against the solver's hours -- and a guide for the N to prove: the RTL simulation's
+    DRAM (``vdla_hw/harness``) streams a burst's beats back to back, while this one may space them."""
+    import random
+
+    from vdla_hw.formal.aiger_sim import read_aiger, replay_parallel
+
+    model = read_aiger(model_dir / "design_aiger.aig")
+    inputs: dict[int, str] = {}
+    latches: dict[str, dict[int, int]] = {}
+    for line in (model_dir / "design_aiger.aim").read_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 4 and parts[0] == "input":
+            inputs[int(parts[1])] = " ".join(parts[3:])
+        elif len(parts) >= 4 and parts[0] == "latch":
+            latches.setdefault(" ".join(parts[3:]), {})[int(parts[2])] = int(parts[1])
+    missing = [n for n in ("rst_n", *DRAM_GO) if n not in inputs.values()]
+    if missing:
+        raise ValueError(f"{model_dir} is not a live task's model (no input {', '.join(missing)}): simulate the "
+                         "model of a live_<program> or live_room_<program> task")
+    ywa = model_dir / "design_aiger.ywa"
+    asserts = [a[-1].lstrip("\\") for a in json.loads(ywa.read_text())["asserts"]] if ywa.exists() else []
+    if runs < len(FIXED_SCHEDULES):
+        raise ValueError(f"runs = {runs}: at least the {len(FIXED_SCHEDULES)} fixed schedules")
+    rng = random.Random(seed)
+    names = [*FIXED_SCHEDULES, *(f"random p={rng.choice((0.05, 0.15, 0.3, 0.5, 0.7))}"
+                                 for _ in range(runs - len(FIXED_SCHEDULES)))]
+    mask = (1 << runs) - 1
+
+    def go(name: str) -> int:
+        bits = 0
+        for k, sched in enumerate(names):
+            now = name in FIXED_SCHEDULES[sched] if sched in FIXED_SCHEDULES else rng.random() < float(sched[9:])
+            bits |= int(now) << k
+        return bits
+
+    rows = []
+    for f in range(frames):
+        row = []
+        for i in range(model.inputs):
+            name = inputs.get(i)
+            if name == "rst_n":
+                row.append(0 if f == 0 else mask)  # one reset cycle, as the harness assumes
+            elif name == "clk":
+                row.append(0)  # kept by yosys as an input of the model, read by nothing the runs depend on
+            else:
+                row.append(go(name) if name in DRAM_GO else rng.getrandbits(runs))
+        rows.append(row)
+    init = [mask if reset == 1 else 0 for _, reset in model.latches]
+    outs, states = replay_parallel(model, init, rows, runs)
+    held = mask
+    for row in outs:
+        for c in row[len(row) - model.constraints:] if model.constraints else ():
+            held &= c
+    if held != mask:
+        broken = [names[k] for k in range(runs) if not held >> k & 1]
+        raise ValueError(f"the schedules {broken[:4]} break the harness's assumptions: not runs of the model")
+    n_bad = len(model.outputs) - model.constraints
+    fired = [0] * n_bad
+    for row in outs:
+        for i in range(n_bad):
+            fired[i] |= row[i]
+    cycles: list[int | None] = [None] * runs
+    if all(n in latches for n in ("done", "started", "since")):  # a room task's model drops `done`
+        done, started, since = latches["done"][0], latches["started"][0], latches["since"]
+        for state in states:
+            for k in range(runs):
+                if cycles[k] is None and state[done] >> k & 1 and state[started] >> k & 1:
+                    cycles[k] = sum((state[j] >> k & 1) << b for b, j in since.items())
+    label = [asserts[i] if i < len(asserts) else f"output {i}" for i in range(n_bad)]
+    return [ScheduleRun(n, c, tuple(label[i] for i in range(n_bad) if fired[i] >> k & 1))
+            for k, (n, c) in enumerate(zip(names, cycles))]
+
+
+_LIVE_TASK = re.compile(r"live_(room_)?(\w+?)_l(\d+)$")
+
+
+def record_result(cfg: HwConfig | str, result: ProofResult, *, path: Path = RECORD,
+                  date: str | None = None) -> str | None:
+    """Keep what a live task's run (``vdla hw prove --record``) established in ``path``; returns what was
+    recorded (a line for the user), or None when the run settles nothing about the bound.
+
+    A PASS of ``live_<kind>_l<L>`` is the ``proven`` entry (its N, depth, engine, ABC seconds, wall, date,
+    RTL digest); a PASS of ``live_room_<kind>_l<L>`` the ``room_proven`` one (its depth). A FAIL of
+    ``a_live_done`` at N refutes N (the candidate becomes N + 1). A failed room or status assertion is not
+    a bound: it is reported by ``vdla hw prove`` and recorded nowhere (it is a finding about the RTL)."""
+    import datetime
+
+    from vdla_hw.formal.live_record import record_proven, record_refuted
+    from vdla_hw.formal.liveness import DRIVER_CYCLES, STATUS_CYCLES, liveness_bound, liveness_program
+
+    cfg = load_config(cfg)
+    m = _LIVE_TASK.match(result.task.name)
+    if m is None or result.task.name.startswith("live_span_"):
+        return None
+    room, kind = bool(m.group(1)), m.group(2)
+    n = result.task.depth - DRIVER_CYCLES - STATUS_CYCLES
+    log = (result.log.parent / "task" / "engine_0" / "logfile.txt") if result.log else None
+    secs = abc_seconds(log.read_text()) if log is not None and log.exists() else None
+    engine = " ".join(["abc", result.solver.removeprefix("abc-"), *result.task.abc_opts]) \
+        if result.solver.startswith("abc-") else result.solver
+    when = date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    if result.passed:
+        proof = {"depth": result.task.depth, "engine": engine, "abc_seconds": secs, "wall_seconds": round(result.seconds),
+                 "date": when, "rtl": rtl_digest(), "how": f"vdla hw prove --config {cfg.name} --task {result.task.name}"}
+        if room:
+            kept = record_proven(cfg.name, kind, proof, key="room_proven", path=path)
+            return f"{cfg.name}/{kind}: no reduced queue fills in {kept['depth']} cycles (room_proven)"
+        kept = record_proven(cfg.name, kind, {"bound": n, **proof}, path=path)
+        return f"{cfg.name}/{kind}: N = {kept['bound']} proven (depth {kept['depth']})"
+    done = next((f for f in result.failed if f.label == "a_live_done"), None)
+    if room or result.status != "FAIL" or done is None or done.step is None:
+        return None
+    derived = liveness_bound(cfg, liveness_program(cfg, kind), int(m.group(3)))
+    entry = record_refuted(cfg.name, kind, n, done.step, derived=derived, abc_seconds=secs, path=path,
+                           note=f"{n} refuted by {result.task.name} at N = {n} with {engine}: a_live_done fails at "
+                                f"frame {done.step}, {secs} s of ABC, {result.seconds:.0f} s wall, {when}")
+    return f"{cfg.name}/{kind}: N = {n} refuted at frame {done.step}; candidate N = {entry['bound']}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m vdla_hw.formal.live_bound --config tiny --program fault --bounds 29:72``: the probe run,
-    its span printed and recorded."""
+    its span printed and recorded; ``--simulate MODEL_DIR``: :func:`schedule_runs` on a live task's model."""
     import argparse
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", default="tiny")
-    p.add_argument("--program", required=True, choices=("finish", "legal", "fault"))
-    p.add_argument("--bounds", required=True, help="LO:HI, the probe bounds K (cycles after the start), both included")
+    p.add_argument("--program", choices=("finish", "legal", "fault"))
+    p.add_argument("--bounds", help="LO:HI, the probe bounds K (cycles after the start), both included")
+    p.add_argument("--simulate", metavar="MODEL_DIR",
+                   help="instead: simulate a live task's AIGER model (the task/model folder of its run) under DRAM "
+                        "schedules and print the run lengths")
+    p.add_argument("--frames", type=int, default=250, help="--simulate: cycles from reset (default: %(default)s)")
+    p.add_argument("--runs", type=int, default=256, help="--simulate: schedules, 4 fixed + random (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="--simulate: the random schedules' seed (default: %(default)s)")
     p.add_argument("--timeout", type=float, default=2700.0, help="seconds for the run (default: %(default)s)")
     p.add_argument("--gap-seconds", type=int, default=300,
                    help="stop once ABC found no new counterexample for this long (default: %(default)s)")
     p.add_argument("--no-record", action="store_true", help="print the span only")
     args = p.parse_args(argv)
+    if args.simulate:
+        runs = schedule_runs(Path(args.simulate), args.frames, runs=args.runs, seed=args.seed)
+        for r in runs[:len(FIXED_SCHEDULES)]:
+            print(f"{r.schedule:28} {r.cycles if r.cycles is not None else 'not done'}")
+        ended = [r.cycles for r in runs if r.cycles is not None]
+        print(f"{len(runs)} schedules: {len(ended)} done within {args.frames} frames, the longest "
+              f"{max(ended, default=None)} cycles, the shortest {min(ended, default=None)}; "
+              f"{sum(bool(r.failed) for r in runs)} fail an assertion "
+              f"({', '.join(sorted({a for r in runs for a in r.failed})) or 'none'})")
+        return 0
+    if not args.program or not args.bounds:
+        p.error("a probe run needs --program and --bounds (or --simulate MODEL_DIR)")
     try:
         lo, hi = (int(x) for x in args.bounds.split(":"))
     except ValueError:

@@ -21,13 +21,12 @@ micro-op SRAM's kept entries (:func:`uop_entries`).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from vdla_hw.config import HwConfig, load_config
+from vdla_hw.formal.live_record import program_entry, proven_entry
 from vdla_hw.isa import (DEP_QUEUE_NAMES, FLAG_QUEUES, INSN_BYTES, AluInsn, AluOp, DepFlags, FinishInsn, GemmInsn, Insn,
                          Isa, MemInsn, MemType, Module, Opcode, Uop, module_of)
 
@@ -255,22 +254,25 @@ def machine_cycles(cfg: HwConfig | str, prog: LivenessProgram) -> int:
     return total
 
 
-# The slowest runs found by vdla_hw/formal/live_bound.py (``python -m vdla_hw.formal.live_bound``), per config and program.
-RECORD = Path(__file__).with_name("live_bounds.json")
-
-
 def live_bound(cfg: HwConfig | str, kind: str, *, tight: bool = True) -> tuple[int, str]:
-    """(N, where it comes from) of ``cfg``'s live task of program ``kind``.
+    """(N, where it comes from) of ``cfg``'s live task of program ``kind``, from the record
+    (:mod:`~vdla_hw.formal.live_record`, ``live_bounds.json``) unless ``tight`` is off:
 
-    ``"recorded"``: the candidate of the probe run recorded in :data:`RECORD` -- the largest bound the
-    solver refuted (a run busy that long) plus one; the live task's pass at it proves it exact.
+    ``"proven"``: the N at which the live task PASSED on this very RTL and harness (the record's digest is
+    the shipped RTL's), so the task reproduces that pass; ``"recorded"``: else the candidate -- the largest
+    bound the solver refuted (a run busy that long) plus one, which the live task's pass would prove exact;
     ``"derived"``: :func:`liveness_bound`, the sum in series, when nothing is recorded or ``tight`` is off.
-    A recorded N above the derived one would contradict the derivation; the derived one is kept then
+    A candidate above the derived N would contradict the derivation; the derived one is kept then
     (and the live task's counterexample at it shows which latency the sum misses)."""
     cfg = load_config(cfg)
     derived = liveness_bound(cfg, liveness_program(cfg, kind), LIVE_LATENCY)
-    entry = json.loads(RECORD.read_text()).get(cfg.name, {}).get(kind) if tight and RECORD.exists() else None
-    if entry and int(entry["bound"]) <= derived:
+    if not tight:
+        return derived, "derived"
+    proof = proven_entry(cfg.name, kind)
+    if proof is not None:
+        return int(proof["bound"]), "proven"
+    entry = program_entry(cfg.name, kind) or {}
+    if "bound" in entry and int(entry["bound"]) <= derived:
         return int(entry["bound"]), "recorded"
     return derived, "derived"
 

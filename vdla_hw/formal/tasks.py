@@ -86,6 +86,8 @@ CTRL_PROPS = ("f_ctrl_clear_start", "f_ctrl_ends", "f_ctrl_ends_why", "f_ctrl_wi
               "f_ctrl_r_held")
 LIVE_PROPS = ("a_live_done", "a_live_status", "a_live_bready")
 LIVE_ROOM_PROPS = ("a_live_room_cmd", "a_live_room_dep")
+# The options of the live tasks' `abc bmc3` (Satoko: see live_tasks).
+LIVE_ABC_OPTS = ("-s",)
 UOP_LOOP_PROPS = ("a_uop_range", "f_uop_bounds", "f_uop_progress", "f_uop_wait", "a_uop_next")
 
 
@@ -217,9 +219,14 @@ def live_tasks(cfg: HwConfig | str, bounds: Mapping[str, int] | None = None, *, 
                        ("vdla_formal_uop_sram_keep.svh", f"localparam int KEEP = {uop_entries(prog)};\n")),
             config=(("name", small.name), ("cmd_queue_depth", small.cmd_queue_depth),
                     ("dep_queue_depth", small.dep_queue_depth)),
-            # ABC's default SAT solver: Glucose with every learned clause kept (`-g -P 0`) took 454 s for the
-            # fault program's frames 0-107 against 245 s, and neither solved frame 108 (docs/rtl.md)
-            engine_opts=("--nopresat",))
+            engine_opts=("--nopresat",),
+            # `bmc3 -s`: the Satoko SAT solver. On the fault program's task (tiny) it settled the frames at the bound
+            # that ABC's default solver left unsolved: at N' = 66 the default solver had frame 77 open after ~11
+            # min of CPU where Satoko refuted it in 273 s; at N' = 67 / 68 it refuted the task (frames 78 / 79, 612 s /
+            # 359 s of ABC) and at N' = 80 (depth 94) it proved it in 1,024 s (docs/rtl.md, "The tight bound").
+            # (Glucose with every learned clause kept, `-g -P 0`, was slower than the default: 454 s against 245 s
+            # for frames 0-107 of the derived-bound task.)
+            abc_opts=LIVE_ABC_OPTS)
         out.append(ProofTask(
             name=f"live_{kind}_l{LIVE_LATENCY}", properties=LIVE_PROPS,
             script=(*swap, "chformal -assert -remove * vdla_formal_live %d", *tail), **common))
@@ -233,9 +240,11 @@ def live_tasks(cfg: HwConfig | str, bounds: Mapping[str, int] | None = None, *, 
     return out
 
 
-def proof_tasks(cfg: HwConfig | str, *, whole_machine: bool = False, tight: bool = True) -> list[ProofTask]:
+def proof_tasks(cfg: HwConfig | str, *, whole_machine: bool = False, tight: bool = True,
+                live_n: int | None = None) -> list[ProofTask]:
     """Every proof task of ``cfg``, cheapest first; with ``whole_machine`` also :func:`live_tasks`
-    (long BMC runs of all of ``vdla_top``: they run when named, not in a plain ``vdla hw prove``)."""
+    (long BMC runs of all of ``vdla_top``: they run when named, not in a plain ``vdla hw prove``),
+    every one of them at ``live_n`` cycles when given, else at :func:`~vdla_hw.formal.liveness.live_bound`'s N."""
     cfg = load_config(cfg)
     tasks = _fifo_tasks(cfg)
     for unit, prev, nxt in (("load", 0, 1), ("compute", 1, 1), ("store", 1, 0)):
@@ -336,7 +345,8 @@ def proof_tasks(cfg: HwConfig | str, *, whole_machine: bool = False, tight: bool
         params=(("ELEM_BITS", out_bits),), define="VDLA_FORMAL_TOP_DMA_WR", mode="bmc", depth=DMA_BMC_DEPTH,
         properties=DMA_WR_PROPS + FIFO_PROPS))
     if whole_machine:
-        tasks.extend(live_tasks(cfg, tight=tight))
+        tasks.extend(live_tasks(cfg, None if live_n is None else dict.fromkeys(("finish", "legal", "fault"), live_n),
+                                tight=tight))
     return tasks
 
 
