@@ -142,33 +142,19 @@ def test_resident_names_what_does_not_fit() -> None:
 
 
 @pytest.mark.slow
-def test_c11_resident_on_rtl_matches_the_cycle_model() -> None:
-    # The compiled C11 behind docs/vdla_compiler.md's 95.1%: the RTL runs it bit-exactly, the same DRAM as the
-    # cycle model, in the cycle model's cycles (within the calibration's 0.3%).
+@pytest.mark.parametrize("multiplier", [False, True], ids=["per-tensor", "per-channel"])
+def test_c11_resident_on_rtl_matches_the_cycle_model(multiplier: bool) -> None:
+    # The compiled C11 behind docs/vdla_compiler.md's 95.1% (per-tensor), and with the per-channel epilogue (the
+    # ALU's bias add, ReLU and multiply before each group's STORE): the RTL runs it bit-exactly, the same DRAM as
+    # the cycle model, in the cycle model's cycles (within the calibration's 0.3%).
     from vdla.runtime.backends.rtl import RtlBackend
 
     why = RtlBackend.unavailable()
     if why is not None:
         pytest.skip(why)
     wl = RESNET18_CONVS["C11"]
-    compiled = compile_conv2d(wl, DEFAULT, knobs=C11_BEST, epilogue=Requantize(shift=requant_shift(wl)))
-    ok_r, rtl, _, _ = check_conv2d(compiled, backend="rtl")
-    ok_c, cy, _, _ = check_conv2d(compiled, backend="cycle")
-    assert ok_r and ok_c and np.array_equal(rtl.dram, cy.dram)
-    assert rtl.cycles is not None and abs(rtl.cycles - cy.cycles) <= 0.003 * rtl.cycles
-
-
-@pytest.mark.slow
-def test_c11_resident_with_a_multiplier_on_rtl_matches_the_cycle_model() -> None:
-    # The per-channel epilogue (the ALU's bias add, ReLU and multiply before each group's STORE) on the RTL:
-    # bit-exact, the cycle model's DRAM, within the calibration's 0.3% of its cycles.
-    from vdla.runtime.backends.rtl import RtlBackend
-
-    why = RtlBackend.unavailable()
-    if why is not None:
-        pytest.skip(why)
-    wl = RESNET18_CONVS["C11"]
-    ep = Requantize(shift=requant_shift(wl) + 8, multiplier=True)
+    ep = (Requantize(shift=requant_shift(wl) + 8, multiplier=True) if multiplier
+          else Requantize(shift=requant_shift(wl)))
     compiled = compile_conv2d(wl, DEFAULT, knobs=C11_BEST, epilogue=ep)
     ok_r, rtl, _, _ = check_conv2d(compiled, backend="rtl")
     ok_c, cy, _, _ = check_conv2d(compiled, backend="cycle")
