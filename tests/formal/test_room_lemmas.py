@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from vdla_hw.config import preset_names
 from vdla_hw.formal.liveness import VARIANTS, live_queue_depths, liveness_program
 from vdla_hw.formal.prove import format_results, prove
 from vdla_hw.formal.tasks import ProofTask, proof_tasks
@@ -49,6 +50,17 @@ def test_lemma_fifo_depths_are_the_live_tasks_reduced_depths() -> None:
     depths = {t.params[0][1] for t in _lemma_tasks("tiny") if t.name.startswith("fifo_pushes_")}
     wanted = {d for kind in VARIANTS for d in live_queue_depths("tiny", liveness_program("tiny", kind))}
     assert depths == wanted
+
+
+@pytest.mark.parametrize("config", preset_names())
+def test_composition_bounds_every_reduced_command_queue(config: str) -> None:
+    """The arithmetic the command-queue composition uses (docs/rtl.md): every reduced command queue is at
+    least as deep as the program is long, so with pushes <= dispatched <= insn_count (fetch_dispatch) and
+    count <= pushes before each push (fifo_pushes_*), every push finds room."""
+    for kind in VARIANTS:
+        prog = liveness_program(config, kind)
+        cmd_depth, _ = live_queue_depths(config, prog)
+        assert len(prog.insns) <= cmd_depth, (config, kind, len(prog.insns), cmd_depth)
 
 
 def test_room_lemmas_pass_by_k_induction() -> None:
