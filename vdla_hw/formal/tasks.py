@@ -88,6 +88,8 @@ LIVE_PROPS = ("a_live_done", "a_live_status", "a_live_bready")
 LIVE_ROOM_PROPS = ("a_live_room_cmd", "a_live_room_dep")
 # The options of the live tasks' `abc bmc3` (Satoko: see live_tasks).
 LIVE_ABC_OPTS = ("-s",)
+FETCH_DISPATCH_PROPS = ("f_fetch_dispatch_bound", "f_fetch_conserved", "f_fetch_room")
+GATE_TOKEN_PROPS = ("f_gate_tokens_prev", "f_gate_tokens_next")
 UOP_LOOP_PROPS = ("a_uop_range", "f_uop_bounds", "f_uop_progress", "f_uop_wait", "a_uop_next")
 
 
@@ -127,6 +129,18 @@ WINDOW_WR_BMC_DEPTH = 8
 TILE_LEGAL_BMC_DEPTH = 5
 
 
+# The fetch lemma: its invariants are 1-inductive; 2 * CHUNK + 6 cycles from reset hold clear, start, a
+# chunk asked for, its words arriving and being dispatched, so a fetch that dispatches one too many fails
+# with a trace from reset (tiny: CHUNK = 4).
+FETCH_DISPATCH_DEPTH = 8
+
+
+# The gate's token lemma: 1-inductive with the gate's own invariants; 8 cycles from reset hold reset, an
+# instruction through accept, pop, execute and push and the next one's accept, so a gate that pushes a token
+# it was not asked for fails with a trace from reset.
+GATE_TOKENS_DEPTH = 8
+
+
 # The FIFO invariants are 1-inductive, so any depth proves them; the depth is the longest
 # counterexample from reset the base case finds. DEPTH + 4 cycles reset, fill a FIFO (its first
 # entry takes two cycles to the output), push once more and see the count, so a bug at the
@@ -147,6 +161,19 @@ def _fifo_tasks(cfg: HwConfig) -> list[ProofTask]:
             params=(("WIDTH", 4), ("DEPTH", depth), ("STRICT_PUSH", strict), ("STRICT_POP", strict)),
             define="VDLA_FORMAL_TOP_FIFO", depth=min(depth + 4, FIFO_MAX_DEPTH),
             properties=("a_fifo_count", "f_fifo_ptrs")))
+    return out
+
+
+def _room_fifo_depths(cfg: HwConfig) -> dict[str, int]:
+    """The command and token queue depths of the live tasks' reduced configs (non-strict FIFOs, as
+    ``vdla_top`` instantiates them): the depths whose ``fifo_pushes_*`` lemma the room argument uses."""
+    from vdla_hw.formal.liveness import VARIANTS, live_queue_depths, liveness_program
+
+    out: dict[str, int] = {}
+    for kind in VARIANTS:
+        for what, depth in zip(("cmd", "dep"), live_queue_depths(cfg, liveness_program(cfg, kind))):
+            if depth not in out.values():
+                out[f"{what}_{kind}"] = depth
     return out
 
 
@@ -252,6 +279,22 @@ def proof_tasks(cfg: HwConfig | str, *, whole_machine: bool = False, tight: bool
             name=f"gate_{unit}", top="vdla_dep_gate", modules=("vdla_dep_gate",),
             params=(("HAS_PREV", prev), ("HAS_NEXT", nxt)), define="VDLA_FORMAL_TOP_GATE", depth=6,
             properties=GATE_PROPS))
+    # The compositional room lemmas (docs/rtl.md, "The reduced queues, compositionally"): fetch dispatches
+    # at most insn_count instructions after a start; a gate pushes a token only for an instruction it took
+    # with that push flag, at most once. k-induction; each closes in seconds.
+    for what, depth in sorted(_room_fifo_depths(cfg).items(), key=lambda d: (d[1], d[0])):
+        tasks.append(ProofTask(
+            name=f"fifo_pushes_{what}_d{depth}", top="vdla_formal_fifo_count", modules=("vdla_fifo",),
+            params=(("DEPTH", depth),), define="VDLA_FORMAL_TOP_FIFO", harness=("vdla_formal_fifo_count.sv",),
+            depth=min(depth + 4, FIFO_MAX_DEPTH), properties=("f_fifo_pushes", "a_fifo_count", "f_fifo_ptrs")))
+    tasks.append(ProofTask(
+        name="fetch_dispatch", top="vdla_fetch", modules=("vdla_fifo", "vdla_fetch"), define="VDLA_FORMAL_TOP_FETCH",
+        depth=FETCH_DISPATCH_DEPTH, properties=FETCH_DISPATCH_PROPS + FIFO_PROPS))
+    for unit, prev, nxt in (("load", 0, 1), ("compute", 1, 1), ("store", 1, 0)):
+        tasks.append(ProofTask(
+            name=f"gate_tokens_{unit}", top="vdla_dep_gate", modules=("vdla_dep_gate",),
+            params=(("HAS_PREV", prev), ("HAS_NEXT", nxt)), define="VDLA_FORMAL_TOP_GATE",
+            extra_defines=("VDLA_FORMAL_GATE_TOKENS",), depth=GATE_TOKENS_DEPTH, properties=GATE_TOKEN_PROPS + GATE_PROPS))
     tasks.append(ProofTask(
         name="tokens", top="vdla_formal_tokens", modules=("vdla_fifo", "vdla_dep_gate"),
         harness=("vdla_formal_tokens.sv",), mode="bmc", depth=TOKENS_BMC_DEPTH,

@@ -184,6 +184,29 @@ module vdla_dep_gate #(
       f_gate_progress: assert (f_own_cycles <= 3'd2);
     end
   end
+`ifdef VDLA_FORMAL_GATE_TOKENS
+  // The token-side lemma of "the live tasks' reduced token queues never fill" (docs/rtl.md, "The
+  // reduced queues, compositionally"): the tokens this gate has pushed to each queue plus the one
+  // its current instruction still owes equal the instructions it took with that push flag -- so
+  // the pushes never exceed them. Counted modulo 2^32 (a run has fewer instructions).
+  logic [31:0] f_took_prev, f_took_next, f_pushed_prev, f_pushed_next;
+  always_ff @(posedge clk) begin
+    if (!rst_n || clear) begin
+      {f_took_prev, f_took_next, f_pushed_prev, f_pushed_next} <= '0;
+    end else begin
+      f_took_prev   <= f_took_prev + 32'(cmd_valid && cmd_ready && HAS_PREV && cmd_flags.push_prev);
+      f_took_next   <= f_took_next + 32'(cmd_valid && cmd_ready && HAS_NEXT && cmd_flags.push_next);
+      f_pushed_prev <= f_pushed_prev + 32'(push_prev_valid && push_prev_ready);
+      f_pushed_next <= f_pushed_next + 32'(push_next_valid && push_next_ready);
+    end
+  end
+  always_ff @(posedge clk) begin
+    if (rst_n && !clear) begin
+      f_gate_tokens_prev: assert (f_pushed_prev + 32'(busy && f_want_push_prev && !f_put_prev) == f_took_prev);
+      f_gate_tokens_next: assert (f_pushed_next + 32'(busy && f_want_push_next && !f_put_next) == f_took_next);
+    end
+  end
+`endif
 `undef VDLA_GATE_CONTRACT
 `endif
 endmodule

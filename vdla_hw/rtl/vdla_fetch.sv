@@ -103,6 +103,66 @@ module vdla_fetch (
   assign store_valid   = buf_valid && to_store;
   assign compute_valid = buf_valid && !to_load && !to_store;
   assign buf_ready     = to_load ? load_ready : to_store ? store_ready : compute_ready;
+`ifdef FORMAL
+`ifdef VDLA_FORMAL_TOP_FETCH
+  // The fetch-side lemma of "the live tasks' reduced command queues never fill" (docs/rtl.md,
+  // "The reduced queues, compositionally"): after a start, fetch dispatches at most insn_count
+  // instructions in all, whatever words the DRAM returns. Stated here and not in a harness
+  // because its inductive strengthening is about n, rest, inflight and the buffer's count, and
+  // yosys reads neither `bind` nor hierarchical references. Proven alone (vdla_fetch as top):
+  // the environment's side is assumed --
+  //  * start comes only in the cycle after clear (vdla_ctrl's f_ctrl_clear_start, proven), so a
+  //    run begins from the cleared state;
+  //  * the instruction DMA returns only elements fetch asked for (el_valid only while some are
+  //    in flight: vdla_dma_rd delivers a command's dma_count elements, f_dma_rd_beats).
+  initial assume (!rst_n);
+  logic f_after_clear = 1'b0, f_started = 1'b0;
+  logic [31:0] f_count;        // insn_count as of the start
+  logic [31:0] f_dispatched;   // instructions handed to any command queue since the start
+  logic [31:0] f_to_load, f_to_compute, f_to_store;
+  logic f_push_load, f_push_compute, f_push_store;
+  assign f_push_load    = load_valid && load_ready;
+  assign f_push_compute = compute_valid && compute_ready;
+  assign f_push_store   = store_valid && store_ready;
+  always_ff @(posedge clk) begin
+    f_after_clear <= rst_n && clear;
+    if (!rst_n || clear) begin
+      f_started <= 1'b0;
+      f_count <= '0;
+      {f_dispatched, f_to_load, f_to_compute, f_to_store} <= '0;
+    end else begin
+      if (start) begin
+        f_started <= 1'b1;
+        f_count   <= insn_count;
+      end
+      f_dispatched <= f_dispatched + 32'(f_push_load) + 32'(f_push_compute) + 32'(f_push_store);
+      f_to_load    <= f_to_load + 32'(f_push_load);
+      f_to_compute <= f_to_compute + 32'(f_push_compute);
+      f_to_store   <= f_to_store + 32'(f_push_store);
+    end
+  end
+  always_comb begin
+    if (start) assume (f_after_clear);
+    if (el_valid) assume (inflight != '0);
+  end
+  logic [34:0] f_owned;  // every instruction of the run: dispatched, buffered, in flight, still to ask for
+  assign f_owned = 35'(f_dispatched) + 35'(buffered) + 35'(inflight) + 35'(n) + 35'(rest);
+  always_ff @(posedge clk) begin
+    if (rst_n && !clear) begin
+      // the lemma: never more dispatched than the program has instructions, one queue at a time
+      f_fetch_dispatch_bound: assert (f_dispatched <= f_count
+                                      && f_to_load + f_to_compute + f_to_store == f_dispatched
+                                      && !(f_push_load && f_push_compute) && !(f_push_load && f_push_store)
+                                      && !(f_push_compute && f_push_store));
+      // its induction strengthening: each of the run's instructions is in exactly one place
+      f_fetch_conserved: assert ((f_started && f_owned == 35'(f_count))
+                                 || (!f_started && f_owned == '0));
+      f_fetch_room: assert (32'(buffered) + 32'(inflight) <= 32'(BUF_DEPTH) && 32'(n) <= 32'(CHUNK)
+                            && (n != '0 || rest == '0));
+    end
+  end
+`endif
+`endif
 endmodule
 
 `default_nettype wire
