@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from vdla_hw.errors import BadFileError
 from vdla_hw.formal import live_bound as lb
 from vdla_hw.formal import live_record, liveness
 from vdla_hw.formal.liveness import DRIVER_CYCLES, live_bound, liveness_bound, liveness_program
@@ -152,6 +153,17 @@ def test_proven_record_gives_the_task_the_n_that_passed(tmp_path: Path, monkeypa
                                      path=record)["depth"] == proof["depth"]
     with pytest.raises(ValueError, match=r"needs \['bound'\]"):
         live_record.record_proven("tiny", "legal", room, path=record)
+
+
+@pytest.mark.parametrize("text", ['{"tiny": {"fault": {"bound"', "[1, 2]", "\xff\xfe"])
+def test_a_damaged_record_is_a_named_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    """A record truncated by a killed --record run, or not the record's JSON, names the file and the fix."""
+    record = tmp_path / "live_bounds.json"
+    record.write_bytes(text.encode("latin-1"))
+    monkeypatch.setattr(live_record, "RECORD", record)
+    with pytest.raises(BadFileError, match="is not the live bounds record") as info:
+        live_bound("tiny", "fault")
+    assert "git checkout" in (info.value.hint or "")
 
 
 def test_refuted_n_raises_the_candidate_and_cannot_contradict_a_proof(tmp_path: Path,

@@ -25,6 +25,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from vdla_hw.errors import BadFileError
 from vdla_hw.rtl_build import RTL_DIR
 
 # Beside this module: shipped with the package, so a fresh checkout's live tasks run at the proven N.
@@ -42,9 +43,20 @@ def rtl_digest(rtl_dir: Path | None = None) -> str:
 
 
 def read_record(path: Path | None = None) -> dict[str, dict[str, dict[str, object]]]:
-    """The whole record (empty when the file does not exist)."""
+    """The whole record (empty when the file does not exist); BadFileError for one that is not the record's JSON
+    (e.g. truncated by a run killed while writing it)."""
     path = path or RECORD
-    return json.loads(path.read_text()) if path.exists() else {}
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BadFileError(f"{path} is not the live bounds record ({exc})",
+                           hint=f"restore it: git checkout -- {path.name} (in vdla_hw/formal)") from None
+    if not isinstance(data, dict):
+        raise BadFileError(f"{path} is not the live bounds record (a JSON object per config expected)",
+                           hint=f"restore it: git checkout -- {path.name} (in vdla_hw/formal)")
+    return data
 
 
 def write_record(data: dict[str, dict[str, dict[str, object]]], path: Path | None = None) -> None:
