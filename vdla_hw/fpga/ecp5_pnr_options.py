@@ -28,6 +28,23 @@ SPEC_EXAMPLE = "timing-weight=20,critexp=4,tmg-ripup"
 
 
 @dataclass(frozen=True)
+class PnrOption:
+    """One option, named once for every place it appears: the :class:`PnrOptions` field, its name in a
+    ``--pnr-options`` text, nextpnr's flag and the cache-file tag."""
+
+    field: str
+    spec: str
+    flag: str
+    tag: str
+
+
+OPTIONS = (PnrOption("timing_weight", "timing-weight", "--placer-heap-timingweight", "tw"),
+           PnrOption("critexp", "critexp", "--placer-heap-critexp", "ce"),
+           PnrOption("tmg_ripup", "tmg-ripup", "--tmg-ripup", "rip"))
+"""The options in the order they go on the command line, in a spec and in a tag; ``tmg-ripup`` is a flag."""
+
+
+@dataclass(frozen=True)
 class PnrOptions:
     """nextpnr-ecp5 options beyond the seed and target; ``None``/``False`` leaves nextpnr's default."""
 
@@ -49,45 +66,29 @@ class PnrOptions:
         if not isinstance(self.tmg_ripup, bool):
             raise UsageError(f"tmg-ripup is a flag, not {self.tmg_ripup!r}", hint=f"e.g. --pnr-options {SPEC_EXAMPLE}")
 
+    def given(self) -> list[tuple[PnrOption, int | bool]]:
+        """The options set away from nextpnr's default, in :data:`OPTIONS`' order, with their values."""
+        given = [(o, getattr(self, o.field)) for o in OPTIONS]
+        return [(o, v) for o, v in given if v is not None and v is not False]
+
     def args(self) -> list[str]:
         """The options on nextpnr-ecp5's command line (empty for nextpnr's defaults)."""
-        out: list[str] = []
-        if self.timing_weight is not None:
-            out += ["--placer-heap-timingweight", str(self.timing_weight)]
-        if self.critexp is not None:
-            out += ["--placer-heap-critexp", str(self.critexp)]
-        if self.tmg_ripup:
-            out.append("--tmg-ripup")
-        return out
+        return [a for o, v in self.given() for a in ([o.flag] if v is True else [o.flag, str(v)])]
 
     def spec(self) -> str:
         """The text :func:`parse_pnr_options` reads back into these options (``""`` for the defaults)."""
-        parts = []
-        if self.timing_weight is not None:
-            parts.append(f"timing-weight={self.timing_weight}")
-        if self.critexp is not None:
-            parts.append(f"critexp={self.critexp}")
-        if self.tmg_ripup:
-            parts.append("tmg-ripup")
-        return ",".join(parts)
+        return ",".join(o.spec if v is True else f"{o.spec}={v}" for o, v in self.given())
 
     def tag(self) -> str:
         """A file-name suffix for these options: ``""`` for the defaults, else e.g. ``-tw20-ce4-rip``."""
-        parts = []
-        if self.timing_weight is not None:
-            parts.append(f"tw{self.timing_weight}")
-        if self.critexp is not None:
-            parts.append(f"ce{self.critexp}")
-        if self.tmg_ripup:
-            parts.append("rip")
-        return "".join(f"-{p}" for p in parts)
+        return "".join(f"-{o.tag}" if v is True else f"-{o.tag}{v}" for o, v in self.given())
 
 
 def parse_pnr_options(text: str | None) -> PnrOptions:
     """The options of a ``--pnr-options`` text: comma-separated ``timing-weight=N``, ``critexp=N``,
     ``tmg-ripup``; empty or ``None`` for nextpnr's defaults. A bad part is refused by name."""
     fields: dict[str, object] = {}
-    names = {"timing-weight": "timing_weight", "critexp": "critexp"}
+    names = {o.spec: o.field for o in OPTIONS if o.field != "tmg_ripup"}
     for part in (text or "").split(","):
         part = part.strip()
         if not part:
