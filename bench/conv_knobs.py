@@ -38,8 +38,8 @@ sys.path[:0] = [str(ROOT)]
 from vdla.compiler.autotune.measure import MeasureOptions, build_job, config_cost, run_job  # noqa: E402
 from vdla.compiler.autotune.task import make_task  # noqa: E402
 from vdla.compiler.autotune.template import template_for  # noqa: E402
-from vdla.compiler.codegen.llvm import host_target  # noqa: E402
 from vdla.compiler.topi import default_nchwc_blocks  # noqa: E402
+from host import host_line, host_record  # noqa: E402
 
 
 def layer_task(spec: str, cpu_target: str) -> Any:
@@ -78,9 +78,8 @@ def main() -> None:
     ap.add_argument("--keep-openblas-coretype", action="store_true")
     ap.add_argument("--output", default=str(ROOT / "bench" / "results" / "conv_knobs.json"))
     args = ap.parse_args()
-    host = host_target()
     load0 = os.getloadavg()[0]
-    print(f"host: {host.cpu} ({host.isa}), {os.cpu_count()} cores, load {load0:.1f}; one thread, thread CPU time")
+    print(f"{host_line()}; load {load0:.1f}; one thread, thread CPU time")
     results = []
     for spec in args.layer:
         task = layer_task(spec, args.cpu_target)
@@ -108,7 +107,7 @@ def main() -> None:
                         "median_ms": {n: 1e3 * v for n, v in med.items()}})
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"host": {"cpu": host.cpu, "isa": host.isa}, "load_before": load0,
+    out.write_text(json.dumps({"host": host_record(), "load_before": load0,
                                "load_after": os.getloadavg()[0], "rounds": args.rounds, "results": results},
                               indent=1, default=str))
     print(f"wrote {out}")
