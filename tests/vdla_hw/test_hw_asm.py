@@ -83,7 +83,7 @@ LOOP = "uop=0:1 iter=1,1 dst=0,0"
         ("LOAD XYZ sram=0 dram=0 y=1 x=1 stride=1", 1, "XYZ", "unknown LOAD memory type; allowed: UOP, WGT, INP, ACC, OUT"),
         ("STORE sram=0 dram=0 y=1 x=1 stride=1", 1, "(nothing)", "expected exactly one STORE memory type"),
         ("LOAD INP sram=0 dram=0 y=1 x=1", 1, "LOAD", "missing operand stride=X_STRIDE"),
-        (BASE + " strde=1", 1, "strde=1", "unknown operand for LOAD; allowed: sram, dram, y, x, stride, pad, deps"),
+        (BASE + " strde=1", 1, "strde=1", "unknown operand for LOAD; allowed: sram, dram, y, x, stride, pad, estride, deps"),
         (BASE + " x=2", 1, "x=2", "x given twice"),
         ("LOAD INP sram=0 dram=0 y=70000 x=1 stride=1", 1, "y=70000", "y_size = 70000 does not fit its 16-bit field; allowed [0, 65535]"),
         ("LOAD INP sram=0 dram=-1 y=1 x=1 stride=1", 1, "dram=-1", "dram_base = -1 does not fit its 32-bit field"),
