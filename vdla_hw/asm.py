@@ -3,6 +3,7 @@
 One instruction per line, a mnemonic, its words, then ``key=value`` operands::
 
     LOAD INP sram=0 dram=128 y=4 x=8 stride=64 pad=1,1,1,1 deps=pop_next,push_next
+    LOAD INP sram=48 dram=128 y=4 x=8 stride=64 estride=2
     GEMM reset uop=0:16 iter=4,2 dst=1,0 src=8,1 wgt=0,1
     GEMM overwrite uop=0:16 iter=4,2 dst=1,0 src=8,1 wgt=0,1
     ALU SHR imm=-3 uop=0:1 iter=16,1 dst=1,0
