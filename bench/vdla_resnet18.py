@@ -322,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
               f"at the knobs measured now: {sum(utils) / len(utils):.1%}")
     gathered = [r for r in rows if "per_row_vt2" in r]
     if gathered:
-        print(f"\nused pixels as gathering LOADs (elem_stride) against one LOAD per used row, same knobs, same run:")
+        print("\nused pixels as gathering LOADs (elem_stride) against one LOAD per used row, same knobs, same run:")
         print(f"{'layer':<5} {'per-row insns':>13} {'cycles':>9} {'roofline':>8} {'gather insns':>12} {'cycles':>9} "
               f"{'roofline':>8}")
         for r in gathered:
