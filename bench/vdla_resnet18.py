@@ -48,7 +48,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from host import host_line, host_record  # noqa: E402
 from vdla.compiler.vdla.target import VdlaTarget  # noqa: E402
-from vdla.compiler.vdla.topi import RESNET18_CONVS, Conv2dKnobs, Requantize, ResidentKnobs, check_conv2d, compile_conv2d, requant_shift, tune_conv2d  # noqa: E402
+from vdla.compiler.vdla.topi import (RESNET18_CONVS, CompiledConv, Conv2dKnobs, Requantize, ResidentKnobs, check_conv2d,  # noqa: E402
+                                    compile_conv2d, requant_shift, tune_conv2d)
+from vdla.compiler.vdla.topi.resident import conv2d_resident  # noqa: E402
 from vdla.runtime.backends import run  # noqa: E402
 from vdla.runtime.workloads import tiled_gemm_program  # noqa: E402
 
@@ -79,6 +81,8 @@ def bench_layer(name: str, target: VdlaTarget, baseline: bool, candidates: int, 
                                    resident=split)  # the "no split" peer: the tiled template alone
         else:
             compiled = compile_conv2d(wl, target, epilogue=ep, virtual_threads=vt)
+        if key == "vt2":
+            vt2 = compiled
         if key == "peer_vt2" and str(peer) == row["vt2"]["knobs"]:  # type: ignore[index]
             row[key] = dict(row["vt2"])  # type: ignore[call-overload]  # same program: the model is deterministic
             continue
@@ -101,6 +105,18 @@ def bench_layer(name: str, target: VdlaTarget, baseline: bool, candidates: int, 
             first, last = spans
             row[key].update({"prologue": first, "drain": result.cycles - last,  # type: ignore[union-attr]
                              "steady_utilization": wl.macs / cfg.macs_per_cycle / (last - first)})
+    if isinstance(vt2.knobs, ResidentKnobs) and vt2.knobs.used_pixels:
+        # The peer of the gathering LOAD, in the same run: the same program with one LOAD per used row (the ISA
+        # before elem_stride); its own row is in the JSON as "per_row_vt2".
+        per_row = CompiledConv(wl, vt2.knobs, vt2.epilogue, conv2d_resident(wl, vt2.knobs, target, vt2.epilogue,
+                                                                           gather=False), False)
+        ok, result, _, _ = check_conv2d(per_row, backend="cycle")
+        if not ok:
+            raise AssertionError(f"{name} (per-row LOADs) is not bit-exact vs NumPy")
+        st = result.extra["stats"]
+        row["per_row_vt2"] = {"cycles": result.cycles, "gemm_utilization": st["gemm_utilization"],
+                              "roofline_fraction": st["roofline_fraction"],
+                              "instructions": per_row.module.program.insn_count, "knobs": str(vt2.knobs)}
     if baseline:
         m, k, n = wl.oh * wl.ow, wl.ic * wl.kh * wl.kw, wl.oc
         program, _ = tiled_gemm_program(cfg, m, k, n, virtual_threads=2)
@@ -304,6 +320,15 @@ def main(argv: list[str] | None = None) -> int:
     if peer_utils and len(peer_utils) == len(rows):
         print(f"mean GEMM utilization at the earlier knobs: {sum(peer_utils) / len(peer_utils):.1%}; "
               f"at the knobs measured now: {sum(utils) / len(utils):.1%}")
+    gathered = [r for r in rows if "per_row_vt2" in r]
+    if gathered:
+        print("\nused pixels as gathering LOADs (elem_stride) against one LOAD per used row, same knobs, same run:")
+        print(f"{'layer':<5} {'per-row insns':>13} {'cycles':>9} {'roofline':>8} {'gather insns':>12} {'cycles':>9} "
+              f"{'roofline':>8}")
+        for r in gathered:
+            a, b = r["per_row_vt2"], r["vt2"]  # type: ignore[index]
+            print(f"{r['layer']:<5} {a['instructions']:>13} {a['cycles']:>9,} {a['roofline_fraction']:>8.1%} "
+                  f"{b['instructions']:>12} {b['cycles']:>9,} {b['roofline_fraction']:>8.1%}")
     print("prologue = cycles before the first GEMM starts, drain = cycles after the last GEMM ends, steady = GEMM "
           "utilization between the two (2 threads, the timeline of the same program)")
     print(f"reference: {VTA_REFERENCE}")

@@ -2,7 +2,7 @@
 
 Bins (names are ``group:...``):
 
-- ``load`` memory type x padding x strided row (micro-op loads cannot pad); ``store`` strided or not,
+- ``load`` memory type x padding x strided row (micro-op loads cannot pad), and gathering (element stride); ``store`` strided or not,
   and its requantization (shift or not x clip x ReLU);
 - ``loop`` GEMM (reset or multiply-accumulate) and ALU loop shapes: single iteration, outer only,
   inner only or both, with zero or non-zero index factors, over one or several micro-ops;
@@ -38,7 +38,7 @@ def universe(cfg: HwConfig) -> list[str]:
     """Every bin a run could reach on ``cfg``."""
     bins = ["load:UOP"]
     for mem in (MemType.INP, MemType.WGT, MemType.ACC):
-        bins += [f"load:{mem.name}:pad={p}:stride={s}" for p in "ny" for s in "ny"]
+        bins += [f"load:{mem.name}:pad={p}:stride={s}" for p in "ny" for s in "ny"] + [f"load:{mem.name}:gather"]
     bins += [f"store:stride={s}" for s in "ny"]
     bins += [f"store:requant:shift={s}:clip={c}:relu={r}" for s in "ny" for c in "ny" for r in "ny"]
     bins += ["store:bias=none", "store:bias=step0", "store:bias=step1"]
@@ -96,6 +96,8 @@ def _insn_bins(insn: object) -> set[str]:
         else:
             padded = "y" if any((insn.y_pad0, insn.y_pad1, insn.x_pad0, insn.x_pad1)) else "n"
             hit.add(f"load:{MemType(insn.mem_type).name}:pad={padded}:stride={strided}")
+            if insn.elem_stride > 1:
+                hit.add(f"load:{MemType(insn.mem_type).name}:gather")
     elif isinstance(insn, (GemmInsn, AluInsn)):
         kind = ("ALU" if isinstance(insn, AluInsn) else "GEMM-reset" if insn.reset
                 else "GEMM-overwrite" if insn.overwrite else "GEMM")

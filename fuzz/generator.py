@@ -15,7 +15,7 @@ last word: a drawn plan that fails it is a generator bug.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -101,7 +101,7 @@ def _alloc_data(cfg: HwConfig, pb: ProgramBuilder, data: DataSpec) -> dict[str, 
 def _emit(pb: ProgramBuilder, src: dict[str, BufferSpec], op: object, flags: dict[str, bool], tag: str) -> None:
     if isinstance(op, LoadOp):
         base = src[op.mem.name.lower()].addr + op.offset
-        pb.load(op.mem, op.sram, base, op.y, op.x, op.stride, pad=op.pad, **flags)
+        pb.load(op.mem, op.sram, base, op.y, op.x, op.stride, pad=op.pad, elem_stride=op.elem_stride, **flags)
     elif isinstance(op, UopLoadOp):
         pb.load_uops(pb.uops(list(op.uops), f"uops_{tag}"), op.sram, **flags)
     elif isinstance(op, StoreOp):
@@ -127,7 +127,7 @@ def draw_plan(cfg: HwConfig, seed: int, *, max_rounds: int = 6) -> Plan:
     rng = random.Random(seed)
     # A stream of its own decides on a deep plan, so every other seed draws what it always drew.
     deep = cfg.dep_queue_depth > _OVER_DEPTH_MAX and random.Random(f"deep-{seed}").random() < _DEEP_SHARE
-    return _Drawer(cfg, rng).draw(max_rounds, deep=deep)
+    return _Drawer(cfg, rng, random.Random(f"gather-{seed}")).draw(max_rounds, deep=deep)
 
 
 @dataclass(frozen=True)
@@ -139,8 +139,10 @@ class _Slices:
 
 
 class _Drawer:
-    def __init__(self, cfg: HwConfig, rng: random.Random) -> None:
+    def __init__(self, cfg: HwConfig, rng: random.Random, gather_rng: random.Random | None = None) -> None:
         self.cfg, self.rng = cfg, rng
+        # Gathering LOADs draw from a stream of their own: a plan without one is what the seed always drew.
+        self.gather_rng = gather_rng or random.Random(0)
         self.depths = sram_depths(cfg)
         self.written = {k: np.zeros(v, dtype=bool) for k, v in self.depths.items()}
         self.uops: list[Uop | None] = [None] * self.depths["uop"]
@@ -354,7 +356,23 @@ class _Drawer:
             sram = min(max(lo, rng.choice(dsts) - rng.randint(0, 2)), hi - n)
         else:
             sram = rng.choice((lo, hi - n, rng.randint(lo, hi - n)))
-        return LoadOp(mem, sram, offset, y, x, stride, pad)  # type: ignore[arg-type]
+        return self._gather(LoadOp(mem, sram, offset, y, x, stride, pad), n_src)  # type: ignore[arg-type]
+
+    def _gather(self, op: LoadOp, n_src: int) -> LoadOp:
+        """``op`` as a gathering LOAD (element stride 2..4, the same SRAM block) for about half the loads that
+        could be one (more than one element per row, no x padding); its DRAM walk is redrawn from the gather
+        stream, so the main stream, and every plan without a gathering LOAD, is unchanged."""
+        g = self.gather_rng
+        if g.random() >= 0.5 or op.x < 2 or op.pad[2] or op.pad[3]:
+            return op
+        step = g.randint(2, 4)
+        span = (op.x - 1) * step + 1
+        stride = span + g.choice((0, 0, 1, 3))
+        if (op.y - 1) * stride + span > n_src:
+            stride = span
+        if (op.y - 1) * stride + span > n_src:
+            return op
+        return replace(op, offset=g.randint(0, n_src - ((op.y - 1) * stride + span)), stride=stride, elem_stride=step)
 
     def _uop_load(self, t: int) -> UopLoadOp:
         rng = self.rng

@@ -44,8 +44,10 @@ MUTANTS: tuple[Mutant, ...] = (
            "off-by-one in the padding counter: one bottom padding row too few"),
     Mutant("pad-not-zero", "vdla_tile_loader.sv", "assign wr_data  = in_data ? el_data : '0;",
            "assign wr_data  = el_data;", "padding elements get the DMA's data lines instead of zero"),
-    Mutant("load-ignores-stride", "vdla_tile_loader.sv", ": row_elem + RW'(insn.x_stride);",
-           ": row_elem + RW'(insn.x_size);", "loads step rows by x_size, not x_stride"),
+    Mutant("load-ignores-stride", "vdla_tile_loader.sv", "new_row ? row_elem + RW'(insn.x_stride) : row_elem;",
+           "new_row ? row_elem + RW'(insn.x_size) : row_elem;", "loads step rows by x_size, not x_stride"),
+    Mutant("gather-ignores-elem-stride", "vdla_tile_loader.sv", "cmd_elem + RW'(insn.elem_stride_m1) + 1'b1;",
+           "cmd_elem + 1'b1;", "a gathering LOAD reads a row's elements contiguously, not at its element stride"),
     Mutant("store-ignores-stride", "vdla_store.sv", ": row_elem + RW'(insn.x_stride);",
            ": row_elem + RW'(insn.x_size);", "stores step rows by x_size, not x_stride"),
     Mutant("swap-pop-flags", "vdla_dep_gate.sv", "need_pop_prev <= HAS_PREV && cmd_flags.pop_prev;",
@@ -167,7 +169,7 @@ MUTANTS: tuple[Mutant, ...] = (
            "dma_end  <= EW'(dma_addr) + (EW'(n) << LOG_INSN_BYTES);",
            "registered window end (fetch): the end byte is computed from the chunk just taken, not the next one, "
            "so the window checks a stale span (and the next chunk's address is the previous one)"),
-    Mutant("loader-end-from-start", "vdla_tile_loader.sv", ": EW'(stop_next) << LOG_EB;", ": EW'(row_next) << LOG_EB;",
+    Mutant("loader-end-from-start", "vdla_tile_loader.sv", ": EW'(cstop_next) << LOG_EB;", ": EW'(cmd_next) << LOG_EB;",
            "registered window end (tile loader): the end byte is the row's first byte, so the window checks an "
            "empty span and a row past WINDOW_LIMIT would pass"),
     Mutant("store-end-stale", "vdla_store.sv", ": EW'(stop_next) << LOG_OUT_ELEM_BYTES;",

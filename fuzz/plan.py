@@ -23,7 +23,7 @@ from typing import Union
 import numpy as np
 
 from vdla_hw.config import HwConfig
-from vdla_hw.isa import AluOp, MemType, Uop
+from vdla_hw.isa import MAX_ELEM_STRIDE, AluOp, MemType, Uop
 
 from vdla.simulator.access import copy_forwarding_hazard
 
@@ -39,7 +39,8 @@ class LoadOp:
     """LOAD of ``mem`` (INP/WGT in the load module, ACC in compute) from its DRAM source buffer.
 
     ``offset`` is the first DRAM element inside the source buffer; ``pad`` is
-    (top, bottom, left, right) zero padding.
+    (top, bottom, left, right) zero padding; ``elem_stride`` > 1 gathers (element ``(r, c)`` at
+    ``offset + r * stride + c * elem_stride``; no x padding then).
     """
 
     mem: MemType
@@ -49,6 +50,12 @@ class LoadOp:
     x: int
     stride: int
     pad: tuple[int, int, int, int] = (0, 0, 0, 0)
+    elem_stride: int = 1
+
+    @property
+    def span(self) -> int:
+        """DRAM elements from a row's first element to one past its last."""
+        return (self.x - 1) * self.elem_stride + 1
 
     @property
     def sram_elems(self) -> int:
@@ -379,9 +386,12 @@ def _check_op(cfg: HwConfig, data: DataSpec, op: object, module: str, r: int) ->
         n_src = {MemType.INP: data.n_inp, MemType.WGT: data.n_wgt, MemType.ACC: data.n_acc}.get(op.mem, 0)
         if op.mem not in allowed:
             raise PlanError(f"round {r}: {op.mem.name} load in the {module} module")
-        _check_block(op.y, op.x, op.stride, op.offset, n_src, f"round {r}: {op}")
+        _check_block(op.y, op.span, op.stride, op.offset, n_src, f"round {r}: {op}")
         if min(op.pad) < 0 or max(op.pad) >= 1 << 4:
             raise PlanError(f"round {r}: padding {op.pad} out of range")
+        if not 1 <= op.elem_stride <= MAX_ELEM_STRIDE or (op.elem_stride > 1 and (op.pad[2] or op.pad[3])):
+            raise PlanError(f"round {r}: element stride {op.elem_stride} outside [1, {MAX_ELEM_STRIDE}] or "
+                            f"with x padding {op.pad[2:]}")
     elif isinstance(op, StoreOp):
         _check_block(op.y, op.x, op.stride, op.offset, data.n_out, f"round {r}: {op}")
     elif isinstance(op, UopLoadOp):

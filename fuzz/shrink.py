@@ -3,7 +3,7 @@
 Greedy delta debugging over the :class:`~vdla.fuzz.plan.Plan`: try a list of smaller
 plans (drop halves of the rounds, single rounds, fewer threads, single
 instructions; then simplify operations: no padding, one row and column, unit
-strides, single-iteration loops, zero factors, one micro-op, small immediates,
+strides (element strides included), single-iteration loops, zero factors, one micro-op, small immediates,
 small data values), keep the first that is legal (:func:`check_plan`) and still
 fails with the same signature (kind and culprit backend), and start over until no
 candidate is accepted or the budget of runs is spent.
@@ -103,6 +103,8 @@ def _round_variants(rnd: Round) -> Iterator[Round]:
 
 def _op_variants(op: object) -> Iterator[object]:
     if isinstance(op, LoadOp):
+        if op.elem_stride > 1:
+            yield replace(op, elem_stride=1)
         yield replace(op, pad=(0, 0, 0, 0))
         yield replace(op, y=1)
         yield replace(op, x=1, stride=max(1, op.stride - op.x + 1))

@@ -2,7 +2,7 @@
 
 Members:
 
-- ``manifest.json``: ``{"format": "vdla-module", "version": 3, "config": {"name", "digest"} | null,
+- ``manifest.json``: ``{"format": "vdla-module", "version": 4, "config": {"name", "digest"} | null,
   "kernels": {"arch", "triple", "cpu", "features"} | null,
   "members": {member: {"bytes": int, "sha256": hex}}}``, the hardware config the module was
   compiled for, the CPU its kernel library was compiled for (``aarch64`` / ``cortex-a53`` for an
@@ -64,8 +64,9 @@ from vdla_hw.errors import BadConfigError, BadFileError
 FORMAT = "vdla-model"
 VERSION = 1
 MANIFEST_FORMAT = "vdla-module"
-MANIFEST_VERSION = 3
-"""3: the VDLA programs inside use the instruction layouts with the GEMM overwrite bit and the STORE bias."""
+MANIFEST_VERSION = 4
+"""4: the VDLA programs inside are program bundles v4 (the LOAD element stride); 3: the GEMM overwrite bit and
+the STORE bias."""
 MANIFEST_MEMBER = "manifest.json"
 GRAPH_MEMBER = "graph.json"
 PARAMS_MEMBER = "params.npz"

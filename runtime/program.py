@@ -7,7 +7,7 @@ read results back.
 
 File format (``Program.save``, described in ``docs/file_formats.md``): one NumPy
 ``.npz`` archive with two arrays, ``dram`` (uint8, the whole image) and ``meta``
-(a 0-d string holding JSON: ``{"format": "vdla-program", "version": 3,
+(a 0-d string holding JSON: ``{"format": "vdla-program", "version": 4,
 "config": {...HwConfig...}, "config_digest": str, "insn_addr": bytes,
 "insn_count": n, "buffers": [{name, kind, offset, shape, dtype, nbytes,
 elem_bytes}, ...], "sha256": hex}``).  ``sha256`` covers the image and the rest
@@ -47,7 +47,7 @@ from vdla.runtime.memory import BufferSpec, DramImage, read_buffer
 from vdla_hw.errors import BadFileError
 
 FORMAT = "vdla-program"
-VERSION = 3
+VERSION = 4
 """3: the GEMM ``overwrite`` bit and the STORE bias fields (the instruction layouts moved)."""
 _WHAT = "a VDLA program bundle (.vdlaprog)"
 _HINT = "write bundles with Program.save or `vdla demo --save`; run a raw .bin from `vdla asm` with --uops/--dram"
@@ -165,8 +165,8 @@ class Program:
             raise BadFileError(f"{origin} is not {_WHAT} (its meta names no format {FORMAT!r})", hint=_HINT)
         if meta.get("version") != VERSION:
             older = isinstance(meta.get("version"), int) and meta["version"] < VERSION
-            why = (" (its instructions use an older instruction layout: version 3 added the GEMM overwrite bit and "
-                   "the STORE bias)" if older else "")
+            why = (" (its instructions use an older instruction layout: version 4 added the LOAD element stride, "
+                   "version 3 the GEMM overwrite bit and the STORE bias)" if older else "")
             raise BadFileError(f"{origin} is a {FORMAT} file of version {meta.get('version')}; this vdla reads "
                                f"version {VERSION}{why}",
                                hint="recompile the program (or model) with this vdla and save it again")
@@ -232,11 +232,13 @@ class ProgramBuilder:
 
     def load(self, mem_type: MemType, sram_base: int, dram_base: int, y_size: int, x_size: int, x_stride: int, *,
              pad: tuple[int, int, int, int] = (0, 0, 0, 0), pop_prev: bool = False, pop_next: bool = False,
-             push_prev: bool = False, push_next: bool = False) -> int:
-        """LOAD ``y_size x x_size`` elements (row stride ``x_stride``) to SRAM; ``pad`` = (top, bottom, left, right)."""
+             push_prev: bool = False, push_next: bool = False, elem_stride: int = 1) -> int:
+        """LOAD ``y_size x x_size`` elements (row stride ``x_stride``, element stride ``elem_stride``) to SRAM;
+        ``pad`` = (top, bottom, left, right)."""
         y0, y1, x0, x1 = pad
         return self.emit(MemInsn(Opcode.LOAD, MemType(mem_type), sram_base, dram_base, y_size, x_size, x_stride,
-                                 y0, y1, x0, x1, _deps(pop_prev, pop_next, push_prev, push_next)))
+                                 y0, y1, x0, x1, _deps(pop_prev, pop_next, push_prev, push_next),
+                                 elem_stride=elem_stride))
 
     def load_uops(self, uops: BufferSpec, sram_base: int = 0, **deps: bool) -> int:
         """LOAD UOP of a whole micro-op list placed with :meth:`uops`."""

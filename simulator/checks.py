@@ -13,7 +13,7 @@ from typing import Sequence
 import numpy as np
 
 from vdla_hw.config import HwConfig
-from vdla_hw.isa import INSN_BYTES, OPCODE_W, AluInsn, FinishInsn, GemmInsn, Insn, MemInsn, MemType, Opcode
+from vdla_hw.isa import INSN_BYTES, MAX_ELEM_STRIDE, OPCODE_W, AluInsn, FinishInsn, GemmInsn, Insn, MemInsn, MemType, Opcode
 
 from vdla.simulator.errors import IllegalInstructionError, ProtocolError
 from vdla.simulator.tokens import TokenOps, describe, token_ops
@@ -30,6 +30,9 @@ def check_insn(cfg: HwConfig, insn: Insn, index: int) -> TokenOps:
                 raise ProtocolError(f"{where}: STORE of memory type {insn.mem_type.name}; only OUT can be stored")
             if any(pads):
                 raise ProtocolError(f"{where}: STORE cannot pad; set all pads to 0")
+            if insn.elem_stride != 1:
+                raise ProtocolError(f"{where}: STORE with elem_stride {insn.elem_stride}; only a LOAD gathers "
+                                    f"elements, store contiguous rows (elem_stride 1)")
             if insn.shift >= cfg.acc_width:
                 raise ProtocolError(f"{where}: STORE shift {insn.shift} is not below the {cfg.acc_width}-bit "
                                     f"accumulator width; use a shift in [0, {cfg.acc_width - 1}]")
@@ -37,6 +40,11 @@ def check_insn(cfg: HwConfig, insn: Insn, index: int) -> TokenOps:
             raise ProtocolError(f"{where}: LOAD of memory type OUT; load accumulators with mem_type ACC")
         elif insn.mem_type == MemType.UOP and any(pads):
             raise ProtocolError(f"{where}: micro-op loads cannot pad; set all pads to 0")
+        if not 1 <= insn.elem_stride <= MAX_ELEM_STRIDE:
+            raise ProtocolError(f"{where}: elem_stride {insn.elem_stride} is outside [1, {MAX_ELEM_STRIDE}]")
+        if insn.elem_stride > 1 and (insn.x_pad0 or insn.x_pad1):
+            raise ProtocolError(f"{where}: a gathering LOAD (elem_stride {insn.elem_stride}) cannot pad along x; "
+                                f"set x_pad0 and x_pad1 to 0")
     elif isinstance(insn, (GemmInsn, AluInsn)):
         if insn.uop_end < insn.uop_bgn:
             raise ProtocolError(f"{where}: uop_end {insn.uop_end} < uop_bgn {insn.uop_bgn}; the range is [bgn, end)")
@@ -66,7 +74,7 @@ def static_key(insn: Insn) -> tuple | None:
     if cls is MemInsn:
         d = insn.deps
         return (0, insn.opcode, insn.mem_type, insn.y_pad0, insn.y_pad1, insn.x_pad0, insn.x_pad1, insn.shift,
-                d.pop_prev, d.pop_next, d.push_prev, d.push_next)
+                insn.elem_stride, d.pop_prev, d.pop_next, d.push_prev, d.push_next)
     if cls is GemmInsn or cls is AluInsn:
         d = insn.deps
         return (1, insn.uop_bgn, insn.uop_end, d.pop_prev, d.pop_next, d.push_prev, d.push_next)

@@ -83,12 +83,12 @@ def execute(state: MachineState, insn: Insn, index: int) -> InsnEffect:
 
 def dram_block(state: MachineState, insn: MemInsn, index: int, eb: int) -> np.ndarray:
     """The ``y_size x x_size`` DRAM elements of ``insn`` as a writable ``(y, x, eb)`` byte view of
-    ``state.dram`` (rows ``x_stride`` elements apart), after checking the window and the image."""
+    ``state.dram`` (rows ``x_stride`` elements apart, a row's elements ``elem_stride`` apart), after checking the window and the image."""
     y, x = insn.y_size, insn.x_size
     if y == 0 or x == 0:
         return state.dram[:0].reshape(y, x, eb)
-    first, stride = insn.dram_base, insn.x_stride
-    last = first + (y - 1) * stride + (x - 1)
+    first, stride, step = insn.dram_base, insn.x_stride, insn.elem_stride
+    last = insn.last_elem
     if not in_window(insn, eb, state.window):
         raise dram_window_error(insn, index, eb, state.window)
     dram = state.dram
@@ -99,6 +99,8 @@ def dram_block(state: MachineState, insn: MemInsn, index: int, eb: int) -> np.nd
             f"(bytes [{first * eb}, {(last + 1) * eb})) are outside the {dram.size}-byte DRAM image "
             f"(valid element addresses [0, {limit - 1}] of {eb} bytes); fix dram_base/x_stride/y_size or enlarge DRAM"
         )
+    if step != 1:  # a gathering LOAD: element (r, c) at first + r*stride + c*step (read only, never written)
+        return np.lib.stride_tricks.as_strided(dram[first * eb :], (y, x, eb), (stride * eb, step * eb, 1))
     if stride == x or y == 1:
         return dram[first * eb : (first + y * x) * eb].reshape(y, x, eb)
     if x <= stride and first + y * stride <= limit:  # rows of whole strides fit: a reshape, then a column slice

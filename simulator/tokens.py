@@ -74,6 +74,7 @@ def describe(insn: Insn) -> str:
         pad_s += f" shift={insn.shift}" if insn.shift else ""
         pad_s += "".join(f" {w}" for w, on in (("clip", insn.clip), ("relu", insn.relu)) if on)
         pad_s += f" bias={insn.bias_row},{insn.bias_step}" if insn.bias else ""
+        pad_s += f" estride={insn.elem_stride}" if insn.elem_stride != 1 else ""
         return (
             f"{insn.opcode.name} {insn.mem_type.name} sram={insn.sram_base} dram={insn.dram_base} "
             f"{insn.y_size}x{insn.x_size} stride={insn.x_stride}{pad_s}{tail}"

@@ -44,19 +44,19 @@ def parse_window(text: str) -> Window:
 def dram_window_error(insn: MemInsn, index: int, elem_bytes: int, window: Window) -> MemoryAccessError:
     """The error of a LOAD/STORE whose DRAM block leaves ``window``."""
     first = insn.dram_base
-    last = first + (insn.y_size - 1) * insn.x_stride + (insn.x_size - 1)
+    last = insn.last_elem
     base, limit = window
     return MemoryAccessError(
         f"instruction {index} ({describe(insn)}): DRAM {insn.mem_type.name} elements [{first}, {last}] "
         f"(bytes [{first * elem_bytes}, {(last + 1) * elem_bytes})) are outside the DRAM window [{base}, {limit}) "
-        f"the job may access; fix dram_base/x_stride/y_size, or place the data inside the window"
+        f"the job may access; fix dram_base/x_stride/y_size/elem_stride, or place the data inside the window"
     )
 
 
 def in_window(insn: MemInsn, elem_bytes: int, window: Window) -> bool:
     """Whether every byte of the (non-empty) DRAM block of ``insn`` lies in ``window``."""
     first = insn.dram_base
-    last = first + (insn.y_size - 1) * insn.x_stride + (insn.x_size - 1)
+    last = insn.last_elem
     return window[0] <= first * elem_bytes and (last + 1) * elem_bytes <= window[1]
 
 

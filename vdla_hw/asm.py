@@ -3,6 +3,7 @@
 One instruction per line, a mnemonic, its words, then ``key=value`` operands::
 
     LOAD INP sram=0 dram=128 y=4 x=8 stride=64 pad=1,1,1,1 deps=pop_next,push_next
+    LOAD INP sram=48 dram=128 y=4 x=8 stride=64 estride=2
     GEMM reset uop=0:16 iter=4,2 dst=1,0 src=8,1 wgt=0,1
     GEMM overwrite uop=0:16 iter=4,2 dst=1,0 src=8,1 wgt=0,1
     ALU SHR imm=-3 uop=0:1 iter=16,1 dst=1,0
@@ -32,6 +33,7 @@ from typing import Iterable, Mapping, Sequence, TypeVar
 from vdla_hw.config import HwConfig
 from vdla_hw.isa import (
     DEP_FLAG_NAMES,
+    MAX_ELEM_STRIDE,
     NO_DEPS,
     AluInsn,
     AluOp,
@@ -96,8 +98,10 @@ MEM_KEYS: tuple[Key, ...] = (
     Key("x", ("x_size",), "elements per row"),
     Key("stride", ("x_stride",), "DRAM elements between the starts of consecutive rows"),
     Key("pad", ("y_pad0", "y_pad1", "x_pad0", "x_pad1"), "zero rows/columns: top, bottom, left, right", default=(0, 0, 0, 0)),
+    Key("estride", ("elem_stride",), "LOAD only: DRAM elements between consecutive elements of a row, 1..16 "
+        "(a gathering LOAD, > 1, cannot pad along x)", default=(1,)),
 )
-STORE_KEYS: tuple[Key, ...] = tuple(k for k in MEM_KEYS if k.name != "pad") + (
+STORE_KEYS: tuple[Key, ...] = tuple(k for k in MEM_KEYS if k.name not in ("pad", "estride")) + (
     Key("shift", ("shift",), "arithmetic right shift of each accumulator lane before clip and narrowing", default=(0,)),
     Key("bias", ("bias_row", "bias_step"), "add acc[ROW + y*STEP] (STEP 0 or 1) to every element of DRAM row y "
         "before the shift; left out: no bias", default=(0, 0)),
@@ -163,6 +167,10 @@ def _parse_int(token: str, text: str, lineno: int) -> int:
 
 
 def _check_fits(layout: Layout, name: str, value: int, token: str, lineno: int) -> None:
+    if name == "elem_stride":  # encoded as elem_stride - 1 (Isa.encode checks the range and says so)
+        if not 1 <= value <= MAX_ELEM_STRIDE:
+            raise AsmError(lineno, token, f"elem_stride = {value} is out of range; allowed [1, {MAX_ELEM_STRIDE}]")
+        return
     f = layout.field(name)
     if not f.lo <= value <= f.hi:
         raise AsmError(lineno, token, f"{name} = {value} does not fit its {f.width}-bit field; allowed [{f.lo}, {f.hi}]")

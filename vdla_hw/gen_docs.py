@@ -57,6 +57,8 @@ FIELD_DOCS: dict[str | tuple[str, str], str] = {
     "y_pad1": "zero rows below the block (LOAD only)",
     "x_pad0": "zero elements left of each row (LOAD only)",
     "x_pad1": "zero elements right of each row (LOAD only)",
+    "elem_stride_m1": "element stride − 1 (LOAD only): DRAM elements between consecutive elements of a row, "
+                      "minus one (0: contiguous rows; > 0: a gathering LOAD, which cannot pad along x)",
     "shift": "arithmetic right shift of each accumulator lane (STORE only)",
     "clip": "1: saturate to the signed output range instead of wrapping (STORE only)",
     "relu": "1: lower bound 0 after the shift (STORE only)",
@@ -322,7 +324,11 @@ def _semantics() -> str:
         "token is there; a push blocks while the queue holds `dep_queue_depth` tokens.\n"
         "- **LOAD** writes `(y_pad0 + y_size + y_pad1) × (x_pad0 + x_size + x_pad1)` consecutive SRAM elements "
         "from `sram_base`; padding elements are zero. DRAM element `(r, c)` of the block is at "
-        "`dram_base + r·x_stride + c`; addresses, sizes and strides count elements of the memory type.\n"
+        "`dram_base + r·x_stride + c·elem_stride` (`elem_stride` = `elem_stride_m1 + 1`, 1..16; assembly "
+        "`estride=S`, left out for 1); addresses, sizes and strides count elements of the memory type. A "
+        "*gathering* LOAD (`elem_stride` > 1, e.g. the pixels a stride-2 convolution uses) reads one DMA command "
+        "per element, cannot pad along x, and its window and range checks cover every element up to "
+        "`dram_base + (y_size−1)·x_stride + (x_size−1)·elem_stride`.\n"
         "- **STORE** (memory type `OUT` only, no padding) writes `acc[sram_base + r·x_size + c]` to DRAM element "
         "`dram_base + r·x_stride + c`, requantizing each accumulator lane `a` on the way out: "
         "`v = a >> shift` (arithmetic), then `v = max(v, 0)` if `relu`, then `v = clamp(v, -2^(out_width-1), "

@@ -44,6 +44,10 @@ LOOP_ITER_W = 14
 IMM_W = 16
 SHIFT_W = 5
 """STORE's requantization shift: 0..31, enough for any accumulator width (at most 32 bits)."""
+ELEM_STRIDE_W = 4
+"""LOAD's element stride, encoded as ``elem_stride - 1``: strides 1..16 (every code is legal; all
+zero bits, what a LOAD encoded before the field existed holds, is today's contiguous row)."""
+MAX_ELEM_STRIDE = 1 << ELEM_STRIDE_W
 
 
 class IsaError(BadFileError):
@@ -141,6 +145,12 @@ class MemInsn:
     ``shift=0`` with both flags clear is the plain wrapping narrow.  A STORE cannot pad
     (its encoding holds these fields where a LOAD holds the pads); a LOAD cannot requantize.
 
+    A LOAD with ``elem_stride`` > 1 gathers: element ``(r, c)`` of the block is DRAM element
+    ``dram_base + r * x_stride + c * elem_stride`` (``elem_stride`` = 1 is the contiguous row), e.g.
+    the pixels a stride-2 convolution uses, rows at twice the pitch and pixels at stride 2, in one
+    instruction.  The DMA reads such a block one element per command.  A gathering LOAD cannot pad
+    along x (its SRAM rows are the gathered elements only); a STORE never gathers.
+
     With ``bias`` a STORE first adds the accumulator element ``acc[bias_row + y * bias_step]``
     (``bias_step`` is 0 or 1) to every element of DRAM row ``y``, wrapping at the accumulator
     width, before the shift: the bias of a layer whose rows are output-channel blocks rides
@@ -165,6 +175,13 @@ class MemInsn:
     bias: bool = False
     bias_row: int = 0
     bias_step: int = 0
+    elem_stride: int = 1
+
+    @property
+    def last_elem(self) -> int:
+        """DRAM element index of the block's last element (of a non-empty block): the largest
+        address it touches, ``dram_base + (y_size - 1) * x_stride + (x_size - 1) * elem_stride``."""
+        return self.dram_base + (self.y_size - 1) * self.x_stride + (self.x_size - 1) * self.elem_stride
 
 
 def requantize(acc: np.ndarray, shift: int, clip: bool, relu: bool, out_width: int) -> np.ndarray:
@@ -435,7 +452,8 @@ class Isa:
         ]
         self.mem = _layout(
             "mem",
-            _COMMON + block + [("y_pad0", PAD_W), ("y_pad1", PAD_W), ("x_pad0", PAD_W), ("x_pad1", PAD_W)],
+            _COMMON + block + [("y_pad0", PAD_W), ("y_pad1", PAD_W), ("x_pad0", PAD_W), ("x_pad1", PAD_W),
+                               ("elem_stride_m1", ELEM_STRIDE_W)],
             INSN_BITS,
             cfg,
         )
@@ -507,6 +525,8 @@ class Isa:
         if isinstance(insn, GemmInsn) and insn.reset and insn.overwrite:
             raise IsaError("a GEMM either resets (acc = 0) or overwrites (acc = inp @ wgt), not both; clear one flag")
         values = {f.name: getattr(insn, f.name) for f in fields(insn) if f.name != "deps"}
+        if isinstance(insn, MemInsn):
+            values["elem_stride_m1"] = values.pop("elem_stride") - 1
         values.update({n: int(getattr(insn.deps, n)) for n in DEP_FLAG_NAMES})
         values["opcode"] = int(op)
         layout = {Opcode.LOAD: self.mem, Opcode.STORE: self.store, Opcode.GEMM: self.gemm}.get(op)
@@ -533,6 +553,10 @@ class Isa:
             rest = {k: v[k] for k in ("sram_base", "dram_base", "y_size", "x_size", "x_stride")}
             if op == Opcode.LOAD:
                 rest.update({k: v[k] for k in ("y_pad0", "y_pad1", "x_pad0", "x_pad1")})
+                rest["elem_stride"] = v["elem_stride_m1"] + 1
+                if rest["elem_stride"] > 1 and (rest["x_pad0"] or rest["x_pad1"]):
+                    raise IsaError(f"malformed LOAD 0x{word:032x}: a gathering LOAD (elem_stride "
+                                   f"{rest['elem_stride']}) has x pads; it cannot pad along x")
             else:
                 if not v["bias"] and (v["bias_row"] or v["bias_step"]):
                     raise IsaError(f"malformed STORE 0x{word:032x}: bias_row/bias_step are set but bias is not")
@@ -614,6 +638,19 @@ def _check_mem_fields(insn: MemInsn) -> None:
     if not insn.bias and (insn.bias_row or insn.bias_step):
         raise IsaError(f"a STORE without bias has bias_row = {insn.bias_row}, bias_step = {insn.bias_step}; "
                        f"set bias (or leave both 0)")
+    try:
+        stride = operator.index(insn.elem_stride)
+    except TypeError:
+        stride = 0
+    if not 1 <= stride <= MAX_ELEM_STRIDE:
+        raise IsaError(f"elem_stride = {insn.elem_stride!r}: a LOAD steps 1..{MAX_ELEM_STRIDE} DRAM elements "
+                       f"between a row's elements (1 = contiguous)")
+    if insn.opcode == Opcode.STORE and insn.elem_stride != 1:
+        raise IsaError(f"STORE with elem_stride = {insn.elem_stride}: only a LOAD gathers elements; "
+                       f"store contiguous rows (elem_stride=1)")
+    if insn.elem_stride > 1 and (insn.x_pad0 or insn.x_pad1):
+        raise IsaError(f"a gathering LOAD (elem_stride = {insn.elem_stride}) cannot pad along x "
+                       f"(x_pad0 = {insn.x_pad0}, x_pad1 = {insn.x_pad1}); set both to 0 or load contiguous rows")
     if insn.bias_step not in (0, 1):
         raise IsaError(f"bias_step = {insn.bias_step}: the bias advances 0 or 1 accumulator element per DRAM row")
 

@@ -70,19 +70,25 @@ class RowGeometry:
     request then (see :func:`_stream_plan`); None otherwise."""
 
 
-def geometry(cfg: HwConfig, addr: int, row_bytes: int, rows: int, stride: int, elem_bytes: int) -> RowGeometry:
-    """Bursts, first lanes, channel holding times and read plan of the rows of a block."""
+def geometry(cfg: HwConfig, addr: int, row_bytes: int, rows: int, stride: int, elem_bytes: int,
+             cols: int = 1, col_stride: int = 0) -> RowGeometry:
+    """Bursts, first lanes, channel holding times and read plan of the rows of a block.
+
+    With ``cols`` > 1 the block is a gathering LOAD's: ``rows x cols`` commands of ``row_bytes``
+    (one element) each, command ``(r, c)`` at byte ``addr + r * stride + c * col_stride``, in
+    row-major order, as the tile loader issues them."""
     t = cfg.timing
     burst = t.dram_burst_bytes
     # Only the offsets within a burst-aligned block matter, so programs reuse few shapes.
     return _geometry(cfg.bus_bytes, burst, t.read_latency, t.dma_max_bursts, t.dma_narrow_rows,
-                     addr % burst, row_bytes, rows, stride % burst, elem_bytes, t.dram_beat_cycles, t.dram_burst_cycles)
+                     addr % burst, row_bytes, rows, stride % burst, elem_bytes, t.dram_beat_cycles, t.dram_burst_cycles,
+                     cols, col_stride % burst)
 
 
 @lru_cache(maxsize=4096)
 def _geometry(bus: int, burst: int, latency: int, max_bursts: int, max_rows: int,
               addr: int, row_bytes: int, rows: int, stride: int, elem_bytes: int,
-              beat_cycles: int = 1, burst_cycles: int = 0) -> RowGeometry:
+              beat_cycles: int = 1, burst_cycles: int = 0, cols: int = 1, col_stride: int = 0) -> RowGeometry:
     narrow = elem_bytes < bus
     per_beat = bus // elem_bytes if narrow else 1
 
@@ -108,7 +114,10 @@ def _geometry(bus: int, burst: int, latency: int, max_bursts: int, max_rows: int
             first = 0
         return beats, lane, tuple(holds), tuple(drains)
 
-    shapes = [row(addr)] * rows if stride == 0 else [row(addr + r * stride) for r in range(rows)]
+    if cols > 1:  # a gathering LOAD: one command per element
+        shapes = [row(addr + r * stride + c * col_stride) for r in range(rows) for c in range(cols)]
+    else:
+        shapes = [row(addr)] * rows if stride == 0 else [row(addr + r * stride) for r in range(rows)]
     holds = tuple(s[2] for s in shapes)
     drains = tuple(s[3] for s in shapes)
     return RowGeometry(

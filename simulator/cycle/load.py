@@ -45,10 +45,15 @@ def start_load(unit: Unit, insn: MemInsn, start: int) -> tuple[int, int, ReadRow
     eb = ctx.state.elem_bytes[insn.mem_type]
     # Only the offsets within a burst-aligned block matter (see geometry): few keys per program.
     burst = unit.burst_bytes
-    key = (eb, insn.dram_base * eb % burst, x, y, insn.x_stride * eb % burst)
+    step = insn.elem_stride
+    key = (eb, insn.dram_base * eb % burst, x, y, insn.x_stride * eb % burst, step * eb % burst if step > 1 else -1)
     geo = unit.shapes.get(key)
     if geo is None:
-        geo = unit.shapes[key] = geometry(cfg, key[1], x * eb, y, key[4], eb)
+        if step > 1:  # a gathering LOAD: y * x commands of one element (cannot pad along x)
+            geo = geometry(cfg, key[1], eb, y, key[4], eb, x, key[5])
+        else:
+            geo = geometry(cfg, key[1], x * eb, y, key[4], eb)
+        unit.shapes[key] = geo
     w = unit.write_cycles
     bus = unit.bus_bytes
     writer = None
@@ -69,6 +74,9 @@ def load_timing(cfg: HwConfig, insn: MemInsn, start: int, rows: ReadRows, elem_b
     x, xp0, xp1 = insn.x_size, insn.x_pad0, insn.x_pad1
     cols = xp0 + x + xp1
     padded = (insn.y_pad0 + insn.y_size + insn.y_pad1) * cols
+    if insn.elem_stride > 1:
+        # A gathering LOAD (no x pads): each element is a DMA row of its own, written as it comes.
+        x = 1
     plan = rows.plan
     if plan is not None and not (xp0 or xp1 or insn.y_pad0 or insn.y_pad1) and not rows.geo.narrow \
             and plan.min_row_hold >= x * w:

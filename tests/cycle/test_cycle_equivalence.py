@@ -4,6 +4,8 @@
 ``bench/cycle_equivalence.py`` (4 per preset), what the cycle model gave before the speed work
 of issue 24 part 6 (the SimPy kernel, per-instruction checks): cycles, DRAM digest, work
 counters, every unit's timing counters, tokens left.  This tree must give exactly the same.
+(Re-recorded 2026-11-29 when the fuzz generator began to draw gathering LOADs: the 8 programs that
+got one were recorded by that tree; the 4 without one were unchanged, bit for bit.)
 After an *intended* timing change, check with ``python bench/cycle_equivalence.py --peer <ref>``
 and re-record with ``--count 12 --no-layers --record tests/cycle/data/cycle_equivalence.json``.
 """

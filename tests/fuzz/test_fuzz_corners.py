@@ -31,11 +31,11 @@ def test_campaign_on_tiny_reaches_every_bin(tiny) -> None:
     result = run_campaign(Settings("tiny", count=CORNER_PROGRAMS, backends=("fsim", "cycle"), jobs=2), quiet=True)
     assert not result.failures, [(r.seed, r.failure) for r in result.failures[:3]]
     assert result.coverage.unreached == [], result.coverage.format()
-    assert len(result.coverage.bins) == 145  # 128 + the overwrite GEMM and bias STORE bins (issue 24)
+    assert len(result.coverage.bins) == 148  # 128 + the overwrite GEMM and bias STORE bins + 3 gather bins (issue 24)
 
 
 DEEP_CORNER_SEEDS = ((0, 64), (139, 1))
-"""(first seed, count) runs that reach all 144 bins on ``default`` and ``wide`` (512-deep queues): the last
+"""(first seed, count) runs that reach all 147 bins on ``default`` and ``wide`` (512-deep queues): the last
 ordinary bin came at seed 63 when measured, queue-full:compute and :store at the load-bound deep plan of
 seed 23, queue-full:load at the compute-bound deep plan of seed 139 (seeds 0..139 all pass)."""
 
@@ -51,7 +51,7 @@ def test_campaign_on_deep_queues_reaches_every_bin(preset: str) -> None:
         else:
             coverage.add(set(result.coverage.reached))
     assert coverage is not None and coverage.unreached == [], coverage.format()
-    assert len(coverage.bins) == 144
+    assert len(coverage.bins) == 147
 
 
 def test_deep_plans_fill_512_deep_queues_with_one_consumer_instruction_per_round() -> None:

@@ -23,7 +23,7 @@ def test_every_mutant_applies_to_the_current_rtl(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["drop-pop-next", "pad-bottom-short", "imm-zero-extend", "store-stage-a-early",
                                   "store-stage-b-early", "gemm-wgt-unregistered", "gemm-products-unregistered",
-                                  "gemm-products-late", "loader-end-from-start"])
+                                  "gemm-products-late", "loader-end-from-start", "gather-ignores-elem-stride"])
 def test_fuzzer_kills_mutant(name: str, tmp_path: Path) -> None:
     mutant = next(m for m in MUTANTS if m.name == name)
     verdict = fuzz_mutant(mutant, "tiny", 1000, 0, tmp_path)

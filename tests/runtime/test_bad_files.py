@@ -114,10 +114,10 @@ def test_altered_bundle_fails_its_checksum(bundle: Path, tmp_path: Path) -> None
 def test_bundle_of_an_older_version(bundle: Path, tmp_path: Path) -> None:
     with np.load(bundle) as z:
         dram, meta = z["dram"], json.loads(str(z["meta"]))
-    meta["version"] = 1
+    meta["version"] = 3
     with (tmp_path / "old.vdlaprog").open("wb") as f:
         np.savez(f, dram=dram, meta=np.array(json.dumps(meta)))
-    with pytest.raises(BadFileError, match="version 1; this vdla reads version 3.*older instruction layout"):
+    with pytest.raises(BadFileError, match="version 3; this vdla reads version 4.*older instruction layout.*LOAD element stride"):
         Program.load(tmp_path / "old.vdlaprog")
 
 
@@ -299,10 +299,10 @@ def test_module_of_the_previous_instruction_layout_is_refused(compiled_files, tm
             data = src.read(item)
             if item.filename == "manifest.json":
                 manifest = json.loads(data)
-                manifest["version"] = 2
+                manifest["version"] = 3
                 data = json.dumps(manifest).encode()
             dst.writestr(item, data)
-    with pytest.raises(BadFileError, match="manifest of format vdla-module v2 is not v3") as info:
+    with pytest.raises(BadFileError, match="manifest of format vdla-module v3 is not v4") as info:
         load(old)
     assert "recompile" in str(info.value.hint)
-    cli_fails(["run", str(old), "--input", str(compiled_files.x)], capsys, "v2 is not v3", "recompile")
+    cli_fails(["run", str(old), "--input", str(compiled_files.x)], capsys, "v3 is not v4", "recompile")

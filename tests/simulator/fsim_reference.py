@@ -51,7 +51,7 @@ class RefMachine:
                     dst = insn.sram_base + r * width_x + c
                     rr, cc = r - insn.y_pad0, c - insn.x_pad0
                     inside = 0 <= rr < insn.y_size and 0 <= cc < insn.x_size
-                    addr = insn.dram_base + rr * insn.x_stride + cc
+                    addr = insn.dram_base + rr * insn.x_stride + cc * insn.elem_stride
                     if insn.mem_type == MemType.UOP:
                         word = int.from_bytes(self.dram[addr * 4 : addr * 4 + 4], "little")
                         u = cfg.isa.decode_uop(word)

@@ -19,7 +19,9 @@ from vdla.compiler.autotune.templates_vdla import parse_resident, resident_text
 from vdla.compiler.vdla.target import SCOPE_ACC, SCOPE_INP, SCOPE_UOP
 from vdla.compiler.vdla.topi.resident_fit import (default_resident, default_row_tiles, double_accumulators,
                                                   double_columns, resident_shape, row_tile_space, whole_space)
-from vdla.compiler.vdla.topi import (RESNET18_CONVS, Conv2dKnobs, Conv2dWorkload, Requantize, ResidentKnobs, check_conv2d,
+from vdla.compiler.vdla.topi.resident import conv2d_resident
+from vdla.compiler.vdla.topi import (RESNET18_CONVS, CompiledConv, Conv2dKnobs, Conv2dWorkload, Requantize, ResidentKnobs,
+                                    check_conv2d,
                                     compile_conv2d, compile_default_conv, requant_shift, resident_error,
                                     resident_footprint, resident_space, tune_conv2d)
 
@@ -30,7 +32,7 @@ C5_BEST = ResidentKnobs(1, 8, 4, 8, 1, first_rows=1, later_from=2, last_rows=2, 
 """C5 in 7 row tiles (two column and accumulator sets), the tuner's pick: 26,372 cycles, 95.1% (docs/vdla_compiler.md)."""
 C8_BEST = ResidentKnobs(1, 8, 8, 4, 1, first_rows=3, later_from=3, last_rows=3, row_tiles=2, bias_after=0, first_b1=5,
                         used_pixels=True)
-"""C8 in 2 row tiles of used pixels, the tuner's pick: 26,488 cycles, 94.7% (docs/vdla_compiler.md)."""
+"""C8 in 2 row tiles of used pixels (gathering LOADs), the tuner's pick: 26,317 cycles, 95.3% (docs/vdla_compiler.md)."""
 
 
 def _check_both(compiled) -> int:  # type: ignore[no-untyped-def]
@@ -215,8 +217,18 @@ def test_used_pixels_load_half_the_input_of_whole_rows() -> None:
         return sum(i.y_size * i.x_size for i in prog.instructions if getattr(i, "mem_type", None) == MemType.INP)
 
     pixels = ResidentKnobs(1, 2, 2, 2, 1, used_pixels=True)
-    _check_both(compile_conv2d(wl, target, knobs=pixels, epilogue=ep))
+    compiled = compile_conv2d(wl, target, knobs=pixels, epilogue=ep)
+    cycles = _check_both(compiled)
     assert 2 * input_bytes(pixels) == input_bytes(knobs)
+    # One gathering LOAD per input-channel block (rows at twice the pitch, pixels at stride 2) instead of one LOAD
+    # per used row; the same results, and no slower than the per-row LOADs it replaces.
+    loads = [i for i in compiled.module.program.instructions if getattr(i, "mem_type", None) == MemType.INP]
+    assert len(loads) == wl.ic // target.config.block_in
+    assert all(i.elem_stride == 2 and i.x_stride == 2 * wl.w and i.y_size == wl.oh for i in loads)
+    per_row = CompiledConv(wl, pixels, ep, conv2d_resident(wl, pixels, target, ep, gather=False), False)
+    assert sum(getattr(i, "mem_type", None) == MemType.INP for i in per_row.module.program.instructions) \
+        == len(loads) * wl.oh
+    assert cycles <= _check_both(per_row)
     assert (2 * resident_footprint(wl, pixels, target.config, ep)[SCOPE_INP]
             == resident_footprint(wl, knobs, target.config, ep)[SCOPE_INP])
 
@@ -239,9 +251,9 @@ def test_resident_text_round_trips_the_flags() -> None:
         assert parse_resident(resident_text(k)) == k
 
 
-def test_c5_row_tiles_reach_95_percent_and_c8_beats_every_tiling() -> None:
+def test_c5_and_c8_row_tiles_reach_95_percent() -> None:
     # The tuner's space (16 tilings + the row-tile settings) picks the row-tile template for C5 and C8, bit-exact;
-    # C5 reaches issue 24's bar (>= 95% of its compute roofline), C8 gets closer (94.7%, not the bar).
+    # both reach issue 24's bar (>= 95% of the compute roofline): C8 with its used pixels as gathering LOADs.
     for name, best in (("C5", C5_BEST), ("C8", C8_BEST)):
         wl = RESNET18_CONVS[name]
         ep = Requantize(shift=requant_shift(wl))
@@ -251,8 +263,7 @@ def test_c5_row_tiles_reach_95_percent_and_c8_beats_every_tiling() -> None:
         assert isinstance(picked.knobs, ResidentKnobs) and picked.knobs.row_tiles > 1
         cycles = _check_both(picked)
         assert cycles == _check_both(compile_conv2d(wl, DEFAULT, knobs=best, epilogue=ep))
-        if name == "C5":
-            assert cycles * 0.95 <= wl.macs // DEFAULT.config.macs_per_cycle
+        assert cycles * 0.95 <= wl.macs // DEFAULT.config.macs_per_cycle
 
 
 @pytest.mark.parametrize("name", ["C3", "C5", "C8"])

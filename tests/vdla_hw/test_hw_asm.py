@@ -83,7 +83,7 @@ LOOP = "uop=0:1 iter=1,1 dst=0,0"
         ("LOAD XYZ sram=0 dram=0 y=1 x=1 stride=1", 1, "XYZ", "unknown LOAD memory type; allowed: UOP, WGT, INP, ACC, OUT"),
         ("STORE sram=0 dram=0 y=1 x=1 stride=1", 1, "(nothing)", "expected exactly one STORE memory type"),
         ("LOAD INP sram=0 dram=0 y=1 x=1", 1, "LOAD", "missing operand stride=X_STRIDE"),
-        (BASE + " strde=1", 1, "strde=1", "unknown operand for LOAD; allowed: sram, dram, y, x, stride, pad, deps"),
+        (BASE + " strde=1", 1, "strde=1", "unknown operand for LOAD; allowed: sram, dram, y, x, stride, pad, estride, deps"),
         (BASE + " x=2", 1, "x=2", "x given twice"),
         ("LOAD INP sram=0 dram=0 y=70000 x=1 stride=1", 1, "y=70000", "y_size = 70000 does not fit its 16-bit field; allowed [0, 65535]"),
         ("LOAD INP sram=0 dram=-1 y=1 x=1 stride=1", 1, "dram=-1", "dram_base = -1 does not fit its 32-bit field"),
@@ -107,6 +107,10 @@ LOOP = "uop=0:1 iter=1,1 dst=0,0"
         (BASE + " shift=1", 1, "shift=1", "unknown operand for LOAD"),
         ("STORE OUT clip clip sram=0 dram=0 y=1 x=1 stride=1", 1, "clip", "repeated word for STORE"),
         ("STORE OUT sram=0 dram=0 y=1 x=1 stride=1 shift=32", 1, "shift=32", "shift = 32 does not fit its 5-bit field"),
+        (BASE + " estride=17", 1, "estride=17", "elem_stride = 17 is out of range; allowed [1, 16]"),
+        (BASE + " estride=0", 1, "estride=0", "elem_stride = 0 is out of range"),
+        (BASE + " estride=2 pad=0,0,1,0", 1, BASE + " estride=2 pad=0,0,1,0", "a gathering LOAD (elem_stride = 2) cannot pad along x"),
+        ("STORE OUT sram=0 dram=0 y=1 x=1 stride=1 estride=2", 1, "estride=2", "unknown operand for STORE"),
         ("FINISH now", 1, "now", "FINISH takes no words"),
         (".data", 1, ".data", "unknown directive; allowed: .insns, .uops"),
         (".uops\n1 2", 2, "1 2", "a micro-op line is three integers: DST SRC WGT"),
@@ -127,3 +131,12 @@ def test_field_widths_follow_the_config():
     assert assemble(line, CFG)[0][0].sram_base == 600
     with pytest.raises(AsmError, match=r"sram_base = 600 does not fit its 9-bit field; allowed \[0, 511\]"):
         assemble(line, load_config("tiny"))
+
+
+def test_gathering_load_round_trips_and_prints_its_element_stride():
+    text = "LOAD INP sram=0 dram=5 y=7 x=14 stride=56 estride=2 pad=1,0,0,0\nLOAD INP sram=0 dram=5 y=7 x=14 stride=56"
+    insns, _ = assemble(text, CFG)
+    assert [i.elem_stride for i in insns] == [2, 1]
+    assert disassemble(insns).splitlines() == ["LOAD INP sram=0 dram=5 y=7 x=14 stride=56 pad=1,0,0,0 estride=2",
+                                               "LOAD INP sram=0 dram=5 y=7 x=14 stride=56"]
+    assert CFG.isa.decode_program(CFG.isa.encode_program(insns)) == insns

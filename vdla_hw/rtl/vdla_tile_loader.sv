@@ -2,7 +2,9 @@
 // SRAM elements, with zero padding around it.
 //
 // Two processes run side by side. The row issuer hands one DMA command per DRAM row
-// (y_size rows of x_size elements, row r at element dram_base + r*x_stride). The
+// (y_size rows of x_size elements, row r at element dram_base + r*x_stride), or, for a
+// gathering LOAD (elem_stride_m1 != 0), one command of one element per element, element
+// (r, c) at dram_base + r*x_stride + c*(elem_stride_m1 + 1), in row-major order. The
 // writer walks the padded block, (y_pad0 + y_size + y_pad1) x (x_pad0 + x_size +
 // x_pad1) elements in row-major order from sram_base, and writes one SRAM element per
 // cycle: a zero in the padding, otherwise the next element of the DMA stream (waiting
@@ -53,10 +55,18 @@ module vdla_tile_loader #(
   // window compares with its limit) are registers, computed with the row they belong to: the
   // window's verdict gates dma_ready, so it must start at flops, not behind this module's
   // adders (the ECP5 critical path, docs/fpga_ecp5.md).
+  // A gathering LOAD issues one-element commands: cmd_elem / cmd_stop step by the element stride
+  // within a row, and restart from the next row (row_elem / row_stop + x_stride) at a row's end.
+  // A plain LOAD starts a new row at every command (cmd_* == row_*).
   logic              issuing;
   logic [SIZE_W-1:0] rows_left;
+  logic [SIZE_W-1:0] cols_left;            // commands left in the current row after this one (gather)
+  logic              gather, new_row;      // one command per element; the next command starts a row
+  logic [SIZE_W-1:0] count;                // elements per command
   logic [RW-1:0]     row_elem, row_next;   // element address of the current row, of the next
-  logic [RW-1:0]     row_stop, stop_next;  // ... of the element past the row's last
+  logic [RW-1:0]     row_stop, stop_next;  // ... of the element past the row's first command's last
+  logic [RW-1:0]     cmd_elem, cmd_next;   // element address of the current command, of the next
+  logic [RW-1:0]     cmd_stop, cstop_next; // ... of the element past the command's last
 
   // A row past the 32-bit address space saturates to the top address, which no window holds:
   // it faults at the window instead of wrapping into it.
@@ -64,33 +74,49 @@ module vdla_tile_loader #(
     past_top = (e >> (AXI_ADDR_WIDTH - LOG_EB)) != '0;
   endfunction
 
-  assign dma_valid = issuing;
-  assign dma_count = insn.x_size;
-  assign row_next  = start ? RW'(insn.dram_base) : row_elem + RW'(insn.x_stride);
-  assign stop_next = start ? RW'(insn.dram_base) + RW'(insn.x_size) : row_stop + RW'(insn.x_stride);
+  assign dma_valid  = issuing;
+  assign gather     = insn.elem_stride_m1 != '0;
+  assign count      = gather ? SIZE_W'(1) : insn.x_size;
+  assign dma_count  = count;
+  assign new_row    = !gather || cols_left == '0;
+  assign row_next   = start ? RW'(insn.dram_base) : new_row ? row_elem + RW'(insn.x_stride) : row_elem;
+  assign stop_next  = start ? RW'(insn.dram_base) + RW'(count) : new_row ? row_stop + RW'(insn.x_stride) : row_stop;
+  assign cmd_next   = start || new_row ? row_next : cmd_elem + RW'(insn.elem_stride_m1) + 1'b1;
+  assign cstop_next = start || new_row ? stop_next : cmd_stop + RW'(insn.elem_stride_m1) + 1'b1;
 
   always_ff @(posedge clk) begin
     if (!rst_n || clear) begin
       issuing   <= 1'b0;
       rows_left <= '0;
+      cols_left <= '0;
       row_elem  <= '0;
       row_stop  <= '0;
+      cmd_elem  <= '0;
+      cmd_stop  <= '0;
       dma_addr  <= '0;
       dma_end   <= '0;
     end else begin
       if (start) begin
         issuing   <= insn.y_size != '0 && insn.x_size != '0;
         rows_left <= insn.y_size;
+        cols_left <= gather ? insn.x_size - 1'b1 : '0;
       end else if (dma_valid && dma_ready) begin
-        rows_left <= rows_left - 1'b1;
-        if (rows_left == SIZE_W'(1)) issuing <= 1'b0;
+        if (new_row) begin
+          rows_left <= rows_left - 1'b1;
+          cols_left <= gather ? insn.x_size - 1'b1 : '0;
+          if (rows_left == SIZE_W'(1)) issuing <= 1'b0;
+        end else begin
+          cols_left <= cols_left - 1'b1;
+        end
       end
       if (start || (dma_valid && dma_ready)) begin
         row_elem <= row_next;
         row_stop <= stop_next;
-        dma_addr <= past_top(row_next) ? '1 : AXI_ADDR_WIDTH'(row_next << LOG_EB);
-        dma_end  <= past_top(row_next) ? EW'({AXI_ADDR_WIDTH{1'b1}}) + (EW'(insn.x_size) << LOG_EB)
-                                       : EW'(stop_next) << LOG_EB;
+        cmd_elem <= cmd_next;
+        cmd_stop <= cstop_next;
+        dma_addr <= past_top(cmd_next) ? '1 : AXI_ADDR_WIDTH'(cmd_next << LOG_EB);
+        dma_end  <= past_top(cmd_next) ? EW'({AXI_ADDR_WIDTH{1'b1}}) + (EW'(count) << LOG_EB)
+                                       : EW'(cstop_next) << LOG_EB;
       end
     end
   end

@@ -32,7 +32,7 @@ from typing import Callable
 
 from vdla_hw.config import HwConfig
 from vdla_hw.errors import UnsupportedError
-from vdla_hw.isa import AluOp, MemType, Uop
+from vdla_hw.isa import MAX_ELEM_STRIDE, AluOp, MemType, Uop
 
 from vdla.runtime.program import ProgramBuilder
 
@@ -68,6 +68,9 @@ class InputColumns:
     pixel_dram_step: int = 0
     """DRAM tiles from one used pixel to the next when each row is loaded as its used pixels only, one DMA row
     of one tile per pixel (0: the row's ``row_tiles`` tiles as one DMA row)."""
+    gather: bool = True
+    """With ``pixel_dram_step``: the rows' used pixels as one gathering LOAD (``elem_stride``, rows at
+    ``row_stride``, pixels at ``pixel_dram_step``) instead of one LOAD per row (False: the ISA before it)."""
 
     @property
     def col(self) -> int:
@@ -78,7 +81,13 @@ class InputColumns:
         """LOAD rows ``[row0, row1)`` of block ``b`` to SRAM ``sram`` (one DMA row when they are contiguous)."""
         dram = self.dram + b * self.block_stride + row0 * self.row_stride
         n = row1 - row0
-        if self.pixel_dram_step:
+        if self.pixel_dram_step and self.gather and self.pixel_dram_step <= MAX_ELEM_STRIDE \
+                and self.pitch == self.row_pixels:
+            # One gathering LOAD: rows at the used-row pitch, pixels at the stride; the DMA still reads one
+            # command per pixel, but the load module pays one instruction's start and latency, not one per row.
+            pb.load(MemType.INP, sram, dram, n, self.row_pixels, self.row_stride, elem_stride=self.pixel_dram_step,
+                    **deps)
+        elif self.pixel_dram_step:
             # A 2-D DMA cannot skip columns, but its rows can be single pixels: one LOAD per row (the rows of a
             # strided layer are not evenly spaced in pixels); the tokens pop on the first, push on the last.
             pops = {d: v for d, v in deps.items() if d.startswith("pop")}
@@ -328,21 +337,24 @@ def emit_two_phase(pb: ProgramBuilder, cfg: HwConfig, m: int, kb: int, nb: int, 
     pb.finish(pop_next=True)
 
 
-def conv_input_columns(wl: Conv2dWorkload, dram: int, used_pixels: bool = False) -> InputColumns:
+def conv_input_columns(wl: Conv2dWorkload, dram: int, used_pixels: bool = False, gather: bool = True) -> InputColumns:
     """The used rows of a packed 1x1 layer's input ``(1, IC/BI, H, W, 1, BI)`` at DRAM tile ``dram``: output
     row ``y`` reads input row ``stride * y``; whole rows (up to ``stride * ow`` tiles, zero-padded to it), or with
-    ``used_pixels`` only the ``ow`` pixels each row uses, packed (one DMA row per pixel)."""
+    ``used_pixels`` only the ``ow`` pixels each row uses, packed (one DMA row per pixel; with ``gather``, one
+    gathering LOAD for all the rows, else one LOAD per row)."""
     s = wl.stride
     if used_pixels:
-        return InputColumns(dram, wl.h * wl.w, wl.oh, wl.ow, s * wl.w, wl.ow, 1, wl.ow, pixel_dram_step=s)
+        return InputColumns(dram, wl.h * wl.w, wl.oh, wl.ow, s * wl.w, wl.ow, 1, wl.ow, pixel_dram_step=s,
+                            gather=gather)
     tiles = min(wl.w, s * wl.ow)
     return InputColumns(dram, wl.h * wl.w, wl.oh, tiles, s * wl.w, s * wl.ow, s, wl.ow)
 
 
 def conv2d_resident(wl: Conv2dWorkload, knobs: ResidentKnobs, target: VdlaTarget, epilogue: Requantize = Requantize(),
-                    name: str = "conv2d") -> VdlaModule:
+                    name: str = "conv2d", gather: bool = True) -> VdlaModule:
     """Compile the 1x1 layer ``wl`` with the two-phase resident template; the module's parameters (data,
-    kernel, [bias,] out) have the tiled template's packed shapes.  Raises :class:`UnsupportedError` naming the
+    kernel, [bias,] out) have the tiled template's packed shapes.  ``gather=False`` loads ``used_pixels`` one
+    LOAD per row, as before the gathering LOAD existed (the benchmark's peer).  Raises :class:`UnsupportedError` naming the
     reason when the layer, the epilogue or the knobs do not fit (``resident_fit.resident_error``)."""
     cfg = target.config
     reason = resident_error(wl, knobs, target, epilogue)
@@ -360,7 +372,7 @@ def conv2d_resident(wl: Conv2dWorkload, knobs: ResidentKnobs, target: VdlaTarget
     params.append(ParamBinding("out", "out", (1, nb, wl.oh, wl.ow, 1, cfg.block_out), target.out_dtype))
     pb = ProgramBuilder(cfg)
     specs = {p.name: pb.alloc(p.name, p.kind, p.matrix_shape()) for p in params}
-    emit_two_phase(pb, cfg, m, kb, nb, knobs, conv_input_columns(wl, specs["data"].addr, knobs.used_pixels),
+    emit_two_phase(pb, cfg, m, kb, nb, knobs, conv_input_columns(wl, specs["data"].addr, knobs.used_pixels, gather),
                    specs["kernel"].addr,
                    specs["bias"].addr if epilogue.bias else None, specs["out"].addr,
                    StoreEpilogue(epilogue.shift, epilogue.relu), specs["scale"].addr if epilogue.multiplier else None)

@@ -96,7 +96,7 @@ package vdla_pkg;
   typedef enum logic [MEMTYPE_W-1:0] {MEM_UOP = 3'd0, MEM_WGT = 3'd1, MEM_INP = 3'd2, MEM_ACC = 3'd3, MEM_OUT = 3'd4} mem_type_e;
   typedef enum logic [ALUOP_W-1:0] {ALU_MIN = 3'd0, ALU_MAX = 3'd1, ALU_ADD = 3'd2, ALU_SHR = 3'd3, ALU_MUL = 3'd4, ALU_MOV = 3'd5} alu_op_e;
 
-  // mem: 115 of 128 bits used
+  // mem: 119 of 128 bits used
   localparam int MEM_OPCODE_W = 3;
   localparam int MEM_POP_PREV_W = 1;
   localparam int MEM_POP_NEXT_W = 1;
@@ -112,10 +112,12 @@ package vdla_pkg;
   localparam int MEM_Y_PAD1_W = 4;
   localparam int MEM_X_PAD0_W = 4;
   localparam int MEM_X_PAD1_W = 4;
-  localparam int MEM_RSVD_W = 13;  // reserved bits above the fields
-  localparam int MEM_T_BITS = MEM_RSVD_W + MEM_OPCODE_W + MEM_POP_PREV_W + MEM_POP_NEXT_W + MEM_PUSH_PREV_W + MEM_PUSH_NEXT_W + MEM_MEM_TYPE_W + MEM_SRAM_BASE_W + MEM_DRAM_BASE_W + MEM_Y_SIZE_W + MEM_X_SIZE_W + MEM_X_STRIDE_W + MEM_Y_PAD0_W + MEM_Y_PAD1_W + MEM_X_PAD0_W + MEM_X_PAD1_W;
+  localparam int MEM_ELEM_STRIDE_M1_W = 4;
+  localparam int MEM_RSVD_W = 9;  // reserved bits above the fields
+  localparam int MEM_T_BITS = MEM_RSVD_W + MEM_OPCODE_W + MEM_POP_PREV_W + MEM_POP_NEXT_W + MEM_PUSH_PREV_W + MEM_PUSH_NEXT_W + MEM_MEM_TYPE_W + MEM_SRAM_BASE_W + MEM_DRAM_BASE_W + MEM_Y_SIZE_W + MEM_X_SIZE_W + MEM_X_STRIDE_W + MEM_Y_PAD0_W + MEM_Y_PAD1_W + MEM_X_PAD0_W + MEM_X_PAD1_W + MEM_ELEM_STRIDE_M1_W;
   typedef struct packed {
     logic [MEM_RSVD_W-1:0] rsvd;
+    logic [MEM_ELEM_STRIDE_M1_W-1:0] elem_stride_m1;
     logic [MEM_X_PAD1_W-1:0] x_pad1;
     logic [MEM_X_PAD0_W-1:0] x_pad0;
     logic [MEM_Y_PAD1_W-1:0] y_pad1;

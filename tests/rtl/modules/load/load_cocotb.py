@@ -1,4 +1,4 @@
-"""vdla_load against fsim: 2D strided INP/WGT loads with zero padding, under random AXI
+"""vdla_load against fsim: 2D strided and gathering INP/WGT loads with zero padding, under random AXI
 back-pressure; the l2c token follows the load and a c2l pop precedes it."""
 
 from __future__ import annotations
@@ -21,12 +21,18 @@ DRAM_BYTES = 1 << 18
 
 def random_load(cfg, rng: np.random.Generator, mem_type: MemType, eb: int) -> MemInsn:
     y, x = int(rng.integers(0, 4)), int(rng.integers(1, 6))
-    stride = x + int(rng.integers(0, 4))
+    # Two in five gather (an element stride of 2..5, no x padding): one DMA command per element.
+    step = int(rng.integers(2, 6)) if rng.random() < 0.4 else 1
+    span = (x - 1) * step + 1
+    stride = span + int(rng.integers(-1 if step > 1 else 0, 4))
     pads = [int(rng.integers(0, 3)) for _ in range(4)]
-    n_elems = (y - 1) * stride + x if y else 0
+    if step > 1:
+        pads[2] = pads[3] = 0
+    n_elems = (y - 1) * stride + span if y else 0
     base = int(rng.integers(0, DRAM_BYTES // eb - n_elems - 1))
     return MemInsn(Opcode.LOAD, mem_type, int(rng.integers(0, 8)), base, y, x, stride, *pads,
-                   deps=DepFlags(pop_next=bool(rng.random() < 0.3), push_next=bool(rng.random() < 0.5)))
+                   deps=DepFlags(pop_next=bool(rng.random() < 0.3), push_next=bool(rng.random() < 0.5)),
+                   elem_stride=step)
 
 
 async def read_sram(dut, cfg, mem_type: MemType, addr: int) -> np.ndarray:
