@@ -293,8 +293,9 @@ def live_bound(cfg: HwConfig | str, kind: str, *, tight: bool = True) -> tuple[i
 
     ``"proven"``: the N at which the live task PASSED on this very RTL and harness (the record's digest is
     the shipped RTL's), so the task reproduces that pass; ``"recorded"``: else the candidate -- the largest
-    bound the solver refuted (a run busy that long) plus one, which the live task's pass would prove exact;
-    ``"derived"``: :func:`liveness_bound`, the sum in series, when nothing is recorded or ``tight`` is off.
+    bound the solver refuted (a run busy that long) plus one, or an N proven on another RTL (a changed RTL,
+    e.g. after a merge: the re-run proves it again or refutes it, and ``--record`` keeps which), whichever is
+    larger; ``"derived"``: :func:`liveness_bound`, the sum in series, when nothing is recorded or ``tight`` is off.
     A candidate above the derived N would contradict the derivation; the derived one is kept then
     (and the live task's counterexample at it shows which latency the sum misses)."""
     cfg = load_config(cfg)
@@ -305,8 +306,10 @@ def live_bound(cfg: HwConfig | str, kind: str, *, tight: bool = True) -> tuple[i
     if proof is not None:
         return int(proof["bound"]), "proven"
     entry = program_entry(cfg.name, kind) or {}
-    if "bound" in entry and int(entry["bound"]) <= derived:
-        return int(entry["bound"]), "recorded"
+    stale = entry.get("proven") if isinstance(entry.get("proven"), dict) else {}
+    found = [int(n) for n in (entry.get("bound"), stale.get("bound")) if n is not None and int(n) <= derived]
+    if found:
+        return max(found), "recorded"
     return derived, "derived"
 
 
