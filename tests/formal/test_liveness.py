@@ -259,9 +259,17 @@ def test_live_fault_fails_when_the_window_ignores_its_limit(tmp_path: Path) -> N
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["live_fault_l2", "live_legal_l2", "live_room_fault_l2", "live_room_legal_l2"])
+@pytest.mark.parametrize("name", [
+    # the per-kind programs and their room twins: each closes in minutes (docs/rtl.md, "Per-kind liveness")
+    *(f"live_{kind}_l2" for kind in KINDS), *(f"live_room_{kind}_l2" for kind in KINDS),
+    "live_fault_l2",
+    # Not closed: the 8-instruction program's slowest run is >= 138 cycles (depth >= 152) and the BMC frames
+    # grow ~1.5x each past frame 40; no run has reached the depth (docs/rtl.md). Kept so a faster engine or
+    # machine shows it passing; expect it to hit its 6-hour timeout today. The room twins likewise.
+    "live_legal_l2", "live_room_fault_l2", "live_room_legal_l2"])
 def test_live_program_ends_within_its_bound(name: str) -> None:
-    """The whole program (or its faulting twin) ends within N on every DRAM timing within L and any
-    tile data. Long: see docs/rtl.md for the time it took on this machine."""
+    """The program (a per-kind one, the whole one or its faulting twin) ends within N on every DRAM
+    timing within L and any tile data; for a room task, no reduced queue fills to the same depth. Long:
+    see docs/rtl.md for the time each took on this machine."""
     (result,) = prove("tiny", [_task(name)], timeout=6 * 3600)
     assert result.passed, format_results([result])
