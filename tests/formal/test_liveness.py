@@ -273,3 +273,17 @@ def test_live_program_ends_within_its_bound(name: str) -> None:
     see docs/rtl.md for the time each took on this machine."""
     (result,) = prove("tiny", [_task(name)], timeout=6 * 3600)
     assert result.passed, format_results([result])
+
+
+def test_live_kinds_runs_each_kind_and_its_room_twin_at_the_same_depth() -> None:
+    """The one command that re-proves the per-kind tasks: each kind's live task then its room twin, on the same
+    model to the same depth; an unknown kind is refused by name."""
+    from vdla_hw.formal.live_kinds import kind_tasks
+
+    tasks = kind_tasks("tiny")
+    assert [t.name for t in tasks] == [n for k in KINDS for n in (f"live_{k}_l2", f"live_room_{k}_l2")]
+    for live, room in zip(tasks[::2], tasks[1::2]):
+        assert (live.depth, live.config, live.generated) == (room.depth, room.config, room.generated)
+    assert [t.name for t in kind_tasks("tiny", ["gemm"], room=False)] == ["live_gemm_l2"]
+    with pytest.raises(ValueError, match="unknown instruction kind"):
+        kind_tasks("tiny", ["load_out"])
