@@ -10,7 +10,7 @@ when, and the data of every byte outside the program and its micro-ops), and ass
 bit: clear for the legal program, set for the one with a LOAD outside the window.
 
 This module builds the program (one instruction of each kind, tokens balanced across all four
-queues, extents of one element), the DRAM bytes the harness serves as constants, and ``bound``
+queues, extents of one element; or one of the per-kind programs, :data:`KINDS`), the DRAM bytes the harness serves as constants, and ``bound``
 from the RTL's latencies (:func:`liveness_bound`); the include file the harness reads carries
 them. Whether the program is legal is fsim's static checks' call: the tests run it there.
 
