@@ -86,7 +86,7 @@ def liveness_program(cfg: HwConfig | str, variant: str = "legal") -> LivenessPro
     - ``load_wgt``: LOAD UOP (push c2l), LOAD WGT (pop c2l, push l2c), FINISH (pop l2c);
     - ``load_acc``: LOAD ACC, FINISH;
     - ``gemm``: LOAD UOP, GEMM reset (its one micro-op: the loop reads no tile, so no other LOAD is needed), FINISH;
-    - ``alu``: LOAD UOP, GEMM reset (writes the ACC element the ALU reads), ALU (ADD immediate), FINISH;
+    - ``alu``: LOAD UOP, ALU (MOV immediate: reads no accumulator, so nothing else need be loaded), FINISH;
     - ``store``: LOAD ACC (push c2s), STORE (pop c2s, push s2c), FINISH (pop s2c).
     """
     if variant not in VARIANTS:
@@ -104,8 +104,7 @@ def liveness_program(cfg: HwConfig | str, variant: str = "legal") -> LivenessPro
     alu = AluInsn(alu_op=AluOp.ADD, use_imm=True, imm=1, uop_bgn=0, uop_end=1, iter_out=1, iter_in=1,
                   dst_factor_out=0, dst_factor_in=0, src_factor_out=0, src_factor_in=0, deps=DepFlags(push_next=True))
     # GEMM with reset: the micro-op loop of GEMM that reads no INP/WGT/ACC (a GEMM that did would need
-    # a LOAD of each before it to be legal: the 8-instruction program); it writes the ACC element the
-    # ALU program's ADD then reads.
+    # a LOAD of each before it to be legal: the 8-instruction program).
     reset = dataclasses.replace(gemm, reset=True, deps=DepFlags())
     store = MemInsn(Opcode.STORE, MemType.OUT, sram_base=0, dram_base=REGION[MemType.OUT] // cfg.out_elem_bytes,
                     y_size=1, x_size=1, x_stride=1, deps=DepFlags(pop_prev=True, push_prev=True))
@@ -127,7 +126,9 @@ def liveness_program(cfg: HwConfig | str, variant: str = "legal") -> LivenessPro
                      FinishInsn(deps=DepFlags(pop_prev=True))),
         "load_acc": (load(MemType.ACC, DepFlags()), FinishInsn()),
         "gemm": (load(MemType.UOP, DepFlags()), reset, FinishInsn()),
-        "alu": (load(MemType.UOP, DepFlags()), reset, dataclasses.replace(alu, deps=DepFlags()), FinishInsn()),
+        # MOV immediate: the one ALU op that reads no accumulator (fsim refuses reading an unwritten one),
+        # so the micro-op load is all it needs; an ADD would need its ACC element written first
+        "alu": (load(MemType.UOP, DepFlags()), dataclasses.replace(alu, alu_op=AluOp.MOV, deps=DepFlags()), FinishInsn()),
         "store": (load(MemType.ACC, DepFlags(push_next=True)), store, FinishInsn(deps=DepFlags(pop_next=True))),
     }
     insns = per_kind.get(variant, insns)
