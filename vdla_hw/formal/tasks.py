@@ -135,6 +135,13 @@ TILE_LEGAL_BMC_DEPTH = 5
 FETCH_DISPATCH_DEPTH = 8
 
 
+# The instruction DMA's element lemma: 1-inductive with its strengthening; 6 cycles from reset hold reset,
+# a command accepted, its burst's AR and the two beats of a 128-bit element on a 64-bit bus, so an engine
+# that hands out an element nobody asked for fails with a trace from reset.
+DMA_RD_ELEMS_DEPTH = 6
+DMA_RD_ELEMS_PROPS = ("f_dma_rd_elems", "f_dma_rd_elems_beats")
+
+
 # The gate's token lemma: 1-inductive with the gate's own invariants; 8 cycles from reset hold reset, an
 # instruction through accept, pop, execute and push and the next one's accept, so a gate that pushes a token
 # it was not asked for fails with a trace from reset.
@@ -200,7 +207,7 @@ def live_tasks(cfg: HwConfig | str, bounds: Mapping[str, int] | None = None, *, 
     ``a_live_room_*``), which makes the reduced depths invisible: the run is the config's, cycle for cycle.
     """
     from vdla_hw.formal.liveness import (DATA_SRAMS, DRIVER_CYCLES, LIVE_LATENCY, STATUS_CYCLES, UOP_SRAM,
-                                         UOP_SRAM_DECL, UOP_SRAM_READ, live_bound, live_config, live_include, liveness_program,
+                                         UOP_SRAM_DECL, UOP_SRAM_READ, VARIANTS, live_bound, live_config, live_include, liveness_program,
                                          uop_entries)
     from vdla_hw.rtl_build import RTL_MODULES
 
@@ -222,7 +229,7 @@ def live_tasks(cfg: HwConfig | str, bounds: Mapping[str, int] | None = None, *, 
     cut = "cutpoint " + " ".join(f"*/{name}" for name in DATA_SRAMS)
     uop_sram = harness_path("vdla_formal_uop_sram.sv").read_text()
     out = []
-    for kind in ("finish", "legal", "fault"):
+    for kind in VARIANTS:
         prog = liveness_program(cfg, kind)
         bound = (bounds or {}).get(kind) or live_bound(cfg, kind, tight=tight)[0]
         small = live_config(cfg, prog)
@@ -290,6 +297,12 @@ def proof_tasks(cfg: HwConfig | str, *, whole_machine: bool = False, tight: bool
     tasks.append(ProofTask(
         name="fetch_dispatch", top="vdla_fetch", modules=("vdla_fifo", "vdla_fetch"), define="VDLA_FORMAL_TOP_FETCH",
         depth=FETCH_DISPATCH_DEPTH, properties=FETCH_DISPATCH_PROPS + FIFO_PROPS))
+    # The instruction DMA hands out only elements its commands asked for (fetch_dispatch's assumption):
+    # k-induction on vdla_dma_rd at the instruction width, its slave contract assumed as in dma_rd_*.
+    tasks.append(ProofTask(
+        name=f"dma_rd_elems_insn_{isa_mod.INSN_BITS}b", top="vdla_dma_rd", modules=("vdla_fifo", "vdla_dma_rd"),
+        params=(("ELEM_BITS", isa_mod.INSN_BITS),), define="VDLA_FORMAL_TOP_DMA_RD",
+        extra_defines=("VDLA_FORMAL_DMA_RD_ELEMS",), depth=DMA_RD_ELEMS_DEPTH, properties=DMA_RD_ELEMS_PROPS))
     for unit, prev, nxt in (("load", 0, 1), ("compute", 1, 1), ("store", 1, 0)):
         tasks.append(ProofTask(
             name=f"gate_tokens_{unit}", top="vdla_dep_gate", modules=("vdla_dep_gate",),
@@ -388,7 +401,9 @@ def proof_tasks(cfg: HwConfig | str, *, whole_machine: bool = False, tight: bool
         params=(("ELEM_BITS", out_bits),), define="VDLA_FORMAL_TOP_DMA_WR", mode="bmc", depth=DMA_BMC_DEPTH,
         properties=DMA_WR_PROPS + FIFO_PROPS))
     if whole_machine:
-        tasks.extend(live_tasks(cfg, None if live_n is None else dict.fromkeys(("finish", "legal", "fault"), live_n),
+        from vdla_hw.formal.liveness import VARIANTS
+
+        tasks.extend(live_tasks(cfg, None if live_n is None else dict.fromkeys(VARIANTS, live_n),
                                 tight=tight))
     return tasks
 

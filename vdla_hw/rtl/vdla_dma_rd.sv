@@ -212,6 +212,43 @@ module vdla_dma_rd #(
       f_dma_rd_beats: assert (!ar_busy || {1'b0, cur} + (AW1'(beats_left) << LOG_BUS_BYTES) <= {1'b1, AXI_ADDR_WIDTH'(0)});
     end
   end
+`ifdef VDLA_FORMAL_DMA_RD_ELEMS
+  // The instruction DMA's lemma of the command queues' room argument (docs/rtl.md, "The reduced
+  // queues, compositionally"): el_valid only while an accepted command still owes an element, so
+  // the engine hands out at most the elements its commands asked for -- what vdla_fetch assumes
+  // (`el_valid` only while `inflight` != 0). For elements at least a beat wide (the instruction
+  // stream of every config: 128-bit instructions on a 64- or 128-bit bus). The client's side,
+  // assumed: it asks for no more than fit in the count width in all (fetch asks only for what
+  // its buffer holds: inflight + n <= BUF_DEPTH, its f_fetch_room), so the counts never wrap.
+  logic [CNT_W-1:0] f_el_owed;  // elements of the accepted commands not yet handed out
+  always_ff @(posedge clk) begin
+    if (!rst_n || clear) f_el_owed <= '0;
+    else f_el_owed <= f_el_owed + (cmd_valid && cmd_ready ? cmd_count : '0) - CNT_W'(el_valid && el_ready);
+  end
+  if (EB >= BUS_BYTES) begin : g_f_elems
+    localparam int RATIO = EB / BUS_BYTES;
+    logic [BW+1:0] f_k;  // beats of the element being collected (vdla_dma_rd's k; 0 when one beat is one element)
+    if (RATIO == 1) begin : g_f_one
+      assign f_k = '0;
+    end else begin : g_f_many
+      assign f_k = (BW+2)'(g_wide.g_many.k);
+    end
+    always_comb begin
+      if (rst_n && !clear && cmd_valid) assume (33'(f_el_owed) + 33'(cmd_count) < (33'(1) << CNT_W));
+    end
+    always_ff @(posedge clk) begin
+      if (rst_n && !clear) begin
+        // the lemma
+        f_dma_rd_elems: assert (!el_valid || f_el_owed != '0);
+        // its strengthening: every beat an owed element still needs is requested and not returned
+        // (f_owed), or not yet requested (beats_left), or already collected (k); summed one bit wider
+        // than f_owed, so the equation also bounds f_owed (no wrapped state satisfies it)
+        f_dma_rd_elems_beats: assert ((BW+3)'(f_el_owed) * (BW+3)'(RATIO) == (BW+3)'(beats_left) + (BW+3)'(f_owed) + (BW+3)'(f_k)
+                                      && (ar_busy || beats_left == '0));
+      end
+    end
+  end
+`endif
 `undef VDLA_DMA_RD_CONTRACT
 `endif
 endmodule
