@@ -288,10 +288,32 @@ def work_dir(cfg: HwConfig, board: Ecp5Board, build_id: int = 0, synth: SynthOpt
 
 
 
+def wasm_trap_reason(exc: BaseException) -> str | None:
+    """Why a YoWASP tool's WebAssembly code stopped, for a trap wasmtime raised (``"call stack
+    exhausted in abc::Nwk_ManPushForwardTop_rec"``); ``None`` for any other exception."""
+    if type(exc).__module__.split(".")[0] != "wasmtime":
+        return None
+    text = str(exc)
+    cause = [ln.strip() for ln in text.rsplit("Caused by:", 1)[-1].splitlines() if ln.strip()] if "Caused by:" in text else []
+    reason = cause[0].removeprefix("wasm trap: ") if cause else text.strip().splitlines()[0] if text.strip() else "a trap"
+    frames = [ln.split("!", 1)[1].split("(", 1)[0] for ln in text.splitlines() if ".wasm!" in ln]
+    return f"{reason} in {frames[0]}" if frames else reason
+
+
 def run_tool(name: str, fn: Callable[[list[str]], int], args: list[str], work: Path, log: Path | None) -> None:
-    """Run one YoWASP tool in ``work``; on failure name the last ERROR line of its ``log``."""
+    """Run one YoWASP tool in ``work``; on failure name the last ERROR line of its ``log``, and
+    a crash of its WebAssembly code (a trap: its fixed call stack or 4 GiB exhausted) by its reason."""
     with contextlib.chdir(work):
-        rc = fn(args)
+        try:
+            rc = fn(args)
+        except Exception as exc:
+            reason = wasm_trap_reason(exc)
+            if reason is None:
+                raise
+            raise ToolchainError(f"{name} crashed in its WebAssembly runtime: {reason}",
+                                 hint=f"the YoWASP build has a fixed call stack and at most 4 GiB of memory; other "
+                                      f"--synth-options/--pnr-options or a smaller config may pass (see {log or work})"
+                                 ) from None
     raise_if_interrupted(rc)
     if rc != 0:
         lines = log.read_text(errors="replace").splitlines() if log is not None and log.exists() else []
