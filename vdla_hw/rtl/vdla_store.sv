@@ -181,6 +181,10 @@ module vdla_store (
   // With a bias, each row starts with one read of its bias element (bias_next), which goes
   // to bias_q instead of the FIFO; the row's elements are added to bias_q as they arrive.
   logic [NW-1:0]                     reads_left;
+  // reads_left != 0, kept as a register loaded from reads_left's next value: rd_en then starts
+  // from one flop instead of a 2*SIZE_W-bit zero compare, and rd_en fans out to the read
+  // address, the bias registers' enable and the fault check (an ECP5 critical path).
+  logic                              reads_nz;
   logic                              rd_pending;  // a read whose data arrives this cycle
   logic                              bias_pending;  // ... and that read was a row's bias
   logic                              bias_next;     // the next read is the current row's bias
@@ -191,12 +195,13 @@ module vdla_store (
   logic                              running;
   logic [2:0]                        in_flight;     // elements between the SRAM read and the FIFO
 
-  assign rd_en   = reads_left != '0 && 32'(queued) + 32'(in_flight) < 32'(ELEM_FIFO);
+  assign rd_en   = reads_nz && 32'(queued) + 32'(in_flight) < 32'(ELEM_FIFO);
   assign rd_addr = bias_next ? bias_addr : el_addr;
 
   always_ff @(posedge clk) begin
     if (!rst_n || clear) begin
       reads_left   <= '0;
+      reads_nz     <= 1'b0;
       rd_pending   <= 1'b0;
       bias_pending <= 1'b0;
       bias_next    <= 1'b0;
@@ -211,6 +216,7 @@ module vdla_store (
       if (bias_pending) bias_q <= rd_data;
       if (exec_start) begin
         reads_left <= NW'(insn.y_size) * NW'(insn.x_size);
+        reads_nz   <= insn.y_size != '0 && insn.x_size != '0;  // the product is nonzero (NW holds it whole)
         el_addr    <= AIW'(insn.sram_base);
         bias_addr  <= AIW'(insn.bias_row);
         bias_next  <= insn.bias;
@@ -221,6 +227,7 @@ module vdla_store (
         bias_addr  <= bias_addr + AIW'(insn.bias_step);
       end else if (rd_en) begin
         reads_left <= reads_left - 1'b1;
+        reads_nz   <= reads_left != NW'(1);
         el_addr    <= el_addr + 1'b1;
         if (cols_left == SIZE_W'(1)) begin
           cols_left <= insn.x_size;
@@ -310,6 +317,14 @@ module vdla_store (
   assign exec_done = running && !exec_start && reads_left == '0 && in_flight == '0 && !bias_pending && queued == '0
                   && !issuing && dma_idle;
   assign busy      = gate_busy || running;
+
+`ifndef SYNTHESIS
+  always_ff @(posedge clk)
+    if (rst_n && !clear)
+      a_store_reads_nz: assert (reads_nz == (reads_left != '0))
+        else $error("vdla_store a_store_reads_nz: the flag reads_nz (%0d) disagrees with reads_left (%0d)",
+                    reads_nz, reads_left);
+`endif
   /* verilator lint_on PINCONNECTEMPTY */
 endmodule
 
