@@ -317,14 +317,6 @@ module vdla_store (
   assign exec_done = running && !exec_start && reads_left == '0 && in_flight == '0 && !bias_pending && queued == '0
                   && !issuing && dma_idle;
   assign busy      = gate_busy || running;
-
-`ifndef SYNTHESIS
-  always_ff @(posedge clk)
-    if (rst_n && !clear)
-      a_store_reads_nz: assert (reads_nz == (reads_left != '0))
-        else $error("vdla_store a_store_reads_nz: the flag reads_nz (%0d) disagrees with reads_left (%0d)",
-                    reads_nz, reads_left);
-`endif
   /* verilator lint_on PINCONNECTEMPTY */
 endmodule
 
