@@ -6,7 +6,8 @@ self-test top once per seed with the LPF's FREQUENCY at the target (``build_ecp5
 seed=, target_mhz=)``; each seed is cached in the build cache, so a re-run only routes the
 seeds it has not seen), prints a table and the median, and keeps each seed's nextpnr report
 and result JSON under ``bench/results/ecp5/`` named by ``--name`` (the RTL cut measured) and
-by the nextpnr options (``--pnr-options``, e.g. ``tiny_main_t80-tw30-ce4_seeds.json``). The
+by the synthesis and nextpnr options (``--synth-options``, ``--pnr-options``, e.g.
+``tiny_main-nwl_t80-tw30-ce4_seeds.json``). The
 table JSON holds each bitstream's SHA-256, so two settings that gave the same placement and
 routing show it.
 
@@ -31,6 +32,8 @@ import sys
 from vdla_hw.fpga.ecp5_flow import parse_seeds, sweep_seeds
 from vdla_hw.errors import UsageError
 from vdla_hw.fpga.ecp5_pnr_options import SPEC_EXAMPLE, parse_pnr_options
+from vdla_hw.fpga.ecp5_synth_options import SPEC_EXAMPLE as SYNTH_EXAMPLE
+from vdla_hw.fpga.ecp5_synth_options import parse_synth_options
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ (already there when this runs as a script)
 from host import host_line, host_record  # noqa: E402
@@ -46,19 +49,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target-mhz", type=float, default=80.0, help="LPF FREQUENCY / nextpnr --freq (default 80)")
     parser.add_argument("--pnr-options", default=None, metavar="SPEC",
                         help=f"nextpnr placer/router options, e.g. {SPEC_EXAMPLE} (default: nextpnr's own)")
+    parser.add_argument("--synth-options", default=None, metavar="FLAGS",
+                        help=f"yosys synth_ecp5 flags, e.g. {SYNTH_EXAMPLE} (default: yosys's own)")
     parser.add_argument("--name", required=True, help="the cut measured; names the files in bench/results/ecp5/")
     args = parser.parse_args(argv)
 
     print(host_line())
     wall0, cpu0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF).ru_utime
     pnr = parse_pnr_options(args.pnr_options)
-    sweep = sweep_seeds(args.config, parse_seeds(args.seeds), args.target_mhz, board=args.board, pnr=pnr)
+    synth = parse_synth_options(args.synth_options)
+    sweep = sweep_seeds(args.config, parse_seeds(args.seeds), args.target_mhz, board=args.board, pnr=pnr, synth=synth)
     wall, cpu_s = time.perf_counter() - wall0, resource.getrusage(resource.RUSAGE_SELF).ru_utime - cpu0
     print(sweep.table())
     print(f"this call: {wall:.0f} s wall, {cpu_s:.0f} s CPU (seeds found in the build cache cost ~0)")
 
     RESULTS.mkdir(parents=True, exist_ok=True)
-    stem = f"{args.config}_{args.name}_t{sweep.target_mhz:g}{pnr.tag()}"
+    stem = f"{args.config}_{args.name}{synth.tag()}_t{sweep.target_mhz:g}{pnr.tag()}"
     for r in sweep.results:
         shutil.copyfile(r.report, RESULTS / f"{stem}_seed{r.seed}_report.json")
         (RESULTS / f"{stem}_seed{r.seed}_ecp5_result.json").write_text(json.dumps(r.to_json(), indent=2) + "\n")

@@ -51,6 +51,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--pnr-options", default=None, metavar="SPEC",
                    help="ECP5 boards: nextpnr placer/router options, comma-separated: timing-weight=N "
                    "(--placer-heap-timingweight), critexp=N (--placer-heap-critexp), tmg-ripup (--tmg-ripup)")
+    p.add_argument("--synth-options", default=None, metavar="FLAGS",
+                   help="ECP5 boards: yosys synth_ecp5 flags, comma-separated: nowidelut, dff, cmp2softlogic, nodffe "
+                   "(each synthesised netlist is cached apart)")
     p.set_defaults(func=_build)
 
     p = sub.add_parser("deploy", help="ship a bitstream folder to the pool's board workers, which check and offer it",
@@ -96,7 +99,7 @@ def _build(args: argparse.Namespace) -> int:
     if args.seeds is not None:
         return _sweep(args, cfg, out)
     result = build_bitstream(args.board, cfg, out, run=not args.no_run, seed=args.seed, target_mhz=args.target_mhz,
-                             pnr_options=args.pnr_options)
+                             pnr_options=args.pnr_options, synth_options=args.synth_options)
     print(f"wrote the {result.board} project for config {result.config} to {result.project_dir}")
     print(f"build id 0x{result.build_id:08x} (bitstream.json)")
     if not result.ran:
@@ -113,6 +116,7 @@ def _sweep(args: argparse.Namespace, cfg, out: Path) -> int:
     """``--seeds``: one placement per seed, each into ``out/seed<N>`` with its manifest, then the table."""
     from vdla_hw.fpga.ecp5_flow import RESULT_FILE, Ecp5Result, SeedSweep, keep_best_placement, parse_seeds
     from vdla_hw.fpga.ecp5_pnr_options import parse_pnr_options
+    from vdla_hw.fpga.ecp5_synth_options import parse_synth_options
 
     if args.seed is not None:
         raise UsageError("--seed and --seeds were both given", hint="give one seed with --seed, or a sweep with --seeds")
@@ -120,14 +124,15 @@ def _sweep(args: argparse.Namespace, cfg, out: Path) -> int:
         raise UsageError("--seeds places and routes, which --no-run skips", hint="drop --no-run (or --seeds)")
     seeds = parse_seeds(args.seeds)
     pnr = parse_pnr_options(args.pnr_options)  # refused here, before the first placement
+    synth = parse_synth_options(args.synth_options)
     results = []
     for seed in seeds:
         build_bitstream(args.board, cfg, out / f"seed{seed}", seed=seed, target_mhz=args.target_mhz,
-                        pnr_options=args.pnr_options)
+                        pnr_options=args.pnr_options, synth_options=args.synth_options)
         folder = (out / f"seed{seed}").resolve()
         results.append(Ecp5Result.from_json(json.loads((folder / RESULT_FILE).read_text()), folder))
     sweep = SeedSweep(config=cfg.name, board=args.board, target_mhz=results[0].target_mhz, results=tuple(results),
-                      pnr_options=pnr.spec())
+                      pnr_options=pnr.spec(), synth_options=synth.spec())
     print(sweep.table())
     (out / "seeds.json").write_text(json.dumps(sweep.to_json(), indent=2) + "\n")
     best = keep_best_placement(out, sweep)

@@ -33,6 +33,7 @@ from vdla_hw.fpga import ecp5_selftest as selftest
 from vdla_hw.fpga.boards import BOARDS as BOARD_TABLE
 from vdla_hw.fpga.boards import Board
 from vdla_hw.fpga.ecp5_pnr_options import PnrOptions, parse_pnr_options
+from vdla_hw.fpga.ecp5_synth_options import SynthOptions, parse_synth_options
 from vdla_hw.toolchain import raise_if_interrupted
 from vdla_hw.fpga.flow import BuildResult
 from vdla_hw.progress import bar
@@ -112,6 +113,8 @@ class Ecp5Result:
     ``--freq``); the board's oscillator unless a target was asked for."""
     pnr_options: str = ""
     """nextpnr's placer/router options beyond seed and target (:meth:`PnrOptions.spec`; ``""``: its defaults)."""
+    synth_options: str = ""
+    """yosys ``synth_ecp5`` flags of the netlist (:meth:`SynthOptions.spec`; ``""``: its defaults)."""
 
     def describe(self) -> str:
         """A few lines for a terminal: the bitstream, the resources against the device, the Fmax."""
@@ -121,6 +124,7 @@ class Ecp5Result:
 
         timing = "met" if self.timing_met else "NOT met"
         options = f"; nextpnr {self.pnr_options}" if self.pnr_options else ""
+        options += f"; synth_ecp5 {self.synth_options}" if self.synth_options else ""
         return (f"{self.bitstream}\n"
                 f"  {part('LUT4', 'TRELLIS_COMB', self.luts)}, {part('FF', 'TRELLIS_FF', self.ffs)}, "
                 f"{part('MULT18X18D', 'MULT18X18D', self.dsps)}, {part('DP16KD', 'DP16KD', self.brams)}\n"
@@ -268,14 +272,15 @@ def _digest_sources(cfg: HwConfig, board: Ecp5Board, files: Sequence[Path]) -> s
     return h.hexdigest()[:10]
 
 
-def work_dir(cfg: HwConfig, board: Ecp5Board, build_id: int = 0) -> Path:
-    """The cache entry of ``cfg`` on ``board``: ``<cache>/rtl/ecp5-<board>-<config>-<digest>-<sources>``.
+def work_dir(cfg: HwConfig, board: Ecp5Board, build_id: int = 0, synth: SynthOptions = SynthOptions()) -> Path:
+    """The cache entry of ``cfg`` on ``board``: ``<cache>/rtl/ecp5-<board>-<config>-<digest>-<sources>-<id>``
+    and the synthesis options' tag (one netlist per folder; none for yosys's defaults).
 
     It is an entry of the build cache like the Verilator builds, so ``$VDLA_CACHE_MAX_GB``
     evicts it when it is the least recently used.
     """
     files = selftest.top_sources(cfg) + [board.scripts / board.lpf]
-    path = cache_root() / f"ecp5-{board.name}-{cfg.name}-{cfg.digest}-{_digest_sources(cfg, board, files)}-{build_id:08x}"
+    path = cache_root() / f"ecp5-{board.name}-{cfg.name}-{cfg.digest}-{_digest_sources(cfg, board, files)}-{build_id:08x}{synth.tag()}"
     if str(path.resolve()).startswith("/tmp/"):
         raise ToolchainError(f"the ECP5 build folder {path} is under /tmp, which the YoWASP tools cannot see",
                              hint="set VDLA_CACHE_DIR to a folder outside /tmp")
@@ -283,10 +288,32 @@ def work_dir(cfg: HwConfig, board: Ecp5Board, build_id: int = 0) -> Path:
 
 
 
+def wasm_trap_reason(exc: BaseException) -> str | None:
+    """Why a YoWASP tool's WebAssembly code stopped, for a trap wasmtime raised (``"call stack
+    exhausted in abc::Nwk_ManPushForwardTop_rec"``); ``None`` for any other exception."""
+    if type(exc).__module__.split(".")[0] != "wasmtime":
+        return None
+    text = str(exc)
+    cause = [ln.strip() for ln in text.rsplit("Caused by:", 1)[-1].splitlines() if ln.strip()] if "Caused by:" in text else []
+    reason = cause[0].removeprefix("wasm trap: ") if cause else text.strip().splitlines()[0] if text.strip() else "a trap"
+    frames = [ln.split("!", 1)[1].split("(", 1)[0] for ln in text.splitlines() if ".wasm!" in ln]
+    return f"{reason} in {frames[0]}" if frames else reason
+
+
 def run_tool(name: str, fn: Callable[[list[str]], int], args: list[str], work: Path, log: Path | None) -> None:
-    """Run one YoWASP tool in ``work``; on failure name the last ERROR line of its ``log``."""
+    """Run one YoWASP tool in ``work``; on failure name the last ERROR line of its ``log``, and
+    a crash of its WebAssembly code (a trap: its fixed call stack or 4 GiB exhausted) by its reason."""
     with contextlib.chdir(work):
-        rc = fn(args)
+        try:
+            rc = fn(args)
+        except Exception as exc:
+            reason = wasm_trap_reason(exc)
+            if reason is None:
+                raise
+            raise ToolchainError(f"{name} crashed in its WebAssembly runtime: {reason}",
+                                 hint=f"the YoWASP build has a fixed call stack and at most 4 GiB of memory; other "
+                                      f"--synth-options/--pnr-options or a smaller config may pass (see {log or work})"
+                                 ) from None
     raise_if_interrupted(rc)
     if rc != 0:
         lines = log.read_text(errors="replace").splitlines() if log is not None and log.exists() else []
@@ -336,6 +363,16 @@ def placement_tag(seed: int, target_mhz: float, pnr: PnrOptions = PnrOptions()) 
     return f"s{seed}-f{target_mhz:g}{pnr.tag()}"
 
 
+def synth_script(names: Sequence[str], parameters: dict[str, str], synth: SynthOptions = SynthOptions()) -> str:
+    """yosys's script for the self-test top: read the ``.sv`` files of ``names``, set the top's
+    ``parameters``, ``synth_ecp5`` with ``synth``'s flags into ``top.json``, its cell counts into ``stat.json``."""
+    params = " ".join(f"-set {k} {v}" for k, v in parameters.items())
+    flags = "".join(f"{flag} " for flag in synth.args())
+    return (f"read_verilog -sv {' '.join(n for n in names if n.endswith('.sv'))}; "
+            f"chparam {params} {selftest.TOP}; "
+            f"synth_ecp5 {flags}-top {selftest.TOP} -json top.json; tee -q -o stat.json stat -json")
+
+
 def _copy_out(work: Path, result: Ecp5Result, out_dir: Path | None, result_file: Path) -> Ecp5Result:
     if out_dir is None:
         return result
@@ -349,22 +386,23 @@ def _copy_out(work: Path, result: Ecp5Result, out_dir: Path | None, result_file:
 
 def build_ecp5(config: HwConfig | str, out_dir: Path | str | None = None, progress: bool = True, *,
                board: str = "ulx3s-selftest", seed: int = 1, target_mhz: float | None = None,
-               use_cache: bool = True, build_id: int = 0, pnr: PnrOptions = PnrOptions()) -> Ecp5Result:
+               use_cache: bool = True, build_id: int = 0, pnr: PnrOptions = PnrOptions(),
+               synth: SynthOptions = SynthOptions()) -> Ecp5Result:
     """Simulate, synthesize, place, route and pack the self-test top of ``config`` for ``board``.
 
     The self-test first runs under Verilator on the same top and hex files and must pass;
     then yosys, nextpnr-ecp5 (``seed``; ``target_mhz`` in the LPF and ``--freq``, default the
-    board's oscillator; ``pnr``'s placer and router options) and ecppack make the ``.bit``. The
-    bitstream, the report, the logs and ``ecp5_result.json`` are copied to ``out_dir`` when given.
-    ``build_id`` is the top's BUILD_ID parameter (what the BUILD_ID register reads). The cache
-    holds one routed result per seed, target and option set beside one synthesis of the sources.
+    board's oscillator; ``pnr``'s placer and router options; ``synth``'s ``synth_ecp5`` flags) and ecppack
+    make the ``.bit``. The bitstream, the report, the logs and ``ecp5_result.json`` are copied to
+    ``out_dir`` when given. ``build_id`` is the top's BUILD_ID parameter (what the BUILD_ID register
+    reads). The cache holds one routed result per seed, target and option set beside one synthesis of the sources.
     """
     cfg = load_config(config)
     brd = board_record(board)
     seed = check_seed(seed)
     target = brd.clock_mhz if target_mhz is None else check_target(target_mhz)
     run_yosys, run_nextpnr, run_ecppack = yowasp_tools()
-    work = work_dir(cfg, brd, build_id)
+    work = work_dir(cfg, brd, build_id, synth)
     tag = placement_tag(seed, target, pnr)
     cached = work / f"ecp5_result-{tag}.json"
     use_entry(work)
@@ -392,10 +430,7 @@ def build_ecp5(config: HwConfig | str, out_dir: Path | str | None = None, progre
         (work / lpf).write_text(lpf_with_target((brd.scripts / brd.lpf).read_text(), brd.clock_port, target))
         done = work / "synth.done"  # the folder is keyed on the sources: one synthesis serves every placement
         if not done.exists():
-            params = " ".join(f"-set {k} {v}" for k, v in {**image.parameters(), "BUILD_ID": f"32'h{build_id:08x}"}.items())
-            script = (f"read_verilog -sv {' '.join(n for n in names if n.endswith('.sv'))}; "
-                      f"chparam {params} {selftest.TOP}; "
-                      f"synth_ecp5 -top {selftest.TOP} -json top.json; tee -q -o stat.json stat -json")
+            script = synth_script(names, {**image.parameters(), "BUILD_ID": f"32'h{build_id:08x}"}, synth)
             # The file-scope `import vdla_pkg::*` stays active while yosys parses its own techmap
             # libraries later on, where it warns that the package is missing; -w keeps that out of
             # the terminal (it is still in yosys.log).
@@ -429,7 +464,7 @@ def build_ecp5(config: HwConfig | str, out_dir: Path | str | None = None, progre
         utilization=util, selftest_cycles=sim.cycles,
         logs={"sim": work / "sim.log", "yosys": work / "yosys.log", "nextpnr": work / log},
         report=work / report, seconds=round(time.perf_counter() - t0, 1), seed=seed, target_mhz=target,
-        pnr_options=pnr.spec(),
+        pnr_options=pnr.spec(), synth_options=synth.spec(),
     )
     cached.write_text(json.dumps(result.to_json(), indent=2))
     out = _copy_out(work, result, out_dir, cached)
@@ -438,7 +473,8 @@ def build_ecp5(config: HwConfig | str, out_dir: Path | str | None = None, progre
 
 
 def build(board: Board, cfg: HwConfig, out_dir: Path, *, run: bool, build_id: int = 0, seed: int = 1,
-          target_mhz: float | None = None, pnr_options: str | None = None) -> BuildResult:
+          target_mhz: float | None = None, pnr_options: str | None = None,
+          synth_options: str | None = None) -> BuildResult:
     """``vdla fpga build`` for an ECP5 board: :func:`build_ecp5`, reported as a :class:`BuildResult`.
 
     Without ``run`` only the self-test top's sources, constraints (with ``target_mhz``, if given)
@@ -450,9 +486,12 @@ def build(board: Board, cfg: HwConfig, out_dir: Path, *, run: bool, build_id: in
     seed = check_seed(seed)
     target = brd.clock_mhz if target_mhz is None else check_target(target_mhz)
     pnr = parse_pnr_options(pnr_options)
+    synth = parse_synth_options(synth_options)
     options = "" if (seed, target_mhz) == (1, None) else f" --seed {seed} --target-mhz {target:g}"
     if pnr.spec():
         options += f" --pnr-options {pnr.spec()}"
+    if synth.spec():
+        options += f" --synth-options {synth.spec()}"
     rerun = f"vdla fpga build --board {board.name} --config {cfg.name}{options} -o {out_dir}"
     if not run:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -462,12 +501,14 @@ def build(board: Board, cfg: HwConfig, out_dir: Path, *, run: bool, build_id: in
         selftest.write_hex_files(selftest.selftest_image(cfg), cfg, out_dir)
         return BuildResult(board=board.name, config=cfg.label(), project_dir=out_dir, ran=False, run_hint=rerun,
                            build_id=build_id)
-    result = build_ecp5(cfg, out_dir, board=board.name, build_id=build_id, seed=seed, target_mhz=target_mhz, pnr=pnr)
+    result = build_ecp5(cfg, out_dir, board=board.name, build_id=build_id, seed=seed, target_mhz=target_mhz, pnr=pnr,
+                         synth=synth)
     summary = {
         "LUT4": str(result.luts), "FF": str(result.ffs), "MULT18X18D": str(result.dsps), "DP16KD": str(result.brams),
         "Fmax (nextpnr)": f"{result.fmax_mhz:.2f} MHz (seed {result.seed}, constraint {result.constraint_mhz:g} MHz, "
                           f"timing {'met' if result.timing_met else 'NOT met'}"
-                          f"{'; ' + result.pnr_options if result.pnr_options else ''})",
+                          f"{'; ' + result.pnr_options if result.pnr_options else ''}"
+                          f"{'; synth_ecp5 ' + result.synth_options if result.synth_options else ''})",
         "self-test (Verilator)": f"passed in {result.selftest_cycles} cycles",
     }
     outputs = {"bitstream": result.bitstream, "report": result.report, **result.logs}
@@ -486,6 +527,8 @@ class SeedSweep:
     results: tuple[Ecp5Result, ...]
     pnr_options: str = ""
     """nextpnr's options of every placement (:meth:`PnrOptions.spec`; ``""``: its defaults)."""
+    synth_options: str = ""
+    """yosys ``synth_ecp5`` flags of the netlist (:meth:`SynthOptions.spec`; ``""``: its defaults)."""
 
     @property
     def median_mhz(self) -> float:
@@ -502,6 +545,7 @@ class SeedSweep:
     def table(self) -> str:
         """A Markdown table: seed, Fmax, timing at the target, LUT4/FF, P&R seconds; then the median."""
         options = f", nextpnr {self.pnr_options}" if self.pnr_options else ""
+        options += f", synth_ecp5 {self.synth_options}" if self.synth_options else ""
         lines = [f"{self.config} on {self.board}, target {self.target_mhz:g} MHz{options}", "",
                  "| seed | Fmax after routing (MHz) | timing at target | LUT4 | FF | seconds |", "|---|---|---|---|---|---|"]
         for r in self.results:
@@ -515,13 +559,14 @@ class SeedSweep:
 
     def to_json(self) -> dict[str, object]:
         return {"config": self.config, "board": self.board, "target_mhz": self.target_mhz,
-                "pnr_options": self.pnr_options, "median_mhz": self.median_mhz,
+                "pnr_options": self.pnr_options, "synth_options": self.synth_options, "median_mhz": self.median_mhz,
                 "seeds": [r.to_json() for r in self.results]}
 
 
 def sweep_seeds(config: HwConfig | str, seeds: Sequence[int], target_mhz: float | None = None, *,
                 board: str = "ulx3s-selftest", out_dir: Path | str | None = None, progress: bool = True,
-                build_id: int = 0, pnr: PnrOptions = PnrOptions()) -> SeedSweep:
+                build_id: int = 0, pnr: PnrOptions = PnrOptions(),
+                synth: SynthOptions = SynthOptions()) -> SeedSweep:
     """:func:`build_ecp5` of ``config`` once per seed at one target and option set (each cached);
     ``out_dir``/``seed<N>`` receives each seed's files when given."""
     cfg = load_config(config)
@@ -535,13 +580,13 @@ def sweep_seeds(config: HwConfig | str, seeds: Sequence[int], target_mhz: float 
     for seed in seeds:
         dest = None if out_dir is None else Path(out_dir) / f"seed{seed}"
         results.append(build_ecp5(cfg, dest, progress=progress, board=brd.name, seed=seed, target_mhz=target,
-                                  build_id=build_id, pnr=pnr))
+                                  build_id=build_id, pnr=pnr, synth=synth))
         if outer is not None:
             outer.update(1)
     if outer is not None:
         outer.close()
     return SeedSweep(config=cfg.name, board=brd.name, target_mhz=target, results=tuple(results),
-                     pnr_options=pnr.spec())
+                     pnr_options=pnr.spec(), synth_options=synth.spec())
 
 
 def keep_best_placement(out_dir: Path | str, sweep: SeedSweep) -> Ecp5Result:

@@ -35,20 +35,21 @@ class BuildResult:
 
 def build_bitstream(board_name: str, config: HwConfig | str, out_dir: Path, *, run: bool = True,
                     seed: int | None = None, target_mhz: float | None = None,
-                    pnr_options: str | None = None) -> BuildResult:
+                    pnr_options: str | None = None, synth_options: str | None = None) -> BuildResult:
     """Write (and with ``run``, build) the project of ``config`` for the board called ``board_name``.
 
     The folder's ``bitstream.json`` (:mod:`vdla_hw.fpga.manifest`) is written with the project
     and rewritten with the bitstream's files once the tools have produced them. ``seed``,
-    ``target_mhz`` and ``pnr_options`` (nextpnr's placement seed, the frequency it works towards
-    and its placer/router options, :func:`vdla_hw.fpga.ecp5_pnr_options.parse_pnr_options`) are
+    ``target_mhz``, ``pnr_options`` and ``synth_options`` (nextpnr's placement seed, the frequency it
+    works towards, its placer/router options, :func:`vdla_hw.fpga.ecp5_pnr_options.parse_pnr_options`,
+    and yosys's ``synth_ecp5`` flags, :func:`vdla_hw.fpga.ecp5_synth_options.parse_synth_options`) are
     taken by the ECP5 self-test flow only.
     """
     from vdla_hw.fpga.manifest import choose_build_id, write_manifest
 
     board = get_board(board_name)
-    options = {k: v for k, v in {"seed": seed, "target_mhz": target_mhz, "pnr_options": pnr_options}.items()
-               if v is not None}
+    options = {k: v for k, v in {"seed": seed, "target_mhz": target_mhz, "pnr_options": pnr_options,
+                                 "synth_options": synth_options}.items() if v is not None}
     if options and board.flow != "ecp5_flow":
         flags = " and ".join(f"--{k.replace('_', '-')}" for k in options)
         raise UsageError(f"{flags} {'is' if len(options) == 1 else 'are'} taken by the ECP5 self-test flow only, not by "
