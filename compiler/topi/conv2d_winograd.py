@@ -49,6 +49,9 @@ TUNED_TILES = (2, 4)
 #: Interpolation points of each tile size (plus the point at infinity): small integers and halves
 #: keep the transforms' coefficients, hence the fp32 rounding error, small.
 _POINTS = {2: (0, 1, -1), 4: (0, 1, -1, 2, -2), 6: (0, 1, -1, 2, -2, 0.5, -0.5)}
+#: Where a Winograd conv's input transform and GEMM run (:class:`WinogradKnobs`): per row of tiles or
+#: over the whole plane.
+GEMM_AT = ("row", "plane")
 #: Max abs error over max |out| against float64 each tile size is tested to (random normal data and
 #: weights, 256-512 input channels).  Measured on ResNet's layers (64-512 channels): F(2) 1-2e-6,
 #: F(4) 6e-6-1.3e-5, F(6) 1-1.2e-5.  F(2) holds the issue's bound; the larger tiles' coefficients
@@ -194,6 +197,13 @@ class WinogradKnobs:
     ``oc_block``: output-channel vectors per GEMM register tile; ``ty_block``: rows of tiles per
     GEMM register tile and per step of the parallel loop (each pass over the transformed weights
     then serves that many rows); ``parallel``: run the loop over tile rows on all threads.
+
+    ``gemm_at``: where the input transform and the GEMM run.  ``"row"``: inside the loop over rows
+    of tiles, on buffers of ``ty_block`` rows (in L2), each step reading all the transformed weights
+    again.  ``"plane"``: over the whole plane before it, each transform point's weights read once
+    for every tile (the GEMM's outer loop is the output-channel group, then the point), at the cost
+    of the transformed image and the GEMM's output in buffers of the whole plane; the output
+    transform stays per row of tiles.
     """
 
     tile: int = 4
@@ -201,6 +211,7 @@ class WinogradKnobs:
     oc_block: int = 2
     parallel: bool = True
     ty_block: int = 1
+    gemm_at: str = "row"
 
     def validate(self, tiles_x: int, oc_outer: int, tiles_y: int | None = None) -> None:
         if self.tile not in WINOGRAD_TILES:
@@ -211,6 +222,8 @@ class WinogradKnobs:
             raise TopiError(f"oc_block {self.oc_block} must divide the {oc_outer} output-channel blocks")
         if self.ty_block < 1 or (tiles_y is not None and self.ty_block > tiles_y):
             raise TopiError(f"ty_block {self.ty_block} must be between 1 and the {tiles_y} rows of tiles")
+        if self.gemm_at not in GEMM_AT:
+            raise TopiError(f"gemm_at {self.gemm_at!r} is not one of {GEMM_AT}")
 
 
 def default_winograd_knobs(out: Tensor, target: Target | None = None) -> WinogradKnobs:
@@ -306,21 +319,44 @@ def schedule_conv2d_winograd_nchwc(out: Tensor, knobs: WinogradKnobs | None = No
     row = s.fuse(b, ty)
     if knobs.parallel:
         s.parallel(row)
-    for stage_ in (cols, gemm, v, rows):
-        s.compute_at(stage_, row)
+    if knobs.gemm_at == "plane":
+        s.compute_at(cols, row)
+        _schedule_plane_stages(s, knobs, a, gemm, v, rows)
+    else:
+        for stage_ in (cols, gemm, v, rows):
+            s.compute_at(stage_, row)
     # The zero-padded image is one parallel pass of its own: computed per row of tiles, its border
     # guards made the row loop split into first / middle / last rows, three copies of every stage's
     # unrolled code (2-3x the compile time) for no measured speed.
+    _schedule_padding(s, knobs, pad)
+    if knobs.gemm_at == "row":
+        _schedule_row_stages(s, knobs, a, gemm, v, rows)
+    _schedule_output_columns(s, cols)
+    # Each row's stages own buffers of one row of tiles (in L2, private to the thread running the row).
+    s.compact_buffers()
+    return s
+
+
+def _schedule_padding(s: Schedule, knobs: WinogradKnobs, pad: Tensor) -> None:
     pb, pc, py, _, pi = s.get_loops(pad)
     s.vectorize(pi)
     padded_rows = s.fuse(pb, pc, py)
     if knobs.parallel:
         s.parallel(padded_rows)
-    # The input transform: one side then the other, every point of a tile unrolled over a lane vector.
+
+
+def _schedule_input_rows(s: Schedule, rows: Tensor) -> None:
+    """The input transform's first side: every point of a tile unrolled over a lane vector."""
     pe, pc, _, _, px, pr, pi = s.get_loops(rows)[-7:]
     s.reorder(pc, px, pr, pe, pi)
     s.unroll(pe)
     s.vectorize(pi)
+
+
+def _schedule_row_stages(s: Schedule, knobs: WinogradKnobs, a: int, gemm: Tensor, v: Tensor, rows: Tensor) -> None:
+    """The input transform and the GEMM of ``gemm_at="row"``, computed at the loop over rows of tiles."""
+    # The input transform: one side then the other, every point of a tile unrolled over a lane vector.
+    _schedule_input_rows(s, rows)
     ve, vc, _, _, vx_, vi = s.get_loops(v)[-6:]
     # The second side picks a row of B^T by ``e % a``: unroll those a points, loop over the a rows
     # (unrolling all a^2 points made a straight-line body a times bigger: most of the lowering and
@@ -339,15 +375,45 @@ def schedule_conv2d_winograd_nchwc(out: Tensor, knobs: WinogradKnobs | None = No
     s.unroll(gxi)
     s.unroll(gki)
     s.vectorize(go)
-    # M A: per output-channel vector and tile, every transform row and output column unrolled.
+
+
+def _schedule_plane_stages(s: Schedule, knobs: WinogradKnobs, a: int, gemm: Tensor, v: Tensor,
+                           rows: Tensor) -> None:
+    """The input transform and the GEMM of ``gemm_at="plane"``: each a loop nest over the whole plane."""
+    # The input transform per input-channel block and row of tiles (the parallel loop), its first
+    # side computed there; the second side as in the row schedule.
+    ve, vc, vb, vty, vtx, vi = s.get_loops(v)
+    veo, vei = s.split(ve, factor=a)
+    s.reorder(vc, vb, vty, vtx, veo, vei, vi)
+    s.unroll(vei)
+    s.vectorize(vi)
+    vrow = s.fuse(vc, vb, vty)
+    if knobs.parallel:
+        s.parallel(vrow)
+    s.compute_at(rows, vrow)
+    _schedule_input_rows(s, rows)
+    # The GEMM: per output-channel group and transform point, its oc_block weight vectors of every
+    # input channel are read once for all the plane's tiles, (ty_block x tx_block) tiles at a time.
+    e, gk, gb, gy, gx, go, rc, ri = s.get_loops(gemm)
+    gko, gki = s.split(gk, factor=knobs.oc_block)
+    gyo, gyi = s.split(gy, factor=knobs.ty_block)
+    gxo, gxi = s.split(gx, factor=knobs.tx_block)
+    s.reorder(gko, e, gb, gyo, gxo, rc, ri, gyi, gxi, gki, go)
+    s.unroll(gyi)
+    s.unroll(gxi)
+    s.unroll(gki)
+    s.vectorize(go)
+    if knobs.parallel:
+        s.parallel(gko)
+
+
+def _schedule_output_columns(s: Schedule, cols: Tensor) -> None:
+    """M A: per output-channel vector and tile, every transform row and output column unrolled."""
     ce, ck, _, _, cx, cj, co = s.get_loops(cols)[-7:]
     s.reorder(ck, cx, ce, cj, co)
     # Only the output column picks a row of A^T (the select on ``j``); the transform row is a loop.
     s.unroll(cj)
     s.vectorize(co)
-    # Each row's stages own buffers of one row of tiles (in L2, private to the thread running the row).
-    s.compact_buffers()
-    return s
 
 
 def winograd_eligible(kernel_hw: tuple[int, int], stride: tuple[int, int], groups: int = 1) -> bool:

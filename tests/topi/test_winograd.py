@@ -2,6 +2,8 @@
 tolerance of float64, and the graph lowering and the tuner's space take it."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -144,6 +146,12 @@ def test_default_rule_and_tuning_space_offer_both_algorithms() -> None:
     assert space.why_illegal(space.from_dict(two_rows)) is None
     assert tmpl.knobs(space.from_dict(two_rows)).ty_block == 2
     assert "registers" in (space.why_illegal(space.from_dict({**two_rows, "ow_block": 4})) or "")
+    # reduce_at of a Winograd config is where its GEMM runs: per row of tiles ("tile") or over the plane.
+    plane = {**two_rows, "reduce_at": "plane"}
+    assert space.why_illegal(space.from_dict(plane)) is None
+    assert tmpl.knobs(space.from_dict(plane)).gemm_at == "plane"
+    assert tmpl.knobs(space.from_dict(two_rows)).gemm_at == "row"
+    assert "reduce_at" in (space.why_illegal(space.from_dict({**two_rows, "reduce_at": "row"})) or "")
     strided = template_for(Task("conv2d_nchwc", tuple(sorted({**resnet_56, "stride_h": 2, "stride_w": 2}.items())),
                                 task.target, task.host))
     assert strided.space.get(0)["algorithm"] == "direct" and len(strided.space.axes[0].values) == 1
@@ -193,6 +201,29 @@ def test_winograd_gemm_over_rows_of_tiles_within_its_tolerance(cpu_target: str, 
     err = np.abs(got - want).max() / np.abs(want).max()
     assert err <= topi.winograd_tolerance(m), f"F({m}) max abs error {err:.2e} x max|out|"
     np.testing.assert_array_equal(got, got1)  # the same sums in the same order, one row of tiles or several
+
+
+@pytest.mark.parametrize(("m", "size", "rows", "tx"), [(2, (9, 11), 3, 3), (4, (10, 7), 2, 2)])
+def test_winograd_gemm_over_the_plane_is_the_row_gemm(cpu_target: str, m: int, size: tuple[int, int],
+                                                      rows: int, tx: int) -> None:
+    # gemm_at="plane" runs the input transform and the GEMM over the whole plane before the output
+    # transform: the same products summed in the same order as per row of tiles, so bit-identical, and
+    # within the tolerance; partial register tiles at the right (11 = 5 tiles of 2 + 1) and bottom.
+    with using_target(parse_target(cpu_target)):
+        knobs = topi.WinogradKnobs(m, tx_block=tx, oc_block=2, ty_block=rows)
+        plane, want = _run_winograd(m, 64, 16, *size, 1, seed=13, knobs=replace(knobs, gemm_at="plane"))
+        row, _ = _run_winograd(m, 64, 16, *size, 1, seed=13, knobs=knobs)
+    err = np.abs(plane - want).max() / np.abs(want).max()
+    assert err <= topi.winograd_tolerance(m), f"F({m}) max abs error {err:.2e} x max|out|"
+    np.testing.assert_array_equal(plane, row)
+
+
+def test_unknown_gemm_place_is_named() -> None:
+    d = te.placeholder((1, 2, 8, 8, 8), "float32", name="d")
+    u = te.placeholder((16, 2, 2, 8, 8), "float32", name="u")
+    out = topi.conv2d_winograd_nchwc(d, u, 2, 1)
+    with pytest.raises(TopiError, match="gemm_at 'image' is not one of"):
+        topi.schedule_conv2d_winograd_nchwc(out, topi.WinogradKnobs(2, tx_block=2, oc_block=1, gemm_at="image"))
 
 
 def test_avx512_rule_takes_f2_over_rows_of_tiles_on_7x7_where_the_weights_stream() -> None:
