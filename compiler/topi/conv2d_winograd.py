@@ -18,7 +18,9 @@ F(2x2,3x3), 4x for F(4x4,3x3), 5.06x for F(6x6,3x3).  Three stages in one kernel
 The weight transform ``U = G g G^T`` runs at compile time (:func:`transform_weights`, NumPy in
 float64) on constant weights.  The schedule computes the input transform and the GEMM of one row of
 tiles inside the parallel loop over tile rows, so their buffers stay in L2 instead of streaming
-the whole transformed image through memory.
+the whole transformed image through memory; or (``WinogradKnobs.gemm_at="plane"``) both over the
+whole plane first, so each transform point's weights are read once for every tile, where the
+transformed weights, not the image, are what streams (small planes, many channels).
 
 Accuracy (fp32, against float64): the transforms' coefficients grow with ``m`` (F(2): 0/±1/½;
 F(4): up to 5 and 1/24; F(6): up to 5.25 and 1/90), and so does the rounding error; see
@@ -240,23 +242,30 @@ def default_winograd_knobs(out: Tensor, target: Target | None = None) -> Winogra
     0.719, 14 x 14 F(2x2) 1.083 against 1.066; docs/cpu_speed.md, "Zen 4").  The tuner may take more
     rows (its ``oh_block`` of a Winograd config).
 
-    Except where the transformed weights stream from memory (over :data:`STREAMED_WEIGHT_BYTES`: 16.8 MB
-    for F(2x2) at 512 channels): the GEMM then reads all of them once per step of the row loop, so
-    as many rows of tiles as the accumulators hold, balanced over the rows, divide that traffic (512 x
-    7 x 7 on AVX-512: 2 rows of 4 x 2 vectors, the 4 rows of tiles in 2 passes instead of 4)."""
+    Except where the transformed weights stream from memory (over :data:`STREAMED_WEIGHT_BYTES`: 9.4 MB
+    for F(4x4) at 256 channels, 16.8 MB for F(2x2) at 512): the GEMM then runs over the whole plane
+    (``gemm_at="plane"``), each transform point's weights read once for every tile instead of once per
+    row of tiles, on a register tile of four channel vectors by a whole row of tiles and as many rows
+    as the accumulators hold.  On an AMD Zen 4 (AVX-512, kernel alone, one thread; docs/cpu_speed.md,
+    "Zen 4, a seventh session"): 256 x 14 x 14 F(4x4) 4 x 4 x 1 over the plane 0.926 ms against F(2x2)
+    per row 1.050 (F(4x4) per row, two rows: 1.014); 512 x 7 x 7 F(4x4) 2 x 4 x 2 over the plane 1.304
+    against F(2x2) 4 x 2 x 2 per row pair 1.606; 256 x 14 x 14 F(2x2) (4.2 MB, not streamed) over
+    the plane 1.101 against 1.050 per row."""
     m, tiles_x, oco, vectors = _winograd_dims(out, target)
     acc = max_accumulators(target)
-    oc_block = largest_divisor(oco, 2)
-    tx = balance_columns(tiles_x, max(1, min(tiles_x, acc // (oc_block * vectors))))
-    ty = 1
     if _transformed_weight_bytes(out) > STREAMED_WEIGHT_BYTES:
+        oc_block = largest_divisor(oco, 4)
+        tx = balance_columns(tiles_x, max(1, min(tiles_x, acc // (oc_block * vectors))))
         tiles_y = _winograd_tile_rows(out)
         ty = balance_columns(tiles_y, max(1, min(tiles_y, acc // (tx * oc_block * vectors))))
-    return WinogradKnobs(tile=m, tx_block=tx, oc_block=oc_block, ty_block=ty)
+        return WinogradKnobs(tile=m, tx_block=tx, oc_block=oc_block, ty_block=ty, gemm_at="plane")
+    oc_block = largest_divisor(oco, 2)
+    tx = balance_columns(tiles_x, max(1, min(tiles_x, acc // (oc_block * vectors))))
+    return WinogradKnobs(tile=m, tx_block=tx, oc_block=oc_block)
 
 
 #: Transformed weights above this many bytes are taken to stream from memory (past L2 and a share of
-#: L3), so the default GEMM tile covers several rows of tiles per pass over them.
+#: L3), so the default GEMM runs over the whole plane, one pass over them.
 STREAMED_WEIGHT_BYTES = 8 << 20
 
 
@@ -264,6 +273,12 @@ def _transformed_weight_bytes(out: Tensor) -> int:
     """Bytes of the transformed weights ``U`` a Winograd conv's GEMM reads."""
     u = out.op.input_tensors()[0].op.input_tensors()[0].op.input_tensors()[1]
     return math.prod(const_shape(u)) * 4
+
+
+def transformed_weight_bytes(m: int, in_channels: int, out_channels: int) -> int:
+    """Bytes of the fp32 weights of F(m x m, 3 x 3) transformed at compile time (``(m + 2)^2`` points per
+    channel pair)."""
+    return (m + 2) ** 2 * in_channels * out_channels * 4
 
 
 def _winograd_dims(out: Tensor, target: Target | None) -> tuple[int, int, int, int]:
@@ -436,11 +451,18 @@ def default_winograd_tile(in_channels: int, out_channels: int, out_height: int, 
     With 512-bit vectors (AVX-512) F(2x2) down to 7 x 7: on an AMD Zen 4 512 x 7 x 7 took 1.71 ms by
     F(2x2) over two rows of tiles (:func:`default_winograd_knobs`) against 2.15 for the direct conv
     (docs/cpu_speed.md, "Zen 4"); the larger planes' choices held there (F(4x4) 2.7x the direct conv
-    on 64 x 56 x 56 and 128 x 28 x 28, F(2x2) 1.9x on 256 x 14 x 14, F(4x4) 0.96x F(2x2) there)."""
+    on 64 x 56 x 56 and 128 x 28 x 28, F(2x2) 1.9x on 256 x 14 x 14, F(4x4) 0.96x F(2x2) there).
+    And F(4x4) on those smaller planes too where its transformed weights stream from memory (over
+    :data:`STREAMED_WEIGHT_BYTES`: 256 channels and up), its GEMM over the whole plane
+    (:func:`default_winograd_knobs`): 256 x 14 x 14 0.926 ms against F(2x2)'s 1.050, 512 x 7 x 7 1.304
+    against 1.606 (Zen 4, docs/cpu_speed.md, "Zen 4, a seventh session")."""
     if min(in_channels, out_channels) < _MIN_CHANNELS:
         return None
     size = min(out_height, out_width)
-    f2_min = _F2_MIN_OUT_512 if vector_lanes(target) >= 16 else _F2_MIN_OUT
+    wide = vector_lanes(target) >= 16
+    if wide and size >= _F2_MIN_OUT_512 and transformed_weight_bytes(4, in_channels, out_channels) > STREAMED_WEIGHT_BYTES:
+        return 4
+    f2_min = _F2_MIN_OUT_512 if wide else _F2_MIN_OUT
     return 4 if size >= _F4_MIN_OUT else 2 if size >= f2_min else None
 
 
