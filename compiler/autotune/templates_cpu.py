@@ -280,7 +280,9 @@ class Conv2dNCHWcTemplate(CpuTemplate):
         if tile:
             return topi.WinogradKnobs(tile=tile, tx_block=int(config["ow_block"]), oc_block=int(config["oc_block"]),
                                       ty_block=int(config["oh_block"]),
-                                      gemm_at=_WINOGRAD_GEMM_AT[str(config["reduce_at"])])
+                                      # reduce_at "row" is the direct conv's (illegal here: make_space says
+                                      # so); its knobs, asked for anyway, are the per-row GEMM's.
+                                      gemm_at=_WINOGRAD_GEMM_AT.get(str(config["reduce_at"]), "row"))
         values = config.to_dict()
         values.pop("algorithm", None)
         return topi.Conv2dNCHWcKnobs(**values)  # type: ignore[arg-type]
