@@ -150,6 +150,12 @@ def _conv_nchw(x: np.ndarray, w: np.ndarray, stride: tuple[int, int], pad: tuple
     return np.einsum("ncyxij,cij->ncyx", win, w[:, 0].astype(np.float64))
 
 
+#: A Winograd config's ``reduce_at`` names where its GEMM runs (``WinogradKnobs.gemm_at``): per row of
+#: tiles (``tile``, what logs written before the plane GEMM hold) or over the whole plane.
+_WINOGRAD_GEMM_AT = {"tile": "row", "plane": "plane"}
+_WINOGRAD_REDUCE_AT = {v: k for k, v in _WINOGRAD_GEMM_AT.items()}
+
+
 class Conv2dNCHWcTemplate(CpuTemplate):
     """topi's blocked conv2d micro-kernel: register tile (columns, rows, channel blocks), kernel-width
     unroll, loop orders, and where the input channels are reduced (per tile, row or plane)."""
@@ -200,13 +206,17 @@ class Conv2dNCHWcTemplate(CpuTemplate):
                 legal(c)
                 return
             # A Winograd config uses ow_block and oh_block (tiles of a row and rows of tiles per
-            # register tile) and oc_block; every other knob stays at its first value, so each Winograd
-            # schedule is one point of the space.
-            fixed = {"unroll_kw": False, "reduce_order": "ic_kh_kw", "outer_order": "oc_y", "reduce_at": "tile"}
+            # register tile), oc_block, and reduce_at for where its GEMM runs ("tile": per row of
+            # tiles, "plane": over the whole plane, WinogradKnobs.gemm_at); every other knob stays at
+            # its first value, so each Winograd schedule is one point of the space.
+            fixed = {"unroll_kw": False, "reduce_order": "ic_kh_kw", "outer_order": "oc_y"}
             moved = [k for k, v in fixed.items() if c[k] != v]
             if moved:
                 raise ValueError(f"knobs {moved} are the direct conv's; a Winograd config leaves them at "
                                  f"{ {k: fixed[k] for k in moved} }")
+            if c["reduce_at"] not in _WINOGRAD_GEMM_AT:
+                raise ValueError(f"a Winograd config's reduce_at is one of {tuple(_WINOGRAD_GEMM_AT)} (its GEMM "
+                                 f"per row of tiles or over the plane), not {c['reduce_at']!r}")
             tile = self.winograd_tile(c)
             tiles_x, tiles_y = -(-self.out_width // tile), -(-self.out_height // tile)
             rows, blocks = int(c["oh_block"]), int(c["oc_block"])
@@ -259,7 +269,7 @@ class Conv2dNCHWcTemplate(CpuTemplate):
             wk = topi.default_winograd_knobs(self.winograd_tensors(tile)[1])
             return Config((("algorithm", f"winograd_{tile}"), ("ow_block", wk.tx_block), ("oc_block", wk.oc_block),
                            ("oh_block", wk.ty_block), ("unroll_kw", False), ("reduce_order", "ic_kh_kw"),
-                           ("outer_order", "oc_y"), ("reduce_at", "tile")))
+                           ("outer_order", "oc_y"), ("reduce_at", _WINOGRAD_REDUCE_AT[wk.gemm_at])))
         k = topi.default_conv2d_nchwc_knobs(self.tensors()[1])
         return Config((("algorithm", "direct"), ("ow_block", k.ow_block), ("oc_block", k.oc_block),
                        ("oh_block", k.oh_block), ("unroll_kw", k.unroll_kw), ("reduce_order", k.reduce_order),
@@ -269,7 +279,10 @@ class Conv2dNCHWcTemplate(CpuTemplate):
         tile = self.winograd_tile(config)
         if tile:
             return topi.WinogradKnobs(tile=tile, tx_block=int(config["ow_block"]), oc_block=int(config["oc_block"]),
-                                      ty_block=int(config["oh_block"]))
+                                      ty_block=int(config["oh_block"]),
+                                      # reduce_at "row" is the direct conv's (illegal here: make_space says
+                                      # so); its knobs, asked for anyway, are the per-row GEMM's.
+                                      gemm_at=_WINOGRAD_GEMM_AT.get(str(config["reduce_at"]), "row"))
         values = config.to_dict()
         values.pop("algorithm", None)
         return topi.Conv2dNCHWcKnobs(**values)  # type: ignore[arg-type]

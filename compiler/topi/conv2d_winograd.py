@@ -18,7 +18,9 @@ F(2x2,3x3), 4x for F(4x4,3x3), 5.06x for F(6x6,3x3).  Three stages in one kernel
 The weight transform ``U = G g G^T`` runs at compile time (:func:`transform_weights`, NumPy in
 float64) on constant weights.  The schedule computes the input transform and the GEMM of one row of
 tiles inside the parallel loop over tile rows, so their buffers stay in L2 instead of streaming
-the whole transformed image through memory.
+the whole transformed image through memory; or (``WinogradKnobs.gemm_at="plane"``) both over the
+whole plane first, so each transform point's weights are read once for every tile, where the
+transformed weights, not the image, are what streams (small planes, many channels).
 
 Accuracy (fp32, against float64): the transforms' coefficients grow with ``m`` (F(2): 0/±1/½;
 F(4): up to 5 and 1/24; F(6): up to 5.25 and 1/90), and so does the rounding error; see
@@ -49,6 +51,9 @@ TUNED_TILES = (2, 4)
 #: Interpolation points of each tile size (plus the point at infinity): small integers and halves
 #: keep the transforms' coefficients, hence the fp32 rounding error, small.
 _POINTS = {2: (0, 1, -1), 4: (0, 1, -1, 2, -2), 6: (0, 1, -1, 2, -2, 0.5, -0.5)}
+#: Where a Winograd conv's input transform and GEMM run (:class:`WinogradKnobs`): per row of tiles or
+#: over the whole plane.
+GEMM_AT = ("row", "plane")
 #: Max abs error over max |out| against float64 each tile size is tested to (random normal data and
 #: weights, 256-512 input channels).  Measured on ResNet's layers (64-512 channels): F(2) 1-2e-6,
 #: F(4) 6e-6-1.3e-5, F(6) 1-1.2e-5.  F(2) holds the issue's bound; the larger tiles' coefficients
@@ -194,6 +199,13 @@ class WinogradKnobs:
     ``oc_block``: output-channel vectors per GEMM register tile; ``ty_block``: rows of tiles per
     GEMM register tile and per step of the parallel loop (each pass over the transformed weights
     then serves that many rows); ``parallel``: run the loop over tile rows on all threads.
+
+    ``gemm_at``: where the input transform and the GEMM run.  ``"row"``: inside the loop over rows
+    of tiles, on buffers of ``ty_block`` rows (in L2), each step reading all the transformed weights
+    again.  ``"plane"``: over the whole plane before it, each transform point's weights read once
+    for every tile (the GEMM's outer loop is the output-channel group, then the point), at the cost
+    of the transformed image and the GEMM's output in buffers of the whole plane; the output
+    transform stays per row of tiles.
     """
 
     tile: int = 4
@@ -201,6 +213,7 @@ class WinogradKnobs:
     oc_block: int = 2
     parallel: bool = True
     ty_block: int = 1
+    gemm_at: str = "row"
 
     def validate(self, tiles_x: int, oc_outer: int, tiles_y: int | None = None) -> None:
         if self.tile not in WINOGRAD_TILES:
@@ -211,6 +224,8 @@ class WinogradKnobs:
             raise TopiError(f"oc_block {self.oc_block} must divide the {oc_outer} output-channel blocks")
         if self.ty_block < 1 or (tiles_y is not None and self.ty_block > tiles_y):
             raise TopiError(f"ty_block {self.ty_block} must be between 1 and the {tiles_y} rows of tiles")
+        if self.gemm_at not in GEMM_AT:
+            raise TopiError(f"gemm_at {self.gemm_at!r} is not one of {GEMM_AT}")
 
 
 def default_winograd_knobs(out: Tensor, target: Target | None = None) -> WinogradKnobs:
@@ -227,23 +242,30 @@ def default_winograd_knobs(out: Tensor, target: Target | None = None) -> Winogra
     0.719, 14 x 14 F(2x2) 1.083 against 1.066; docs/cpu_speed.md, "Zen 4").  The tuner may take more
     rows (its ``oh_block`` of a Winograd config).
 
-    Except where the transformed weights stream from memory (over :data:`STREAMED_WEIGHT_BYTES`: 16.8 MB
-    for F(2x2) at 512 channels): the GEMM then reads all of them once per step of the row loop, so
-    as many rows of tiles as the accumulators hold, balanced over the rows, divide that traffic (512 x
-    7 x 7 on AVX-512: 2 rows of 4 x 2 vectors, the 4 rows of tiles in 2 passes instead of 4)."""
+    Except where the transformed weights stream from memory (over :data:`STREAMED_WEIGHT_BYTES`: 9.4 MB
+    for F(4x4) at 256 channels, 16.8 MB for F(2x2) at 512): the GEMM then runs over the whole plane
+    (``gemm_at="plane"``), each transform point's weights read once for every tile instead of once per
+    row of tiles, on a register tile of four channel vectors by a whole row of tiles and as many rows
+    as the accumulators hold.  On an AMD Zen 4 (AVX-512, kernel alone, one thread; docs/cpu_speed.md,
+    "Zen 4, a seventh session"): 256 x 14 x 14 F(4x4) 4 x 4 x 1 over the plane 0.926 ms against F(2x2)
+    per row 1.050 (F(4x4) per row, two rows: 1.014); 512 x 7 x 7 F(4x4) 2 x 4 x 2 over the plane 1.304
+    against F(2x2) 4 x 2 x 2 per row pair 1.606; 256 x 14 x 14 F(2x2) (4.2 MB, not streamed) over
+    the plane 1.101 against 1.050 per row."""
     m, tiles_x, oco, vectors = _winograd_dims(out, target)
     acc = max_accumulators(target)
-    oc_block = largest_divisor(oco, 2)
-    tx = balance_columns(tiles_x, max(1, min(tiles_x, acc // (oc_block * vectors))))
-    ty = 1
     if _transformed_weight_bytes(out) > STREAMED_WEIGHT_BYTES:
+        oc_block = largest_divisor(oco, 4)
+        tx = balance_columns(tiles_x, max(1, min(tiles_x, acc // (oc_block * vectors))))
         tiles_y = _winograd_tile_rows(out)
         ty = balance_columns(tiles_y, max(1, min(tiles_y, acc // (tx * oc_block * vectors))))
-    return WinogradKnobs(tile=m, tx_block=tx, oc_block=oc_block, ty_block=ty)
+        return WinogradKnobs(tile=m, tx_block=tx, oc_block=oc_block, ty_block=ty, gemm_at="plane")
+    oc_block = largest_divisor(oco, 2)
+    tx = balance_columns(tiles_x, max(1, min(tiles_x, acc // (oc_block * vectors))))
+    return WinogradKnobs(tile=m, tx_block=tx, oc_block=oc_block)
 
 
 #: Transformed weights above this many bytes are taken to stream from memory (past L2 and a share of
-#: L3), so the default GEMM tile covers several rows of tiles per pass over them.
+#: L3), so the default GEMM runs over the whole plane, one pass over them.
 STREAMED_WEIGHT_BYTES = 8 << 20
 
 
@@ -251,6 +273,12 @@ def _transformed_weight_bytes(out: Tensor) -> int:
     """Bytes of the transformed weights ``U`` a Winograd conv's GEMM reads."""
     u = out.op.input_tensors()[0].op.input_tensors()[0].op.input_tensors()[1]
     return math.prod(const_shape(u)) * 4
+
+
+def transformed_weight_bytes(m: int, in_channels: int, out_channels: int) -> int:
+    """Bytes of the fp32 weights of F(m x m, 3 x 3) transformed at compile time (``(m + 2)^2`` points per
+    channel pair)."""
+    return (m + 2) ** 2 * in_channels * out_channels * 4
 
 
 def _winograd_dims(out: Tensor, target: Target | None) -> tuple[int, int, int, int]:
@@ -306,21 +334,44 @@ def schedule_conv2d_winograd_nchwc(out: Tensor, knobs: WinogradKnobs | None = No
     row = s.fuse(b, ty)
     if knobs.parallel:
         s.parallel(row)
-    for stage_ in (cols, gemm, v, rows):
-        s.compute_at(stage_, row)
+    if knobs.gemm_at == "plane":
+        s.compute_at(cols, row)
+        _schedule_plane_stages(s, knobs, a, gemm, v, rows)
+    else:
+        for stage_ in (cols, gemm, v, rows):
+            s.compute_at(stage_, row)
     # The zero-padded image is one parallel pass of its own: computed per row of tiles, its border
     # guards made the row loop split into first / middle / last rows, three copies of every stage's
     # unrolled code (2-3x the compile time) for no measured speed.
+    _schedule_padding(s, knobs, pad)
+    if knobs.gemm_at == "row":
+        _schedule_row_stages(s, knobs, a, gemm, v, rows)
+    _schedule_output_columns(s, cols)
+    # Each row's stages own buffers of one row of tiles (in L2, private to the thread running the row).
+    s.compact_buffers()
+    return s
+
+
+def _schedule_padding(s: Schedule, knobs: WinogradKnobs, pad: Tensor) -> None:
     pb, pc, py, _, pi = s.get_loops(pad)
     s.vectorize(pi)
     padded_rows = s.fuse(pb, pc, py)
     if knobs.parallel:
         s.parallel(padded_rows)
-    # The input transform: one side then the other, every point of a tile unrolled over a lane vector.
+
+
+def _schedule_input_rows(s: Schedule, rows: Tensor) -> None:
+    """The input transform's first side: every point of a tile unrolled over a lane vector."""
     pe, pc, _, _, px, pr, pi = s.get_loops(rows)[-7:]
     s.reorder(pc, px, pr, pe, pi)
     s.unroll(pe)
     s.vectorize(pi)
+
+
+def _schedule_row_stages(s: Schedule, knobs: WinogradKnobs, a: int, gemm: Tensor, v: Tensor, rows: Tensor) -> None:
+    """The input transform and the GEMM of ``gemm_at="row"``, computed at the loop over rows of tiles."""
+    # The input transform: one side then the other, every point of a tile unrolled over a lane vector.
+    _schedule_input_rows(s, rows)
     ve, vc, _, _, vx_, vi = s.get_loops(v)[-6:]
     # The second side picks a row of B^T by ``e % a``: unroll those a points, loop over the a rows
     # (unrolling all a^2 points made a straight-line body a times bigger: most of the lowering and
@@ -339,15 +390,45 @@ def schedule_conv2d_winograd_nchwc(out: Tensor, knobs: WinogradKnobs | None = No
     s.unroll(gxi)
     s.unroll(gki)
     s.vectorize(go)
-    # M A: per output-channel vector and tile, every transform row and output column unrolled.
+
+
+def _schedule_plane_stages(s: Schedule, knobs: WinogradKnobs, a: int, gemm: Tensor, v: Tensor,
+                           rows: Tensor) -> None:
+    """The input transform and the GEMM of ``gemm_at="plane"``: each a loop nest over the whole plane."""
+    # The input transform per input-channel block and row of tiles (the parallel loop), its first
+    # side computed there; the second side as in the row schedule.
+    ve, vc, vb, vty, vtx, vi = s.get_loops(v)
+    veo, vei = s.split(ve, factor=a)
+    s.reorder(vc, vb, vty, vtx, veo, vei, vi)
+    s.unroll(vei)
+    s.vectorize(vi)
+    vrow = s.fuse(vc, vb, vty)
+    if knobs.parallel:
+        s.parallel(vrow)
+    s.compute_at(rows, vrow)
+    _schedule_input_rows(s, rows)
+    # The GEMM: per output-channel group and transform point, its oc_block weight vectors of every
+    # input channel are read once for all the plane's tiles, (ty_block x tx_block) tiles at a time.
+    e, gk, gb, gy, gx, go, rc, ri = s.get_loops(gemm)
+    gko, gki = s.split(gk, factor=knobs.oc_block)
+    gyo, gyi = s.split(gy, factor=knobs.ty_block)
+    gxo, gxi = s.split(gx, factor=knobs.tx_block)
+    s.reorder(gko, e, gb, gyo, gxo, rc, ri, gyi, gxi, gki, go)
+    s.unroll(gyi)
+    s.unroll(gxi)
+    s.unroll(gki)
+    s.vectorize(go)
+    if knobs.parallel:
+        s.parallel(gko)
+
+
+def _schedule_output_columns(s: Schedule, cols: Tensor) -> None:
+    """M A: per output-channel vector and tile, every transform row and output column unrolled."""
     ce, ck, _, _, cx, cj, co = s.get_loops(cols)[-7:]
     s.reorder(ck, cx, ce, cj, co)
     # Only the output column picks a row of A^T (the select on ``j``); the transform row is a loop.
     s.unroll(cj)
     s.vectorize(co)
-    # Each row's stages own buffers of one row of tiles (in L2, private to the thread running the row).
-    s.compact_buffers()
-    return s
 
 
 def winograd_eligible(kernel_hw: tuple[int, int], stride: tuple[int, int], groups: int = 1) -> bool:
@@ -370,11 +451,18 @@ def default_winograd_tile(in_channels: int, out_channels: int, out_height: int, 
     With 512-bit vectors (AVX-512) F(2x2) down to 7 x 7: on an AMD Zen 4 512 x 7 x 7 took 1.71 ms by
     F(2x2) over two rows of tiles (:func:`default_winograd_knobs`) against 2.15 for the direct conv
     (docs/cpu_speed.md, "Zen 4"); the larger planes' choices held there (F(4x4) 2.7x the direct conv
-    on 64 x 56 x 56 and 128 x 28 x 28, F(2x2) 1.9x on 256 x 14 x 14, F(4x4) 0.96x F(2x2) there)."""
+    on 64 x 56 x 56 and 128 x 28 x 28, F(2x2) 1.9x on 256 x 14 x 14, F(4x4) 0.96x F(2x2) there).
+    And F(4x4) on those smaller planes too where its transformed weights stream from memory (over
+    :data:`STREAMED_WEIGHT_BYTES`: 256 channels and up), its GEMM over the whole plane
+    (:func:`default_winograd_knobs`): 256 x 14 x 14 0.926 ms against F(2x2)'s 1.050, 512 x 7 x 7 1.304
+    against 1.606 (Zen 4, docs/cpu_speed.md, "Zen 4, a seventh session")."""
     if min(in_channels, out_channels) < _MIN_CHANNELS:
         return None
     size = min(out_height, out_width)
-    f2_min = _F2_MIN_OUT_512 if vector_lanes(target) >= 16 else _F2_MIN_OUT
+    wide = vector_lanes(target) >= 16
+    if wide and size >= _F2_MIN_OUT_512 and transformed_weight_bytes(4, in_channels, out_channels) > STREAMED_WEIGHT_BYTES:
+        return 4
+    f2_min = _F2_MIN_OUT_512 if wide else _F2_MIN_OUT
     return 4 if size >= _F4_MIN_OUT else 2 if size >= f2_min else None
 
 

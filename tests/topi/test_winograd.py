@@ -2,6 +2,8 @@
 tolerance of float64, and the graph lowering and the tuner's space take it."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -144,6 +146,12 @@ def test_default_rule_and_tuning_space_offer_both_algorithms() -> None:
     assert space.why_illegal(space.from_dict(two_rows)) is None
     assert tmpl.knobs(space.from_dict(two_rows)).ty_block == 2
     assert "registers" in (space.why_illegal(space.from_dict({**two_rows, "ow_block": 4})) or "")
+    # reduce_at of a Winograd config is where its GEMM runs: per row of tiles ("tile") or over the plane.
+    plane = {**two_rows, "reduce_at": "plane"}
+    assert space.why_illegal(space.from_dict(plane)) is None
+    assert tmpl.knobs(space.from_dict(plane)).gemm_at == "plane"
+    assert tmpl.knobs(space.from_dict(two_rows)).gemm_at == "row"
+    assert "reduce_at" in (space.why_illegal(space.from_dict({**two_rows, "reduce_at": "row"})) or "")
     strided = template_for(Task("conv2d_nchwc", tuple(sorted({**resnet_56, "stride_h": 2, "stride_w": 2}.items())),
                                 task.target, task.host))
     assert strided.space.get(0)["algorithm"] == "direct" and len(strided.space.axes[0].values) == 1
@@ -195,28 +203,59 @@ def test_winograd_gemm_over_rows_of_tiles_within_its_tolerance(cpu_target: str, 
     np.testing.assert_array_equal(got, got1)  # the same sums in the same order, one row of tiles or several
 
 
-def test_avx512_rule_takes_f2_over_rows_of_tiles_on_7x7_where_the_weights_stream() -> None:
-    # 512 x 7 x 7: direct on AVX2 (measured on a Zen 3), F(2x2) with 512-bit vectors (a Zen 4), its 16.8 MB
-    # of transformed weights read once per two rows of tiles; 256 x 14 x 14 (4 MB) keeps one row.
+@pytest.mark.parametrize(("m", "size", "rows", "tx"), [(2, (9, 11), 3, 3), (4, (10, 7), 2, 2)])
+def test_winograd_gemm_over_the_plane_is_the_row_gemm(cpu_target: str, m: int, size: tuple[int, int],
+                                                      rows: int, tx: int) -> None:
+    # gemm_at="plane" runs the input transform and the GEMM over the whole plane before the output
+    # transform: the same products summed in the same order as per row of tiles, so bit-identical, and
+    # within the tolerance; partial register tiles at the right (11 = 5 tiles of 2 + 1) and bottom.
+    with using_target(parse_target(cpu_target)):
+        knobs = topi.WinogradKnobs(m, tx_block=tx, oc_block=2, ty_block=rows)
+        plane, want = _run_winograd(m, 64, 16, *size, 1, seed=13, knobs=replace(knobs, gemm_at="plane"))
+        row, _ = _run_winograd(m, 64, 16, *size, 1, seed=13, knobs=knobs)
+    err = np.abs(plane - want).max() / np.abs(want).max()
+    assert err <= topi.winograd_tolerance(m), f"F({m}) max abs error {err:.2e} x max|out|"
+    np.testing.assert_array_equal(plane, row)
+
+
+def test_unknown_gemm_place_is_named() -> None:
+    d = te.placeholder((1, 2, 8, 8, 8), "float32", name="d")
+    u = te.placeholder((16, 2, 2, 8, 8), "float32", name="u")
+    out = topi.conv2d_winograd_nchwc(d, u, 2, 1)
+    with pytest.raises(TopiError, match="gemm_at 'image' is not one of"):
+        topi.schedule_conv2d_winograd_nchwc(out, topi.WinogradKnobs(2, tx_block=2, oc_block=1, gemm_at="image"))
+
+
+def test_avx512_rule_takes_f4_over_the_plane_where_its_weights_stream() -> None:
+    # With 512-bit vectors F(4x4) where its transformed weights stream from memory (> 8 MB: 512 x 7 x 7
+    # 37.7 MB, 256 x 14 x 14 9.4 MB), its GEMM over the whole plane, each point's weights read once;
+    # 128 x 14 x 14 (2.4 MB) keeps F(2x2) per row of tiles; AVX2 keeps its rule (measured on a Zen 3).
     layer4 = {"n": 1, "ic_outer": 32, "h": 7, "w": 7, "ic_block": 16, "oc_outer": 32, "kh": 3, "kw": 3,
               "oc_block": 16, "stride_h": 1, "stride_w": 1, "pad_h": 1, "pad_w": 1}
+    layer3 = {**layer4, "ic_outer": 16, "oc_outer": 16, "h": 14, "w": 14}
     with using_target(parse_target("llvm -mcpu=haswell")):
         assert default_conv_tile(layer4) is None
+        assert default_conv_tile(layer3) == 2
     with using_target(parse_target("llvm -mcpu=skylake-avx512")):
-        assert default_conv_tile(layer4) == 2
+        assert default_conv_tile(layer4) == 4
+        assert default_conv_tile(layer3) == 4
+        assert default_conv_tile({**layer3, "ic_outer": 8, "oc_outer": 8}) == 2
         assert default_conv_tile({**layer4, "h": 6, "w": 6}) is None
-        for c, size, rows in ((512, 7, 2), (256, 14, 1)):
+        for c, size, m, want in ((512, 7, 4, (2, 4, 2, "plane")), (256, 14, 4, (4, 4, 1, "plane")),
+                                 (256, 14, 2, (7, 2, 1, "row"))):
             d = te.placeholder((1, c // 16, size, size, 16), "float32", name="d")
-            u = te.placeholder((16, c // 16, c // 16, 16, 16), "float32", name="u")
-            knobs = topi.default_winograd_knobs(topi.conv2d_winograd_nchwc(d, u, 2, 1))
-            assert knobs.ty_block == rows, (c, size)
+            u = te.placeholder(((m + 2) ** 2, c // 16, c // 16, 16, 16), "float32", name="u")
+            knobs = topi.default_winograd_knobs(topi.conv2d_winograd_nchwc(d, u, m, 1))
+            assert (knobs.tx_block, knobs.oc_block, knobs.ty_block, knobs.gemm_at) == want, (c, size, m)
             assert knobs.ty_block * knobs.tx_block * knobs.oc_block <= 28
 
 
-def test_default_f2_on_a_7x7_512_channel_layer_within_its_tolerance(cpu_target: str) -> None:
-    # ResNet's layer4 shape with the target's default knobs (AVX-512: two rows of tiles per pass over the
-    # 16.8 MB of transformed weights; AVX2: one), run on every core: the parallel loop over row pairs.
+@pytest.mark.parametrize("m", [2, 4])
+def test_default_knobs_on_a_7x7_512_channel_layer_within_their_tolerance(cpu_target: str, m: int) -> None:
+    # ResNet's layer4 shape with the target's default knobs: its transformed weights (16.8 MB F(2x2), 37.7
+    # MB F(4x4), the AVX-512 default) stream, so the GEMM runs over the plane; run on every core: the
+    # parallel loops over input-channel blocks (the input transform) and output-channel groups (the GEMM).
     with using_target(parse_target(cpu_target)):
-        got, want = _run_winograd(2, 512, 512, 7, 7, 1, seed=5)
+        got, want = _run_winograd(m, 512, 512, 7, 7, 1, seed=5)
     err = np.abs(got - want).max() / np.abs(want).max()
-    assert err <= topi.winograd_tolerance(2), f"F(2) max abs error {err:.2e} x max|out|"
+    assert err <= topi.winograd_tolerance(m), f"F({m}) max abs error {err:.2e} x max|out|"
