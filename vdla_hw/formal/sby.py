@@ -258,6 +258,23 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a process that still runs: not gone, not a zombie waiting for its reaper."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _await_ended(pids: list[int], limit: float = 10.0) -> None:
+    """Wait (at most ``limit`` seconds) until none of ``pids`` runs: a killed process on a loaded machine
+    can take a moment to exit, and the caller's next task may reuse its folder."""
+    deadline = time.monotonic() + limit
+    while any(_running(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def run_task(cfg: HwConfig | str, task: ProofTask, *, rtl_dir: Path | str | None = None, solver: str | None = None,
              timeout: float = 1800.0, replay: bool = True) -> ProofResult:
     """Run ``task`` on the RTL of ``cfg`` (modules from ``rtl_dir`` when given) and return its verdict.
@@ -306,6 +323,7 @@ def run_task(cfg: HwConfig | str, task: ProofTask, *, rtl_dir: Path | str | None
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
         proc.wait()
+        _await_ended(doomed)
         if isinstance(exc, subprocess.TimeoutExpired):
             return ProofResult(task, "ERROR", time.perf_counter() - t0,
                                message=f"SymbiYosys did not finish in {timeout:.0f} s (raise --timeout or lower the depth)",
