@@ -258,6 +258,22 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
+def _stop_tree(pid: int) -> list[int]:
+    """Stop (SIGSTOP) ``pid``'s process group and every process below ``pid``, repeating until a look at
+    /proc finds no process not yet stopped; return the pids below ``pid``."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGSTOP)
+    stopped: set[int] = set()
+    while True:
+        fresh = [p for p in _descendants(pid) if p not in stopped]
+        if not fresh:
+            return sorted(stopped)
+        for p in fresh:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(p, signal.SIGSTOP)
+            stopped.add(p)
+
+
 def _running(pid: int) -> bool:
     """Whether ``pid`` is a process that still runs: not gone, not a zombie waiting for its reaper."""
     try:
@@ -314,9 +330,10 @@ def run_task(cfg: HwConfig | str, task: ProofTask, *, rtl_dir: Path | str | None
         stdout, _ = proc.communicate(timeout=timeout)
     except BaseException as exc:
         # SymbiYosys starts its engines (yosys, yosys-abc) in process groups of their own, which the
-        # group kill misses: left alone they run on, orphaned, on the shared machine. Their pids are
-        # collected first (while their parent still lives), then every one is ended.
-        doomed = _descendants(proc.pid)
+        # group kill misses: left alone they run on, orphaned, on the shared machine. The tree is frozen
+        # first (SIGSTOP, level by level until no new process appears), so nothing in it can start an
+        # engine between the look and the kill, and every process found is then ended.
+        doomed = _stop_tree(proc.pid)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         for pid in doomed:
