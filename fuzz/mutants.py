@@ -127,8 +127,9 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("range-check-late", "vdla_sram_range.sv", "assign fault = step && at >= W'(DEPTH) && !seen;",
            "assign fault = step && at > W'(DEPTH) && !seen;",
            "the SRAM range check misses the first element past the buffer (it reports the second)"),
-    Mutant("wr-window-last-beat", "vdla_addr_window.sv", "span_end <= W'(limit)", "span_end <= W'(limit) + W'(BUS_BYTES)",
-           "the address window lets a command end one bus beat past WINDOW_LIMIT"),
+    Mutant("wr-window-last-beat", "vdla_store.sv", "end_d <= EW'(win_limit)", "end_d <= EW'(win_limit) + EW'(BUS_BYTES)",
+           "the store's window verdict (vdla_addr_window's rule, registered in the client) lets a command end "
+           "one bus beat past WINDOW_LIMIT"),
     Mutant("loader-col-flag-late", "vdla_tile_loader.sv", "in_col  <= x_next >= x_lo && x_next < x_hi;",
            "in_col  <= x >= x_lo && x < x_hi;",
            "registered padding flag: the column flag is computed for the current position, not the next, "
@@ -165,8 +166,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "registered GEMM products (gemm_pipeline_depth >= 5): the products are registered twice, so the adder "
            "tree sums the previous iteration's products"),
     Mutant("fetch-end-stale", "vdla_fetch.sv",
-           "dma_end  <= EW'(addr_after) + (EW'(n_after) << LOG_INSN_BYTES);",
-           "dma_end  <= EW'(dma_addr) + (EW'(n) << LOG_INSN_BYTES);",
+           "assign end_after  = EW'(addr_after) + (EW'(n_after) << LOG_INSN_BYTES);",
+           "assign end_after  = EW'(dma_addr) + (EW'(n) << LOG_INSN_BYTES);",
            "registered window end (fetch): the end byte is computed from the chunk just taken, not the next one, "
            "so the window checks a stale span (and the next chunk's address is the previous one)"),
     Mutant("loader-end-from-start", "vdla_tile_loader.sv", ": EW'(cstop_next) << LOG_EB;", ": EW'(cmd_next) << LOG_EB;",
@@ -182,10 +183,12 @@ MUTANTS: tuple[Mutant, ...] = (
 
 
 FAULT_MUTANTS: tuple[tuple[Mutant, str], ...] = (
-    (Mutant("window-ignores-limit", "vdla_addr_window.sv", "span_end <= W'(limit)", "1'b1",
-            "the address window lets a DMA command run past WINDOW_LIMIT"), "load_past_dram"),
-    (Mutant("window-ignores-base", "vdla_addr_window.sv", "addr >= base && ", "",
-            "the address window lets a DMA command start below WINDOW_BASE"), "store_outside_window"),
+    (Mutant("window-ignores-limit", "vdla_tile_loader.sv", " && end_d <= EW'(win_limit)", "",
+            "the LOAD's window verdict (vdla_addr_window's rule, registered in the client) lets a DMA command "
+            "run past WINDOW_LIMIT"), "load_past_dram"),
+    (Mutant("window-ignores-base", "vdla_store.sv", "ok_d    = addr_d >= win_base && ", "ok_d    = ",
+            "the STORE's window verdict (vdla_addr_window's rule, registered in the client) lets a DMA command "
+            "start below WINDOW_BASE"), "store_outside_window"),
     (Mutant("loop-check-skips-src", "vdla_compute.sv", ".check_src(is_gemm ? !gemm.reset : !alu.use_imm)",
             ".check_src(1'b0)", "the loop check ignores the source operand"), "gemm_src_overrun"),
     (Mutant("store-range-unchecked", "vdla_store.sv", ".step(rd_en && !bias_next), .fault(el_fault),",

@@ -45,6 +45,9 @@ module vdla_store (
   output logic [AXI_ADDR_WIDTH-1:0]      dma_addr,
   output logic [AXI_ADDR_WIDTH+1:0]      dma_end,    // dma_addr + (dma_count << log2 element bytes)
   output logic [SIZE_W-1:0]              dma_count,
+  output logic                           dma_in_window,  // the window's verdict on the command (below)
+  input  wire logic [AXI_ADDR_WIDTH-1:0] win_base,       // vdla_ctrl's window, fixed while a run is busy
+  input  wire logic [AXI_ADDR_WIDTH-1:0] win_limit,
   output logic                           el_valid,
   input  wire logic                      el_ready,
   output logic [OUT_ELEM_BITS-1:0]       el_data,
@@ -135,6 +138,10 @@ module vdla_store (
   // window compares with its limit) are registers, computed with the row they belong to: the
   // window's verdict gates dma_ready, so it must start at flops, not behind this module's
   // adders (the ECP5 critical path, docs/fpga_ecp5.md).
+  // The window's verdict itself (vdla_addr_window's rule: addr >= base, end <= limit) is a
+  // register too, computed from the values the command registers take, so the window's
+  // handshake gating starts at one flop (docs/fpga_ecp5.md). Computed every cycle, from the
+  // registers when no command loads, so it also follows a window the driver writes while idle.
   logic              issuing;
   logic [SIZE_W-1:0] rows_left;
   logic [RW-1:0]     row_elem, row_next;   // element address of the current row, of the next
@@ -151,6 +158,16 @@ module vdla_store (
   assign row_next  = exec_start ? RW'(insn.dram_base) : row_elem + RW'(insn.x_stride);
   assign stop_next = exec_start ? RW'(insn.dram_base) + RW'(insn.x_size) : row_stop + RW'(insn.x_stride);
 
+  // what dma_addr / dma_end take when a command loads, and the verdict on it and on the held one
+  // (two compares side by side: the handshake only picks between them, never waits on one)
+  logic [AXI_ADDR_WIDTH-1:0] addr_d;
+  logic [EW-1:0]             end_d;
+  logic                      ok_d, ok_held;
+  assign addr_d = past_top(row_next) ? '1 : AXI_ADDR_WIDTH'(row_next << LOG_OUT_ELEM_BYTES);
+  assign end_d  = past_top(row_next) ? EW'({AXI_ADDR_WIDTH{1'b1}}) + (EW'(insn.x_size) << LOG_OUT_ELEM_BYTES) : EW'(stop_next) << LOG_OUT_ELEM_BYTES;
+  assign ok_d    = addr_d >= win_base && end_d <= EW'(win_limit);
+  assign ok_held = dma_addr >= win_base && dma_end <= EW'(win_limit);
+
   always_ff @(posedge clk) begin
     if (!rst_n || clear) begin
       issuing   <= 1'b0;
@@ -159,6 +176,7 @@ module vdla_store (
       row_stop  <= '0;
       dma_addr  <= '0;
       dma_end   <= '0;
+      dma_in_window <= 1'b0;
     end else begin
       if (exec_start) begin
         issuing   <= insn.y_size != '0 && insn.x_size != '0;
@@ -167,12 +185,12 @@ module vdla_store (
         rows_left <= rows_left - 1'b1;
         if (rows_left == SIZE_W'(1)) issuing <= 1'b0;
       end
+      dma_in_window <= exec_start || (dma_valid && dma_ready) ? ok_d : ok_held;
       if (exec_start || (dma_valid && dma_ready)) begin
         row_elem <= row_next;
         row_stop <= stop_next;
-        dma_addr <= past_top(row_next) ? '1 : AXI_ADDR_WIDTH'(row_next << LOG_OUT_ELEM_BYTES);
-        dma_end  <= past_top(row_next) ? EW'({AXI_ADDR_WIDTH{1'b1}}) + (EW'(insn.x_size) << LOG_OUT_ELEM_BYTES)
-                                       : EW'(stop_next) << LOG_OUT_ELEM_BYTES;
+        dma_addr <= addr_d;
+        dma_end  <= end_d;
       end
     end
   end
@@ -181,6 +199,10 @@ module vdla_store (
   // With a bias, each row starts with one read of its bias element (bias_next), which goes
   // to bias_q instead of the FIFO; the row's elements are added to bias_q as they arrive.
   logic [NW-1:0]                     reads_left;
+  // reads_left != 0 as a flop, loaded wherever reads_left is with the != 0 of the value it takes:
+  // rd_en then starts at one flop, not a 2 x SIZE_W-bit zero compare, and fans out from there to
+  // the read address mux and the bias range check's enables (an ECP5 critical path, docs/fpga_ecp5.md)
+  logic                              reads_nz;
   logic                              rd_pending;  // a read whose data arrives this cycle
   logic                              bias_pending;  // ... and that read was a row's bias
   logic                              bias_next;     // the next read is the current row's bias
@@ -191,12 +213,13 @@ module vdla_store (
   logic                              running;
   logic [2:0]                        in_flight;     // elements between the SRAM read and the FIFO
 
-  assign rd_en   = reads_left != '0 && 32'(queued) + 32'(in_flight) < 32'(ELEM_FIFO);
+  assign rd_en   = reads_nz && 32'(queued) + 32'(in_flight) < 32'(ELEM_FIFO);
   assign rd_addr = bias_next ? bias_addr : el_addr;
 
   always_ff @(posedge clk) begin
     if (!rst_n || clear) begin
       reads_left   <= '0;
+      reads_nz     <= 1'b0;
       rd_pending   <= 1'b0;
       bias_pending <= 1'b0;
       bias_next    <= 1'b0;
@@ -211,6 +234,8 @@ module vdla_store (
       if (bias_pending) bias_q <= rd_data;
       if (exec_start) begin
         reads_left <= NW'(insn.y_size) * NW'(insn.x_size);
+        // a product of two nonzero sizes fits NW bits (NW = 2 x SIZE_W), so it is nonzero
+        reads_nz   <= insn.y_size != '0 && insn.x_size != '0;
         el_addr    <= AIW'(insn.sram_base);
         bias_addr  <= AIW'(insn.bias_row);
         bias_next  <= insn.bias;
@@ -221,6 +246,7 @@ module vdla_store (
         bias_addr  <= bias_addr + AIW'(insn.bias_step);
       end else if (rd_en) begin
         reads_left <= reads_left - 1'b1;
+        reads_nz   <= reads_left != NW'(1);
         el_addr    <= el_addr + 1'b1;
         if (cols_left == SIZE_W'(1)) begin
           cols_left <= insn.x_size;

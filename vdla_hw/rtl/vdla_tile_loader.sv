@@ -33,6 +33,9 @@ module vdla_tile_loader #(
   output logic [AXI_ADDR_WIDTH-1:0]      dma_addr,
   output logic [AXI_ADDR_WIDTH+1:0]      dma_end,    // dma_addr + (dma_count << log2 element bytes)
   output logic [SIZE_W-1:0]              dma_count,
+  output logic                           dma_in_window,  // the window's verdict on the command (below)
+  input  wire logic [AXI_ADDR_WIDTH-1:0] win_base,       // vdla_ctrl's window, fixed while a run is busy
+  input  wire logic [AXI_ADDR_WIDTH-1:0] win_limit,
   input  wire logic                      el_valid,
   output logic                           el_ready,
   input  wire logic [ELEM_BITS-1:0]      el_data,
@@ -55,6 +58,10 @@ module vdla_tile_loader #(
   // window compares with its limit) are registers, computed with the row they belong to: the
   // window's verdict gates dma_ready, so it must start at flops, not behind this module's
   // adders (the ECP5 critical path, docs/fpga_ecp5.md).
+  // The window's verdict itself (vdla_addr_window's rule: addr >= base, end <= limit) is a
+  // register too, computed from the values the command registers take, so the window's
+  // handshake gating starts at one flop (docs/fpga_ecp5.md). Computed every cycle, from the
+  // registers when no command loads, so it also follows a window the driver writes while idle.
   // A gathering LOAD issues one-element commands: cmd_elem / cmd_stop step by the element stride
   // within a row, and restart from the next row (row_elem / row_stop + x_stride) at a row's end.
   // A plain LOAD starts a new row at every command (cmd_* == row_*).
@@ -84,6 +91,16 @@ module vdla_tile_loader #(
   assign cmd_next   = start || new_row ? row_next : cmd_elem + RW'(insn.elem_stride_m1) + 1'b1;
   assign cstop_next = start || new_row ? stop_next : cmd_stop + RW'(insn.elem_stride_m1) + 1'b1;
 
+  // what dma_addr / dma_end take when a command loads, and the verdict on it and on the held one
+  // (two compares side by side: the handshake only picks between them, never waits on one)
+  logic [AXI_ADDR_WIDTH-1:0] addr_d;
+  logic [EW-1:0]             end_d;
+  logic                      ok_d, ok_held;
+  assign addr_d = past_top(cmd_next) ? '1 : AXI_ADDR_WIDTH'(cmd_next << LOG_EB);
+  assign end_d  = past_top(cmd_next) ? EW'({AXI_ADDR_WIDTH{1'b1}}) + (EW'(count) << LOG_EB) : EW'(cstop_next) << LOG_EB;
+  assign ok_d    = addr_d >= win_base && end_d <= EW'(win_limit);
+  assign ok_held = dma_addr >= win_base && dma_end <= EW'(win_limit);
+
   always_ff @(posedge clk) begin
     if (!rst_n || clear) begin
       issuing   <= 1'b0;
@@ -95,6 +112,7 @@ module vdla_tile_loader #(
       cmd_stop  <= '0;
       dma_addr  <= '0;
       dma_end   <= '0;
+      dma_in_window <= 1'b0;
     end else begin
       if (start) begin
         issuing   <= insn.y_size != '0 && insn.x_size != '0;
@@ -109,14 +127,14 @@ module vdla_tile_loader #(
           cols_left <= cols_left - 1'b1;
         end
       end
+      dma_in_window <= start || (dma_valid && dma_ready) ? ok_d : ok_held;
       if (start || (dma_valid && dma_ready)) begin
         row_elem <= row_next;
         row_stop <= stop_next;
         cmd_elem <= cmd_next;
         cmd_stop <= cstop_next;
-        dma_addr <= past_top(cmd_next) ? '1 : AXI_ADDR_WIDTH'(cmd_next << LOG_EB);
-        dma_end  <= past_top(cmd_next) ? EW'({AXI_ADDR_WIDTH{1'b1}}) + (EW'(count) << LOG_EB)
-                                       : EW'(cstop_next) << LOG_EB;
+        dma_addr <= addr_d;
+        dma_end  <= end_d;
       end
     end
   end
