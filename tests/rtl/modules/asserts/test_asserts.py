@@ -34,6 +34,7 @@ CASES = {
     "fifo_in_stable": ("a_fifo_in_stable", "u_queue"),
     "skid_in_stable": ("a_skid_in_stable", "u_skid"),
     "window_span_end": ("a_window_span_end", "u_window"),
+    "window_verdict": ("a_window_verdict", "u_window"),
     "gate_cmd_stable": ("a_gate_cmd_stable", "u_gate"),
     "gate_token_held": ("a_gate_token_held", "u_gate"),
     "gate_exec_done": ("a_gate_exec_done", "u_gate"),
