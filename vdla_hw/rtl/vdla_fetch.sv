@@ -50,9 +50,11 @@ module vdla_fetch (
   // and the ready path no longer runs through "min(left, CHUNK)" and the end's adder (the ECP5
   // critical path, docs/fpga_ecp5.md). `rest` counts the instructions after the next chunk.
   // The window's verdict itself (vdla_addr_window's rule: addr >= base, end <= limit) is a
-  // register too, computed from the values the command registers take, so the window's
-  // handshake gating starts at one flop (docs/fpga_ecp5.md). Computed every cycle, from the
-  // registers when no command loads, so it also follows a window the driver writes while idle.
+  // register too, loaded with the chunk from the values the command registers take (its end
+  // check a carry-save compare, vdla_sum_le: no sum then compare in series), so the window's
+  // gating of dma_ready starts at one flop (docs/fpga_ecp5.md). Between loads it is recomputed
+  // from the registers: fetch may still ask for a chunk after FINISH ends a run (a program
+  // longer than its FINISH), when the driver may move the window.
   logic [31:0]     rest, rest_after;
   logic [BCW-1:0]  n, n_after;  // size of the next chunk (0: nothing left), of the one after it
   logic [BCW-1:0]  inflight;    // requested, not yet in the buffer
@@ -61,6 +63,7 @@ module vdla_fetch (
   logic [AXI_ADDR_WIDTH-1:0] addr_after;
   logic [EW-1:0]             end_after;
   logic                      ok_after, ok_held;  // the verdict on the next command, on the held one
+  logic                      end_ok;             // the next command's end check
 
   function automatic logic [BCW-1:0] chunk_of(input logic [31:0] left);
     chunk_of = left < 32'(CHUNK) ? BCW'(left) : BCW'(CHUNK);
@@ -75,7 +78,9 @@ module vdla_fetch (
   assign addr_after = start ? insn_addr : AXI_ADDR_WIDTH'(dma_end);
   assign end_after  = EW'(addr_after) + (EW'(n_after) << LOG_INSN_BYTES);
   // two compares side by side: the handshake only picks between them, never waits on one
-  assign ok_after   = addr_after >= win_base && end_after <= EW'(win_limit);
+  vdla_sum_le #(.W(AXI_ADDR_WIDTH)) u_end_ok (
+    .a(addr_after), .b(AXI_ADDR_WIDTH'(n_after) << LOG_INSN_BYTES), .lim(win_limit), .le(end_ok));
+  assign ok_after   = addr_after >= win_base && end_ok;
   assign ok_held    = dma_addr >= win_base && dma_end <= EW'(win_limit);
 
   always_ff @(posedge clk) begin

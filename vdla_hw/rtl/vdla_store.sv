@@ -134,48 +134,48 @@ module vdla_store (
   );
 
   // ---- row commands ----------------------------------------------------------------------
-  // The command's address and its end byte (dma_addr + dma_count << LOG_OUT_ELEM_BYTES, what the address
-  // window compares with its limit) are registers, computed with the row they belong to: the
-  // window's verdict gates dma_ready, so it must start at flops, not behind this module's
-  // adders (the ECP5 critical path, docs/fpga_ecp5.md).
-  // The window's verdict itself (vdla_addr_window's rule: addr >= base, end <= limit) is a
-  // register too, computed from the values the command registers take, so the window's
-  // handshake gating starts at one flop (docs/fpga_ecp5.md). Computed every cycle, from the
-  // registers when no command loads, so it also follows a window the driver writes while idle.
+  // Row r's command covers [dram_base + r * x_stride, + x_size) in elements.
+  //
+  // Timing (the ECP5 critical path, docs/fpga_ecp5.md): the command registers and the address
+  // window's verdict on the command (dma_in_window, vdla_addr_window's rule: addr >= base, end <=
+  // limit) are loaded together, with the start or the handshake, so the window's gating of
+  // dma_ready starts at flops. The next row's element address is a 2:1 mux of registers (the
+  // instruction's dram_base, row_ahead = the row after the current one), kept one step ahead so
+  // no adder sits in front of the verdict's compares; its end check (row + x_size <= limit in
+  // elements) is one carry-save compare (vdla_sum_le), not a sum and a compare in series. The
+  // verdict holds between loads: the store only offers a command while a program runs (or the
+  // machine is halted), when the window cannot move (vdla_ctrl, f_ctrl_window_fixed);
+  // simulation checks it against the window (a_window_verdict).
+  localparam int LOG_EB = LOG_OUT_ELEM_BYTES;
   logic              issuing;
   logic [SIZE_W-1:0] rows_left;
-  logic [RW-1:0]     row_elem, row_next;   // element address of the current row, of the next
-  logic [RW-1:0]     row_stop, stop_next;  // ... of the element past the row's last
+  logic              load_cmd;            // the command registers load this cycle
+  logic [RW-1:0]     row_ahead, row_next; // element address of the row after the current one, of the next command
+  logic              ok_next, end_ok;     // the window's verdict on row_next; its end check
 
   // A row past the 32-bit address space saturates to the top address, which no window holds:
-  // it faults at the window instead of wrapping into it.
+  // it faults at the window instead of wrapping into it (its end is then past every limit too,
+  // so the element-wise verdict below agrees).
   function automatic logic past_top(input logic [RW-1:0] e);
-    past_top = (e >> (AXI_ADDR_WIDTH - LOG_OUT_ELEM_BYTES)) != '0;
+    past_top = (e >> (AXI_ADDR_WIDTH - LOG_EB)) != '0;
   endfunction
 
   assign dma_valid = issuing;
   assign dma_count = insn.x_size;
-  assign row_next  = exec_start ? RW'(insn.dram_base) : row_elem + RW'(insn.x_stride);
-  assign stop_next = exec_start ? RW'(insn.dram_base) + RW'(insn.x_size) : row_stop + RW'(insn.x_stride);
+  assign load_cmd  = exec_start || (dma_valid && dma_ready);
+  assign row_next  = exec_start ? RW'(insn.dram_base) : row_ahead;
 
-  // what dma_addr / dma_end take when a command loads, and the verdict on it and on the held one
-  // (two compares side by side: the handshake only picks between them, never waits on one)
-  logic [AXI_ADDR_WIDTH-1:0] addr_d;
-  logic [EW-1:0]             end_d;
-  logic                      ok_d, ok_held;
-  assign addr_d = past_top(row_next) ? '1 : AXI_ADDR_WIDTH'(row_next << LOG_OUT_ELEM_BYTES);
-  assign end_d  = past_top(row_next) ? EW'({AXI_ADDR_WIDTH{1'b1}}) + (EW'(insn.x_size) << LOG_OUT_ELEM_BYTES) : EW'(stop_next) << LOG_OUT_ELEM_BYTES;
-  assign ok_d    = addr_d >= win_base && end_d <= EW'(win_limit);
-  assign ok_held = dma_addr >= win_base && dma_end <= EW'(win_limit);
+  vdla_sum_le #(.W(RW)) u_end_ok (.a(row_next), .b(RW'(insn.x_size)), .lim(RW'(win_limit >> LOG_EB)), .le(end_ok));
+  // the start byte at full width (a row past the top starts above every base, as '1 does)
+  assign ok_next = ((RW+LOG_EB)'(row_next) << LOG_EB) >= (RW+LOG_EB)'(win_base) && end_ok;
 
   always_ff @(posedge clk) begin
     if (!rst_n || clear) begin
-      issuing   <= 1'b0;
-      rows_left <= '0;
-      row_elem  <= '0;
-      row_stop  <= '0;
-      dma_addr  <= '0;
-      dma_end   <= '0;
+      issuing       <= 1'b0;
+      rows_left     <= '0;
+      row_ahead     <= '0;
+      dma_addr      <= '0;
+      dma_end       <= '0;
       dma_in_window <= 1'b0;
     end else begin
       if (exec_start) begin
@@ -185,12 +185,13 @@ module vdla_store (
         rows_left <= rows_left - 1'b1;
         if (rows_left == SIZE_W'(1)) issuing <= 1'b0;
       end
-      dma_in_window <= exec_start || (dma_valid && dma_ready) ? ok_d : ok_held;
-      if (exec_start || (dma_valid && dma_ready)) begin
-        row_elem <= row_next;
-        row_stop <= stop_next;
-        dma_addr <= addr_d;
-        dma_end  <= end_d;
+      if (load_cmd) begin
+        row_ahead     <= row_next + RW'(insn.x_stride);
+        dma_addr      <= past_top(row_next) ? '1 : AXI_ADDR_WIDTH'(row_next << LOG_EB);
+        // the end byte: the window's simulation check reads it (a_window_span_end), the verdict does not
+        dma_end       <= past_top(row_next) ? EW'({AXI_ADDR_WIDTH{1'b1}}) + (EW'(insn.x_size) << LOG_EB)
+                                            : EW'(row_next + RW'(insn.x_size)) << LOG_EB;
+        dma_in_window <= ok_next;
       end
     end
   end

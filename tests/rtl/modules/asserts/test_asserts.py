@@ -24,7 +24,7 @@ from vdla_hw.rtl_build import RTL_DIR, cocotb_build
 HERE = Path(__file__).parent
 MODULES_DIR = HERE.parent
 REPO = HERE.parents[3]
-MODULES = ["vdla_fifo", "vdla_skid", "vdla_dep_gate", "vdla_sram_range", "vdla_tile_loader", "vdla_uop_loop", "vdla_addr_window",
+MODULES = ["vdla_fifo", "vdla_skid", "vdla_dep_gate", "vdla_sram_range", "vdla_sum_le", "vdla_tile_loader", "vdla_uop_loop", "vdla_addr_window",
            "vdla_axi_check"]
 
 # cocotb test -> (assertion label, instance of tb_asserts it fires in)
