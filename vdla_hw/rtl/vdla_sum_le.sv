@@ -18,12 +18,12 @@ module vdla_sum_le #(
   localparam int N = W + 1;
   logic [N-1:0] x, y, z, s, k;
   logic [N:0]   sum;
-  assign x   = N'(a);
-  assign y   = N'(b);
-  assign z   = ~N'(lim);
+  assign x   = {1'b0, a};
+  assign y   = {1'b0, b};
+  assign z   = ~{1'b0, lim};
   assign s   = x ^ y ^ z;
   assign k   = (x & y) | (x & z) | (y & z);
-  assign sum = (N+1)'(s) + ((N+1)'(k) << 1);
+  assign sum = {1'b0, s} + {k, 1'b0};
   assign le  = !sum[N];
 endmodule
 
