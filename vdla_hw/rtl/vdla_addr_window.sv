@@ -16,13 +16,15 @@
 // verdict that gates `in_ready` -- which enables the client's command registers -- is one
 // flop, not two 34-bit compares (the ECP5 build's critical path before, docs/fpga_ecp5.md).
 // Same cycles: the client computes the verdict for the values its command registers take in
-// the cycle they take them. base/limit are constant while the machine runs (vdla_ctrl,
-// f_ctrl_window_fixed); the client recomputes its verdict every cycle, so after a write while
-// idle it is one cycle behind. That cycle matters nowhere: no client holds a command while the
-// machine is idle and not halted (fetch asks only for the program's instructions, the loaders
-// and the store issue only inside an instruction), and under `halt` the verdict only keeps a
-// command already offered offered. Simulation checks both client registers against the
-// window (a_window_span_end, a_window_verdict).
+// the cycle they take them (its end check one carry-save compare, vdla_sum_le, from registers
+// kept one command ahead). base/limit are constant while the machine runs (vdla_ctrl,
+// f_ctrl_window_fixed); the loaders and the store hold their verdict between commands, fetch
+// recomputes its own every cycle. A window written while the machine is idle therefore meets
+// no stale verdict that matters: no loader or store command is offered while idle unless the
+// machine is halted, and under `halt` a verdict only keeps a command already offered offered
+// (a run starts with `clear`, which resets every verdict). Simulation checks both client
+// registers against the window while the machine may act on them (a_window_span_end,
+// a_window_verdict).
 // `fault` is registered (it rises the cycle after a command outside the window is
 // presented). The command is held back either way, and its address and instruction stay on
 // the client's lines while it waits, so the fault collector latches the same ones a cycle
