@@ -131,8 +131,8 @@ MUTANTS: tuple[Mutant, ...] = (
            ".lim(RW'(win_limit >> LOG_EB) + RW'(BUS_BYTES >> LOG_EB))",
            "the store's window verdict (vdla_addr_window's rule, registered in the client) lets a command end "
            "one bus beat past WINDOW_LIMIT"),
-    Mutant("loader-col-flag-late", "vdla_tile_loader.sv", "in_col  <= x_next >= x_lo && x_next < x_hi;",
-           "in_col  <= x >= x_lo && x < x_hi;",
+    Mutant("loader-col-flag-late", "vdla_tile_loader.sv", "assign in_col_on   = x_inc >= x_lo && x_inc < x_hi;",
+           "assign in_col_on   = x >= x_lo && x < x_hi;",
            "registered padding flag: the column flag is computed for the current position, not the next, "
            "so data and padding shift by one column"),
     Mutant("skid-loses-stalled-word", "vdla_skid.sv",

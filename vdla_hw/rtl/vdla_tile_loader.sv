@@ -143,14 +143,23 @@ module vdla_tile_loader #(
   logic [YW-1:0] y_lo, y_hi, x_lo, x_hi, y_last, x_last;  // registered at start
   logic [YW-1:0] x_next, y_next;      // the position after the current one
   logic          writing, in_data, in_row, in_col, last, row_end;
+  // The next position's flags, for both ways the walk goes (on along the row, or down to the next
+  // row's start), from registers, picked by row_end: the x_last compare then selects finished
+  // flags instead of feeding the range compares (an ECP5 critical path, docs/fpga_ecp5.md).
+  logic [YW-1:0] x_inc, y_inc;        // x + 1, y + 1
+  logic          in_col_on, in_row_down, in_col_first;  // in_col_first: column 0's flag, set at start
 
   assign y_end   = YW'(insn.y_pad0) + YW'(insn.y_size) + YW'(insn.y_pad1);
   assign x_end   = YW'(insn.x_pad0) + YW'(insn.x_size) + YW'(insn.x_pad1);
   assign in_data = in_row && in_col;
   assign row_end = x == x_last;
   assign last    = y == y_last && row_end;
-  assign x_next  = row_end ? '0 : x + 1'b1;
-  assign y_next  = row_end ? y + 1'b1 : y;
+  assign x_inc   = x + 1'b1;
+  assign y_inc   = y + 1'b1;
+  assign x_next  = row_end ? '0 : x_inc;
+  assign y_next  = row_end ? y_inc : y;
+  assign in_col_on   = x_inc >= x_lo && x_inc < x_hi;
+  assign in_row_down = y_inc >= y_lo && y_inc < y_hi;
 
   assign el_ready = writing && in_data;
   assign wr_en    = writing && (!in_data || el_valid);
@@ -165,6 +174,7 @@ module vdla_tile_loader #(
       x_hi   <= YW'(insn.x_pad0) + YW'(insn.x_size);
       y_last <= y_end - 1'b1;
       x_last <= x_end - 1'b1;
+      in_col_first <= insn.x_pad0 == '0 && insn.x_size != '0;
     end
   end
 
@@ -192,8 +202,10 @@ module vdla_tile_loader #(
         wr_addr <= wr_addr + 1'b1;
         x       <= x_next;
         y       <= y_next;
-        in_row  <= y_next >= y_lo && y_next < y_hi;
-        in_col  <= x_next >= x_lo && x_next < x_hi;
+        // as `y_next in [y_lo, y_hi)`, `x_next in [x_lo, x_hi)`: in_row holds `y in [y_lo, y_hi)`
+        // (so it keeps its value along a row), and a new row starts at column 0
+        in_row  <= row_end ? in_row_down : in_row;
+        in_col  <= row_end ? in_col_first : in_col_on;
         if (last) begin
           writing <= 1'b0;
           done    <= 1'b1;
