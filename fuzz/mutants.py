@@ -44,12 +44,12 @@ MUTANTS: tuple[Mutant, ...] = (
            "off-by-one in the padding counter: one bottom padding row too few"),
     Mutant("pad-not-zero", "vdla_tile_loader.sv", "assign wr_data  = in_data ? el_data : '0;",
            "assign wr_data  = el_data;", "padding elements get the DMA's data lines instead of zero"),
-    Mutant("load-ignores-stride", "vdla_tile_loader.sv", "new_row ? row_elem + RW'(insn.x_stride) : row_elem;",
-           "new_row ? row_elem + RW'(insn.x_size) : row_elem;", "loads step rows by x_size, not x_stride"),
-    Mutant("gather-ignores-elem-stride", "vdla_tile_loader.sv", "cmd_elem + RW'(insn.elem_stride_m1) + 1'b1;",
-           "cmd_elem + 1'b1;", "a gathering LOAD reads a row's elements contiguously, not at its element stride"),
-    Mutant("store-ignores-stride", "vdla_store.sv", ": row_elem + RW'(insn.x_stride);",
-           ": row_elem + RW'(insn.x_size);", "stores step rows by x_size, not x_stride"),
+    Mutant("load-ignores-stride", "vdla_tile_loader.sv", "(start || new_row ? RW'(insn.x_stride) : '0);",
+           "(start || new_row ? RW'(insn.x_size) : '0);", "loads step rows by x_size, not x_stride"),
+    Mutant("gather-ignores-elem-stride", "vdla_tile_loader.sv", "cmd_next + RW'(insn.elem_stride_m1) + 1'b1;",
+           "cmd_next + 1'b1;", "a gathering LOAD reads a row's elements contiguously, not at its element stride"),
+    Mutant("store-ignores-stride", "vdla_store.sv", "row_next + RW'(insn.x_stride);",
+           "row_next + RW'(insn.x_size);", "stores step rows by x_size, not x_stride"),
     Mutant("swap-pop-flags", "vdla_dep_gate.sv", "need_pop_prev <= HAS_PREV && cmd_flags.pop_prev;",
            "need_pop_prev <= HAS_PREV && cmd_flags.pop_next;", "swapped token flag: pop_prev reads the pop_next bit"),
     Mutant("drop-pop-next", "vdla_dep_gate.sv", "need_pop_next <= HAS_NEXT && cmd_flags.pop_next;",
@@ -127,10 +127,12 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("range-check-late", "vdla_sram_range.sv", "assign fault = step && at >= W'(DEPTH) && !seen;",
            "assign fault = step && at > W'(DEPTH) && !seen;",
            "the SRAM range check misses the first element past the buffer (it reports the second)"),
-    Mutant("wr-window-last-beat", "vdla_addr_window.sv", "span_end <= W'(limit)", "span_end <= W'(limit) + W'(BUS_BYTES)",
-           "the address window lets a command end one bus beat past WINDOW_LIMIT"),
-    Mutant("loader-col-flag-late", "vdla_tile_loader.sv", "in_col  <= x_next >= x_lo && x_next < x_hi;",
-           "in_col  <= x >= x_lo && x < x_hi;",
+    Mutant("wr-window-last-beat", "vdla_store.sv", ".lim(RW'(win_limit >> LOG_EB))",
+           ".lim(RW'(win_limit >> LOG_EB) + RW'(BUS_BYTES >> LOG_EB))",
+           "the store's window verdict (vdla_addr_window's rule, registered in the client) lets a command end "
+           "one bus beat past WINDOW_LIMIT"),
+    Mutant("loader-col-flag-late", "vdla_tile_loader.sv", "assign in_col_on   = x_inc >= x_lo && x_inc < x_hi;",
+           "assign in_col_on   = x >= x_lo && x < x_hi;",
            "registered padding flag: the column flag is computed for the current position, not the next, "
            "so data and padding shift by one column"),
     Mutant("skid-loses-stalled-word", "vdla_skid.sv",
@@ -165,16 +167,18 @@ MUTANTS: tuple[Mutant, ...] = (
            "registered GEMM products (gemm_pipeline_depth >= 5): the products are registered twice, so the adder "
            "tree sums the previous iteration's products"),
     Mutant("fetch-end-stale", "vdla_fetch.sv",
-           "dma_end  <= EW'(addr_after) + (EW'(n_after) << LOG_INSN_BYTES);",
-           "dma_end  <= EW'(dma_addr) + (EW'(n) << LOG_INSN_BYTES);",
+           "assign end_after  = EW'(addr_after) + (EW'(n_after) << LOG_INSN_BYTES);",
+           "assign end_after  = EW'(dma_addr) + (EW'(n) << LOG_INSN_BYTES);",
            "registered window end (fetch): the end byte is computed from the chunk just taken, not the next one, "
            "so the window checks a stale span (and the next chunk's address is the previous one)"),
-    Mutant("loader-end-from-start", "vdla_tile_loader.sv", ": EW'(cstop_next) << LOG_EB;", ": EW'(cmd_next) << LOG_EB;",
-           "registered window end (tile loader): the end byte is the row's first byte, so the window checks an "
-           "empty span and a row past WINDOW_LIMIT would pass"),
-    Mutant("store-end-stale", "vdla_store.sv", ": EW'(stop_next) << LOG_OUT_ELEM_BYTES;",
-           ": EW'(row_stop) << LOG_OUT_ELEM_BYTES;",
-           "registered window end (store): the end byte is the previous row's, so the window checks a stale span"),
+    Mutant("loader-end-from-start", "vdla_tile_loader.sv", ": EW'(cmd_next + RW'(count)) << LOG_EB;",
+           ": EW'(cmd_next) << LOG_EB;",
+           "registered window end (tile loader): the end byte is the command's first byte, an empty span, "
+           "which the window's check of its client (a_window_span_end) must catch"),
+    Mutant("store-end-stale", "vdla_store.sv", ": EW'(row_next + RW'(insn.x_size)) << LOG_EB;",
+           ": EW'(row_ahead + RW'(insn.x_size)) << LOG_EB;",
+           "registered window end (store): the end byte is the row after the command's, a wrong span, which the "
+           "window's check of its client (a_window_span_end) must catch"),
     Mutant("uop-sram-no-out-reg", "vdla_compute.sv", ".OUT_REG(1'b1)", ".OUT_REG(1'b0)",
            "micro-op SRAM without its output register while the loop reads a cycle ahead: every micro-op "
            "arrives a cycle early (the next iteration's)"),
@@ -182,10 +186,14 @@ MUTANTS: tuple[Mutant, ...] = (
 
 
 FAULT_MUTANTS: tuple[tuple[Mutant, str], ...] = (
-    (Mutant("window-ignores-limit", "vdla_addr_window.sv", "span_end <= W'(limit)", "1'b1",
-            "the address window lets a DMA command run past WINDOW_LIMIT"), "load_past_dram"),
-    (Mutant("window-ignores-base", "vdla_addr_window.sv", "addr >= base && ", "",
-            "the address window lets a DMA command start below WINDOW_BASE"), "store_outside_window"),
+    (Mutant("window-ignores-limit", "vdla_tile_loader.sv", " && end_ok;", ";",
+            "the LOAD's window verdict (vdla_addr_window's rule, registered in the client) lets a DMA command "
+            "run past WINDOW_LIMIT"), "load_past_dram"),
+    (Mutant("window-ignores-base", "vdla_store.sv",
+            "assign ok_next = ((RW+LOG_EB)'(row_next) << LOG_EB) >= (RW+LOG_EB)'(win_base) && end_ok;",
+            "assign ok_next = end_ok;",
+            "the STORE's window verdict (vdla_addr_window's rule, registered in the client) lets a DMA command "
+            "start below WINDOW_BASE"), "store_outside_window"),
     (Mutant("loop-check-skips-src", "vdla_compute.sv", ".check_src(is_gemm ? !gemm.reset : !alu.use_imm)",
             ".check_src(1'b0)", "the loop check ignores the source operand"), "gemm_src_overrun"),
     (Mutant("store-range-unchecked", "vdla_store.sv", ".step(rd_en && !bias_next), .fault(el_fault),",

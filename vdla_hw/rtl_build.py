@@ -41,6 +41,7 @@ RTL_MODULES: tuple[str, ...] = (
     "vdla_dma_rd",
     "vdla_dma_wr",
     "vdla_sram_range",
+    "vdla_sum_le",
     "vdla_tile_loader",
     "vdla_axi_rd_arb",
     "vdla_addr_window",

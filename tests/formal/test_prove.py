@@ -118,12 +118,15 @@ def test_cli_lists_tasks_and_rejects_an_unknown_one() -> None:
 
 
 def test_planted_window_bug_fails(tmp_path: Path) -> None:
-    # the window stops checking the base: a burst below it reaches the AXI master
-    rtl = mutant_rtl(tmp_path, "vdla_addr_window", "addr >= base && ", "")
+    # the window stops gating on its client's verdict (the rule is the client's register now, vdla_addr_window.sv):
+    # a command outside the window reaches the read engine -- one past the address space breaks the engine's
+    # command contract, one inside it sends a burst outside the window to the AXI master
+    rtl = mutant_rtl(tmp_path, "vdla_addr_window", "assign pass      = in_window && (!halt || shown);",
+                     "assign pass      = !halt || shown;")
     task = next(t for t in proof_tasks("tiny") if t.name.startswith("window_rd"))
     (result,) = prove("tiny", [task], rtl_dir=rtl)
     assert result.status == "FAIL", format_results([result])
-    assert "a_axi_in_window" in [f.label for f in result.failed], format_results([result])
+    assert {"a_axi_in_window", "a_dma_rd_cmd"} & {f.label for f in result.failed}, format_results([result])
     assert result.trace is not None and result.trace.exists()
 
 

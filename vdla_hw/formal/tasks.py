@@ -295,7 +295,7 @@ def proof_tasks(cfg: HwConfig | str, *, whole_machine: bool = False, tight: bool
             params=(("DEPTH", depth),), define="VDLA_FORMAL_TOP_FIFO", harness=("vdla_formal_fifo_count.sv",),
             depth=min(depth + 4, FIFO_MAX_DEPTH), properties=("f_fifo_pushes", "a_fifo_count", "f_fifo_ptrs")))
     tasks.append(ProofTask(
-        name="fetch_dispatch", top="vdla_fetch", modules=("vdla_fifo", "vdla_fetch"), define="VDLA_FORMAL_TOP_FETCH",
+        name="fetch_dispatch", top="vdla_fetch", modules=("vdla_fifo", "vdla_sum_le", "vdla_fetch"), define="VDLA_FORMAL_TOP_FETCH",
         depth=FETCH_DISPATCH_DEPTH, properties=FETCH_DISPATCH_PROPS + FIFO_PROPS))
     # The instruction DMA hands out only elements its commands asked for (fetch_dispatch's assumption):
     # k-induction on vdla_dma_rd at the instruction width, its slave contract assumed as in dma_rd_*.
@@ -337,7 +337,7 @@ def proof_tasks(cfg: HwConfig | str, *, whole_machine: bool = False, tight: bool
                     ("W", 32)), define="VDLA_FORMAL_TOP_RANGE", depth=5, properties=RANGE_PROPS))
         if kind != "out":
             tasks.append(ProofTask(
-                name=f"tile_{kind}_d{depth}", top="vdla_tile_loader", modules=("vdla_sram_range", "vdla_tile_loader"),
+                name=f"tile_{kind}_d{depth}", top="vdla_tile_loader", modules=("vdla_sram_range", "vdla_sum_le", "vdla_tile_loader"),
                 params=(("ELEM_BITS", bits), ("DEPTH", depth)), define="VDLA_FORMAL_TOP_TILE", depth=5,
                 properties=TILE_PROPS + RANGE_PROPS))
             if depth == min(loaders):
@@ -348,7 +348,7 @@ def proof_tasks(cfg: HwConfig | str, *, whole_machine: bool = False, tight: bool
                 # One SRAM depth only: the walk does not depend on it, and the task takes minutes.
                 tasks.append(ProofTask(
                     name=f"tile_legal_{kind}_d{depth}", top="vdla_tile_loader",
-                    modules=("vdla_sram_range", "vdla_tile_loader"), params=(("ELEM_BITS", bits), ("DEPTH", depth)),
+                    modules=("vdla_sram_range", "vdla_sum_le", "vdla_tile_loader"), params=(("ELEM_BITS", bits), ("DEPTH", depth)),
                     define="VDLA_FORMAL_TOP_TILE", extra_defines=("VDLA_FORMAL_TILE_LEGAL",), mode="bmc",
                     depth=TILE_LEGAL_BMC_DEPTH, properties=TILE_LEGAL_PROPS + TILE_PROPS + RANGE_PROPS,
                     solver="boolector"))

@@ -29,6 +29,8 @@ module vdla_formal_window #(
   localparam int LOG_EB = $clog2(ELEM_BITS / 8);
   (* anyconst *) logic [AXI_ADDR_WIDTH-1:0] base;
   (* anyconst *) logic [AXI_ADDR_WIDTH-1:0] limit;
+  logic [AXI_ADDR_WIDTH+1:0] cmd_end;  // the command's end byte
+  assign cmd_end = (AXI_ADDR_WIDTH+2)'(cmd_addr) + ((AXI_ADDR_WIDTH+2)'(cmd_count) << LOG_EB);
   logic cmd_ready, w_valid, w_ready, fault, ar_valid, r_valid, r_ready, el_valid;
   logic [AXI_ADDR_WIDTH-1:0] ar_addr;
   logic [7:0] ar_len;
@@ -37,7 +39,9 @@ module vdla_formal_window #(
   vdla_addr_window #(.LOG_EB(LOG_EB)) u_window (
     .clk, .rst_n, .clear, .in_valid(cmd_valid), .in_ready(cmd_ready), .addr(cmd_addr), .count(cmd_count),
     // the client's end byte, a register in vdla_top's clients (their contract, a_window_span_end)
-    .span_end((AXI_ADDR_WIDTH+2)'(cmd_addr) + ((AXI_ADDR_WIDTH+2)'(cmd_count) << LOG_EB)),
+    .span_end(cmd_end),
+    // the client's verdict on it, a register in vdla_top's clients (their contract, a_window_verdict)
+    .in_window(cmd_addr >= base && cmd_end <= (AXI_ADDR_WIDTH+2)'(limit)),
     .out_valid(w_valid), .out_ready(w_ready), .base, .limit, .halt, .fault);
   vdla_dma_rd #(.ELEM_BITS(ELEM_BITS)) u_dma (
     .clk, .rst_n, .clear, .cmd_valid(w_valid), .cmd_ready(w_ready), .cmd_addr, .cmd_count,

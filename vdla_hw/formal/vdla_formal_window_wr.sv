@@ -32,6 +32,8 @@ module vdla_formal_window_wr #(
   localparam int LOG_EB = $clog2(ELEM_BITS / 8);
   (* anyconst *) logic [AXI_ADDR_WIDTH-1:0] base;
   (* anyconst *) logic [AXI_ADDR_WIDTH-1:0] limit;
+  logic [AXI_ADDR_WIDTH+1:0] cmd_end;  // the command's end byte
+  assign cmd_end = (AXI_ADDR_WIDTH+2)'(cmd_addr) + ((AXI_ADDR_WIDTH+2)'(cmd_count) << LOG_EB);
   logic cmd_ready, win_valid, win_ready, fault, el_ready, aw_valid, w_valid, w_last, b_valid, b_ready, idle;
   logic [AXI_ADDR_WIDTH-1:0] aw_addr;
   logic [7:0] aw_len;
@@ -41,7 +43,9 @@ module vdla_formal_window_wr #(
   vdla_addr_window #(.LOG_EB(LOG_EB)) u_window (
     .clk, .rst_n, .clear, .in_valid(cmd_valid), .in_ready(cmd_ready), .addr(cmd_addr), .count(cmd_count),
     // the client's end byte, a register in vdla_top's clients (their contract, a_window_span_end)
-    .span_end((AXI_ADDR_WIDTH+2)'(cmd_addr) + ((AXI_ADDR_WIDTH+2)'(cmd_count) << LOG_EB)),
+    .span_end(cmd_end),
+    // the client's verdict on it, a register in vdla_top's clients (their contract, a_window_verdict)
+    .in_window(cmd_addr >= base && cmd_end <= (AXI_ADDR_WIDTH+2)'(limit)),
     .out_valid(win_valid), .out_ready(win_ready), .base, .limit, .halt, .fault);
   vdla_dma_wr #(.ELEM_BITS(ELEM_BITS)) u_dma (
     .clk, .rst_n, .clear, .cmd_valid(win_valid), .cmd_ready(win_ready), .cmd_addr, .cmd_count,

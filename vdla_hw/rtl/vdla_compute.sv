@@ -35,6 +35,9 @@ module vdla_compute (
   output logic      [1:0][AXI_ADDR_WIDTH-1:0] dma_addr,
   output logic      [1:0][AXI_ADDR_WIDTH+1:0] dma_end,  // each command's end byte (vdla_addr_window)
   output logic      [1:0][SIZE_W-1:0]         dma_count,
+  output logic      [1:0]                     dma_in_window,  // each command's window verdict (vdla_addr_window)
+  input  wire logic [AXI_ADDR_WIDTH-1:0]      win_base,
+  input  wire logic [AXI_ADDR_WIDTH-1:0]      win_limit,
   input  wire logic                           uop_el_valid,
   output logic                                uop_el_ready,
   input  wire logic [UOP_ELEM_BITS-1:0]       uop_el_data,
@@ -111,6 +114,7 @@ module vdla_compute (
     .clk, .rst_n, .clear,
     .start(exec_start && is_uop), .insn(mem), .done(uop_done), .busy(),
     .dma_valid(dma_valid[0]), .dma_ready(dma_ready[0]), .dma_addr(dma_addr[0]), .dma_end(dma_end[0]), .dma_count(dma_count[0]),
+    .dma_in_window(dma_in_window[0]), .win_base, .win_limit,
     .el_valid(uop_el_valid), .el_ready(uop_el_ready), .el_data(uop_el_data),
     .wr_en(uop_wr_en), .wr_addr(uop_wr_addr), .wr_data(uop_wr_data), .oob(uop_oob), .oob_elem(uop_oob_elem)
   );
@@ -119,6 +123,7 @@ module vdla_compute (
     .clk, .rst_n, .clear,
     .start(exec_start && is_acc), .insn(mem), .done(acc_done), .busy(),
     .dma_valid(dma_valid[1]), .dma_ready(dma_ready[1]), .dma_addr(dma_addr[1]), .dma_end(dma_end[1]), .dma_count(dma_count[1]),
+    .dma_in_window(dma_in_window[1]), .win_base, .win_limit,
     .el_valid(acc_el_valid), .el_ready(acc_el_ready), .el_data(acc_el_data),
     .wr_en(l_acc_wr_en), .wr_addr(l_acc_wr_addr), .wr_data(l_acc_wr_data), .oob(acc_oob), .oob_elem(acc_oob_elem)
   );

@@ -59,12 +59,19 @@ module vdla_dma_rd #(
   logic [AXI_ADDR_WIDTH-1:0] cur;         // byte address of the next burst (beat-aligned)
   logic [BW-1:0]             beats_left;  // beats of the command not yet requested
   logic [BW-1:0]             to_bound, burst;
+  logic [AXI_ADDR_WIDTH-1:0] cur_d;       // what cur takes this cycle
   logic [AW1-1:0]            span;
   logic                      info_ready;  // the data side can track one more command
 
   // Bytes from the start of the first beat to the end of the command.
   assign span     = AW1'(cmd_addr[LOG_BUS_BYTES-1:0]) + (AW1'(cmd_count) << LOG_EB);
-  assign to_bound = BW'(BURST_BEATS) - BW'(cur[LOG_DRAM_BURST_BYTES-1:0] >> LOG_BUS_BYTES);
+  // to_bound (beats from cur to the end of its DRAM block) is a register, loaded wherever cur is
+  // with the value of the address cur takes: the burst length (min of the beats left and this)
+  // then starts at flops, not behind a subtraction from cur -- ar_addr -> to_bound -> the burst
+  // -> the read arbiter's AR slice was an ECP5 critical path (docs/fpga_ecp5.md). Same value
+  // every cycle (f_dma_to_bound).
+  assign cur_d    = cmd_valid && cmd_ready ? cmd_addr & ~(AXI_ADDR_WIDTH'(BUS_BYTES - 1))  // parenthesized: yosys 0.70 mis-sizes ~W'(x) (vdla hw prove found it)
+                  : ar_valid && ar_ready ? cur + (AXI_ADDR_WIDTH'(burst) << LOG_BUS_BYTES) : cur;
   assign burst    = beats_left < to_bound ? beats_left : to_bound;
 
   assign cmd_ready = !ar_busy && info_ready;
@@ -76,15 +83,18 @@ module vdla_dma_rd #(
     if (!rst_n || clear) begin
       ar_busy    <= 1'b0;
       cur        <= '0;
+      to_bound   <= BW'(BURST_BEATS);
       beats_left <= '0;
-    end else if (cmd_valid && cmd_ready) begin
-      ar_busy    <= 1'b1;
-      cur        <= cmd_addr & ~(AXI_ADDR_WIDTH'(BUS_BYTES - 1));  // parenthesized: yosys 0.70 mis-sizes ~W'(x) (vdla hw prove found it)
-      beats_left <= BW'((span + AW1'(BUS_BYTES - 1)) >> LOG_BUS_BYTES);
-    end else if (ar_valid && ar_ready) begin
-      cur        <= cur + (AXI_ADDR_WIDTH'(burst) << LOG_BUS_BYTES);
-      beats_left <= beats_left - burst;
-      if (beats_left == burst) ar_busy <= 1'b0;
+    end else begin
+      cur        <= cur_d;
+      to_bound   <= BW'(BURST_BEATS) - BW'(cur_d[LOG_DRAM_BURST_BYTES-1:0] >> LOG_BUS_BYTES);
+      if (cmd_valid && cmd_ready) begin
+        ar_busy    <= 1'b1;
+        beats_left <= BW'((span + AW1'(BUS_BYTES - 1)) >> LOG_BUS_BYTES);
+      end else if (ar_valid && ar_ready) begin
+        beats_left <= beats_left - burst;
+        if (beats_left == burst) ar_busy <= 1'b0;
+      end
     end
   end
 
@@ -206,6 +216,8 @@ module vdla_dma_rd #(
       // AXI4: ARVALID held, address and length stable, until ARREADY
       if (f_past && $past(rst_n && !clear && ar_valid && !ar_ready))
         a_axi_ar_stable: assert (ar_valid && $stable(ar_addr) && $stable(ar_len));
+      // the registered distance to the DRAM block's end is the one cur implies
+      f_dma_to_bound: assert (to_bound == BW'(BURST_BEATS) - BW'(cur[LOG_DRAM_BURST_BYTES-1:0] >> LOG_BUS_BYTES));
       // a burst is never empty (ar_len would wrap to 255) and the address is beat-aligned
       f_dma_ar_len: assert (!ar_busy || (beats_left != '0 && cur[LOG_BUS_BYTES-1:0] == '0));
       // the bursts of a command never run past its end, so never wrap the address space

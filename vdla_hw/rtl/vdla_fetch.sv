@@ -25,6 +25,9 @@ module vdla_fetch (
   output logic [AXI_ADDR_WIDTH-1:0]      dma_addr,
   output logic [AXI_ADDR_WIDTH+1:0]      dma_end,    // dma_addr + (dma_count << LOG_INSN_BYTES)
   output logic [SIZE_W-1:0]              dma_count,
+  output logic                           dma_in_window,  // the window's verdict on the command (below)
+  input  wire logic [AXI_ADDR_WIDTH-1:0] win_base,       // vdla_ctrl's window, fixed while a run is busy
+  input  wire logic [AXI_ADDR_WIDTH-1:0] win_limit,
   input  wire logic                      el_valid,
   output logic                           el_ready,
   input  wire logic [INSN_BITS-1:0]      el_data,
@@ -46,12 +49,21 @@ module vdla_fetch (
   // it is taken: the address window's verdict (which gates dma_ready) then starts at flops,
   // and the ready path no longer runs through "min(left, CHUNK)" and the end's adder (the ECP5
   // critical path, docs/fpga_ecp5.md). `rest` counts the instructions after the next chunk.
+  // The window's verdict itself (vdla_addr_window's rule: addr >= base, end <= limit) is a
+  // register too, loaded with the chunk from the values the command registers take (its end
+  // check a carry-save compare, vdla_sum_le: no sum then compare in series), so the window's
+  // gating of dma_ready starts at one flop (docs/fpga_ecp5.md). Between loads it is recomputed
+  // from the registers: fetch may still ask for a chunk after FINISH ends a run (a program
+  // longer than its FINISH), when the driver may move the window.
   logic [31:0]     rest, rest_after;
   logic [BCW-1:0]  n, n_after;  // size of the next chunk (0: nothing left), of the one after it
   logic [BCW-1:0]  inflight;    // requested, not yet in the buffer
   logic [BCW-1:0]  buffered;
   logic            buf_valid, buf_ready, take;
   logic [AXI_ADDR_WIDTH-1:0] addr_after;
+  logic [EW-1:0]             end_after;
+  logic                      ok_after, ok_held;  // the verdict on the next command, on the held one
+  logic                      end_ok;             // the next command's end check
 
   function automatic logic [BCW-1:0] chunk_of(input logic [31:0] left);
     chunk_of = left < 32'(CHUNK) ? BCW'(left) : BCW'(CHUNK);
@@ -64,6 +76,12 @@ module vdla_fetch (
   assign rest_after = (start ? insn_count : rest) - 32'(n_after);
   // dma_addr + n << LOG_INSN_BYTES, wrapped to the address width as before
   assign addr_after = start ? insn_addr : AXI_ADDR_WIDTH'(dma_end);
+  assign end_after  = EW'(addr_after) + (EW'(n_after) << LOG_INSN_BYTES);
+  // two compares side by side: the handshake only picks between them, never waits on one
+  vdla_sum_le #(.W(AXI_ADDR_WIDTH)) u_end_ok (
+    .a(addr_after), .b(AXI_ADDR_WIDTH'(n_after) << LOG_INSN_BYTES), .lim(win_limit), .le(end_ok));
+  assign ok_after   = addr_after >= win_base && end_ok;
+  assign ok_held    = dma_addr >= win_base && dma_end <= EW'(win_limit);
 
   always_ff @(posedge clk) begin
     if (!rst_n || clear) begin
@@ -72,12 +90,14 @@ module vdla_fetch (
       inflight <= '0;
       dma_addr <= '0;
       dma_end  <= '0;
+      dma_in_window <= 1'b0;
     end else begin
+      dma_in_window <= start || take ? ok_after : ok_held;
       if (start || take) begin
         n        <= n_after;
         rest     <= rest_after;
         dma_addr <= addr_after;
-        dma_end  <= EW'(addr_after) + (EW'(n_after) << LOG_INSN_BYTES);
+        dma_end  <= end_after;
       end
       inflight <= inflight + (take ? n : '0) - BCW'(el_valid && el_ready);
     end

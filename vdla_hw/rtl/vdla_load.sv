@@ -28,6 +28,9 @@ module vdla_load (
   output logic      [1:0][AXI_ADDR_WIDTH-1:0] dma_addr,
   output logic      [1:0][AXI_ADDR_WIDTH+1:0] dma_end,  // each command's end byte (vdla_addr_window)
   output logic      [1:0][SIZE_W-1:0]         dma_count,
+  output logic      [1:0]                     dma_in_window,  // each command's window verdict (vdla_addr_window)
+  input  wire logic [AXI_ADDR_WIDTH-1:0]      win_base,
+  input  wire logic [AXI_ADDR_WIDTH-1:0]      win_limit,
   input  wire logic                           inp_el_valid,
   output logic                                inp_el_ready,
   input  wire logic [INP_ELEM_BITS-1:0]       inp_el_data,
@@ -82,6 +85,7 @@ module vdla_load (
     .clk, .rst_n, .clear,
     .start(exec_start && is_inp), .insn, .done(inp_done), .busy(inp_busy),
     .dma_valid(dma_valid[0]), .dma_ready(dma_ready[0]), .dma_addr(dma_addr[0]), .dma_end(dma_end[0]), .dma_count(dma_count[0]),
+    .dma_in_window(dma_in_window[0]), .win_base, .win_limit,
     .el_valid(inp_el_valid), .el_ready(inp_el_ready), .el_data(inp_el_data),
     .wr_en(inp_wr_en), .wr_addr(inp_wr_addr), .wr_data(inp_wr_data), .oob(inp_oob), .oob_elem(inp_oob_elem)
   );
@@ -90,6 +94,7 @@ module vdla_load (
     .clk, .rst_n, .clear,
     .start(exec_start && is_wgt), .insn, .done(wgt_done), .busy(wgt_busy),
     .dma_valid(dma_valid[1]), .dma_ready(dma_ready[1]), .dma_addr(dma_addr[1]), .dma_end(dma_end[1]), .dma_count(dma_count[1]),
+    .dma_in_window(dma_in_window[1]), .win_base, .win_limit,
     .el_valid(wgt_el_valid), .el_ready(wgt_el_ready), .el_data(wgt_el_data),
     .wr_en(wgt_wr_en), .wr_addr(wgt_wr_addr), .wr_data(wgt_wr_data), .oob(wgt_oob), .oob_elem(wgt_oob_elem)
   );

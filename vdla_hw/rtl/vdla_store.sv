@@ -45,6 +45,9 @@ module vdla_store (
   output logic [AXI_ADDR_WIDTH-1:0]      dma_addr,
   output logic [AXI_ADDR_WIDTH+1:0]      dma_end,    // dma_addr + (dma_count << log2 element bytes)
   output logic [SIZE_W-1:0]              dma_count,
+  output logic                           dma_in_window,  // the window's verdict on the command (below)
+  input  wire logic [AXI_ADDR_WIDTH-1:0] win_base,       // vdla_ctrl's window, fixed while a run is busy
+  input  wire logic [AXI_ADDR_WIDTH-1:0] win_limit,
   output logic                           el_valid,
   input  wire logic                      el_ready,
   output logic [OUT_ELEM_BITS-1:0]       el_data,
@@ -131,34 +134,49 @@ module vdla_store (
   );
 
   // ---- row commands ----------------------------------------------------------------------
-  // The command's address and its end byte (dma_addr + dma_count << LOG_OUT_ELEM_BYTES, what the address
-  // window compares with its limit) are registers, computed with the row they belong to: the
-  // window's verdict gates dma_ready, so it must start at flops, not behind this module's
-  // adders (the ECP5 critical path, docs/fpga_ecp5.md).
+  // Row r's command covers [dram_base + r * x_stride, + x_size) in elements.
+  //
+  // Timing (the ECP5 critical path, docs/fpga_ecp5.md): the command registers and the address
+  // window's verdict on the command (dma_in_window, vdla_addr_window's rule: addr >= base, end <=
+  // limit) are loaded together, with the start or the handshake, so the window's gating of
+  // dma_ready starts at flops. The next row's element address is a 2:1 mux of registers (the
+  // instruction's dram_base, row_ahead = the row after the current one), kept one step ahead so
+  // no adder sits in front of the verdict's compares; its end check (row + x_size <= limit in
+  // elements) is one carry-save compare (vdla_sum_le), not a sum and a compare in series. The
+  // verdict holds between loads: the store only offers a command while a program runs (or the
+  // machine is halted), when the window cannot move (vdla_ctrl, f_ctrl_window_fixed);
+  // simulation checks it against the window (a_window_verdict).
+  localparam int LOG_EB = LOG_OUT_ELEM_BYTES;
   logic              issuing;
   logic [SIZE_W-1:0] rows_left;
-  logic [RW-1:0]     row_elem, row_next;   // element address of the current row, of the next
-  logic [RW-1:0]     row_stop, stop_next;  // ... of the element past the row's last
+  logic              load_cmd;            // the command registers load this cycle
+  logic [RW-1:0]     row_ahead, row_next; // element address of the row after the current one, of the next command
+  logic              ok_next, end_ok;     // the window's verdict on row_next; its end check
 
   // A row past the 32-bit address space saturates to the top address, which no window holds:
-  // it faults at the window instead of wrapping into it.
+  // it faults at the window instead of wrapping into it (its end is then past every limit too,
+  // so the element-wise verdict below agrees).
   function automatic logic past_top(input logic [RW-1:0] e);
-    past_top = (e >> (AXI_ADDR_WIDTH - LOG_OUT_ELEM_BYTES)) != '0;
+    past_top = (e >> (AXI_ADDR_WIDTH - LOG_EB)) != '0;
   endfunction
 
   assign dma_valid = issuing;
   assign dma_count = insn.x_size;
-  assign row_next  = exec_start ? RW'(insn.dram_base) : row_elem + RW'(insn.x_stride);
-  assign stop_next = exec_start ? RW'(insn.dram_base) + RW'(insn.x_size) : row_stop + RW'(insn.x_stride);
+  assign load_cmd  = exec_start || (dma_valid && dma_ready);
+  assign row_next  = exec_start ? RW'(insn.dram_base) : row_ahead;
+
+  vdla_sum_le #(.W(RW)) u_end_ok (.a(row_next), .b(RW'(insn.x_size)), .lim(RW'(win_limit >> LOG_EB)), .le(end_ok));
+  // the start byte at full width (a row past the top starts above every base, as '1 does)
+  assign ok_next = ((RW+LOG_EB)'(row_next) << LOG_EB) >= (RW+LOG_EB)'(win_base) && end_ok;
 
   always_ff @(posedge clk) begin
     if (!rst_n || clear) begin
-      issuing   <= 1'b0;
-      rows_left <= '0;
-      row_elem  <= '0;
-      row_stop  <= '0;
-      dma_addr  <= '0;
-      dma_end   <= '0;
+      issuing       <= 1'b0;
+      rows_left     <= '0;
+      row_ahead     <= '0;
+      dma_addr      <= '0;
+      dma_end       <= '0;
+      dma_in_window <= 1'b0;
     end else begin
       if (exec_start) begin
         issuing   <= insn.y_size != '0 && insn.x_size != '0;
@@ -167,12 +185,13 @@ module vdla_store (
         rows_left <= rows_left - 1'b1;
         if (rows_left == SIZE_W'(1)) issuing <= 1'b0;
       end
-      if (exec_start || (dma_valid && dma_ready)) begin
-        row_elem <= row_next;
-        row_stop <= stop_next;
-        dma_addr <= past_top(row_next) ? '1 : AXI_ADDR_WIDTH'(row_next << LOG_OUT_ELEM_BYTES);
-        dma_end  <= past_top(row_next) ? EW'({AXI_ADDR_WIDTH{1'b1}}) + (EW'(insn.x_size) << LOG_OUT_ELEM_BYTES)
-                                       : EW'(stop_next) << LOG_OUT_ELEM_BYTES;
+      if (load_cmd) begin
+        row_ahead     <= row_next + RW'(insn.x_stride);
+        dma_addr      <= past_top(row_next) ? '1 : AXI_ADDR_WIDTH'(row_next << LOG_EB);
+        // the end byte: the window's simulation check reads it (a_window_span_end), the verdict does not
+        dma_end       <= past_top(row_next) ? EW'({AXI_ADDR_WIDTH{1'b1}}) + (EW'(insn.x_size) << LOG_EB)
+                                            : EW'(row_next + RW'(insn.x_size)) << LOG_EB;
+        dma_in_window <= ok_next;
       end
     end
   end
@@ -181,6 +200,10 @@ module vdla_store (
   // With a bias, each row starts with one read of its bias element (bias_next), which goes
   // to bias_q instead of the FIFO; the row's elements are added to bias_q as they arrive.
   logic [NW-1:0]                     reads_left;
+  // reads_left != 0 as a flop, loaded wherever reads_left is with the != 0 of the value it takes:
+  // rd_en then starts at one flop, not a 2 x SIZE_W-bit zero compare, and fans out from there to
+  // the read address mux and the bias range check's enables (an ECP5 critical path, docs/fpga_ecp5.md)
+  logic                              reads_nz;
   logic                              rd_pending;  // a read whose data arrives this cycle
   logic                              bias_pending;  // ... and that read was a row's bias
   logic                              bias_next;     // the next read is the current row's bias
@@ -191,12 +214,13 @@ module vdla_store (
   logic                              running;
   logic [2:0]                        in_flight;     // elements between the SRAM read and the FIFO
 
-  assign rd_en   = reads_left != '0 && 32'(queued) + 32'(in_flight) < 32'(ELEM_FIFO);
+  assign rd_en   = reads_nz && 32'(queued) + 32'(in_flight) < 32'(ELEM_FIFO);
   assign rd_addr = bias_next ? bias_addr : el_addr;
 
   always_ff @(posedge clk) begin
     if (!rst_n || clear) begin
       reads_left   <= '0;
+      reads_nz     <= 1'b0;
       rd_pending   <= 1'b0;
       bias_pending <= 1'b0;
       bias_next    <= 1'b0;
@@ -211,6 +235,8 @@ module vdla_store (
       if (bias_pending) bias_q <= rd_data;
       if (exec_start) begin
         reads_left <= NW'(insn.y_size) * NW'(insn.x_size);
+        // a product of two nonzero sizes fits NW bits (NW = 2 x SIZE_W), so it is nonzero
+        reads_nz   <= insn.y_size != '0 && insn.x_size != '0;
         el_addr    <= AIW'(insn.sram_base);
         bias_addr  <= AIW'(insn.bias_row);
         bias_next  <= insn.bias;
@@ -221,6 +247,7 @@ module vdla_store (
         bias_addr  <= bias_addr + AIW'(insn.bias_step);
       end else if (rd_en) begin
         reads_left <= reads_left - 1'b1;
+        reads_nz   <= reads_left != NW'(1);
         el_addr    <= el_addr + 1'b1;
         if (cols_left == SIZE_W'(1)) begin
           cols_left <= insn.x_size;

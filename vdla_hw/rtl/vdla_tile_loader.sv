@@ -33,6 +33,9 @@ module vdla_tile_loader #(
   output logic [AXI_ADDR_WIDTH-1:0]      dma_addr,
   output logic [AXI_ADDR_WIDTH+1:0]      dma_end,    // dma_addr + (dma_count << log2 element bytes)
   output logic [SIZE_W-1:0]              dma_count,
+  output logic                           dma_in_window,  // the window's verdict on the command (below)
+  input  wire logic [AXI_ADDR_WIDTH-1:0] win_base,       // vdla_ctrl's window, fixed while a program runs
+  input  wire logic [AXI_ADDR_WIDTH-1:0] win_limit,
   input  wire logic                      el_valid,
   output logic                           el_ready,
   input  wire logic [ELEM_BITS-1:0]      el_data,
@@ -51,50 +54,60 @@ module vdla_tile_loader #(
   localparam int EW = AXI_ADDR_WIDTH + 2;  // a command's end byte, as vdla_addr_window takes it
 
   // ---- row issuer ---------------------------------------------------------------------
-  // The command's address and its end byte (dma_addr + dma_count << LOG_EB, what the address
-  // window compares with its limit) are registers, computed with the row they belong to: the
-  // window's verdict gates dma_ready, so it must start at flops, not behind this module's
-  // adders (the ECP5 critical path, docs/fpga_ecp5.md).
-  // A gathering LOAD issues one-element commands: cmd_elem / cmd_stop step by the element stride
-  // within a row, and restart from the next row (row_elem / row_stop + x_stride) at a row's end.
-  // A plain LOAD starts a new row at every command (cmd_* == row_*).
+  // A gathering LOAD issues one-element commands, stepping by the element stride within a row and
+  // restarting from the next row (row_ahead, x_stride on) at a row's end; a plain LOAD starts a new
+  // row at every command. Every command covers [its element, + count) in elements.
+  //
+  // Timing (the ECP5 critical path, docs/fpga_ecp5.md): the command registers and the address
+  // window's verdict on the command (dma_in_window, vdla_addr_window's rule: addr >= base, end <=
+  // limit) are loaded together, with the start or the handshake, so the window's gating of
+  // dma_ready starts at flops. The next command's element address is a 3:1 mux of registers
+  // (the instruction's dram_base, row_ahead = the next row's, cmd_ahead = the next in the row),
+  // kept one step ahead so no adder sits in front of the verdict's compares; its end check
+  // (cmd + count <= limit in elements) is one carry-save compare (vdla_sum_le), not a sum and a
+  // compare in series. The verdict holds between loads: a client only offers a command while a
+  // program runs (or the machine is halted), when the window cannot move (vdla_ctrl,
+  // f_ctrl_window_fixed); simulation checks it against the window (a_window_verdict).
   logic              issuing;
   logic [SIZE_W-1:0] rows_left;
   logic [SIZE_W-1:0] cols_left;            // commands left in the current row after this one (gather)
   logic              gather, new_row;      // one command per element; the next command starts a row
+  logic              load_cmd;             // the command registers load this cycle
   logic [SIZE_W-1:0] count;                // elements per command
-  logic [RW-1:0]     row_elem, row_next;   // element address of the current row, of the next
-  logic [RW-1:0]     row_stop, stop_next;  // ... of the element past the row's first command's last
-  logic [RW-1:0]     cmd_elem, cmd_next;   // element address of the current command, of the next
-  logic [RW-1:0]     cmd_stop, cstop_next; // ... of the element past the command's last
+  logic [RW-1:0]     row_ahead;            // element address of the next row's first command
+  logic [RW-1:0]     cmd_ahead;            // ... of the command after the current one in its row
+  logic [RW-1:0]     cmd_next;             // ... of the command the registers take at a load
+  logic              ok_next, end_ok;      // the window's verdict on cmd_next; its end check
 
-  // A row past the 32-bit address space saturates to the top address, which no window holds:
-  // it faults at the window instead of wrapping into it.
+  // A command past the 32-bit address space saturates to the top address, which no window
+  // holds: it faults at the window instead of wrapping into it (its end, cmd + count elements,
+  // is then past every limit too, so the element-wise verdict below agrees).
   function automatic logic past_top(input logic [RW-1:0] e);
     past_top = (e >> (AXI_ADDR_WIDTH - LOG_EB)) != '0;
   endfunction
 
-  assign dma_valid  = issuing;
-  assign gather     = insn.elem_stride_m1 != '0;
-  assign count      = gather ? SIZE_W'(1) : insn.x_size;
-  assign dma_count  = count;
-  assign new_row    = !gather || cols_left == '0;
-  assign row_next   = start ? RW'(insn.dram_base) : new_row ? row_elem + RW'(insn.x_stride) : row_elem;
-  assign stop_next  = start ? RW'(insn.dram_base) + RW'(count) : new_row ? row_stop + RW'(insn.x_stride) : row_stop;
-  assign cmd_next   = start || new_row ? row_next : cmd_elem + RW'(insn.elem_stride_m1) + 1'b1;
-  assign cstop_next = start || new_row ? stop_next : cmd_stop + RW'(insn.elem_stride_m1) + 1'b1;
+  assign dma_valid = issuing;
+  assign gather    = insn.elem_stride_m1 != '0;
+  assign count     = gather ? SIZE_W'(1) : insn.x_size;
+  assign dma_count = count;
+  assign new_row   = !gather || cols_left == '0;
+  assign load_cmd  = start || (dma_valid && dma_ready);
+  assign cmd_next  = start ? RW'(insn.dram_base) : new_row ? row_ahead : cmd_ahead;
+
+  vdla_sum_le #(.W(RW)) u_end_ok (.a(cmd_next), .b(RW'(count)), .lim(RW'(win_limit >> LOG_EB)), .le(end_ok));
+  // the start byte at full width (a command past the top starts above every base, as '1 does)
+  assign ok_next = ((RW+LOG_EB)'(cmd_next) << LOG_EB) >= (RW+LOG_EB)'(win_base) && end_ok;
 
   always_ff @(posedge clk) begin
     if (!rst_n || clear) begin
-      issuing   <= 1'b0;
-      rows_left <= '0;
-      cols_left <= '0;
-      row_elem  <= '0;
-      row_stop  <= '0;
-      cmd_elem  <= '0;
-      cmd_stop  <= '0;
-      dma_addr  <= '0;
-      dma_end   <= '0;
+      issuing       <= 1'b0;
+      rows_left     <= '0;
+      cols_left     <= '0;
+      row_ahead     <= '0;
+      cmd_ahead     <= '0;
+      dma_addr      <= '0;
+      dma_end       <= '0;
+      dma_in_window <= 1'b0;
     end else begin
       if (start) begin
         issuing   <= insn.y_size != '0 && insn.x_size != '0;
@@ -109,14 +122,14 @@ module vdla_tile_loader #(
           cols_left <= cols_left - 1'b1;
         end
       end
-      if (start || (dma_valid && dma_ready)) begin
-        row_elem <= row_next;
-        row_stop <= stop_next;
-        cmd_elem <= cmd_next;
-        cmd_stop <= cstop_next;
-        dma_addr <= past_top(cmd_next) ? '1 : AXI_ADDR_WIDTH'(cmd_next << LOG_EB);
-        dma_end  <= past_top(cmd_next) ? EW'({AXI_ADDR_WIDTH{1'b1}}) + (EW'(count) << LOG_EB)
-                                       : EW'(cstop_next) << LOG_EB;
+      if (load_cmd) begin
+        row_ahead     <= (start ? RW'(insn.dram_base) : row_ahead) + (start || new_row ? RW'(insn.x_stride) : '0);
+        cmd_ahead     <= cmd_next + RW'(insn.elem_stride_m1) + 1'b1;
+        dma_addr      <= past_top(cmd_next) ? '1 : AXI_ADDR_WIDTH'(cmd_next << LOG_EB);
+        // the end byte: the window's simulation check reads it (a_window_span_end), the verdict does not
+        dma_end       <= past_top(cmd_next) ? EW'({AXI_ADDR_WIDTH{1'b1}}) + (EW'(count) << LOG_EB)
+                                            : EW'(cmd_next + RW'(count)) << LOG_EB;
+        dma_in_window <= ok_next;
       end
     end
   end
@@ -130,14 +143,23 @@ module vdla_tile_loader #(
   logic [YW-1:0] y_lo, y_hi, x_lo, x_hi, y_last, x_last;  // registered at start
   logic [YW-1:0] x_next, y_next;      // the position after the current one
   logic          writing, in_data, in_row, in_col, last, row_end;
+  // The next position's flags, for both ways the walk goes (on along the row, or down to the next
+  // row's start), from registers, picked by row_end: the x_last compare then selects finished
+  // flags instead of feeding the range compares (an ECP5 critical path, docs/fpga_ecp5.md).
+  logic [YW-1:0] x_inc, y_inc;        // x + 1, y + 1
+  logic          in_col_on, in_row_down, in_col_first;  // in_col_first: column 0's flag, set at start
 
   assign y_end   = YW'(insn.y_pad0) + YW'(insn.y_size) + YW'(insn.y_pad1);
   assign x_end   = YW'(insn.x_pad0) + YW'(insn.x_size) + YW'(insn.x_pad1);
   assign in_data = in_row && in_col;
   assign row_end = x == x_last;
   assign last    = y == y_last && row_end;
-  assign x_next  = row_end ? '0 : x + 1'b1;
-  assign y_next  = row_end ? y + 1'b1 : y;
+  assign x_inc   = x + 1'b1;
+  assign y_inc   = y + 1'b1;
+  assign x_next  = row_end ? '0 : x_inc;
+  assign y_next  = row_end ? y_inc : y;
+  assign in_col_on   = x_inc >= x_lo && x_inc < x_hi;
+  assign in_row_down = y_inc >= y_lo && y_inc < y_hi;
 
   assign el_ready = writing && in_data;
   assign wr_en    = writing && (!in_data || el_valid);
@@ -152,6 +174,7 @@ module vdla_tile_loader #(
       x_hi   <= YW'(insn.x_pad0) + YW'(insn.x_size);
       y_last <= y_end - 1'b1;
       x_last <= x_end - 1'b1;
+      in_col_first <= insn.x_pad0 == '0 && insn.x_size != '0;
     end
   end
 
@@ -179,8 +202,10 @@ module vdla_tile_loader #(
         wr_addr <= wr_addr + 1'b1;
         x       <= x_next;
         y       <= y_next;
-        in_row  <= y_next >= y_lo && y_next < y_hi;
-        in_col  <= x_next >= x_lo && x_next < x_hi;
+        // as `y_next in [y_lo, y_hi)`, `x_next in [x_lo, x_hi)`: in_row holds `y in [y_lo, y_hi)`
+        // (so it keeps its value along a row), and a new row starts at column 0
+        in_row  <= row_end ? in_row_down : in_row;
+        in_col  <= row_end ? in_col_first : in_col_on;
         if (last) begin
           writing <= 1'b0;
           done    <= 1'b1;

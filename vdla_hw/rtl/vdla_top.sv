@@ -120,6 +120,7 @@ module vdla_top #(
   logic [N_RD-1:0][AXI_ADDR_WIDTH-1:0] cmd_addr;
   logic [N_RD-1:0][AXI_ADDR_WIDTH+1:0] cmd_end;  // each command's end byte, a register of its client
   logic [N_RD-1:0][SIZE_W-1:0]         cmd_count;
+  logic [N_RD-1:0]                     cmd_ok;   // each command's window verdict, a register of its client
   // The clients' DMA commands (c_*), each through the address window before its engine.
   logic [N_RD-1:0]                     c_valid, c_ready, win_fault;
   // log2 element bytes of each read client, client RD_FETCH in the low byte (flat: yosys 0.70
@@ -130,7 +131,7 @@ module vdla_top #(
     vdla_addr_window #(.LOG_EB(int'(RD_LOG_EB[8*k +: 8]))) u_window (
       .clk, .rst_n, .clear,
       .in_valid(c_valid[k]), .in_ready(c_ready[k]), .addr(cmd_addr[k]), .count(cmd_count[k]), .span_end(cmd_end[k]),
-      .out_valid(cmd_valid[k]), .out_ready(cmd_ready[k]),
+      .in_window(cmd_ok[k]), .out_valid(cmd_valid[k]), .out_ready(cmd_ready[k]),
       .base(window_base), .limit(window_limit), .halt, .fault(win_fault[k])
     );
   end
@@ -242,7 +243,7 @@ module vdla_top #(
   vdla_fetch u_fetch (
     .clk, .rst_n, .clear, .start, .insn_addr, .insn_count,
     .dma_valid(c_valid[RD_FETCH]), .dma_ready(c_ready[RD_FETCH]), .dma_addr(cmd_addr[RD_FETCH]), .dma_end(cmd_end[RD_FETCH]),
-    .dma_count(cmd_count[RD_FETCH]),
+    .dma_count(cmd_count[RD_FETCH]), .dma_in_window(cmd_ok[RD_FETCH]), .win_base(window_base), .win_limit(window_limit),
     .el_valid(insn_el_valid), .el_ready(insn_el_ready), .el_data(insn_el_data),
     .load_valid(fl_valid), .load_ready(fl_ready && fl_go), .compute_valid(fc_valid), .compute_ready(fc_ready && fc_go),
     .store_valid(fs_valid), .store_ready(fs_ready && fs_go), .insn(fetch_insn)
@@ -320,6 +321,7 @@ module vdla_top #(
     .busy(load_busy),
     .dma_valid(c_valid[RD_WGT:RD_INP]), .dma_ready(c_ready[RD_WGT:RD_INP]),
     .dma_addr(cmd_addr[RD_WGT:RD_INP]), .dma_end(cmd_end[RD_WGT:RD_INP]), .dma_count(cmd_count[RD_WGT:RD_INP]),
+    .dma_in_window(cmd_ok[RD_WGT:RD_INP]), .win_base(window_base), .win_limit(window_limit),
     .inp_el_valid, .inp_el_ready, .inp_el_data, .wgt_el_valid, .wgt_el_ready, .wgt_el_data,
     .inp_wr_en, .inp_wr_addr, .inp_wr_data, .wgt_wr_en, .wgt_wr_addr, .wgt_wr_data,
     .fault(load_fault), .fault_buf(load_fault_buf), .fault_elem(load_fault_elem)
@@ -336,6 +338,7 @@ module vdla_top #(
     .drained, .finish,
     .dma_valid(c_valid[RD_ACC:RD_UOP]), .dma_ready(c_ready[RD_ACC:RD_UOP]),
     .dma_addr(cmd_addr[RD_ACC:RD_UOP]), .dma_end(cmd_end[RD_ACC:RD_UOP]), .dma_count(cmd_count[RD_ACC:RD_UOP]),
+    .dma_in_window(cmd_ok[RD_ACC:RD_UOP]), .win_base(window_base), .win_limit(window_limit),
     .uop_el_valid, .uop_el_ready, .uop_el_data, .acc_el_valid, .acc_el_ready, .acc_el_data,
     .inp_rd_en, .inp_rd_addr, .inp_rd_data, .wgt_rd_en, .wgt_rd_addr, .wgt_rd_data,
     .acc_wr_en, .acc_wr_addr, .acc_wr_data,
@@ -343,7 +346,7 @@ module vdla_top #(
     .fault_elem(compute_fault_elem), .fault_iter(compute_fault_iter)
   );
 
-  logic                     st_cmd_valid, st_cmd_ready, st_el_valid, st_el_ready, st_idle;
+  logic                     st_cmd_valid, st_cmd_ready, st_cmd_ok, st_el_valid, st_el_ready, st_idle;
   logic [AXI_ADDR_WIDTH-1:0] st_cmd_addr;
   logic [AXI_ADDR_WIDTH+1:0] st_cmd_end;
   logic [SIZE_W-1:0]        st_cmd_count;
@@ -355,6 +358,7 @@ module vdla_top #(
     .c2s_valid(c2s_pop_valid), .c2s_ready(c2s_pop), .s2c_valid(s2c_push), .s2c_ready(s2c_push_ready),
     .busy(store_busy), .acc_wr_en, .acc_wr_addr, .acc_wr_data,
     .dma_valid(st_cmd_valid), .dma_ready(st_cmd_ready), .dma_addr(st_cmd_addr), .dma_end(st_cmd_end), .dma_count(st_cmd_count),
+    .dma_in_window(st_cmd_ok), .win_base(window_base), .win_limit(window_limit),
     .el_valid(st_el_valid), .el_ready(st_el_ready), .el_data(st_el_data), .dma_idle(st_idle),
     .fault(store_fault), .fault_elem(store_fault_elem)
   );
@@ -363,7 +367,7 @@ module vdla_top #(
   logic                      st_win_valid, st_win_ready, st_win_fault;
   vdla_addr_window #(.LOG_EB(LOG_OUT_ELEM_BYTES)) u_store_window (
     .clk, .rst_n, .clear,
-    .in_valid(st_cmd_valid), .in_ready(st_cmd_ready), .addr(st_cmd_addr), .count(st_cmd_count), .span_end(st_cmd_end),
+    .in_valid(st_cmd_valid), .in_ready(st_cmd_ready), .addr(st_cmd_addr), .count(st_cmd_count), .span_end(st_cmd_end), .in_window(st_cmd_ok),
     .out_valid(st_win_valid), .out_ready(st_win_ready),
     .base(window_base), .limit(window_limit), .halt, .fault(st_win_fault)
   );

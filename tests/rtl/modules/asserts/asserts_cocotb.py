@@ -18,7 +18,7 @@ SETTLE = 4  # cycles an assertion gets to fire after the broken stimulus
 
 def _idle(dut) -> None:
     for name in ("f_in_valid", "f_in_data", "f_out_ready", "q_in_valid", "q_in_data", "s_in_valid", "s_in_data", "g_cmd_valid", "g_cmd_insn", "g_exec_done",
-                 "g_pop_prev_valid", "t_start", "t_insn", "w_valid", "w_addr", "w_count", "w_span_end", "u_start", "u_bgn", "u_end", "x_ar_valid", "x_ar_ready",
+                 "g_pop_prev_valid", "t_start", "t_insn", "w_valid", "w_addr", "w_count", "w_span_end", "w_in_window", "u_start", "u_bgn", "u_end", "x_ar_valid", "x_ar_ready",
                  "x_ar_addr", "x_ar_len", "x_aw_valid", "x_aw_ready", "x_aw_addr", "x_aw_len", "x_w_valid",
                  "x_w_ready", "x_w_data", "x_w_last"):
         getattr(dut, name).value = 0
@@ -119,7 +119,21 @@ async def window_span_end(dut):
     dut.w_count.value = 3
     # a client whose registered end byte is one element short of addr + count elements
     dut.w_span_end.value = 0x100 + 2 * cfg.inp_elem_bytes
+    dut.w_in_window.value = 1  # the verdict the window [0, 2^32) gives that span: only the sum is wrong
     await _no_fire(dut, "a_window_span_end")
+
+
+@cocotb.test()
+async def window_verdict(dut):
+    await _begin(dut)
+    cfg = test_config()
+    dut.w_valid.value = 1
+    dut.w_addr.value = 0x100
+    dut.w_count.value = 3
+    dut.w_span_end.value = 0x100 + 3 * cfg.inp_elem_bytes
+    # a client whose registered verdict refuses a command the window [0, 2^32) holds
+    dut.w_in_window.value = 0
+    await _no_fire(dut, "a_window_verdict")
 
 
 @cocotb.test()

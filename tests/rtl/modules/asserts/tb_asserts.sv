@@ -43,6 +43,7 @@ module tb_asserts (
   input  wire logic [AXI_ADDR_WIDTH-1:0]     w_addr,
   input  wire logic [SIZE_W-1:0]             w_count,
   input  wire logic [AXI_ADDR_WIDTH+1:0]     w_span_end,
+  input  wire logic                          w_in_window,
   // vdla_axi_check
   input  wire logic                          x_ar_valid,
   input  wire logic                          x_ar_ready,
@@ -82,6 +83,7 @@ module tb_asserts (
   vdla_tile_loader #(.ELEM_BITS(INP_ELEM_BITS), .DEPTH(INP_BUFF_DEPTH)) u_loader (
     .clk, .rst_n, .clear(1'b0), .start(t_start), .insn(vdla_pkg::mem_insn_t'(t_insn)), .done(), .busy(),
     .dma_valid(), .dma_ready(1'b0), .dma_addr(), .dma_end(), .dma_count(),
+    .dma_in_window(), .win_base('0), .win_limit('0),
     .el_valid(1'b0), .el_ready(), .el_data('0), .wr_en(), .wr_addr(), .wr_data()
   );
 
@@ -93,7 +95,7 @@ module tb_asserts (
 
   vdla_addr_window #(.LOG_EB(LOG_INP_ELEM_BYTES)) u_window (
     .clk, .rst_n, .clear(1'b0), .in_valid(w_valid), .in_ready(), .addr(w_addr), .count(w_count), .span_end(w_span_end),
-    .out_valid(), .out_ready(1'b1), .base('0), .limit('1), .halt(1'b0), .fault()
+    .in_window(w_in_window), .out_valid(), .out_ready(1'b1), .base('0), .limit('1), .halt(1'b0), .fault()
   );
 
   vdla_axi_check u_axi (

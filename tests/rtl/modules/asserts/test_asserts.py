@@ -24,7 +24,7 @@ from vdla_hw.rtl_build import RTL_DIR, cocotb_build
 HERE = Path(__file__).parent
 MODULES_DIR = HERE.parent
 REPO = HERE.parents[3]
-MODULES = ["vdla_fifo", "vdla_skid", "vdla_dep_gate", "vdla_sram_range", "vdla_tile_loader", "vdla_uop_loop", "vdla_addr_window",
+MODULES = ["vdla_fifo", "vdla_skid", "vdla_dep_gate", "vdla_sram_range", "vdla_sum_le", "vdla_tile_loader", "vdla_uop_loop", "vdla_addr_window",
            "vdla_axi_check"]
 
 # cocotb test -> (assertion label, instance of tb_asserts it fires in)
@@ -34,6 +34,7 @@ CASES = {
     "fifo_in_stable": ("a_fifo_in_stable", "u_queue"),
     "skid_in_stable": ("a_skid_in_stable", "u_skid"),
     "window_span_end": ("a_window_span_end", "u_window"),
+    "window_verdict": ("a_window_verdict", "u_window"),
     "gate_cmd_stable": ("a_gate_cmd_stable", "u_gate"),
     "gate_token_held": ("a_gate_token_held", "u_gate"),
     "gate_exec_done": ("a_gate_exec_done", "u_gate"),

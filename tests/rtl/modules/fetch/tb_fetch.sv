@@ -40,7 +40,7 @@ module tb_fetch (
 
   vdla_fetch u_fetch (
     .clk, .rst_n, .clear(1'b0), .start, .insn_addr, .insn_count,
-    .dma_valid, .dma_ready, .dma_addr, .dma_count, .el_valid, .el_ready, .el_data,
+    .dma_valid, .dma_ready, .dma_addr, .dma_count, .dma_in_window(), .win_base('0), .win_limit('0), .el_valid, .el_ready, .el_data,
     .load_valid, .load_ready, .compute_valid, .compute_ready, .store_valid, .store_ready, .insn
   );
   vdla_dma_rd #(.ELEM_BITS(INSN_BITS)) u_rd (

@@ -8,7 +8,7 @@ import pytest
 from rtl_configs import configs_under_test
 
 HERE = Path(__file__).parent
-MODULES = ["vdla_fifo", "vdla_dma_rd", "vdla_fetch"]
+MODULES = ["vdla_fifo", "vdla_dma_rd", "vdla_sum_le", "vdla_fetch"]
 
 
 def _run(rtl_module, config) -> None:

@@ -50,7 +50,7 @@ module tb_load (
 
   vdla_load u_load (
     .clk, .rst_n, .clear(1'b0), .cmd_valid, .cmd_ready, .cmd_insn, .c2l_valid, .c2l_ready, .l2c_valid, .l2c_ready, .busy,
-    .dma_valid, .dma_ready, .dma_addr, .dma_count,
+    .dma_valid, .dma_ready, .dma_addr, .dma_count, .dma_in_window(), .win_base('0), .win_limit('0),
     .inp_el_valid, .inp_el_ready, .inp_el_data(inp_el), .wgt_el_valid, .wgt_el_ready, .wgt_el_data(wgt_el),
     .inp_wr_en(inp_we), .inp_wr_addr(inp_waddr), .inp_wr_data(inp_wdata),
     .wgt_wr_en(wgt_we), .wgt_wr_addr(wgt_waddr), .wgt_wr_data(wgt_wdata)

@@ -8,7 +8,7 @@ import pytest
 from rtl_configs import configs_under_test
 
 HERE = Path(__file__).parent
-MODULES = ["vdla_fifo", "vdla_skid", "vdla_sram", "vdla_dep_gate", "vdla_dma_rd", "vdla_sram_range", "vdla_tile_loader", "vdla_axi_rd_arb", "vdla_load"]
+MODULES = ["vdla_fifo", "vdla_skid", "vdla_sram", "vdla_dep_gate", "vdla_dma_rd", "vdla_sram_range", "vdla_sum_le", "vdla_tile_loader", "vdla_axi_rd_arb", "vdla_load"]
 
 
 def _run(rtl_module, config, **env) -> None:

@@ -45,7 +45,7 @@ module tb_store (
 
   vdla_store u_store (
     .clk, .rst_n, .clear(1'b0), .cmd_valid, .cmd_ready, .cmd_insn, .c2s_valid, .c2s_ready, .s2c_valid, .s2c_ready, .busy,
-    .acc_wr_en, .acc_wr_addr, .acc_wr_data, .dma_valid, .dma_ready, .dma_addr, .dma_count,
+    .acc_wr_en, .acc_wr_addr, .acc_wr_data, .dma_valid, .dma_ready, .dma_addr, .dma_count, .dma_in_window(), .win_base('0), .win_limit('0),
     .el_valid, .el_ready, .el_data, .dma_idle(idle)
   );
   vdla_dma_wr #(.ELEM_BITS(OUT_ELEM_BITS)) u_wr (

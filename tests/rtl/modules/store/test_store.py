@@ -10,7 +10,7 @@ from rtl_configs import configs_under_test
 from vdla_hw.config import load_config
 
 HERE = Path(__file__).parent
-MODULES = ["vdla_fifo", "vdla_sram", "vdla_dep_gate", "vdla_dma_wr", "vdla_sram_range", "vdla_store"]
+MODULES = ["vdla_fifo", "vdla_sram", "vdla_dep_gate", "vdla_dma_wr", "vdla_sram_range", "vdla_sum_le", "vdla_store"]
 
 
 def _run(rtl_module, config, **env) -> None:

@@ -1,8 +1,9 @@
 """vdla_addr_window driven by a client model as vdla_top's clients behave, cycle by cycle.
 
-The client holds its command in registers (address, count and its end byte) and loads the
-next one whenever it holds none or its command is taken; the host moves the window (base and
-limit are registers) while a command waits. In every cycle the window must offer exactly the
+The client holds its command in registers (address, count, its end byte and the window's
+verdict on it) and loads the next one whenever it holds none or its command is taken; the host
+moves the window (base and limit are registers) while a command waits, and the model's verdict
+follows the window on the lines, as the client's contract (a_window_verdict) states it. In every cycle the window must offer exactly the
 commands the rule admits -- ``addr >= base && end <= limit`` of the command and window on the
 lines now, the end two bits wider than an address so a span past 2^32 never wraps in -- and
 raise ``fault`` the cycle after one it refuses. A refused command waits for good (the machine
@@ -29,7 +30,7 @@ def _inside(addr: int, end: int, base: int, limit: int) -> bool:
 async def verdict_follows_the_rule(dut):
     rng = random.Random(24)
     eb = 1 << env_int("WINDOW_LOG_EB", 0)
-    for name in ("clear", "in_valid", "addr", "count", "span_end", "out_ready", "base", "limit", "halt"):
+    for name in ("clear", "in_valid", "addr", "count", "span_end", "in_window", "out_ready", "base", "limit", "halt"):
         getattr(dut, name).value = 0
     await start(dut)
 
@@ -57,6 +58,7 @@ async def verdict_follows_the_rule(dut):
         dut.count.value = cur["count"]
         dut.span_end.value = cur["end"]
         dut.base.value, dut.limit.value = base, limit
+        dut.in_window.value = int(_inside(cur["addr"], cur["end"], base, limit))
         dut.clear.value = 0
         dut.out_ready.value = int(rng.random() < 0.4)
         await Timer(1, unit="ns")
