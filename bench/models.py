@@ -14,7 +14,9 @@ with the TorchScript exporter at batch 1:
 * ``torch``: the same ``nn.Module`` in eager mode, ``torch.inference_mode()``, ``torch.set_num_threads``;
 * ``peer``: with ``--peer REV``, the same ONNX model compiled by commit ``REV``'s tree (``vdla compile
   --target llvm`` in a subprocess on an archived copy, ``bench/peer_tree.py``) and loaded here, so a
-  change's before and after are timed in one interleaved run (the runtime is this tree's).
+  change's before and after are timed in one interleaved run (the runtime is this tree's; with
+  ``--peer-small-pages`` it places the peer's weights and arena in 4 KiB pages, as the runtime did before
+  ``vdla.runtime.huge_pages``).
 
 Outputs are checked first (ours, tuned and torch against onnxruntime, max abs error <= 1e-4 x max
 |output|); a model that does not match is reported and not timed.  Then the contenders are called
@@ -138,9 +140,10 @@ class _PeerBuild:
         return self.module.run(feed)
 
 
-def compile_peer(model: Any, name: str, cpu_target: str, tree: Path) -> _PeerBuild:
+def compile_peer(model: Any, name: str, cpu_target: str, tree: Path, huge_pages: bool = True) -> _PeerBuild:
     """``vdla compile --target llvm`` of ``model`` by the tree at ``tree`` (a subprocess whose ``PYTHONPATH``
-    is that tree), loaded with this tree's runtime."""
+    is that tree), loaded with this tree's runtime; ``huge_pages=False``: its weights and arena in 4 KiB
+    pages, as runtimes before ``vdla.runtime.huge_pages`` allocated them."""
     import subprocess
     import tempfile
 
@@ -156,13 +159,13 @@ def compile_peer(model: Any, name: str, cpu_target: str, tree: Path) -> _PeerBui
                               cwd=tree, env=env, capture_output=True, text=True)
         if proc.returncode:
             raise SystemExit(f"the peer tree could not compile {name}:\n{proc.stderr[-2000:]}")
-        return _PeerBuild(load(out), time.perf_counter() - t0)
+        return _PeerBuild(load(out, huge_pages=huge_pages), time.perf_counter() - t0)
 
 
 def bench_model(name: str, resolution: int, rounds: int, quiet: bool, cpu_target: str = "llvm",
                 tuning_log: str | None = None, threads: Sequence[int] = (1,),
                 profile_above: float | None = None, export_dir: Path | None = None,
-                peer_tree: Path | None = None) -> dict[str, Any]:
+                peer_tree: Path | None = None, peer_huge_pages: bool = True) -> dict[str, Any]:
     """Compile ``name`` (and with ``tuning_log``, a tuned build too), check it against onnxruntime,
     and time the contenders interleaved, once per thread count of ``threads``; with ``profile_above``,
     a model whose one-thread time is above that many times onnxruntime's is profiled op by op, both sides."""
@@ -183,7 +186,7 @@ def bench_model(name: str, resolution: int, rounds: int, quiet: bool, cpu_target
     if tuning_log is not None:
         ours["tuned"] = _compile(model, name, cpu_target, tuning_log)
     if peer_tree is not None:
-        ours["peer"] = (compile_peer(model, name, cpu_target, peer_tree), None)
+        ours["peer"] = (compile_peer(model, name, cpu_target, peer_tree, peer_huge_pages), None)
 
     def session(n: int) -> Any:
         opts = ort.SessionOptions()
@@ -286,6 +289,9 @@ def main() -> None:
                          "e.g. for `vdla tune` and `vdla run`")
     ap.add_argument("--peer", metavar="REV",
                     help="also time every model compiled by commit REV's tree as 'peer' (before / after in one run)")
+    ap.add_argument("--peer-small-pages", action="store_true",
+                    help="load the peer's module with its weights and arena in 4 KiB pages, as runtimes before "
+                         "transparent huge pages did (the peer of a commit older than vdla.runtime.huge_pages)")
     ap.add_argument("--output", default=str(ROOT / "bench" / "results" / "models.json"))
     args = ap.parse_args()
     logs = dict(item.split("=", 1) for item in args.tuning_log if "=" in item)
@@ -326,11 +332,12 @@ def main() -> None:
             from peer_tree import peer_tree
 
             commit, peer = stack.enter_context(peer_tree(args.peer, prefix="models_peer_"))
-            out["peer"] = {"rev": args.peer, "commit": commit}
-            print(f"peer: {args.peer} ({commit}), compiled by its own tree")
+            out["peer"] = {"rev": args.peer, "commit": commit, "huge_pages": not args.peer_small_pages}
+            print(f"peer: {args.peer} ({commit}), compiled by its own tree, loaded in "
+                  + ("4 KiB pages" if args.peer_small_pages else "huge pages") + " by this runtime")
         for name in names:
             r = bench_model(name, resolution, rounds, args.quiet, args.cpu_target, logs.get(name), threads,
-                            args.profile, args.export_onnx, peer)
+                            args.profile, args.export_onnx, peer, not args.peer_small_pages)
             out["models"].append(r)
             if not args.quiet:
                 print(f"  {name}: compiled in {r['compile_seconds']:.1f} s"
