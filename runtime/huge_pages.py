@@ -5,8 +5,9 @@ pages that is a TLB miss and a page walk every 4 KiB of every weight stream, pas
 TLB covers (3,072 entries, 12 MiB, on an AMD Zen 4).  In 2 MiB pages it is one walk per 2 MiB.  Linux
 hands out such pages to anonymous memory that asks for them with ``madvise(MADV_HUGEPAGE)`` (the
 default ``transparent_hugepage=madvise`` of most distributions gives them to no one else), before it is
-first touched.  Measured on an AMD Zen 4, one thread, tuned ResNet-50: 1.6-3.4% faster with its
-parameters and arena in such pages (docs/cpu_speed.md, "Zen 4, an eighth session").
+first touched.  Measured on an AMD Zen 4, one thread, the same ResNet-50 / -18 module both ways in one
+process: 0.998-1.008x, at most ~1% and inside the run-to-run noise (docs/cpu_speed.md, "Zen 4, an eighth
+session"); kept because it costs nothing and the outputs are bit-identical.
 
 Where the kernel cannot (no THP support, ``enabled=never``, or not Linux) the memory is plain anonymous
 memory, as fast as before: asking is only advice.
