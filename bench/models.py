@@ -14,7 +14,10 @@ with the TorchScript exporter at batch 1:
 * ``torch``: the same ``nn.Module`` in eager mode, ``torch.inference_mode()``, ``torch.set_num_threads``;
 * ``peer``: with ``--peer REV``, the same ONNX model compiled by commit ``REV``'s tree (``vdla compile
   --target llvm`` in a subprocess on an archived copy, ``bench/peer_tree.py``) and loaded here, so a
-  change's before and after are timed in one interleaved run (the runtime is this tree's).
+  change's before and after are timed in one interleaved run (the runtime is this tree's; with
+  ``--peer-small-pages`` it places the peer's weights and arena in 4 KiB pages, as the runtime did before
+  ``vdla.runtime.huge_pages``; ``--peer-tuning-log MODEL=TUNE.jsonl`` compiles MODEL's peer with that log,
+  for a tuned before / after).
 
 Outputs are checked first (ours, tuned and torch against onnxruntime, max abs error <= 1e-4 x max
 |output|); a model that does not match is reported and not timed.  Then the contenders are called
@@ -39,7 +42,7 @@ what our AVX2 code gives up against the host's best peer.
 the time goes on both sides (``bench/model_profile.py``) and keeps it in the JSON.
 
 Run: ``python bench/models.py [--models resnet18,mobilenet_v2] [--quick] [--rounds N] [--resolution 224]
-[--cpu-target TARGET] [--tuning-log resnet18=r18.jsonl ...] [--threads 1,all] [--profile [RATIO]] [--peer REV]``;
+[--cpu-target TARGET] [--tuning-log resnet18=r18.jsonl ...] [--threads 1,all] [--profile [RATIO]] [--peer REV [--peer-small-pages] [--peer-tuning-log resnet18=r18.jsonl ...]]``;
 needs the bench extra (torch, torchvision, onnxruntime); writes ``bench/results/models.json``.
 """
 from __future__ import annotations
@@ -138,9 +141,12 @@ class _PeerBuild:
         return self.module.run(feed)
 
 
-def compile_peer(model: Any, name: str, cpu_target: str, tree: Path) -> _PeerBuild:
+def compile_peer(model: Any, name: str, cpu_target: str, tree: Path, huge_pages: bool = True,
+                 tuning_log: str | None = None) -> _PeerBuild:
     """``vdla compile --target llvm`` of ``model`` by the tree at ``tree`` (a subprocess whose ``PYTHONPATH``
-    is that tree), loaded with this tree's runtime."""
+    is that tree; with ``tuning_log``, ``--tuning-log`` it), loaded with this tree's runtime;
+    ``huge_pages=False``: its weights and arena in 4 KiB pages, as runtimes before
+    ``vdla.runtime.huge_pages`` allocated them."""
     import subprocess
     import tempfile
 
@@ -151,18 +157,20 @@ def compile_peer(model: Any, name: str, cpu_target: str, tree: Path) -> _PeerBui
         onnx.save(model, src)
         env = dict(os.environ, PYTHONPATH=str(tree))
         t0 = time.perf_counter()
+        log = ["--tuning-log", str(Path(tuning_log).resolve())] if tuning_log is not None else []
         proc = subprocess.run([sys.executable, "-m", "vdla.compiler.cli.main", "--quiet", "compile", str(src),
-                               "--target", "llvm", "--cpu-target", cpu_target, "-o", str(out)],
+                               "--target", "llvm", "--cpu-target", cpu_target, "-o", str(out), *log],
                               cwd=tree, env=env, capture_output=True, text=True)
         if proc.returncode:
             raise SystemExit(f"the peer tree could not compile {name}:\n{proc.stderr[-2000:]}")
-        return _PeerBuild(load(out), time.perf_counter() - t0)
+        return _PeerBuild(load(out, huge_pages=huge_pages), time.perf_counter() - t0)
 
 
 def bench_model(name: str, resolution: int, rounds: int, quiet: bool, cpu_target: str = "llvm",
                 tuning_log: str | None = None, threads: Sequence[int] = (1,),
                 profile_above: float | None = None, export_dir: Path | None = None,
-                peer_tree: Path | None = None) -> dict[str, Any]:
+                peer_tree: Path | None = None, peer_huge_pages: bool = True,
+                peer_tuning_log: str | None = None) -> dict[str, Any]:
     """Compile ``name`` (and with ``tuning_log``, a tuned build too), check it against onnxruntime,
     and time the contenders interleaved, once per thread count of ``threads``; with ``profile_above``,
     a model whose one-thread time is above that many times onnxruntime's is profiled op by op, both sides."""
@@ -183,7 +191,7 @@ def bench_model(name: str, resolution: int, rounds: int, quiet: bool, cpu_target
     if tuning_log is not None:
         ours["tuned"] = _compile(model, name, cpu_target, tuning_log)
     if peer_tree is not None:
-        ours["peer"] = (compile_peer(model, name, cpu_target, peer_tree), None)
+        ours["peer"] = (compile_peer(model, name, cpu_target, peer_tree, peer_huge_pages, peer_tuning_log), None)
 
     def session(n: int) -> Any:
         opts = ort.SessionOptions()
@@ -206,6 +214,7 @@ def bench_model(name: str, resolution: int, rounds: int, quiet: bool, cpu_target
             out[f"{key}_compile_seconds"], out[f"{key}_tasks"] = compiled.compile_seconds, tasks
     if "peer" in ours:
         out["peer_compile_seconds"] = ours["peer"][0].compile_seconds
+        out["peer_tuning_log"] = peer_tuning_log
     out["matches"] = all(v <= 1e-4 for k, v in out.items() if k.startswith("rel_err_"))
     if not out["matches"]:
         return out
@@ -286,11 +295,21 @@ def main() -> None:
                          "e.g. for `vdla tune` and `vdla run`")
     ap.add_argument("--peer", metavar="REV",
                     help="also time every model compiled by commit REV's tree as 'peer' (before / after in one run)")
+    ap.add_argument("--peer-small-pages", action="store_true",
+                    help="load the peer's module with its weights and arena in 4 KiB pages, as runtimes before "
+                         "transparent huge pages did (the peer of a commit older than vdla.runtime.huge_pages)")
+    ap.add_argument("--peer-tuning-log", action="append", default=[], metavar="MODEL=TUNE.jsonl",
+                    help="compile MODEL's peer with this tuning log (the peer's `vdla compile --tuning-log`)")
     ap.add_argument("--output", default=str(ROOT / "bench" / "results" / "models.json"))
     args = ap.parse_args()
     logs = dict(item.split("=", 1) for item in args.tuning_log if "=" in item)
     if len(logs) != len(args.tuning_log) or any(not Path(p).is_file() for p in logs.values()):
         ap.error(f"--tuning-log takes MODEL=TUNE.jsonl with an existing log, got {args.tuning_log}")
+    peer_logs = dict(item.split("=", 1) for item in args.peer_tuning_log if "=" in item)
+    if len(peer_logs) != len(args.peer_tuning_log) or any(not Path(p).is_file() for p in peer_logs.values()):
+        ap.error(f"--peer-tuning-log takes MODEL=TUNE.jsonl with an existing log, got {args.peer_tuning_log}")
+    if peer_logs and args.peer is None:
+        ap.error("--peer-tuning-log needs --peer REV (the commit whose tree compiles with it)")
     if args.export_onnx is not None and args.export_onnx.exists() and not args.export_onnx.is_dir():
         ap.error(f"--export-onnx takes a folder; {args.export_onnx} is a file")
     threads = sorted({(os.cpu_count() or 1) if t == "all" else int(t) for t in args.threads.split(",") if t})
@@ -326,11 +345,12 @@ def main() -> None:
             from peer_tree import peer_tree
 
             commit, peer = stack.enter_context(peer_tree(args.peer, prefix="models_peer_"))
-            out["peer"] = {"rev": args.peer, "commit": commit}
-            print(f"peer: {args.peer} ({commit}), compiled by its own tree")
+            out["peer"] = {"rev": args.peer, "commit": commit, "huge_pages": not args.peer_small_pages}
+            print(f"peer: {args.peer} ({commit}), compiled by its own tree, loaded in "
+                  + ("4 KiB pages" if args.peer_small_pages else "huge pages") + " by this runtime")
         for name in names:
             r = bench_model(name, resolution, rounds, args.quiet, args.cpu_target, logs.get(name), threads,
-                            args.profile, args.export_onnx, peer)
+                            args.profile, args.export_onnx, peer, not args.peer_small_pages, peer_logs.get(name))
             out["models"].append(r)
             if not args.quiet:
                 print(f"  {name}: compiled in {r['compile_seconds']:.1f} s"

@@ -16,10 +16,11 @@ import struct
 import tempfile
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 from vdla.runtime.file_checks import check_elf, elf_machine, read_bytes
+from vdla.runtime.huge_pages import HUGE_PAGE, huge_page_zeros
 from vdla.runtime.openmp import load_openmp_runtime
 from vdla_hw.errors import BadFileError
 
@@ -28,20 +29,48 @@ from vdla_hw.errors import BadFileError
 BUFFER_ALIGN = 4096
 
 
-def aligned_zeros(shape: tuple[int, ...] | int, dtype: Any = np.float32, align: int = BUFFER_ALIGN) -> np.ndarray:
+def aligned_zeros(shape: tuple[int, ...] | int, dtype: Any = np.float32, align: int = BUFFER_ALIGN,
+                  huge_pages: bool = True) -> np.ndarray:
     """A zero-filled C-contiguous array whose data starts on an ``align``-byte boundary (NumPy's own
-    allocations are only 16-byte aligned: 48 of every 64 bytes of a zmm load stream would split)."""
+    allocations are only 16-byte aligned: 48 of every 64 bytes of a zmm load stream would split).
+
+    An array of at least one huge page (:data:`~vdla.runtime.huge_pages.HUGE_PAGE`) lives in memory
+    advised to use them (:func:`~vdla.runtime.huge_pages.huge_page_zeros`): a kernel streaming it takes
+    one TLB miss per 2 MiB instead of per 4 KiB (``huge_pages=False``: NumPy's memory, as before)."""
     dt = np.dtype(dtype)
     count = int(np.prod(shape, dtype=np.int64))
-    raw = np.zeros(count * dt.itemsize + align, np.uint8)
-    start = (-raw.ctypes.data) % align
-    return raw[start:start + count * dt.itemsize].view(dt).reshape(shape)
+    nbytes = count * dt.itemsize
+    raw = huge_page_zeros(nbytes) if huge_pages and nbytes >= HUGE_PAGE and HUGE_PAGE % align == 0 else None
+    if raw is None:
+        raw = np.zeros(nbytes + align, np.uint8)
+        start = (-raw.ctypes.data) % align
+        raw = raw[start:start + nbytes]
+    return raw.view(dt).reshape(shape)
 
 
 def aligned_copy(a: np.ndarray, align: int = BUFFER_ALIGN) -> np.ndarray:
     """A writable, C-contiguous, ``align``-aligned copy of ``a``."""
     out = aligned_zeros(a.shape, a.dtype, align)
     out[...] = a
+    return out
+
+
+def aligned_pack(arrays: Mapping[str, np.ndarray], align: int = BUFFER_ALIGN,
+                 huge_pages: bool = True) -> dict[str, np.ndarray]:
+    """Writable, C-contiguous, ``align``-aligned copies of ``arrays``, one after the other (in the
+    mapping's order) in one buffer: a model's many small weights then share huge pages
+    (:func:`aligned_zeros`), where one buffer each would leave most of them in 4 KiB pages."""
+    offsets, end = {}, 0
+    for name, a in arrays.items():
+        offsets[name] = end
+        end += -(-np.asarray(a).nbytes // align) * align
+    region = aligned_zeros(max(1, end), np.uint8, align, huge_pages)
+    out = {}
+    for name, a in arrays.items():
+        a = np.asarray(a)
+        view = region[offsets[name]: offsets[name] + a.nbytes].view(a.dtype).reshape(a.shape)
+        view[...] = a
+        out[name] = view
     return out
 
 

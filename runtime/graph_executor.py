@@ -27,7 +27,7 @@ import numpy as np
 from vdla_hw.config import HwConfig, from_dict
 
 from vdla.runtime.backends import run as run_program
-from vdla.runtime.cpu_module import (CpuModule, ForeignArchitecture, Function, aligned_copy, aligned_zeros,
+from vdla.runtime.cpu_module import (CpuModule, ForeignArchitecture, Function, aligned_pack, aligned_zeros,
                                 load_module_bytes)
 from vdla.runtime.display import html_table
 from vdla.runtime.memory import to_bytes
@@ -148,6 +148,13 @@ class Profile:
                 "nodes": [{**n.__dict__, "device_seconds": self.device_seconds(n)} for n in self.nodes]}
 
 
+def _params_by_first_use(graph: Mapping[str, Any], params: Mapping[str, Any]) -> list[str]:
+    """The names of ``params`` in the order the graph's nodes first read them (the unread ones last): packed
+    so, the weights of a run stream through memory front to back."""
+    order = dict.fromkeys(a["param"] for n in graph["nodes"] for a in n.get("args", ()) if "param" in a)
+    return [k for k in order if k in params] + [k for k in params if k not in order]
+
+
 def _inverse(perm: Sequence[int]) -> list[int]:
     return [list(perm).index(i) for i in range(len(perm))]
 
@@ -157,12 +164,21 @@ class GraphModule:
 
     def __init__(self, graph: Mapping[str, Any], params: Mapping[str, np.ndarray], library: CpuModule | None,
                  programs: Mapping[str, Program], library_bytes: bytes | None = None,
-                 program_bytes: Mapping[str, bytes] | None = None, library_error: str | None = None) -> None:
+                 program_bytes: Mapping[str, bytes] | None = None, library_error: str | None = None,
+                 huge_pages: bool = True) -> None:
         """``library_error`` (with ``library`` None) says why the CPU kernels cannot run in this process (a
-        module cross-compiled for a board's CPU): :meth:`run` raises it, everything else works."""
+        module cross-compiled for a board's CPU): :meth:`run` raises it, everything else works.
+
+        The parameters (packed in one buffer, in the order the nodes first read them) and the arena live
+        in memory advised to use transparent huge pages (:mod:`vdla.runtime.huge_pages`: fewer TLB misses
+        on the weight streams); ``huge_pages=False`` allocates them as runtimes before that did (to time a
+        before / after in one process)."""
         self.graph = dict(graph)
+        self._huge_pages = huge_pages
         # Private, writable copies: kernels take every argument as a writable buffer.
-        self.params = {k: aligned_copy(np.asarray(v)) for k, v in params.items()}
+        packed = aligned_pack({k: np.asarray(params[k]) for k in _params_by_first_use(graph, params)},
+                              huge_pages=huge_pages)
+        self.params = {k: packed[k] for k in params}
         self.library = library
         self.programs = dict(programs)
         self.config: HwConfig | None = from_dict(graph["config"]) if graph.get("config") else None
@@ -171,7 +187,7 @@ class GraphModule:
         self._program_bytes = dict(program_bytes or {})
         self._values = {k: (tuple(v["shape"]), np.dtype(v["dtype"])) for k, v in graph["values"].items()}
         self._inputs = {i["name"]: (tuple(i["shape"]), np.dtype(i["dtype"])) for i in graph["inputs"]}
-        self._arena = aligned_zeros(max(1, int(graph["arena"]["bytes"])), np.uint8)
+        self._arena = aligned_zeros(max(1, int(graph["arena"]["bytes"])), np.uint8, huge_pages=huge_pages)
         self._slots = {name: self._slot(name, off) for name, off in graph["arena"]["offsets"].items()}
         self._input_bufs = {k: aligned_zeros(s, d) for k, (s, d) in self._inputs.items()}
         self._library_error = library_error if library is None else None
@@ -183,7 +199,7 @@ class GraphModule:
         """This model with another kernel library (e.g. a cross-built one run under emulation, which has the
         interface of :class:`~vdla.runtime.cpu_module.CpuModule`)."""
         return GraphModule(self.graph, self.params, library, self.programs, self._library_bytes,
-                           self._program_bytes)
+                           self._program_bytes, huge_pages=self._huge_pages)
 
     def _require_library(self) -> None:
         if self._library_error is not None and any(n["device"] == "cpu" for n in self.graph["nodes"]):
@@ -191,18 +207,19 @@ class GraphModule:
 
     # ---- construction ------------------------------------------------------------------------------
     @classmethod
-    def load(cls, path: str | Path, config: HwConfig | None = None) -> GraphModule:
+    def load(cls, path: str | Path, config: HwConfig | None = None, huge_pages: bool = True) -> GraphModule:
         """Load a model file written by ``export``, checking every member against its manifest.
 
         Refuses a CPU lacking the kernels' features and, with ``config``, a module compiled
-        for another hardware config.
+        for another hardware config.  ``huge_pages``: see :class:`GraphModule`.
         """
         parts: ModuleParts = read_module(path, config)
         library = None
         if parts.library is not None:
             library = load_module_bytes(parts.library, f"{path}:kernels.so")
         programs = {m: Program.from_bytes(b, f"{path}:{m}", parts.config) for m, b in parts.programs.items()}
-        return cls(parts.graph, parts.params, library, programs, parts.library, parts.programs)
+        return cls(parts.graph, parts.params, library, programs, parts.library, parts.programs,
+                   huge_pages=huge_pages)
 
     def export(self, path: str | Path, library: str | Path | None = None) -> Path:
         """Write this model as one file that :meth:`load` reads on a runtime-only machine.
@@ -440,6 +457,6 @@ def write_merged_trace(path: str | Path, traces: Sequence[tuple[str, dict[str, A
     return path
 
 
-def load(path: str | Path, config: HwConfig | None = None) -> GraphModule:
+def load(path: str | Path, config: HwConfig | None = None, huge_pages: bool = True) -> GraphModule:
     """Load a model file (see :meth:`GraphModule.load`)."""
-    return GraphModule.load(path, config)
+    return GraphModule.load(path, config, huge_pages)

@@ -13,7 +13,7 @@ from .conv2d_nchwc import (Conv2dNCHWcKnobs, conv2d_nchwc, default_conv2d_nchwc_
                            default_conv2d_nchwc_tile, default_tile_rows, widen_tile, balance_columns,
                            default_nchwc_blocks, schedule_conv2d_nchwc, spare_registers)
 from .conv2d_winograd import (TUNED_TILES, WINOGRAD_TILES, WinogradKnobs, conv2d_winograd_nchwc, default_winograd_knobs,
-                              default_winograd_tile, schedule_conv2d_winograd_nchwc, transform_weights,
+                              default_winograd_tile, schedule_conv2d_winograd_nchwc, transform_points, transform_weights,
                               winograd_eligible, winograd_matrices, winograd_tolerance)
 from .dense import DenseKnobs, default_dense_knobs, dense, dense_pack, schedule_dense
 from .depthwise import (DepthwiseKnobs, DepthwiseNCHWcKnobs, default_depthwise_knobs,
@@ -45,6 +45,6 @@ __all__ = [
     "schedule_pool", "schedule_softmax", "sigmoid", "softmax", "sqrt", "subtract", "tanh",
     "transpose", "vector_registers",
     "TUNED_TILES", "WINOGRAD_TILES", "WinogradKnobs", "conv2d_winograd_nchwc", "default_winograd_knobs", "default_winograd_tile",
-    "schedule_conv2d_winograd_nchwc", "transform_weights", "winograd_eligible", "winograd_matrices",
+    "schedule_conv2d_winograd_nchwc", "transform_points", "transform_weights", "winograd_eligible", "winograd_matrices",
     "winograd_tolerance",
 ]

@@ -2,7 +2,8 @@
 
 A 3x3 conv computes each ``m x m`` output tile from an ``a x a`` input tile (``a = m + 2``) with
 ``a^2`` element-wise products per channel pair instead of ``9 m^2``: 2.25x fewer multiplies for
-F(2x2,3x3), 4x for F(4x4,3x3), 5.06x for F(6x6,3x3).  Three stages in one kernel:
+F(2x2,3x3), 4x for F(4x4,3x3), 4.59x for F(5x5,3x3), 5.06x for F(6x6,3x3).  F(5x5) is for planes whose
+side 5 divides better than 4 (14 x 14: 3 x 3 tiles of 5, where tiles of 4 pad it to 16 x 16).  Three stages in one kernel:
 
 * **input transform** ``V[e, ic, n, ty, tx, i] = (B^T d B)[e]`` of each input tile (``e`` = the
   ``a x a`` transform point, ``i`` the input-channel lane): sums with the constant coefficients
@@ -44,22 +45,23 @@ from .conv2d_nchwc import balance_columns, max_accumulators
 from .utils import TopiError, const_shape, largest_divisor, vector_lanes
 
 #: Output tile sizes ``m`` of F(m x m, 3 x 3) this module builds.
-WINOGRAD_TILES = (2, 4, 6)
+WINOGRAD_TILES = (2, 4, 5, 6)
 #: The tiles the tuner searches: F(6x6) was slower than F(4x4) on every ResNet layer measured (its
-#: transforms cost ~a^3 = 512 adds per tile and channel) and its kernel takes ~3x F(4)'s time to compile.
-TUNED_TILES = (2, 4)
+#: transforms cost ~a^3 = 512 adds per tile and channel) and its kernel takes ~3x F(4)'s time to compile;
+#: F(5x5) is the 14 x 14 planes' (see :func:`default_winograd_tile`).
+TUNED_TILES = (2, 4, 5)
 #: Interpolation points of each tile size (plus the point at infinity): small integers and halves
 #: keep the transforms' coefficients, hence the fp32 rounding error, small.
-_POINTS = {2: (0, 1, -1), 4: (0, 1, -1, 2, -2), 6: (0, 1, -1, 2, -2, 0.5, -0.5)}
+_POINTS = {2: (0, 1, -1), 4: (0, 1, -1, 2, -2), 5: (0, 1, -1, 0.5, -0.5, 2), 6: (0, 1, -1, 2, -2, 0.5, -0.5)}
 #: Where a Winograd conv's input transform and GEMM run (:class:`WinogradKnobs`): per row of tiles or
 #: over the whole plane.
 GEMM_AT = ("row", "plane")
 #: Max abs error over max |out| against float64 each tile size is tested to (random normal data and
 #: weights, 256-512 input channels).  Measured on ResNet's layers (64-512 channels): F(2) 1-2e-6,
-#: F(4) 6e-6-1.3e-5, F(6) 1-1.2e-5.  F(2) holds the issue's bound; the larger tiles' coefficients
+#: F(4) 6e-6-1.3e-5, F(6) 1-1.2e-5; F(5) 1.3e-5 at 256 x 14 x 14 (F(4) 1.1e-5 there).  F(2) holds the issue's bound; the larger tiles' coefficients
 #: (up to 5 and 1/24, 5.25 and 1/90) grow the rounding error ~10x, and the error of a sum grows with
 #: the square root of the channels: 5e-4 and 1e-3 leave ~40x and ~80x room over the worst measured.
-WINOGRAD_TOLERANCE = {2: 1e-4, 4: 5e-4, 6: 1e-3}
+WINOGRAD_TOLERANCE = {2: 1e-4, 4: 5e-4, 5: 1e-3, 6: 1e-3}
 
 
 def winograd_tolerance(m: int) -> float:
@@ -455,19 +457,32 @@ def default_winograd_tile(in_channels: int, out_channels: int, out_height: int, 
     And F(4x4) on those smaller planes too where its transformed weights stream from memory (over
     :data:`STREAMED_WEIGHT_BYTES`: 256 channels and up), its GEMM over the whole plane
     (:func:`default_winograd_knobs`): 256 x 14 x 14 0.926 ms against F(2x2)'s 1.050, 512 x 7 x 7 1.304
-    against 1.606 (Zen 4, docs/cpu_speed.md, "Zen 4, a seventh session")."""
+    against 1.606 (Zen 4, docs/cpu_speed.md, "Zen 4, a seventh session").  Of F(4x4) and F(5x5) there, the
+    one whose tiles cover the plane with fewer transform points (:func:`transform_points`), F(4x4) on a tie:
+    14 x 14 is 3 x 3 tiles of 5 (441 points) against 4 x 4 tiles of 4 (576: 14 is padded to 16), so F(5x5)
+    (256 x 14 x 14, kernel alone, its GEMM over the plane 3 x 4 x 2: 0.726-0.751 ms against F(4x4)'s
+    0.880, 1.17-1.21x; docs/cpu_speed.md, "Zen 4, an eighth session"); 7 x 7 stays F(4x4) (144 points
+    against 196)."""
     if min(in_channels, out_channels) < _MIN_CHANNELS:
         return None
     size = min(out_height, out_width)
     wide = vector_lanes(target) >= 16
     if wide and size >= _F2_MIN_OUT_512 and transformed_weight_bytes(4, in_channels, out_channels) > STREAMED_WEIGHT_BYTES:
-        return 4
+        return min(_STREAMED_TILES, key=lambda m: (transform_points(m, out_height, out_width), m))
     f2_min = _F2_MIN_OUT_512 if wide else _F2_MIN_OUT
     return 4 if size >= _F4_MIN_OUT else 2 if size >= f2_min else None
 
 
+def transform_points(m: int, out_height: int, out_width: int) -> int:
+    """Transform points of F(m x m, 3 x 3) over an ``out_height x out_width`` plane (whole tiles, the last
+    ones overhanging): the element-wise products per channel pair, the GEMM's work."""
+    return -(-out_height // m) * -(-out_width // m) * (m + 2) ** 2
+
+
 #: The default rule's thresholds (measured: docs/cpu_speed.md, "Winograd" and "Zen 4").
 _MIN_CHANNELS = 64
+#: The tiles the AVX-512 rule weighs where F(4x4)'s transformed weights stream (by their transform points).
+_STREAMED_TILES = (4, 5)
 _F4_MIN_OUT = 28
 _F2_MIN_OUT = 14
 _F2_MIN_OUT_512 = 7

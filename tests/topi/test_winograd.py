@@ -203,7 +203,7 @@ def test_winograd_gemm_over_rows_of_tiles_within_its_tolerance(cpu_target: str, 
     np.testing.assert_array_equal(got, got1)  # the same sums in the same order, one row of tiles or several
 
 
-@pytest.mark.parametrize(("m", "size", "rows", "tx"), [(2, (9, 11), 3, 3), (4, (10, 7), 2, 2)])
+@pytest.mark.parametrize(("m", "size", "rows", "tx"), [(2, (9, 11), 3, 3), (4, (10, 7), 2, 2), (5, (14, 12), 2, 2)])
 def test_winograd_gemm_over_the_plane_is_the_row_gemm(cpu_target: str, m: int, size: tuple[int, int],
                                                       rows: int, tx: int) -> None:
     # gemm_at="plane" runs the input transform and the GEMM over the whole plane before the output
@@ -226,6 +226,11 @@ def test_unknown_gemm_place_is_named() -> None:
         topi.schedule_conv2d_winograd_nchwc(out, topi.WinogradKnobs(2, tx_block=2, oc_block=1, gemm_at="image"))
 
 
+def test_transform_points_count_the_overhanging_tiles() -> None:
+    assert topi.transform_points(4, 14, 14) == 16 * 36 and topi.transform_points(5, 14, 14) == 9 * 49
+    assert topi.transform_points(4, 7, 7) == 4 * 36 and topi.transform_points(2, 7, 9) == 4 * 5 * 16
+
+
 def test_avx512_rule_takes_f4_over_the_plane_where_its_weights_stream() -> None:
     # With 512-bit vectors F(4x4) where its transformed weights stream from memory (> 8 MB: 512 x 7 x 7
     # 37.7 MB, 256 x 14 x 14 9.4 MB), its GEMM over the whole plane, each point's weights read once;
@@ -238,16 +243,27 @@ def test_avx512_rule_takes_f4_over_the_plane_where_its_weights_stream() -> None:
         assert default_conv_tile(layer3) == 2
     with using_target(parse_target("llvm -mcpu=skylake-avx512")):
         assert default_conv_tile(layer4) == 4
-        assert default_conv_tile(layer3) == 4
+        # 14 x 14: F(5x5)'s 3 x 3 tiles (441 transform points) against F(4x4)'s 4 x 4 (576, padded to 16).
+        assert default_conv_tile(layer3) == 5
+        assert default_conv_tile({**layer3, "h": 28, "w": 28}) == 4  # a tie (1,764 each): F(4x4)
         assert default_conv_tile({**layer3, "ic_outer": 8, "oc_outer": 8}) == 2
         assert default_conv_tile({**layer4, "h": 6, "w": 6}) is None
         for c, size, m, want in ((512, 7, 4, (2, 4, 2, "plane")), (256, 14, 4, (4, 4, 1, "plane")),
-                                 (256, 14, 2, (7, 2, 1, "row"))):
+                                 (256, 14, 5, (3, 4, 2, "plane")), (256, 14, 2, (7, 2, 1, "row"))):
             d = te.placeholder((1, c // 16, size, size, 16), "float32", name="d")
             u = te.placeholder(((m + 2) ** 2, c // 16, c // 16, 16, 16), "float32", name="u")
             knobs = topi.default_winograd_knobs(topi.conv2d_winograd_nchwc(d, u, m, 1))
             assert (knobs.tx_block, knobs.oc_block, knobs.ty_block, knobs.gemm_at) == want, (c, size, m)
             assert knobs.ty_block * knobs.tx_block * knobs.oc_block <= 28
+
+
+def test_f5_on_a_14x14_256_channel_layer_within_its_tolerance(cpu_target: str) -> None:
+    # ResNet's layer3 shape, where the AVX-512 rule takes F(5x5): 3 x 3 tiles cover 15 x 15, the last row and
+    # column of tiles overhang the output by one; the target's default knobs (over the plane on AVX-512).
+    with using_target(parse_target(cpu_target)):
+        got, want = _run_winograd(5, 256, 32, 14, 14, 1, seed=17)
+    err = np.abs(got - want).max() / np.abs(want).max()
+    assert err <= topi.winograd_tolerance(5), f"F(5) max abs error {err:.2e} x max|out|"
 
 
 @pytest.mark.parametrize("m", [2, 4])
