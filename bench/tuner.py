@@ -1,5 +1,6 @@
 """Benchmark: how many trials each tuner needs to reach 95% of the best of N random trials, on ResNet-18's
-C6 (CPU and VDLA), its C2 (CPU) and a MobileNet depthwise layer.
+C6 (CPU and VDLA), its C2 (CPU; and C2 reduced to 16 channels on 7x7, measured whole) and a MobileNet
+depthwise layer.
 
 Per task, a reference pool of N random legal configs (``--pool``, the issue's 1,000; the whole legal
 space when it is smaller; the default config always in) is measured for real (CPU: seconds of
@@ -20,9 +21,9 @@ configs the noise puts first.  A VDLA trial of C6 costs ~1-15 s of building and 
 instructions), so its default pool is 96, not 1,000: the tuners then search that pool, and the
 reference is the best of 96 random trials.
 
-Run: ``python bench/tuner.py [--pool 1000] [--vdla-pool 96] [--seeds 25] [--quick]``; writes
-``bench/results/tuner.json`` and a tuning-curve PNG per task, xgb vs random vs ga
-(``bench/results/tuner_<task>.png``).
+Run: ``python bench/tuner.py [--pool 1000] [--vdla-pool 96] [--seeds 25] [--quick] [--out tuner]``; writes
+``bench/results/<out>.json`` and a tuning-curve PNG per task, xgb vs random vs ga
+(``bench/results/<out>_<task>.png``).
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ from host import host_line, host_record  # noqa: E402
 C6_CPU = {"n": 1, "ic_outer": 8, "h": 28, "w": 28, "ic_block": 16, "oc_outer": 8, "kh": 3, "kw": 3,
           "oc_block": 16, "stride_h": 1, "stride_w": 1, "pad_h": 1, "pad_w": 1}
 C2_CPU = dict(C6_CPU, ic_outer=4, h=56, w=56, oc_outer=4)  # ResNet-18's layer1 3x3 conv, 64 -> 64 channels
+# C2 reduced to 16 -> 16 channels on a 7x7 plane: the same knobs, but a legal space of a few hundred configs,
+# small enough to measure whole (an exhaustive ground truth, where C2's is the best of a random pool).
+C2_SMALL = dict(C2_CPU, ic_outer=1, h=7, w=7, oc_outer=1)
 C6_VDLA = {"n": 1, "ic": 128, "h": 28, "w": 28, "oc": 128, "kh": 3, "kw": 3, "stride": 1, "pad": 1}
 DEPTHWISE = {"n": 1, "c": 144, "h": 56, "w": 56, "kh": 3, "kw": 3, "stride_h": 1, "stride_w": 1, "pad_h": 1,
              "pad_w": 1}
@@ -216,8 +220,10 @@ def main() -> int:
     ap.add_argument("--refine", type=int, default=24,
                     help="CPU: the fastest configs re-measured for the ground truth (default: 24)")
     ap.add_argument("--rounds", type=int, default=6, help="CPU: re-measurement rounds of those (default: 6)")
-    ap.add_argument("--tasks", default="cpu,c2,depthwise,vdla", help="which tasks (default: cpu,c2,depthwise,vdla)")
+    ap.add_argument("--tasks", default="cpu,c2,depthwise,vdla", help="which tasks, of cpu,c2,c2small,depthwise,vdla (default: cpu,c2,depthwise,vdla)")
     ap.add_argument("--quick", action="store_true", help="pools of 48, 3 seeds")
+    ap.add_argument("--out", default="tuner",
+                    help="results name: bench/results/<out>.json and <out>_<task>.png (default: tuner)")
     args = ap.parse_args()
     if args.quick:
         args.pool, args.vdla_pool, args.seeds = 48, 48, 3
@@ -225,6 +231,7 @@ def main() -> int:
     hw = load_config("default").to_dict()
     known = {"cpu": ("C6 cpu", make_task("conv2d_nchwc", C6_CPU), None, args.pool),
              "c2": ("C2 cpu", make_task("conv2d_nchwc", C2_CPU), None, args.pool),
+             "c2small": ("C2 small cpu", make_task("conv2d_nchwc", C2_SMALL), None, args.pool),
              "depthwise": ("depthwise cpu", make_task("depthwise_conv2d_nchw", DEPTHWISE), None, args.pool),
              "vdla": ("C6 vdla", make_task("vdla_conv2d", C6_VDLA), hw, args.vdla_pool)}
     if not set(args.tasks.split(",")) <= set(known):
@@ -260,7 +267,7 @@ def main() -> int:
                     runs = [trials_to(c, target) for c in curves[tuner]]
                     row[key][tuner] = {"median": statistics.median(runs), "min": min(runs), "max": max(runs),
                                        "runs": runs}
-            png = RESULTS / f"tuner_{name.replace(' ', '_')}.png"
+            png = RESULTS / f"{args.out}_{name.replace(' ', '_')}.png"
             plot(name, template.unit, curves, reference, png)
             row["plot"] = str(png.relative_to(RESULTS.parent.parent))
             rows.append(row)
@@ -284,7 +291,7 @@ def main() -> int:
             print(f"{r['task']:<14}{r['within_90']:>6}{cells}{ratio:>11.2f}")
     print(f"(CPU costs: the median over measurement rounds of each round's fastest repeat; the {args.refine} fastest "
           f"configs and the default re-measured in {args.rounds} more rounds)")
-    out = RESULTS / "tuner.json"
+    out = RESULTS / f"{args.out}.json"
     out.write_text(json.dumps({"host": host_record(), "pool": args.pool, "vdla_pool": args.vdla_pool,
                                "seeds": args.seeds, "batch": args.batch, "rows": rows}, indent=1))
     print(f"wrote {out}")

@@ -1,0 +1,66 @@
+"""The search side of ``bench/tuner.py``: its reduced C2 task (measured whole), the ground truth's cost
+rule, and a tuner searching a table restricted to the measured pool.
+
+The benchmark itself measures hundreds of configs (tens of minutes); these tests check, on the real
+``conv2d_nchwc`` space and a table of made-up costs, the parts that decide what is measured and how the
+trials to a target are counted.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from types import ModuleType
+from typing import Callable
+
+import numpy as np
+import pytest
+
+from vdla.compiler.autotune.task import make_task
+from vdla.compiler.autotune.template import template_for
+
+
+@pytest.fixture(scope="module")
+def tb(bench_script: Callable[[str], ModuleType]) -> ModuleType:
+    return bench_script("tuner")
+
+
+def test_reduced_c2_has_c2s_knobs_and_a_space_small_enough_to_measure_whole(tb: ModuleType) -> None:
+    full = template_for(make_task("conv2d_nchwc", tb.C2_CPU), None).space
+    small = template_for(make_task("conv2d_nchwc", tb.C2_SMALL), None).space
+    assert [a.name for a in small.axes] == [a.name for a in full.axes]
+    legal = small.legal_indices()
+    # Exhaustive under the default --pool (1,000): the pool is then the whole legal space.
+    assert 100 <= len(legal) <= 1000 < len(full.legal_indices())
+    algorithms = {small.get(i).to_dict()["algorithm"] for i in legal}
+    assert {"direct", "winograd_2", "winograd_4", "winograd_5"} <= algorithms
+
+
+def test_cost_is_the_median_of_each_rounds_fastest_repeat(tb: ModuleType) -> None:
+    # Three rounds of 5 repeats; round minima 1.0, 3.0, 2.0 -> median 2.0 (not the overall minimum 1.0).
+    samples = [5.0, 1.0, 4.0, 4.0, 4.0, 3.0, 9.0, 9.0, 9.0, 9.0, 2.0, 8.0, 8.0, 8.0, 8.0]
+    assert tb._cost(samples, 5) == 2.0
+    assert tb._cost(samples[:5] + [math.inf], 5) == math.inf  # a failed round fails the config
+    assert tb.trials_to([9.0, 4.0, 4.0, 2.0], 4.0) == 2
+    assert tb.trials_to([9.0, 4.0], 1.0) == 3  # never reached: the curve's length + 1
+
+
+@pytest.mark.parametrize("tuner", ["random", "ga", "xgb", "xgb-noprior"])
+def test_each_tuner_searches_only_the_pool_until_it_finds_the_best(tb: ModuleType, tuner: str) -> None:
+    template = template_for(make_task("conv2d_nchwc", tb.C2_SMALL), None)
+    space = template.space
+    pool = random.Random(3).sample(space.legal_indices(), 40)
+    rng = random.Random(4)
+    costs = {i: rng.uniform(1.0, 2.0) for i in pool}
+    tb.restrict(template, set(costs))
+    space = template.space  # restrict() replaced it: legal only on the pool
+    outside = next(i for i in range(space.size) if i not in costs)
+    assert space.why_illegal(space.get(outside)) is not None
+    assert set(space.legal_indices()) == set(costs)
+    features = {i: template.features(space.get(i)) for i in costs}
+    reference = min(costs.values())
+    curve = tb.search(tuner, template, costs, 0, 8, features, reference)  # a trial outside the pool: KeyError
+    assert curve[-1] == reference and len(curve) <= len(costs)
+    assert all(b <= a for a, b in zip(curve, curve[1:]))
+    assert len(curve) - 8 < tb.trials_to(curve, reference) <= len(curve)  # found in the last batch of 8
+    assert np.isfinite(curve).all()
