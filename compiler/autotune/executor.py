@@ -110,17 +110,25 @@ class _Slot:
 
     def _start(self) -> None:
         parent, child = self._ctx.Pipe()
-        self._proc = self._ctx.Process(target=_worker_main, args=(child,), daemon=True)
-        self._proc.start()
-        child.close()
-        self._conn = parent
+        proc = self._ctx.Process(target=_worker_main, args=(child,), daemon=True)
+        try:
+            proc.start()
+        except BaseException:
+            # Keep no handle on a process that never started: killing it later would fail on its
+            # missing Popen (an AttributeError at shutdown, after the job already failed).
+            parent.close()
+            raise
+        finally:
+            child.close()
+        self._proc, self._conn = proc, parent
 
     def _kill(self) -> None:
-        if self._proc is not None:
-            self._proc.kill()
-            self._proc.join()
-            self._conn.close()
+        proc, conn = self._proc, self._conn
         self._proc = self._conn = None
+        if proc is not None:
+            proc.kill()
+            proc.join()
+            conn.close()
 
     def run(self, job: _Job) -> None:
         if self._proc is None or not self._proc.is_alive():

@@ -110,6 +110,26 @@ def test_register_tiles_are_sized_for_the_compile_target(target: str, executor: 
         assert (space.why_illegal(space.from_dict(dict(spills, ow_block=ow))) is None) == fits
 
 
+def test_a_worker_that_cannot_start_fails_its_job_and_the_executor_still_shuts_down(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker process whose start fails (e.g. no memory to spawn) fails the job it was for with
+    WorkerDied naming the cause; shutting the executor down afterwards raises nothing (it once
+    tried to kill the process that never started)."""
+    import multiprocessing.context
+
+    def refuse(self: object) -> None:
+        raise OSError("spawn refused for the test")
+
+    with LocalExecutor(workers=1) as ex:
+        monkeypatch.setattr(multiprocessing.context.SpawnProcess, "start", refuse)
+        fut = ex.submit(os.getpid, device_kind=ex.device_kinds[0], timeout_s=30)
+        with pytest.raises(WorkerDied, match="spawn refused for the test"):
+            fut.result(timeout=30)
+        monkeypatch.undo()
+        # the next job starts a worker of its own
+        assert ex.submit(os.getpid, device_kind=ex.device_kinds[0], timeout_s=60).result(timeout=60) != os.getpid()
+
+
 def test_leaving_the_executor_on_an_error_does_not_wait_for_queued_jobs() -> None:
     with pytest.raises(KeyError), LocalExecutor(workers=1) as ex:
         kind = ex.device_kinds[0]
