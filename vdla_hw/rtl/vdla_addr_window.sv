@@ -46,8 +46,8 @@ module vdla_addr_window #(
   input  wire logic                      clear,
   input  wire logic                      in_valid,
   output logic                           in_ready,
-  input  wire logic [AXI_ADDR_WIDTH-1:0] addr,
   /* verilator lint_off UNUSEDSIGNAL */  // only the simulation checks read them
+  input  wire logic [AXI_ADDR_WIDTH-1:0] addr,
   input  wire logic [CNT_W-1:0]          count,
   input  wire logic [AXI_ADDR_WIDTH+1:0] span_end,
   /* verilator lint_on UNUSEDSIGNAL */
@@ -61,7 +61,9 @@ module vdla_addr_window #(
   input  wire logic                      halt,
   output logic                           fault
 );
+  /* verilator lint_off UNUSEDPARAM */  // only the simulation checks read it
   localparam int W = AXI_ADDR_WIDTH + 2;
+  /* verilator lint_on UNUSEDPARAM */
 
   logic shown, pass;  // shown: offered to the engine last cycle and not taken
   assign pass      = in_window && (!halt || shown);
