@@ -12,6 +12,7 @@ measure or depend on them.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import sys
@@ -58,3 +59,15 @@ def host_line(label: str = "host") -> str:
 
 if __name__ == "__main__":
     print(host_line())
+
+
+def finish_run(out: dict[str, Any], output: str | Path) -> Path:
+    """Print the run's load averages (``out["load_average_before"]`` / ``["load_average_after"]``) and write
+    ``out`` as JSON to ``output`` (folders made); the benchmarks' common last step."""
+    print("load average (1, 5, 15 min) before / after: "
+          + " / ".join(", ".join(f"{v:.2f}" for v in out[k]) for k in ("load_average_before", "load_average_after")))
+    path = Path(output)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=1))
+    print(f"wrote {path}")
+    return path

@@ -58,7 +58,6 @@ if __name__ == "__main__":
 
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
-import json  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 from dataclasses import asdict  # noqa: E402
@@ -69,7 +68,7 @@ import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-from host import host_line, host_record  # noqa: E402
+from host import finish_run, host_line, host_record  # noqa: E402
 from model_profile import format_profiles, profile_ort, profile_ours  # noqa: E402
 from peer_env import MALLOC_ENV, THREAD_ENV  # noqa: E402
 
@@ -365,12 +364,7 @@ def main() -> None:
     within = [r["model"] for r in timed if r["ms"]["1"]["ours"]["wall_median"] <= TARGET_RATIO * r["ms"]["1"]["ort"]["wall_median"]]
     print(f"{len(within)} of {len(timed)} models timed on one thread within {TARGET_RATIO}x onnxruntime (wall-clock)"
           + (f"; above: {', '.join(sorted({r['model'] for r in timed} - set(within)))}" if len(within) < len(timed) else ""))
-    print("load average (1, 5, 15 min) before / after: "
-          + " / ".join(", ".join(f"{v:.2f}" for v in out[k]) for k in ("load_average_before", "load_average_after")))
-    path = Path(args.output)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=1))
-    print(f"wrote {path}")
+    finish_run(out, args.output)
 
 
 if __name__ == "__main__":

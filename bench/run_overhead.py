@@ -33,7 +33,6 @@ if __name__ == "__main__":
     reexec_with_peer_env(_CHILD_FLAG)
 
 import argparse  # noqa: E402
-import json  # noqa: E402
 import resource  # noqa: E402
 import statistics  # noqa: E402
 import tempfile  # noqa: E402
@@ -46,7 +45,7 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "models")]
 
-from host import host_line, host_record  # noqa: E402
+from host import finish_run, host_line, host_record  # noqa: E402
 from peer_env import MALLOC_ENV  # noqa: E402
 
 from vdla.runtime.openmp import load_openmp_runtime  # noqa: E402
@@ -180,12 +179,7 @@ def main() -> None:
         out["models"].append(bench_model(name, args.rounds, logs.get(name)))
     out["load_average_after"] = os.getloadavg()
     _table(out["models"])
-    print("load average (1, 5, 15 min) before / after: "
-          + " / ".join(", ".join(f"{v:.2f}" for v in out[k]) for k in ("load_average_before", "load_average_after")))
-    path = Path(args.output)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=1))
-    print(f"wrote {path}")
+    finish_run(out, args.output)
 
 
 if __name__ == "__main__":
