@@ -18,14 +18,21 @@ Per model (random weights, ``tests/models/zoo.py``, TorchScript export at batch 
    over the sum of their tuned times.  A node of the model is the task's kernel plus whatever the graph
    fused into it (bias, ReLU, a residual add, a layout change), which the tuner's kernel does not run.
 
-Agreement per task: predicted / measured - 1 (the issue's target: within 5%).  Also the whole model:
-the tuned build's total time against the total the predictions give (default total minus every task's
-predicted saving).  The clock is the calling thread's CPU time on both sides (the profiler's
-``clock="thread"`` and the tuner's): the wall clock of a node call counts the slices other processes
-hold the core, 2x on some nodes even in their best of 20 runs on this shared machine.
+Judged per task: ``best``, the log's best config (what ``vdla compile --tuning-log`` applies), and
+``challenger``, the fastest logged config that is not the default.  When the tuner's best is the default
+itself, the ``best`` builds run one kernel twice and their agreement measures only the noise of both sides;
+the challenger is a different kernel on every task, so it always asks the issue's question.  Three
+predictions per pick: ``log`` (the tuner's own figures: the default's and the pick's standing costs in the
+log), and the re-timings ``model`` and ``cold``.  Agreement: predicted / measured - 1 (the issue's target:
+within 5%).  Also the whole model: the tuned build's total time against the total the predictions give
+(default total minus every task's predicted saving).  The clock is the calling thread's CPU time on both
+sides (the profiler's ``clock="thread"`` and the tuner's): the wall clock of a node call counts the slices
+other processes hold the core, 2x on some nodes even in their best of 20 runs on this shared machine.
+
+``--tuning-log LOG`` judges an existing log (e.g. a whole ``vdla tune`` run) as it is: nothing is tuned.
 
 Run: ``python bench/tune_fidelity.py [--models resnet18] [--trials 16] [--resolution 224] [--rounds 15]
-[--kinds conv2d_nchwc,dense_pack]``; writes ``bench/results/tune_fidelity.json`` (and the tuning log beside it).
+[--kinds conv2d_nchwc,dense_pack] [--tuning-log LOG]``; writes ``bench/results/tune_fidelity.json`` (and the tuning log beside it).
 """
 from __future__ import annotations
 
