@@ -18,14 +18,21 @@ Per model (random weights, ``tests/models/zoo.py``, TorchScript export at batch 
    over the sum of their tuned times.  A node of the model is the task's kernel plus whatever the graph
    fused into it (bias, ReLU, a residual add, a layout change), which the tuner's kernel does not run.
 
-Agreement per task: predicted / measured - 1 (the issue's target: within 5%).  Also the whole model:
-the tuned build's total time against the total the predictions give (default total minus every task's
-predicted saving).  The clock is the calling thread's CPU time on both sides (the profiler's
-``clock="thread"`` and the tuner's): the wall clock of a node call counts the slices other processes
-hold the core, 2x on some nodes even in their best of 20 runs on this shared machine.
+Judged per task: ``best``, the log's best config (what ``vdla compile --tuning-log`` applies), and
+``challenger``, the fastest logged config that is not the default.  When the tuner's best is the default
+itself, the ``best`` builds run one kernel twice and their agreement measures only the noise of both sides;
+the challenger is a different kernel on every task, so it always asks the issue's question.  Three
+predictions per pick: ``log`` (the tuner's own figures: the default's and the pick's standing costs in the
+log), and the re-timings ``model`` and ``cold``.  Agreement: predicted / measured - 1 (the issue's target:
+within 5%).  Also the whole model: the tuned build's total time against the total the predictions give
+(default total minus every task's predicted saving).  The clock is the calling thread's CPU time on both
+sides (the profiler's ``clock="thread"`` and the tuner's): the wall clock of a node call counts the slices
+other processes hold the core, 2x on some nodes even in their best of 20 runs on this shared machine.
+
+``--tuning-log LOG`` judges an existing log (e.g. a whole ``vdla tune`` run) as it is: nothing is tuned.
 
 Run: ``python bench/tune_fidelity.py [--models resnet18] [--trials 16] [--resolution 224] [--rounds 15]
-[--kinds conv2d_nchwc,dense_pack]``; writes ``bench/results/tune_fidelity.json`` (and the tuning log beside it).
+[--kinds conv2d_nchwc,dense_pack] [--tuning-log LOG]``; writes ``bench/results/tune_fidelity.json`` (and the tuning log beside it).
 """
 from __future__ import annotations
 
@@ -55,7 +62,7 @@ from host import host_line, host_record  # noqa: E402
 from zoo import export, make_model  # noqa: E402
 
 from vdla.compiler.autotune import dispatch  # noqa: E402
-from vdla.compiler.autotune.database import ApplyBest, Database, Record  # noqa: E402
+from vdla.compiler.autotune.database import ApplyBest, Database, Record, ranked, read_log  # noqa: E402
 from vdla.compiler.autotune.executor import LocalExecutor  # noqa: E402
 from vdla.compiler.autotune.measure import CACHE_STATES, MeasureOptions, build_job, config_cost, run_job  # noqa: E402
 from vdla.compiler.autotune.session import tune_tasks  # noqa: E402
@@ -70,6 +77,9 @@ from vdla.compiler.graph.passes import optimize_for_cpu  # noqa: E402
 DEFAULT_KINDS = ("conv2d_nchwc", "depthwise_conv2d_nchwc", "depthwise_conv2d_nchw", "dense_pack")
 #: The issue's target: the predicted speed-up within 5% of the in-model one, per node.
 TARGET_AGREEMENT = 0.05
+#: The configs judged per task (see :func:`contenders`) and the sources of a predicted speed-up.
+LABELS = ("best", "challenger")
+SOURCES = ("log", *CACHE_STATES)
 
 
 class NodeRecorder:
@@ -99,16 +109,43 @@ def nodes_of_tasks(graph: Any, cpu_target: str) -> dict[str, list[str]]:
     return found
 
 
-def predict(task: Task, records: list[Record], rounds: int) -> dict[str, Any]:
-    """The default and best logged configs of ``task``, each built once, re-timed in every cache state
-    in ``rounds`` interleaved rounds (here in this process: the tuning's workers are idle by now)."""
-    ok = [r for r in records if r.ok]
-    best = min(ok, key=lambda r: r.cost)
+def contenders(task: Task, records: list[Record]) -> dict[str, dict[str, Any]]:
+    """The configs of ``task`` whose speed-up over the default is judged: ``best``, the log's best (what
+    ``ApplyBest`` and ``vdla compile --tuning-log`` apply), and ``challenger``, the fastest logged config that is
+    not the default.  When the best is the default the two builds of the ``best`` comparison run one kernel and
+    their "speed-up" says only how noisy the two sides are; the challenger is a different kernel on every task,
+    so its comparison always asks the real question: does the tuner's measured ratio hold in the model?
+
+    Each entry: the config, its standing record's cost and the default's (:func:`ranked`: the re-timed passes
+    when the log has them), so ``tuning_speedup`` is the tuner's own prediction, read from its log."""
     template = template_for(task)
-    default, tuned = template.default(), template.space.from_dict(best.config)
-    artifacts = {"default": build_job(task.to_json(), None, default.to_dict()),
-                 "best": build_job(task.to_json(), None, tuned.to_dict())}
-    costs: dict[str, dict[str, float]] = {c: {"default": math.inf, "best": math.inf} for c in CACHE_STATES}
+    default_key = template.default().key
+    standing = {template.space.from_dict(r.config).key: r for r in ranked(records).values()}
+    if not standing:
+        raise RuntimeError(f"{task.name}: the log has no successful measurement")
+    best_key = min(standing, key=lambda k: standing[k].cost)
+    others = [k for k in standing if k != default_key]
+    picks = {"best": best_key}
+    if best_key == default_key and others:
+        picks["challenger"] = min(others, key=lambda k: standing[k].cost)
+    elif best_key != default_key:
+        picks["challenger"] = best_key
+    base = standing.get(default_key)
+    return {label: {"config": standing[key].config, "is_default": key == default_key,
+                    "tuning_cost": standing[key].cost,
+                    "tuning_speedup": (base.cost / standing[key].cost) if base is not None else math.nan}
+            for label, key in picks.items()}
+
+
+def predict(task: Task, picks: Mapping[str, Mapping[str, Any]], rounds: int) -> dict[str, Any]:
+    """The default and every pick of ``task``, each built once, re-timed in every cache state in ``rounds``
+    interleaved rounds (here in this process: the tuning's workers are idle by now).  Per pick and cache
+    state: the costs and the predicted speed-up over the default."""
+    template = template_for(task)
+    configs = {"default": template.default().to_dict(),
+               **{label: template.space.from_dict(p["config"]).to_dict() for label, p in picks.items()}}
+    artifacts = {which: build_job(task.to_json(), None, cfg) for which, cfg in configs.items()}
+    costs = {c: {which: math.inf for which in artifacts} for c in CACHE_STATES}
     for _ in range(rounds):
         for cache in CACHE_STATES:
             for which, artifact in artifacts.items():
@@ -116,10 +153,9 @@ def predict(task: Task, records: list[Record], rounds: int) -> dict[str, Any]:
                 if not outcome.correct:
                     raise RuntimeError(f"{task.name}: the {which} config gave a wrong result ({outcome.detail})")
                 costs[cache][which] = min(costs[cache][which], config_cost(outcome.costs))
-    tuning_default = [r.cost for r in ok if template.space.from_dict(r.config).key == default.key]
-    return {"best_config": best.config, "best_is_default": default.key == tuned.key,
-            "tuning": {"default": min(tuning_default, default=math.inf), "best": best.cost},
-            **{c: {**costs[c], "speedup": costs[c]["default"] / costs[c]["best"]} for c in CACHE_STATES}}
+    return {label: {**dict(p), **{c: {"default": costs[c]["default"], "config": costs[c][label],
+                                      "speedup": costs[c]["default"] / costs[c][label]} for c in CACHE_STATES}}
+            for label, p in picks.items()}
 
 
 def profile_interleaved(modules: Mapping[str, Any], x: np.ndarray, rounds: int, quiet: bool) -> dict[str, dict[str, float]]:
@@ -136,6 +172,31 @@ def profile_interleaved(modules: Mapping[str, Any], x: np.ndarray, rounds: int, 
     return best
 
 
+def tuning_records(tasks: list[Task], args: argparse.Namespace, log_dir: Path, name: str) -> tuple[list[Record], float, str]:
+    """The tuning log's records for ``tasks``: ``--tuning-log`` read as it is (nothing tuned), or a fresh (or
+    ``--resume``d) tuning of ``--trials`` configs per task.  Returns the records, the tuning seconds, the log path."""
+    if args.tuning_log:
+        return read_log(args.tuning_log), 0.0, str(args.tuning_log)
+    log = log_dir / f"tune_fidelity_{name}.jsonl"
+    if log.exists() and not args.resume:
+        log.unlink()
+    db = Database(log)
+    t0 = time.perf_counter()
+    with LocalExecutor(workers=args.workers) as executor:
+        options = MeasureOptions(build_timeout_s=args.build_timeout, run_timeout_s=args.build_timeout)
+        tune_tasks(tasks, db, executor, args.trials, args.tuner, args.batch, options=options, quiet=args.quiet)
+    return db.records, time.perf_counter() - t0, str(log)
+
+
+def picked_records(records: list[Record], tasks: list[Task], picks: Mapping[str, Mapping[str, Any]], label: str) -> list[Record]:
+    """The records of each task's ``label`` pick only, so that ``ApplyBest`` applies exactly that config."""
+    chosen = {t.key: template_for(t).space.from_dict(picks[t.key][label]["config"]).key
+              for t in tasks if label in picks[t.key]}
+    by_key = {t.key: t for t in tasks}
+    return [r for r in records if r.task.key in chosen
+            and template_for(by_key[r.task.key]).space.from_dict(r.config).key == chosen[r.task.key]]
+
+
 def bench_model(name: str, args: argparse.Namespace, log_dir: Path) -> dict[str, Any]:
     import torch
 
@@ -146,60 +207,89 @@ def bench_model(name: str, args: argparse.Namespace, log_dir: Path) -> dict[str,
     kinds = tuple(args.kinds.split(","))
     tasks = [t for t in extract_tasks(graph, "llvm", cpu_target=args.cpu_target) if t.kind in kinds]
     node_map = nodes_of_tasks(graph, args.cpu_target)
-    log = log_dir / f"tune_fidelity_{name}.jsonl"
-    if log.exists() and not args.resume:
-        log.unlink()
-    db = Database(log)
-    t0 = time.perf_counter()
-    with LocalExecutor(workers=args.workers) as executor:
-        options = MeasureOptions(build_timeout_s=args.build_timeout, run_timeout_s=args.build_timeout)
-        tune_tasks(tasks, db, executor, args.trials, args.tuner, args.batch, options=options, quiet=args.quiet)
-        tune_s = time.perf_counter() - t0
-    predictions = {t.key: predict(t, db.of_task(t), args.predict_rounds)
+    records, tune_s, log = tuning_records(tasks, args, log_dir, name)
+    by_task: dict[str, list[Record]] = {}
+    for r in records:
+        by_task.setdefault(r.task.key, []).append(r)
+    missing = [t.name for t in tasks if not any(r.ok for r in by_task.get(t.key, []))]
+    if missing:
+        print(f"  not in the log (judged as the default): {', '.join(missing)}")
+    tasks = [t for t in tasks if t.name not in missing]
+    picks = {t.key: contenders(t, by_task[t.key]) for t in tasks}
+    predictions = {t.key: predict(t, picks[t.key], args.predict_rounds)
                    for t in tqdm(tasks, desc="predicting", unit="task", disable=args.quiet)}
-    default = build_model(graph, target="llvm", name=name, cpu_target=args.cpu_target)
-    apply = ApplyBest(db.records, "llvm", args.cpu_target)
-    with dispatch.dispatching(apply):
-        tuned = build_model(graph, target="llvm", name=name, cpu_target=args.cpu_target)
-    times = profile_interleaved({"default": default, "tuned": tuned}, x, args.rounds, args.quiet)
+    modules = {"default": build_model(graph, target="llvm", name=name, cpu_target=args.cpu_target)}
+    applied: dict[str, Any] = {}
+    for label in LABELS:
+        if label == "challenger" and all(picks[t.key].get("challenger") == picks[t.key]["best"] for t in tasks):
+            continue  # every best is a non-default config: the challenger build is the tuned build
+        apply = ApplyBest(picked_records(records, tasks, picks, label), "llvm", args.cpu_target)
+        with dispatch.dispatching(apply):
+            modules[label] = build_model(graph, target="llvm", name=name, cpu_target=args.cpu_target)
+        applied[label] = {"applied": apply.applied, "fallbacks": apply.fallbacks}
+    times = profile_interleaved(modules, x, args.rounds, args.quiet)
     rows = []
     for t in tasks:
-        p = predictions[t.key]
         nodes = node_map.get(t.key, [])
         d = sum(times["default"][n] for n in nodes)
-        b = sum(times["tuned"][n] for n in nodes)
-        measured = d / b if b > 0 else math.nan
-        rows.append({"task": t.name, "kind": t.kind, "weight": t.weight, "nodes": nodes,
-                     "model_default_s": d, "model_tuned_s": b, "measured_speedup": measured,
-                     **{f"predicted_{c}": p[c]["speedup"] for c in CACHE_STATES},
-                     **{f"agreement_{c}": p[c]["speedup"] / measured - 1 for c in CACHE_STATES},
-                     "prediction": p})
-    total_default, total_tuned = sum(times["default"].values()), sum(times["tuned"].values())
+        row: dict[str, Any] = {"task": t.name, "kind": t.kind, "weight": t.weight, "nodes": nodes,
+                               "model_default_s": d, "comparisons": {}}
+        for label, p in predictions[t.key].items():
+            build = label if label in modules else "best"
+            b = sum(times[build][n] for n in nodes)
+            measured = d / b if b > 0 else math.nan
+            row["comparisons"][label] = {
+                **p, "model_s": b, "measured_speedup": measured,
+                "agreement": {src: pred / measured - 1 for src, pred in predicted_speedups(p).items()}}
+        rows.append(row)
+    totals = {k: sum(v.values()) for k, v in times.items()}
     # The tuned total the predictions give: every task's nodes sped up by its predicted factor.
-    predicted_total = {c: total_default - sum(r["model_default_s"] * (1 - 1 / r[f"predicted_{c}"]) for r in rows)
-                       for c in CACHE_STATES}
-    return {"model": name, "resolution": args.resolution, "trials": args.trials, "tuner": args.tuner,
-            "tune_seconds": tune_s, "tasks": rows, "applied": apply.applied, "fallbacks": apply.fallbacks,
-            "model_default_s": total_default, "model_tuned_s": total_tuned,
-            "predicted_tuned_s": predicted_total, "log": str(log)}
+    predicted_total = {src: totals["default"] - sum(
+        r["model_default_s"] * (1 - 1 / predicted_speedups(r["comparisons"]["best"])[src]) for r in rows)
+        for src in SOURCES}
+    return {"model": name, "resolution": args.resolution, "trials": None if args.tuning_log else args.trials,
+            "tuner": args.tuner, "tune_seconds": tune_s, "tasks": rows, "not_in_log": missing, "builds": applied,
+            "model_totals_s": totals, "predicted_tuned_s": predicted_total, "log": log}
+
+
+def predicted_speedups(p: Mapping[str, Any]) -> dict[str, float]:
+    """Per source of prediction (the tuner's log, the re-timing in each cache state): the predicted speed-up."""
+    return {"log": p["tuning_speedup"], **{c: p[c]["speedup"] for c in CACHE_STATES}}
+
+
+def agreement_summary(rows: list[dict[str, Any]], label: str, src: str, distinct_only: bool) -> tuple[int, int, float]:
+    """(tasks within the target, tasks judged, mean |disagreement|) of ``label``'s comparisons by ``src``."""
+    vals = [r["comparisons"][label]["agreement"][src] for r in rows if label in r["comparisons"]
+            and not (distinct_only and r["comparisons"][label]["is_default"])]
+    vals = [v for v in vals if math.isfinite(v)]
+    within = sum(abs(v) <= TARGET_AGREEMENT for v in vals)
+    return within, len(vals), float(np.mean(np.abs(vals))) if vals else math.nan
 
 
 def print_table(r: dict[str, Any]) -> None:
-    print(f"\n{r['model']} @ {r['resolution']} px, {r['trials']} {r['tuner']} trials per task "
-          f"(tuning {r['tune_seconds']:.0f} s); per task, speed-up of the tuned config over the default:")
-    print(f"{'task':34s} {'x':>2s} {'in model':>9s} {'pred (model)':>13s} {'agree':>7s} {'pred (cold)':>12s} "
-          f"{'agree':>7s}  node ms default -> tuned")
+    how = f"{r['trials']} {r['tuner']} trials per task (tuning {r['tune_seconds']:.0f} s)" if r["trials"] else \
+        f"the log {r['log']}"
+    print(f"\n{r['model']} @ {r['resolution']} px, {how}; per task and pick, speed-up over the default:")
+    print(f"{'task':34s} {'x':>2s} {'pick':10s} {'in model':>9s} {'log':>7s} {'agree':>7s} {'model':>7s} "
+          f"{'agree':>7s} {'cold':>7s} {'agree':>7s}  node ms default -> pick")
     for t in r["tasks"]:
-        print(f"{t['task']:34s} {t['weight']:2d} {t['measured_speedup']:9.3f} {t['predicted_model']:13.3f} "
-              f"{t['agreement_model']:+7.1%} {t['predicted_cold']:12.3f} {t['agreement_cold']:+7.1%}  "
-              f"{1e3 * t['model_default_s']:.3f} -> {1e3 * t['model_tuned_s']:.3f}")
-    for c in CACHE_STATES:
-        within = sum(abs(t[f"agreement_{c}"]) <= TARGET_AGREEMENT for t in r["tasks"])
-        mean = float(np.mean([abs(t[f"agreement_{c}"]) for t in r["tasks"]])) if r["tasks"] else math.nan
-        print(f"  {c:5s} measurement: {within}/{len(r['tasks'])} tasks within {TARGET_AGREEMENT:.0%}, "
-              f"mean |disagreement| {mean:.1%}; predicted tuned model {1e3 * r['predicted_tuned_s'][c]:.2f} ms")
-    print(f"  model: default {1e3 * r['model_default_s']:.2f} ms, tuned {1e3 * r['model_tuned_s']:.2f} ms "
-          f"({r['model_default_s'] / r['model_tuned_s']:.3f}x; sum of the fastest node times)")
+        for label, c in t["comparisons"].items():
+            tag = label + ("=dflt" if c["is_default"] else "")
+            pred, agree = predicted_speedups(c), c["agreement"]
+            print(f"{t['task']:34s} {t['weight']:2d} {tag:10s} {c['measured_speedup']:9.3f} "
+                  + " ".join(f"{pred[s]:7.3f} {agree[s]:+7.1%}" for s in SOURCES)
+                  + f"  {1e3 * t['model_default_s']:.3f} -> {1e3 * c['model_s']:.3f}")
+    for src in SOURCES:
+        parts = []
+        for label, distinct in (("best", True), ("challenger", True), ("best", False)):
+            within, n, mean = agreement_summary(r["tasks"], label, src, distinct)
+            name = f"{label}{'' if distinct else ' (incl. = default)'}"
+            parts.append(f"{name} {within}/{n} (mean |d| {mean:.1%})")
+        print(f"  {src:5s} prediction within {TARGET_AGREEMENT:.0%}: " + "; ".join(parts)
+              + f"; predicted tuned model {1e3 * r['predicted_tuned_s'][src]:.2f} ms")
+    tot = r["model_totals_s"]
+    print("  model (sum of the fastest node times): " + ", ".join(f"{k} {1e3 * v:.2f} ms" for k, v in tot.items())
+          + f"; tuned {tot['default'] / tot['best']:.3f}x the default")
 
 
 def main() -> None:
@@ -217,12 +307,18 @@ def main() -> None:
                     help="seconds a build (and a run) job may take (default: 900: a loaded machine)")
     ap.add_argument("--cpu-target", default="llvm")
     ap.add_argument("--resume", action="store_true", help="keep and continue an existing tuning log")
+    ap.add_argument("--tuning-log", default="",
+                    help="judge this `vdla tune` log as it is (nothing tuned; tasks it lacks are listed)")
     ap.add_argument("--keep-openblas-coretype", action="store_true")
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--output", default=str(ROOT / "bench" / "results" / "tune_fidelity.json"))
     args = ap.parse_args()
     if min(args.trials, args.rounds, args.predict_rounds, args.workers, args.batch) < 1:
         ap.error("--trials, --rounds, --predict-rounds, --workers and --batch must be positive")
+    if args.tuning_log and not Path(args.tuning_log).is_file():
+        ap.error(f"--tuning-log {args.tuning_log}: no such file (pass a log written by `vdla tune`)")
+    if args.tuning_log and args.resume:
+        ap.error("--tuning-log judges a log as it is; --resume continues this bench's own log: pass one of them")
     print(host_line())
     print(f"load {os.getloadavg()[0]:.1f}; one thread")
     out = Path(args.output)
