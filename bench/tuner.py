@@ -59,6 +59,9 @@ C2_CPU = dict(C6_CPU, ic_outer=4, h=56, w=56, oc_outer=4)  # ResNet-18's layer1 
 # C2 reduced to 16 -> 16 channels on a 7x7 plane: the same knobs, but a legal space of a few hundred configs,
 # small enough to measure whole (an exhaustive ground truth, where C2's is the best of a random pool).
 C2_SMALL = dict(C2_CPU, ic_outer=1, h=7, w=7, oc_outer=1)
+# ResNet-18's layer3 3x3 conv, 256 -> 256 channels on 14x14 (C9): a third ground truth, for a prior built
+# with C2's and C2 small's tables in view (F(5x5) is the AVX-512 default there, direct/F(4x4) on the others).
+C9_CPU = dict(C2_CPU, ic_outer=16, h=14, w=14, oc_outer=16)
 C6_VDLA = {"n": 1, "ic": 128, "h": 28, "w": 28, "oc": 128, "kh": 3, "kw": 3, "stride": 1, "pad": 1}
 DEPTHWISE = {"n": 1, "c": 144, "h": 56, "w": 56, "kh": 3, "kw": 3, "stride_h": 1, "stride_w": 1, "pad_h": 1,
              "pad_w": 1}
@@ -220,7 +223,7 @@ def main() -> int:
     ap.add_argument("--refine", type=int, default=24,
                     help="CPU: the fastest configs re-measured for the ground truth (default: 24)")
     ap.add_argument("--rounds", type=int, default=6, help="CPU: re-measurement rounds of those (default: 6)")
-    ap.add_argument("--tasks", default="cpu,c2,depthwise,vdla", help="which tasks, of cpu,c2,c2small,depthwise,vdla (default: cpu,c2,depthwise,vdla)")
+    ap.add_argument("--tasks", default="cpu,c2,depthwise,vdla", help="which tasks, of cpu,c2,c2small,c9,depthwise,vdla (default: cpu,c2,depthwise,vdla)")
     ap.add_argument("--quick", action="store_true", help="pools of 48, 3 seeds")
     ap.add_argument("--out", default="tuner",
                     help="results name: bench/results/<out>.json and <out>_<task>.png (default: tuner)")
@@ -232,6 +235,7 @@ def main() -> int:
     known = {"cpu": ("C6 cpu", make_task("conv2d_nchwc", C6_CPU), None, args.pool),
              "c2": ("C2 cpu", make_task("conv2d_nchwc", C2_CPU), None, args.pool),
              "c2small": ("C2 small cpu", make_task("conv2d_nchwc", C2_SMALL), None, args.pool),
+             "c9": ("C9 cpu", make_task("conv2d_nchwc", C9_CPU), None, args.pool),
              "depthwise": ("depthwise cpu", make_task("depthwise_conv2d_nchw", DEPTHWISE), None, args.pool),
              "vdla": ("C6 vdla", make_task("vdla_conv2d", C6_VDLA), hw, args.vdla_pool)}
     if not set(args.tasks.split(",")) <= set(known):
