@@ -328,10 +328,12 @@ class Conv2dNCHWcTemplate(CpuTemplate):
         tile = self.winograd_tile(config)
         return winograd_cycles(shape, tile, knobs) if tile else direct_cycles(shape, knobs)
 
+    def prior_estimate(self, config: Config) -> float:
+        return float(np.float32(math.log2(1 + self.estimate_cycles(config))))
+
     def features(self, config: Config) -> np.ndarray:
         # The estimate is the model's prior (prior_feature): it ranks the first batch, the trees learn its errors.
-        return np.concatenate([super().features(config),
-                               np.asarray([math.log2(1 + self.estimate_cycles(config))], np.float32)])
+        return np.concatenate([super().features(config), np.asarray([self.prior_estimate(config)], np.float32)])
 
     def schedule(self, config: Config) -> tuple[Schedule, list[te.Tensor]]:
         tile = self.winograd_tile(config)
