@@ -183,6 +183,29 @@ class _NoPrior:
         return getattr(self._template, name)
 
 
+def _average_ranks(x: np.ndarray) -> np.ndarray:
+    """1-based ranks of ``x``, ties given their group's average rank."""
+    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    ends = np.cumsum(counts)
+    return ((ends - counts + 1 + ends) / 2)[inverse]
+
+
+def prior_agreement(template: Template, costs: dict[int, float], features: dict[int, np.ndarray],
+                    reference: float) -> dict | None:
+    """How the template's analytic prior orders the measured pool: its Spearman rank correlation with the
+    costs, and the prior's rank of each config within 95% of the reference (1 + how many the prior puts
+    strictly before it; ``ties``: how many share its estimate).  None without a prior."""
+    if template.prior_feature is None:
+        return None
+    ok = [i for i, c in costs.items() if math.isfinite(c)]
+    prior = np.asarray([features[i][template.prior_feature] for i in ok], np.float64)
+    cost = np.asarray([costs[i] for i in ok])
+    rho = float(np.corrcoef(_average_ranks(prior), _average_ranks(cost))[0, 1])
+    within = [k for k in range(len(ok)) if cost[k] <= reference / 0.95]
+    ranks = sorted((int((prior < prior[k]).sum()) + 1, int((prior == prior[k]).sum())) for k in within)
+    return {"spearman": round(rho, 3), "ranks_within_95": [r for r, _ in ranks], "ties": [t for _, t in ranks]}
+
+
 def trials_to(curve: list[float], target: float) -> int:
     """The first trial whose best is within ``target`` (the whole curve's length + 1 if never)."""
     return next((k + 1 for k, c in enumerate(curve) if c <= target), len(curve) + 1)
@@ -260,6 +283,7 @@ def main() -> int:
                    "pool": len(costs), "ok": len(ok), "best": reference, "default": default_cost,
                    "within_95": sum(c <= reference / 0.95 for c in ok), "measure_s": round(measure_s, 1),
                    "trials": {}, "table": {template.space.get(i).key: c for i, c in costs.items()}}
+            row["prior"] = prior_agreement(template, costs, features, reference)
             curves: dict[str, list[list[float]]] = {}
             row["trials_to_best"], row["trials_90"] = {}, {}
             row["within_90"] = sum(c <= reference / 0.90 for c in ok)
@@ -293,6 +317,10 @@ def main() -> int:
             cells = "".join(f"{_fmt(r[key].get(t)):>20}" for t in columns)
             ratio = r[key]["xgb"]["median"] / r[key]["random"]["median"]
             print(f"{r['task']:<14}{r['within_90']:>6}{cells}{ratio:>11.2f}")
+    for r in rows:
+        if r["prior"] is not None:
+            print(f"{r['task']}: the prior's Spearman rank correlation with the measured costs {r['prior']['spearman']:.3f}; "
+                  f"its ranks of the pool's configs within 95% {r['prior']['ranks_within_95']}")
     print(f"(CPU costs: the median over measurement rounds of each round's fastest repeat; the {args.refine} fastest "
           f"configs and the default re-measured in {args.rounds} more rounds)")
     out = RESULTS / f"{args.out}.json"
