@@ -1,7 +1,7 @@
 """The analytic cost of a blocked conv2d config by algorithm: the tuner's prior (``Conv2dNCHWcTemplate``).
 
-Cycles of one call on one core, built from the work each algorithm does on a given conv, not fitted
-to one measured table:
+Cycles of one call on one core (a cycle: two vector FMAs), built from the work each algorithm does
+on a given conv, not fitted to one measured table:
 
 * **direct**: ``9 C K H W`` multiply-adds on the config's register tile (:func:`register_tile_cycles`:
   two FMAs a cycle, the loads of a reduction step, spilled accumulators), a column block that does
@@ -12,13 +12,13 @@ to one measured table:
   ones overhang: 56 is 14 tiles of 4 but 12 tiles of 5 cover 60), each of ``a^2`` transform points;
   the batched GEMM's ``a^2 C K`` multiply-adds per tile on the config's register tile (tiles x
   channel vectors) by the same model; the input and output transforms' work per tile, which scales
-  with ``C + K`` (not ``C K``): each nonzero of ``B^T`` and ``A^T`` a vector load and add (two a
-  cycle), each result a store (one a cycle), for both sides of each transform; and the transformed
-  weights' ``a^2 C K`` floats read from memory -- once when they fit the cache the codegen assumes
-  (:data:`~vdla.compiler.topi.conv2d_winograd.STREAMED_WEIGHT_BYTES`) or the GEMM runs over the
-  plane, else once per step of the loop over rows of tiles.  A GEMM over the plane keeps the
-  transformed image and the GEMM's output for the whole plane (``a^2 (C + K)`` floats per tile):
-  what of them is beyond the L2 goes to memory and back.
+  with ``C + K`` (not ``C K``): each nonzero of ``B^T`` and ``A^T`` a vector load and an add, each
+  result a store, one vector operation a cycle, for both sides of each transform; and the transformed
+  weights' ``a^2 C K`` floats read from memory once, and again per step of the loop over rows of
+  tiles when the GEMM runs per row -- free from the L2 when they fit it, from L3 while they fit the cache the codegen assumes
+  (:data:`~vdla.compiler.topi.conv2d_winograd.STREAMED_WEIGHT_BYTES`), from memory beyond it.  A GEMM
+  over the plane reads them once but keeps the transformed image and the GEMM's output for the whole
+  plane (``a^2 (C + K)`` floats per tile): past the L2, both go out to L3 and back.
 
 What it leaves out (the learned model's part): loop orders, unrolling and their code size, the
 fixed cost of a call and of each stage's loop nest.
@@ -33,10 +33,12 @@ import numpy as np
 from vdla.compiler.topi import transform_points, winograd_matrices
 from vdla.compiler.topi.conv2d_winograd import STREAMED_WEIGHT_BYTES
 
-#: Bytes one core reads from memory per cycle, streaming (~30 GB/s at ~3.7 GHz: an AMD Zen 4 core's
-#: sustained read bandwidth; of the same order on the other x86 cores the targets name).
+#: Bytes one core streams from memory per model cycle.  The model's cycle is two vector FMAs (the
+#: register-tile model's "two a cycle"); on an AMD Zen 4 one 512-bit FMA issues per clock (3.68 G a
+#: second, 117.9 GFLOP/s measured: docs/cpu_speed.md), so ~1.84 G model cycles a second, and a core's
+#: ~30 GB/s of memory bandwidth is ~16 bytes per model cycle.
 MEMORY_BYTES_PER_CYCLE = 16.0
-#: Bytes one core reads from its L3 per cycle (what weights re-read from there cost).
+#: Bytes one core reads from its L3 per model cycle (weights re-read from there): twice memory's.
 L3_BYTES_PER_CYCLE = 32.0
 #: The per-core L2 the Winograd schedule keeps its row buffers in (1 MiB on Zen 4 and Intel's
 #: AVX-512 server cores; a plane buffer beyond it goes out to L3 and back).
