@@ -1,6 +1,6 @@
 """Benchmark: how many trials each tuner needs to reach 95% of the best of N random trials, on ResNet-18's
-C6 (CPU and VDLA), its C2 (CPU; and C2 reduced to 16 channels on 7x7, measured whole) and a MobileNet
-depthwise layer.
+C6 (CPU and VDLA), its C2 (CPU; and C2 reduced to 16 channels on 7x7, measured whole), its C9 (CPU,
+256 channels on 14x14) and a MobileNet depthwise layer.
 
 Per task, a reference pool of N random legal configs (``--pool``, the issue's 1,000; the whole legal
 space when it is smaller; the default config always in) is measured for real (CPU: seconds of
@@ -9,6 +9,8 @@ pool is the reference.  Then each tuner (xgb, random, ga) searches the pool with
 every trial answered from the table, starting from nothing (not from the default config), and
 the trials it needed to get within 95% of the reference, and to the reference itself, are counted
 (median and range over the seeds).  The issue's target: xgb needs at most half of random's trials.
+Where the template has an analytic prior, how it orders the pool is reported too (Spearman rank
+correlation with the measured costs, its ranks of the configs within 95%).
 
 Measurements are cached per task, config space and config under ``$VDLA_CACHE_DIR/tuner_bench`` (VDLA
 cycles do not depend on the host; CPU task keys name the host), so a rerun measures only what is new.  The
@@ -59,6 +61,9 @@ C2_CPU = dict(C6_CPU, ic_outer=4, h=56, w=56, oc_outer=4)  # ResNet-18's layer1 
 # C2 reduced to 16 -> 16 channels on a 7x7 plane: the same knobs, but a legal space of a few hundred configs,
 # small enough to measure whole (an exhaustive ground truth, where C2's is the best of a random pool).
 C2_SMALL = dict(C2_CPU, ic_outer=1, h=7, w=7, oc_outer=1)
+# ResNet-18's layer3 3x3 conv, 256 -> 256 channels on 14x14 (C9): a third ground truth, for a prior built
+# with C2's and C2 small's tables in view (F(5x5) is the AVX-512 default there, direct/F(4x4) on the others).
+C9_CPU = dict(C2_CPU, ic_outer=16, h=14, w=14, oc_outer=16)
 C6_VDLA = {"n": 1, "ic": 128, "h": 28, "w": 28, "oc": 128, "kh": 3, "kw": 3, "stride": 1, "pad": 1}
 DEPTHWISE = {"n": 1, "c": 144, "h": 56, "w": 56, "kh": 3, "kw": 3, "stride_h": 1, "stride_w": 1, "pad_h": 1,
              "pad_w": 1}
@@ -180,6 +185,29 @@ class _NoPrior:
         return getattr(self._template, name)
 
 
+def _average_ranks(x: np.ndarray) -> np.ndarray:
+    """1-based ranks of ``x``, ties given their group's average rank."""
+    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    ends = np.cumsum(counts)
+    return ((ends - counts + 1 + ends) / 2)[inverse]
+
+
+def prior_agreement(template: Template, costs: dict[int, float], features: dict[int, np.ndarray],
+                    reference: float) -> dict | None:
+    """How the template's analytic prior orders the measured pool: its Spearman rank correlation with the
+    costs, and the prior's rank of each config within 95% of the reference (1 + how many the prior puts
+    strictly before it; ``ties``: how many share its estimate).  None without a prior."""
+    if template.prior_feature is None:
+        return None
+    ok = [i for i, c in costs.items() if math.isfinite(c)]
+    prior = np.asarray([features[i][template.prior_feature] for i in ok], np.float64)
+    cost = np.asarray([costs[i] for i in ok])
+    rho = float(np.corrcoef(_average_ranks(prior), _average_ranks(cost))[0, 1])
+    within = [k for k in range(len(ok)) if cost[k] <= reference / 0.95]
+    ranks = sorted((int((prior < prior[k]).sum()) + 1, int((prior == prior[k]).sum())) for k in within)
+    return {"spearman": round(rho, 3), "ranks_within_95": [r for r, _ in ranks], "ties": [t for _, t in ranks]}
+
+
 def trials_to(curve: list[float], target: float) -> int:
     """The first trial whose best is within ``target`` (the whole curve's length + 1 if never)."""
     return next((k + 1 for k, c in enumerate(curve) if c <= target), len(curve) + 1)
@@ -220,7 +248,7 @@ def main() -> int:
     ap.add_argument("--refine", type=int, default=24,
                     help="CPU: the fastest configs re-measured for the ground truth (default: 24)")
     ap.add_argument("--rounds", type=int, default=6, help="CPU: re-measurement rounds of those (default: 6)")
-    ap.add_argument("--tasks", default="cpu,c2,depthwise,vdla", help="which tasks, of cpu,c2,c2small,depthwise,vdla (default: cpu,c2,depthwise,vdla)")
+    ap.add_argument("--tasks", default="cpu,c2,depthwise,vdla", help="which tasks, of cpu,c2,c2small,c9,depthwise,vdla (default: cpu,c2,depthwise,vdla)")
     ap.add_argument("--quick", action="store_true", help="pools of 48, 3 seeds")
     ap.add_argument("--out", default="tuner",
                     help="results name: bench/results/<out>.json and <out>_<task>.png (default: tuner)")
@@ -232,6 +260,7 @@ def main() -> int:
     known = {"cpu": ("C6 cpu", make_task("conv2d_nchwc", C6_CPU), None, args.pool),
              "c2": ("C2 cpu", make_task("conv2d_nchwc", C2_CPU), None, args.pool),
              "c2small": ("C2 small cpu", make_task("conv2d_nchwc", C2_SMALL), None, args.pool),
+             "c9": ("C9 cpu", make_task("conv2d_nchwc", C9_CPU), None, args.pool),
              "depthwise": ("depthwise cpu", make_task("depthwise_conv2d_nchw", DEPTHWISE), None, args.pool),
              "vdla": ("C6 vdla", make_task("vdla_conv2d", C6_VDLA), hw, args.vdla_pool)}
     if not set(args.tasks.split(",")) <= set(known):
@@ -256,6 +285,7 @@ def main() -> int:
                    "pool": len(costs), "ok": len(ok), "best": reference, "default": default_cost,
                    "within_95": sum(c <= reference / 0.95 for c in ok), "measure_s": round(measure_s, 1),
                    "trials": {}, "table": {template.space.get(i).key: c for i, c in costs.items()}}
+            row["prior"] = prior_agreement(template, costs, features, reference)
             curves: dict[str, list[list[float]]] = {}
             row["trials_to_best"], row["trials_90"] = {}, {}
             row["within_90"] = sum(c <= reference / 0.90 for c in ok)
@@ -289,6 +319,10 @@ def main() -> int:
             cells = "".join(f"{_fmt(r[key].get(t)):>20}" for t in columns)
             ratio = r[key]["xgb"]["median"] / r[key]["random"]["median"]
             print(f"{r['task']:<14}{r['within_90']:>6}{cells}{ratio:>11.2f}")
+    for r in rows:
+        if r["prior"] is not None:
+            print(f"{r['task']}: the prior's Spearman rank correlation with the measured costs {r['prior']['spearman']:.3f}; "
+                  f"its ranks of the pool's configs within 95% {r['prior']['ranks_within_95']}")
     print(f"(CPU costs: the median over measurement rounds of each round's fastest repeat; the {args.refine} fastest "
           f"configs and the default re-measured in {args.rounds} more rounds)")
     out = RESULTS / f"{args.out}.json"

@@ -79,6 +79,12 @@ class Template(ABC):
     """The column of :meth:`features` holding an analytic cost estimate (log2 cycles, lower is faster),
     if the template has one: the model starts from it and learns the corrections."""
 
+    def prior_estimate(self, config: Config) -> float | None:
+        """The :attr:`prior_feature` column of ``config``'s features computed alone, without lowering its
+        program (cheap enough to rank a whole legal space), or None when the template has no such
+        shortcut."""
+        return None
+
     def features(self, config: Config) -> np.ndarray:
         return program_features(self.program(config))
 

@@ -27,6 +27,7 @@ from vdla.compiler.schedule import Schedule
 from vdla.compiler.tir.pipeline import lower
 from vdla.compiler.tir.stmt import PrimFunc
 
+from .conv_cost import ConvShape, TileKnobs, direct_cycles, winograd_cycles
 from .space import Axis, Config, ConfigSpace, divisors
 from .template import RunOutcome, Template
 
@@ -314,35 +315,25 @@ class Conv2dNCHWcTemplate(CpuTemplate):
     prior_feature = -1  # log2 of :meth:`estimate_cycles`
 
     def estimate_cycles(self, config: Config) -> float:
-        """A register-tile model of the micro-kernel: per reduction step the tile's accumulators take one
-        FMA each and the step loads one broadcast per tile column (of every row) and one weight vector per
-        channel vector, two
-        of either per cycle; accumulators beyond the register file (less the weight and input registers)
-        are spilled, a store and a load each.  Loop orders and unrolling are left to the learned model."""
-        vectors = -(-self.task.wl["oc_block"] // self.lanes)
-        registers = self.registers
-        columns, rows = int(config["oh_block"]) * int(config["ow_block"]), int(config["oc_block"]) * vectors
-        accumulators = columns * rows
-        per_step = max(accumulators, columns + rows) / 2 + 2 * max(0, accumulators + 2 - registers) + 0.5
-        steps = self.flops / (2 * self.lanes * accumulators)
-        # A width that does not divide the row leaves a narrower last tile: charged as a full one.
-        ow = int(config["ow_block"])
+        """The config's cycles by :mod:`~vdla.compiler.autotune.conv_cost`: its algorithm's work on this
+        conv (direct: the register tile's FMAs and loads; Winograd: the padded tiles' GEMM on the
+        register tile, the transforms, the transformed weights' and plane buffers' memory traffic).
+        Loop orders and unrolling are left to the learned model."""
+        w = self.task.wl
+        shape = ConvShape(in_channels=w["ic_outer"] * w["ic_block"], out_channels=w["oc_outer"] * w["oc_block"],
+                          out_height=self.out_height, out_width=self.out_width, kernel=w["kh"], lanes=self.lanes,
+                          registers=self.registers, vectors=-(-w["oc_block"] // self.lanes), batch=w["n"])
+        knobs = TileKnobs(columns=int(config["ow_block"]), rows=int(config["oh_block"]),
+                          channel_blocks=int(config["oc_block"]), plane=config["reduce_at"] == "plane")
         tile = self.winograd_tile(config)
-        if tile:
-            # a^2 products per m^2 outputs instead of 9 per output, over whole tiles, plus the
-            # transforms (~4 a^3 adds per tile and channel, both sides): a rough prior, the trees learn.
-            a, w = tile + 2, self.task.wl
-            tiles = -(-self.out_height // tile) * -(-self.out_width // tile)
-            gemm = steps * per_step * a * a / (9 * tile * tile)
-            transforms = 8 * a ** 3 * tiles * (w["ic_outer"] * w["ic_block"] + w["oc_outer"] * w["oc_block"]) / (
-                2 * self.lanes)
-            return gemm + transforms / a
-        return steps * per_step * (-(-self.out_width // ow) * ow / self.out_width)
+        return winograd_cycles(shape, tile, knobs) if tile else direct_cycles(shape, knobs)
+
+    def prior_estimate(self, config: Config) -> float:
+        return float(np.float32(math.log2(1 + self.estimate_cycles(config))))
 
     def features(self, config: Config) -> np.ndarray:
         # The estimate is the model's prior (prior_feature): it ranks the first batch, the trees learn its errors.
-        return np.concatenate([super().features(config),
-                               np.asarray([math.log2(1 + self.estimate_cycles(config))], np.float32)])
+        return np.concatenate([super().features(config), np.asarray([self.prior_estimate(config)], np.float32)])
 
     def schedule(self, config: Config) -> tuple[Schedule, list[te.Tensor]]:
         tile = self.winograd_tile(config)

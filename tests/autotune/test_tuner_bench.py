@@ -64,3 +64,35 @@ def test_each_tuner_searches_only_the_pool_until_it_finds_the_best(tb: ModuleTyp
     assert all(b <= a for a, b in zip(curve, curve[1:]))
     assert len(curve) - 8 < tb.trials_to(curve, reference) <= len(curve)  # found in the last batch of 8
     assert np.isfinite(curve).all()
+
+
+def test_prior_agreement_ranks_the_pool_by_the_templates_estimate(tb: ModuleType) -> None:
+    template = template_for(make_task("conv2d_nchwc", tb.C2_SMALL), None)
+    pool = random.Random(5).sample(template.space.legal_indices(), 60)
+    features = {i: template.features(template.space.get(i)) for i in pool}
+    prior = {i: float(features[i][template.prior_feature]) for i in pool}
+    # Costs in the prior's order: rank correlation 1, the best config first in the prior's order.
+    agree = tb.prior_agreement(template, {i: 2.0 ** p for i, p in prior.items()}, features, 2.0 ** min(prior.values()))
+    assert agree["spearman"] == pytest.approx(1.0) and agree["ranks_within_95"][0] == 1
+    # Reversed: -1, and the best config is last but its ties.
+    worst = max(prior.values())
+    flipped = tb.prior_agreement(template, {i: 2.0 ** -p for i, p in prior.items()}, features, 2.0 ** -worst)
+    assert flipped["spearman"] == pytest.approx(-1.0)
+    ties = sum(p == worst for p in prior.values())
+    assert flipped["ranks_within_95"][0] == len(pool) - ties + 1
+    assert list(tb._average_ranks(np.asarray([3.0, 1.0, 2.0, 2.0]))) == [4.0, 1.0, 2.5, 2.5]
+
+
+def test_xgb_first_batch_holds_the_priors_best_in_a_space_too_big_to_score_whole(tb: ModuleType) -> None:
+    from vdla.compiler.autotune.tuner import make_tuner
+
+    template = template_for(make_task("conv2d_nchwc", tb.C2_CPU), None)
+    pool = random.Random(6).sample(template.space.legal_indices(), 200)
+    tb.restrict(template, set(pool))  # 200 legal of 36,864: one-knob steps rarely land on another
+    tuner = make_tuner("xgb", template, 0)
+    assert tuner.small_space() is None  # scored by the annealing walk, not whole
+    estimate = {i: template.prior_estimate(template.space.get(i)) for i in pool}
+    first = min(estimate.values())
+    assert tuner.by_prior()[0] in pool and estimate[tuner.by_prior()[0]] == first
+    batch = tuner.next_batch(8)
+    assert any(estimate[i] == first for i in batch)
