@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -115,6 +116,9 @@ def main(argv: list[str]) -> int:
     if not command:
         parser.print_help(sys.stderr)
         return 2
+    if shutil.which(command[0]) is None:  # before any build or disassembly
+        print(f"avx2_host: no such command: {command[0]!r}", file=sys.stderr)
+        return 127
     mode = default_mode() if args.mode == "auto" else args.mode
     if mode == "fault" and not has_cpuid_faulting():
         print("avx2_host: this CPU (or its hypervisor) has no CPUID faulting (no cpuid_fault flag in /proc/cpuinfo); "
