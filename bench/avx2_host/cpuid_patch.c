@@ -17,6 +17,7 @@
  * the masked CPU, and what it was told), one line per site:
  *   <library> cpuid <leaf>.<subleaf> at +0x<address> real <eax ebx ecx edx> told <eax ebx ecx edx>
  *   <library> xgetbv <index> at +0x<address> real <eax 0 0 edx> told <eax 0 0 edx>
+ * and at exit, per object, "hits <library> <count> at <k> of <n> sites, busiest +0x<address> <count>".
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -53,6 +54,7 @@ struct patched {
     const struct listed *file;
     uintptr_t base;         /* l_addr: run-time address = base + linked address */
     uint8_t *traced;        /* per site: its first answer was traced */
+    uint64_t *hits;         /* per site: how often it ran (the trace's summary at exit) */
 };
 
 #define MAX_PATCHED 512
@@ -179,6 +181,7 @@ static void on_sigill(int sig, siginfo_t *info, void *ctx) {
         g[REG_RDX] = told[3];
     }
     g[REG_RIP] += site_len[p->file->kind[i]];
+    __atomic_fetch_add(&p->hits[i], 1, __ATOMIC_RELAXED);
     if (trace_fd >= 0 && !__atomic_exchange_n(&p->traced[i], 1, __ATOMIC_RELAXED))
         trace_answer(p, (size_t)i, leaf, sub, real, told);
 }
@@ -249,6 +252,25 @@ __attribute__((constructor)) static void init(void) {
     keep_handler(NULL);
 }
 
+/* At a normal exit, per patched object: how many times its sites ran, and the busiest one. A count that
+ * grows with the work (not just with start-up) would mean a trap per call in a hot path. */
+__attribute__((destructor)) static void summary(void) {
+    if (trace_fd < 0) return;
+    for (size_t o = 0; o < __atomic_load_n(&n_patched, __ATOMIC_ACQUIRE); o++) {
+        const struct patched *p = &patched[o];
+        uint64_t total = 0, most = 0;
+        size_t hit = 0, busiest = 0;
+        for (size_t i = 0; i < p->file->n; i++) {
+            uint64_t h = __atomic_load_n(&p->hits[i], __ATOMIC_RELAXED);
+            total += h, hit += h > 0;
+            if (h > most) most = h, busiest = i;
+        }
+        dprintf(trace_fd, "hits %s %llu at %zu of %zu sites, busiest +0x%lx %llu\n", base_name(p->file->path),
+                (unsigned long long)total, hit, p->file->n, (unsigned long)p->file->vaddr[busiest],
+                (unsigned long long)most);
+    }
+}
+
 /* ---- rtld-audit interface ---- */
 
 unsigned int la_version(unsigned int version) {
@@ -286,7 +308,8 @@ static void patch(const struct listed *file, struct link_map *map) {
     p->lo = base + file->vaddr[0];
     p->hi = base + file->vaddr[file->n - 1];
     p->traced = calloc(file->n, 1);
-    if (!p->traced) die("out of memory", NULL);
+    p->hits = calloc(file->n, sizeof *p->hits);
+    if (!p->traced || !p->hits) die("out of memory", NULL);
     __atomic_store_n(&n_patched, n_patched + 1, __ATOMIC_RELEASE);
     if (trace_fd >= 0) dprintf(trace_fd, "patched %zu sites of %s\n", file->n, file->path);
 }
