@@ -40,6 +40,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))  # sites.py, also when this file is imported rather than run
 
 from vdla_hw.cache import cache_dir  # noqa: E402
 from vdla_hw.toolchain import toolchain  # noqa: E402

@@ -23,9 +23,6 @@ from pathlib import Path
 
 from vdla_hw.cache import cache_dir
 
-#: Bytes of each instruction the audit library rewrites (cpuid 0F A2; xgetbv 0F 01 D0).
-LENGTH = {"cpuid": 2, "xgetbv": 3}
-
 #: An objdump line of one of them: "  12150b2:\tcpuid" (addresses in hex, no raw bytes).
 _LINE = re.compile(r"^\s*([0-9a-f]+):\s+(cpuid|xgetbv)\s*$")
 
@@ -45,10 +42,10 @@ class Site:
 def dispatching_libraries() -> list[Path]:
     """The shared objects whose CPU dispatch the shim must reach, those of the installed packages.
 
-    onnxruntime's Python extension (MLAS is linked into it), llvmlite's LLVM, torch's own libraries
-    and numpy's extension modules, xgboost's library (the tuner's cost model), and the libraries each package's wheel vendors in
-    ``<package>.libs`` (numpy's OpenBLAS picks its kernels by CPUID too); packages that are not
-    installed are left out.
+    onnxruntime's Python extension (MLAS is linked into it), llvmlite's LLVM, torch's own libraries,
+    numpy's extension modules, xgboost's library (the tuner's cost model), and the libraries each
+    package's wheel vendors in ``<package>.libs`` (numpy's OpenBLAS picks its kernels by CPUID too);
+    packages that are not installed are left out.
     """
     found: list[Path] = []
     for package, patterns in (("onnxruntime", ["capi/*.so"]), ("llvmlite", ["binding/*.so"]),
