@@ -104,8 +104,13 @@ def all_sites(paths: list[Path], progress: bool = True) -> list[Site]:
     """The sites of every file; a progress bar (on stderr) over the files that must be disassembled."""
     todo = [p for p in paths if not _cache_file(p).exists()]
     if todo and progress:
-        from tqdm import tqdm
-
+        try:
+            from tqdm import tqdm
+        except ImportError:  # a Python without the project's dependencies: plain lines instead
+            for p in todo:
+                print(f"avx2_host: finding CPUID sites in {p} (objdump, cached)", file=sys.stderr, flush=True)
+                sites_of(p)
+            return [s for p in paths for s in sites_of(p)]
         total = sum(p.stat().st_size for p in todo)
         with tqdm(total=total, unit="B", unit_scale=True, file=sys.stderr,
                   desc="avx2_host: finding CPUID sites (objdump, cached)") as bar:
