@@ -21,22 +21,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 RUN = "bench/avx2_host/run.py"
 
-# The kernel's record of AVX-512 use (x86 /proc/<pid>/task/<tid>/arch_status): how long ago a thread's
-# AVX-512 state (zmm upper halves, zmm16-31, opmasks) was last seen in use when it was switched out,
-# -1 if never. Once used, that state stays in use, so every later switch renews the record: a thread
-# that ran any AVX-512 instruction in this process shows a time shorter than the process's age. A
-# fork copies the parent's record, so a time older than the process (20 ms: the clock-tick resolution
-# of the start time, and ld.so's first instructions) is the parent's. A short sleep first switches
-# every thread out, so the records are current.
+# The kernel's record of AVX-512 use per thread (bench/avx2_host/avx512_use.py says how it is read).
 _ARCH_STATUS = r"""
-def used_avx512():
-    import glob, os, time
-    time.sleep(0.05)
-    start = int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
-    age_ms = (float(open("/proc/uptime").read().split()[0]) - start) * 1000
-    ms = [int(line.split()[1]) for path in glob.glob("/proc/self/task/*/arch_status")
-          for line in open(path) if line.startswith("AVX512_elapsed_ms:")]
-    return None if not ms else any(0 <= m < age_ms - 20 for m in ms)
+import sys
+sys.path.insert(0, "bench/avx2_host")
+from avx512_use import used_avx512
 """
 
 _PROBE = _ARCH_STATUS + r"""
