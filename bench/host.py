@@ -34,7 +34,7 @@ peer libraries run), widest first."""
 def host_record() -> dict[str, Any]:
     """The host as a JSON-ready record: ``model`` (the vendor's name), ``cpu`` (LLVM's), ``arch``,
     ``isa`` and ``vector_bits`` (what our kernels use), ``simd`` (:data:`SIMD_FEATURES` present),
-    ``cores`` and ``python``."""
+    ``cores``, ``python`` and ``avx2_shim`` (the mode of ``bench/avx2_host`` the process runs under, or None)."""
     target = host_target()
     return {
         "model": host_cpu_model(),
@@ -45,6 +45,7 @@ def host_record() -> dict[str, Any]:
         "simd": [f for f in SIMD_FEATURES if f in target.features],
         "cores": os.cpu_count(),
         "python": platform.python_version(),
+        "avx2_shim": os.environ.get("VDLA_AVX2_HOST_MODE"),
     }
 
 
@@ -54,7 +55,8 @@ def host_line(label: str = "host") -> str:
     h = host_record()
     simd = " ".join(h["simd"]) or "none"
     return (f"{label}: {h['model']} ({h['cpu']}, {h['arch']}, {h['isa']} {h['vector_bits']}-bit vectors; "
-            f"SIMD {simd}), {h['cores']} cores, Python {h['python']}")
+            f"SIMD {simd}), {h['cores']} cores, Python {h['python']}"
+            + (f"; AVX2-only CPUID via bench/avx2_host ({h['avx2_shim']} mode)" if h["avx2_shim"] else ""))
 
 
 if __name__ == "__main__":
