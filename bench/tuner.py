@@ -1,5 +1,5 @@
 """Benchmark: how many trials each tuner needs to reach 95% of the best of N random trials, on ResNet-18's
-C6 (CPU and VDLA), its C2 (CPU; and C2 reduced to 16 channels on 7x7, measured whole), its C9 (CPU,
+C6 (CPU and VDLA), its C2 (CPU; and C2 on a 7x7 plane at 16 and at 64 channels, each measured whole), its C9 (CPU,
 256 channels on 14x14) and a MobileNet depthwise layer.
 
 Per task, a reference pool of N random legal configs (``--pool``, the issue's 1,000; the whole legal
@@ -64,6 +64,9 @@ C2_SMALL = dict(C2_CPU, ic_outer=1, h=7, w=7, oc_outer=1)
 # ResNet-18's layer3 3x3 conv, 256 -> 256 channels on 14x14 (C9): a third ground truth, for a prior built
 # with C2's and C2 small's tables in view (F(5x5) is the AVX-512 default there, direct/F(4x4) on the others).
 C9_CPU = dict(C2_CPU, ic_outer=16, h=14, w=14, oc_outer=16)
+# C2's 64 -> 64 channels on a 7x7 plane: a second layer measured whole (910 legal configs), with calls of
+# ~40 us, where C2 small's ~12 us leave which configs fall within 5% of the best mostly to timing noise.
+C2_MID = dict(C2_CPU, h=7, w=7)
 C6_VDLA = {"n": 1, "ic": 128, "h": 28, "w": 28, "oc": 128, "kh": 3, "kw": 3, "stride": 1, "pad": 1}
 DEPTHWISE = {"n": 1, "c": 144, "h": 56, "w": 56, "kh": 3, "kw": 3, "stride_h": 1, "stride_w": 1, "pad_h": 1,
              "pad_w": 1}
@@ -248,7 +251,7 @@ def main() -> int:
     ap.add_argument("--refine", type=int, default=24,
                     help="CPU: the fastest configs re-measured for the ground truth (default: 24)")
     ap.add_argument("--rounds", type=int, default=6, help="CPU: re-measurement rounds of those (default: 6)")
-    ap.add_argument("--tasks", default="cpu,c2,depthwise,vdla", help="which tasks, of cpu,c2,c2small,c9,depthwise,vdla (default: cpu,c2,depthwise,vdla)")
+    ap.add_argument("--tasks", default="cpu,c2,depthwise,vdla", help="which tasks, of cpu,c2,c2small,c2mid,c9,depthwise,vdla (default: cpu,c2,depthwise,vdla)")
     ap.add_argument("--quick", action="store_true", help="pools of 48, 3 seeds")
     ap.add_argument("--out", default="tuner",
                     help="results name: bench/results/<out>.json and <out>_<task>.png (default: tuner)")
@@ -260,6 +263,7 @@ def main() -> int:
     known = {"cpu": ("C6 cpu", make_task("conv2d_nchwc", C6_CPU), None, args.pool),
              "c2": ("C2 cpu", make_task("conv2d_nchwc", C2_CPU), None, args.pool),
              "c2small": ("C2 small cpu", make_task("conv2d_nchwc", C2_SMALL), None, args.pool),
+             "c2mid": ("C2 mid cpu", make_task("conv2d_nchwc", C2_MID), None, args.pool),
              "c9": ("C9 cpu", make_task("conv2d_nchwc", C9_CPU), None, args.pool),
              "depthwise": ("depthwise cpu", make_task("depthwise_conv2d_nchw", DEPTHWISE), None, args.pool),
              "vdla": ("C6 vdla", make_task("vdla_conv2d", C6_VDLA), hw, args.vdla_pool)}
