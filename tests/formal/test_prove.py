@@ -80,8 +80,8 @@ def test_planted_axi_burst_bug_fails(tmp_path: Path) -> None:
     ("vdla_axi_rd_arb", ".out_ready(s_valid && s_ready && s_last)", ".out_ready(s_valid && s_ready)",
      "rd_arb_route_n5", "f_arb_in_flight"),
     # the SRAM range check misses the first element past the buffer
-    ("vdla_sram_range", "assign fault = step && at >= W'(DEPTH) && !seen;",
-     "assign fault = step && at > W'(DEPTH) && !seen;", "sram_range_d256", "f_range_first"),
+    ("vdla_sram_range", "armed <= at == W'(DEPTH - 1);",
+     "armed <= at == W'(DEPTH);", "sram_range_d256", "f_range_first"),
     # write bursts one beat too long: the last one runs past the window's limit
     ("vdla_dma_wr", "assign aw_len    = 8'(burst - 1'b1);", "assign aw_len    = 8'(burst);",
      "window_wr_out_32b", "a_axi_aw_in_window"),
