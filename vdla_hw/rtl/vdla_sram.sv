@@ -17,7 +17,8 @@ module vdla_sram #(
   parameter int WIDTH = 8,
   parameter int DEPTH = 16,
   parameter bit WRITE_THROUGH = 1'b0,
-  parameter bit OUT_REG = 1'b0
+  parameter bit OUT_REG = 1'b0,
+  parameter bit NO_COLLISION = 1'b0  // no read whose data is used meets a write to its address
 ) (
   input  wire logic                     clk,
   input  wire logic                     rd_en,
@@ -38,6 +39,12 @@ module vdla_sram #(
     // the RAM itself returns then is never used: `no_rw_check` tells yosys so. Without it
     // yosys builds its own soft collision logic beside the block RAM (a second address compare
     // in front of a flop, a 128-bit data register and mux on tiny's accumulator buffer).
+    (* no_rw_check *) logic [WIDTH-1:0] mem [DEPTH];
+    always_ff @(posedge clk) begin
+      if (wr_en) mem[wr_addr] <= wr_data;
+      if (rd_en) q <= mem[rd_addr];
+    end
+  end else if (NO_COLLISION) begin : g_ram_nc
     (* no_rw_check *) logic [WIDTH-1:0] mem [DEPTH];
     always_ff @(posedge clk) begin
       if (wr_en) mem[wr_addr] <= wr_data;
