@@ -44,9 +44,10 @@ def test_tiny_representative_proofs_pass() -> None:
     # a read arbiter by fixed priority: a grant to another client does not move last_grant round
     # from a waiting one (the invariant behind the fairness bound a_arb_fair fails first)
     ("vdla_axi_rd_arb", "idx = int'(last_grant) + k;", "idx = k - 1;", "rd_arb_n5", "f_arb_fair_dist"),
-    # a micro-op loop that reads one micro-op past the end of its range
-    ("vdla_uop_loop", "assign last_u   = u + 1'b1 == uop_end;", "assign last_u   = u == uop_end;",
-     "uop_loop_gemm_ii1", "a_uop_range"),
+    # a micro-op loop that reads one micro-op past the end of its range: its registered wrap
+    # decision is a step late, which f_uop_last sees the cycle before the read past the range
+    ("vdla_uop_loop", "last_u <= last_u ? u_one : u + (UW + 1)'(2) == uop_end;", "last_u <= last_u ? u_one : u + 1'b1 == uop_end;",
+     "uop_loop_gemm_ii1", "f_uop_last"),
 ])
 def test_planted_bug_fails_with_counterexample(tmp_path: Path, module: str, old: str, new: str, task: str,
                                                label: str) -> None:
@@ -80,8 +81,8 @@ def test_planted_axi_burst_bug_fails(tmp_path: Path) -> None:
     ("vdla_axi_rd_arb", ".out_ready(s_valid && s_ready && s_last)", ".out_ready(s_valid && s_ready)",
      "rd_arb_route_n5", "f_arb_in_flight"),
     # the SRAM range check misses the first element past the buffer
-    ("vdla_sram_range", "assign fault = step && at >= W'(DEPTH) && !seen;",
-     "assign fault = step && at > W'(DEPTH) && !seen;", "sram_range_d256", "f_range_first"),
+    ("vdla_sram_range", "armed <= at == W'(DEPTH - 1);",
+     "armed <= at == W'(DEPTH);", "sram_range_d256", "f_range_first"),
     # write bursts one beat too long: the last one runs past the window's limit
     ("vdla_dma_wr", "assign aw_len    = 8'(burst - 1'b1);", "assign aw_len    = 8'(burst);",
      "window_wr_out_32b", "a_axi_aw_in_window"),

@@ -195,7 +195,7 @@ DATA_SRAMS = ("u_inp_sram", "u_wgt_sram", "u_acc_sram", "u_out_sram")
 UOP_SRAM = "u_uop_sram"
 # vdla_compute's instance as the replacement reproduces it (its widths, depth and output register):
 # the tasks refuse to run when the RTL declares it otherwise.
-UOP_SRAM_DECL = "vdla_sram #(.WIDTH(UOP_BITS), .DEPTH(UOP_BUFF_DEPTH), .OUT_REG(1'b1)) u_uop_sram ("
+UOP_SRAM_DECL = "vdla_sram #(.WIDTH(UOP_BITS), .DEPTH(UOP_BUFF_DEPTH), .OUT_REG(1'b1), .NO_COLLISION(1'b1)) u_uop_sram ("
 # vdla_sram's read path (a registered read, then OUT_REG's second register) as the replacement copies it.
 UOP_SRAM_READ = ("if (rd_en) q <= mem[rd_addr];", "always_ff @(posedge clk) rd_data <= rd_now;")
 

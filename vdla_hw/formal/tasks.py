@@ -81,7 +81,7 @@ ARB_PROPS = ("a_arb_grant_onehot", "a_axi_ar_stable", "a_arb_bursts", "f_arb_in_
 ARB_ROUTE_PROPS = ("a_arb_route", "a_arb_r_owned")
 TILE_PROPS = ("f_tile_addr", "f_tile_oob_sound")
 TILE_LEGAL_PROPS = ("a_tile_sram_range", "f_tile_in_buffer", "f_tile_extent", "f_tile_rows", "f_tile_walk")
-RANGE_PROPS = ("f_range_first", "f_range_sound", "f_range_seen")
+RANGE_PROPS = ("f_range_first", "f_range_sound", "f_range_armed")
 CTRL_PROPS = ("f_ctrl_clear_start", "f_ctrl_ends", "f_ctrl_ends_why", "f_ctrl_window_fixed", "f_ctrl_b_held",
               "f_ctrl_r_held")
 LIVE_PROPS = ("a_live_done", "a_live_status", "a_live_bready")

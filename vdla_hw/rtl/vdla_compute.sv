@@ -160,7 +160,7 @@ module vdla_compute (
   assign acc_wr_addr = g_acc_wr_en ? g_acc_wr_addr : a_acc_wr_en ? a_acc_wr_addr : l_acc_wr_addr;
   assign acc_wr_data = g_acc_wr_en ? g_acc_wr_data : a_acc_wr_en ? a_acc_wr_data : l_acc_wr_data;
 
-  vdla_sram #(.WIDTH(UOP_BITS), .DEPTH(UOP_BUFF_DEPTH), .OUT_REG(1'b1)) u_uop_sram (
+  vdla_sram #(.WIDTH(UOP_BITS), .DEPTH(UOP_BUFF_DEPTH), .OUT_REG(1'b1), .NO_COLLISION(1'b1)) u_uop_sram (
     .clk, .rd_en(1'b1), .rd_addr(uop_rd_addr_next), .rd_data(uop_rd_data),
     .wr_en(uop_wr_en), .wr_addr(uop_wr_addr), .wr_data(uop_wr_data)
   );

@@ -42,7 +42,7 @@ module vdla_fifo #(
     $fatal(1, "vdla_fifo: DEPTH = %0d must be at least 1", DEPTH);
   end
 
-  logic [WIDTH-1:0] mem [DEPTH];
+  (* no_rw_check *) logic [WIDTH-1:0] mem [DEPTH];
   logic [PTR_W-1:0] wptr, rptr;
   logic [CNT_W-1:0] stored;  // entries in the memory, not yet in the output register
   logic push, load;

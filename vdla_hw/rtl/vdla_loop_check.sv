@@ -58,8 +58,16 @@ module vdla_loop_check #(
   localparam int NW4 = NW3 > LOG_WGT_BUFF_DEPTH + 1 ? NW3 : LOG_WGT_BUFF_DEPTH + 1;
   localparam int NW  = NW4 > UW + 1 ? NW4 : UW + 1;
 
-  logic [UW:0]            u;
-  logic [LOOP_ITER_W-1:0] i1;
+  // The loop position as counts of what is left (not u and i1 counting up), with the "last"
+  // decisions as flops: the wrap of u and i1 at each micro-op read is a mux of registers, not
+  // `u + 1 != uop_end` and `i1 + 1 != iter_in` on the instruction's decoded fields (an adder
+  // and a compare in series in front of every loop register: the ECP5 build's critical path
+  // on two seeds, docs/fpga_ecp5.md). u_left = uop_end - 1 - u, i1_left = iter_in - 1 - i1;
+  // the span of each, less one, is registered at `start` for the reloads.
+  logic [UW:0]            u_left, u_span;      // u_span = uop_end - 1 - uop_bgn
+  logic [LOOP_ITER_W-1:0] i1_left, i1_span;    // i1_span = iter_in - 1
+  logic                   u_last, i1_last;     // u_left == 0, i1_left == 0
+  logic                   u_one, i1_one;       // u_span == 0, i1_span == 0
   logic [W-1:0]           dst_o, dst_i, src_o, src_i, wgt_o, wgt_i, n;
   logic                   pend, seen, uop_bad;  // uop_bad: the range [bgn, end) runs past the micro-op buffer
   logic [W-1:0]           p_dst, p_src, p_wgt, p_iter;
@@ -72,21 +80,40 @@ module vdla_loop_check #(
   assign s_wgt     = wgt_o + wgt_i;
   assign src_depth = is_gemm ? W'(INP_BUFF_DEPTH) : W'(ACC_BUFF_DEPTH);
 
+  logic [UW:0]            u_span_in;
+  logic [LOOP_ITER_W-1:0] i1_span_in;
+  assign u_span_in  = uop_end - 1'b1 - (UW + 1)'(uop_bgn);
+  assign i1_span_in = iter_in - 1'b1;
+  // Read only after a start has loaded them, so no reset.
+  always_ff @(posedge clk) begin
+    if (start) begin
+      u_span  <= u_span_in;
+      u_one   <= u_span_in == '0;
+      i1_span <= i1_span_in;
+      i1_one  <= iter_in == LOOP_ITER_W'(1);
+    end
+  end
+
   always_ff @(posedge clk) begin
     if (!rst_n || clear) begin
       pend    <= 1'b0;
       seen    <= 1'b0;
       uop_bad <= 1'b0;
-      u       <= '0;
-      i1   <= '0;
+      u_left  <= '0;
+      u_last  <= 1'b0;
+      i1_left <= '0;
+      i1_last <= 1'b0;
       n    <= '0;
       {dst_o, dst_i, src_o, src_i, wgt_o, wgt_i} <= '0;
     end else if (start) begin
       pend    <= 1'b0;
       seen    <= 1'b0;
       uop_bad <= 32'(uop_end) > 32'(UOP_BUFF_DEPTH);
-      u       <= (UW + 1)'(uop_bgn);
-      i1   <= '0;
+      // (an empty range or loop reads no micro-op, so these are never used then)
+      u_left  <= u_span_in;
+      u_last  <= u_span_in == '0;
+      i1_left <= i1_span_in;
+      i1_last <= iter_in == LOOP_ITER_W'(1);
       n    <= '0;
       {dst_o, dst_i, src_o, src_i, wgt_o, wgt_i} <= '0;
     end else begin
@@ -105,17 +132,21 @@ module vdla_loop_check #(
         wgt_room <= NW'(W'(WGT_BUFF_DEPTH) - s_wgt);
         p_iter <= n;
         n      <= n + 1'b1;
-        if (u + 1'b1 != uop_end) begin
-          u <= u + 1'b1;
+        if (!u_last) begin
+          u_left <= u_left - 1'b1;
+          u_last <= u_left == (UW + 1)'(1);
         end else begin
-          u <= (UW + 1)'(uop_bgn);
-          if (i1 + 1'b1 != iter_in) begin
-            i1    <= i1 + 1'b1;
+          u_left <= u_span;
+          u_last <= u_one;
+          if (!i1_last) begin
+            i1_left <= i1_left - 1'b1;
+            i1_last <= i1_left == LOOP_ITER_W'(1);
             dst_i <= dst_i + dst_factor_in;
             src_i <= src_i + src_factor_in;
             wgt_i <= wgt_i + wgt_factor_in;
           end else begin
-            i1    <= '0;
+            i1_left <= i1_span;
+            i1_last <= i1_one;
             dst_i <= '0;
             src_i <= '0;
             wgt_i <= '0;

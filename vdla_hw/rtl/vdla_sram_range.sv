@@ -2,6 +2,12 @@
 // consecutive elements from `base` steps once per `step`; the walk's element index is kept
 // unwrapped, and `fault` pulses at the first step whose index is DEPTH or more (the SRAM
 // address itself wraps there). `elem` holds that index.
+//
+// Timing: whether the next step faults is a flop (`armed`: the index is DEPTH or more and the
+// walk has not faulted yet), set a step ahead (`at == DEPTH - 1` as it steps there, or a start
+// at or past DEPTH), so `fault` is one gate behind `step` -- `step` is a DMA element's arrival
+// in the loaders, and element -> range compare -> fault collector -> the control block's `done`
+// was an ECP5 critical path (docs/fpga_ecp5.md).
 `default_nettype none
 
 module vdla_sram_range #(
@@ -19,21 +25,22 @@ module vdla_sram_range #(
   output logic [W-1:0]           elem
 );
   logic [W-1:0] at;
-  logic         seen;  // this walk already faulted: report only its first bad element
+  logic         armed;  // at >= DEPTH and this walk has not faulted yet (only its first bad element is reported)
 
-  assign fault = step && at >= W'(DEPTH) && !seen;
+  assign fault = step && armed;
   assign elem  = at;
 
   always_ff @(posedge clk) begin
     if (!rst_n || clear) begin
-      at   <= '0;
-      seen <= 1'b0;
+      at    <= '0;
+      armed <= 1'b0;
     end else if (start) begin
-      at   <= W'(base);
-      seen <= 1'b0;
+      at    <= W'(base);
+      armed <= W'(base) >= W'(DEPTH);
     end else if (step) begin
-      at <= at + 1'b1;
-      if (fault) seen <= 1'b1;
+      at    <= at + 1'b1;
+      // past DEPTH - 1 the walk has just faulted (or had), so only the step onto DEPTH arms it
+      armed <= at == W'(DEPTH - 1);
     end
   end
 `ifdef FORMAL
@@ -63,7 +70,7 @@ module vdla_sram_range #(
       // ... and nothing else
       if (fault) f_range_sound: assert (step && at == f_first);
       // what makes it inductive: the walk is past f_first exactly when it has reported
-      f_range_seen: assert (seen == (at > f_first) && f_first >= W'(DEPTH) && (at >= f_first || f_first == W'(DEPTH)));
+      f_range_armed: assert (armed == (at == f_first) && f_first >= W'(DEPTH) && (at >= f_first || f_first == W'(DEPTH)));
     end
   end
 `endif

@@ -214,7 +214,17 @@ module vdla_store (
   logic                              running;
   logic [2:0]                        in_flight;     // elements between the SRAM read and the FIFO
 
-  assign rd_en   = reads_nz && 32'(queued) + 32'(in_flight) < 32'(ELEM_FIFO);
+  logic [$clog2(ELEM_FIFO+1)-1:0]    used;  // queued + in_flight, as a register
+  assign rd_en   = reads_nz && used < $bits(used)'(ELEM_FIFO);
+  always_ff @(posedge clk) begin
+    if (!rst_n || clear) used <= '0;
+    else used <= used + $bits(used)'(rd_en && !bias_next) - $bits(used)'(el_valid && el_ready);
+  end
+`ifndef SYNTHESIS
+  always_ff @(posedge clk)
+    if (rst_n && !clear) a_store_used: assert (32'(used) == 32'(queued) + 32'(in_flight))
+      else $error("vdla_store a_store_used: %0d != %0d + %0d", used, queued, in_flight);
+`endif
   assign rd_addr = bias_next ? bias_addr : el_addr;
 
   always_ff @(posedge clk) begin

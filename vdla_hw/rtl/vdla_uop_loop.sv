@@ -64,16 +64,19 @@ module vdla_uop_loop #(
   logic [SRC_W-1:0]       src_o, src_i;
   logic [WGT_W-1:0]       wgt_o, wgt_i;
   logic [IIW-1:0]         wait_cnt;
+  // last_u = (u + 1 == uop_end), last_i1 = (i1 + 1 == iter_in), last_i0 = (i0 + 1 == iter_out)
+  // are flops, set a step ahead (from `+ 2`: the position after the next one is the end),
+  // and `*_one`, registered at start, is the flag a wrapped counter starts with: the wrap
+  // decisions select registers, not an adder and a compare on the instruction's fields
+  // (the ECP5 build's critical paths ran through them, docs/fpga_ecp5.md). f_uop_last states it.
   logic                   last_u, last_i1, last_i0;
+  logic                   u_one, i1_one;  // a range of one micro-op, an inner loop of one
 
   assign it_valid = busy && wait_cnt == '0;
   assign uop_idx  = UW'(u);
   assign dst_off  = dst_o + dst_i;
   assign src_off  = src_o + src_i;
   assign wgt_off  = wgt_o + wgt_i;
-  assign last_u   = u + 1'b1 == uop_end;
-  assign last_i1  = i1 + 1'b1 == iter_in;
-  assign last_i0  = i0 + 1'b1 == iter_out;
   // u's next value, for every case but reset/clear (after which no iteration comes without a
   // start): idle or wrapping -> uop_bgn, stepping -> u + 1, waiting -> u.
   assign u_next       = busy && !(it_valid && last_u) ? (it_valid ? u + 1'b1 : u) : (UW + 1)'(uop_bgn);
@@ -93,18 +96,27 @@ module vdla_uop_loop #(
       u        <= u_next;  // uop_bgn
       i0       <= '0;
       i1       <= '0;
+      last_u   <= (UW + 1)'(uop_bgn) + 1'b1 == uop_end;
+      last_i1  <= iter_in == LOOP_ITER_W'(1);
+      last_i0  <= iter_out == LOOP_ITER_W'(1);
+      u_one    <= (UW + 1)'(uop_bgn) + 1'b1 == uop_end;
+      i1_one   <= iter_in == LOOP_ITER_W'(1);
       {dst_o, dst_i, src_o, src_i, wgt_o, wgt_i} <= '0;
     end else if (busy) begin
       wait_cnt <= wait_cnt == (fast ? IIW'(II_FAST - 1) : IIW'(II - 1)) ? '0 : wait_cnt + 1'b1;
       u        <= u_next;
       if (it_valid) begin
+        last_u <= last_u ? u_one : u + (UW + 1)'(2) == uop_end;
         if (last_u) begin
           if (!last_i1) begin
+            last_i1 <= i1 + LOOP_ITER_W'(2) == iter_in;
             i1    <= i1 + 1'b1;
             dst_i <= dst_i + dst_factor_in;
             src_i <= src_i + src_factor_in;
             wgt_i <= wgt_i + wgt_factor_in;
           end else begin
+            last_i1 <= i1_one;
+            last_i0 <= i0 + LOOP_ITER_W'(2) == iter_out;
             i1    <= '0;
             dst_i <= '0;
             src_i <= '0;
@@ -158,6 +170,10 @@ module vdla_uop_loop #(
 
       // the micro-op read stays in the instruction's range, so never wraps the buffer
       if (it_valid) a_uop_range: assert ((UW + 1)'(uop_bgn) <= u && u < uop_end && 32'(u) < UOP_BUFF_DEPTH);
+      // the wrap decisions, registered a step ahead, are those of the current position
+      if (busy) f_uop_last: assert (last_u == (u + 1'b1 == uop_end) && last_i1 == (i1 + 1'b1 == iter_in)
+          && last_i0 == (i0 + 1'b1 == iter_out) && u_one == ((UW + 1)'(uop_bgn) + 1'b1 == uop_end)
+          && i1_one == (iter_in == LOOP_ITER_W'(1)));
       // the loop state stays inside the instruction's bounds while busy
       if (busy) f_uop_bounds: assert (i0 < iter_out && i1 < iter_in && (UW + 1)'(uop_bgn) <= u && u < uop_end
           && 32'(wait_cnt) < (fast ? II_FAST : II));
