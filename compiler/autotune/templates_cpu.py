@@ -13,6 +13,8 @@ heuristics), and the knobs a log gives run on all threads like the defaults.  Lo
 
 from __future__ import annotations
 
+import functools
+
 import math
 from pathlib import Path
 from collections.abc import Callable
@@ -314,15 +316,21 @@ class Conv2dNCHWcTemplate(CpuTemplate):
 
     prior_feature = -1  # log2 of :meth:`estimate_cycles`
 
+    @functools.cached_property
+    def conv_shape(self) -> ConvShape:
+        """The conv as :mod:`~vdla.compiler.autotune.conv_cost` sees it (one per task: the prior scores every
+        legal config of a space with it)."""
+        w = self.task.wl
+        return ConvShape(in_channels=w["ic_outer"] * w["ic_block"], out_channels=w["oc_outer"] * w["oc_block"],
+                         out_height=self.out_height, out_width=self.out_width, kernel=w["kh"], lanes=self.lanes,
+                         registers=self.registers, vectors=-(-w["oc_block"] // self.lanes), batch=w["n"])
+
     def estimate_cycles(self, config: Config) -> float:
         """The config's cycles by :mod:`~vdla.compiler.autotune.conv_cost`: its algorithm's work on this
         conv (direct: the register tile's FMAs and loads; Winograd: the padded tiles' GEMM on the
         register tile, the transforms, the transformed weights' and plane buffers' memory traffic).
         Loop orders and unrolling are left to the learned model."""
-        w = self.task.wl
-        shape = ConvShape(in_channels=w["ic_outer"] * w["ic_block"], out_channels=w["oc_outer"] * w["oc_block"],
-                          out_height=self.out_height, out_width=self.out_width, kernel=w["kh"], lanes=self.lanes,
-                          registers=self.registers, vectors=-(-w["oc_block"] // self.lanes), batch=w["n"])
+        shape = self.conv_shape
         knobs = TileKnobs(columns=int(config["ow_block"]), rows=int(config["oh_block"]),
                           channel_blocks=int(config["oc_block"]), plane=config["reduce_at"] == "plane")
         tile = self.winograd_tile(config)
