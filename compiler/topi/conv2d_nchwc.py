@@ -321,13 +321,15 @@ def default_conv2d_nchwc_knobs(out: Tensor, target: Target | None = None) -> Con
 
 def _default_reduce_order(in_block: int, kh: int, kw: int, plane: bool, target: Target | None) -> str:
     """The default ``reduce_order``: the kernel taps outside the input-channel blocks (``"kh_kw_ic"``) for a
-    stem conv on vectors narrower than 512 bits (one input channel per block, a kernel wider than 3 x 3:
+    stem conv on x86 vectors narrower than 512 bits (one input channel per block, a kernel wider than 3 x 3:
     ResNet's 7 x 7 over 3 NCHW channels), the channel blocks outermost otherwise.  Measured in the model on an
     AMD Zen 4 running AVX2 code (``bench/avx2_host``, ``bench/node_classes.py``, one thread; docs/cpu_speed.md,
     "a tenth session"): ResNet-50's stem 2.09-2.13 ms against 2.79-2.99 with the channel blocks outermost
     (the kernel alone, as the tuner times it, only 1.03x)."""
+    tgt = target or current_target()
     stem = in_block == 1 and kh * kw > _STEM_MIN_TAPS and not plane
-    return "kh_kw_ic" if stem and vector_lanes(target) < 16 else "ic_kh_kw"
+    # x86 only: ARM's NEON was not measured.
+    return "kh_kw_ic" if stem and tgt.vector_lanes() < 16 and not tgt.is_arm else "ic_kh_kw"
 
 
 def schedule_conv2d_nchwc(out: Tensor, knobs: Conv2dNCHWcKnobs | None = None,

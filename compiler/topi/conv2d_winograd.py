@@ -36,7 +36,7 @@ from functools import lru_cache
 import numpy as np
 
 from .. import te
-from ..codegen.llvm import Target
+from ..codegen.llvm import Target, current_target
 from ..schedule import Schedule, create_schedule
 from ..te import Tensor
 from ..tir import op as tir
@@ -471,15 +471,18 @@ def default_winograd_tile(in_channels: int, out_channels: int, out_height: int, 
         return None
     size = min(out_height, out_width)
     if vector_lanes(target) < 16:
-        return _narrow_vector_tile(in_channels, out_channels, size)
+        tgt = target or current_target()
+        # The GEMM over the plane was measured on x86's 256-bit AVX2 only; NEON keeps the per-row rule.
+        return _narrow_vector_tile(in_channels, out_channels, size, plane=not tgt.is_arm)
     if size >= _MIN_OUT and transformed_weight_bytes(4, in_channels, out_channels) > STREAMED_WEIGHT_BYTES:
         return min(_STREAMED_TILES, key=lambda m: (transform_points(m, out_height, out_width), m))
     return 4 if size >= _F4_MIN_OUT else 2 if size >= _MIN_OUT else None
 
 
-def _narrow_vector_tile(in_channels: int, out_channels: int, size: int) -> int | None:
+def _narrow_vector_tile(in_channels: int, out_channels: int, size: int, plane: bool) -> int | None:
     """:func:`default_winograd_tile` for vectors narrower than 512 bits (AVX2's 256: 16 registers, 12 of them
-    accumulators).
+    accumulators); ``plane``: whether the streamed-weight choices below apply (x86; ARM's NEON keeps F(4x4)
+    from 28 x 28 and F(2x2) on 14 x 14, as measured per row of tiles).
 
     F(4x4) per row of tiles on planes of at least 28 x 28; below that Winograd pays only where its GEMM runs
     over the whole plane (:func:`default_winograd_knobs`: the tile's transformed weights stream, over
@@ -494,11 +497,11 @@ def _narrow_vector_tile(in_channels: int, out_channels: int, size: int) -> int |
     choices were measured per row of tiles only (before the GEMM over the plane existed)."""
     if size >= _F4_MIN_OUT:
         return 4
-    if size >= _F2_MIN_OUT and transformed_weight_bytes(4, in_channels, out_channels) > STREAMED_WEIGHT_BYTES:
+    if plane and size >= _F2_MIN_OUT and transformed_weight_bytes(4, in_channels, out_channels) > STREAMED_WEIGHT_BYTES:
         return 4
     if size >= _F2_MIN_OUT:
         return 2
-    if size >= _MIN_OUT and transformed_weight_bytes(2, in_channels, out_channels) > STREAMED_WEIGHT_BYTES:
+    if plane and size >= _MIN_OUT and transformed_weight_bytes(2, in_channels, out_channels) > STREAMED_WEIGHT_BYTES:
         return 2
     return None
 

@@ -270,6 +270,9 @@ def test_avx2_rule_per_resnet_layer(channels: int, size: int, want: int | None,
     assert topi.default_winograd_tile(channels, channels, size, size, parse_target("llvm -mcpu=haswell")) == want
     assert topi.default_winograd_tile(channels, channels, size, size,
                                       parse_target("llvm -mcpu=skylake-avx512")) == want_512
+    # AArch64's NEON (not measured over the plane) keeps the per-row rule: F(4x4) from 28, F(2x2) on 14.
+    assert topi.default_winograd_tile(channels, channels, size, size, parse_target("llvm -mtriple=aarch64-linux-gnu")) \
+        == (None if channels < 64 else 4 if size >= 28 else 2 if size >= 14 else None)
     if want is None:
         return
     wl = {"n": 1, "ic_outer": channels // 8, "h": size, "w": size, "ic_block": 8, "oc_outer": channels // 8,
