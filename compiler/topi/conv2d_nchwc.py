@@ -53,6 +53,9 @@ _PLANE_BUFFER_BYTES = 256 << 10
 _MIN_PLANE_GROUPS = 4
 #: A 1 x 1 conv's row wider than this, spanned by one register tile, is split in two (default_conv2d_nchwc_knobs).
 _HALF_ROW_MIN_COLUMNS = 8
+#: Kernel taps above which a conv of one input channel per block reduces the taps outside the channels
+#: (:func:`_default_reduce_order`: measured on the 7 x 7 stem; 3 x 3 stems not measured).
+_STEM_MIN_TAPS = 9
 
 
 def _pair(v: int | tuple[int, int], what: str) -> tuple[int, int]:
@@ -311,8 +314,22 @@ def default_conv2d_nchwc_knobs(out: Tensor, target: Target | None = None) -> Con
              and oc_block * oh * ow * ocb * 4 <= _PLANE_BUFFER_BYTES and oco // oc_block >= _MIN_PLANE_GROUPS)
     # Unrolling a wide kernel row multiplies the loop body past the micro-op cache.
     return Conv2dNCHWcKnobs(ow_block=ow_block, oc_block=oc_block, oh_block=oh_block, unroll_kw=kw <= 3,
+                            reduce_order=_default_reduce_order(const_shape(data)[-1], kh, kw, plane, target),
                             outer_order="y_oc" if kernel_smaller else "oc_y",
                             reduce_at="plane" if plane else "tile")
+
+
+def _default_reduce_order(in_block: int, kh: int, kw: int, plane: bool, target: Target | None) -> str:
+    """The default ``reduce_order``: the kernel taps outside the input-channel blocks (``"kh_kw_ic"``) for a
+    stem conv on x86 vectors narrower than 512 bits (one input channel per block, a kernel wider than 3 x 3:
+    ResNet's 7 x 7 over 3 NCHW channels), the channel blocks outermost otherwise.  Measured in the model on an
+    AMD Zen 4 running AVX2 code (``bench/avx2_host``, ``bench/node_classes.py``, one thread; docs/cpu_speed.md,
+    "a tenth session"): ResNet-50's stem 2.09-2.13 ms against 2.79-2.99 with the channel blocks outermost
+    (the kernel alone, as the tuner times it, only 1.03x)."""
+    tgt = target or current_target()
+    stem = in_block == 1 and kh * kw > _STEM_MIN_TAPS and not plane
+    # x86 only: ARM's NEON was not measured.
+    return "kh_kw_ic" if stem and tgt.vector_lanes() < 16 and not tgt.is_arm else "ic_kh_kw"
 
 
 def schedule_conv2d_nchwc(out: Tensor, knobs: Conv2dNCHWcKnobs | None = None,

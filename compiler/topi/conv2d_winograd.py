@@ -36,13 +36,13 @@ from functools import lru_cache
 import numpy as np
 
 from .. import te
-from ..codegen.llvm import Target
+from ..codegen.llvm import Target, current_target
 from ..schedule import Schedule, create_schedule
 from ..te import Tensor
 from ..tir import op as tir
 from ..tir.ir import PrimExpr, Select
 from .conv2d_nchwc import balance_columns, max_accumulators
-from .utils import TopiError, const_shape, largest_divisor, vector_lanes
+from .utils import TopiError, const_shape, largest_divisor, vector_lanes, vector_registers
 
 #: Output tile sizes ``m`` of F(m x m, 3 x 3) this module builds.
 WINOGRAD_TILES = (2, 4, 5, 6)
@@ -257,6 +257,9 @@ def default_winograd_knobs(out: Tensor, target: Target | None = None) -> Winogra
     acc = max_accumulators(target)
     if _transformed_weight_bytes(out) > STREAMED_WEIGHT_BYTES:
         oc_block = largest_divisor(oco, 4)
+        # The tile's accumulators beside its oc_block weight vectors and one broadcast input (the tuner's
+        # register model): AVX2's 12 accumulators with 4 weight vectors would need 17 of 16 registers.
+        acc = min(acc, vector_registers(target) - oc_block * vectors - 1)
         tx = balance_columns(tiles_x, max(1, min(tiles_x, acc // (oc_block * vectors))))
         tiles_y = _winograd_tile_rows(out)
         ty = balance_columns(tiles_y, max(1, min(tiles_y, acc // (tx * oc_block * vectors))))
@@ -448,7 +451,8 @@ def default_winograd_tile(in_channels: int, out_channels: int, out_height: int, 
     transformed weights, streamed once per row of tiles, are 2.25x bigger), the direct conv below
     (512 x 7 x 7: Winograd 1.5x slower, its 16 MB of transformed weights streamed per row).  Fewer
     channels than one 64-wide block leave too little GEMM to pay for the transforms.  Measured with
-    AVX2 on an AMD Zen 3.
+    AVX2 on an AMD Zen 3, per row of tiles; with the GEMM over the plane (AVX2 code on an AMD Zen 4)
+    F(4x4) on 14 x 14 and F(2x2) on 7 x 7 where their weights stream (:func:`_narrow_vector_tile`).
 
     With 512-bit vectors (AVX-512) F(2x2) down to 7 x 7: on an AMD Zen 4 512 x 7 x 7 took 1.71 ms by
     F(2x2) over two rows of tiles (:func:`default_winograd_knobs`) against 2.15 for the direct conv
@@ -466,11 +470,40 @@ def default_winograd_tile(in_channels: int, out_channels: int, out_height: int, 
     if min(in_channels, out_channels) < _MIN_CHANNELS:
         return None
     size = min(out_height, out_width)
-    wide = vector_lanes(target) >= 16
-    if wide and size >= _F2_MIN_OUT_512 and transformed_weight_bytes(4, in_channels, out_channels) > STREAMED_WEIGHT_BYTES:
+    if vector_lanes(target) < 16:
+        tgt = target or current_target()
+        # The GEMM over the plane was measured on x86's 256-bit AVX2 only; NEON keeps the per-row rule.
+        return _narrow_vector_tile(in_channels, out_channels, size, plane=not tgt.is_arm)
+    if size >= _MIN_OUT and transformed_weight_bytes(4, in_channels, out_channels) > STREAMED_WEIGHT_BYTES:
         return min(_STREAMED_TILES, key=lambda m: (transform_points(m, out_height, out_width), m))
-    f2_min = _F2_MIN_OUT_512 if wide else _F2_MIN_OUT
-    return 4 if size >= _F4_MIN_OUT else 2 if size >= f2_min else None
+    return 4 if size >= _F4_MIN_OUT else 2 if size >= _MIN_OUT else None
+
+
+def _narrow_vector_tile(in_channels: int, out_channels: int, size: int, plane: bool) -> int | None:
+    """:func:`default_winograd_tile` for vectors narrower than 512 bits (AVX2's 256: 16 registers, 12 of them
+    accumulators); ``plane``: whether the streamed-weight choices below apply (x86; ARM's NEON keeps F(4x4)
+    from 28 x 28 and F(2x2) on 14 x 14, as measured per row of tiles).
+
+    F(4x4) per row of tiles on planes of at least 28 x 28; below that Winograd pays only where its GEMM runs
+    over the whole plane (:func:`default_winograd_knobs`: the tile's transformed weights stream, over
+    :data:`STREAMED_WEIGHT_BYTES`), except F(2x2) per row on 14 x 14 (the Zen 3 rule).  So F(4x4) over the
+    plane where F(4x4)'s weights stream on 14 x 14 (256 channels), F(2x2) over the plane where F(2x2)'s
+    stream on 7 x 7 (512 channels), the direct conv on 7 x 7 otherwise.  Measured on an AMD Zen 4 running
+    AVX2 code (``bench/avx2_host``, kernel alone, one thread, ``bench/conv_knobs.py``; docs/cpu_speed.md,
+    "a tenth session"): 256 x 14 x 14 F(4x4) 2 x 4 x 1 over the plane 1.160 ms against F(2x2) per row 1.319
+    (F(5x5) at best 1.260: its 3-tile rows by 4 channel vectors need 17 of the 16 registers); 512 x 7 x 7
+    F(2x2) 2 x 4 x 1 over the plane 1.878 against the direct conv's 2.984 (F(2x2) per row 3.010, F(4x4)
+    over the plane 2.047: its 37.7 MB of weights against 16.8).  On the Zen 3 (AVX2) the 14 x 14 and 7 x 7
+    choices were measured per row of tiles only (before the GEMM over the plane existed)."""
+    if size >= _F4_MIN_OUT:
+        return 4
+    if plane and size >= _F2_MIN_OUT and transformed_weight_bytes(4, in_channels, out_channels) > STREAMED_WEIGHT_BYTES:
+        return 4
+    if size >= _F2_MIN_OUT:
+        return 2
+    if plane and size >= _MIN_OUT and transformed_weight_bytes(2, in_channels, out_channels) > STREAMED_WEIGHT_BYTES:
+        return 2
+    return None
 
 
 def transform_points(m: int, out_height: int, out_width: int) -> int:
@@ -485,4 +518,5 @@ _MIN_CHANNELS = 64
 _STREAMED_TILES = (4, 5)
 _F4_MIN_OUT = 28
 _F2_MIN_OUT = 14
-_F2_MIN_OUT_512 = 7
+#: The smallest plane any default takes Winograd on (7 x 7: ResNet's last stage).
+_MIN_OUT = 7

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from vdla.compiler import te, topi
-from vdla.compiler.codegen.llvm import current_target
+from vdla.compiler.codegen.llvm import current_target, parse_target
 from vdla.compiler.graph import GraphBuilder, run_graph
 from vdla.compiler.graph.build import build_model
 from vdla.compiler.graph.lower_llvm import build_kernel
@@ -130,6 +130,39 @@ def test_stem_conv_packs_its_nchw_input_inside_the_padding_pass(cpu_target: str)
     names = [a.buffer.name for a in collect(func.body, lambda n: isinstance(n, Allocate))]
     assert [n for n in names if n.endswith(("_pack", "_pad"))] == ["stem_nchwc_pad"], names
     feed = {"x": rng.standard_normal((1, 3, 20, 20)).astype(np.float32)}
+    compiled = build_model(graph, target="llvm", cpu_target=cpu_target)
+    compiled.module.set_num_threads(1)
+    want = run_graph(graph, feed)[0]
+    np.testing.assert_allclose(compiled.run(feed)[0], want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+def test_7x7_stem_reduces_its_taps_outside_the_channels_on_narrow_vectors(cpu_target: str) -> None:
+    """ResNet's stem shape (7 x 7, stride 2, 3 NCHW channels, one per input block): on vectors narrower than
+    512 bits the default reduces the kernel taps outside the input channels (``kh_kw_ic``); a 3 x 3 conv
+    of the same input and a blocked 7 x 7 keep the channel blocks outermost.  The model is right either way."""
+    lanes = current_target().vector_lanes()
+    stem = topi.conv2d_nchwc(te.placeholder((1, 3, 72, 72, 1), "float32", "d"),
+                             te.placeholder((64 // lanes, 3, 7, 7, 1, lanes), "float32", "w"), 2, 3)
+    small = topi.conv2d_nchwc(te.placeholder((1, 3, 72, 72, 1), "float32", "d"),
+                              te.placeholder((64 // lanes, 3, 3, 3, 1, lanes), "float32", "w"), 2, 1)
+    blocked = topi.conv2d_nchwc(te.placeholder((1, 1, 72, 72, 8), "float32", "d"),
+                                te.placeholder((64 // lanes, 1, 7, 7, 8, lanes), "float32", "w"), 2, 3)
+    want_order = "kh_kw_ic" if lanes < 16 else "ic_kh_kw"
+    # (An image bigger than the weights: a smaller one reduces over the plane, which needs ic_kh_kw.)
+    assert topi.default_conv2d_nchwc_knobs(stem).reduce_at == "tile"
+    assert topi.default_conv2d_nchwc_knobs(stem).reduce_order == want_order
+    assert topi.default_conv2d_nchwc_knobs(small).reduce_order == "ic_kh_kw"
+    assert topi.default_conv2d_nchwc_knobs(blocked).reduce_order == "ic_kh_kw"
+    # ARM (not measured) keeps the channel blocks outermost.
+    assert topi.default_conv2d_nchwc_knobs(stem, parse_target("llvm -mtriple=aarch64-linux-gnu")).reduce_order == "ic_kh_kw"
+    rng = np.random.default_rng(7)
+    b = GraphBuilder()
+    x = b.input("x", (1, 3, 72, 70), "float32")
+    y = b.op("relu", [b.op("conv2d", [x, b.const((rng.standard_normal((64, 3, 7, 7)) * 0.1).astype(np.float32)),
+                                      b.const(rng.standard_normal(64).astype(np.float32))], "stem",
+                           padding=(3, 3, 3, 3), strides=(2, 2))], "r")
+    graph = b.build([y])
+    feed = {"x": rng.standard_normal((1, 3, 72, 70)).astype(np.float32)}
     compiled = build_model(graph, target="llvm", cpu_target=cpu_target)
     compiled.module.set_num_threads(1)
     want = run_graph(graph, feed)[0]

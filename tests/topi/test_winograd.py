@@ -16,6 +16,7 @@ from vdla.compiler.codegen.llvm import parse_target, using_target
 from vdla.compiler.graph import GraphBuilder, run_graph
 from vdla.compiler.graph.build import build_model
 from vdla.compiler.graph.lower_llvm_nn import default_conv_tile
+from vdla.compiler.topi.conv2d_winograd import STREAMED_WEIGHT_BYTES, transformed_weight_bytes
 from vdla.compiler.topi.utils import TopiError
 
 
@@ -234,13 +235,10 @@ def test_transform_points_count_the_overhanging_tiles() -> None:
 def test_avx512_rule_takes_f4_over_the_plane_where_its_weights_stream() -> None:
     # With 512-bit vectors F(4x4) where its transformed weights stream from memory (> 8 MB: 512 x 7 x 7
     # 37.7 MB, 256 x 14 x 14 9.4 MB), its GEMM over the whole plane, each point's weights read once;
-    # 128 x 14 x 14 (2.4 MB) keeps F(2x2) per row of tiles; AVX2 keeps its rule (measured on a Zen 3).
+    # 128 x 14 x 14 (2.4 MB) keeps F(2x2) per row of tiles (AVX2's rule: the next test).
     layer4 = {"n": 1, "ic_outer": 32, "h": 7, "w": 7, "ic_block": 16, "oc_outer": 32, "kh": 3, "kw": 3,
               "oc_block": 16, "stride_h": 1, "stride_w": 1, "pad_h": 1, "pad_w": 1}
     layer3 = {**layer4, "ic_outer": 16, "oc_outer": 16, "h": 14, "w": 14}
-    with using_target(parse_target("llvm -mcpu=haswell")):
-        assert default_conv_tile(layer4) is None
-        assert default_conv_tile(layer3) == 2
     with using_target(parse_target("llvm -mcpu=skylake-avx512")):
         assert default_conv_tile(layer4) == 4
         # 14 x 14: F(5x5)'s 3 x 3 tiles (441 transform points) against F(4x4)'s 4 x 4 (576, padded to 16).
@@ -255,6 +253,60 @@ def test_avx512_rule_takes_f4_over_the_plane_where_its_weights_stream() -> None:
             knobs = topi.default_winograd_knobs(topi.conv2d_winograd_nchwc(d, u, m, 1))
             assert (knobs.tx_block, knobs.oc_block, knobs.ty_block, knobs.gemm_at) == want, (c, size, m)
             assert knobs.ty_block * knobs.tx_block * knobs.oc_block <= 28
+
+
+@pytest.mark.parametrize(("channels", "size", "want", "knobs", "want_512"), [
+    (64, 56, 4, (5, 2, 1, "row"), 4), (128, 28, 4, (4, 2, 1, "row"), 4),
+    # F(4x4)'s 9.4 MB stream: over the plane (F(5x5)'s 3-tile rows by 4 channel vectors do not fit 16 registers).
+    (256, 14, 4, (2, 4, 1, "plane"), 5),
+    (128, 14, 2, (4, 2, 1, "row"), 2),  # F(4x4)'s 2.4 MB do not stream: F(2x2) per row, as on the Zen 3
+    (512, 7, 2, (2, 4, 1, "plane"), 4),  # F(2x2)'s 16.8 MB stream: over the plane, not F(4x4)'s 37.7 MB
+    (256, 7, None, None, 4), (64, 14, 2, (4, 2, 1, "row"), 2), (32, 56, None, None, None)])
+def test_avx2_rule_per_resnet_layer(channels: int, size: int, want: int | None,
+                                    knobs: tuple[int, int, int, str] | None, want_512: int | None) -> None:
+    # The 256-bit rule (measured with AVX2 code on a Zen 4: docs/cpu_speed.md, "a tenth session"): Winograd
+    # below 28 x 28 where its GEMM runs over the plane, or F(2x2) per row on 14 x 14; the target decides, and
+    # the 512-bit rule on the same layers is unchanged.
+    assert topi.default_winograd_tile(channels, channels, size, size, parse_target("llvm -mcpu=haswell")) == want
+    assert topi.default_winograd_tile(channels, channels, size, size,
+                                      parse_target("llvm -mcpu=skylake-avx512")) == want_512
+    # AArch64's NEON (not measured over the plane) keeps the per-row rule: F(4x4) from 28, F(2x2) on 14.
+    assert topi.default_winograd_tile(channels, channels, size, size, parse_target("llvm -mtriple=aarch64-linux-gnu")) \
+        == (None if channels < 64 else 4 if size >= 28 else 2 if size >= 14 else None)
+    if want is None:
+        return
+    wl = {"n": 1, "ic_outer": channels // 8, "h": size, "w": size, "ic_block": 8, "oc_outer": channels // 8,
+          "kh": 3, "kw": 3, "oc_block": 8, "stride_h": 1, "stride_w": 1, "pad_h": 1, "pad_w": 1}
+    with using_target(parse_target("llvm -mcpu=haswell")):
+        assert default_conv_tile(wl) == want
+        d = te.placeholder((1, channels // 8, size, size, 8), "float32", name="d")
+        u = te.placeholder(((want + 2) ** 2, channels // 8, channels // 8, 8, 8), "float32", name="u")
+        got = topi.default_winograd_knobs(topi.conv2d_winograd_nchwc(d, u, want, 1))
+    assert (got.tx_block, got.oc_block, got.ty_block, got.gemm_at) == knobs
+    # The default is a point of the tuner's space (its register model: accumulators, weights, an input).
+    tmpl = template_for(Task("conv2d_nchwc", tuple(sorted(wl.items())),
+                             "llvm -mcpu=haswell -mattr=+avx,+avx2,+fma (avx2)", "test/avx2"))
+    assert tmpl.default()["algorithm"] == f"winograd_{want}"
+    assert tmpl.space.why_illegal(tmpl.default()) is None
+
+
+def test_default_plane_knobs_fit_the_register_file_on_every_tile() -> None:
+    # Where the weights stream the GEMM takes 4 channel vectors; on AVX2 the tiles of a row it holds beside
+    # them are bounded by the 16 registers, not just the 12 accumulators (F(5x5) on 14 x 14: 2, not 3).
+    for target, lanes in (("llvm -mcpu=haswell", 8), ("llvm -mcpu=skylake-avx512", 16)):
+        with using_target(parse_target(target)):
+            registers = parse_target(target).vector_registers
+            for m in topi.TUNED_TILES:
+                for channels, size in ((256, 14), (512, 7)):
+                    if transformed_weight_bytes(m, channels, channels) <= STREAMED_WEIGHT_BYTES:
+                        continue  # 256 x 14 x 14 F(2x2): 4.2 MB, its GEMM per row of tiles
+                    d = te.placeholder((1, channels // lanes, size, size, lanes), "float32", name="d")
+                    u = te.placeholder(((m + 2) ** 2, channels // lanes, channels // lanes, lanes, lanes),
+                                       "float32", name="u")
+                    k = topi.default_winograd_knobs(topi.conv2d_winograd_nchwc(d, u, m, 1))
+                    assert k.gemm_at == "plane"
+                    live = k.ty_block * k.tx_block * k.oc_block + k.oc_block + 1
+                    assert live <= registers, (target, m, channels, size, k)
 
 
 def test_f5_on_a_14x14_256_channel_layer_within_its_tolerance(cpu_target: str) -> None:
