@@ -8,6 +8,7 @@ trials to a target are counted.
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from types import ModuleType
@@ -96,3 +97,40 @@ def test_xgb_first_batch_holds_the_priors_best_in_a_space_too_big_to_score_whole
     assert tuner.by_prior()[0] in pool and estimate[tuner.by_prior()[0]] == first
     batch = tuner.next_batch(8)
     assert any(estimate[i] == first for i in batch)
+
+
+def test_a_space_measured_whole_times_every_config_in_rounds_and_caches_them_per_replicate(
+        tb: ModuleType, executor, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vdla.compiler.autotune.measure import MeasureOptions, Measurer
+
+    monkeypatch.setenv("VDLA_CACHE_DIR", str(tmp_path))
+    measurer = Measurer(make_task("conv2d_nchwc", tb.C2_SMALL), executor, MeasureOptions(repeats=5))
+    template = measurer.template
+    pool = random.Random(7).sample(template.space.legal_indices(), 4)
+    tb.restrict(template, set(pool))
+    costs = tb.measure_whole("c2small", measurer, 2, 3, "t")
+    assert set(costs) == set(pool) and all(0 < c < 1 for c in costs.values())  # seconds of real runs
+    path = tb._cache_path(measurer.task, template.space, "whole rounds=2 repeats=3 replicate=t")
+    cached = json.loads(path.read_text())
+    assert sorted(len(v) for v in cached.values()) == [6] * 4  # 2 rounds of 3 repeats each
+    for i, c in costs.items():
+        assert c == tb._cost(cached[template.space.get(i).key], 3)
+    # Another method, another file; the pool rule's file (no method) is the one written before methods existed.
+    assert path != tb._cache_path(measurer.task, template.space, "whole rounds=2 repeats=3 replicate=u")
+    assert tb._cache_path(measurer.task, template.space) != path
+    # A rerun measures nothing: the cached samples answer it.
+    before = path.stat().st_mtime_ns
+    assert tb.measure_whole("c2small", measurer, 2, 3, "t") == costs and path.stat().st_mtime_ns == before
+
+
+def test_round_spread_is_the_interquartile_range_of_round_minima_over_their_median(tb: ModuleType) -> None:
+    # Round minima 1, 2, 3, 4, 5 (two repeats a round): quartiles 1.5 and 4.5 (exclusive method), median 3.
+    samples = [1.0, 9.0, 2.0, 9.0, 9.0, 3.0, 4.0, 8.0, 5.0, 7.0]
+    assert tb.round_spread(samples, 2) == pytest.approx((4.5 - 1.5) / 3)
+    assert tb.round_spread([2.0, 2.0, 2.0, 2.0, 2.0, 2.0], 2) == 0.0
+
+
+def test_spearman_of_a_monotone_map_is_one_and_of_its_reverse_minus_one(tb: ModuleType) -> None:
+    x = np.asarray([3.0, 1.0, 2.0, 7.0])
+    assert tb.spearman(x, np.exp(x)) == pytest.approx(1.0)
+    assert tb.spearman(x, -x ** 3) == pytest.approx(-1.0)
