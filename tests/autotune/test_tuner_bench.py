@@ -121,6 +121,12 @@ def test_a_space_measured_whole_times_every_config_in_rounds_and_caches_them_per
     # A rerun measures nothing: the cached samples answer it.
     before = path.stat().st_mtime_ns
     assert tb.measure_whole("c2small", measurer, 2, 3, "t") == costs and path.stat().st_mtime_ns == before
+    # Two replicates pooled: the second is measured, then each config's 4 rounds give its cost.
+    pooled = tb.measure_whole("c2small", measurer, 2, 3, "t+u")
+    other = json.loads(tb._cache_path(measurer.task, template.space, "whole rounds=2 repeats=3 replicate=u").read_text())
+    for i, c in pooled.items():
+        key = template.space.get(i).key
+        assert len(other[key]) == 6 and c == tb._cost(cached[key] + other[key], 3)
 
 
 def test_round_spread_is_the_interquartile_range_of_round_minima_over_their_median(tb: ModuleType) -> None:
