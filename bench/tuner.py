@@ -150,9 +150,10 @@ def measure_pool(name: str, measurer: Measurer, pool: int, seed: int, refine: in
 
 def measure_whole(name: str, measurer: Measurer, rounds: int, repeats: int, replicate: str) -> dict[int, float]:
     """A CPU ground truth of the whole legal space for a layer whose calls are too short for
-    :func:`measure_pool`'s rule (index -> cost; inf for failures), cached per task, rounds, repeats and
-    ``replicate`` (a second replicate is an independent measurement of the same table; ``"a+b"`` pools
-    the rounds of replicates ``a`` and ``b``, measuring whichever is not cached).
+    :func:`measure_pool`'s rule (index -> cost; inf for failures), cached per task, repeats and
+    ``replicate``: a second replicate is an independent measurement of the same table, ``"a+b"`` pools
+    the rounds of replicates ``a`` and ``b`` (measuring whichever is not cached); more rounds extend
+    the cached ones, fewer use the first ones.
 
     Every config is built once; then ``rounds`` rounds each run every config (in a fresh random order,
     so a burst of load or a slow phase of the machine falls on different configs each round) for
@@ -174,11 +175,11 @@ def measure_whole(name: str, measurer: Measurer, rounds: int, repeats: int, repl
         parts = replicate.split("+")
         for part in parts:
             measure_whole(name, measurer, rounds, repeats, part)
-        pooled = [json.loads(_cache_path(task, space, f"whole rounds={rounds} repeats={repeats} replicate={p}")
+        pooled = [json.loads(_cache_path(task, space, f"whole repeats={repeats} replicate={p}")
                              .read_text()) for p in parts]
         return {i: _cost([x for c in pooled for x in c[space.get(i).key][:rounds * repeats]], repeats)
                 for i in legal}
-    path = _cache_path(task, space, f"whole rounds={rounds} repeats={repeats} replicate={replicate}")
+    path = _cache_path(task, space, f"whole repeats={repeats} replicate={replicate}")
     cached: dict[str, list[float]] = json.loads(path.read_text()) if path.exists() else {}
     todo = [i for i in legal if len(cached.get(space.get(i).key, [])) < rounds * repeats]
     if todo:

@@ -110,20 +110,23 @@ def test_a_space_measured_whole_times_every_config_in_rounds_and_caches_them_per
     tb.restrict(template, set(pool))
     costs = tb.measure_whole("c2small", measurer, 2, 3, "t")
     assert set(costs) == set(pool) and all(0 < c < 1 for c in costs.values())  # seconds of real runs
-    path = tb._cache_path(measurer.task, template.space, "whole rounds=2 repeats=3 replicate=t")
+    path = tb._cache_path(measurer.task, template.space, "whole repeats=3 replicate=t")
     cached = json.loads(path.read_text())
     assert sorted(len(v) for v in cached.values()) == [6] * 4  # 2 rounds of 3 repeats each
     for i, c in costs.items():
         assert c == tb._cost(cached[template.space.get(i).key], 3)
     # Another method, another file; the pool rule's file (no method) is the one written before methods existed.
-    assert path != tb._cache_path(measurer.task, template.space, "whole rounds=2 repeats=3 replicate=u")
+    assert path != tb._cache_path(measurer.task, template.space, "whole repeats=3 replicate=u")
     assert tb._cache_path(measurer.task, template.space) != path
     # A rerun measures nothing: the cached samples answer it.
     before = path.stat().st_mtime_ns
     assert tb.measure_whole("c2small", measurer, 2, 3, "t") == costs and path.stat().st_mtime_ns == before
+    # Fewer rounds: the first ones.
+    first = tb.measure_whole("c2small", measurer, 1, 3, "t")
+    assert all(c == tb._cost(cached[template.space.get(i).key][:3], 3) for i, c in first.items())
     # Two replicates pooled: the second is measured, then each config's 4 rounds give its cost.
     pooled = tb.measure_whole("c2small", measurer, 2, 3, "t+u")
-    other = json.loads(tb._cache_path(measurer.task, template.space, "whole rounds=2 repeats=3 replicate=u").read_text())
+    other = json.loads(tb._cache_path(measurer.task, template.space, "whole repeats=3 replicate=u").read_text())
     for i, c in pooled.items():
         key = template.space.get(i).key
         assert len(other[key]) == 6 and c == tb._cost(cached[key] + other[key], 3)
