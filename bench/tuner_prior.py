@@ -10,7 +10,8 @@ to the best (what the xgb tuner's first batch draws from).
 
 Two tables of the same task (``--twin``: two independent measurements, e.g. ``--gt-replicate a`` and
 ``b``) also give how reproducible the ground truth is: the Spearman of one against the other (the
-ceiling of any prior's agreement with either) and the overlap of their 95% sets.
+ceiling of any prior's agreement with either) and the overlap of their sets of configs within 95%,
+90%, 85% and 80% of each one's best.
 
 Run: ``python bench/tuner_prior.py c2=bench/results/tuner_c2_znver4_prior2.json c2mid=... [--twin
 c2small=a.json,b.json] [--out tuner_prior]``; task names are ``bench/tuner.py``'s (``c2``, ``c2small``,
@@ -37,6 +38,8 @@ from tuner import CONV_TASKS, RESULTS, spearman  # noqa: E402
 
 #: The xgb tuner's batch: its first batch is drawn from the prior's best.
 FIRST_BATCH = 8
+#: Fractions of the best at which two measurements' sets of near-best configs are compared.
+MARGINS = (0.95, 0.90, 0.85, 0.80)
 
 
 def read_table(path: Path, name: str) -> dict[str, float]:
@@ -81,9 +84,16 @@ def reproducibility(a: dict[str, float], b: dict[str, float]) -> dict:
     ca, cb = np.asarray([a[k] for k in keys]), np.asarray([b[k] for k in keys])
     sa = {k for k in keys if a[k] <= ca.min() / 0.95}
     sb = {k for k in keys if b[k] <= cb.min() / 0.95}
+    margins = {}
+    for margin in MARGINS:
+        ma = {k for k in keys if a[k] <= ca.min() / margin}
+        mb = {k for k in keys if b[k] <= cb.min() / margin}
+        margins[str(margin)] = {"within": [len(ma), len(mb)], "shared": len(ma & mb),
+                                "overlap": round(len(ma & mb) / len(ma | mb), 3)}
     return {"configs": len(keys), "spearman": round(spearman(ca, cb), 3), "within_95": [len(sa), len(sb)],
             "shared_95": len(sa & sb), "overlap_95": round(len(sa & sb) / len(sa | sb), 3),
-            "best_a_in_b_95": min(sa, key=a.__getitem__) in sb, "best_b_in_a_95": min(sb, key=b.__getitem__) in sa}
+            "best_a_in_b_95": min(sa, key=a.__getitem__) in sb, "best_b_in_a_95": min(sb, key=b.__getitem__) in sa,
+            "best_ratio": round(float(cb.min() / ca.min()), 3), "margins": margins}
 
 
 def main() -> int:
@@ -118,7 +128,9 @@ def main() -> int:
     for t in twins:
         print(f"{t['task']}: two measurements, Spearman {t['spearman']:.3f}; 95% sets {t['within_95']}, "
               f"{t['shared_95']} shared (overlap {t['overlap_95']:.2f}); each best within the other's 95%: "
-              f"{t['best_a_in_b_95']}, {t['best_b_in_a_95']}")
+              f"{t['best_a_in_b_95']}, {t['best_b_in_a_95']}; best b / best a {t['best_ratio']}")
+        for margin, m in t["margins"].items():
+            print(f"  within {float(margin):.0%} of each best: {m['within']}, {m['shared']} shared (overlap {m['overlap']:.2f})")
     if args.out:
         out = RESULTS / f"{args.out}.json"
         out.write_text(json.dumps({"host": host_record(), "rows": rows, "twins": twins}, indent=1))

@@ -143,3 +143,27 @@ def test_spearman_of_a_monotone_map_is_one_and_of_its_reverse_minus_one(tb: Modu
     x = np.asarray([3.0, 1.0, 2.0, 7.0])
     assert tb.spearman(x, np.exp(x)) == pytest.approx(1.0)
     assert tb.spearman(x, -x ** 3) == pytest.approx(-1.0)
+
+
+def test_tuner_prior_scores_a_table_in_the_priors_order_and_compares_two_measurements(
+        tb: ModuleType, bench_script: Callable[[str], ModuleType]) -> None:
+    tp = bench_script("tuner_prior")
+    template = template_for(make_task("conv2d_nchwc", tb.C2_SMALL), None)
+    space = template.space
+    keys = [space.get(i).key for i in random.Random(8).sample(space.legal_indices(), 50)]
+    prior = dict(zip(keys, tp.prior_of(template, keys)))
+    # Costs in the prior's order: Spearman 1, its first pick the best.
+    agree = tp.agreement(template, {k: 2.0 ** p for k, p in prior.items()})
+    assert agree["spearman"] == pytest.approx(1.0) and agree["ranks_within_95"][0] == 1
+    assert agree["first_picks"][0] == 1.0 and agree["first_pick_within_95"] >= 1
+    # Two measurements: b is a, 10% slower, with its best and its 26th swapped; the 95% sets are the best
+    # of each (the rest 3x away or more), not the same config.
+    a = {k: 1.0 + 2.0 * n for n, k in enumerate(keys)}
+    b = {k: 1.1 * v for k, v in a.items()}
+    b[keys[0]], b[keys[25]] = b[keys[25]], b[keys[0]]
+    twin = tp.reproducibility(a, b)
+    assert twin["within_95"] == [1, 1] and twin["shared_95"] == 0 and twin["overlap_95"] == 0.0
+    assert twin["best_ratio"] == pytest.approx(1.1) and not twin["best_a_in_b_95"]
+    assert twin["margins"]["0.8"]["within"] == [1, 1]
+    # Spearman with two ranks 25 apart of 50: 1 - 6 (2 x 25^2) / (50 (50^2 - 1)).
+    assert twin["spearman"] == pytest.approx(1 - 6 * 2 * 25 ** 2 / (50 * (50 ** 2 - 1)), abs=1e-3)
