@@ -47,7 +47,8 @@ def read_table(path: Path, name: str) -> dict[str, float]:
     table name, e.g. ``C2 mid cpu``) in a ``bench/tuner.py`` results file."""
     rows = [r for r in json.loads(path.read_text())["rows"] if r["task"] == name]
     if not rows:
-        raise SystemExit(f"{path}: no row of task {name!r}; rows: {[r['task'] for r in json.loads(path.read_text())['rows']]}")
+        names = [r["task"] for r in json.loads(path.read_text())["rows"]]
+        raise SystemExit(f"{path}: no row of task {name!r}; its rows: {names}")
     return {k: float(v) for k, v in rows[0]["table"].items() if v is not None and math.isfinite(v)}
 
 
@@ -130,7 +131,8 @@ def main() -> int:
               f"{t['shared_95']} shared (overlap {t['overlap_95']:.2f}); each best within the other's 95%: "
               f"{t['best_a_in_b_95']}, {t['best_b_in_a_95']}; best b / best a {t['best_ratio']}")
         for margin, m in t["margins"].items():
-            print(f"  within {float(margin):.0%} of each best: {m['within']}, {m['shared']} shared (overlap {m['overlap']:.2f})")
+            print(f"  within {float(margin):.0%} of each best: {m['within']}, {m['shared']} shared "
+                  f"(overlap {m['overlap']:.2f})")
     if args.out:
         out = RESULTS / f"{args.out}.json"
         out.write_text(json.dumps({"host": host_record(), "rows": rows, "twins": twins}, indent=1))

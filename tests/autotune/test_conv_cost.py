@@ -117,7 +117,8 @@ def test_fewer_accumulators_than_the_fma_latency_covers_wait_on_it() -> None:
         shape = ConvShape(64, 64, 56, 56, lanes=lanes)
         assert FMA_LATENCY_CLOCKS * fmas_per_clock(shape) == needed
         # Tiles of two channel blocks (a broadcast feeds two FMAs: the loads keep up) and of one accumulator.
-        tiles = {n: TileKnobs(columns=max(1, n // 2), channel_blocks=2 if n > 1 else 1) for n in (1, needed // 2, needed)}
+        tiles = {n: TileKnobs(columns=max(1, n // 2), channel_blocks=2 if n > 1 else 1)
+                 for n in (1, needed // 2, needed)}
         per_mac = {n: register_tile_cycles(1e6, shape, tile) for n, tile in tiles.items()}
         assert step_cycles(shape, tiles[1]) == step_cycles(shape, tiles[needed // 2]) == latency_floor(shape)
         assert per_mac[1] == pytest.approx(needed * per_mac[needed])
@@ -167,7 +168,8 @@ def test_weights_swept_past_the_l1_come_from_the_l2_at_its_bandwidth() -> None:
     assert step_cycles(shape, wide, swept) == pytest.approx(l2_clocks * fmas_per_clock(shape) / 2)
     # From the L1 its loads bind instead: a broadcast and four 512-bit vectors (two pipes each) on two pipes.
     in_l1 = step_cycles(shape, wide, 0.0)
-    assert in_l1 == pytest.approx((1 + 4 * 2) / 2 * fmas_per_clock(shape) / 2) and in_l1 < step_cycles(shape, wide, swept)
+    assert in_l1 == pytest.approx((1 + 4 * 2) / 2 * fmas_per_clock(shape) / 2)
+    assert in_l1 < step_cycles(shape, wide, swept)
     # A tile of 6 columns does 6 multiply-adds per weight vector: the L2 keeps up.
     six = TileKnobs(columns=3, rows=2, channel_blocks=4)
     assert step_cycles(shape, six, 256 * channel_block_bytes(shape, six)) == step_cycles(shape, six, 0.0)
