@@ -31,6 +31,7 @@ Run: ``python bench/tuner.py [--pool 1000] [--vdla-pool 96] [--seeds 25] [--quic
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import math
@@ -67,6 +68,9 @@ C9_CPU = dict(C2_CPU, ic_outer=16, h=14, w=14, oc_outer=16)
 # C2's 64 -> 64 channels on a 7x7 plane: a second layer measured whole (910 legal configs), with calls of
 # ~40 us, where C2 small's ~12 us leave which configs fall within 5% of the best mostly to timing noise.
 C2_MID = dict(C2_CPU, h=7, w=7)
+#: The conv2d_nchwc tasks of ``--tasks`` by name: their names in the tables and their workloads.
+CONV_TASKS = {"cpu": ("C6 cpu", C6_CPU), "c2": ("C2 cpu", C2_CPU), "c2small": ("C2 small cpu", C2_SMALL),
+              "c2mid": ("C2 mid cpu", C2_MID), "c9": ("C9 cpu", C9_CPU)}
 C6_VDLA = {"n": 1, "ic": 128, "h": 28, "w": 28, "oc": 128, "kh": 3, "kw": 3, "stride": 1, "pad": 1}
 DEPTHWISE = {"n": 1, "c": 144, "h": 56, "w": 56, "kh": 3, "kw": 3, "stride_h": 1, "stride_w": 1, "pad_h": 1,
              "pad_w": 1}
@@ -74,12 +78,15 @@ TUNERS = ("xgb", "random", "ga")
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def _cache_path(task: Task, space: ConfigSpace) -> Path:
+def _cache_path(task: Task, space: ConfigSpace, method: str = "") -> Path:
     """The cache file of ``task`` measured over ``space``: a changed space (a knob added, removed or given
-    other values) starts a new file, since a config key may then name another program."""
+    other values) starts a new file, since a config key may then name another program.  ``method`` names
+    another way of measuring (:func:`measure_whole`'s rounds, repeats and replicate) and starts its own
+    file; the default (empty) keeps the files written before it existed."""
     root = Path(os.environ.get("VDLA_CACHE_DIR", Path.home() / ".cache" / "vdla")) / "tuner_bench"
     axes = json.dumps([[a.name, list(a.values)] for a in space.axes])
-    return root / (hashlib.sha256(f"{task.key}\n{axes}".encode()).hexdigest()[:16] + ".json")
+    key = f"{task.key}\n{axes}" + (f"\n{method}" if method else "")
+    return root / (hashlib.sha256(key.encode()).hexdigest()[:16] + ".json")
 
 
 def _cost(samples: list[float], repeats: int = 5) -> float:
@@ -141,6 +148,83 @@ def measure_pool(name: str, measurer: Measurer, pool: int, seed: int, refine: in
     return {i: _cost(cached[space.get(i).key], repeats) for i in chosen}
 
 
+def measure_whole(name: str, measurer: Measurer, rounds: int, repeats: int, replicate: str) -> dict[int, float]:
+    """A CPU ground truth of the whole legal space for a layer whose calls are too short for
+    :func:`measure_pool`'s rule (index -> cost; inf for failures), cached per task, repeats and
+    ``replicate``: a second replicate is an independent measurement of the same table, ``"a+b"`` pools
+    the rounds of replicates ``a`` and ``b`` (measuring whichever is not cached); more rounds extend
+    the cached ones, fewer use the first ones.
+
+    Every config is built once; then ``rounds`` rounds each run every config (in a fresh random order,
+    so a burst of load or a slow phase of the machine falls on different configs each round) for
+    ``repeats`` timed calls after the warm-up.  A config's cost is :func:`_cost` of its samples: the
+    median over the rounds of each round's fastest repeat.  A build is the costly part of a
+    measurement (~0.1-0.2 s here against ~12 us a call of C2 small), so timing a build many times is
+    cheap where building it many times is not."""
+    from tqdm import tqdm
+
+    from vdla.compiler.autotune.measure import build_job, run_job
+
+    if measurer.template.unit != "s":
+        raise ValueError(f"--gt-rounds measures CPU seconds; {name} is measured in {measurer.template.unit}")
+    template, task = measurer.template, measurer.task
+    space = template.space
+    legal = space.legal_indices()
+    if "+" in replicate:
+        # Replicates pooled: each measured (or read from its cache), every config's rounds together.
+        parts = replicate.split("+")
+        for part in parts:
+            measure_whole(name, measurer, rounds, repeats, part)
+        pooled = [json.loads(_cache_path(task, space, f"whole repeats={repeats} replicate={p}")
+                             .read_text()) for p in parts]
+        return {i: _cost([x for c in pooled for x in c[space.get(i).key][:rounds * repeats]], repeats)
+                for i in legal}
+    path = _cache_path(task, space, f"whole repeats={repeats} replicate={replicate}")
+    cached: dict[str, list[float]] = json.loads(path.read_text()) if path.exists() else {}
+    todo = [i for i in legal if len(cached.get(space.get(i).key, [])) < rounds * repeats]
+    if todo:
+        options = dataclasses.replace(measurer.options, repeats=repeats)
+        executor = measurer.executor
+        artifacts: dict[int, bytes | None] = {}
+        futures = {i: executor.submit(build_job, task.to_json(), None, space.get(i).to_dict(),
+                                      device_kind=task.device_kind, timeout_s=options.build_timeout_s)
+                   for i in todo}
+        for i, future in tqdm(futures.items(), desc=f"build {name}", disable=not sys.stderr.isatty()):
+            try:
+                artifacts[i] = future.result()
+            except Exception as exc:  # noqa: BLE001 - a config that does not build is a failure of the table (inf)
+                print(f"{name}: {space.get(i).key} did not build: {exc}", file=sys.stderr)
+                artifacts[i] = None
+        rng = random.Random(f"{replicate}")
+        for r in range(rounds):
+            order = [i for i in todo if len(cached.get(space.get(i).key, [])) < (r + 1) * repeats]
+            rng.shuffle(order)
+            for i in tqdm(order, desc=f"time {name} ({r + 1}/{rounds})", disable=not sys.stderr.isatty()):
+                key = space.get(i).key
+                try:
+                    if artifacts[i] is None:
+                        raise RuntimeError("build failed")
+                    outcome = executor.submit(run_job, task.to_json(), None, artifacts[i], options,
+                                              device_kind=task.device_kind, timeout_s=options.run_timeout_s,
+                                              exclusive=True).result()
+                    costs = list(outcome.costs) if outcome.correct else [math.inf] * repeats
+                except Exception as exc:  # noqa: BLE001 - a crash or timeout is this config's failure (inf)
+                    print(f"{name}: {key} did not run: {exc}", file=sys.stderr)
+                    costs = [math.inf] * repeats
+                cached.setdefault(key, []).extend(costs)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(cached))
+    return {i: _cost(cached[space.get(i).key][:rounds * repeats], repeats) for i in legal}
+
+
+def round_spread(samples: list[float], repeats: int) -> float:
+    """The interquartile range of a config's round minima over their median: how far one round's
+    measurement of it moves (the ground truth's noise at that config)."""
+    minima = [min(samples[k:k + repeats]) for k in range(0, len(samples), repeats)]
+    q1, _, q3 = statistics.quantiles(minima, n=4)
+    return (q3 - q1) / statistics.median(minima)
+
+
 def restrict(template: Template, members: set[int]) -> None:
     """Make the template's space legal only on the measured pool."""
     space = template.space
@@ -195,6 +279,11 @@ def _average_ranks(x: np.ndarray) -> np.ndarray:
     return ((ends - counts + 1 + ends) / 2)[inverse]
 
 
+def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman's rank correlation of ``x`` and ``y`` (ties given their average rank)."""
+    return float(np.corrcoef(_average_ranks(np.asarray(x)), _average_ranks(np.asarray(y)))[0, 1])
+
+
 def prior_agreement(template: Template, costs: dict[int, float], features: dict[int, np.ndarray],
                     reference: float) -> dict | None:
     """How the template's analytic prior orders the measured pool: its Spearman rank correlation with the
@@ -205,7 +294,7 @@ def prior_agreement(template: Template, costs: dict[int, float], features: dict[
     ok = [i for i, c in costs.items() if math.isfinite(c)]
     prior = np.asarray([features[i][template.prior_feature] for i in ok], np.float64)
     cost = np.asarray([costs[i] for i in ok])
-    rho = float(np.corrcoef(_average_ranks(prior), _average_ranks(cost))[0, 1])
+    rho = spearman(prior, cost)
     within = [k for k in range(len(ok)) if cost[k] <= reference / 0.95]
     ranks = sorted((int((prior < prior[k]).sum()) + 1, int((prior == prior[k]).sum())) for k in within)
     return {"spearman": round(rho, 3), "ranks_within_95": [r for r, _ in ranks], "ties": [t for _, t in ranks]}
@@ -251,6 +340,13 @@ def main() -> int:
     ap.add_argument("--refine", type=int, default=24,
                     help="CPU: the fastest configs re-measured for the ground truth (default: 24)")
     ap.add_argument("--rounds", type=int, default=6, help="CPU: re-measurement rounds of those (default: 6)")
+    ap.add_argument("--gt-rounds", type=int, default=0,
+                    help="CPU, a space measured whole: time every config in this many rounds of --gt-repeats "
+                         "(built once; its own cached table) instead of the pool rule (default: 0, the pool rule)")
+    ap.add_argument("--gt-repeats", type=int, default=21, help="timed calls per round with --gt-rounds (default: 21)")
+    ap.add_argument("--gt-replicate", default="a",
+                    help="with --gt-rounds: which independent measurement of the table; 'a+b' pools the rounds "
+                         "of replicates a and b (default: a)")
     ap.add_argument("--tasks", default="cpu,c2,depthwise,vdla", help="which tasks, of cpu,c2,c2small,c2mid,c9,depthwise,vdla (default: cpu,c2,depthwise,vdla)")
     ap.add_argument("--quick", action="store_true", help="pools of 48, 3 seeds")
     ap.add_argument("--out", default="tuner",
@@ -260,12 +356,8 @@ def main() -> int:
         args.pool, args.vdla_pool, args.seeds = 48, 48, 3
     print(host_line())
     hw = load_config("default").to_dict()
-    known = {"cpu": ("C6 cpu", make_task("conv2d_nchwc", C6_CPU), None, args.pool),
-             "c2": ("C2 cpu", make_task("conv2d_nchwc", C2_CPU), None, args.pool),
-             "c2small": ("C2 small cpu", make_task("conv2d_nchwc", C2_SMALL), None, args.pool),
-             "c2mid": ("C2 mid cpu", make_task("conv2d_nchwc", C2_MID), None, args.pool),
-             "c9": ("C9 cpu", make_task("conv2d_nchwc", C9_CPU), None, args.pool),
-             "depthwise": ("depthwise cpu", make_task("depthwise_conv2d_nchw", DEPTHWISE), None, args.pool),
+    known = {code: (name, make_task("conv2d_nchwc", wl), None, args.pool) for code, (name, wl) in CONV_TASKS.items()}
+    known |= {"depthwise": ("depthwise cpu", make_task("depthwise_conv2d_nchw", DEPTHWISE), None, args.pool),
              "vdla": ("C6 vdla", make_task("vdla_conv2d", C6_VDLA), hw, args.vdla_pool)}
     if not set(args.tasks.split(",")) <= set(known):
         ap.error(f"--tasks: choose from {','.join(known)}")
@@ -278,7 +370,16 @@ def main() -> int:
             template = measurer.template
             size, legal = template.space.size, len(template.space.legal_indices())
             t0 = time.perf_counter()
-            costs = measure_pool(name, measurer, pool, 0, args.refine, args.rounds)
+            if args.gt_rounds:
+                if legal > pool:
+                    ap.error(f"--gt-rounds measures a space whole: {name} has {legal} legal configs, more than "
+                             f"--pool {pool}; raise --pool or leave --gt-rounds out")
+                costs = measure_whole(name, measurer, args.gt_rounds, args.gt_repeats, args.gt_replicate)
+                truth = {"rule": "whole", "rounds": args.gt_rounds, "repeats": args.gt_repeats,
+                         "replicate": args.gt_replicate}
+            else:
+                costs = measure_pool(name, measurer, pool, 0, args.refine, args.rounds)
+                truth = {"rule": "pool", "refine": args.refine, "rounds": args.rounds}
             measure_s = time.perf_counter() - t0
             restrict(template, set(costs))
             features = {i: template.features(template.space.get(i)) for i in costs}
@@ -286,17 +387,19 @@ def main() -> int:
             reference = min(ok)
             default_cost = costs[template.space.index_of(template.default())]
             row = {"task": name, "key": task.key, "unit": template.unit, "space": size, "legal": legal,
-                   "pool": len(costs), "ok": len(ok), "best": reference, "default": default_cost,
+                   "ground_truth": truth, "pool": len(costs), "ok": len(ok), "best": reference, "default": default_cost,
                    "within_95": sum(c <= reference / 0.95 for c in ok), "measure_s": round(measure_s, 1),
                    "trials": {}, "table": {template.space.get(i).key: c for i, c in costs.items()}}
             row["prior"] = prior_agreement(template, costs, features, reference)
             curves: dict[str, list[list[float]]] = {}
-            row["trials_to_best"], row["trials_90"] = {}, {}
+            row["trials_to_best"], row["trials_90"], row["trials_85"] = {}, {}, {}
             row["within_90"] = sum(c <= reference / 0.90 for c in ok)
+            row["within_85"] = sum(c <= reference / 0.85 for c in ok)
             for tuner in TUNERS + (("xgb-noprior",) if template.prior_feature is not None else ()):
                 curves[tuner] = [search(tuner, template, costs, s, args.batch, features, reference)
                                  for s in range(args.seeds)]
                 for key, target in (("trials", reference / 0.95), ("trials_90", reference / 0.90),
+                                    ("trials_85", reference / 0.85),
                                     ("trials_to_best", reference)):
                     runs = [trials_to(c, target) for c in curves[tuner]]
                     row[key][tuner] = {"median": statistics.median(runs), "min": min(runs), "max": max(runs),
@@ -315,20 +418,23 @@ def main() -> int:
               f"{r['default']:>11.4g}{cells}{ratio:>11.2f}")
     print("(trials to reach 95% of the pool's best, median [min-max] over the seeds; '<=95%': pool configs within "
           "it; target: xgb/random <= 0.5)")
-    for key, what in (("trials_90", "90% of the pool's best (pool configs within it: <=90%)"),
-                      ("trials_to_best", "the pool's best itself")):
-        print(f"\ntrials to reach {what}:\n{'task':<14}{'<=90%':>6}" + "".join(f"{t:>20}" for t in columns)
-              + f"{'xgb/random':>11}")
+    for key, what, within in (("trials_90", "90% of the pool's best", "within_90"),
+                              ("trials_85", "85% of the pool's best", "within_85"),
+                              ("trials_to_best", "the pool's best itself", "within_90")):
+        print(f"\ntrials to reach {what} ('within': pool configs within {within[-2:]}%):\n{'task':<14}{'within':>6}"
+              + "".join(f"{t:>20}" for t in columns) + f"{'xgb/random':>11}")
         for r in rows:
             cells = "".join(f"{_fmt(r[key].get(t)):>20}" for t in columns)
             ratio = r[key]["xgb"]["median"] / r[key]["random"]["median"]
-            print(f"{r['task']:<14}{r['within_90']:>6}{cells}{ratio:>11.2f}")
+            print(f"{r['task']:<14}{r[within]:>6}{cells}{ratio:>11.2f}")
     for r in rows:
         if r["prior"] is not None:
             print(f"{r['task']}: the prior's Spearman rank correlation with the measured costs {r['prior']['spearman']:.3f}; "
                   f"its ranks of the pool's configs within 95% {r['prior']['ranks_within_95']}")
-    print(f"(CPU costs: the median over measurement rounds of each round's fastest repeat; the {args.refine} fastest "
-          f"configs and the default re-measured in {args.rounds} more rounds)")
+    print("(CPU costs: the median over measurement rounds of each round's fastest repeat; "
+          + (f"every config built once and timed in {args.gt_rounds} rounds of {args.gt_repeats} repeats, replicate "
+             f"{args.gt_replicate})" if args.gt_rounds else
+             f"the {args.refine} fastest configs and the default re-measured in {args.rounds} more rounds)"))
     out = RESULTS / f"{args.out}.json"
     out.write_text(json.dumps({"host": host_record(), "pool": args.pool, "vdla_pool": args.vdla_pool,
                                "seeds": args.seeds, "batch": args.batch, "rows": rows}, indent=1))

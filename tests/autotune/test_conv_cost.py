@@ -10,8 +10,10 @@ from __future__ import annotations
 import pytest
 
 from vdla.compiler import topi
-from vdla.compiler.autotune.conv_cost import (ConvShape, TileKnobs, direct_cycles, register_tile_cycles,
-                                              transform_cycles, winograd_cycles)
+from vdla.compiler.autotune.conv_cost import (FMA_LATENCY_CLOCKS, L1_BYTES, L2_BYTES_PER_CLOCK,
+                                              MEMORY_BYTES_PER_CYCLE, ConvShape, TileKnobs, channel_block_bytes,
+                                              direct_cycles, fmas_per_clock, latency_floor, register_tile_cycles,
+                                              step_cycles, transform_cycles, winograd_cycles)
 from vdla.compiler.autotune.task import make_task
 from vdla.compiler.autotune.template import template_for
 from vdla.compiler.codegen.llvm import parse_target
@@ -106,5 +108,68 @@ def test_direct_keeps_the_register_tile_order() -> None:
     one, wide, spilling = (direct_cycles(shape, TileKnobs(columns=c, channel_blocks=b)) for c, b in
                            ((1, 1), (14, 2), (8, 4)))
     assert wide < one and wide < spilling
-    # A column block that does not divide the row is charged as whole tiles: 9 columns cover 56 in 63.
-    assert direct_cycles(shape, TileKnobs(columns=9)) > direct_cycles(shape, TileKnobs(columns=8))
+
+
+def test_fewer_accumulators_than_the_fma_latency_covers_wait_on_it() -> None:
+    # Each accumulator's FMAs form a chain: a step waits FMA_LATENCY_CLOCKS however few it issues, so a
+    # tile needs latency x FMAs-a-clock accumulators to keep the FMA pipes busy: 4 of 512 bits, 8 of 256.
+    for lanes, needed in ((16, 4), (8, 8)):
+        shape = ConvShape(64, 64, 56, 56, lanes=lanes)
+        assert FMA_LATENCY_CLOCKS * fmas_per_clock(shape) == needed
+        # Tiles of two channel blocks (a broadcast feeds two FMAs: the loads keep up) and of one accumulator.
+        tiles = {n: TileKnobs(columns=max(1, n // 2), channel_blocks=2 if n > 1 else 1)
+                 for n in (1, needed // 2, needed)}
+        per_mac = {n: register_tile_cycles(1e6, shape, tile) for n, tile in tiles.items()}
+        assert step_cycles(shape, tiles[1]) == step_cycles(shape, tiles[needed // 2]) == latency_floor(shape)
+        assert per_mac[1] == pytest.approx(needed * per_mac[needed])
+        assert per_mac[needed // 2] == pytest.approx(2 * per_mac[needed])
+
+
+def test_a_block_that_does_not_divide_the_row_leaves_a_narrower_tile_at_its_own_rate() -> None:
+    # 56 columns: 7 tiles of 8, or 6 of 9 and one of 2.  The 2-column tile has 2 accumulators, half what
+    # the FMA latency needs on 512-bit vectors, so its 2 columns of 56 run at half the rate; every other
+    # tile is bound by its FMAs (and the weight stream is covered), so the conv costs 2/56 more.
+    shape = ConvShape(64, 64, 56, 56)
+    assert FMA_LATENCY_CLOCKS * fmas_per_clock(shape) == 4
+    assert direct_cycles(shape, TileKnobs(columns=9)) / direct_cycles(shape, TileKnobs(columns=8)) == \
+        pytest.approx(1 + 2 / 56)
+    # 7 x 7: six columns leave a 1-column tile, seven none.
+    small = ConvShape(16, 16, 7, 7)
+    assert direct_cycles(small, TileKnobs(columns=6, rows=4)) > direct_cycles(small, TileKnobs(columns=7, rows=4))
+
+
+def test_the_weight_stream_is_hidden_behind_a_tile_whose_steps_outlast_a_weight_vectors_transfer() -> None:
+    # C2 small (16 -> 16 on 7 x 7): a 7 x 4 tile (and its 7 x 3 remainder) is bound by its FMAs, 28 and
+    # 21 a step, while a 64-byte weight vector comes from memory in 64 / MEMORY_BYTES_PER_CYCLE cycles:
+    # the call is its FMAs alone, two a cycle.
+    shape = ConvShape(16, 16, 7, 7)
+    fmas = 9 * 16 * 16 * 7 * 7 / 16
+    assert direct_cycles(shape, TileKnobs(columns=7, rows=4)) == pytest.approx(fmas / 2)
+    # A 1 x 1 tile waits on the FMA latency every step (latency_floor), shorter than a weight vector's
+    # transfer: the first tile's 144 steps (16 channels x 9 taps) leave the rest of the stream exposed.
+    weights = 9 * 16 * 16 * 4
+    steps = 9 * 16
+    floor = latency_floor(shape)
+    assert floor < 64 / MEMORY_BYTES_PER_CYCLE
+    assert direct_cycles(shape, TileKnobs(columns=1)) == pytest.approx(
+        49 * steps * floor + weights / MEMORY_BYTES_PER_CYCLE - steps * floor)
+
+
+def test_weights_swept_past_the_l1_come_from_the_l2_at_its_bandwidth() -> None:
+    # C9's Winograd GEMM (256 input channels): one tile column against 4 channel blocks sweeps 256 x 4
+    # weight vectors (64 KiB, past the L1) per group of tiles, and a step's 4 weight vectors (256 bytes)
+    # take 256 / L2_BYTES_PER_CLOCK clocks, twice its 4 FMAs'; one channel block's 16 KiB stays in the L1.
+    shape = ConvShape(256, 256, 14, 14)
+    wide = TileKnobs(columns=1, channel_blocks=4)
+    swept = 256 * channel_block_bytes(shape, wide)
+    assert swept > L1_BYTES >= 256 * channel_block_bytes(shape, TileKnobs(columns=1))
+    assert 4 * 64 / L2_BYTES_PER_CLOCK == 2 * 4 / fmas_per_clock(shape)
+    l2_clocks = 4 * 64 / L2_BYTES_PER_CLOCK
+    assert step_cycles(shape, wide, swept) == pytest.approx(l2_clocks * fmas_per_clock(shape) / 2)
+    # From the L1 its loads bind instead: a broadcast and four 512-bit vectors (two pipes each) on two pipes.
+    in_l1 = step_cycles(shape, wide, 0.0)
+    assert in_l1 == pytest.approx((1 + 4 * 2) / 2 * fmas_per_clock(shape) / 2)
+    assert in_l1 < step_cycles(shape, wide, swept)
+    # A tile of 6 columns does 6 multiply-adds per weight vector: the L2 keeps up.
+    six = TileKnobs(columns=3, rows=2, channel_blocks=4)
+    assert step_cycles(shape, six, 256 * channel_block_bytes(shape, six)) == step_cycles(shape, six, 0.0)

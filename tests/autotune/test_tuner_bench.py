@@ -8,6 +8,7 @@ trials to a target are counted.
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from types import ModuleType
@@ -96,3 +97,73 @@ def test_xgb_first_batch_holds_the_priors_best_in_a_space_too_big_to_score_whole
     assert tuner.by_prior()[0] in pool and estimate[tuner.by_prior()[0]] == first
     batch = tuner.next_batch(8)
     assert any(estimate[i] == first for i in batch)
+
+
+def test_a_space_measured_whole_times_every_config_in_rounds_and_caches_them_per_replicate(
+        tb: ModuleType, executor, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vdla.compiler.autotune.measure import MeasureOptions, Measurer
+
+    monkeypatch.setenv("VDLA_CACHE_DIR", str(tmp_path))
+    measurer = Measurer(make_task("conv2d_nchwc", tb.C2_SMALL), executor, MeasureOptions(repeats=5))
+    template = measurer.template
+    pool = random.Random(7).sample(template.space.legal_indices(), 4)
+    tb.restrict(template, set(pool))
+    costs = tb.measure_whole("c2small", measurer, 2, 3, "t")
+    assert set(costs) == set(pool) and all(0 < c < 1 for c in costs.values())  # seconds of real runs
+    path = tb._cache_path(measurer.task, template.space, "whole repeats=3 replicate=t")
+    cached = json.loads(path.read_text())
+    assert sorted(len(v) for v in cached.values()) == [6] * 4  # 2 rounds of 3 repeats each
+    for i, c in costs.items():
+        assert c == tb._cost(cached[template.space.get(i).key], 3)
+    # Another method, another file; the pool rule's file (no method) is the one written before methods existed.
+    assert path != tb._cache_path(measurer.task, template.space, "whole repeats=3 replicate=u")
+    assert tb._cache_path(measurer.task, template.space) != path
+    # A rerun measures nothing: the cached samples answer it.
+    before = path.stat().st_mtime_ns
+    assert tb.measure_whole("c2small", measurer, 2, 3, "t") == costs and path.stat().st_mtime_ns == before
+    # Fewer rounds: the first ones.
+    first = tb.measure_whole("c2small", measurer, 1, 3, "t")
+    assert all(c == tb._cost(cached[template.space.get(i).key][:3], 3) for i, c in first.items())
+    # Two replicates pooled: the second is measured, then each config's 4 rounds give its cost.
+    pooled = tb.measure_whole("c2small", measurer, 2, 3, "t+u")
+    other = json.loads(tb._cache_path(measurer.task, template.space, "whole repeats=3 replicate=u").read_text())
+    for i, c in pooled.items():
+        key = template.space.get(i).key
+        assert len(other[key]) == 6 and c == tb._cost(cached[key] + other[key], 3)
+
+
+def test_round_spread_is_the_interquartile_range_of_round_minima_over_their_median(tb: ModuleType) -> None:
+    # Round minima 1, 2, 3, 4, 5 (two repeats a round): quartiles 1.5 and 4.5 (exclusive method), median 3.
+    samples = [1.0, 9.0, 2.0, 9.0, 9.0, 3.0, 4.0, 8.0, 5.0, 7.0]
+    assert tb.round_spread(samples, 2) == pytest.approx((4.5 - 1.5) / 3)
+    assert tb.round_spread([2.0, 2.0, 2.0, 2.0, 2.0, 2.0], 2) == 0.0
+
+
+def test_spearman_of_a_monotone_map_is_one_and_of_its_reverse_minus_one(tb: ModuleType) -> None:
+    x = np.asarray([3.0, 1.0, 2.0, 7.0])
+    assert tb.spearman(x, np.exp(x)) == pytest.approx(1.0)
+    assert tb.spearman(x, -x ** 3) == pytest.approx(-1.0)
+
+
+def test_tuner_prior_scores_a_table_in_the_priors_order_and_compares_two_measurements(
+        tb: ModuleType, bench_script: Callable[[str], ModuleType]) -> None:
+    tp = bench_script("tuner_prior")
+    template = template_for(make_task("conv2d_nchwc", tb.C2_SMALL), None)
+    space = template.space
+    keys = [space.get(i).key for i in random.Random(8).sample(space.legal_indices(), 50)]
+    prior = dict(zip(keys, tp.prior_of(template, keys)))
+    # Costs in the prior's order: Spearman 1, its first pick the best.
+    agree = tp.agreement(template, {k: 2.0 ** p for k, p in prior.items()})
+    assert agree["spearman"] == pytest.approx(1.0) and agree["ranks_within_95"][0] == 1
+    assert agree["first_picks"][0] == 1.0 and agree["first_pick_within_95"] >= 1
+    # Two measurements: b is a, 10% slower, with its best and its 26th swapped; the 95% sets are the best
+    # of each (the rest 3x away or more), not the same config.
+    a = {k: 1.0 + 2.0 * n for n, k in enumerate(keys)}
+    b = {k: 1.1 * v for k, v in a.items()}
+    b[keys[0]], b[keys[25]] = b[keys[25]], b[keys[0]]
+    twin = tp.reproducibility(a, b)
+    assert twin["within_95"] == [1, 1] and twin["shared_95"] == 0 and twin["overlap_95"] == 0.0
+    assert twin["best_ratio"] == pytest.approx(1.1) and not twin["best_a_in_b_95"]
+    assert twin["margins"]["0.8"]["within"] == [1, 1]
+    # Spearman with two ranks 25 apart of 50: 1 - 6 (2 x 25^2) / (50 (50^2 - 1)).
+    assert twin["spearman"] == pytest.approx(1 - 6 * 2 * 25 ** 2 / (50 * (50 ** 2 - 1)), abs=1e-3)
