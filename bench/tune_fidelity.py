@@ -100,11 +100,9 @@ class NodeRecorder:
         return None
 
 
-def nodes_of_tasks(graph: Any, cpu_target: str) -> tuple[dict[str, list[str]], dict[str, str]]:
-    """Task key -> the names of the model's nodes whose kernel runs that task (as ``build_model`` names them),
-    and node name -> the epilogue the node runs after its conv (``""`` for none or another kind of node)."""
-    found: dict[str, list[str]] = {}
-    epilogues: dict[str, str] = {}
+def _drafted_nodes(graph: Any, cpu_target: str) -> list[tuple[Any, Any, list[tuple[str, dict[str, int]]]]]:
+    """Every ``fused`` node of the CPU-optimized graph: the node, its drafted kernel and the tasks it asked for."""
+    found = []
     with using_target(parse_target(cpu_target)):
         g = optimize_for_cpu(graph)
         for n in g.nodes:
@@ -113,10 +111,22 @@ def nodes_of_tasks(graph: Any, cpu_target: str) -> tuple[dict[str, list[str]], d
             rec = NodeRecorder(cpu_target)
             with dispatch.dispatching(rec):
                 draft = draft_kernel(n, g, n.name)
-            epilogues[n.name] = node_epilogue(n, draft.fuses_epilogue)
-            for kind, wl in rec.seen:
-                found.setdefault(make_task(kind, wl, cpu_target).key, []).append(n.name)
-    return found, epilogues
+            found.append((n, draft, rec.seen))
+    return found
+
+
+def nodes_of_tasks(graph: Any, cpu_target: str) -> dict[str, list[str]]:
+    """Task key -> the names of the model's nodes whose kernel runs that task (as ``build_model`` names them)."""
+    found: dict[str, list[str]] = {}
+    for n, _, seen in _drafted_nodes(graph, cpu_target):
+        for kind, wl in seen:
+            found.setdefault(make_task(kind, wl, cpu_target).key, []).append(n.name)
+    return found
+
+
+def node_epilogues(graph: Any, cpu_target: str) -> dict[str, str]:
+    """Node name -> the epilogue the node runs after its conv (``""``: none, or not a conv node)."""
+    return {n.name: node_epilogue(n, draft.fuses_epilogue) for n, draft, _ in _drafted_nodes(graph, cpu_target)}
 
 
 def contenders(task: Task, records: list[Record]) -> dict[str, dict[str, Any]]:
@@ -229,7 +239,7 @@ def bench_model(name: str, args: argparse.Namespace, log_dir: Path) -> dict[str,
             raise SystemExit(f"--tasks {args.tasks}: no task of {name} has these names (they are as the table "
                              f"prints them, e.g. conv_64x56x56_256_k1s1)")
     retimings = tuple(args.predict.split(","))
-    node_map, node_epilogues = nodes_of_tasks(graph, args.cpu_target)
+    node_map, epilogue_of = nodes_of_tasks(graph, args.cpu_target), node_epilogues(graph, args.cpu_target)
     records, tune_s, log = tuning_records(tasks, args, log_dir, name)
     by_task: dict[str, list[Record]] = {}
     for r in records:
@@ -256,7 +266,7 @@ def bench_model(name: str, args: argparse.Namespace, log_dir: Path) -> dict[str,
         nodes = node_map.get(t.key, [])
         d = sum(times["default"][n] for n in nodes)
         row: dict[str, Any] = {"task": t.name, "kind": t.kind, "weight": t.weight, "epilogue": t.epilogue,
-                               "nodes": nodes, "node_epilogues": [node_epilogues.get(n, "") for n in nodes],
+                               "nodes": nodes, "node_epilogues": [epilogue_of.get(n, "") for n in nodes],
                                "node_default_s": {n: times["default"][n] for n in nodes},
                                "node_tuned_s": {label: {n: times[label if label in modules else "best"][n]
                                                         for n in nodes} for label in predictions[t.key]},
