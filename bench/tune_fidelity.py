@@ -7,23 +7,27 @@ Per model (random weights, ``tests/models/zoo.py``, TorchScript export at batch 
    (default xgb) for ``--trials`` configs (default 16: a small run, to finish on a loaded 2-core machine),
    measured as ``vdla tune`` does (``MeasureOptions()``: the ``model`` cache state, see
    ``vdla.compiler.autotune.measure.time_cpu``), on ``--workers`` local workers;
-2. **predict**: the task's default and best configs re-timed in both cache states the tuner has known,
-   ``model`` (weights evicted, the input just written by its producer, one call per repeat) and ``cold``
-   (the measurement before issue 28: everything evicted, then ~1 ms of back-to-back calls), in
-   ``--predict-rounds`` interleaved rounds (fastest repeat of each); predicted speed-up = default / best;
+2. **predict**: the task's default and best configs re-timed by the measurements the tuner has known
+   (``--predict``): ``model``, the tuner's since issue 28 part 3: the fused node (the kernel with the epilogue
+   its nodes run, ``Task.epilogue``: bias, residual add, ReLU/clip), weights evicted, the activations (input
+   and residual) just written by their producer, one call per repeat; ``bare``, the same cache state on the
+   bare kernel (the tuner's measurement before part 3); ``cold``, the bare kernel with everything evicted,
+   then ~1 ms of back-to-back calls (the measurement before issue 28); in ``--predict-rounds`` interleaved
+   rounds (fastest repeat of each); predicted speed-up = default / best;
 3. **in the model**: the model built twice, default schedules and with every task's best config
    (what ``vdla compile --tuning-log`` does), both run on one thread and profiled node by node
    (``GraphModule.profile``: each node timed in its place in whole runs) in ``--rounds`` interleaved
    rounds, fastest run of each node; a task's in-model speed-up = the sum of its nodes' default times
    over the sum of their tuned times.  A node of the model is the task's kernel plus whatever the graph
-   fused into it (bias, ReLU, a residual add, a layout change), which the tuner's kernel does not run.
+   fused into it (bias, ReLU, a residual add); since issue 28 part 3 the task's epilogue is the one most
+   of its nodes run (a task's nodes may differ: ResNet's blocks mix convs with and without a residual).
 
 Judged per task: ``best``, the log's best config (what ``vdla compile --tuning-log`` applies), and
 ``challenger``, the fastest logged config that is not the default.  When the tuner's best is the default
 itself, the ``best`` builds run one kernel twice and their agreement measures only the noise of both sides;
 the challenger is a different kernel on every task, so it always asks the issue's question.  Three
 predictions per pick: ``log`` (the tuner's own figures: the default's and the pick's standing costs in the
-log), and the re-timings ``model`` and ``cold``.  Agreement: predicted / measured - 1 (the issue's target:
+log), and the re-timings of ``--predict``.  Agreement: predicted / measured - 1 (the issue's target:
 within 5%).  Also the whole model: the tuned build's total time against the total the predictions give
 (default total minus every task's predicted saving).  The clock is the calling thread's CPU time on both
 sides (the profiler's ``clock="thread"`` and the tuner's): the wall clock of a node call counts the slices
@@ -32,7 +36,7 @@ other processes hold the core, 2x on some nodes even in their best of 20 runs on
 ``--tuning-log LOG`` judges an existing log (e.g. a whole ``vdla tune`` run) as it is: nothing is tuned.
 
 Run: ``python bench/tune_fidelity.py [--models resnet18] [--trials 16] [--resolution 224] [--rounds 15]
-[--kinds conv2d_nchwc,dense_pack] [--tuning-log LOG]``; writes ``bench/results/tune_fidelity.json`` (and the tuning log beside it).
+[--kinds conv2d_nchwc,dense_pack] [--tasks NAME,...] [--predict model,bare,cold] [--tuning-log LOG]``; writes ``bench/results/tune_fidelity.json`` (and the tuning log beside it).
 """
 from __future__ import annotations
 
@@ -62,9 +66,10 @@ from host import host_line, host_record  # noqa: E402
 from zoo import export, make_model  # noqa: E402
 
 from vdla.compiler.autotune import dispatch  # noqa: E402
+from vdla.compiler.autotune.epilogue import node_epilogue  # noqa: E402
 from vdla.compiler.autotune.database import ApplyBest, Database, Record, ranked, read_log  # noqa: E402
 from vdla.compiler.autotune.executor import LocalExecutor  # noqa: E402
-from vdla.compiler.autotune.measure import CACHE_STATES, MeasureOptions, build_job, config_cost, run_job  # noqa: E402
+from vdla.compiler.autotune.measure import MeasureOptions, build_job, config_cost, run_job  # noqa: E402
 from vdla.compiler.autotune.session import tune_tasks  # noqa: E402
 from vdla.compiler.autotune.task import Task, extract_tasks, make_task  # noqa: E402
 from vdla.compiler.autotune.template import template_for  # noqa: E402
@@ -77,9 +82,11 @@ from vdla.compiler.graph.passes import optimize_for_cpu  # noqa: E402
 DEFAULT_KINDS = ("conv2d_nchwc", "depthwise_conv2d_nchwc", "depthwise_conv2d_nchw", "dense_pack")
 #: The issue's target: the predicted speed-up within 5% of the in-model one, per node.
 TARGET_AGREEMENT = 0.05
-#: The configs judged per task (see :func:`contenders`) and the sources of a predicted speed-up.
+#: The configs judged per task (see :func:`contenders`).
 LABELS = ("best", "challenger")
-SOURCES = ("log", *CACHE_STATES)
+#: The re-timings a predicted speed-up may come from: name -> (cache state, whether the kernel runs the task's
+#: epilogue).  ``model`` is the tuner's measurement (the fused node); ``bare`` and ``cold`` its predecessors.
+RETIMINGS = {"model": ("model", True), "bare": ("model", False), "cold": ("cold", False)}
 
 
 class NodeRecorder:
@@ -93,9 +100,11 @@ class NodeRecorder:
         return None
 
 
-def nodes_of_tasks(graph: Any, cpu_target: str) -> dict[str, list[str]]:
-    """Task key -> the names of the model's nodes whose kernel runs that task (as ``build_model`` names them)."""
+def nodes_of_tasks(graph: Any, cpu_target: str) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """Task key -> the names of the model's nodes whose kernel runs that task (as ``build_model`` names them),
+    and node name -> the epilogue the node runs after its conv (``""`` for none or another kind of node)."""
     found: dict[str, list[str]] = {}
+    epilogues: dict[str, str] = {}
     with using_target(parse_target(cpu_target)):
         g = optimize_for_cpu(graph)
         for n in g.nodes:
@@ -103,10 +112,11 @@ def nodes_of_tasks(graph: Any, cpu_target: str) -> dict[str, list[str]]:
                 continue
             rec = NodeRecorder(cpu_target)
             with dispatch.dispatching(rec):
-                draft_kernel(n, g, n.name)
+                draft = draft_kernel(n, g, n.name)
+            epilogues[n.name] = node_epilogue(n, draft.fuses_epilogue)
             for kind, wl in rec.seen:
                 found.setdefault(make_task(kind, wl, cpu_target).key, []).append(n.name)
-    return found
+    return found, epilogues
 
 
 def contenders(task: Task, records: list[Record]) -> dict[str, dict[str, Any]]:
@@ -137,24 +147,30 @@ def contenders(task: Task, records: list[Record]) -> dict[str, dict[str, Any]]:
             for label, key in picks.items()}
 
 
-def predict(task: Task, picks: Mapping[str, Mapping[str, Any]], rounds: int) -> dict[str, Any]:
-    """The default and every pick of ``task``, each built once, re-timed in every cache state in ``rounds``
-    interleaved rounds (here in this process: the tuning's workers are idle by now).  Per pick and cache
-    state: the costs and the predicted speed-up over the default."""
+def predict(task: Task, picks: Mapping[str, Mapping[str, Any]], rounds: int,
+            retimings: tuple[str, ...] = ("model", "bare")) -> dict[str, Any]:
+    """The default and every pick of ``task``, each built once per kernel (fused node, bare kernel), re-timed by
+    every measurement of ``retimings`` (:data:`RETIMINGS`) in ``rounds`` interleaved rounds (here in this
+    process: the tuning's workers are idle by now).  Per pick and re-timing: the costs and the predicted
+    speed-up over the default."""
     template = template_for(task)
     configs = {"default": template.default().to_dict(),
                **{label: template.space.from_dict(p["config"]).to_dict() for label, p in picks.items()}}
-    artifacts = {which: build_job(task.to_json(), None, cfg) for which, cfg in configs.items()}
-    costs = {c: {which: math.inf for which in artifacts} for c in CACHE_STATES}
+    kernels = {fused: (task if fused else task.with_epilogue("")).to_json()
+               for fused in {RETIMINGS[r][1] for r in retimings}}
+    artifacts = {fused: {which: build_job(tj, None, cfg) for which, cfg in configs.items()}
+                 for fused, tj in kernels.items()}
+    costs = {r: {which: math.inf for which in configs} for r in retimings}
     for _ in range(rounds):
-        for cache in CACHE_STATES:
-            for which, artifact in artifacts.items():
-                outcome = run_job(task.to_json(), None, artifact, MeasureOptions(cache=cache))
+        for r in retimings:
+            cache, fused = RETIMINGS[r]
+            for which, artifact in artifacts[fused].items():
+                outcome = run_job(kernels[fused], None, artifact, MeasureOptions(cache=cache))
                 if not outcome.correct:
                     raise RuntimeError(f"{task.name}: the {which} config gave a wrong result ({outcome.detail})")
-                costs[cache][which] = min(costs[cache][which], config_cost(outcome.costs))
-    return {label: {**dict(p), **{c: {"default": costs[c]["default"], "config": costs[c][label],
-                                      "speedup": costs[c]["default"] / costs[c][label]} for c in CACHE_STATES}}
+                costs[r][which] = min(costs[r][which], config_cost(outcome.costs))
+    return {label: {**dict(p), **{r: {"default": costs[r]["default"], "config": costs[r][label],
+                                      "speedup": costs[r]["default"] / costs[r][label]} for r in retimings}}
             for label, p in picks.items()}
 
 
@@ -206,7 +222,14 @@ def bench_model(name: str, args: argparse.Namespace, log_dir: Path) -> dict[str,
     graph = from_onnx(model)
     kinds = tuple(args.kinds.split(","))
     tasks = [t for t in extract_tasks(graph, "llvm", cpu_target=args.cpu_target) if t.kind in kinds]
-    node_map = nodes_of_tasks(graph, args.cpu_target)
+    if args.tasks:
+        wanted = set(args.tasks.split(","))
+        tasks = [t for t in tasks if t.name in wanted]
+        if not tasks:
+            raise SystemExit(f"--tasks {args.tasks}: no task of {name} has these names (they are as the table "
+                             f"prints them, e.g. conv_64x56x56_256_k1s1)")
+    retimings = tuple(args.predict.split(","))
+    node_map, node_epilogues = nodes_of_tasks(graph, args.cpu_target)
     records, tune_s, log = tuning_records(tasks, args, log_dir, name)
     by_task: dict[str, list[Record]] = {}
     for r in records:
@@ -216,7 +239,7 @@ def bench_model(name: str, args: argparse.Namespace, log_dir: Path) -> dict[str,
         print(f"  not in the log (judged as the default): {', '.join(missing)}")
     tasks = [t for t in tasks if t.name not in missing]
     picks = {t.key: contenders(t, by_task[t.key]) for t in tasks}
-    predictions = {t.key: predict(t, picks[t.key], args.predict_rounds)
+    predictions = {t.key: predict(t, picks[t.key], args.predict_rounds, retimings)
                    for t in tqdm(tasks, desc="predicting", unit="task", disable=args.quiet)}
     modules = {"default": build_model(graph, target="llvm", name=name, cpu_target=args.cpu_target)}
     applied: dict[str, Any] = {}
@@ -232,7 +255,11 @@ def bench_model(name: str, args: argparse.Namespace, log_dir: Path) -> dict[str,
     for t in tasks:
         nodes = node_map.get(t.key, [])
         d = sum(times["default"][n] for n in nodes)
-        row: dict[str, Any] = {"task": t.name, "kind": t.kind, "weight": t.weight, "nodes": nodes,
+        row: dict[str, Any] = {"task": t.name, "kind": t.kind, "weight": t.weight, "epilogue": t.epilogue,
+                               "nodes": nodes, "node_epilogues": [node_epilogues.get(n, "") for n in nodes],
+                               "node_default_s": {n: times["default"][n] for n in nodes},
+                               "node_tuned_s": {label: {n: times[label if label in modules else "best"][n]
+                                                        for n in nodes} for label in predictions[t.key]},
                                "model_default_s": d, "comparisons": {}}
         for label, p in predictions[t.key].items():
             build = label if label in modules else "best"
@@ -246,15 +273,15 @@ def bench_model(name: str, args: argparse.Namespace, log_dir: Path) -> dict[str,
     # The tuned total the predictions give: every task's nodes sped up by its predicted factor.
     predicted_total = {src: totals["default"] - sum(
         r["model_default_s"] * (1 - 1 / predicted_speedups(r["comparisons"]["best"])[src]) for r in rows)
-        for src in SOURCES}
-    return {"model": name, "resolution": args.resolution, "trials": None if args.tuning_log else args.trials,
+        for src in ("log", *retimings)}
+    return {"model": name, "retimings": list(retimings), "resolution": args.resolution, "trials": None if args.tuning_log else args.trials,
             "tuner": args.tuner, "tune_seconds": tune_s, "tasks": rows, "not_in_log": missing, "builds": applied,
             "model_totals_s": totals, "predicted_tuned_s": predicted_total, "log": log}
 
 
 def predicted_speedups(p: Mapping[str, Any]) -> dict[str, float]:
-    """Per source of prediction (the tuner's log, the re-timing in each cache state): the predicted speed-up."""
-    return {"log": p["tuning_speedup"], **{c: p[c]["speedup"] for c in CACHE_STATES}}
+    """Per source of prediction (the tuner's log, each re-timing of :data:`RETIMINGS` run): the predicted speed-up."""
+    return {"log": p["tuning_speedup"], **{r: p[r]["speedup"] for r in RETIMINGS if r in p}}
 
 
 def agreement_summary(rows: list[dict[str, Any]], label: str, src: str, distinct_only: bool) -> tuple[int, int, float]:
@@ -270,16 +297,17 @@ def print_table(r: dict[str, Any]) -> None:
     how = f"{r['trials']} {r['tuner']} trials per task (tuning {r['tune_seconds']:.0f} s)" if r["trials"] else \
         f"the log {r['log']}"
     print(f"\n{r['model']} @ {r['resolution']} px, {how}; per task and pick, speed-up over the default:")
-    print(f"{'task':34s} {'x':>2s} {'pick':10s} {'in model':>9s} {'log':>7s} {'agree':>7s} {'model':>7s} "
-          f"{'agree':>7s} {'cold':>7s} {'agree':>7s}  node ms default -> pick")
+    sources = ("log", *r["retimings"])
+    print(f"{'task':34s} {'x':>2s} {'epilogue':14s} {'pick':10s} {'in model':>9s} "
+          + " ".join(f"{s:>7s} {'agree':>7s}" for s in sources) + "  node ms default -> pick")
     for t in r["tasks"]:
         for label, c in t["comparisons"].items():
             tag = label + ("=dflt" if c["is_default"] else "")
             pred, agree = predicted_speedups(c), c["agreement"]
-            print(f"{t['task']:34s} {t['weight']:2d} {tag:10s} {c['measured_speedup']:9.3f} "
-                  + " ".join(f"{pred[s]:7.3f} {agree[s]:+7.1%}" for s in SOURCES)
+            print(f"{t['task']:34s} {t['weight']:2d} {t['epilogue'] or '-':14s} {tag:10s} {c['measured_speedup']:9.3f} "
+                  + " ".join(f"{pred[s]:7.3f} {agree[s]:+7.1%}" for s in sources)
                   + f"  {1e3 * t['model_default_s']:.3f} -> {1e3 * c['model_s']:.3f}")
-    for src in SOURCES:
+    for src in sources:
         parts = []
         for label, distinct in (("best", True), ("challenger", True), ("best", False)):
             within, n, mean = agreement_summary(r["tasks"], label, src, distinct)
@@ -302,6 +330,9 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--kinds", default=",".join(DEFAULT_KINDS), help="task kinds to tune (default: %(default)s)")
     ap.add_argument("--rounds", type=int, default=15, help="interleaved profiled runs of each build (default: 15)")
+    ap.add_argument("--predict", default="model,bare",
+                    help="re-timings of default and picks, of " + ",".join(RETIMINGS) + " (default: %(default)s)")
+    ap.add_argument("--tasks", default="", help="judge only these tasks (names as printed; default: every task)")
     ap.add_argument("--predict-rounds", type=int, default=3, help="re-timing rounds of default and best (default: 3)")
     ap.add_argument("--build-timeout", type=float, default=900.0,
                     help="seconds a build (and a run) job may take (default: 900: a loaded machine)")
@@ -315,6 +346,9 @@ def main() -> None:
     args = ap.parse_args()
     if min(args.trials, args.rounds, args.predict_rounds, args.workers, args.batch) < 1:
         ap.error("--trials, --rounds, --predict-rounds, --workers and --batch must be positive")
+    unknown = [r for r in args.predict.split(",") if r not in RETIMINGS]
+    if unknown or not args.predict:
+        ap.error(f"--predict {args.predict}: unknown re-timing(s) {unknown}; choose from {', '.join(RETIMINGS)}")
     if args.tuning_log and not Path(args.tuning_log).is_file():
         ap.error(f"--tuning-log {args.tuning_log}: no such file (pass a log written by `vdla tune`)")
     if args.tuning_log and args.resume:

@@ -3,8 +3,9 @@
 For every config: an illegal one is rejected before anything is built (``invalid``); the builder
 job (in a worker process, with a timeout) builds it into an artifact whose bytes come back, so the
 runner may be another process or machine; the runner job checks the output against the NumPy
-reference and times it (CPU: as the kernel runs in the model, see :func:`time_cpu`, the fastest repeat
-as its cost, as an exclusive job; VDLA: cycle-model cycles).  Every failure is classified: ``build_error``,
+reference and times it (CPU: as the kernel runs in the model, with the epilogue its nodes fuse into it,
+``Task.epilogue``, see :func:`time_cpu`, the fastest repeat as its cost, as an exclusive job; VDLA:
+cycle-model cycles).  Every failure is classified: ``build_error``,
 ``runtime_error``, ``timeout``, ``wrong_result``.
 """
 
@@ -92,8 +93,8 @@ def time_cpu(call: Callable[[], None], repeats: int, warmup: int, flush_bytes: i
 
     ``model`` (the default) times a call as it runs in the model: before each call the caches are
     flushed (``flush_bytes``: between two uses of a layer's weights the rest of the model's weights and
-    activations pass through), then ``produced`` (the kernel's activation inputs) are rewritten in
-    place, as the producing node leaves them (in L2/L3, its lines modified), and one call is timed.
+    activations pass through), then ``produced`` (the kernel's activation inputs, an epilogue's residual
+    among them) are rewritten in place, as the producing node leaves them (in L2/L3, its lines modified), and one call is timed.
     ``cold`` flushes everything and then times as many calls as last ~1 ms: the calls after the first
     find the weights and input in cache, and the first finds even the input evicted; the ranking of
     configs it gave did not hold in the model (a conv the tuner put 1.14x faster ran 1.02x faster in

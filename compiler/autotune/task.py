@@ -5,7 +5,11 @@ A :class:`Task` is an operator kind (``conv2d_nchwc``, ``depthwise_conv2d_nchw(c
 sees), the compile target and the host features that decide its speed.  :func:`extract_tasks` finds
 a model's tasks by running the graph lowerings with a recording dispatcher, so a task is exactly
 what the lowering will later ask the tuning log for; operators that occur several times become one
-task with a weight.
+task with a weight.  A conv task also carries the element-wise epilogue its nodes run fused into the
+kernel (``bias+add+relu``, :mod:`vdla.compiler.autotune.epilogue`): its template times the kernel with it.
+The epilogue is not part of the task's key: nodes of one conv workload with different epilogues (ResNet's
+blocks mix convs with and without a residual add) are one task, timed with the epilogue most of them run
+(:func:`task_epilogue`), and the log's records (old ones hold no epilogue) apply to all of them.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from vdla_hw.config import HwConfig, load_config
 from vdla_hw.errors import UsageError
 
 from . import dispatch
+from .epilogue import EPILOGUE_KINDS, node_epilogue, parse_epilogue
 
 CPU_KINDS = ("conv2d_nchwc", "depthwise_conv2d_nchw", "depthwise_conv2d_nchwc", "dense_pack", "batch_matmul",
              "pool2d", "elementwise")
@@ -73,6 +78,9 @@ class Task:
     host: str
     """:attr:`HostInfo.key` of the measuring host for CPU tasks; ``cycle-model`` for VDLA tasks."""
     weight: int = field(default=1, compare=False)
+    epilogue: str = field(default="", compare=False)
+    """The element-wise chain the task's nodes run after the kernel (``bias+add+relu``; ``""``: none), which
+    the template builds and times with it.  Not in :attr:`key`: a log matches the task whatever it holds."""
 
     @property
     def key(self) -> str:
@@ -110,14 +118,23 @@ class Task:
         return f"vdla_conv_{w['ic']}x{w['h']}x{w['w']}_{w['oc']}_k{w['kh']}s{w['stride']}"
 
     def with_weight(self, weight: int) -> Task:
-        return Task(self.kind, self.workload, self.target, self.host, weight)
+        return Task(self.kind, self.workload, self.target, self.host, weight, self.epilogue)
+
+    def with_epilogue(self, epilogue: str) -> Task:
+        """This task timed with ``epilogue`` (checked against the vocabulary and the kind)."""
+        parse_epilogue(epilogue, self.kind)
+        return Task(self.kind, self.workload, self.target, self.host, self.weight, epilogue)
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "workload": self.wl, "target": self.target, "host": self.host}
+        d = {"kind": self.kind, "workload": self.wl, "target": self.target, "host": self.host}
+        return {**d, "epilogue": self.epilogue} if self.epilogue else d
 
     @staticmethod
     def from_json(d: Mapping[str, Any], weight: int = 1) -> Task:
-        return Task(d["kind"], tuple(sorted(d["workload"].items())), d["target"], d["host"], weight)
+        """A task from :meth:`to_json`; a record written before tasks had epilogues is the bare kernel's."""
+        epilogue = str(d.get("epilogue", ""))
+        parse_epilogue(epilogue, d["kind"])
+        return Task(d["kind"], tuple(sorted(d["workload"].items())), d["target"], d["host"], weight, epilogue)
 
 
 def cpu_target_key(target: Target) -> str:
@@ -137,16 +154,18 @@ def vdla_target_key(cfg: HwConfig) -> str:
 
 
 def make_task(kind: str, workload: Mapping[str, int], target: str = "llvm", config: str | HwConfig = "default",
-              weight: int = 1) -> Task:
-    """A task of ``kind`` on ``workload`` for the ``llvm`` target string or the VDLA ``config``."""
+              weight: int = 1, epilogue: str = "") -> Task:
+    """A task of ``kind`` on ``workload`` for the ``llvm`` target string or the VDLA ``config``, timed with
+    ``epilogue`` (CPU conv kinds only, :mod:`vdla.compiler.autotune.epilogue`)."""
     items = tuple(sorted((k, int(v)) for k, v in workload.items()))
+    parse_epilogue(epilogue, kind)
     if kind in VDLA_KINDS:
         cfg = load_config(config) if isinstance(config, str) else config
         return Task(kind, items, vdla_target_key(cfg), "cycle-model", weight)
     if kind not in CPU_KINDS:
         raise UsageError(f"unknown task kind {kind!r}; known: {CPU_KINDS + VDLA_KINDS}")
     tgt = parse_target(target)
-    return Task(kind, items, cpu_target_key(tgt), HostInfo.detect().key, weight)
+    return Task(kind, items, cpu_target_key(tgt), HostInfo.detect().key, weight, epilogue)
 
 
 class _Recorder:
@@ -159,11 +178,25 @@ class _Recorder:
         self.seen.append((kind, dict(workload)))
 
 
-def _weighted(tasks: Sequence[Task]) -> list[Task]:
-    counts: dict[Task, int] = {}
-    for t in tasks:
-        counts[t] = counts.get(t, 0) + 1
-    return [t.with_weight(n) for t, n in counts.items()]
+def task_epilogue(epilogues: Sequence[str]) -> str:
+    """The epilogue a task is timed with, from those of its nodes: the one most of them run; on a tie the one
+    with more operations (a residual add reads a second activation: the heavier node).  ResNet-50's 1 x 1
+    64 -> 256 conv at 56 x 56 (x4): three nodes add the residual, the first block's projection does not, so
+    the task times ``bias+add+relu``."""
+    if not epilogues:
+        return ""
+    counts: dict[str, int] = {}
+    for e in epilogues:
+        counts[e] = counts.get(e, 0) + 1
+    return max(counts, key=lambda e: (counts[e], len(parse_epilogue(e)), e))
+
+
+def _weighted(found: Sequence[tuple[Task, str]]) -> list[Task]:
+    """One task per distinct operator, weighted by its occurrences, with the epilogue of :func:`task_epilogue`."""
+    epilogues: dict[Task, list[str]] = {}
+    for t, epilogue in found:
+        epilogues.setdefault(t, []).append(epilogue)
+    return [Task(t.kind, t.workload, t.target, t.host, len(es), task_epilogue(es)) for t, es in epilogues.items()]
 
 
 def extract_tasks(graph: Any, target: str = "llvm", *, cpu_target: str = "llvm", config: str | HwConfig = "default",
@@ -183,15 +216,24 @@ def extract_tasks(graph: Any, target: str = "llvm", *, cpu_target: str = "llvm",
         from vdla.compiler.graph.passes import optimize_for_cpu
 
         recorder = _Recorder()
+        found: list[tuple[Task, str]] = []
         with using_target(parse_target(cpu_target)), dispatch.dispatching(recorder):
             g = optimize_for_cpu(graph)
+            found += [(make_task(kind, wl, cpu_target), "") for kind, wl in recorder.seen]  # asked while optimizing
             for n in g.nodes:
                 if n.op == "fused":
+                    before = len(recorder.seen)
                     draft = draft_kernel(n, g, n.name)
                     workload = elementwise_workload(draft)  # compile_draft asks for these knobs
                     if workload is not None:
                         dispatch.query("elementwise", workload)
-        return _weighted([make_task(kind, wl, cpu_target) for kind, wl in recorder.seen])
+                    asked = recorder.seen[before:]
+                    # The node's epilogue belongs to its conv when the conv is the node's one tuned kernel.
+                    anchored = [q for q in asked if q[0] in EPILOGUE_KINDS]
+                    epilogue = node_epilogue(n, draft.fuses_epilogue) if len(anchored) == 1 else ""
+                    found += [(make_task(kind, wl, cpu_target), epilogue if kind in EPILOGUE_KINDS else "")
+                              for kind, wl in asked]
+        return _weighted(found)
     if target == "vdla":
         from vdla.compiler.graph.build import calibration_samples
         from vdla.compiler.graph.errors import NotLoweredError
@@ -213,5 +255,5 @@ def extract_tasks(graph: Any, target: str = "llvm", *, cpu_target: str = "llvm",
                                                config=cfg))
                     continue  # other ALU kernels (adds, max pools) have no knobs to tune
                 found.append(make_task("vdla_conv2d", gemm.workload.task_workload(), config=cfg))
-        return _weighted(found)
+        return _weighted([(t, "") for t in found])
     raise UsageError(f"unknown target {target!r}; use one of {TARGETS}")

@@ -2,7 +2,10 @@
 
 The register budget of the column block comes from the task's target ISA (32 vector registers
 with AVX-512, 16 with AVX2), not from the host's.  Measurement runs the shared library the
-builder wrote, single-threaded, on seeded inputs, and checks the output against NumPy.
+builder wrote, single-threaded, on seeded inputs, and checks the output against NumPy.  A conv task
+with an epilogue (``Task.epilogue``: bias, residual add, ReLU, clip) is built, checked and timed as
+the model's node runs it: the chain computed inside the register tile (the schedules' ``epilogue=``),
+a residual operand rewritten before each timed call like the conv's input.
 
 Because every config is timed on one thread, whether a kernel runs its outer loop in parallel is
 not a knob (on one thread it cannot be measured, so a tuned value would be noise): every config
@@ -30,6 +33,7 @@ from vdla.compiler.tir.pipeline import lower
 from vdla.compiler.tir.stmt import PrimFunc
 
 from .conv_cost import ConvShape, TileKnobs, direct_cycles, winograd_cycles
+from .epilogue import apply_epilogue, epilogue_stage, parse_epilogue
 from .space import Axis, Config, ConfigSpace, divisors
 from .template import RunOutcome, Template
 
@@ -52,7 +56,34 @@ class CpuTemplate(Template):
         raise NotImplementedError
 
     def reference(self, inputs: list[np.ndarray]) -> np.ndarray:
+        """The bare operator's float64 result on its :meth:`tensors` inputs."""
         raise NotImplementedError
+
+    @property
+    def epilogue_ops(self) -> tuple[str, ...]:
+        """The task's epilogue as operations (``()``: the bare kernel)."""
+        return parse_epilogue(self.task.epilogue, self.task.kind)
+
+    @property
+    def produced_inputs(self) -> int:
+        """How many leading parameters of the built function are activations: the kernel's
+        (:attr:`activation_inputs`) and the epilogue's residual operand, if any."""
+        return self.activation_inputs + ("add" in self.epilogue_ops)
+
+    def with_epilogue(self, ins: list[te.Tensor], out: te.Tensor) -> tuple[list[te.Tensor], te.Tensor]:
+        """The built function's inputs in parameter order and its output: ``out`` through the task's epilogue
+        (activations first, the residual after the kernel's; weights after them, the bias last)."""
+        acts, weights, stage = epilogue_stage(out, self.epilogue_ops)
+        k = self.activation_inputs
+        return ins[:k] + acts + ins[k:] + weights, stage
+
+    def fused_reference(self, raw: list[np.ndarray]) -> np.ndarray:
+        """The float64 result of the built function on its inputs ``raw`` (:meth:`inputs`): the bare
+        :meth:`reference`, then the epilogue (:func:`~vdla.compiler.autotune.epilogue.apply_epilogue`)."""
+        ops = self.epilogue_ops
+        k, r, b = self.activation_inputs, int("add" in ops), int("bias" in ops)
+        y = self.reference(raw[:k] + raw[k + r:len(raw) - b])
+        return apply_epilogue(y, ops, raw[k] if r else None, raw[-1] if b else None) if ops else y
 
     @property
     def isa(self) -> str:
@@ -100,16 +131,18 @@ class CpuTemplate(Template):
         return self.kind
 
     def inputs(self, seed: int = 0) -> list[np.ndarray]:
+        """Seeded inputs of the built function, in its parameter order (:meth:`with_epilogue`)."""
         rng = np.random.default_rng(seed)
-        ins, _ = self.tensors()
+        ins, _ = self.with_epilogue(*self.tensors())
         return [rng.standard_normal(tuple(int(s.value) for s in t.shape)).astype(np.float32) for t in ins]
 
     def run(self, artifact: Path, check: bool, repeats: int, warmup: int, flush_bytes: int,
             cache: str = "model") -> RunOutcome:
         return self.run_operands(artifact, check, repeats, warmup, flush_bytes, lambda ins: ins, cache)
 
-    #: How many leading inputs are activations (written by the node before in the model); the rest are
-    #: weights.  Timing rewrites the activations before each call (:func:`~vdla.compiler.autotune.measure.time_cpu`).
+    #: How many leading inputs of the bare operator are activations (written by the node before in the model);
+    #: the rest are weights.  Timing rewrites the activations, and an epilogue's residual operand, before each
+    #: call (:attr:`produced_inputs`, :func:`~vdla.compiler.autotune.measure.time_cpu`).
     activation_inputs = 1
 
     def run_operands(self, artifact: Path, check: bool, repeats: int, warmup: int, flush_bytes: int,
@@ -131,14 +164,14 @@ class CpuTemplate(Template):
         fn(*ins, out)
         detail, correct = "", True
         if check:
-            want = self.reference(raw)
+            want = self.fused_reference(raw)
             scale = max(1.0, float(np.abs(want).max()))
             err = float(np.abs(out - want).max()) / scale
             correct = err <= _RTOL * 10
             detail = f"max relative error {err:.2e}"
         argv = fn.pack((*ins, out))
         costs = time_cpu(lambda: fn.call_unchecked(argv), repeats, warmup, flush_bytes,
-                         produced=ins[:self.activation_inputs], cache=cache)
+                         produced=ins[:self.produced_inputs], cache=cache)
         return RunOutcome(tuple(costs), correct, detail)
 
 
@@ -303,10 +336,13 @@ class Conv2dNCHWcTemplate(CpuTemplate):
         tile = int(name.rsplit("_", 1)[1]) if name.startswith(f"{self.kind}_winograd_") else 0
         if not tile:
             return super().run(artifact, check, repeats, warmup, flush_bytes, cache)
-        return self.run_operands(artifact, check, repeats, warmup, flush_bytes,
-                                 lambda ins: [ins[0], topi.transform_weights(self.oihw(ins[1]), tile,
-                                                                             ins[0].shape[-1], ins[1].shape[-1])],
-                                 cache)
+        k = self.produced_inputs  # the blocked weights follow the activations (and the residual)
+
+        def transformed(ins: list[np.ndarray]) -> list[np.ndarray]:
+            u = topi.transform_weights(self.oihw(ins[k]), tile, ins[0].shape[-1], ins[k].shape[-1])
+            return ins[:k] + [u] + ins[k + 1:]
+
+        return self.run_operands(artifact, check, repeats, warmup, flush_bytes, transformed, cache)
 
     @staticmethod
     def oihw(kernel: np.ndarray) -> np.ndarray:
@@ -345,11 +381,15 @@ class Conv2dNCHWcTemplate(CpuTemplate):
 
     def schedule(self, config: Config) -> tuple[Schedule, list[te.Tensor]]:
         tile = self.winograd_tile(config)
+        ins, out = self.winograd_tensors(tile) if tile else self.tensors()
+        params, stage = self.with_epilogue(ins, out)
+        # The model's lowering passes the epilogue stage whenever its node has one (lower_llvm_nn, with_epilogue).
+        epilogue = stage if stage is not out else None
         if tile:
-            ins, out = self.winograd_tensors(tile)
-            return topi.schedule_conv2d_winograd_nchwc(out, self.knobs(config)), ins + [out]  # type: ignore[arg-type]
-        ins, out = self.tensors()
-        return topi.schedule_conv2d_nchwc(out, self.knobs(config)), ins + [out]  # type: ignore[arg-type]
+            s = topi.schedule_conv2d_winograd_nchwc(out, self.knobs(config), epilogue=epilogue)  # type: ignore[arg-type]
+        else:
+            s = topi.schedule_conv2d_nchwc(out, self.knobs(config), epilogue=epilogue)  # type: ignore[arg-type]
+        return s, params + [stage]
 
     def reference(self, inputs: list[np.ndarray]) -> np.ndarray:
         data, kernel = inputs
@@ -435,7 +475,9 @@ class DepthwiseNCHWcTemplate(CpuTemplate):
 
     def schedule(self, config: Config) -> tuple[Schedule, list[te.Tensor]]:
         ins, out = self.tensors()
-        return topi.schedule_depthwise_conv2d_nchwc(out, self.knobs(config)), ins + [out]
+        params, stage = self.with_epilogue(ins, out)
+        epilogue = stage if stage is not out else None
+        return topi.schedule_depthwise_conv2d_nchwc(out, self.knobs(config), epilogue=epilogue), params + [stage]
 
     def reference(self, inputs: list[np.ndarray]) -> np.ndarray:
         data, kernel = inputs

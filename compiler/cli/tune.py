@@ -154,6 +154,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         best = f"{o.best.cost:.4g} {unit}" if o.best else "no config ran"
         gain = f" ({o.default_cost / o.best.cost:.2f}x the default)" if o.best and o.default_cost < float("inf") else ""
         searched = len({r.config_key for r in db.of_task(o.task)})
-        print(f"  {o.task.name} x{o.task.weight}: best {best}{gain}; {searched} configs measured")
+        fused = f" with {o.task.epilogue}" if o.task.epilogue else ""  # timed as the fused node
+        print(f"  {o.task.name} x{o.task.weight}{fused}: best {best}{gain}; {searched} configs measured")
     print(f"tuning curves in {curves}")
     return 0

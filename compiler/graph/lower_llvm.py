@@ -423,6 +423,12 @@ class KernelDraft:
     def args(self) -> tuple[str | np.ndarray, ...]:
         return tuple(src for _, src in self.params)
 
+    @property
+    def fuses_epilogue(self) -> bool:
+        """Whether :func:`compile_draft` computes the output as an element-wise epilogue inside a conv's
+        register tile (the tuner then times the conv with that epilogue, ``vdla.compiler.autotune.epilogue``)."""
+        return _fusable_anchor(self.kb, self.out) is not None
+
     def signature(self) -> tuple[tuple[tuple[int, ...], str], ...]:
         """Shapes and dtypes of the parameters then the output: what a compiled function is called with."""
         return tuple((_shape(t), t.dtype) for t, _ in self.params) + ((_shape(self.out), self.out.dtype),)

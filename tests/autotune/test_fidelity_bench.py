@@ -81,3 +81,16 @@ def test_a_log_without_a_successful_measurement_is_named(fb: ModuleType, task: T
     failed = Record.make(task, default, "error", [], "s", detail="build failed")
     with pytest.raises(RuntimeError, match="no successful measurement"):
         fb.contenders(task, [failed])
+
+
+def test_the_fused_node_and_the_bare_kernel_are_both_re_timed(fb: ModuleType, task: Task) -> None:
+    """A task with an epilogue is re-timed as the fused node (``model``, the tuner's measurement) and as the bare
+    kernel (``bare``, the measurement before), each pick beside the default; a wrong result of either raises."""
+    fused = task.with_epilogue("bias+add+relu")
+    default, a, _ = configs(fused)
+    picks = fb.contenders(fused, [rec(fused, default, 1.0), rec(fused, a, 0.9)])
+    got = fb.predict(fused, picks, 1, ("model", "bare"))
+    for which in ("model", "bare"):
+        c = got["best"][which]
+        assert 0 < c["default"] < 1 and 0 < c["config"] < 1 and c["speedup"] == pytest.approx(c["default"] / c["config"])
+    assert "cold" not in got["best"] and set(fb.predicted_speedups(got["best"])) == {"log", "model", "bare"}
