@@ -214,7 +214,7 @@ def bench_model(name: str, args: argparse.Namespace, peak: float) -> dict[str, A
             modules["tuned"] = build_model(graph, target="llvm", name=name, cpu_target=args.cpu_target)
         applied = dict(apply.applied)
     tasks = {t.key: t for t in extract_tasks(graph, "llvm", cpu_target=args.cpu_target)}
-    node_task = {n: tasks[key] for key, nodes in nodes_of_tasks(graph, args.cpu_target)[0].items()
+    node_task = {n: tasks[key] for key, nodes in nodes_of_tasks(graph, args.cpu_target).items()
                  if key in tasks for n in nodes}
 
     with tempfile.TemporaryDirectory(prefix="vdla_node_classes_") as tmp:
