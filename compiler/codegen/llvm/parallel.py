@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING
 
 import llvmlite.ir as ir
 
-from ...tir.functor import walk
-from ...tir.ir import Buffer, For, Node, Stmt, Var
+from ...tir.functor import stmt_children, walk
+from ...tir.ir import Buffer, BufferStore, Evaluate, For, IntImm, Node, Stmt, Var
 from ..symbols import c_identifier
 from .types import I32, I64, PTR, VOID, opaque_alloca
 
@@ -42,6 +42,41 @@ locality as a static split), and a share whose thread is late is taken by one th
 balancing) measured no better on ResNet-50 at two threads and used up to 18% more CPU time in one run
 (``docs/cpu_speed.md``); at this host's load the difference between 1, 4 and a static split is inside
 the noise."""
+
+
+MIN_PARALLEL_WORK = 1 << 18
+"""A parallel loop whose work (:func:`region_work`: stores it executes, a vector store counting once)
+is known at compile time and below this runs serially, with no ``GOMP_parallel``.  Waking libgomp's
+passive worker costs ~15-20 us per region on the 2-core Zen 4 (the worker then starts that much after
+the caller), so a region of a few tens of microseconds is slower on two threads than on one: MobileNetV2's
+depthwise 3 x 3 nodes of 10-30 us took 18-43 us on two (``docs/cpu_speed.md``, "Two threads on a quiet
+host").  Set from that model's nodes: those under ~2 M stores ran under ~60 us on one thread."""
+
+
+def region_work(stmt: Stmt) -> int | None:
+    """Stores ``stmt`` executes (each ``BufferStore`` or ``Evaluate`` once per iteration of its
+    enclosing loops; both branches of an ``if`` counted), or None when a loop extent in it is not a
+    compile-time constant."""
+    if isinstance(stmt, (BufferStore, Evaluate)):
+        return 1
+    inner = 0
+    for child in stmt_children(stmt):
+        w = region_work(child)
+        if w is None:
+            return None
+        inner += w
+    if isinstance(stmt, For):
+        if not isinstance(stmt.extent, IntImm):
+            return None
+        return stmt.extent.value * inner
+    return inner
+
+
+def runs_serially(loop: For) -> bool:
+    """Whether a parallel ``loop`` is emitted as a serial loop: its work is known at compile time and
+    below :data:`MIN_PARALLEL_WORK`."""
+    work = region_work(loop)
+    return work is not None and work < MIN_PARALLEL_WORK
 
 
 def used_vars(stmt: Stmt) -> set[Var]:
