@@ -20,7 +20,8 @@ On a quiet host the chunks are contiguous runs as before, so locality is unchang
 The parent stores the captured values into a stack closure and calls
 ``GOMP_parallel(trampoline, closure, vdla_num_threads, 0)``; a thread count of 0 means
 libgomp's default (``OMP_NUM_THREADS`` or the number of cores). Parallel loops nested
-inside a parallel region run serially.
+inside a parallel region run serially, and so does one with too little known work
+(:func:`runs_serially`).
 """
 from __future__ import annotations
 
@@ -50,7 +51,10 @@ is known at compile time and below this runs serially, with no ``GOMP_parallel``
 passive worker costs ~15-20 us per region on the 2-core Zen 4 (the worker then starts that much after
 the caller), so a region of a few tens of microseconds is slower on two threads than on one: MobileNetV2's
 depthwise 3 x 3 nodes of 10-30 us took 18-43 us on two (``docs/cpu_speed.md``, "Two threads on a quiet
-host").  Set from that model's nodes: those under ~2 M stores ran under ~60 us on one thread."""
+host").  Its depthwise regions have 30-130 K stores, its 1 x 1 convs 150 K-1.4 M; 2^18 measured better
+than 2^17 there.  A store count under-weights a region whose time is memory traffic or a register-tiled
+reduction (a dense layer's 1000 x 80 vector stores read 5 MB of weights): such a region below the
+threshold loses its two-thread gain."""
 
 
 def region_work(stmt: Stmt) -> int | None:
