@@ -19,6 +19,10 @@ with the TorchScript exporter at batch 1:
   ``vdla.runtime.huge_pages``; ``--peer-tuning-log MODEL=TUNE.jsonl`` compiles MODEL's peer with that log,
   for a tuned before / after).
 
+With more than one thread the contenders' rounds run in blocks instead (``--thread-order``): the
+runtimes' thread pools share the process, and interleaved with onnxruntime's (spinning) pool our
+MobileNetV2 on two threads took 7.3-12 ms against 5.8 ms in blocks or alone (``docs/cpu_speed.md``).
+
 Outputs are checked first (ours, tuned and torch against onnxruntime, max abs error <= 1e-4 x max
 |output|); a model that does not match is reported and not timed.  Then the contenders are called
 in turn, one call each per round, so a burst of load from other processes on this shared machine
@@ -97,18 +101,32 @@ NAME_WIDTH = max(len(m) for m in MODELS)
 TARGET_RATIO = 1.5
 
 
-def _interleaved(contenders: dict[str, Callable[[], Any]], rounds: int, desc: str,
-                 quiet: bool) -> dict[str, dict[str, list[float]]]:
+#: How the contenders take turns: ``interleaved`` (one call each per round) or ``blocks`` (each
+#: contender's rounds back to back).
+ORDERS = ("interleaved", "blocks")
+
+
+def _timed(contenders: dict[str, Callable[[], Any]], rounds: int, desc: str, quiet: bool,
+           order: str = "interleaved") -> dict[str, dict[str, list[float]]]:
     """Per contender and round: wall time and the calling thread's CPU time of one call.
 
     With one thread every contender runs its kernels in the calling thread, so its CPU time
-    leaves out the time other processes on this shared machine hold the core (wall time does not)."""
+    leaves out the time other processes on this shared machine hold the core (wall time does not).
+    ``order="blocks"`` runs each contender's rounds back to back: with more than one thread the
+    runtimes' pools live in one process, and interleaved with onnxruntime (whose workers spin by
+    default) our runs on two threads took 1.3-2x their time alone; in blocks, or with onnxruntime's
+    spinning off, they take their time alone (``docs/cpu_speed.md``, "Two threads on a quiet host")."""
+    if order not in ORDERS:
+        raise ValueError(f"unknown order {order!r}: use one of {ORDERS}")
     times: dict[str, dict[str, list[float]]] = {k: {"wall": [], "cpu": []} for k in contenders}
     for fn in contenders.values():  # warm up: first calls allocate, fault pages in, spin up pools
         fn()
         fn()
-    for _ in tqdm(range(rounds), desc=desc, unit="round", disable=quiet or not sys.stderr.isatty()):
-        for name, fn in contenders.items():
+    names = list(contenders)
+    turns = ([[k] for k in names for _ in range(rounds)] if order == "blocks" else [names] * rounds)
+    for turn in tqdm(turns, desc=desc, unit="turn", disable=quiet or not sys.stderr.isatty()):
+        for name in turn:
+            fn = contenders[name]
             c0, t0 = time.thread_time(), time.perf_counter()
             fn()
             times[name]["wall"].append(time.perf_counter() - t0)
@@ -169,9 +187,10 @@ def bench_model(name: str, resolution: int, rounds: int, quiet: bool, cpu_target
                 tuning_log: str | None = None, threads: Sequence[int] = (1,),
                 profile_above: float | None = None, export_dir: Path | None = None,
                 peer_tree: Path | None = None, peer_huge_pages: bool = True,
-                peer_tuning_log: str | None = None) -> dict[str, Any]:
+                peer_tuning_log: str | None = None, thread_order: str = "blocks") -> dict[str, Any]:
     """Compile ``name`` (and with ``tuning_log``, a tuned build too), check it against onnxruntime,
-    and time the contenders interleaved, once per thread count of ``threads``; with ``profile_above``,
+    and time the contenders, once per thread count of ``threads`` (interleaved on one thread; in the
+    order ``thread_order`` on more, see :func:`_timed`); with ``profile_above``,
     a model whose one-thread time is above that many times onnxruntime's is profiled op by op, both sides."""
     import onnxruntime as ort
     import torch
@@ -230,7 +249,7 @@ def bench_model(name: str, resolution: int, rounds: int, quiet: bool, cpu_target
         sess = session(n)
         contenders = {key: (lambda c=compiled: c.run(feed)) for key, (compiled, _) in ours.items()}
         contenders.update({"ort": lambda: sess.run(None, feed), "torch": torch_eager})
-        times = _interleaved(contenders, rounds, f"{name} {n} thr", quiet)
+        times = _timed(contenders, rounds, f"{name} {n} thr", quiet, thread_order if n != 1 else "interleaved")
         out["ms"][str(n)] = {k: {f"{clock}_{stat}": 1e3 * f(v[clock]) for clock in ("wall", "cpu")
                                  for stat, f in (("median", statistics.median), ("best", min))}
                              for k, v in times.items()}
@@ -259,10 +278,11 @@ def _row(r: dict[str, Any], threads: int, clock: str, builds: list[str]) -> str:
     return text + "".join(f" {ms[k] / ms['ort']:>8.2f}x" if k in ms else f" {'-':>9}" for k in builds)
 
 
-def _table(results: list[dict[str, Any]], threads: int, clock: str, rounds: int) -> None:
+def _table(results: list[dict[str, Any]], threads: int, clock: str, rounds: int, order: str = "interleaved") -> None:
     builds = _columns(results)
     what = {"wall": "wall-clock", "cpu": "CPU time of the calling thread"}[clock]
-    print(f"\nfp32, batch 1, {threads} thread{'s' if threads > 1 else ''}, {what}, median of {rounds} interleaved rounds")
+    how = "interleaved rounds" if threads == 1 or order == "interleaved" else "rounds, each contender's in a block"
+    print(f"\nfp32, batch 1, {threads} thread{'s' if threads > 1 else ''}, {what}, median of {rounds} {how}")
     names = builds + ["ort", "torch"]
     print(f"{'model':<{NAME_WIDTH}} {'px':>4} {'compile s':>9}" + "".join(f" {n + ' ms':>9}" for n in names)
           + "".join(f" {n + '/ort':>9}" for n in builds))
@@ -286,6 +306,10 @@ def main() -> None:
                     help="also time MODEL compiled with this tuning log (`vdla tune`) as 'tuned' (repeatable)")
     ap.add_argument("--threads", default="1",
                     help="comma-separated thread counts to time, 'all' = every core (default: 1)")
+    ap.add_argument("--thread-order", choices=ORDERS, default="blocks",
+                    help="with more than one thread: each contender's rounds back to back ('blocks', default: "
+                         "onnxruntime's spinning workers then do not hold the core our next run needs) or "
+                         "one call each per round ('interleaved', the one-thread order)")
     ap.add_argument("--profile", nargs="?", type=float, const=TARGET_RATIO, metavar="RATIO",
                     help=f"profile every model slower than RATIO x onnxruntime (default {TARGET_RATIO}), "
                          f"op by op on both sides (bench/model_profile.py)")
@@ -337,7 +361,7 @@ def main() -> None:
                            "load_average_before": os.getloadavg(), "models": [],
                            "openmp": {"library": openmp, "policy_env": {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")},
                                       "default_wait_policy": DEFAULT_WAIT_POLICY}}
-    out["threads"] = threads
+    out["threads"], out["thread_order"] = threads, args.thread_order
     with contextlib.ExitStack() as stack:
         peer = None
         if args.peer is not None:
@@ -349,7 +373,8 @@ def main() -> None:
                   + ("4 KiB pages" if args.peer_small_pages else "huge pages") + " by this runtime")
         for name in names:
             r = bench_model(name, resolution, rounds, args.quiet, args.cpu_target, logs.get(name), threads,
-                            args.profile, args.export_onnx, peer, not args.peer_small_pages, peer_logs.get(name))
+                            args.profile, args.export_onnx, peer, not args.peer_small_pages, peer_logs.get(name),
+                            args.thread_order)
             out["models"].append(r)
             if not args.quiet:
                 print(f"  {name}: compiled in {r['compile_seconds']:.1f} s"
@@ -357,7 +382,7 @@ def main() -> None:
     out["load_average_after"] = os.getloadavg()
 
     for n in threads:
-        _table(out["models"], n, "wall", rounds)
+        _table(out["models"], n, "wall", rounds, args.thread_order)
         if n == 1:
             _table(out["models"], n, "cpu", rounds)
     timed = [r for r in out["models"] if r["matches"] and "1" in r["ms"]]

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vdla.compiler.codegen.llvm import CodegenError, codegen, host_target, jit
+from vdla.compiler.codegen.llvm import CodegenError, codegen, host_target, jit, parallel
 from vdla.compiler.tir import run
 from vdla.compiler.tir import op as top
 from vdla.compiler.tir.ir import (Allocate, Broadcast, BufferStore, Cast, Evaluate, For, ForKind,
@@ -157,7 +157,8 @@ def test_local_allocation_stack_and_heap(size: int) -> None:
     compile_and_compare(f, np.arange(size, dtype=np.float32), np.zeros(size, np.float32))
 
 
-def test_parallel_unrolled_and_nested_parallel_loops() -> None:
+def test_parallel_unrolled_and_nested_parallel_loops(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_WORK", 0)  # a libgomp region however small
     a = decl_buffer((32, 24), "float32", "a")
     out = decl_buffer((32, 24), "float32", "out")
     i, j, k = Var("i"), Var("j"), Var("k")
@@ -177,9 +178,10 @@ def test_parallel_unrolled_and_nested_parallel_loops() -> None:
 
 
 @pytest.mark.parametrize("extent", [1, 7, 13, 64])
-def test_parallel_loop_runs_every_iteration_once(extent: int) -> None:
+def test_parallel_loop_runs_every_iteration_once(extent: int, monkeypatch: pytest.MonkeyPatch) -> None:
     # Threads claim chunks from a shared counter: each iteration must run exactly once for any
     # team size, including more threads than iterations and a loop not starting at zero.
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_WORK", 0)  # a libgomp region however small
     size = extent + 3
     a = decl_buffer((size,), "float32", "a")
     out = decl_buffer((size,), "float32", "out")

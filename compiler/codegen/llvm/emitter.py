@@ -430,9 +430,10 @@ class FunctionEmitter:
 
     def s_For(self, s: For) -> None:
         if s.kind == ForKind.PARALLEL and not self.in_parallel:
-            from .parallel import emit_parallel_for
-            emit_parallel_for(self, s)
-            return
+            from .parallel import emit_parallel_for, runs_serially
+            if not runs_serially(s):  # else the serial loop below: too little work to wake a thread for
+                emit_parallel_for(self, s)
+                return
         if s.kind == ForKind.UNROLLED and isinstance(s.extent, IntImm) \
                 and s.extent.value <= MAX_UNROLL:
             lo = self.index_expr(s.min)

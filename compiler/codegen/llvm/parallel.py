@@ -20,7 +20,8 @@ On a quiet host the chunks are contiguous runs as before, so locality is unchang
 The parent stores the captured values into a stack closure and calls
 ``GOMP_parallel(trampoline, closure, vdla_num_threads, 0)``; a thread count of 0 means
 libgomp's default (``OMP_NUM_THREADS`` or the number of cores). Parallel loops nested
-inside a parallel region run serially.
+inside a parallel region run serially, and so does one with too little known work
+(:func:`runs_serially`).
 """
 from __future__ import annotations
 
@@ -28,8 +29,8 @@ from typing import TYPE_CHECKING
 
 import llvmlite.ir as ir
 
-from ...tir.functor import walk
-from ...tir.ir import Buffer, For, Node, Stmt, Var
+from ...tir.functor import stmt_children, walk
+from ...tir.ir import Buffer, BufferStore, Evaluate, For, IntImm, Node, Stmt, Var
 from ..symbols import c_identifier
 from .types import I32, I64, PTR, VOID, opaque_alloca
 
@@ -42,6 +43,44 @@ locality as a static split), and a share whose thread is late is taken by one th
 balancing) measured no better on ResNet-50 at two threads and used up to 18% more CPU time in one run
 (``docs/cpu_speed.md``); at this host's load the difference between 1, 4 and a static split is inside
 the noise."""
+
+
+MIN_PARALLEL_WORK = 1 << 18
+"""A parallel loop whose work (:func:`region_work`: stores it executes, a vector store counting once)
+is known at compile time and below this runs serially, with no ``GOMP_parallel``.  Waking libgomp's
+passive worker costs ~15-20 us per region on the 2-core Zen 4 (the worker then starts that much after
+the caller), so a region of a few tens of microseconds is slower on two threads than on one: MobileNetV2's
+depthwise 3 x 3 nodes of 10-30 us took 18-43 us on two (``docs/cpu_speed.md``, "Two threads on a quiet
+host").  Its depthwise regions have 30-130 K stores, its 1 x 1 convs 150 K-1.4 M; 2^18 measured better
+than 2^17 there.  A store count under-weights a region whose time is memory traffic or a register-tiled
+reduction (a dense layer's 1000 x 80 vector stores read 5 MB of weights): such a region below the
+threshold loses its two-thread gain."""
+
+
+def region_work(stmt: Stmt) -> int | None:
+    """Stores ``stmt`` executes (each ``BufferStore`` or ``Evaluate`` once per iteration of its
+    enclosing loops; both branches of an ``if`` counted), or None when a loop extent in it is not a
+    compile-time constant."""
+    if isinstance(stmt, (BufferStore, Evaluate)):
+        return 1
+    inner = 0
+    for child in stmt_children(stmt):
+        w = region_work(child)
+        if w is None:
+            return None
+        inner += w
+    if isinstance(stmt, For):
+        if not isinstance(stmt.extent, IntImm):
+            return None
+        return stmt.extent.value * inner
+    return inner
+
+
+def runs_serially(loop: For) -> bool:
+    """Whether a parallel ``loop`` is emitted as a serial loop: its work is known at compile time and
+    below :data:`MIN_PARALLEL_WORK`."""
+    work = region_work(loop)
+    return work is not None and work < MIN_PARALLEL_WORK
 
 
 def used_vars(stmt: Stmt) -> set[Var]:
