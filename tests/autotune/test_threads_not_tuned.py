@@ -15,6 +15,7 @@ from vdla.compiler.autotune.dispatch import dispatching
 from vdla.compiler.autotune.session import tune_tasks
 from vdla.compiler.autotune.task import Task, extract_tasks, make_task
 from vdla.compiler.autotune.template import template_for
+from vdla.compiler.codegen.llvm import parallel
 from vdla.compiler.graph import GraphBuilder
 from vdla.compiler.graph.build import build_model
 
@@ -98,7 +99,11 @@ def _parallel_bodies(ir: str) -> list[str]:
     return re.findall(r'define internal void @"[^"]*_par\d+_body"\(([^)]*)\)', ir)
 
 
-def test_a_tuned_model_runs_its_conv_kernels_on_all_threads(tmp_path: Path, executor) -> None:
+def test_a_tuned_model_runs_its_conv_kernels_on_all_threads(tmp_path: Path, executor,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # The 8 x 8 convs are far below the size the codegen runs serially (tests/codegen/test_parallel_threshold.py);
+    # here every parallel loop the tuned schedule keeps must become a libgomp region.
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_WORK", 0)
     graph, x = _two_convs()
     c1, c2 = (t for t in extract_tasks(graph) if t.kind == "conv2d_nchwc")
     log = tmp_path / "tune.jsonl"
