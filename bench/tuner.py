@@ -37,6 +37,7 @@ import json
 import math
 import os
 import random
+import re
 import statistics
 import sys
 import time
@@ -344,7 +345,7 @@ def main() -> int:
                     help="CPU, a space measured whole: time every config in this many rounds of --gt-repeats "
                          "(built once; its own cached table) instead of the pool rule (default: 0, the pool rule)")
     ap.add_argument("--gt-repeats", type=int, default=21, help="timed calls per round with --gt-rounds (default: 21)")
-    ap.add_argument("--gt-replicate", default="a",
+    ap.add_argument("--gt-replicate", default=None,
                     help="with --gt-rounds: which independent measurement of the table; 'a+b' pools the rounds "
                          "of replicates a and b (default: a)")
     ap.add_argument("--tasks", default="cpu,c2,depthwise,vdla", help="which tasks, of cpu,c2,c2small,c2mid,c9,depthwise,vdla (default: cpu,c2,depthwise,vdla)")
@@ -352,6 +353,12 @@ def main() -> int:
     ap.add_argument("--out", default="tuner",
                     help="results name: bench/results/<out>.json and <out>_<task>.png (default: tuner)")
     args = ap.parse_args()
+    if args.gt_replicate is not None and not args.gt_rounds:
+        ap.error("--gt-replicate names an independent measurement of a space measured whole: give --gt-rounds N too")
+    args.gt_replicate = args.gt_replicate or "a"
+    if not re.fullmatch(r"[A-Za-z0-9]+(\+[A-Za-z0-9]+)*", args.gt_replicate):
+        ap.error(f"--gt-replicate {args.gt_replicate!r}: a replicate's name (letters/digits, e.g. 'b') or names joined "
+                 f"by '+' to pool them (e.g. 'a+b')")
     if args.quick:
         args.pool, args.vdla_pool, args.seeds = 48, 48, 3
     print(host_line())

@@ -11,6 +11,9 @@ from __future__ import annotations
 import json
 import math
 import random
+import subprocess
+import sys
+from pathlib import Path
 from types import ModuleType
 from typing import Callable
 
@@ -167,3 +170,15 @@ def test_tuner_prior_scores_a_table_in_the_priors_order_and_compares_two_measure
     assert twin["margins"]["0.8"]["within"] == [1, 1]
     # Spearman with two ranks 25 apart of 50: 1 - 6 (2 x 25^2) / (50 (50^2 - 1)).
     assert twin["spearman"] == pytest.approx(1 - 6 * 2 * 25 ** 2 / (50 * (50 ** 2 - 1)), abs=1e-3)
+
+
+@pytest.mark.parametrize("argv, cause", [
+    (["--gt-replicate", "b"], "give --gt-rounds N too"),
+    (["--gt-rounds", "3", "--gt-replicate", "a+"], "names joined by '+'"),
+])
+def test_a_bad_ground_truth_replicate_is_refused_before_any_work(argv: list[str], cause: str) -> None:
+    script = Path(__file__).resolve().parents[2] / "bench" / "tuner.py"
+    run = subprocess.run([sys.executable, str(script), "--tasks", "c2small", *argv], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 2 and cause in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr
