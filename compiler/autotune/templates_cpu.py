@@ -17,7 +17,6 @@ heuristics), and the knobs a log gives run on all threads like the defaults.  Lo
 from __future__ import annotations
 
 import functools
-
 import math
 from pathlib import Path
 from collections.abc import Callable

@@ -36,6 +36,14 @@ def test_default_tile_fits_the_register_file(accumulators: int) -> None:
     assert topi.default_conv2d_nchwc_tile(7, 32, 1, 28) == (2, 7)
 
 
+def _assert_matches_the_graph(graph: object, feed: dict[str, np.ndarray], cpu_target: str) -> None:
+    """The model compiled for ``cpu_target``, on one thread, against the graph interpreter."""
+    compiled = build_model(graph, target="llvm", cpu_target=cpu_target)
+    compiled.module.set_num_threads(1)
+    want = run_graph(graph, feed)[0]
+    np.testing.assert_allclose(compiled.run(feed)[0], want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
 def _conv_block(seed: int = 0) -> tuple:
     rng = np.random.default_rng(seed)
     b = GraphBuilder()
@@ -60,10 +68,7 @@ def test_fused_epilogue_keeps_one_register_tile_of_conv_output(cpu_target: str) 
     # the weights outweigh the data (AVX2's 8-channel blocks here), one channel group's partial-sum plane
     assert len(conv_bufs) == 1
     assert conv_bufs[0] <= max(topi.max_accumulators() * lanes, 14 * 14 * lanes) < 32 * 14 * 14
-    compiled = build_model(graph, target="llvm", cpu_target=cpu_target)
-    compiled.module.set_num_threads(1)
-    want = run_graph(graph, feed)[0]
-    np.testing.assert_allclose(compiled.run(feed)[0], want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+    _assert_matches_the_graph(graph, feed, cpu_target)
 
 
 def test_blocked_max_pool_reads_its_input_without_a_padded_copy(cpu_target: str) -> None:
@@ -108,10 +113,7 @@ def test_fused_depthwise_keeps_a_register_tile_and_pads_row_by_row(cpu_target: s
     assert len(conv) == 1 and conv[0] <= topi.vector_registers(None) * lanes
     assert len(pad) == 1 and pad[0] == 3 * (size + 2) * lanes  # KH padded rows of one channel block
     feed = {"x": rng.standard_normal((1, 16, size, size)).astype(np.float32)}
-    compiled = build_model(graph, target="llvm", cpu_target=cpu_target)
-    compiled.module.set_num_threads(1)
-    want = run_graph(graph, feed)[0]
-    np.testing.assert_allclose(compiled.run(feed)[0], want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+    _assert_matches_the_graph(graph, feed, cpu_target)
 
 
 def test_stem_conv_packs_its_nchw_input_inside_the_padding_pass(cpu_target: str) -> None:
@@ -130,10 +132,7 @@ def test_stem_conv_packs_its_nchw_input_inside_the_padding_pass(cpu_target: str)
     names = [a.buffer.name for a in collect(func.body, lambda n: isinstance(n, Allocate))]
     assert [n for n in names if n.endswith(("_pack", "_pad"))] == ["stem_nchwc_pad"], names
     feed = {"x": rng.standard_normal((1, 3, 20, 20)).astype(np.float32)}
-    compiled = build_model(graph, target="llvm", cpu_target=cpu_target)
-    compiled.module.set_num_threads(1)
-    want = run_graph(graph, feed)[0]
-    np.testing.assert_allclose(compiled.run(feed)[0], want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+    _assert_matches_the_graph(graph, feed, cpu_target)
 
 
 def test_7x7_stem_reduces_its_taps_outside_the_channels_on_narrow_vectors(cpu_target: str) -> None:
@@ -163,7 +162,4 @@ def test_7x7_stem_reduces_its_taps_outside_the_channels_on_narrow_vectors(cpu_ta
                            padding=(3, 3, 3, 3), strides=(2, 2))], "r")
     graph = b.build([y])
     feed = {"x": rng.standard_normal((1, 3, 72, 70)).astype(np.float32)}
-    compiled = build_model(graph, target="llvm", cpu_target=cpu_target)
-    compiled.module.set_num_threads(1)
-    want = run_graph(graph, feed)[0]
-    np.testing.assert_allclose(compiled.run(feed)[0], want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+    _assert_matches_the_graph(graph, feed, cpu_target)
