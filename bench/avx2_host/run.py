@@ -120,6 +120,12 @@ def main(argv: list[str]) -> int:
     if shutil.which(command[0]) is None:  # before any build or disassembly
         print(f"avx2_host: no such command: {command[0]!r}", file=sys.stderr)
         return 127
+    if os.environ.get(MODE_ENV):
+        # A second shim inside the first finds the libraries already patched, and two SIGILL handlers would pass
+        # an unlisted trap back and forth instead of dying of it.
+        print(f"avx2_host: already running under bench/avx2_host ({MODE_ENV}={os.environ[MODE_ENV]}): this process "
+              "sees AVX2 only; run the command directly", file=sys.stderr)
+        return 2
     mode = default_mode() if args.mode == "auto" else args.mode
     if mode == "fault" and not has_cpuid_faulting():
         print("avx2_host: this CPU (or its hypervisor) has no CPUID faulting (no cpuid_fault flag in /proc/cpuinfo); "

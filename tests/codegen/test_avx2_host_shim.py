@@ -9,6 +9,7 @@ under ``cache_dir()/avx2_host`` per file version); later runs take seconds."""
 from __future__ import annotations
 
 import json
+import os
 import platform
 import shutil
 import signal
@@ -87,14 +88,25 @@ def _shim_unusable() -> str:
     """Why neither mode can run here ('' when one can)."""
     if platform.machine() != "x86_64" or sys.platform != "linux":
         return "the AVX2 shim is for x86-64 Linux"
+    if os.environ.get("VDLA_AVX2_HOST_MODE"):
+        return "this test process already runs under bench/avx2_host, which does not nest"
     if not _has_cpuid_faulting() and shutil.which("objdump") is None:
         return "no CPUID faulting, and no objdump for the patch mode's site table (install binutils)"
     return ""
 
 
 needs_shim = pytest.mark.skipif(bool(_shim_unusable()), reason=_shim_unusable() or "usable")
-needs_patch = pytest.mark.skipif(platform.machine() != "x86_64" or shutil.which("objdump") is None,
-                                 reason="the patch mode needs x86-64 and objdump")
+needs_patch = pytest.mark.skipif(platform.machine() != "x86_64" or shutil.which("objdump") is None
+                                 or bool(os.environ.get("VDLA_AVX2_HOST_MODE")),
+                                 reason="the patch mode needs x86-64 and objdump, outside another shim")
+
+
+def test_the_shim_refuses_to_run_inside_itself() -> None:
+    # Nested, the inner shim would find the libraries already patched, and two SIGILL handlers would pass an
+    # unlisted trap back and forth (a spin, not the death of the process).
+    run = subprocess.run([sys.executable, RUN, "--", "true"], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "VDLA_AVX2_HOST_MODE": "patch"})
+    assert run.returncode == 2 and "already running under bench/avx2_host" in run.stderr, run.stderr
 
 
 def _last_json(run: subprocess.CompletedProcess[str]) -> dict:
