@@ -267,7 +267,10 @@ class Conv2dNCHWcTemplate(CpuTemplate):
             # Widths that do not divide the row too: its last tile is partitioned off, narrower.
             Axis("ow_block", tuple(range(1, min(budget, self.out_width) + 1))),
             Axis("oc_block", divisors(self.task.wl["oc_outer"], 4)),
-            Axis("oh_block", tuple(range(1, min(4, self.out_height) + 1)), absent=1),
+            # Up to 4 rows, or as many as the target's default takes (AVX2's 1-column tiles of a narrow plane
+            # stack 6 rows): the default is always a point of the space.
+            Axis("oh_block", tuple(range(1, min(max(4, int(self.target_default()["oh_block"])), self.out_height) + 1)),
+                 absent=1),
             Axis("unroll_kw", (False, True)),
             Axis("reduce_order", ("ic_kh_kw", "kh_kw_ic")),
             Axis("outer_order", ("oc_y", "y_oc")),
