@@ -24,14 +24,19 @@ from vdla.compiler.autotune.task import make_task
 from vdla.compiler.autotune.template import template_for
 
 
+#: The target of the benchmark's tables (docs/autotune.md), given by its features so that an AVX2-only host
+#: builds the same 512-bit spaces (its own C2 space, 16 registers, holds fewer than the pool's 1,000 configs).
+AVX512 = "llvm -mcpu=znver4 -mattr=+avx512f,+avx2,+fma"
+
+
 @pytest.fixture(scope="module")
 def tb(bench_script: Callable[[str], ModuleType]) -> ModuleType:
     return bench_script("tuner")
 
 
 def test_reduced_c2_has_c2s_knobs_and_a_space_small_enough_to_measure_whole(tb: ModuleType) -> None:
-    full = template_for(make_task("conv2d_nchwc", tb.C2_CPU), None).space
-    small = template_for(make_task("conv2d_nchwc", tb.C2_SMALL), None).space
+    full = template_for(make_task("conv2d_nchwc", tb.C2_CPU, target=AVX512), None).space
+    small = template_for(make_task("conv2d_nchwc", tb.C2_SMALL, target=AVX512), None).space
     assert [a.name for a in small.axes] == [a.name for a in full.axes]
     legal = small.legal_indices()
     # Exhaustive under the default --pool (1,000): the pool is then the whole legal space.
@@ -90,7 +95,7 @@ def test_prior_agreement_ranks_the_pool_by_the_templates_estimate(tb: ModuleType
 def test_xgb_first_batch_holds_the_priors_best_in_a_space_too_big_to_score_whole(tb: ModuleType) -> None:
     from vdla.compiler.autotune.tuner import make_tuner
 
-    template = template_for(make_task("conv2d_nchwc", tb.C2_CPU), None)
+    template = template_for(make_task("conv2d_nchwc", tb.C2_CPU, target=AVX512), None)
     pool = random.Random(6).sample(template.space.legal_indices(), 200)
     tb.restrict(template, set(pool))  # 200 legal of 36,864: one-knob steps rarely land on another
     tuner = make_tuner("xgb", template, 0)
