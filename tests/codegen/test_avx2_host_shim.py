@@ -134,13 +134,13 @@ def test_a_process_under_the_shim_sees_and_compiles_for_avx2_only() -> None:
         assert not masked["used_avx512"]
 
 
-@needs_patch
 def _ort_under_patch(trace: Path, runs: int) -> dict:
     return _last_json(subprocess.run([sys.executable, RUN, "--mode", "patch", "--trace", str(trace), "--",
                                       sys.executable, "-c", _ORT_PROBE, str(runs)],
                                      cwd=ROOT, capture_output=True, text=True, timeout=1200))
 
 
+@needs_patch
 def test_onnxruntime_reads_the_masked_cpu_and_runs_no_avx512(tmp_path: Path) -> None:
     trace = tmp_path / "cpuid.log"
     masked = _ort_under_patch(trace, 1)
@@ -184,7 +184,9 @@ def test_a_real_illegal_instruction_still_kills_the_process_with_sigill() -> Non
     assert "survived" not in run.stdout
 
 
-@pytest.mark.skipif(_has_cpuid_faulting(), reason="the CPU has CPUID faulting: the fault mode works here")
+@pytest.mark.skipif(_has_cpuid_faulting() or bool(os.environ.get("VDLA_AVX2_HOST_MODE")),
+                    reason="the CPU has CPUID faulting (the fault mode works here), or this process is already "
+                           "under the shim")
 def test_the_fault_mode_says_why_it_cannot_run() -> None:
     run = subprocess.run([sys.executable, RUN, "--mode", "fault", "--", sys.executable, "-c", "pass"], cwd=ROOT,
                          capture_output=True, text=True, timeout=300)
