@@ -205,7 +205,7 @@ class WinogradKnobs:
     ``gemm_at``: where the input transform and the GEMM run.  ``"row"``: inside the loop over rows
     of tiles, on buffers of ``ty_block`` rows (in L2), each step reading all the transformed weights
     again.  ``"plane"``: over the whole plane before it, each transform point's weights read once
-    for every tile (the GEMM's outer loop is the output-channel group, then the point), at the cost
+    for every tile (the GEMM's outer loop is the point, then the output-channel group), at the cost
     of the transformed image and the GEMM's output in buffers of the whole plane; the output
     transform stays per row of tiles.
     """
@@ -247,41 +247,32 @@ def default_winograd_knobs(out: Tensor, target: Target | None = None) -> Winogra
     Except where the transformed weights stream from memory (over :data:`STREAMED_WEIGHT_BYTES`: 9.4 MB
     for F(4x4) at 256 channels, 16.8 MB for F(2x2) at 512): the GEMM then runs over the whole plane
     (``gemm_at="plane"``), each transform point's weights read once for every tile instead of once per
-    row of tiles, on a register tile of four channel vectors by a whole row of tiles and as many rows
-    as the accumulators hold.  On an AMD Zen 4 (AVX-512, kernel alone, one thread; docs/cpu_speed.md,
-    "Zen 4, a seventh session"): 256 x 14 x 14 F(4x4) 4 x 4 x 1 over the plane 0.926 ms against F(2x2)
-    per row 1.050 (F(4x4) per row, two rows: 1.014); 512 x 7 x 7 F(4x4) 2 x 4 x 2 over the plane 1.304
+    row of tiles (:func:`_plane_knobs`).  On an AMD Zen 4 (AVX-512, kernel alone, one thread;
+    docs/cpu_speed.md, "Zen 4, a seventh session"): 256 x 14 x 14 F(4x4) over the plane 0.926 ms against
+    F(2x2) per row 1.050 (F(4x4) per row, two rows: 1.014); 512 x 7 x 7 F(4x4) over the plane 1.304
     against F(2x2) 4 x 2 x 2 per row pair 1.606; 256 x 14 x 14 F(2x2) (4.2 MB, not streamed) over
-    the plane 1.101 against 1.050 per row.  With narrower vectors (AVX2) one channel vector by every tile
-    of the plane instead (:func:`_narrow_plane_knobs`)."""
+    the plane 1.101 against 1.050 per row."""
     m, tiles_x, oco, vectors = _winograd_dims(out, target)
     acc = max_accumulators(target)
     if _transformed_weight_bytes(out) > STREAMED_WEIGHT_BYTES:
-        if vector_lanes(target) < 16:
-            return _narrow_plane_knobs(out, m, tiles_x, acc)
-        oc_block = largest_divisor(oco, 4)
-        # The tile's accumulators beside its oc_block weight vectors and one broadcast input (the tuner's
-        # register model): AVX2's 12 accumulators with 4 weight vectors would need 17 of 16 registers.
-        acc = min(acc, vector_registers(target) - oc_block * vectors - 1)
-        tx = balance_columns(tiles_x, max(1, min(tiles_x, acc // (oc_block * vectors))))
-        tiles_y = _winograd_tile_rows(out)
-        ty = balance_columns(tiles_y, max(1, min(tiles_y, acc // (tx * oc_block * vectors))))
-        return WinogradKnobs(tile=m, tx_block=tx, oc_block=oc_block, ty_block=ty, gemm_at="plane")
+        # The tile's accumulators beside its weight vectors and one broadcast input (the tuner's register model).
+        return _plane_knobs(out, m, tiles_x, min(acc, vector_registers(target) - vectors - 1) // vectors)
     oc_block = largest_divisor(oco, 2)
     tx = balance_columns(tiles_x, max(1, min(tiles_x, acc // (oc_block * vectors))))
     return WinogradKnobs(tile=m, tx_block=tx, oc_block=oc_block)
 
 
-def _narrow_plane_knobs(out: Tensor, m: int, tiles_x: int, acc: int) -> WinogradKnobs:
-    """The plane GEMM's register tile for vectors narrower than 512 bits (AVX2): one channel vector by as many of the
-    plane's tiles as the accumulators hold (a whole row, then rows), so each weight vector, streamed from
-    memory in the order it is laid out (:func:`_schedule_plane_stages`), serves every tile of the plane
-    (14 x 14 F(5x5): 3 x 1 x 3, 9 accumulators; 7 x 7 F(4x4): 2 x 1 x 2) or half of it.  Four channel
-    vectors by fewer tiles (the 512-bit tile's shape) read four stretches of the weights at once and
-    each vector for fewer tiles.  Measured with AVX2 code on an AMD Zen 4 (kernel alone, one thread;
-    docs/cpu_speed.md, "an eleventh session"): 256 x 14 x 14 F(5x5) 3 x 1 x 3 0.89 ms against F(4x4)
-    2 x 4 x 1 1.29-1.49 (the tenth session's default); 512 x 7 x 7 F(4x4) 2 x 1 x 2 1.57 ms against
-    F(2x2) 2 x 4 x 1 2.06."""
+def _plane_knobs(out: Tensor, m: int, tiles_x: int, acc: int) -> WinogradKnobs:
+    """The plane GEMM's register tile: one channel vector by as many of the plane's tiles as the ``acc``
+    accumulators hold (a whole row, then rows), so each weight vector, streamed from memory in the order
+    it is laid out (:func:`_schedule_plane_stages`), serves every tile of the plane or a large part of it
+    (14 x 14 F(5x5): 3 x 1 x 3, 9 accumulators; 7 x 7 F(4x4): 2 x 1 x 2).  More channel vectors by fewer
+    tiles (the tenth session's 4, with 2 rows on AVX-512) read as many stretches of the weights at once,
+    each vector for fewer tiles.  Measured on an AMD Zen 4, kernel alone, one thread (``bench/conv_knobs.py``;
+    docs/cpu_speed.md, "an eleventh session"): with AVX2 code (``bench/avx2_host``) 256 x 14 x 14 F(5x5)
+    3 x 1 x 3 0.70 ms against the tenth session's F(4x4) 2 x 4 x 1 1.15, 512 x 7 x 7 F(4x4) 2 x 1 x 2
+    1.50 against its F(2x2) 2 x 4 x 1 1.90; with AVX-512 F(5x5) 3 x 1 x 3 0.69 ms against 3 x 4 x 2 0.80
+    (3 x 2 x 3 0.90), F(4x4) 2 x 1 x 2 1.33 against 2 x 4 x 2 1.44 (2 x 2 x 2 1.62)."""
     tx = max(1, min(tiles_x, acc))
     tiles_y = _winograd_tile_rows(out)
     ty = balance_columns(tiles_y, max(1, min(tiles_y, acc // tx)))
@@ -510,7 +501,7 @@ def _narrow_vector_tile(in_channels: int, out_channels: int, size: int, plane: b
     F(4x4) per row of tiles on planes of at least 28 x 28; below that, where F(4x4)'s transformed weights
     stream (over :data:`STREAMED_WEIGHT_BYTES`: 256 channels and up), the AVX-512 rule's tile of fewer
     transform points with its GEMM over the plane (:func:`_streamed_tile`: F(5x5) on 14 x 14, F(4x4) on
-    7 x 7), on one channel vector by every tile of the plane (:func:`default_winograd_knobs`); else F(2x2)
+    7 x 7), on one channel vector by every tile of the plane (:func:`_plane_knobs`); else F(2x2)
     per row on 14 x 14 (the Zen 3 rule) and the direct conv below.  Measured on an AMD Zen 4 running AVX2
     code (``bench/avx2_host``, kernel alone, one thread, ``bench/conv_knobs.py``; docs/cpu_speed.md, "an
     eleventh session"): 256 x 14 x 14 F(5x5) 3 x 1 x 3 0.70 ms against the tenth session's F(4x4) 2 x 4 x 1

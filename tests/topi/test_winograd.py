@@ -246,8 +246,10 @@ def test_avx512_rule_takes_f4_over_the_plane_where_its_weights_stream() -> None:
         assert default_conv_tile({**layer3, "h": 28, "w": 28}) == 4  # a tie (1,764 each): F(4x4)
         assert default_conv_tile({**layer3, "ic_outer": 8, "oc_outer": 8}) == 2
         assert default_conv_tile({**layer4, "h": 6, "w": 6}) is None
-        for c, size, m, want in ((512, 7, 4, (2, 4, 2, "plane")), (256, 14, 4, (4, 4, 1, "plane")),
-                                 (256, 14, 5, (3, 4, 2, "plane")), (256, 14, 2, (7, 2, 1, "row"))):
+        # Where the weights stream, one channel vector by every tile of the plane (F(4x4) on 14 x 14: 4 x 4
+        # tiles, 16 of the 28 accumulators).
+        for c, size, m, want in ((512, 7, 4, (2, 1, 2, "plane")), (256, 14, 4, (4, 1, 4, "plane")),
+                                 (256, 14, 5, (3, 1, 3, "plane")), (256, 14, 2, (7, 2, 1, "row"))):
             d = te.placeholder((1, c // 16, size, size, 16), "float32", name="d")
             u = te.placeholder(((m + 2) ** 2, c // 16, c // 16, 16, 16), "float32", name="u")
             knobs = topi.default_winograd_knobs(topi.conv2d_winograd_nchwc(d, u, m, 1))
@@ -293,8 +295,8 @@ def test_avx2_rule_per_resnet_layer(channels: int, size: int, want: int | None,
 
 
 def test_default_plane_knobs_fit_the_register_file_on_every_tile() -> None:
-    # Where the weights stream the GEMM's register tile holds its accumulators, its weight vectors (4 with
-    # AVX-512, 1 with AVX2) and one broadcast input in the register file (AVX2's 16: F(5x5) on 14 x 14 3 x 1 x 3).
+    # Where the weights stream the GEMM's register tile holds its accumulators, its one weight vector and one
+    # broadcast input in the register file (AVX2's 16: F(5x5) on 14 x 14 3 x 1 x 3, F(4x4) 4 x 1 x 2).
     for target, lanes in (("llvm -mcpu=haswell", 8), ("llvm -mcpu=skylake-avx512", 16)):
         with using_target(parse_target(target)):
             registers = parse_target(target).vector_registers
@@ -321,11 +323,11 @@ def test_f5_on_a_14x14_256_channel_layer_within_its_tolerance(cpu_target: str) -
 
 
 @pytest.mark.parametrize(("m", "c", "size", "knobs"), [
-    (5, 256, 14, (3, 1, 3)),  # ResNet-50's layer3 3 x 3 conv, AVX2's default: all 3 x 3 tiles, one channel vector
+    (5, 256, 14, (3, 1, 3)),  # ResNet-50's layer3 3 x 3 conv, the default: all 3 x 3 tiles, one channel vector
     (4, 512, 7, (2, 1, 2))])  # layer4's: all 2 x 2 tiles
 def test_narrow_plane_knobs_within_their_tolerance(cpu_target: str, m: int, c: int, size: int,
                                                   knobs: tuple[int, int, int]) -> None:
-    # The 256-bit default's tiles (one channel vector by every tile of the plane, the GEMM's loop over the
+    # The plane GEMM's default tiles (one channel vector by every tile of the plane, the GEMM's loop over the
     # transform points outermost) against float64 on every ISA of the matrix, the last row and column of
     # F(5x5)'s tiles overhanging the 14 x 14 output by one.
     tx, oc, ty = knobs
