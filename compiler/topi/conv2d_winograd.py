@@ -255,16 +255,17 @@ def default_winograd_knobs(out: Tensor, target: Target | None = None) -> Winogra
     m, tiles_x, oco, vectors = _winograd_dims(out, target)
     acc = max_accumulators(target)
     if _transformed_weight_bytes(out) > STREAMED_WEIGHT_BYTES:
-        # The tile's accumulators beside its weight vectors and one broadcast input (the tuner's register model).
+        # The tile's accumulators beside its weight vectors and one broadcast input (the tuner's register
+        # model), in tiles of the plane.
         return _plane_knobs(out, m, tiles_x, min(acc, vector_registers(target) - vectors - 1) // vectors)
     oc_block = largest_divisor(oco, 2)
     tx = balance_columns(tiles_x, max(1, min(tiles_x, acc // (oc_block * vectors))))
     return WinogradKnobs(tile=m, tx_block=tx, oc_block=oc_block)
 
 
-def _plane_knobs(out: Tensor, m: int, tiles_x: int, acc: int) -> WinogradKnobs:
-    """The plane GEMM's register tile: one channel vector by as many of the plane's tiles as the ``acc``
-    accumulators hold (a whole row, then rows), so each weight vector, streamed from memory in the order
+def _plane_knobs(out: Tensor, m: int, tiles_x: int, tiles: int) -> WinogradKnobs:
+    """The plane GEMM's register tile: one channel vector by as many of the plane's tiles as its
+    accumulators hold (``tiles``) (a whole row, then rows), so each weight vector, streamed from memory in the order
     it is laid out (:func:`_schedule_plane_stages`), serves every tile of the plane or a large part of it
     (14 x 14 F(5x5): 3 x 1 x 3, 9 accumulators; 7 x 7 F(4x4): 2 x 1 x 2).  More channel vectors by fewer
     tiles (the tenth session's 4, with 2 rows on AVX-512) read as many stretches of the weights at once,
@@ -273,9 +274,9 @@ def _plane_knobs(out: Tensor, m: int, tiles_x: int, acc: int) -> WinogradKnobs:
     3 x 1 x 3 0.70 ms against the tenth session's F(4x4) 2 x 4 x 1 1.15, 512 x 7 x 7 F(4x4) 2 x 1 x 2
     1.50 against its F(2x2) 2 x 4 x 1 1.90; with AVX-512 F(5x5) 3 x 1 x 3 0.69 ms against 3 x 4 x 2 0.80
     (3 x 2 x 3 0.90), F(4x4) 2 x 1 x 2 1.33 against 2 x 4 x 2 1.44 (2 x 2 x 2 1.62)."""
-    tx = max(1, min(tiles_x, acc))
+    tx = max(1, min(tiles_x, tiles))
     tiles_y = _winograd_tile_rows(out)
-    ty = balance_columns(tiles_y, max(1, min(tiles_y, acc // tx)))
+    ty = balance_columns(tiles_y, max(1, min(tiles_y, tiles // tx)))
     return WinogradKnobs(tile=m, tx_block=tx, oc_block=1, ty_block=ty, gemm_at="plane")
 
 
@@ -505,8 +506,8 @@ def _narrow_vector_tile(in_channels: int, out_channels: int, size: int, plane: b
     per row on 14 x 14 (the Zen 3 rule) and the direct conv below.  Measured on an AMD Zen 4 running AVX2
     code (``bench/avx2_host``, kernel alone, one thread, ``bench/conv_knobs.py``; docs/cpu_speed.md, "an
     eleventh session"): 256 x 14 x 14 F(5x5) 3 x 1 x 3 0.70 ms against the tenth session's F(4x4) 2 x 4 x 1
-    1.15 (F(5x5) 3 x 2 x 1 1.26, F(4x4) 4 x 1 x 2 1.14); 512 x 7 x 7 F(4x4) 2 x 1 x 2 against the tenth
-    session's F(2x2) 2 x 4 x 1 (figures in the doc).  Before the GEMM read its weights in their layout's order
+    1.15 (F(5x5) 3 x 2 x 1 1.26, F(4x4) 4 x 1 x 2 1.14); 512 x 7 x 7 F(4x4) 2 x 1 x 2 1.50 ms against the
+    tenth session's F(2x2) 2 x 4 x 1 1.90 (F(2x2) 4 x 1 x 2 2.42).  Before the GEMM read its weights in their layout's order
     (the tenth session) F(5x5) lost on AVX2 (1.26 ms at best against F(4x4)'s 1.16) and F(2x2) won on 7 x 7.
     On the Zen 3 (AVX2) the 14 x 14 and 7 x 7 choices were measured per row of tiles only."""
     if size >= _F4_MIN_OUT:
