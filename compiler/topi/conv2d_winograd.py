@@ -205,7 +205,7 @@ class WinogradKnobs:
     ``gemm_at``: where the input transform and the GEMM run.  ``"row"``: inside the loop over rows
     of tiles, on buffers of ``ty_block`` rows (in L2), each step reading all the transformed weights
     again.  ``"plane"``: over the whole plane before it, each transform point's weights read once
-    for every tile (the GEMM's outer loop is the output-channel group, then the point), at the cost
+    for every tile (the GEMM's outer loop is the point, then the output-channel group), at the cost
     of the transformed image and the GEMM's output in buffers of the whole plane; the output
     transform stays per row of tiles.
     """
@@ -247,26 +247,37 @@ def default_winograd_knobs(out: Tensor, target: Target | None = None) -> Winogra
     Except where the transformed weights stream from memory (over :data:`STREAMED_WEIGHT_BYTES`: 9.4 MB
     for F(4x4) at 256 channels, 16.8 MB for F(2x2) at 512): the GEMM then runs over the whole plane
     (``gemm_at="plane"``), each transform point's weights read once for every tile instead of once per
-    row of tiles, on a register tile of four channel vectors by a whole row of tiles and as many rows
-    as the accumulators hold.  On an AMD Zen 4 (AVX-512, kernel alone, one thread; docs/cpu_speed.md,
-    "Zen 4, a seventh session"): 256 x 14 x 14 F(4x4) 4 x 4 x 1 over the plane 0.926 ms against F(2x2)
-    per row 1.050 (F(4x4) per row, two rows: 1.014); 512 x 7 x 7 F(4x4) 2 x 4 x 2 over the plane 1.304
+    row of tiles (:func:`_plane_knobs`).  On an AMD Zen 4 (AVX-512, kernel alone, one thread;
+    docs/cpu_speed.md, "Zen 4, a seventh session"): 256 x 14 x 14 F(4x4) over the plane 0.926 ms against
+    F(2x2) per row 1.050 (F(4x4) per row, two rows: 1.014); 512 x 7 x 7 F(4x4) over the plane 1.304
     against F(2x2) 4 x 2 x 2 per row pair 1.606; 256 x 14 x 14 F(2x2) (4.2 MB, not streamed) over
     the plane 1.101 against 1.050 per row."""
     m, tiles_x, oco, vectors = _winograd_dims(out, target)
     acc = max_accumulators(target)
     if _transformed_weight_bytes(out) > STREAMED_WEIGHT_BYTES:
-        oc_block = largest_divisor(oco, 4)
-        # The tile's accumulators beside its oc_block weight vectors and one broadcast input (the tuner's
-        # register model): AVX2's 12 accumulators with 4 weight vectors would need 17 of 16 registers.
-        acc = min(acc, vector_registers(target) - oc_block * vectors - 1)
-        tx = balance_columns(tiles_x, max(1, min(tiles_x, acc // (oc_block * vectors))))
-        tiles_y = _winograd_tile_rows(out)
-        ty = balance_columns(tiles_y, max(1, min(tiles_y, acc // (tx * oc_block * vectors))))
-        return WinogradKnobs(tile=m, tx_block=tx, oc_block=oc_block, ty_block=ty, gemm_at="plane")
+        # The tile's accumulators beside its weight vectors and one broadcast input (the tuner's register
+        # model), in tiles of the plane.
+        return _plane_knobs(out, m, tiles_x, min(acc, vector_registers(target) - vectors - 1) // vectors)
     oc_block = largest_divisor(oco, 2)
     tx = balance_columns(tiles_x, max(1, min(tiles_x, acc // (oc_block * vectors))))
     return WinogradKnobs(tile=m, tx_block=tx, oc_block=oc_block)
+
+
+def _plane_knobs(out: Tensor, m: int, tiles_x: int, tiles: int) -> WinogradKnobs:
+    """The plane GEMM's register tile: one channel vector by as many of the plane's tiles as its
+    accumulators hold (``tiles``) (a whole row, then rows), so each weight vector, streamed from memory in the order
+    it is laid out (:func:`_schedule_plane_stages`), serves every tile of the plane or a large part of it
+    (14 x 14 F(5x5): 3 x 1 x 3, 9 accumulators; 7 x 7 F(4x4): 2 x 1 x 2).  More channel vectors by fewer
+    tiles (the tenth session's 4, with 2 rows on AVX-512) read as many stretches of the weights at once,
+    each vector for fewer tiles.  Measured on an AMD Zen 4, kernel alone, one thread (``bench/conv_knobs.py``;
+    docs/cpu_speed.md, "an eleventh session"): with AVX2 code (``bench/avx2_host``) 256 x 14 x 14 F(5x5)
+    3 x 1 x 3 0.70 ms against the tenth session's F(4x4) 2 x 4 x 1 1.15, 512 x 7 x 7 F(4x4) 2 x 1 x 2
+    1.50 against its F(2x2) 2 x 4 x 1 1.90; with AVX-512 F(5x5) 3 x 1 x 3 0.69 ms against 3 x 4 x 2 0.80
+    (3 x 2 x 3 0.90), F(4x4) 2 x 1 x 2 1.33 against 2 x 4 x 2 1.44 (2 x 2 x 2 1.62)."""
+    tx = max(1, min(tiles_x, tiles))
+    tiles_y = _winograd_tile_rows(out)
+    ty = balance_columns(tiles_y, max(1, min(tiles_y, tiles // tx)))
+    return WinogradKnobs(tile=m, tx_block=tx, oc_block=1, ty_block=ty, gemm_at="plane")
 
 
 #: Transformed weights above this many bytes are taken to stream from memory (past L2 and a share of
@@ -412,19 +423,23 @@ def _schedule_plane_stages(s: Schedule, knobs: WinogradKnobs, a: int, gemm: Tens
         s.parallel(vrow)
     s.compute_at(rows, vrow)
     _schedule_input_rows(s, rows)
-    # The GEMM: per output-channel group and transform point, its oc_block weight vectors of every
+    # The GEMM: per transform point and output-channel group, its oc_block weight vectors of every
     # input channel are read once for all the plane's tiles, (ty_block x tx_block) tiles at a time.
+    # The point outermost: the weights ``U[e, oc, ic, i, o]`` are then read in the order they are laid
+    # out, one stream from memory over the whole kernel (with one channel vector per tile) rather than
+    # a stretch of 8-32 KB per point and group, each starting a stream of its own.
     e, gk, gb, gy, gx, go, rc, ri = s.get_loops(gemm)
     gko, gki = s.split(gk, factor=knobs.oc_block)
     gyo, gyi = s.split(gy, factor=knobs.ty_block)
     gxo, gxi = s.split(gx, factor=knobs.tx_block)
-    s.reorder(gko, e, gb, gyo, gxo, rc, ri, gyi, gxi, gki, go)
+    s.reorder(e, gko, gb, gyo, gxo, rc, ri, gyi, gxi, gki, go)
+    outer = s.fuse(e, gko)
     s.unroll(gyi)
     s.unroll(gxi)
     s.unroll(gki)
     s.vectorize(go)
     if knobs.parallel:
-        s.parallel(gko)
+        s.parallel(outer)
 
 
 def _schedule_output_columns(s: Schedule, cols: Tensor) -> None:
@@ -452,7 +467,7 @@ def default_winograd_tile(in_channels: int, out_channels: int, out_height: int, 
     (512 x 7 x 7: Winograd 1.5x slower, its 16 MB of transformed weights streamed per row).  Fewer
     channels than one 64-wide block leave too little GEMM to pay for the transforms.  Measured with
     AVX2 on an AMD Zen 3, per row of tiles; with the GEMM over the plane (AVX2 code on an AMD Zen 4)
-    F(4x4) on 14 x 14 and F(2x2) on 7 x 7 where their weights stream (:func:`_narrow_vector_tile`).
+    F(5x5) on 14 x 14 and F(4x4) on 7 x 7 where F(4x4)'s weights stream (:func:`_narrow_vector_tile`).
 
     With 512-bit vectors (AVX-512) F(2x2) down to 7 x 7: on an AMD Zen 4 512 x 7 x 7 took 1.71 ms by
     F(2x2) over two rows of tiles (:func:`default_winograd_knobs`) against 2.15 for the direct conv
@@ -475,7 +490,7 @@ def default_winograd_tile(in_channels: int, out_channels: int, out_height: int, 
         # The GEMM over the plane was measured on x86's 256-bit AVX2 only; NEON keeps the per-row rule.
         return _narrow_vector_tile(in_channels, out_channels, size, plane=not tgt.is_arm)
     if size >= _MIN_OUT and transformed_weight_bytes(4, in_channels, out_channels) > STREAMED_WEIGHT_BYTES:
-        return min(_STREAMED_TILES, key=lambda m: (transform_points(m, out_height, out_width), m))
+        return _streamed_tile(out_height, out_width)
     return 4 if size >= _F4_MIN_OUT else 2 if size >= _MIN_OUT else None
 
 
@@ -484,26 +499,30 @@ def _narrow_vector_tile(in_channels: int, out_channels: int, size: int, plane: b
     accumulators); ``plane``: whether the streamed-weight choices below apply (x86; ARM's NEON keeps F(4x4)
     from 28 x 28 and F(2x2) on 14 x 14, as measured per row of tiles).
 
-    F(4x4) per row of tiles on planes of at least 28 x 28; below that Winograd pays only where its GEMM runs
-    over the whole plane (:func:`default_winograd_knobs`: the tile's transformed weights stream, over
-    :data:`STREAMED_WEIGHT_BYTES`), except F(2x2) per row on 14 x 14 (the Zen 3 rule).  So F(4x4) over the
-    plane where F(4x4)'s weights stream on 14 x 14 (256 channels), F(2x2) over the plane where F(2x2)'s
-    stream on 7 x 7 (512 channels), the direct conv on 7 x 7 otherwise.  Measured on an AMD Zen 4 running
-    AVX2 code (``bench/avx2_host``, kernel alone, one thread, ``bench/conv_knobs.py``; docs/cpu_speed.md,
-    "a tenth session"): 256 x 14 x 14 F(4x4) 2 x 4 x 1 over the plane 1.160 ms against F(2x2) per row 1.319
-    (F(5x5) at best 1.260: its 3-tile rows by 4 channel vectors need 17 of the 16 registers); 512 x 7 x 7
-    F(2x2) 2 x 4 x 1 over the plane 1.878 against the direct conv's 2.984 (F(2x2) per row 3.010, F(4x4)
-    over the plane 2.047: its 37.7 MB of weights against 16.8).  On the Zen 3 (AVX2) the 14 x 14 and 7 x 7
-    choices were measured per row of tiles only (before the GEMM over the plane existed)."""
+    F(4x4) per row of tiles on planes of at least 28 x 28; below that, where F(4x4)'s transformed weights
+    stream (over :data:`STREAMED_WEIGHT_BYTES`: 256 channels and up), the AVX-512 rule's tile of fewer
+    transform points with its GEMM over the plane (:func:`_streamed_tile`: F(5x5) on 14 x 14, F(4x4) on
+    7 x 7), on one channel vector by every tile of the plane (:func:`_plane_knobs`); else F(2x2)
+    per row on 14 x 14 (the Zen 3 rule) and the direct conv below.  Measured on an AMD Zen 4 running AVX2
+    code (``bench/avx2_host``, kernel alone, one thread, ``bench/conv_knobs.py``; docs/cpu_speed.md, "an
+    eleventh session"): 256 x 14 x 14 F(5x5) 3 x 1 x 3 0.70 ms against the tenth session's F(4x4) 2 x 4 x 1
+    1.15 (F(5x5) 3 x 2 x 1 1.26, F(4x4) 4 x 1 x 2 1.14); 512 x 7 x 7 F(4x4) 2 x 1 x 2 1.50 ms against the
+    tenth session's F(2x2) 2 x 4 x 1 1.90 (F(2x2) 4 x 1 x 2 2.42).  Before the GEMM read its weights in their layout's order
+    (the tenth session) F(5x5) lost on AVX2 (1.26 ms at best against F(4x4)'s 1.16) and F(2x2) won on 7 x 7.
+    On the Zen 3 (AVX2) the 14 x 14 and 7 x 7 choices were measured per row of tiles only."""
     if size >= _F4_MIN_OUT:
         return 4
-    if plane and size >= _F2_MIN_OUT and transformed_weight_bytes(4, in_channels, out_channels) > STREAMED_WEIGHT_BYTES:
-        return 4
+    if plane and size >= _MIN_OUT and transformed_weight_bytes(4, in_channels, out_channels) > STREAMED_WEIGHT_BYTES:
+        return _streamed_tile(size, size)
     if size >= _F2_MIN_OUT:
         return 2
-    if plane and size >= _MIN_OUT and transformed_weight_bytes(2, in_channels, out_channels) > STREAMED_WEIGHT_BYTES:
-        return 2
     return None
+
+
+def _streamed_tile(out_height: int, out_width: int) -> int:
+    """Of the tiles whose GEMM runs over the plane (:data:`_STREAMED_TILES`), the one whose tiles cover the
+    plane with the fewest transform points (:func:`transform_points`), the smaller tile on a tie."""
+    return min(_STREAMED_TILES, key=lambda m: (transform_points(m, out_height, out_width), m))
 
 
 def transform_points(m: int, out_height: int, out_width: int) -> int:

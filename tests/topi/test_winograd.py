@@ -246,8 +246,10 @@ def test_avx512_rule_takes_f4_over_the_plane_where_its_weights_stream() -> None:
         assert default_conv_tile({**layer3, "h": 28, "w": 28}) == 4  # a tie (1,764 each): F(4x4)
         assert default_conv_tile({**layer3, "ic_outer": 8, "oc_outer": 8}) == 2
         assert default_conv_tile({**layer4, "h": 6, "w": 6}) is None
-        for c, size, m, want in ((512, 7, 4, (2, 4, 2, "plane")), (256, 14, 4, (4, 4, 1, "plane")),
-                                 (256, 14, 5, (3, 4, 2, "plane")), (256, 14, 2, (7, 2, 1, "row"))):
+        # Where the weights stream, one channel vector by every tile of the plane (F(4x4) on 14 x 14: 4 x 4
+        # tiles, 16 of the 28 accumulators).
+        for c, size, m, want in ((512, 7, 4, (2, 1, 2, "plane")), (256, 14, 4, (4, 1, 4, "plane")),
+                                 (256, 14, 5, (3, 1, 3, "plane")), (256, 14, 2, (7, 2, 1, "row"))):
             d = te.placeholder((1, c // 16, size, size, 16), "float32", name="d")
             u = te.placeholder(((m + 2) ** 2, c // 16, c // 16, 16, 16), "float32", name="u")
             knobs = topi.default_winograd_knobs(topi.conv2d_winograd_nchwc(d, u, m, 1))
@@ -257,16 +259,18 @@ def test_avx512_rule_takes_f4_over_the_plane_where_its_weights_stream() -> None:
 
 @pytest.mark.parametrize(("channels", "size", "want", "knobs", "want_512"), [
     (64, 56, 4, (5, 2, 1, "row"), 4), (128, 28, 4, (4, 2, 1, "row"), 4),
-    # F(4x4)'s 9.4 MB stream: over the plane (F(5x5)'s 3-tile rows by 4 channel vectors do not fit 16 registers).
-    (256, 14, 4, (2, 4, 1, "plane"), 5),
+    # F(4x4)'s 9.4 MB stream: F(5x5) over the plane (441 transform points against F(4x4)'s 576), one channel
+    # vector by all 3 x 3 tiles, so each streamed weight vector serves the whole plane.
+    (256, 14, 5, (3, 1, 3, "plane"), 5),
     (128, 14, 2, (4, 2, 1, "row"), 2),  # F(4x4)'s 2.4 MB do not stream: F(2x2) per row, as on the Zen 3
-    (512, 7, 2, (2, 4, 1, "plane"), 4),  # F(2x2)'s 16.8 MB stream: over the plane, not F(4x4)'s 37.7 MB
-    (256, 7, None, None, 4), (64, 14, 2, (4, 2, 1, "row"), 2), (32, 56, None, None, None)])
+    (512, 7, 4, (2, 1, 2, "plane"), 4),  # F(4x4) over the plane, one channel vector by all 2 x 2 tiles
+    (256, 7, 4, (2, 1, 2, "plane"), 4), (64, 14, 2, (4, 2, 1, "row"), 2), (32, 56, None, None, None)])
 def test_avx2_rule_per_resnet_layer(channels: int, size: int, want: int | None,
                                     knobs: tuple[int, int, int, str] | None, want_512: int | None) -> None:
-    # The 256-bit rule (measured with AVX2 code on a Zen 4: docs/cpu_speed.md, "a tenth session"): Winograd
-    # below 28 x 28 where its GEMM runs over the plane, or F(2x2) per row on 14 x 14; the target decides, and
-    # the 512-bit rule on the same layers is unchanged.
+    # The 256-bit rule (measured with AVX2 code on a Zen 4: docs/cpu_speed.md, "a tenth session" and "an
+    # eleventh session"): below 28 x 28 Winograd where F(4x4)'s weights stream, the tile of fewer transform
+    # points with its GEMM over the plane, or F(2x2) per row on 14 x 14; the target decides, and the 512-bit
+    # rule on the same layers is unchanged.
     assert topi.default_winograd_tile(channels, channels, size, size, parse_target("llvm -mcpu=haswell")) == want
     assert topi.default_winograd_tile(channels, channels, size, size,
                                       parse_target("llvm -mcpu=skylake-avx512")) == want_512
@@ -291,8 +295,8 @@ def test_avx2_rule_per_resnet_layer(channels: int, size: int, want: int | None,
 
 
 def test_default_plane_knobs_fit_the_register_file_on_every_tile() -> None:
-    # Where the weights stream the GEMM takes 4 channel vectors; on AVX2 the tiles of a row it holds beside
-    # them are bounded by the 16 registers, not just the 12 accumulators (F(5x5) on 14 x 14: 2, not 3).
+    # Where the weights stream the GEMM's register tile holds its accumulators, its one weight vector and one
+    # broadcast input in the register file (AVX2's 16: F(5x5) on 14 x 14 3 x 1 x 3, F(4x4) 4 x 1 x 2).
     for target, lanes in (("llvm -mcpu=haswell", 8), ("llvm -mcpu=skylake-avx512", 16)):
         with using_target(parse_target(target)):
             registers = parse_target(target).vector_registers
@@ -316,6 +320,22 @@ def test_f5_on_a_14x14_256_channel_layer_within_its_tolerance(cpu_target: str) -
         got, want = _run_winograd(5, 256, 32, 14, 14, 1, seed=17)
     err = np.abs(got - want).max() / np.abs(want).max()
     assert err <= topi.winograd_tolerance(5), f"F(5) max abs error {err:.2e} x max|out|"
+
+
+@pytest.mark.parametrize(("m", "c", "size", "knobs"), [
+    (5, 256, 14, (3, 1, 3)),  # ResNet-50's layer3 3 x 3 conv, the default: all 3 x 3 tiles, one channel vector
+    (4, 512, 7, (2, 1, 2))])  # layer4's: all 2 x 2 tiles
+def test_narrow_plane_knobs_within_their_tolerance(cpu_target: str, m: int, c: int, size: int,
+                                                  knobs: tuple[int, int, int]) -> None:
+    # The plane GEMM's default tiles (one channel vector by every tile of the plane, the GEMM's loop over the
+    # transform points outermost) against float64 on every ISA of the matrix, the last row and column of
+    # F(5x5)'s tiles overhanging the 14 x 14 output by one.
+    tx, oc, ty = knobs
+    wk = topi.WinogradKnobs(tile=m, tx_block=tx, oc_block=oc, ty_block=ty, gemm_at="plane")
+    with using_target(parse_target(cpu_target)):
+        got, want = _run_winograd(m, c, c, size, size, 1, seed=m + c, knobs=wk)
+    err = np.abs(got - want).max() / np.abs(want).max()
+    assert err <= topi.winograd_tolerance(m), f"F({m}) max abs error {err:.2e} x max|out|"
 
 
 @pytest.mark.parametrize("m", [2, 4])
