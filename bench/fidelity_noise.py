@@ -87,7 +87,9 @@ def aa_ratios(a: Sequence[float], b: Sequence[float], group: int) -> list[float]
 def spread(ratios: Sequence[float]) -> dict[str, float]:
     """The A/A ratios' root mean square and largest distance from 1."""
     d = np.abs(np.asarray(ratios, float) - 1.0)
-    return {"rms": float(np.sqrt(np.mean(d ** 2))) if d.size else math.nan, "max": float(d.max()) if d.size else math.nan}
+    if not d.size:
+        return {"rms": math.nan, "max": math.nan}
+    return {"rms": float(np.sqrt(np.mean(d ** 2))), "max": float(d.max())}
 
 
 def tuner_side(task: Task, flushes: dict[str, int], rounds: int) -> dict[str, list[list[list[float]]]]:
@@ -179,11 +181,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default="mobilenet_v2")
     ap.add_argument("--tasks", default=DEFAULT_TASKS, help="task names as tune_fidelity.py prints them")
-    ap.add_argument("--flush", default="model,full", help="flushes to compare: model, full, or MiB (default: %(default)s)")
+    ap.add_argument("--flush", default="model,full",
+                    help="flushes to compare: model, full, or MiB (default: %(default)s)")
     ap.add_argument("--rounds", type=int, default=20, help="interleaved re-timing rounds (default: 20)")
     ap.add_argument("--group", type=int, default=5, help="rounds per A/A ratio (tune_fidelity's --predict-rounds; 5)")
     ap.add_argument("--profile-rounds", type=int, default=60, help="interleaved profiled runs of each build (60)")
-    ap.add_argument("--profile-group", type=int, default=15, help="profiled runs per A/A ratio (tune_fidelity's --rounds; 15)")
+    ap.add_argument("--profile-group", type=int, default=15,
+                    help="profiled runs per A/A ratio (tune_fidelity's --rounds; 15)")
     ap.add_argument("--keep-openblas-coretype", action="store_true")
     ap.add_argument("--output", default=str(ROOT / "bench" / "results" / "fidelity_noise.json"))
     args = ap.parse_args()

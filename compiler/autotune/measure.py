@@ -51,8 +51,8 @@ def model_flush_bytes(weight_bytes: int) -> int:
     weights fit the L3 finds a node's weights there, not in DRAM.  MobileNetV2 (13.3 MiB of weights): its
     depthwise nodes of 9-27 us ran 1.3-1.8x slower after the 32 MiB flush than in the model, and two
     timings of one kernel after it differed by 5-15% (a single call per repeat, its misses served by DRAM
-    that the other core's jobs share); after a flush of 8-16 MiB, the same kernels ran within 0-12% of
-    their in-model time and agreed with themselves to 1-2% (``bench/fidelity_noise.py``).  ResNet-18
+    that the other core's jobs share); after a flush of 8-16 MiB, the same kernels ran within 0-14% of
+    their in-model time and agreed with themselves to 0.5-3% (``bench/fidelity_noise.py``).  ResNet-18
     and ResNet-50 (45 and 97 MiB) keep the full flush."""
     if weight_bytes < 0:
         raise ValueError(f"a model's weight bytes are >= 0, got {weight_bytes}")
