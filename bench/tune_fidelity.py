@@ -5,13 +5,15 @@ Per model (random weights, ``tests/models/zoo.py``, TorchScript export at batch 
 
 1. **tune**: every task of the selected kinds (default: the convs and the dense layer) with ``--tuner``
    (default xgb) for ``--trials`` configs (default 16: a small run, to finish on a loaded 2-core machine),
-   measured as ``vdla tune`` does (``MeasureOptions()``: the ``model`` cache state, see
-   ``vdla.compiler.autotune.measure.time_cpu``), on ``--workers`` local workers;
+   measured as ``vdla tune`` does (the ``model`` cache state after the model's flush, ``model_flush_bytes``
+   of its weights, see ``vdla.compiler.autotune.measure.time_cpu``), on ``--workers`` local workers;
 2. **predict**: the task's default and best configs re-timed by the measurements the tuner has known
    (``--predict``): ``model``, the tuner's since issue 28 part 3: the fused node (the kernel with the epilogue
-   its nodes run, ``Task.epilogue``: bias, residual add, ReLU/clip), weights evicted, the activations (input
-   and residual) just written by their producer, one call per repeat; ``bare``, the same cache state on the
-   bare kernel (the tuner's measurement before part 3); ``cold``, the bare kernel with everything evicted,
+   its nodes run, ``Task.epilogue``: bias, residual add, ReLU/clip), after a flush of the model's weight bytes
+   (at most 32 MiB; since the eleventh session), the activations (input and residual) just written by their
+   producer, one call per repeat; ``full``, the same after the full 32 MiB flush (the tuner's measurement of
+   the tenth session); ``bare``, the bare kernel after the model's flush (the kernel before part 3);
+   ``cold``, the bare kernel with everything evicted,
    then ~1 ms of back-to-back calls (the measurement before issue 28); in ``--predict-rounds`` interleaved
    rounds (fastest repeat of each); predicted speed-up = default / best;
 3. **in the model**: the model built twice, default schedules and with every task's best config
@@ -36,7 +38,7 @@ other processes hold the core, 2x on some nodes even in their best of 20 runs on
 ``--tuning-log LOG`` judges an existing log (e.g. a whole ``vdla tune`` run) as it is: nothing is tuned.
 
 Run: ``python bench/tune_fidelity.py [--models resnet18] [--trials 16] [--resolution 224] [--rounds 15]
-[--kinds conv2d_nchwc,dense_pack] [--tasks NAME,...] [--predict model,bare,cold] [--tuning-log LOG]``; writes ``bench/results/tune_fidelity.json`` (and the tuning log beside it).
+[--kinds conv2d_nchwc,dense_pack] [--tasks NAME,...] [--predict model,full,bare,cold] [--tuning-log LOG]``; writes ``bench/results/tune_fidelity.json`` (and the tuning log beside it).
 """
 from __future__ import annotations
 
@@ -69,7 +71,9 @@ from vdla.compiler.autotune import dispatch  # noqa: E402
 from vdla.compiler.autotune.epilogue import node_epilogue  # noqa: E402
 from vdla.compiler.autotune.database import ApplyBest, Database, Record, ranked, read_log  # noqa: E402
 from vdla.compiler.autotune.executor import LocalExecutor  # noqa: E402
-from vdla.compiler.autotune.measure import MeasureOptions, build_job, config_cost, run_job  # noqa: E402
+from vdla.compiler.autotune.footprint import model_weight_bytes  # noqa: E402
+from vdla.compiler.autotune.measure import (FULL_FLUSH_BYTES, MeasureOptions, build_job, config_cost,  # noqa: E402
+                                            model_flush_bytes, run_job)
 from vdla.compiler.autotune.session import tune_tasks  # noqa: E402
 from vdla.compiler.autotune.task import Task, extract_tasks, make_task  # noqa: E402
 from vdla.compiler.autotune.template import template_for  # noqa: E402
@@ -85,8 +89,12 @@ TARGET_AGREEMENT = 0.05
 #: The configs judged per task (see :func:`contenders`).
 LABELS = ("best", "challenger")
 #: The re-timings a predicted speed-up may come from: name -> (cache state, whether the kernel runs the task's
-#: epilogue).  ``model`` is the tuner's measurement (the fused node); ``bare`` and ``cold`` its predecessors.
-RETIMINGS = {"model": ("model", True), "bare": ("model", False), "cold": ("cold", False)}
+#: epilogue, whether the flush before each call is the model's (``model_flush_bytes`` of its weights) or the full
+#: 32 MiB).  ``model`` is the tuner's measurement (the fused node after the model's flush, since the eleventh
+#: session); ``full`` the same after the full flush (the tuner's measurement of issue 28 part 3, tenth
+#: session); ``bare`` the bare kernel after the model's flush; ``cold`` the measurement before issue 28.
+RETIMINGS = {"model": ("model", True, True), "full": ("model", True, False), "bare": ("model", False, True),
+             "cold": ("cold", False, False)}
 
 
 class NodeRecorder:
@@ -158,10 +166,11 @@ def contenders(task: Task, records: list[Record]) -> dict[str, dict[str, Any]]:
 
 
 def predict(task: Task, picks: Mapping[str, Mapping[str, Any]], rounds: int,
-            retimings: tuple[str, ...] = ("model", "bare")) -> dict[str, Any]:
+            retimings: tuple[str, ...] = ("model", "full"), flush_bytes: int = FULL_FLUSH_BYTES) -> dict[str, Any]:
     """The default and every pick of ``task``, each built once per kernel (fused node, bare kernel), re-timed by
     every measurement of ``retimings`` (:data:`RETIMINGS`) in ``rounds`` interleaved rounds (here in this
-    process: the tuning's workers are idle by now).  Per pick and re-timing: the costs and the predicted
+    process: the tuning's workers are idle by now); ``flush_bytes``: the model's flush (``model_flush_bytes``),
+    which the re-timings that take the model's flush use.  Per pick and re-timing: the costs and the predicted
     speed-up over the default."""
     template = template_for(task)
     configs = {"default": template.default().to_dict(),
@@ -173,9 +182,10 @@ def predict(task: Task, picks: Mapping[str, Mapping[str, Any]], rounds: int,
     costs = {r: {which: math.inf for which in configs} for r in retimings}
     for _ in range(rounds):
         for r in retimings:
-            cache, fused = RETIMINGS[r]
+            cache, fused, model_flush = RETIMINGS[r]
+            options = MeasureOptions(cache=cache, flush_bytes=flush_bytes if model_flush else FULL_FLUSH_BYTES)
             for which, artifact in artifacts[fused].items():
-                outcome = run_job(kernels[fused], None, artifact, MeasureOptions(cache=cache))
+                outcome = run_job(kernels[fused], None, artifact, options)
                 if not outcome.correct:
                     raise RuntimeError(f"{task.name}: the {which} config gave a wrong result ({outcome.detail})")
                 costs[r][which] = min(costs[r][which], config_cost(outcome.costs))
@@ -198,7 +208,8 @@ def profile_interleaved(modules: Mapping[str, Any], x: np.ndarray, rounds: int, 
     return best
 
 
-def tuning_records(tasks: list[Task], args: argparse.Namespace, log_dir: Path, name: str) -> tuple[list[Record], float, str]:
+def tuning_records(tasks: list[Task], args: argparse.Namespace, log_dir: Path, name: str,
+                   flush_bytes: int) -> tuple[list[Record], float, str]:
     """The tuning log's records for ``tasks``: ``--tuning-log`` read as it is (nothing tuned), or a fresh (or
     ``--resume``d) tuning of ``--trials`` configs per task.  Returns the records, the tuning seconds, the log path."""
     if args.tuning_log:
@@ -209,7 +220,8 @@ def tuning_records(tasks: list[Task], args: argparse.Namespace, log_dir: Path, n
     db = Database(log)
     t0 = time.perf_counter()
     with LocalExecutor(workers=args.workers) as executor:
-        options = MeasureOptions(build_timeout_s=args.build_timeout, run_timeout_s=args.build_timeout)
+        options = MeasureOptions(build_timeout_s=args.build_timeout, run_timeout_s=args.build_timeout,
+                                 flush_bytes=flush_bytes)
         tune_tasks(tasks, db, executor, args.trials, args.tuner, args.batch, options=options, quiet=args.quiet)
     return db.records, time.perf_counter() - t0, str(log)
 
@@ -240,7 +252,10 @@ def bench_model(name: str, args: argparse.Namespace, log_dir: Path) -> dict[str,
                              f"prints them, e.g. conv_64x56x56_256_k1s1)")
     retimings = tuple(args.predict.split(","))
     node_map, epilogue_of = nodes_of_tasks(graph, args.cpu_target), node_epilogues(graph, args.cpu_target)
-    records, tune_s, log = tuning_records(tasks, args, log_dir, name)
+    # The flush before each timed call, as `vdla tune` sizes it for this model.
+    flush_bytes = model_flush_bytes(model_weight_bytes(graph, args.cpu_target))
+    print(f"  {name}: the model's flush {flush_bytes / 2**20:.1f} MiB (full: {FULL_FLUSH_BYTES >> 20} MiB)")
+    records, tune_s, log = tuning_records(tasks, args, log_dir, name, flush_bytes)
     by_task: dict[str, list[Record]] = {}
     for r in records:
         by_task.setdefault(r.task.key, []).append(r)
@@ -249,7 +264,7 @@ def bench_model(name: str, args: argparse.Namespace, log_dir: Path) -> dict[str,
         print(f"  not in the log (judged as the default): {', '.join(missing)}")
     tasks = [t for t in tasks if t.name not in missing]
     picks = {t.key: contenders(t, by_task[t.key]) for t in tasks}
-    predictions = {t.key: predict(t, picks[t.key], args.predict_rounds, retimings)
+    predictions = {t.key: predict(t, picks[t.key], args.predict_rounds, retimings, flush_bytes)
                    for t in tqdm(tasks, desc="predicting", unit="task", disable=args.quiet)}
     modules = {"default": build_model(graph, target="llvm", name=name, cpu_target=args.cpu_target)}
     applied: dict[str, Any] = {}
@@ -286,7 +301,7 @@ def bench_model(name: str, args: argparse.Namespace, log_dir: Path) -> dict[str,
         for src in ("log", *retimings)}
     return {"model": name, "retimings": list(retimings), "resolution": args.resolution, "trials": None if args.tuning_log else args.trials,
             "tuner": args.tuner, "tune_seconds": tune_s, "tasks": rows, "not_in_log": missing, "builds": applied,
-            "model_totals_s": totals, "predicted_tuned_s": predicted_total, "log": log}
+            "model_totals_s": totals, "predicted_tuned_s": predicted_total, "log": log, "flush_bytes": flush_bytes}
 
 
 def predicted_speedups(p: Mapping[str, Any]) -> dict[str, float]:
@@ -340,7 +355,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--kinds", default=",".join(DEFAULT_KINDS), help="task kinds to tune (default: %(default)s)")
     ap.add_argument("--rounds", type=int, default=15, help="interleaved profiled runs of each build (default: 15)")
-    ap.add_argument("--predict", default="model,bare",
+    ap.add_argument("--predict", default="model,full",
                     help="re-timings of default and picks, of " + ",".join(RETIMINGS) + " (default: %(default)s)")
     ap.add_argument("--tasks", default="", help="judge only these tasks (names as printed; default: every task)")
     ap.add_argument("--predict-rounds", type=int, default=3, help="re-timing rounds of default and best (default: 3)")

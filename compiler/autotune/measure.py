@@ -37,14 +37,37 @@ class Status(str, Enum):
     WRONG_RESULT = "wrong_result"
 
 
+#: The flush before a timed call when the model's weights do not fit the last-level cache (or the model is not
+#: known): 32 MiB, this Zen 4's whole L3, so every operand is evicted.
+FULL_FLUSH_BYTES = 32 << 20
+
+
+def model_flush_bytes(weight_bytes: int) -> int:
+    """The flush before each timed call of a task of a model whose weights take ``weight_bytes``
+    (:func:`~vdla.compiler.autotune.footprint.model_weight_bytes`), at most :data:`FULL_FLUSH_BYTES`.
+
+    Between two runs of a node the rest of the model's weights pass through the caches (its activations
+    reuse the arena, whose lines the node's own producer and consumers keep warm), so a model whose
+    weights fit the L3 finds a node's weights there, not in DRAM.  MobileNetV2 (13.3 MiB of weights): its
+    depthwise nodes of 9-27 us ran 1.3-1.8x slower after the 32 MiB flush than in the model, and two
+    timings of one kernel after it differed by 5-15% (a single call per repeat, its misses served by DRAM
+    that the other core's jobs share); after a flush of 8-16 MiB, the same kernels ran within 0-14% of
+    their in-model time and agreed with themselves to 0.5-3% (``bench/fidelity_noise.py``).  ResNet-18
+    and ResNet-50 (45 and 97 MiB) keep the full flush."""
+    if weight_bytes < 0:
+        raise ValueError(f"a model's weight bytes are >= 0, got {weight_bytes}")
+    return int(min(weight_bytes, FULL_FLUSH_BYTES))
+
+
 @dataclass(frozen=True)
 class MeasureOptions:
-    """How to measure: timing repeats, warm-up runs, the cache-flush size, the cache state a timed call
-    starts from (:data:`CACHE_STATES`) and the job timeouts."""
+    """How to measure: timing repeats, warm-up runs, the cache-flush size (:data:`FULL_FLUSH_BYTES`, or a
+    model's :func:`model_flush_bytes`), the cache state a timed call starts from (:data:`CACHE_STATES`)
+    and the job timeouts."""
 
     repeats: int = 7
     warmup: int = 2
-    flush_bytes: int = 32 << 20
+    flush_bytes: int = FULL_FLUSH_BYTES
     build_timeout_s: float = 120.0
     run_timeout_s: float = 60.0
     cache: str = "model"
@@ -52,6 +75,8 @@ class MeasureOptions:
     def __post_init__(self) -> None:
         if self.cache not in CACHE_STATES:
             raise ValueError(f"cache state {self.cache!r} is not one of {CACHE_STATES}")
+        if self.flush_bytes < 0:
+            raise ValueError(f"flush_bytes must be >= 0 (0: no flush), got {self.flush_bytes}")
 
 
 #: The cache state a timed CPU call starts from (:func:`time_cpu`): ``model`` as in the model (weights
@@ -92,8 +117,8 @@ def time_cpu(call: Callable[[], None], repeats: int, warmup: int, flush_bytes: i
     ``cache`` (:data:`CACHE_STATES`).
 
     ``model`` (the default) times a call as it runs in the model: before each call the caches are
-    flushed (``flush_bytes``: between two uses of a layer's weights the rest of the model's weights and
-    activations pass through), then ``produced`` (the kernel's activation inputs, an epilogue's residual
+    flushed (``flush_bytes``: between two uses of a layer's weights the rest of the model's weights
+    pass through, :func:`model_flush_bytes`), then ``produced`` (the kernel's activation inputs, an epilogue's residual
     among them) are rewritten in place, as the producing node leaves them (in L2/L3, its lines modified), and one call is timed.
     ``cold`` flushes everything and then times as many calls as last ~1 ms: the calls after the first
     find the weights and input in cache, and the first finds even the input evicted; the ranking of

@@ -102,7 +102,8 @@ def _executor(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from vdla.compiler.autotune.database import Database, read_log
-    from vdla.compiler.autotune.measure import MeasureOptions
+    from vdla.compiler.autotune.footprint import model_weight_bytes
+    from vdla.compiler.autotune.measure import FULL_FLUSH_BYTES, MeasureOptions, model_flush_bytes
     from vdla.compiler.autotune.session import tune_tasks
     from vdla.compiler.autotune.task import extract_tasks
     from vdla.compiler.cli.model import _shapes
@@ -142,7 +143,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
     print(f"tuning {len(tasks)} tasks of {args.model} for {args.target} ({tasks[0].target}, host {tasks[0].host}), "
           f"up to {args.trials} trials each{budget} with {args.tuner} on {where}; log {log}")
     curves = Path(args.curves) if args.curves else log.with_name(log.stem + "_curves")
-    options = MeasureOptions() if args.build_timeout is None else MeasureOptions(build_timeout_s=args.build_timeout)
+    flush_bytes = FULL_FLUSH_BYTES  # VDLA tasks cost cycles: no flush applies
+    if args.target != "vdla":
+        # The flush before each timed call: what passes through the caches between two runs of a node.
+        flush_bytes = model_flush_bytes(model_weight_bytes(graph, args.cpu_target))
+        print(f"timing each call after a {flush_bytes / 2**20:.1f} MiB cache flush (the model's weights, "
+              f"at most {FULL_FLUSH_BYTES >> 20} MiB: every operand evicted)")
+    options = MeasureOptions(flush_bytes=flush_bytes) if args.build_timeout is None else \
+        MeasureOptions(flush_bytes=flush_bytes, build_timeout_s=args.build_timeout)
     with _executor(args) as executor:
         outcomes = tune_tasks(tasks, db, executor, args.trials, args.tuner, args.batch,
                               cfg.to_dict() if args.target == "vdla" else None,

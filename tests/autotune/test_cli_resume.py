@@ -141,5 +141,13 @@ def test_llvm_tune_build_timeout_reaches_the_measurement(model: Path, tmp_path: 
     assert done.returncode == 0, done.stderr
     records = [json.loads(line) for line in _lines(log)]
     assert records and all(r["status"] == "timeout" and "0.01 s timeout" in r["detail"] for r in records)
+    # The flush before each timed call is this model's weight bytes (far below the full 32 MiB).
+    from vdla.compiler.autotune.footprint import model_weight_bytes
+    from vdla.compiler.autotune.measure import model_flush_bytes
+    from vdla.compiler.frontend.onnx import from_onnx
+
+    flush = model_flush_bytes(model_weight_bytes(from_onnx(str(model))))
+    assert 32 * 32 * 9 * 4 * 2 < flush < 1 << 20
+    assert f"timing each call after a {flush / 2**20:.1f} MiB cache flush" in done.stdout
     bad = _vdla("tune", str(model), "--target", "llvm", "--build-timeout", "-1", "--log", str(tmp_path / "bad.jsonl"))
     assert bad.returncode == 2 and "--build-timeout must be a number of seconds > 0" in bad.stderr

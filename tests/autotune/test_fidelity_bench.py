@@ -89,7 +89,7 @@ def test_the_fused_node_and_the_bare_kernel_are_both_re_timed(fb: ModuleType, ta
     fused = task.with_epilogue("bias+add+relu")
     default, a, _ = configs(fused)
     picks = fb.contenders(fused, [rec(fused, default, 1.0), rec(fused, a, 0.9)])
-    got = fb.predict(fused, picks, 1, ("model", "bare"))
+    got = fb.predict(fused, picks, 1, ("model", "bare"), 1 << 20)
     for which in ("model", "bare"):
         c = got["best"][which]
         assert 0 < c["default"] < 1 and 0 < c["config"] < 1 and c["speedup"] == pytest.approx(c["default"] / c["config"])
