@@ -39,6 +39,10 @@ from .template import RunOutcome, Template
 _RTOL = 1e-4
 
 
+#: Vector registers of a register file narrow enough for the conv space's ``tile_order`` axis (AVX2's 16 ymm).
+_NARROW_REGISTER_FILE = 16
+
+
 def task_isa(target_key: str) -> str:
     """The ISA recorded in a CPU task's target key (``llvm -mcpu=X (isa)``)."""
     return target_key.rsplit("(", 1)[-1].rstrip(")")
@@ -221,16 +225,19 @@ class Conv2dNCHWcTemplate(CpuTemplate):
         budget = max(registers // vectors, int(self.default()["ow_block"]))
 
         def legal(c: Config) -> None:
-            # A tile holds its accumulators, its oc_block weight vectors and one broadcast input in
-            # registers (topi's default tile model); more spills (4x7 on AVX-512: 2x slower).  A one-
-            # channel-block, one-row tile folds each broadcast into its FMA and is bounded by the axis.
+            # A tile holds its accumulators and, by its loop order, its oc_block weight vectors and one
+            # broadcast input, or a broadcast input per column and one block's weights, in registers
+            # (topi.tile_registers); more spills (4x7 on AVX-512: 2x slower).  A one-channel-block, one-row
+            # tile in the columns order folds each broadcast into its FMA and is bounded by the axis.
             rows, columns, blocks = int(c["oh_block"]), int(c["ow_block"]), int(c["oc_block"])
-            live = rows * columns * blocks * vectors + blocks * vectors + 1
-            if (blocks > 1 or rows > 1) and live > registers:
+            knobs = self.knobs(c)
+            live = topi.tile_registers(knobs, vectors)  # type: ignore[arg-type]
+            if (blocks > 1 or rows > 1 or c["tile_order"] != "columns") and live > registers:
                 raise ValueError(f"a {rows}x{columns}x{blocks} (rows x columns x channel blocks) register tile "
-                                 f"of {vectors}-register columns needs {live} registers (accumulators, weights, "
-                                 f"an input); the target has {registers} vector registers")
-            self.knobs(c).validate(self.out_width, self.task.wl["oc_outer"], self.out_height)
+                                 f"of {vectors}-register columns in the {c['tile_order']} order needs {live} "
+                                 f"registers (accumulators, weights, inputs); the target has {registers} vector "
+                                 f"registers")
+            knobs.validate(self.out_width, self.task.wl["oc_outer"], self.out_height)
             if c["reduce_at"] == "row" and columns == self.out_width and rows == 1:
                 raise ValueError("reduce_at 'row' with a one-tile row is reduce_at 'tile' with an extra buffer")
 
@@ -244,7 +251,7 @@ class Conv2dNCHWcTemplate(CpuTemplate):
             # register tile), oc_block, and reduce_at for where its GEMM runs ("tile": per row of
             # tiles, "plane": over the whole plane, WinogradKnobs.gemm_at); every other knob stays at
             # its first value, so each Winograd schedule is one point of the space.
-            fixed = {"unroll_kw": False, "reduce_order": "ic_kh_kw", "outer_order": "oc_y"}
+            fixed = {"unroll_kw": False, "reduce_order": "ic_kh_kw", "outer_order": "oc_y", "tile_order": "columns"}
             moved = [k for k, v in fixed.items() if c[k] != v]
             if moved:
                 raise ValueError(f"knobs {moved} are the direct conv's; a Winograd config leaves them at "
@@ -275,6 +282,12 @@ class Conv2dNCHWcTemplate(CpuTemplate):
             Axis("reduce_order", ("ic_kh_kw", "kh_kw_ic")),
             Axis("outer_order", ("oc_y", "y_oc")),
             Axis("reduce_at", ("tile", "row", "plane"), absent="tile"),
+            # The register tile's loop order (topi.Conv2dNCHWcKnobs.tile_order; logs before it: columns), with
+            # 16 vector registers, where the columns order's weight vectors crowd out accumulators (AVX2's
+            # default 3 x 4 tile).  With 32 (AVX-512, AArch64) the channels order was not measured, and the axis
+            # would double the biggest spaces past the xgb tuner's prior scan (65,536 configs).
+            Axis("tile_order", ("columns", "channels") if registers <= _NARROW_REGISTER_FILE else ("columns",),
+                 absent="columns"),
         ), legal_any)
 
     @property
@@ -307,11 +320,12 @@ class Conv2dNCHWcTemplate(CpuTemplate):
             wk = topi.default_winograd_knobs(self.winograd_tensors(tile)[1])
             return Config((("algorithm", f"winograd_{tile}"), ("ow_block", wk.tx_block), ("oc_block", wk.oc_block),
                            ("oh_block", wk.ty_block), ("unroll_kw", False), ("reduce_order", "ic_kh_kw"),
-                           ("outer_order", "oc_y"), ("reduce_at", _WINOGRAD_REDUCE_AT[wk.gemm_at])))
+                           ("outer_order", "oc_y"), ("reduce_at", _WINOGRAD_REDUCE_AT[wk.gemm_at]),
+                           ("tile_order", "columns")))
         k = topi.default_conv2d_nchwc_knobs(self.tensors()[1])
         return Config((("algorithm", "direct"), ("ow_block", k.ow_block), ("oc_block", k.oc_block),
                        ("oh_block", k.oh_block), ("unroll_kw", k.unroll_kw), ("reduce_order", k.reduce_order),
-                       ("outer_order", k.outer_order), ("reduce_at", k.reduce_at)))
+                       ("outer_order", k.outer_order), ("reduce_at", k.reduce_at), ("tile_order", k.tile_order)))
 
     def knobs(self, config: Config) -> topi.Conv2dNCHWcKnobs | topi.WinogradKnobs:
         tile = self.winograd_tile(config)

@@ -43,6 +43,8 @@ _REDUCE_ORDERS = ("ic_kh_kw", "kh_kw_ic")
 #: the caller's to schedule).
 _PAD_TAG = "pad_nchwc"
 _OUTER_ORDERS = ("oc_y", "y_oc")
+#: The register tile's loop order (:class:`Conv2dNCHWcKnobs`): columns outside channel blocks, or inside them.
+_TILE_ORDERS = ("columns", "channels")
 #: Where the input-channel-block loop sits: inside each register tile, outside a row of tiles, or
 #: outside the output plane of a channel group (:class:`Conv2dNCHWcKnobs`).
 _REDUCE_AT = ("tile", "row", "plane")
@@ -53,6 +55,11 @@ _PLANE_BUFFER_BYTES = 256 << 10
 _MIN_PLANE_GROUPS = 4
 #: A 1 x 1 conv's row wider than this, spanned by one register tile, is split in two (default_conv2d_nchwc_knobs).
 _HALF_ROW_MIN_COLUMNS = 8
+#: Output-channel blocks of the default ``tile_order="channels"`` tile (:func:`_channels_order_tile`).
+_CHANNEL_ORDER_BLOCKS = 4
+#: Output rows from this width up take the default ``tile_order="channels"`` tile in 1 x 1 convs, narrower
+#: ones in convs with more kernel taps (:func:`_channels_order_tile`).
+_CHANNEL_ORDER_WIDTH = 14
 #: Kernel taps above which a conv of one input channel per block reduces the taps outside the channels
 #: (:func:`_default_reduce_order`: measured on the 7 x 7 stem; 3 x 3 stems not measured).
 _STEM_MIN_TAPS = 9
@@ -170,6 +177,14 @@ class Conv2dNCHWcKnobs:
     stream evenly over the conv instead of loading it all during the first row.  In both, the
     kernel taps and channels of one block are reduced inside the tile (``reduce_order`` must be
     ``"ic_kh_kw"``).
+
+    ``tile_order``: the order of the register tile's unrolled loops (:func:`tile_registers` counts what each
+    keeps live). ``"columns"``: rows and columns outside channel blocks, so each broadcast input feeds
+    ``oc_block`` FMAs and dies while the tile's ``oc_block`` weight vectors stay in registers.
+    ``"channels"``: channel blocks outside rows and columns, so each weight vector feeds the tile's
+    ``oh_block x ow_block`` FMAs and dies while its broadcast inputs stay in registers: AVX2's 3 columns x 4
+    channel blocks then take 12 accumulators + 3 inputs + 1 weight vector = 16 ymm, where the columns order
+    needs 17.
     """
 
     ow_block: int
@@ -180,6 +195,7 @@ class Conv2dNCHWcKnobs:
     oc_block: int = 1
     oh_block: int = 1
     reduce_at: str = "tile"
+    tile_order: str = "columns"
 
     def validate(self, out_width: int, oc_outer: int | None = None, out_height: int | None = None) -> None:
         if not 1 <= self.ow_block <= out_width:
@@ -194,6 +210,8 @@ class Conv2dNCHWcKnobs:
             raise TopiError(f"outer_order {self.outer_order!r} is not one of {_OUTER_ORDERS}")
         if self.reduce_at not in _REDUCE_AT:
             raise TopiError(f"reduce_at {self.reduce_at!r} is not one of {_REDUCE_AT}")
+        if self.tile_order not in _TILE_ORDERS:
+            raise TopiError(f"tile_order {self.tile_order!r} is not one of {_TILE_ORDERS}")
         if self.reduce_at != "tile" and self.reduce_order != "ic_kh_kw":
             raise TopiError(f"reduce_at {self.reduce_at!r} puts the input-channel loop outside the tiles; "
                             f"reduce_order must be 'ic_kh_kw', not {self.reduce_order!r}")
@@ -202,6 +220,18 @@ class Conv2dNCHWcKnobs:
         if self.reduce_at == "plane" and oc_outer is not None and oc_outer // self.oc_block < _MIN_PLANE_GROUPS:
             raise TopiError(f"reduce_at 'plane' runs its {oc_outer // self.oc_block} channel group(s) in parallel, "
                             f"fewer than {_MIN_PLANE_GROUPS}: choose a smaller oc_block or reduce_at 'tile'")
+
+
+def tile_registers(knobs: Conv2dNCHWcKnobs, vectors_per_column: int) -> int:
+    """Vector registers ``knobs``' register tile keeps live in its inner loop: the accumulators, plus what its
+    ``tile_order`` holds beside them -- one weight vector per channel-block vector and one broadcast input
+    (``"columns"``), or one broadcast input per row and column and one channel block's weight vectors
+    (``"channels"``)."""
+    positions = knobs.oh_block * knobs.ow_block
+    accumulators = positions * knobs.oc_block * vectors_per_column
+    if knobs.tile_order == "channels":
+        return accumulators + positions + vectors_per_column
+    return accumulators + knobs.oc_block * vectors_per_column + 1
 
 
 def default_nchwc_blocks(in_channels: int, out_channels: int,
@@ -302,6 +332,9 @@ def default_conv2d_nchwc_knobs(out: Tensor, target: Target | None = None) -> Con
                 and ow_block == ow > _HALF_ROW_MIN_COLUMNS)
     if half_row:
         ow_block = -(-ow // 2)
+    channels_order = _channels_order_tile(ow, oco, vectors_per_column, (kh, kw) == (1, 1), target)
+    if channels_order:
+        oc_block, ow_block, oh_block = channels_order
     # Keep the smaller operand in cache while sweeping the bigger one once.
     kernel_smaller = math.prod(const_shape(kernel)) < math.prod(const_shape(data))
     # Weights bigger than the data (ResNet's last stages: 9.4 MB against 100 KB) stream from memory:
@@ -310,13 +343,41 @@ def default_conv2d_nchwc_knobs(out: Tensor, target: Target | None = None) -> Con
     # Not for a 1 x 1 conv with 512-bit vectors: on an AMD Zen 4 ResNet-50's and MobileNetV2's 7 x 7 1 x 1
     # convs ran 1.05-1.11x faster reducing in the tile's registers (docs/cpu_speed.md, "Zen 4").
     pointwise_512 = (kh, kw) == (1, 1) and vector_lanes(target) >= 16
-    plane = (not kernel_smaller and not half_row and not pointwise_512
+    # A 1 x 1 conv's channels-order tile reduces in its registers (its 14-wide rows: 1.27x over ``plane``).
+    pointwise_channels = (kh, kw) == (1, 1) and channels_order is not None
+    plane = (not kernel_smaller and not half_row and not pointwise_512 and not pointwise_channels
              and oc_block * oh * ow * ocb * 4 <= _PLANE_BUFFER_BYTES and oco // oc_block >= _MIN_PLANE_GROUPS)
     # Unrolling a wide kernel row multiplies the loop body past the micro-op cache.
     return Conv2dNCHWcKnobs(ow_block=ow_block, oc_block=oc_block, oh_block=oh_block, unroll_kw=kw <= 3,
                             reduce_order=_default_reduce_order(const_shape(data)[-1], kh, kw, plane, target),
                             outer_order="y_oc" if kernel_smaller else "oc_y",
-                            reduce_at="plane" if plane else "tile")
+                            reduce_at="plane" if plane else "tile",
+                            tile_order="channels" if channels_order else "columns")
+
+
+def _channels_order_tile(out_width: int, oc_outer: int, vectors_per_column: int, pointwise: bool,
+                         target: Target | None) -> tuple[int, int, int] | None:
+    """``(oc_block, ow_block, oh_block)`` of the default ``tile_order="channels"`` tile, or None where the
+    default keeps the columns order.
+
+    On AVX2 (16 ymm) a two-block tile in the columns order holds at most 4 (1 x 1) to 6 columns x 2 channel
+    blocks; with the channel blocks outermost each weight vector dies after its row of FMAs, so 3 columns x
+    4 channel blocks fill 12 accumulators beside 3 broadcast inputs and one weight vector.  Measured on an
+    AMD Zen 4 running AVX2 code (``bench/avx2_host``, the tuner's measurement, one thread; docs/cpu_speed.md,
+    "an eleventh session"), against the columns-order default: ResNet-50's 1 x 1 convs on 56-, 28- and
+    14-wide rows 1.02-1.08x (reducing in the tile's registers: with ``plane`` the 14-wide ones ran 0.83x),
+    on 7-wide rows 0.87x; its 3 x 3 convs on 7-wide rows (512 channels, stride 1 and 2) 1.09x, on 14- and
+    28-wide ones (stride 2) 0.94-1.00x.  x86 AVX2 only: AVX-512's 28-accumulator tiles and ARM were not
+    measured."""
+    tgt = target or current_target()
+    if tgt.isa != "avx2" or vectors_per_column != 1 or oc_outer % _CHANNEL_ORDER_BLOCKS:
+        return None
+    if (out_width >= _CHANNEL_ORDER_WIDTH) != pointwise:
+        return None
+    registers = max_accumulators(tgt) + spare_registers(tgt)
+    # Accumulators and a broadcast input per column, one channel block's weight vector.
+    columns = (registers - vectors_per_column) // (_CHANNEL_ORDER_BLOCKS * vectors_per_column + 1)
+    return _CHANNEL_ORDER_BLOCKS, balance_columns(out_width, columns), 1
 
 
 def _default_reduce_order(in_block: int, kh: int, kw: int, plane: bool, target: Target | None) -> str:
@@ -359,8 +420,9 @@ def schedule_conv2d_nchwc(out: Tensor, knobs: Conv2dNCHWcKnobs | None = None,
     oc, oci = s.split(oc, factor=knobs.oc_block)
     y, yi = s.split(y, factor=knobs.oh_block)
     # Rows and columns outside channel blocks: one broadcast input feeds oc_block FMAs and dies, while
-    # the oc_block weight vectors stay live; the other order keeps every broadcast live and spills.
-    tile = (yi, xi, oci, o)
+    # the oc_block weight vectors stay live (with AVX-512's 14 columns the other order keeps every
+    # broadcast live and spills); tile_order "channels" takes that other order for narrow tiles.
+    tile = _tile_loops(knobs, yi, xi, oci, o)
     if knobs.reduce_at == "plane":
         outer: tuple[Var, ...] = (b, oc)
         s.reorder(b, oc, rc, y, xo, ry, rx, ri, *tile)
@@ -371,13 +433,20 @@ def schedule_conv2d_nchwc(out: Tensor, knobs: Conv2dNCHWcKnobs | None = None,
         else:
             reduce = (rc, ry, rx, ri) if knobs.reduce_order == "ic_kh_kw" else (ry, rx, rc, ri)
             s.reorder(*outer, xo, *reduce, *tile)
-    _unroll_tile(s, *tile)
+    _unroll_tile(s, yi, xi, oci, o)
     if knobs.unroll_kw:
         s.unroll(rx)
     fused = s.fuse(*outer)
     if knobs.parallel:
         s.parallel(fused)
     return s
+
+
+def _tile_loops(knobs: Conv2dNCHWcKnobs, rows: Var, columns: Var, channels: Var, lanes: Var) -> tuple[Var, ...]:
+    """The register tile's loops, outermost first, in ``knobs.tile_order``."""
+    if knobs.tile_order == "channels":
+        return channels, rows, columns, lanes
+    return rows, columns, channels, lanes
 
 
 def _unroll_tile(s: Schedule, rows: Var, columns: Var, channels: Var, lanes: Var) -> None:
@@ -399,7 +468,7 @@ def _schedule_with_epilogue(s: Schedule, conv: Tensor, epilogue: Tensor, knobs: 
         s.compute_at(conv, xo)
         _, oc_t, y_t, x_t, o_t, rc, ry, rx, ri = s.get_loops(conv)[-9:]
         reduce = (rc, ry, rx, ri) if knobs.reduce_order == "ic_kh_kw" else (ry, rx, rc, ri)
-        s.reorder(*reduce, y_t, x_t, oc_t, o_t)  # rows and columns outside channel blocks, as above
+        s.reorder(*reduce, *_tile_loops(knobs, y_t, x_t, oc_t, o_t))  # as in the unfused schedule
     else:
         # The conv of a row (or plane) of tiles is computed into a buffer, then the epilogue reads it.
         if knobs.reduce_at == "plane":
@@ -414,7 +483,7 @@ def _schedule_with_epilogue(s: Schedule, conv: Tensor, epilogue: Tensor, knobs: 
         _, oc_t, y_t, x_t, o_t, rc, ry, rx, ri = s.get_loops(conv)[-9:]
         xo_t, x_t = s.split(x_t, factor=knobs.ow_block)
         yo_t, y_t = s.split(y_t, factor=knobs.oh_block)
-        s.reorder(rc, yo_t, xo_t, ry, rx, ri, y_t, x_t, oc_t, o_t)
+        s.reorder(rc, yo_t, xo_t, ry, rx, ri, *_tile_loops(knobs, y_t, x_t, oc_t, o_t))
     _unroll_tile(s, y_t, x_t, oc_t, o_t)
     if knobs.unroll_kw:
         s.unroll(rx)

@@ -76,9 +76,13 @@ def test_cpu_conv_space_has_row_tiles_and_reduce_positions(cpu_task: Task) -> No
     legal = [space.get(i) for i in space.legal_indices()]
     assert {c["reduce_at"] for c in legal} == {"tile", "row", "plane"}
     assert max(int(c["oh_block"]) for c in legal) > 1
-    for c in legal:  # every legal tile fits the register file: accumulators, weights, one input
+    # The channels order only with 16 registers (AVX2); AVX-512's spaces are as before the axis.
+    assert {c["tile_order"] for c in legal} == ({"columns", "channels"} if registers == 16 else {"columns"})
+    for c in legal:  # every legal tile fits the register file: accumulators, weights, inputs (by its loop order)
         tile = int(c["oh_block"]) * int(c["ow_block"]) * int(c["oc_block"])
-        assert tile + int(c["oc_block"]) + 1 <= registers or (c["oh_block"], c["oc_block"]) == (1, 1)
+        beside = (int(c["oc_block"]) + 1 if c["tile_order"] == "columns"
+                  else int(c["oh_block"]) * int(c["ow_block"]) + 1)
+        assert tile + beside <= registers or (c["oh_block"], c["oc_block"], c["tile_order"]) == (1, 1, "columns")
 
 
 @pytest.mark.parametrize("which", ["cpu", "vdla"])

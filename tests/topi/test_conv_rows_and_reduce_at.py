@@ -161,11 +161,14 @@ def test_the_default_pointwise_conv_takes_the_pointwise_tile(cpu_target: str) ->
     widened = topi.widen_tile(14, 1024 // lanes, 1, accumulators, ob, ow, rows, pointwise=True)
     if widened == (2, 14):  # AVX-512: a 1 x 1 tile spanning the 14-wide row is split in half, reducing in registers
         assert (knobs.oc_block, knobs.ow_block, knobs.reduce_at) == (2, 7, "tile")
+    elif current_target().isa == "avx2":  # 3 columns x 4 channel blocks, channel blocks outermost (test_conv_tiles)
+        assert (knobs.oc_block, knobs.ow_block, knobs.tile_order, widened) == (4, 3, "channels", (2, 4))
     else:
         assert (knobs.oc_block, knobs.ow_block) == widened
     assert (knobs3.oc_block, knobs3.ow_block) == topi.widen_tile(14, 1024 // lanes, 1, accumulators, ob, ow, rows)
-    if accumulators == 12:  # AVX2: the two rules differ on a 14-wide row
-        assert (knobs.oc_block, knobs.ow_block, knobs3.ow_block) == (2, 4, 5)  # 5 + 5 + 4 (balance_columns)
+    assert knobs3.tile_order == "columns"
+    if accumulators == 12:  # AVX2: the 3 x 3 conv's widened tile of a 14-wide row
+        assert knobs3.ow_block == 5  # 5 + 5 + 4 (balance_columns)
     else:
         assert knobs3.ow_block == 14  # the 3 x 3 conv keeps AVX-512's full-row tile
 
