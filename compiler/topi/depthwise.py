@@ -127,8 +127,8 @@ def default_depthwise_nchwc_knobs(out: Tensor, target: Target | None = None) -> 
     Why half: the fused kernel (``epilogue``) also keeps the bias, the clip bounds and the hoisted
     kernel taps in registers.  With AVX-512 a 28-column tile (28 of 32 zmm) made LLVM spill: ~28
     stack stores and ~50 reloads per kernel, 1.17-1.38x the best config of every MobileNetV2
-    depthwise layer that got it, and in the model, where the output region is not in the
-    state the tuner leaves it, up to 1.85x (``docs/autotune.md``, "The large-activation nodes").
+    depthwise layer that got it, and up to 1.85x in the model: a spilling kernel's time moves with
+    the stack position of its call by up to 1.5x (``docs/autotune.md``, "The large-activation nodes").
     16 columns reload once, 14 never; on AVX2 (16 ymm, two per 16-channel block) the cap is the
     old budget's 4 columns."""
     _, _, _, ow, cb = const_shape(out)
