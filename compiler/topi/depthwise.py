@@ -121,10 +121,20 @@ class DepthwiseNCHWcKnobs:
 
 
 def default_depthwise_nchwc_knobs(out: Tensor, target: Target | None = None) -> DepthwiseNCHWcKnobs:
-    """The widest column tile whose accumulators leave two registers for a weight and an input."""
+    """The widest column tile whose accumulators leave two registers for a weight and an input and
+    take at most half the vector registers.
+
+    Why half: the fused kernel (``epilogue``) also keeps the bias, the clip bounds and the hoisted
+    kernel taps in registers.  With AVX-512 a 28-column tile (28 of 32 zmm) made LLVM spill: ~28
+    stack stores and ~50 reloads per kernel, 1.17-1.38x the best config of every MobileNetV2
+    depthwise layer that got it, and up to 1.85x in the model: a spilling kernel's time moves with
+    the stack position of its call by up to 1.5x (``docs/autotune.md``, "The large-activation nodes").
+    16 columns reload once, 14 never; on AVX2 (16 ymm, two per 16-channel block) the cap is the
+    old budget's 4 columns."""
     _, _, _, ow, cb = const_shape(out)
     vectors = max(1, -(-cb // vector_lanes(target)))
-    budget = max(1, (vector_registers(target) - 2 * vectors) // vectors)
+    registers = vector_registers(target)
+    budget = max(1, min(registers - 2 * vectors, registers // 2) // vectors)
     kw = const_shape(out.op.input_tensors()[1])[2]
     return DepthwiseNCHWcKnobs(ow_block=largest_divisor(ow, budget), unroll_kw=kw <= 7)
 
