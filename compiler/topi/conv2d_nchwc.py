@@ -17,7 +17,7 @@ are still one vector, so a grouped conv is as vectorized as a dense one; only it
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import te
 from ..codegen.llvm import Target, current_target
@@ -63,6 +63,11 @@ _CHANNEL_ORDER_WIDTH = 14
 #: Kernel taps above which a conv of one input channel per block reduces the taps outside the channels
 #: (:func:`_default_reduce_order`: measured on the 7 x 7 stem; 3 x 3 stems not measured).
 _STEM_MIN_TAPS = 9
+#: The widest kernel row whose taps the default unrolls (wider rows multiply the loop body past the micro-op cache).
+_UNROLL_MAX_KW = 3
+#: Vector registers from which a stem's spilling default tile narrows to half of them as accumulators, rather
+#: than rolling its taps (:func:`default_conv2d_nchwc_knobs`).
+_STEM_NARROW_REGISTERS = 32
 
 
 def _pair(v: int | tuple[int, int], what: str) -> tuple[int, int]:
@@ -312,11 +317,55 @@ def balance_columns(out_width: int, columns: int) -> int:
 
 def default_conv2d_nchwc_knobs(out: Tensor, target: Target | None = None) -> Conv2dNCHWcKnobs:
     """The register tile that best fills the target's vector register file (:func:`default_conv2d_nchwc_tile`,
-    then :func:`default_tile_rows`, then :func:`widen_tile`)."""
+    then :func:`default_tile_rows`, then :func:`widen_tile`), unless it is a stem conv's tile whose unrolled
+    kernel taps do not fit the registers beside it (:func:`stem_taps_registers`).
+
+    Such a tile spills: MobileNetV2's stem (3 -> 32, 3 x 3 stride 2, 224 px) with AVX-512's 2 x 14 tile kept
+    its accumulators, the 3 taps' 6 weight vectors and its inputs in 35+ of 32 zmm, and LLVM stored 19 and
+    reloaded 18 vectors at fixed stack offsets; such a kernel's time also moves with the stack position of
+    its call (docs/autotune.md, "The large-activation nodes").  With 32 registers the stem's tile then takes
+    at most half of them as accumulators (2 x 8 on AVX-512: no spills, 1.26-1.43x the 2 x 14 tile); with
+    16 (AVX2) that would leave 8 accumulators, the FMA chains a Zen 4 needs in flight (4 clocks x 2 pipes),
+    so the tile stays and its taps run as a loop outside the input channels instead (``kh_kw_ic``,
+    ``unroll_kw=False``: no spills, 1.03-1.05x; the 2 x 4 tile measured 0.99x).  Both measured on an AMD
+    Zen 4 (AVX2 through ``bench/avx2_host``), one thread, the tuner's measurement (``bench/conv_knobs.py
+    --nchw-input``; docs/cpu_speed.md, "The stem's default tile without spills")."""
+    knobs = _default_knobs(out, max_accumulators(target), target)
+    _, _, _, _, ocb = const_shape(out)
+    data, kernel = out.op.input_tensors()
+    vectors_per_column = max(1, -(-ocb // vector_lanes(target)))
+    needed = stem_taps_registers(knobs, const_shape(data)[-1], const_shape(kernel)[3], vectors_per_column, target)
+    if needed is None or needed <= vector_registers(target):
+        return knobs
+    if vector_registers(target) >= _STEM_NARROW_REGISTERS:
+        return _default_knobs(out, vector_registers(target) // 2, target)
+    # (``plane``, a stem on an image smaller than its weights, needs ``ic_kh_kw``: there the taps only roll.)
+    return replace(knobs, unroll_kw=False, reduce_order="kh_kw_ic" if knobs.reduce_at == "tile" else knobs.reduce_order)
+
+
+def stem_taps_registers(knobs: Conv2dNCHWcKnobs, in_block: int, kw: int, vectors_per_column: int,
+                        target: Target | None = None) -> int | None:
+    """Vector registers an x86 stem conv's register tile keeps live with its kernel-width taps unrolled, or
+    None where that count does not apply (not a stem, taps not unrolled, not the columns order, ARM).
+
+    A stem reads one input channel per block (its NCHW input of 3 channels), so with ``ic_kh_kw`` the
+    reduction over the block's channels is one step and the ``kw`` unrolled taps become one straight block:
+    LLVM loads every tap's ``oc_block`` weight vectors together, ``kw - 1`` more per channel block than
+    :func:`tile_registers` counts.  A lower bound: the overlapping broadcast inputs of a strided row may
+    take more (AVX-512's 2 x 10 and 2 x 12 tiles of MobileNetV2's stem, 27 and 31 by this count, spilled
+    1 and 7 vectors)."""
+    tgt = target or current_target()
+    if (tgt.is_arm or in_block != 1 or kw < 2 or not knobs.unroll_kw or knobs.reduce_order != "ic_kh_kw"
+            or knobs.tile_order != "columns"):
+        return None
+    return tile_registers(knobs, vectors_per_column) + (kw - 1) * knobs.oc_block * vectors_per_column
+
+
+def _default_knobs(out: Tensor, accumulators: int, target: Target | None) -> Conv2dNCHWcKnobs:
+    """:func:`default_conv2d_nchwc_knobs`' rule for a budget of ``accumulators`` vector registers."""
     _, oco, oh, ow, ocb = const_shape(out)
     data, kernel = out.op.input_tensors()
     vectors_per_column = max(1, -(-ocb // vector_lanes(target)))
-    accumulators = max_accumulators(target)
     oc_block, ow_block = default_conv2d_nchwc_tile(ow, oco, vectors_per_column, accumulators)
     oh_block = default_tile_rows(oh, oc_block * ow_block * vectors_per_column, accumulators)
     kh, kw = const_shape(kernel)[2:4]
@@ -348,7 +397,7 @@ def default_conv2d_nchwc_knobs(out: Tensor, target: Target | None = None) -> Con
     plane = (not kernel_smaller and not half_row and not pointwise_512 and not pointwise_channels
              and oc_block * oh * ow * ocb * 4 <= _PLANE_BUFFER_BYTES and oco // oc_block >= _MIN_PLANE_GROUPS)
     # Unrolling a wide kernel row multiplies the loop body past the micro-op cache.
-    return Conv2dNCHWcKnobs(ow_block=ow_block, oc_block=oc_block, oh_block=oh_block, unroll_kw=kw <= 3,
+    return Conv2dNCHWcKnobs(ow_block=ow_block, oc_block=oc_block, oh_block=oh_block, unroll_kw=kw <= _UNROLL_MAX_KW,
                             reduce_order=_default_reduce_order(const_shape(data)[-1], kh, kw, plane, target),
                             outer_order="y_oc" if kernel_smaller else "oc_y",
                             reduce_at="plane" if plane else "tile",
