@@ -317,48 +317,44 @@ def balance_columns(out_width: int, columns: int) -> int:
 
 def default_conv2d_nchwc_knobs(out: Tensor, target: Target | None = None) -> Conv2dNCHWcKnobs:
     """The register tile that best fills the target's vector register file (:func:`default_conv2d_nchwc_tile`,
-    then :func:`default_tile_rows`, then :func:`widen_tile`), unless it is a stem conv's tile whose unrolled
-    kernel taps do not fit the registers beside it (:func:`stem_taps_registers`).
+    then :func:`default_tile_rows`, then :func:`widen_tile`), unless it is a stem conv's tile with its kernel
+    taps unrolled (:func:`stem_taps_unrolled`) and more than half the registers as accumulators.
 
-    Such a tile spills: MobileNetV2's stem (3 -> 32, 3 x 3 stride 2, 224 px) with AVX-512's 2 x 14 tile kept
-    its accumulators, the 3 taps' 6 weight vectors and its inputs in 35+ of 32 zmm, and LLVM stored 19 and
-    reloaded 18 vectors at fixed stack offsets; such a kernel's time also moves with the stack position of
+    Such a tile spills: MobileNetV2's stem (3 -> 32, 3 x 3 stride 2, 224 px) with AVX-512's 2 x 14 tile
+    stored 19 and reloaded 18 vectors at fixed stack offsets (objdump; 2 x 13: 11 reloads, 2 x 12: 7, 2 x 11:
+    4, 2 x 10: 1, 2 x 9 and narrower none), and a spilling kernel's time moves with the stack position of
     its call (docs/autotune.md, "The large-activation nodes").  With 32 registers the stem's tile then takes
-    at most half of them as accumulators (2 x 8 on AVX-512: no spills, 1.26-1.43x the 2 x 14 tile); with
-    16 (AVX2) that would leave 8 accumulators, the FMA chains a Zen 4 needs in flight (4 clocks x 2 pipes),
+    at most half of them (2 x 8 on AVX-512: no spills, 1.26-1.43x the 2 x 14 tile); with 16 (AVX2, 2 x 6: 5
+    reloads) that would leave 8 accumulators, the FMA chains a Zen 4 needs in flight (4 clocks x 2 pipes),
     so the tile stays and its taps run as a loop outside the input channels instead (``kh_kw_ic``,
     ``unroll_kw=False``: no spills, 1.03-1.05x; the 2 x 4 tile measured 0.99x).  Both measured on an AMD
     Zen 4 (AVX2 through ``bench/avx2_host``), one thread, the tuner's measurement (``bench/conv_knobs.py
     --nchw-input``; docs/cpu_speed.md, "The stem's default tile without spills")."""
     knobs = _default_knobs(out, max_accumulators(target), target)
-    _, _, _, _, ocb = const_shape(out)
     data, kernel = out.op.input_tensors()
-    vectors_per_column = max(1, -(-ocb // vector_lanes(target)))
-    needed = stem_taps_registers(knobs, const_shape(data)[-1], const_shape(kernel)[3], vectors_per_column, target)
-    if needed is None or needed <= vector_registers(target):
+    vectors_per_column = max(1, -(-const_shape(out)[-1] // vector_lanes(target)))
+    accumulators = knobs.oh_block * knobs.ow_block * knobs.oc_block * vectors_per_column
+    registers = vector_registers(target)
+    if not stem_taps_unrolled(knobs, const_shape(data)[-1], const_shape(kernel)[3], target) \
+            or 2 * accumulators <= registers:
         return knobs
-    if vector_registers(target) >= _STEM_NARROW_REGISTERS:
-        return _default_knobs(out, vector_registers(target) // 2, target)
+    if registers >= _STEM_NARROW_REGISTERS:
+        return _default_knobs(out, registers // 2, target)
     # (``plane``, a stem on an image smaller than its weights, needs ``ic_kh_kw``: there the taps only roll.)
     return replace(knobs, unroll_kw=False, reduce_order="kh_kw_ic" if knobs.reduce_at == "tile" else knobs.reduce_order)
 
 
-def stem_taps_registers(knobs: Conv2dNCHWcKnobs, in_block: int, kw: int, vectors_per_column: int,
-                        target: Target | None = None) -> int | None:
-    """Vector registers an x86 stem conv's register tile keeps live with its kernel-width taps unrolled, or
-    None where that count does not apply (not a stem, taps not unrolled, not the columns order, ARM).
+def stem_taps_unrolled(knobs: Conv2dNCHWcKnobs, in_block: int, kw: int, target: Target | None = None) -> bool:
+    """Whether ``knobs``' tile is an x86 stem conv's (one input channel per block: an NCHW input of 3 channels)
+    with its kernel-width taps unrolled over the channel blocks (``ic_kh_kw``, the columns order).
 
-    A stem reads one input channel per block (its NCHW input of 3 channels), so with ``ic_kh_kw`` the
-    reduction over the block's channels is one step and the ``kw`` unrolled taps become one straight block:
-    LLVM loads every tap's ``oc_block`` weight vectors together, ``kw - 1`` more per channel block than
-    :func:`tile_registers` counts.  A lower bound: the overlapping broadcast inputs of a strided row may
-    take more (AVX-512's 2 x 10 and 2 x 12 tiles of MobileNetV2's stem, 27 and 31 by this count, spilled
-    1 and 7 vectors)."""
+    The reduction over a block's channels is then one step, so the ``kw`` unrolled taps become one straight
+    block of code and LLVM keeps every tap's ``oc_block`` weight vectors (and the overlapping inputs of a
+    strided row) live beside the accumulators: ``kw - 1`` taps' weights more than :func:`tile_registers`
+    counts.  ARM is not measured."""
     tgt = target or current_target()
-    if (tgt.is_arm or in_block != 1 or kw < 2 or not knobs.unroll_kw or knobs.reduce_order != "ic_kh_kw"
-            or knobs.tile_order != "columns"):
-        return None
-    return tile_registers(knobs, vectors_per_column) + (kw - 1) * knobs.oc_block * vectors_per_column
+    return (not tgt.is_arm and in_block == 1 and kw > 1 and knobs.unroll_kw and knobs.reduce_order == "ic_kh_kw"
+            and knobs.tile_order == "columns")
 
 
 def _default_knobs(out: Tensor, accumulators: int, target: Target | None) -> Conv2dNCHWcKnobs:
