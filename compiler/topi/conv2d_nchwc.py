@@ -17,7 +17,7 @@ are still one vector, so a grouped conv is as vectorized as a dense one; only it
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from .. import te
 from ..codegen.llvm import Target, current_target
@@ -65,8 +65,8 @@ _CHANNEL_ORDER_WIDTH = 14
 _STEM_MIN_TAPS = 9
 #: The widest kernel row whose taps the default unrolls (wider rows multiply the loop body past the micro-op cache).
 _UNROLL_MAX_KW = 3
-#: Vector registers from which a stem's spilling default tile narrows to half of them as accumulators, rather
-#: than rolling its taps (:func:`default_conv2d_nchwc_knobs`).
+#: Vector registers from which a stem's spilling default tile narrows to half of them as accumulators
+#: (:func:`default_conv2d_nchwc_knobs`; AVX2's 16 would leave 8 accumulators, too few).
 _STEM_NARROW_REGISTERS = 32
 
 
@@ -318,30 +318,28 @@ def balance_columns(out_width: int, columns: int) -> int:
 def default_conv2d_nchwc_knobs(out: Tensor, target: Target | None = None) -> Conv2dNCHWcKnobs:
     """The register tile that best fills the target's vector register file (:func:`default_conv2d_nchwc_tile`,
     then :func:`default_tile_rows`, then :func:`widen_tile`), unless it is a stem conv's tile with its kernel
-    taps unrolled (:func:`stem_taps_unrolled`) and more than half the registers as accumulators.
+    taps unrolled (:func:`stem_taps_unrolled`) and more than half of 32 or more registers as accumulators:
+    that tile takes at most half of them.
 
     Such a tile spills: MobileNetV2's stem (3 -> 32, 3 x 3 stride 2, 224 px) with AVX-512's 2 x 14 tile
     stored 19 and reloaded 18 vectors at fixed stack offsets (objdump; 2 x 13: 11 reloads, 2 x 12: 7, 2 x 11:
     4, 2 x 10: 1, 2 x 9 and narrower none), and a spilling kernel's time moves with the stack position of
-    its call (docs/autotune.md, "The large-activation nodes").  With 32 registers the stem's tile then takes
-    at most half of them (2 x 8 on AVX-512: no spills, 1.26-1.43x the 2 x 14 tile); with 16 (AVX2, 2 x 6: 5
-    reloads) that would leave 8 accumulators, the FMA chains a Zen 4 needs in flight (4 clocks x 2 pipes),
-    so the tile stays and its taps run as a loop outside the input channels instead (``kh_kw_ic``,
-    ``unroll_kw=False``: no spills, 1.03-1.05x; the 2 x 4 tile measured 0.99x).  Both measured on an AMD
-    Zen 4 (AVX2 through ``bench/avx2_host``), one thread, the tuner's measurement (``bench/conv_knobs.py
-    --nchw-input``; docs/cpu_speed.md, "The stem's default tile without spills")."""
+    its call (docs/autotune.md, "The large-activation nodes").  Its 2 x 8 tile does not spill: 1.26-1.43x
+    the 2 x 14 as the tuner measures it (``bench/conv_knobs.py --nchw-input``), 1.09x in the model
+    (``bench/node_classes.py``).  AVX2's 16 registers keep their tile (2 x 6: 5 reloads): half of them would
+    leave 8 accumulators, the FMA chains a Zen 4 needs in flight (4 clocks x 2 pipes; 2 x 4 measured 0.99x),
+    and rolling its taps instead (``kh_kw_ic``, ``unroll_kw=False``: no spills) measured 1.03-1.05x in the
+    tuner but 0.93x in the model.  AMD Zen 4 (AVX2 through ``bench/avx2_host``), one thread; docs/cpu_speed.md,
+    "The stem's default tile without spills"."""
     knobs = _default_knobs(out, max_accumulators(target), target)
     data, kernel = out.op.input_tensors()
     vectors_per_column = max(1, -(-const_shape(out)[-1] // vector_lanes(target)))
     accumulators = knobs.oh_block * knobs.ow_block * knobs.oc_block * vectors_per_column
     registers = vector_registers(target)
-    if not stem_taps_unrolled(knobs, const_shape(data)[-1], const_shape(kernel)[3], target) \
-            or 2 * accumulators <= registers:
-        return knobs
-    if registers >= _STEM_NARROW_REGISTERS:
+    if (registers >= _STEM_NARROW_REGISTERS and 2 * accumulators > registers
+            and stem_taps_unrolled(knobs, const_shape(data)[-1], const_shape(kernel)[3], target)):
         return _default_knobs(out, registers // 2, target)
-    # (``plane``, a stem on an image smaller than its weights, needs ``ic_kh_kw``: there the taps only roll.)
-    return replace(knobs, unroll_kw=False, reduce_order="kh_kw_ic" if knobs.reduce_at == "tile" else knobs.reduce_order)
+    return knobs
 
 
 def stem_taps_unrolled(knobs: Conv2dNCHWcKnobs, in_block: int, kw: int, target: Target | None = None) -> bool:

@@ -2,8 +2,9 @@
 
 With the kernel-width taps unrolled and one input channel per block (``topi.stem_taps_unrolled``), a stem's
 tile keeps every tap's weight vectors live together; MobileNetV2's 3 x 3 stride-2 stem spilled that way with
-more than half the registers as accumulators (AVX-512's 2 x 14, AVX2's 2 x 6).  The default then narrows the
-tile to half the registers (32-register targets) or rolls its taps outside the channels (16-register AVX2).  Checked per stem on both ISAs,
+more than half the registers as accumulators (AVX-512's 2 x 14, AVX2's 2 x 6).  On 32-register targets the
+default then narrows the tile to half of them; AVX2 keeps its tile (half of 16 would leave too few accumulators,
+and rolling the taps measured slower in the model).  Checked per stem on both ISAs,
 as a legal point of the tuner's space, and against a float64 NumPy convolution on each ISA of the matrix.
 """
 
@@ -37,9 +38,9 @@ def _stem(size: int, out_channels: int, k: int, stride: int, lanes: int, in_chan
 
 # (target, image size, output channels, kernel, stride) -> (oc_block, ow_block, reduce_order, unroll_kw)
 @pytest.mark.parametrize("target, layer, want", [
-    # MobileNetV2's stem: AVX-512's 2 x 14 tile narrows to 2 x 8; AVX2's 2 x 6 rolls its taps.
+    # MobileNetV2's stem: AVX-512's 2 x 14 tile narrows to 2 x 8; AVX2's 2 x 6 stays.
     (AVX512, (224, 32, 3, 2), (2, 8, "ic_kh_kw", True)),
-    (AVX2, (224, 32, 3, 2), (2, 6, "kh_kw_ic", False)),
+    (AVX2, (224, 32, 3, 2), (2, 6, "ic_kh_kw", True)),
     # ResNet's 7 x 7 stem never unrolled its taps: unchanged (AVX2's kh_kw_ic is the tenth session's rule).
     (AVX512, (224, 64, 7, 2), (2, 14, "ic_kh_kw", False)),
     (AVX2, (224, 64, 7, 2), (2, 6, "kh_kw_ic", False)),
@@ -52,7 +53,8 @@ def test_the_stem_rule_per_stem_and_isa(target: str, layer: tuple[int, int, int,
         knobs = topi.default_conv2d_nchwc_knobs(_stem(size, oc, k, stride, lanes))
         assert (knobs.oc_block, knobs.ow_block, knobs.reduce_order, knobs.unroll_kw) == want
         assert knobs.reduce_at == "tile"
-        assert _unrolled_accumulators(knobs, k) <= current_target().vector_registers // 2
+        if lanes == 16:
+            assert _unrolled_accumulators(knobs, k) <= current_target().vector_registers // 2
 
 
 def _unrolled_accumulators(knobs: topi.Conv2dNCHWcKnobs, kw: int) -> int:
@@ -62,11 +64,10 @@ def _unrolled_accumulators(knobs: topi.Conv2dNCHWcKnobs, kw: int) -> int:
     return knobs.oh_block * knobs.ow_block * knobs.oc_block
 
 
-@pytest.mark.parametrize("target", [AVX512, AVX2])
 @pytest.mark.parametrize("size, oc, k, stride", [(224, 32, 3, 2), (112, 16, 3, 1), (96, 64, 3, 2), (56, 32, 2, 2)])
-def test_no_default_stem_tile_unrolls_its_taps_beside_more_than_half_the_registers(target: str, size: int, oc: int,
-                                                                                     k: int, stride: int) -> None:
-    with using_target(parse_target(target)):
+def test_no_avx512_stem_tile_unrolls_its_taps_beside_more_than_half_the_registers(size: int, oc: int, k: int,
+                                                                                    stride: int) -> None:
+    with using_target(parse_target(AVX512)):
         lanes = current_target().vector_lanes()
         knobs = topi.default_conv2d_nchwc_knobs(_stem(size, oc, k, stride, lanes))
         assert _unrolled_accumulators(knobs, k) <= current_target().vector_registers // 2, knobs
@@ -98,13 +99,13 @@ def test_the_default_is_a_legal_point_of_the_tuner_space(target: str, oc_block: 
     tmpl = template_for(Task("conv2d_nchwc", tuple(sorted(wl.items())), f"{target} ({isa})", f"test/{isa}"))
     default = tmpl.default()
     assert tmpl.space.why_illegal(default) is None
-    want = (8, "ic_kh_kw", True) if oc_block == 16 else (6, "kh_kw_ic", False)
+    want = (8, "ic_kh_kw", True) if oc_block == 16 else (6, "ic_kh_kw", True)
     assert (default["ow_block"], default["reduce_order"], default["unroll_kw"]) == want
 
 
 @pytest.mark.parametrize("epilogue", [False, True], ids=["conv", "conv+bias"])
 def test_the_stem_default_matches_numpy(cpu_target: str, epilogue: bool) -> None:
-    """A 56 x 56 3 x 3 stride-2 stem (28-wide rows: the tile the rule changes on AVX-512 and AVX2) with its
+    """A 56 x 56 3 x 3 stride-2 stem (28-wide rows: AVX-512's 2 x 14 tile, which the rule narrows) with its
     default knobs, against a float64 NumPy convolution."""
     lanes = current_target().vector_lanes()
     rng = np.random.default_rng(11)
@@ -116,11 +117,9 @@ def test_the_stem_default_matches_numpy(cpu_target: str, epilogue: bool) -> None
     tw = te.placeholder((2, 3, 3, 3, 1, lanes), "float32", "w")
     conv = topi.conv2d_nchwc(tx, tw, 2, 1)
     knobs = topi.default_conv2d_nchwc_knobs(conv)
-    # The rule fired: AVX-512's 2 x 14 narrowed to half the registers, AVX2's 2 x 6 rolled its taps.
-    if lanes == 16:
-        assert (knobs.oc_block * knobs.ow_block, knobs.unroll_kw) == (14, True), knobs
-    else:
-        assert (knobs.reduce_order, knobs.unroll_kw) == ("kh_kw_ic", False), knobs
+    # The rule fired on AVX-512: 2 x 14 narrowed to half the registers.  AVX2 keeps 2 x 6.
+    want_tile = (2, 7) if lanes == 16 else (2, 6)
+    assert (knobs.oc_block, knobs.ow_block, knobs.unroll_kw, knobs.reduce_order) == (*want_tile, True, "ic_kh_kw")
     inputs = [to_nchwc(x, 1), kernel_blocked(w, 1, lanes)]
     if epilogue:
         from vdla.compiler.schedule import create_schedule
