@@ -325,11 +325,11 @@ def default_conv2d_nchwc_knobs(out: Tensor, target: Target | None = None) -> Con
     stored 19 and reloaded 18 vectors at fixed stack offsets (objdump; 2 x 13: 11 reloads, 2 x 12: 7, 2 x 11:
     4, 2 x 10: 1, 2 x 9 and narrower none), and a spilling kernel's time moves with the stack position of
     its call (docs/autotune.md, "The large-activation nodes").  Its 2 x 8 tile does not spill: 1.26-1.43x
-    the 2 x 14 as the tuner measures it (``bench/conv_knobs.py --nchw-input``), 1.09x in the model
+    the 2 x 14 as the tuner measures it (``bench/conv_knobs.py --nchw-input``), 1.09-1.26x in the model
     (``bench/node_classes.py``).  AVX2's 16 registers keep their tile (2 x 6: 5 reloads): half of them would
     leave 8 accumulators, the FMA chains a Zen 4 needs in flight (4 clocks x 2 pipes; 2 x 4 measured 0.99x),
     and rolling its taps instead (``kh_kw_ic``, ``unroll_kw=False``: no spills) measured 1.03-1.05x in the
-    tuner but 0.93x in the model.  AMD Zen 4 (AVX2 through ``bench/avx2_host``), one thread; docs/cpu_speed.md,
+    tuner but 0.93x and 1.06x in the model with the two builds swapped (no gain).  AMD Zen 4 (AVX2 through ``bench/avx2_host``), one thread; docs/cpu_speed.md,
     "The stem's default tile without spills"."""
     knobs = _default_knobs(out, max_accumulators(target), target)
     data, kernel = out.op.input_tensors()
