@@ -322,8 +322,8 @@ def default_conv2d_nchwc_knobs(out: Tensor, target: Target | None = None) -> Con
     that tile takes at most half of them.
 
     Such a tile spills: MobileNetV2's stem (3 -> 32, 3 x 3 stride 2, 224 px) with AVX-512's 2 x 14 tile
-    stored 19 and reloaded 18 vectors at fixed stack offsets (objdump; 2 x 13: 11 reloads, 2 x 12: 7, 2 x 11:
-    4, 2 x 10: 1, 2 x 9 and narrower none), and a spilling kernel's time moves with the stack position of
+    stored 19 and reloaded 18 vectors at fixed stack offsets (``bench/conv_spills.py``; 2 x 13: 11 reloads,
+    2 x 12: 8, 2 x 11: 5, 2 x 10: 2, 2 x 9 and narrower the prologue's 1), and a spilling kernel's time moves with the stack position of
     its call (docs/autotune.md, "The large-activation nodes").  Its 2 x 8 tile does not spill: 1.26-1.43x
     the 2 x 14 as the tuner measures it (``bench/conv_knobs.py --nchw-input``), 1.09-1.26x in the model
     (``bench/node_classes.py``).  AVX2's 16 registers keep their tile (2 x 6: 5 reloads): half of them would
