@@ -26,6 +26,7 @@ if __name__ == "__main__":
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import math  # noqa: E402
 import statistics  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
@@ -39,11 +40,13 @@ from vdla.compiler.autotune.measure import MeasureOptions, build_job, config_cos
 from vdla.compiler.autotune.task import make_task  # noqa: E402
 from vdla.compiler.autotune.template import template_for  # noqa: E402
 from vdla.compiler.topi import default_nchwc_blocks  # noqa: E402
+from vdla.compiler.topi.utils import vector_lanes  # noqa: E402
 from host import host_line, host_record  # noqa: E402
 
 
-def layer_task(spec: str, cpu_target: str) -> Any:
-    """The ``conv2d_nchwc`` task of ``C,K,H,W,KH,STRIDE`` (blocked as the graph lowering blocks it)."""
+def layer_task(spec: str, cpu_target: str, nchw_input: bool = False) -> Any:
+    """The ``conv2d_nchwc`` task of ``C,K,H,W,KH,STRIDE`` (blocked as the graph lowering blocks it; with
+    ``nchw_input``, a model's first conv, whose NCHW input is blocked by ``gcd(C, lanes)``: 1 for 3 channels)."""
     try:
         c, k, h, w, kh, stride = (int(v) for v in spec.split(","))
     except ValueError:
@@ -52,6 +55,8 @@ def layer_task(spec: str, cpu_target: str) -> Any:
 
     with using_target(parse_target(cpu_target)):
         ib, ob = default_nchwc_blocks(c, k)
+        if nchw_input:
+            ib = math.gcd(c, vector_lanes(None))
     wl = {"n": 1, "ic_outer": c // ib, "h": h, "w": w, "ic_block": ib, "oc_outer": k // ob, "kh": kh, "kw": kh,
           "oc_block": ob, "stride_h": stride, "stride_w": stride, "pad_h": kh // 2, "pad_w": kh // 2}
     return make_task("conv2d_nchwc", wl, cpu_target)
@@ -75,6 +80,8 @@ def main() -> None:
     ap.add_argument("--config", action="append", required=True, metavar="NAME:KNOB=VALUE,...")
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--cpu-target", default="llvm")
+    ap.add_argument("--nchw-input", action="store_true",
+                    help="the layers are a model's first conv: NCHW input, blocked as the graph lowering blocks it")
     ap.add_argument("--keep-openblas-coretype", action="store_true")
     ap.add_argument("--output", default=str(ROOT / "bench" / "results" / "conv_knobs.json"))
     args = ap.parse_args()
@@ -82,7 +89,7 @@ def main() -> None:
     print(f"{host_line()}; load {load0:.1f}; one thread, thread CPU time")
     results = []
     for spec in args.layer:
-        task = layer_task(spec, args.cpu_target)
+        task = layer_task(spec, args.cpu_target, args.nchw_input)
         template = template_for(task)
         default = template.default().to_dict()
         configs = dict(parse_config(c, default) for c in args.config)

@@ -11,7 +11,8 @@ from .conv2d import (Conv2dNCHWKnobs, conv2d_nchw, default_conv2d_nchw_knobs, pa
                      schedule_conv2d_nchw)
 from .conv2d_nchwc import (Conv2dNCHWcKnobs, conv2d_nchwc, default_conv2d_nchwc_knobs, max_accumulators,
                            default_conv2d_nchwc_tile, default_tile_rows, widen_tile, balance_columns,
-                           default_nchwc_blocks, schedule_conv2d_nchwc, spare_registers, tile_registers)
+                           default_nchwc_blocks, schedule_conv2d_nchwc, spare_registers, stem_taps_unrolled,
+                           tile_registers)
 from .conv2d_winograd import (TUNED_TILES, WINOGRAD_TILES, WinogradKnobs, conv2d_winograd_nchwc, default_winograd_knobs,
                               default_winograd_tile, schedule_conv2d_winograd_nchwc, transform_points, transform_weights,
                               winograd_eligible, winograd_matrices, winograd_tolerance)
@@ -35,7 +36,7 @@ __all__ = [
     "batch_norm_inference", "bias_add", "broadcast_shape", "clip", "conv2d_nchw",
     "conv2d_nchwc", "default_conv2d_nchwc_tile", "default_batch_matmul_knobs", "default_conv2d_nchw_knobs",
     "default_conv2d_nchwc_knobs", "default_tile_rows", "widen_tile", "balance_columns", "default_dense_knobs", "default_depthwise_knobs", "default_depthwise_nchwc_knobs",
-    "default_nchwc_blocks", "dense", "max_accumulators", "spare_registers", "tile_registers", "dense_pack",
+    "default_nchwc_blocks", "dense", "max_accumulators", "spare_registers", "stem_taps_unrolled", "tile_registers", "dense_pack",
     "depthwise_conv2d_nchw",
     "depthwise_conv2d_nchwc", "divide", "erf",
     "exp", "global_pool", "layer_norm", "leaky_relu", "log", "maximum", "minimum", "multiply",

@@ -63,6 +63,11 @@ _CHANNEL_ORDER_WIDTH = 14
 #: Kernel taps above which a conv of one input channel per block reduces the taps outside the channels
 #: (:func:`_default_reduce_order`: measured on the 7 x 7 stem; 3 x 3 stems not measured).
 _STEM_MIN_TAPS = 9
+#: The widest kernel row whose taps the default unrolls (wider rows multiply the loop body past the micro-op cache).
+_UNROLL_MAX_KW = 3
+#: Vector registers from which a stem's spilling default tile narrows to half of them as accumulators
+#: (:func:`default_conv2d_nchwc_knobs`; AVX2's 16 would leave 8 accumulators, too few).
+_STEM_NARROW_REGISTERS = 32
 
 
 def _pair(v: int | tuple[int, int], what: str) -> tuple[int, int]:
@@ -312,11 +317,49 @@ def balance_columns(out_width: int, columns: int) -> int:
 
 def default_conv2d_nchwc_knobs(out: Tensor, target: Target | None = None) -> Conv2dNCHWcKnobs:
     """The register tile that best fills the target's vector register file (:func:`default_conv2d_nchwc_tile`,
-    then :func:`default_tile_rows`, then :func:`widen_tile`)."""
+    then :func:`default_tile_rows`, then :func:`widen_tile`), unless it is a stem conv's tile with its kernel
+    taps unrolled (:func:`stem_taps_unrolled`) and more than half of 32 or more registers as accumulators:
+    that tile takes at most half of them.
+
+    Such a tile spills: MobileNetV2's stem (3 -> 32, 3 x 3 stride 2, 224 px) with AVX-512's 2 x 14 tile
+    stored 19 and reloaded 18 vectors at fixed stack offsets (``bench/conv_spills.py``; 2 x 13: 11 reloads,
+    2 x 12: 8, 2 x 11: 5, 2 x 10: 2, 2 x 9 and narrower the prologue's 1), and a spilling kernel's time moves with the stack position of
+    its call (docs/autotune.md, "The large-activation nodes").  Its 2 x 8 tile does not spill: 1.26-1.43x
+    the 2 x 14 as the tuner measures it (``bench/conv_knobs.py --nchw-input``), 1.09-1.26x in the model
+    (``bench/node_classes.py``).  AVX2's 16 registers keep their tile (2 x 6: 5 reloads): half of them would
+    leave 8 accumulators, the FMA chains a Zen 4 needs in flight (4 clocks x 2 pipes; 2 x 4 measured 0.99x),
+    and rolling its taps instead (``kh_kw_ic``, ``unroll_kw=False``: no spills) measured 1.03-1.05x in the
+    tuner but 0.93x and 1.06x in the model with the two builds swapped (no gain).  AMD Zen 4 (AVX2 through ``bench/avx2_host``), one thread; docs/cpu_speed.md,
+    "The stem's default tile without spills"."""
+    knobs = _default_knobs(out, max_accumulators(target), target)
+    data, kernel = out.op.input_tensors()
+    vectors_per_column = max(1, -(-const_shape(out)[-1] // vector_lanes(target)))
+    accumulators = knobs.oh_block * knobs.ow_block * knobs.oc_block * vectors_per_column
+    registers = vector_registers(target)
+    if (registers >= _STEM_NARROW_REGISTERS and 2 * accumulators > registers
+            and stem_taps_unrolled(knobs, const_shape(data)[-1], const_shape(kernel)[3], target)):
+        return _default_knobs(out, registers // 2, target)
+    return knobs
+
+
+def stem_taps_unrolled(knobs: Conv2dNCHWcKnobs, in_block: int, kw: int, target: Target | None = None) -> bool:
+    """Whether ``knobs``' tile is an x86 stem conv's (one input channel per block: an NCHW input of 3 channels)
+    with its kernel-width taps unrolled over the channel blocks (``ic_kh_kw``, the columns order).
+
+    The reduction over a block's channels is then one step, so the ``kw`` unrolled taps become one straight
+    block of code and LLVM keeps every tap's ``oc_block`` weight vectors (and the overlapping inputs of a
+    strided row) live beside the accumulators: ``kw - 1`` taps' weights more than :func:`tile_registers`
+    counts.  ARM is not measured."""
+    tgt = target or current_target()
+    return (not tgt.is_arm and in_block == 1 and kw > 1 and knobs.unroll_kw and knobs.reduce_order == "ic_kh_kw"
+            and knobs.tile_order == "columns")
+
+
+def _default_knobs(out: Tensor, accumulators: int, target: Target | None) -> Conv2dNCHWcKnobs:
+    """:func:`default_conv2d_nchwc_knobs`' rule for a budget of ``accumulators`` vector registers."""
     _, oco, oh, ow, ocb = const_shape(out)
     data, kernel = out.op.input_tensors()
     vectors_per_column = max(1, -(-ocb // vector_lanes(target)))
-    accumulators = max_accumulators(target)
     oc_block, ow_block = default_conv2d_nchwc_tile(ow, oco, vectors_per_column, accumulators)
     oh_block = default_tile_rows(oh, oc_block * ow_block * vectors_per_column, accumulators)
     kh, kw = const_shape(kernel)[2:4]
@@ -348,7 +391,7 @@ def default_conv2d_nchwc_knobs(out: Tensor, target: Target | None = None) -> Con
     plane = (not kernel_smaller and not half_row and not pointwise_512 and not pointwise_channels
              and oc_block * oh * ow * ocb * 4 <= _PLANE_BUFFER_BYTES and oco // oc_block >= _MIN_PLANE_GROUPS)
     # Unrolling a wide kernel row multiplies the loop body past the micro-op cache.
-    return Conv2dNCHWcKnobs(ow_block=ow_block, oc_block=oc_block, oh_block=oh_block, unroll_kw=kw <= 3,
+    return Conv2dNCHWcKnobs(ow_block=ow_block, oc_block=oc_block, oh_block=oh_block, unroll_kw=kw <= _UNROLL_MAX_KW,
                             reduce_order=_default_reduce_order(const_shape(data)[-1], kh, kw, plane, target),
                             outer_order="y_oc" if kernel_smaller else "oc_y",
                             reduce_at="plane" if plane else "tile",
