@@ -18,9 +18,9 @@ import pytest
 from vdla.compiler import te, topi
 from vdla.compiler.autotune.task import Task
 from vdla.compiler.autotune.template import template_for
-from vdla.compiler.build import build
 from vdla.compiler.codegen.llvm import current_target, parse_target, using_target
 
+from .conv_run import run_conv_nchwc
 from .reference import conv2d_nchw, from_nchwc, kernel_blocked, to_nchwc
 
 AVX2 = "llvm -mcpu=haswell"
@@ -121,16 +121,5 @@ def test_the_stem_default_matches_numpy(cpu_target: str, epilogue: bool) -> None
     want_tile = (2, 7) if lanes == 16 else (2, 6)
     assert (knobs.oc_block, knobs.ow_block, knobs.unroll_kw, knobs.reduce_order) == (*want_tile, True, "ic_kh_kw")
     inputs = [to_nchwc(x, 1), kernel_blocked(w, 1, lanes)]
-    if epilogue:
-        from vdla.compiler.schedule import create_schedule
-
-        tb = te.placeholder(bias.shape, "float32", "b")
-        out = te.compute(conv.shape, lambda n, c, y, xx, o: conv[n, c, y, xx, o] + tb[c, o], name="biased")
-        s = topi.schedule_conv2d_nchwc(conv, knobs, s=create_schedule(out), epilogue=out)
-        args, inputs = [tx, tw, tb, out], inputs + [bias]
-    else:
-        out, s = conv, topi.schedule_conv2d_nchwc(conv, knobs)
-        args = [tx, tw, out]
-    got = np.zeros([int(d.value) for d in out.shape], np.float32)
-    build(s, args)(*inputs, got)
+    got = run_conv_nchwc(conv, knobs, tx, tw, inputs, bias if epilogue else None)
     np.testing.assert_allclose(from_nchwc(got), want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))

@@ -15,13 +15,12 @@ import pytest
 from vdla.compiler import te, topi
 from vdla.compiler.autotune.task import Task
 from vdla.compiler.autotune.template import template_for
-from vdla.compiler.build import build
 from vdla.compiler.codegen.llvm import current_target, parse_target, using_target
 from vdla.compiler.graph import GraphBuilder, run_graph
 from vdla.compiler.graph.build import build_model
-from vdla.compiler.schedule import create_schedule
 from vdla.compiler.topi.utils import TopiError
 
+from .conv_run import run_conv_nchwc
 from .reference import conv2d_nchw, from_nchwc, kernel_blocked, to_nchwc
 
 AVX2 = "llvm -mcpu=haswell"
@@ -49,16 +48,7 @@ def test_the_channels_order_matches_numpy(cpu_target: str, layer: tuple[int, ...
     knobs = topi.Conv2dNCHWcKnobs(ow_block=3, oc_block=4, oh_block=oh_block, reduce_at=reduce_at, outer_order="oc_y",
                                   tile_order="channels")
     inputs = [to_nchwc(x, lanes), kernel_blocked(w, lanes, lanes)]
-    if epilogue:
-        tb = te.placeholder(bias.shape, "float32", "b")
-        out = te.compute(conv.shape, lambda n, c, y, xx, o: conv[n, c, y, xx, o] + tb[c, o], name="biased")
-        s = topi.schedule_conv2d_nchwc(conv, knobs, s=create_schedule(out), epilogue=out)
-        args, inputs = [tx, tw, tb, out], inputs + [bias]
-    else:
-        out, s = conv, topi.schedule_conv2d_nchwc(conv, knobs)
-        args = [tx, tw, out]
-    got = np.zeros([int(d.value) for d in out.shape], np.float32)
-    build(s, args)(*inputs, got)
+    got = run_conv_nchwc(conv, knobs, tx, tw, inputs, bias if epilogue else None)
     np.testing.assert_allclose(from_nchwc(got), want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
 
 
