@@ -13,6 +13,7 @@ processes; a job the pool gives up on (after its retries) is logged as that conf
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 from pathlib import Path
 
@@ -149,8 +150,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
         flush_bytes = model_flush_bytes(model_weight_bytes(graph, args.cpu_target))
         print(f"timing each call after a {flush_bytes / 2**20:.1f} MiB cache flush (the model's weights, "
               f"at most {FULL_FLUSH_BYTES >> 20} MiB: every operand evicted)")
-    options = MeasureOptions(flush_bytes=flush_bytes) if args.build_timeout is None else \
-        MeasureOptions(flush_bytes=flush_bytes, build_timeout_s=args.build_timeout)
+    options = MeasureOptions(flush_bytes=flush_bytes)
+    if args.build_timeout is not None:
+        options = dataclasses.replace(options, build_timeout_s=args.build_timeout)
     with _executor(args) as executor:
         outcomes = tune_tasks(tasks, db, executor, args.trials, args.tuner, args.batch,
                               cfg.to_dict() if args.target == "vdla" else None,
