@@ -1,0 +1,237 @@
+"""Benchmark: how a compiled model's run time depends on where the C stack is when its kernels run.
+
+Linux starts each process's stack at a random offset (``arch_align_stack``: up to 8 KiB lower, in 16-byte
+steps), so every process calls the model's kernels with its stack at one of 256 positions within a 4 KiB
+page, while the arena and the parameters sit at fixed offsets (2 MiB-aligned, ``vdla.runtime.huge_pages``).
+A kernel whose register tile spills reads its spill slots back from the stack; at some positions those
+slots share their low 12 address bits with the data the kernel is storing or loading at that moment, and
+the core then takes a false store-to-load dependency (4 KiB aliasing).  A process that lands there runs
+the model slower for its whole life (docs/cpu_speed.md, "The AVX2 MobileNetV2 outlier process").
+
+This bench replays those draws in one process: at each of ``4096 / --step`` stack positions every CPU node
+of the model is called through a trampoline that lowers the stack by that many bytes (a four-instruction
+function JIT-compiled with llvmlite: a dynamic ``alloca`` before the call), and each node and the whole run
+are timed by the calling thread's CPU time.  Rounds go over every position in turn (so the host's load
+spreads over all of them); per position the whole run's median over ``--rounds`` and each node's fastest.
+onnxruntime runs the same input in the same process (its stack is not moved) as the reference.
+
+Printed per build: the median run over all positions, the slowest positions, the share of positions (so of
+processes) at least 3% and 10% slower than that median, and the nodes whose time moves the most.  A build
+whose kernels do not spill stays within the noise at every position.
+
+Run: ``python bench/stack_offsets.py [--models mobilenet_v2] [--tuning-log LOG] [--step 16] [--rounds 5]``
+(under ``bench/avx2_host/run.py`` for AVX2 code); writes ``bench/results/stack_offsets.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import statistics
+import sys
+import time
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from host import host_line, host_record
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "models")]
+
+from vdla.runtime.openmp import load_openmp_runtime  # noqa: E402
+
+# As in bench/models.py: our OpenMP runtime before torch's (zoo imports torch).
+load_openmp_runtime()
+
+import numpy as np  # noqa: E402
+from zoo import export, make_model  # noqa: E402
+
+from vdla.compiler.frontend.onnx import from_onnx  # noqa: E402
+from vdla.compiler.graph.build import build_model  # noqa: E402
+from vdla.runtime.graph_executor import GraphModule  # noqa: E402
+
+#: Bytes of the page whose offsets the stack can take (the low 12 bits the 4 KiB aliasing compares).
+PAGE = 4096
+#: Shares of positions reported: a run at least this much slower than the median over all positions.
+SLOW_FRACTIONS = (0.03, 0.10)
+
+#: ``vdla_call_padded(fn, argv, pad)``: ``fn(argv)`` with the stack ``pad`` bytes lower (16-byte steps).
+#: The volatile store and load keep the alloca alive across the call, so it is not a tail call.
+TRAMPOLINE_IR = r"""
+define i32 @vdla_call_padded(ptr %fn, ptr %argv, i64 %pad) {
+entry:
+  %p = alloca i8, i64 %pad, align 16
+  store volatile i8 0, ptr %p
+  %r = call i32 %fn(ptr %argv)
+  %v = load volatile i8, ptr %p
+  ret i32 %r
+}
+"""
+
+_PaddedCall = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+
+
+@cache
+def _trampoline() -> tuple[Any, Any]:
+    """The JIT-compiled trampoline as a ctypes function, and the engine that owns its code."""
+    import llvmlite.binding as llvm
+
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    mod = llvm.parse_assembly(TRAMPOLINE_IR)
+    mod.verify()
+    engine = llvm.create_mcjit_compiler(mod, llvm.Target.from_default_triple().create_target_machine(opt=2))
+    engine.finalize_object()
+    return _PaddedCall(engine.get_function_address("vdla_call_padded")), engine
+
+
+def padded_call() -> Any:
+    """``vdla_call_padded(fn, argv, pad)`` as a ctypes function (compiled once per process)."""
+    return _trampoline()[0]
+
+
+def short_name(node: str) -> str:
+    """A torchvision ONNX node name shortened for the table (``/features/features.2/conv/conv.0/...`` ->
+    ``f2.c0``)."""
+    parts = [p for p in node.split("/") if p]
+    keep = [p.replace("features.", "f").replace("conv.", "c") for p in parts[1:-1] if "." in p][:2]
+    return ".".join(keep) or node.strip("/").replace("_output_0", "")
+
+
+def compile_model(name: str, resolution: int, tuning_log: str | None) -> tuple[GraphModule, Any, np.ndarray]:
+    """The zoo model ``name`` built for this host (``tuning_log``: its best configs applied), its ONNX
+    model and a fixed input."""
+    import torch
+
+    net = make_model(name, image_size=resolution)
+    x = np.random.default_rng(0).standard_normal((1, 3, resolution, resolution)).astype(np.float32)
+    model = export(net, torch.from_numpy(x), "torchscript")
+    if tuning_log is None:
+        return build_model(from_onnx(model), target="llvm", name=name).module, model, x
+    from vdla.compiler.autotune.database import ApplyBest, read_log
+    from vdla.compiler.autotune.dispatch import dispatching
+
+    with dispatching(ApplyBest(read_log(tuning_log), "llvm", "llvm", "default")):
+        return build_model(from_onnx(model), target="llvm", name=name).module, model, x
+
+
+def kernel_calls(module: GraphModule, x: np.ndarray) -> list[tuple[str, int, Any]]:
+    """(node name, kernel address, packed arguments) of every CPU node, in run order, after ``x`` is bound
+    and one run has filled the arena (a CPU-only model's placed nodes compute nothing)."""
+    module.run(x)
+    return [(name, fn.address, argv) for name, fn, argv in module.kernel_calls()]
+
+
+def scan(calls: list[tuple[str, int, Any]], pads: list[int], rounds: int) -> tuple[list[list[float]], list[list[float]]]:
+    """Per round and position: the whole run's thread CPU time (ms); per position and node: the fastest
+    (ms).  Each round visits every position once."""
+    call = padded_call()
+    whole = [[0.0] * len(pads) for _ in range(rounds)]
+    node_best = [[float("inf")] * len(calls) for _ in pads]
+    for r in range(rounds):
+        for i, pad in enumerate(pads):
+            best = node_best[i]
+            t_start = time.thread_time_ns()
+            for k, (_, addr, argv) in enumerate(calls):
+                t0 = time.thread_time_ns()
+                rc = call(addr, argv, pad)
+                t1 = time.thread_time_ns()
+                if rc != 0:
+                    raise RuntimeError(f"node {calls[k][0]!r} returned error code {rc}")
+                best[k] = min(best[k], (t1 - t0) / 1e6)
+            whole[r][i] = (time.thread_time_ns() - t_start) / 1e6
+    return whole, node_best
+
+
+def summarize(pads: list[int], whole: list[list[float]], node_best: list[list[float]],
+              names: list[str]) -> dict[str, Any]:
+    """Median run per position, its median over positions, the shares of slow positions and the nodes that
+    move the most (slowest position's best over the median position's)."""
+    per_pad = [statistics.median(whole[r][i] for r in range(len(whole))) for i in range(len(pads))]
+    center = statistics.median(per_pad)
+    order = sorted(range(len(pads)), key=lambda i: -per_pad[i])
+    nodes = []
+    for k, name in enumerate(names):
+        col = [node_best[i][k] for i in range(len(pads))]
+        med = statistics.median(col)
+        worst = max(range(len(pads)), key=lambda i: col[i])
+        nodes.append({"name": name, "median_ms": med, "max_ms": col[worst], "max_over_median": col[worst] / med,
+                      "worst_pad": pads[worst], "pads_over_1.15x": [pads[i] for i in range(len(pads)) if col[i] > 1.15 * med]})
+    nodes.sort(key=lambda n: -(n["max_ms"] - n["median_ms"]))
+    return {"median_ms": center, "min_ms": min(per_pad), "max_ms": max(per_pad),
+            "slow_share": {f"{f:.2f}": sum(v >= (1 + f) * center for v in per_pad) / len(pads) for f in SLOW_FRACTIONS},
+            "slowest_pads": [{"pad": pads[i], "ms": per_pad[i]} for i in order[:8]],
+            "per_pad_ms": per_pad, "nodes": nodes}
+
+
+def ort_median(model: Any, x: np.ndarray, rounds: int) -> float:
+    """onnxruntime's median thread CPU time (ms) on one thread, the same input, in this process."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads, opts.inter_op_num_threads = 1, 1
+    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    feed = {model.graph.input[0].name: x}
+    sess.run(None, feed)
+    times = []
+    for _ in range(rounds):
+        t0 = time.thread_time_ns()
+        sess.run(None, feed)
+        times.append((time.thread_time_ns() - t0) / 1e6)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", default="mobilenet_v2", help="comma-separated zoo models (default mobilenet_v2)")
+    ap.add_argument("--resolution", type=int, default=224)
+    ap.add_argument("--tuning-log", action="append", default=[], metavar="MODEL=LOG",
+                    help="also time the build with this log's best configs (repeatable, one per model)")
+    ap.add_argument("--step", type=int, default=16, help="bytes between stack positions (a multiple of 16; default 16)")
+    ap.add_argument("--rounds", type=int, default=5, help="runs per position (default 5)")
+    ap.add_argument("--output", type=Path, default=ROOT / "bench" / "results" / "stack_offsets.json")
+    args = ap.parse_args()
+    if args.step <= 0 or args.step % 16 or PAGE % args.step:
+        ap.error(f"--step must be a positive multiple of 16 dividing {PAGE} (the stack moves in 16-byte steps), "
+                 f"got {args.step}")
+    if args.rounds < 1:
+        ap.error(f"--rounds must be at least 1, got {args.rounds}")
+    logs = {}
+    for item in args.tuning_log:
+        model, sep, log = item.partition("=")
+        if not sep or not Path(log).is_file():
+            ap.error(f"--tuning-log takes MODEL=LOG with an existing LOG file, got {item!r}")
+        logs[model] = log
+    pads = list(range(0, PAGE, args.step))
+    print(host_line(), flush=True)
+    results = []
+    for name in args.models.split(","):
+        builds = {"default": None, **({"tuned": logs[name]} if name in logs else {})}
+        for build, log in builds.items():
+            module, onnx_model, x = compile_model(name, args.resolution, log)
+            module.set_num_threads(1)
+            calls = kernel_calls(module, x)
+            whole, node_best = scan(calls, pads, args.rounds)
+            res = {"model": name, "build": build, "tuning_log": log, "nodes_timed": len(calls),
+                   **summarize(pads, whole, node_best, [c[0] for c in calls]),
+                   "ort_ms": ort_median(onnx_model, x, max(9, args.rounds))}
+            results.append(res)
+    print(f"\nfp32, batch 1, one thread, CPU time of the calling thread; {len(pads)} stack positions "
+          f"{args.step} bytes apart, median of {args.rounds} runs each")
+    print(f"{'model':<14} {'build':<8} {'median':>8} {'fastest':>8} {'slowest':>8} {'>=3%':>6} {'>=10%':>6} "
+          f"{'ort':>7} {'slowest/ort':>11}  worst nodes (max/median at their worst position)")
+    for r in results:
+        worst = ", ".join(f"{short_name(n['name'])} {n['max_over_median']:.2f}x@{n['worst_pad']}"
+                          for n in r["nodes"][:3])
+        print(f"{r['model']:<14} {r['build']:<8} {r['median_ms']:>8.3f} {r['min_ms']:>8.3f} {r['max_ms']:>8.3f} "
+              f"{r['slow_share']['0.03']:>6.1%} {r['slow_share']['0.10']:>6.1%} {r['ort_ms']:>7.3f} "
+              f"{r['max_ms'] / r['ort_ms']:>10.2f}x  {worst}")
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps({"host": host_record(), "step": args.step, "rounds": args.rounds,
+                                       "pads": pads, "results": results}, indent=1))
+    print(f"wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()
