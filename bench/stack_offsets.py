@@ -19,7 +19,8 @@ Printed per build: the median run over all positions, the slowest positions, the
 processes) at least 3% and 10% slower than that median, and the nodes whose time moves the most.  A build
 whose kernels do not spill stays within the noise at every position.
 
-Run: ``python bench/stack_offsets.py [--models mobilenet_v2] [--tuning-log LOG] [--step 16] [--rounds 5]``
+Run: ``python bench/stack_offsets.py [--models mobilenet_v2] [--tuning-log MODEL=LOG] [--peer main] [--step 16]
+[--rounds 5]``
 (under ``bench/avx2_host/run.py`` for AVX2 code); writes ``bench/results/stack_offsets.json``.
 """
 from __future__ import annotations
@@ -30,11 +31,13 @@ import json
 import statistics
 import sys
 import time
+from contextlib import ExitStack
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from host import host_line, host_record
+from peer_tree import peer_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "models")]
@@ -127,6 +130,9 @@ def scan(calls: list[tuple[str, int, Any]], pads: list[int], rounds: int) -> tup
     """Per round and position: the whole run's thread CPU time (ms); per position and node: the fastest
     (ms).  Each round visits every position once."""
     call = padded_call()
+    for _ in range(2):  # warm up: the trampoline's first calls, and every node's data in its usual state
+        for _, addr, argv in calls:
+            call(addr, argv, 0)
     whole = [[0.0] * len(pads) for _ in range(rounds)]
     node_best = [[float("inf")] * len(calls) for _ in pads]
     for r in range(rounds):
@@ -188,6 +194,8 @@ def main() -> None:
     ap.add_argument("--resolution", type=int, default=224)
     ap.add_argument("--tuning-log", action="append", default=[], metavar="MODEL=LOG",
                     help="also time the build with this log's best configs (repeatable, one per model)")
+    ap.add_argument("--peer", metavar="REV", help="also time the default build compiled by this commit's tree "
+                                                  "(e.g. main), in the same run")
     ap.add_argument("--step", type=int, default=16, help="bytes between stack positions (a multiple of 16; default 16)")
     ap.add_argument("--rounds", type=int, default=5, help="runs per position (default 5)")
     ap.add_argument("--output", type=Path, default=ROOT / "bench" / "results" / "stack_offsets.json")
@@ -205,26 +213,34 @@ def main() -> None:
         logs[model] = log
     pads = list(range(0, PAGE, args.step))
     print(host_line(), flush=True)
-    results = []
-    for name in args.models.split(","):
-        builds = {"default": None, **({"tuned": logs[name]} if name in logs else {})}
-        for build, log in builds.items():
-            module, onnx_model, x = compile_model(name, args.resolution, log)
-            module.set_num_threads(1)
-            calls = kernel_calls(module, x)
-            whole, node_best = scan(calls, pads, args.rounds)
-            res = {"model": name, "build": build, "tuning_log": log, "nodes_timed": len(calls),
-                   **summarize(pads, whole, node_best, [c[0] for c in calls]),
-                   "ort_ms": ort_median(onnx_model, x, max(9, args.rounds))}
-            results.append(res)
+    with ExitStack() as stack:
+        peer = stack.enter_context(peer_tree(args.peer)) if args.peer else None
+        results = []
+        for name in args.models.split(","):
+            builds: dict[str, tuple[GraphModule, Any, np.ndarray]] = {}
+            builds["default"] = compile_model(name, args.resolution, None)
+            if name in logs:
+                builds["tuned"] = compile_model(name, args.resolution, logs[name])
+            if peer is not None:
+                from models import compile_peer
+
+                module, onnx_model, x = builds["default"]
+                builds[f"peer {peer[0]}"] = (compile_peer(onnx_model, name, "llvm", peer[1]).module, onnx_model, x)
+            for build, (module, onnx_model, x) in builds.items():
+                module.set_num_threads(1)
+                calls = kernel_calls(module, x)
+                whole, node_best = scan(calls, pads, args.rounds)
+                results.append({"model": name, "build": build, "tuning_log": logs.get(name) if build == "tuned" else None,
+                                "nodes_timed": len(calls), **summarize(pads, whole, node_best, [c[0] for c in calls]),
+                                "ort_ms": ort_median(onnx_model, x, max(9, args.rounds))})
     print(f"\nfp32, batch 1, one thread, CPU time of the calling thread; {len(pads)} stack positions "
           f"{args.step} bytes apart, median of {args.rounds} runs each")
-    print(f"{'model':<14} {'build':<8} {'median':>8} {'fastest':>8} {'slowest':>8} {'>=3%':>6} {'>=10%':>6} "
+    print(f"{'model':<14} {'build':<13} {'median':>8} {'fastest':>8} {'slowest':>8} {'>=3%':>6} {'>=10%':>6} "
           f"{'ort':>7} {'slowest/ort':>11}  worst nodes (max/median at their worst position)")
     for r in results:
         worst = ", ".join(f"{short_name(n['name'])} {n['max_over_median']:.2f}x@{n['worst_pad']}"
                           for n in r["nodes"][:3])
-        print(f"{r['model']:<14} {r['build']:<8} {r['median_ms']:>8.3f} {r['min_ms']:>8.3f} {r['max_ms']:>8.3f} "
+        print(f"{r['model']:<14} {r['build']:<13} {r['median_ms']:>8.3f} {r['min_ms']:>8.3f} {r['max_ms']:>8.3f} "
               f"{r['slow_share']['0.03']:>6.1%} {r['slow_share']['0.10']:>6.1%} {r['ort_ms']:>7.3f} "
               f"{r['max_ms'] / r['ort_ms']:>10.2f}x  {worst}")
     args.output.parent.mkdir(parents=True, exist_ok=True)
