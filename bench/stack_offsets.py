@@ -11,12 +11,15 @@ the model slower for its whole life (docs/cpu_speed.md, "The AVX2 MobileNetV2 ou
 This bench replays those draws in one process: at each of ``4096 / --step`` stack positions every CPU node
 of the model is called through a trampoline that lowers the stack by that many bytes (a four-instruction
 function JIT-compiled with llvmlite: a dynamic ``alloca`` before the call), and each node and the whole run
-are timed by the calling thread's CPU time.  Rounds go over every position in turn (so the host's load
-spreads over all of them); per position the whole run's median over ``--rounds`` and each node's fastest.
-onnxruntime runs the same input in the same process (its stack is not moved) as the reference.
+are timed by the calling thread's CPU time.  Each round visits every build (the default, ``--tuning-log``'s,
+``--peer``'s) at every position, so the host's load falls on all alike; per position the whole run's median
+over ``--rounds`` and each node's fastest, whose sum is the figure the shares are taken from (a loaded
+host inflates medians, far less the bests).  onnxruntime runs the same input between the rounds, in the same
+process (its stack is not moved), as the reference.
 
-Printed per build: the median run over all positions, the slowest positions, the share of positions (so of
-processes) at least 3% and 10% slower than that median, and the nodes whose time moves the most.  A build
+Printed per build: the median run over all positions and the slowest, the same for the sums of node bests, the
+share of positions (so of processes) whose sum is at least 3% and 10% over its median, and the nodes whose
+time moves the most.  A build
 whose kernels do not spill stays within the noise at every position.
 
 Run: ``python bench/stack_offsets.py [--models mobilenet_v2] [--tuning-log MODEL=LOG] [--peer main] [--step 16]
@@ -34,7 +37,7 @@ import time
 from contextlib import ExitStack
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from host import host_line, host_record
 from peer_tree import peer_tree
@@ -126,37 +129,51 @@ def kernel_calls(module: GraphModule, x: np.ndarray) -> list[tuple[str, int, Any
     return [(name, fn.address, argv) for name, fn, argv in module.kernel_calls()]
 
 
-def scan(calls: list[tuple[str, int, Any]], pads: list[int], rounds: int) -> tuple[list[list[float]], list[list[float]]]:
-    """Per round and position: the whole run's thread CPU time (ms); per position and node: the fastest
-    (ms).  Each round visits every position once."""
+def scan(builds: dict[str, list[tuple[str, int, Any]]], pads: list[int], rounds: int,
+         between: Callable[[], None] | None = None) -> dict[str, tuple[list[list[float]], list[list[float]]]]:
+    """Per build: per round and position the whole run's thread CPU time (ms), and per position and node
+    the fastest (ms).  Each round visits every build at every position (builds interleaved, so the host's
+    load falls on all of them alike); ``between`` runs after each round's builds (the reference)."""
     call = padded_call()
-    for _ in range(2):  # warm up: the trampoline's first calls, and every node's data in its usual state
-        for _, addr, argv in calls:
-            call(addr, argv, 0)
-    whole = [[0.0] * len(pads) for _ in range(rounds)]
-    node_best = [[float("inf")] * len(calls) for _ in pads]
+    for calls in builds.values():  # warm up: the trampoline's first calls, every node's data in its usual state
+        for _ in range(2):
+            for _, addr, argv in calls:
+                call(addr, argv, 0)
+    out = {b: ([[0.0] * len(pads) for _ in range(rounds)], [[float("inf")] * len(calls) for _ in pads])
+           for b, calls in builds.items()}
     for r in range(rounds):
-        for i, pad in enumerate(pads):
-            best = node_best[i]
-            t_start = time.thread_time_ns()
-            for k, (_, addr, argv) in enumerate(calls):
-                t0 = time.thread_time_ns()
-                rc = call(addr, argv, pad)
-                t1 = time.thread_time_ns()
-                if rc != 0:
-                    raise RuntimeError(f"node {calls[k][0]!r} returned error code {rc}")
-                best[k] = min(best[k], (t1 - t0) / 1e6)
-            whole[r][i] = (time.thread_time_ns() - t_start) / 1e6
-    return whole, node_best
+        for build, calls in builds.items():
+            whole, node_best = out[build]
+            for i, pad in enumerate(pads):
+                best = node_best[i]
+                t_start = time.thread_time_ns()
+                for k, (_, addr, argv) in enumerate(calls):
+                    t0 = time.thread_time_ns()
+                    rc = call(addr, argv, pad)
+                    t1 = time.thread_time_ns()
+                    if rc != 0:
+                        raise RuntimeError(f"node {calls[k][0]!r} returned error code {rc}")
+                    best[k] = min(best[k], (t1 - t0) / 1e6)
+                whole[r][i] = (time.thread_time_ns() - t_start) / 1e6
+        if between is not None:
+            between()
+    return out
+
+
+def _shares(values: list[float], center: float) -> dict[str, float]:
+    return {f"{f:.2f}": sum(v >= (1 + f) * center for v in values) / len(values) for f in SLOW_FRACTIONS}
 
 
 def summarize(pads: list[int], whole: list[list[float]], node_best: list[list[float]],
               names: list[str]) -> dict[str, Any]:
-    """Median run per position, its median over positions, the shares of slow positions and the nodes that
-    move the most (slowest position's best over the median position's)."""
+    """Per position the median run and the sum of the nodes' fastest times (robust to the host's load: each
+    node's best of the rounds); their medians over positions, the shares of positions at least 3% / 10%
+    slower than that median (``slow_share``: by the sums of node bests; ``slow_share_runs``: by the median
+    runs), and the nodes that move the most (slowest position's best over the median position's)."""
     per_pad = [statistics.median(whole[r][i] for r in range(len(whole))) for i in range(len(pads))]
-    center = statistics.median(per_pad)
-    order = sorted(range(len(pads)), key=lambda i: -per_pad[i])
+    best_sum = [sum(row) for row in node_best]
+    center, best_center = statistics.median(per_pad), statistics.median(best_sum)
+    order = sorted(range(len(pads)), key=lambda i: -best_sum[i])
     nodes = []
     for k, name in enumerate(names):
         col = [node_best[i][k] for i in range(len(pads))]
@@ -166,26 +183,31 @@ def summarize(pads: list[int], whole: list[list[float]], node_best: list[list[fl
                       "worst_pad": pads[worst], "pads_over_1.15x": [pads[i] for i in range(len(pads)) if col[i] > 1.15 * med]})
     nodes.sort(key=lambda n: -(n["max_ms"] - n["median_ms"]))
     return {"median_ms": center, "min_ms": min(per_pad), "max_ms": max(per_pad),
-            "slow_share": {f"{f:.2f}": sum(v >= (1 + f) * center for v in per_pad) / len(pads) for f in SLOW_FRACTIONS},
-            "slowest_pads": [{"pad": pads[i], "ms": per_pad[i]} for i in order[:8]],
-            "per_pad_ms": per_pad, "nodes": nodes}
+            "best_sum_median_ms": best_center, "best_sum_max_ms": max(best_sum),
+            "slow_share": _shares(best_sum, best_center), "slow_share_runs": _shares(per_pad, center),
+            "slowest_pads": [{"pad": pads[i], "best_sum_ms": best_sum[i], "run_ms": per_pad[i]} for i in order[:8]],
+            "per_pad_ms": per_pad, "per_pad_best_sum_ms": best_sum, "nodes": nodes}
 
 
-def ort_median(model: Any, x: np.ndarray, rounds: int) -> float:
-    """onnxruntime's median thread CPU time (ms) on one thread, the same input, in this process."""
-    import onnxruntime as ort
+class OrtReference:
+    """onnxruntime on one thread, the same input, in this process: a few runs between the scan's rounds."""
 
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads, opts.inter_op_num_threads = 1, 1
-    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-    feed = {model.graph.input[0].name: x}
-    sess.run(None, feed)
-    times = []
-    for _ in range(rounds):
-        t0 = time.thread_time_ns()
-        sess.run(None, feed)
-        times.append((time.thread_time_ns() - t0) / 1e6)
-    return statistics.median(times)
+    def __init__(self, model: Any, x: np.ndarray, runs_per_round: int = 3) -> None:
+        import onnxruntime as ort
+
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads, opts.inter_op_num_threads = 1, 1
+        self._sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+        self._feed = {model.graph.input[0].name: x}
+        self._runs = runs_per_round
+        self._sess.run(None, self._feed)
+        self.times: list[float] = []
+
+    def __call__(self) -> None:
+        for _ in range(self._runs):
+            t0 = time.thread_time_ns()
+            self._sess.run(None, self._feed)
+            self.times.append((time.thread_time_ns() - t0) / 1e6)
 
 
 def main() -> None:
@@ -226,23 +248,31 @@ def main() -> None:
 
                 module, onnx_model, x = builds["default"]
                 builds[f"peer {peer[0]}"] = (compile_peer(onnx_model, name, "llvm", peer[1]).module, onnx_model, x)
-            for build, (module, onnx_model, x) in builds.items():
+            calls = {}
+            for build, (module, _, x) in builds.items():
                 module.set_num_threads(1)
-                calls = kernel_calls(module, x)
-                whole, node_best = scan(calls, pads, args.rounds)
-                results.append({"model": name, "build": build, "tuning_log": logs.get(name) if build == "tuned" else None,
-                                "nodes_timed": len(calls), **summarize(pads, whole, node_best, [c[0] for c in calls]),
-                                "ort_ms": ort_median(onnx_model, x, max(9, args.rounds))})
+                calls[build] = kernel_calls(module, x)
+            _, onnx_model, x = builds["default"]
+            ort_ref = OrtReference(onnx_model, x)
+            scanned = scan(calls, pads, args.rounds, ort_ref)
+            ort_ms = statistics.median(ort_ref.times)
+            for build, (whole, node_best) in scanned.items():
+                results.append({"model": name, "build": build,
+                                "tuning_log": logs.get(name) if build == "tuned" else None,
+                                "nodes_timed": len(calls[build]),
+                                **summarize(pads, whole, node_best, [c[0] for c in calls[build]]), "ort_ms": ort_ms})
     print(f"\nfp32, batch 1, one thread, CPU time of the calling thread; {len(pads)} stack positions "
-          f"{args.step} bytes apart, median of {args.rounds} runs each")
-    print(f"{'model':<14} {'build':<13} {'median':>8} {'fastest':>8} {'slowest':>8} {'>=3%':>6} {'>=10%':>6} "
-          f"{'ort':>7} {'slowest/ort':>11}  worst nodes (max/median at their worst position)")
+          f"{args.step} bytes apart, {args.rounds} rounds, builds interleaved; 'run': median of a position's runs, "
+          f"'best sum': the sum of its nodes' fastest times; shares of positions by the best sums")
+    print(f"{'model':<14} {'build':<13} {'run med':>8} {'run max':>8} {'best sum':>8} {'bs max':>8} {'>=3%':>6} "
+          f"{'>=10%':>6} {'ort':>7} {'run/ort':>8} {'max/ort':>8}  worst nodes (max/median at their worst position)")
     for r in results:
         worst = ", ".join(f"{short_name(n['name'])} {n['max_over_median']:.2f}x@{n['worst_pad']}"
                           for n in r["nodes"][:3])
-        print(f"{r['model']:<14} {r['build']:<13} {r['median_ms']:>8.3f} {r['min_ms']:>8.3f} {r['max_ms']:>8.3f} "
-              f"{r['slow_share']['0.03']:>6.1%} {r['slow_share']['0.10']:>6.1%} {r['ort_ms']:>7.3f} "
-              f"{r['max_ms'] / r['ort_ms']:>10.2f}x  {worst}")
+        print(f"{r['model']:<14} {r['build']:<13} {r['median_ms']:>8.3f} {r['max_ms']:>8.3f} "
+              f"{r['best_sum_median_ms']:>8.3f} {r['best_sum_max_ms']:>8.3f} {r['slow_share']['0.03']:>6.1%} "
+              f"{r['slow_share']['0.10']:>6.1%} {r['ort_ms']:>7.3f} {r['median_ms'] / r['ort_ms']:>7.2f}x "
+              f"{r['max_ms'] / r['ort_ms']:>7.2f}x  {worst}")
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps({"host": host_record(), "step": args.step, "rounds": args.rounds,
                                        "pads": pads, "results": results}, indent=1))

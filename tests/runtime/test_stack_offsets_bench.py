@@ -52,6 +52,9 @@ def test_trampoline_replays_the_model_bit_identically_at_every_pad(so: ModuleTyp
     want = module.run(x)[0]
     calls = so.kernel_calls(module, x)
     call = so.padded_call()
+    scanned = so.scan({"m": calls}, [0, 16], 2)["m"]  # the bench's own loop runs the calls and times every node
+    assert len(scanned[0]) == 2 and all(t > 0 for row in scanned[0] for t in row)
+    assert all(0 < t < float("inf") for row in scanned[1] for t in row) and len(scanned[1][0]) == len(calls)
     for pad in (0, 16, 1040, 4080):
         module.run(np.zeros_like(x))
         module._bind(x)  # noqa: SLF001
@@ -90,8 +93,10 @@ def test_summary_counts_slow_positions(so: ModuleType) -> None:
     node_best = [[1.0, 2.0], [1.0, 2.1], [3.0, 2.0], [1.0, 2.0]]
     s = so.summarize(pads, whole, node_best, ["a", "b"])
     assert s["per_pad_ms"] == [10.0, 10.3, 11.5, 10.0] and s["median_ms"] == pytest.approx(10.15)
-    assert s["slow_share"] == {"0.03": 0.25, "0.10": 0.25}  # only pad 32 is >= 3% (and 10%) over 10.15
-    assert s["slowest_pads"][0] == {"pad": 32, "ms": 11.5}
+    assert s["slow_share_runs"] == {"0.03": 0.25, "0.10": 0.25}  # only pad 32 is >= 3% (and 10%) over 10.15
+    assert s["per_pad_best_sum_ms"] == [3.0, 3.1, 5.0, 3.0] and s["best_sum_median_ms"] == pytest.approx(3.05)
+    assert s["slow_share"] == {"0.03": 0.25, "0.10": 0.25}  # by the sums of node bests: pad 32 again
+    assert s["slowest_pads"][0] == {"pad": 32, "best_sum_ms": 5.0, "run_ms": 11.5}
     top = s["nodes"][0]
     assert top["name"] == "a" and top["worst_pad"] == 32 and top["max_over_median"] == 3.0
     assert top["pads_over_1.15x"] == [32] and s["nodes"][1]["pads_over_1.15x"] == []
