@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
+import os
 import statistics
 import sys
 import time
@@ -235,6 +236,7 @@ def main() -> None:
         logs[model] = log
     pads = list(range(0, PAGE, args.step))
     print(host_line(), flush=True)
+    load_before = os.getloadavg()
     with ExitStack() as stack:
         peer = stack.enter_context(peer_tree(args.peer)) if args.peer else None
         results = []
@@ -273,8 +275,12 @@ def main() -> None:
               f"{r['best_sum_median_ms']:>8.3f} {r['best_sum_max_ms']:>8.3f} {r['slow_share']['0.03']:>6.1%} "
               f"{r['slow_share']['0.10']:>6.1%} {r['ort_ms']:>7.3f} {r['median_ms'] / r['ort_ms']:>7.2f}x "
               f"{r['max_ms'] / r['ort_ms']:>7.2f}x  {worst}")
+    load_after = os.getloadavg()
+    print("load average (1, 5, 15 min) before / after: " + ", ".join(f"{v:.2f}" for v in load_before) + " / "
+          + ", ".join(f"{v:.2f}" for v in load_after))
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps({"host": host_record(), "step": args.step, "rounds": args.rounds,
+                                       "load_average_before": load_before, "load_average_after": load_after,
                                        "pads": pads, "results": results}, indent=1))
     print(f"wrote {args.output}")
 

@@ -5,8 +5,8 @@ allocation spills vectors to no more than that unless the function already reali
 must decide before register allocation (realigning takes the frame pointer).  A 32-byte ymm spill slot
 then sits at 16 mod 32 in about half the processes: it crosses a cache line when it starts at 48 mod 64
 and, at one stack position in 128, a 4 KiB page.  A kernel whose register tile spills an accumulator
-stores and reloads that slot every iteration; across a page the reload cannot take the store's data and
-waits for it, and the kernel runs up to 4x slower.  Linux starts each process's stack at a random 16-byte
+stores and reloads that slot every iteration; split across two pages, that store and reload cost the
+kernel up to 4x its time (measured on an AMD Zen 4; this VM has no PMU to say which penalty it is).  Linux starts each process's stack at a random 16-byte
 step, so which kernels hit it, and by how much, is drawn anew per process: the AVX2 MobileNetV2 that ran
 7-25% slow in about one process in 15 (docs/cpu_speed.md, "The AVX2 MobileNetV2 outlier process").
 
