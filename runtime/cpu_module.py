@@ -193,6 +193,9 @@ class Function:
         self.name = name
         self.params = tuple(Param(p["name"], tuple(p["shape"]), np.dtype(p["dtype"]))
                             for p in params)
+        self.address = address
+        """Where the native code starts (``int32 f(void **argv)``): for a caller of its own, e.g. a bench
+        that calls it from another stack position."""
         self._fn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(address)
         self._argv_type = ctypes.c_void_p * max(1, len(self.params))
         self._owner = owner  # keeps the library / JIT engine alive

@@ -266,6 +266,13 @@ class GraphModule:
     def output_names(self) -> list[str]:
         return [ref.get("value") or ref["name"] for ref in self.graph["outputs"]]
 
+    def kernel_calls(self) -> list[tuple[str, Function, Any]]:
+        """(node name, kernel, packed arguments) of every CPU node, in run order: the calls :meth:`run`
+        makes, for a bench that makes them its own way (``bench/stack_offsets.py``: from other stack
+        positions).  The arguments point into this module's arena, parameters and input buffers."""
+        self._require_library()
+        return [(n["name"], *call) for n, call in zip(self.graph["nodes"], self._calls) if call is not None]
+
     def set_program_runner(self, runner: Callable[..., Any]) -> None:
         """Run the VDLA programs with ``runner(program, backend, **options)`` instead of in this process
         (e.g. :func:`vdla.runtime.pool.tasks.pool_runner` for the device pool)."""

@@ -27,6 +27,7 @@ from ...tir.ir import (EQ, GE, GT, LE, LT, NE, Add, Allocate, And, AttrStmt, Blo
                        IfThenElse, IntImm, LetStmt, Max, Min, Mul, Not, Or, PrimExpr, Ramp,
                        Select, SeqStmt, Stmt, StringImm, Sub, Var)
 from ..symbols import c_identifier
+from .frame import align_vector_spills
 from .intrinsics import FLOAT_FLAGS
 from .lanes import affine_lanes, lane_of
 from .types import (I8, I32, I64, CodegenError, elem_bytes, memory_type, opaque_alloca,
@@ -67,6 +68,9 @@ class FunctionEmitter:
         self.in_parallel = in_parallel
         entry = fn.append_basic_block("entry")
         self.allocas = ir.IRBuilder(entry)
+        # Vector spill slots aligned at every stack position (frame.py: a misaligned one can straddle
+        # a page and slow a kernel up to 4x in some processes).
+        align_vector_spills(self.allocas, ctx.target)
         self.body_start = fn.append_basic_block("body")
         self.b = ir.IRBuilder(self.body_start)
         self.heap: list[ir.Value] = []
