@@ -60,7 +60,7 @@ _FUTEX_WAIT_PRIVATE, _FUTEX_WAKE_PRIVATE = 128, 129
 _CLOCK_MONOTONIC = 1
 _SC_NPROCESSORS_ONLN = 84  # glibc's and musl's value
 _POLL_EVERY = 64
-"""Spin iterations between two clock reads."""
+"""Spin iterations between two clock reads and ``sched_yield`` calls (~2 us of pauses on the Zen 4)."""
 
 
 def _callee(value: ir.Value, fty: ir.FunctionType) -> ir.Value:
@@ -182,7 +182,8 @@ def emit_pool(module: ir.Module, arch: str, hidden: bool) -> ir.Function:
     b.cbranch(check, bb["time"], bb["poll"])
     i.add_incoming(i_next, bb["clock"])
 
-    b.position_at_end(bb["time"])
+    b.position_at_end(bb["time"])  # let a thread waiting for this core (the caller, on a loaded host) run
+    b.call(sched_yield, [])
     over = b.icmp_signed(">=", b.sub(b.call(now_ns, []), t0), limit)
     b.cbranch(over, bb["sleep"], bb["poll"])
     i.add_incoming(i_next, bb["time"])
