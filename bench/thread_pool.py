@@ -1,23 +1,26 @@
-"""Benchmark: a model on several threads under each OpenMP wait policy, ours against onnxruntime.
+"""Benchmark: a model on several threads under each thread-pool setting, ours against onnxruntime.
 
-libgomp reads its wait policy once, when a process loads it, so every setting runs in a process of its
-own (``--child``); the settings take turns, ``--repeats`` times, so load drifting over the run hits all
-of them.  In each child (``OMP_WAIT_POLICY`` / ``GOMP_SPINCOUNT`` set as the row says, nothing set for
-``runtime``: the policy ``vdla.runtime.openmp`` gives libgomp), ``--rounds`` per ``--order``:
+Our parallel loops run on our own pool (``compiler/codegen/llvm/pool.py``: an idle worker spins
+``VDLA_SPIN_US`` then sleeps); a model compiled before it (``--peer REV`` of an older commit) runs on
+libgomp, whose wait policy libgomp reads once, when a process loads it.  So every setting runs in a
+process of its own (``--child``); the settings take turns, ``--repeats`` times, so load drifting over the
+run hits all of them.  In each child (``OMP_WAIT_POLICY`` / ``GOMP_SPINCOUNT`` / ``VDLA_SPIN_US`` set as the
+row says, nothing set for ``runtime``: the pool's default spin and the policy ``vdla.runtime.openmp``
+gives libgomp), ``--rounds`` per ``--order``:
 
 * ``ours``: the model compiled by this tree (``vdla compile --target llvm``), ``set_num_threads(--threads)``;
 * ``peer``: with ``--peer REV``, the model compiled by commit ``REV``'s tree (``bench/peer_tree.py``), loaded
-  by this tree's runtime: the same pool, its parallel loops as that commit generates them;
+  by this tree's runtime: the pool (or libgomp) and the parallel loops as that commit generates them;
 * ``ort``: onnxruntime, ``intra_op_num_threads = --threads`` (its own pool: not affected by the setting).
 
 Per setting: median wall clock and process CPU time (every thread of the process) over all its rounds.
 Random weights (``tests/models/zoo.py``), TorchScript export, batch 1; the children run with
-``bench/peer_env.py``'s malloc thresholds.  On a quiet host the settings
-should tie; on a loaded one (a laptop, a shared machine) spinning threads take the cores the working
-ones need (``docs/cpu_speed.md``, "Two threads on a loaded host").
+``bench/peer_env.py``'s malloc thresholds.  On a loaded host (a laptop, a shared machine) spinning
+threads take the cores the working ones need (``docs/cpu_speed.md``, "Two threads on a loaded host",
+"Two threads: the worker kept awake through a run").
 
 Run: ``python bench/thread_pool.py [--model resnet50] [--threads 2] [--rounds 5] [--repeats 2] [--peer REV]
-[--settings runtime,passive,1000,10000,300000]``;
+[--settings runtime,spin=0,passive,1000,10000,300000]``;
 writes ``bench/results/thread_pool.json``.
 """
 from __future__ import annotations
@@ -36,23 +39,27 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "models")]
 
+from vdla.compiler.codegen.llvm.pool import DEFAULT_SPIN_US, SPIN_ENV  # noqa: E402
 from vdla.runtime.openmp import DEFAULT_WAIT_POLICY  # noqa: E402
 
 DEFAULT_SETTINGS = "runtime,passive,1000,10000,300000"
-"""``--settings``: the runtime's own choice, passive, three spin counts (300000 is libgomp's default)."""
+"""``--settings``: the runtime's own choice, libgomp passive and three spin counts (300000 is libgomp's
+default): the libgomp settings matter for a ``--peer`` compiled before the pool."""
 
 
 def setting(word: str) -> tuple[str, dict[str, str]]:
-    """(label, environment) of one ``--settings`` word: ``runtime`` (nothing set: the policy
-    ``vdla.runtime.openmp`` gives libgomp), ``passive`` / ``active`` (``OMP_WAIT_POLICY``) or a
-    number (``GOMP_SPINCOUNT``)."""
+    """(label, environment) of one ``--settings`` word: ``runtime`` (nothing set: the pool's default spin,
+    the policy ``vdla.runtime.openmp`` gives libgomp), ``spin=US`` (``VDLA_SPIN_US``: our pool's spin),
+    ``passive`` / ``active`` (``OMP_WAIT_POLICY``) or a number (``GOMP_SPINCOUNT``)."""
     if word == "runtime":
-        return f"runtime ({DEFAULT_WAIT_POLICY})", {}
+        return f"runtime (spin {DEFAULT_SPIN_US} us, libgomp {DEFAULT_WAIT_POLICY})", {}
+    if word.startswith("spin=") and word[5:].isdigit():
+        return f"VDLA_SPIN_US={word[5:]}", {SPIN_ENV: word[5:]}
     if word in ("passive", "active"):
         return f"OMP_WAIT_POLICY={word}", {"OMP_WAIT_POLICY": word}
     if word.isdigit():
         return f"GOMP_SPINCOUNT={word}", {"GOMP_SPINCOUNT": word}
-    raise ValueError(f"unknown setting {word!r}: use runtime, passive, active or a spin count such as 10000")
+    raise ValueError(f"unknown setting {word!r}: use runtime, spin=US, passive, active or a spin count such as 10000")
 
 
 def child(files: dict[str, str], onnx_path: str, threads: int, rounds: int, order: str = "interleaved") -> dict[str, Any]:
@@ -108,7 +115,8 @@ def main() -> None:
                     help="in each child, each contender's rounds back to back (blocks, default: the pools of "
                          "onnxruntime and ours do not take turns) or one call each per round")
     ap.add_argument("--settings", default=DEFAULT_SETTINGS,
-                    help="comma-separated: runtime, passive, active or a GOMP_SPINCOUNT (default %(default)s)")
+                    help="comma-separated: runtime, spin=US (VDLA_SPIN_US), passive, active or a GOMP_SPINCOUNT "
+                         "(default %(default)s)")
     ap.add_argument("--output", default=str(ROOT / "bench" / "results" / "thread_pool.json"))
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -146,7 +154,7 @@ def main() -> None:
             with peer_tree(args.peer, prefix="thread_pool_peer_") as (peer_commit, tree):
                 files["peer"] = str(Path(tmp) / "peer.vdla")
                 compile_model(onnx_path, Path(files["peer"]), tree)
-        base = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+        base = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", SPIN_ENV)}
         base.update(MALLOC_ENV, PYTHONPATH=str(ROOT))
         spec = json.dumps({"files": files, "onnx": str(onnx_path), "threads": args.threads, "rounds": args.rounds,
                            "order": args.order})
@@ -184,7 +192,7 @@ def main() -> None:
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"host": host_record(), "model": args.model, "threads": args.threads,
-                               "rounds": args.rounds, "order": args.order, "repeats": args.repeats, "default_wait_policy": DEFAULT_WAIT_POLICY,
+                               "rounds": args.rounds, "order": args.order, "repeats": args.repeats, "default_wait_policy": DEFAULT_WAIT_POLICY, "default_spin_us": DEFAULT_SPIN_US,
                                "peer": {"rev": args.peer, "commit": peer_commit} if args.peer else None,
                                "load_average_before": load0, "load_average_after": load1, "settings": rows},
                               indent=1))
