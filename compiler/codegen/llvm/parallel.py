@@ -45,16 +45,17 @@ balancing) measured no better on ResNet-50 at two threads and used up to 18% mor
 the noise."""
 
 
-MIN_PARALLEL_WORK = 1 << 18
+MIN_PARALLEL_WORK = 1 << 16
 """A parallel loop whose work (:func:`region_work`: stores it executes, a vector store counting once)
-is known at compile time and below this runs serially, with no pool region.  Waking libgomp's
-passive worker cost ~15-20 us per region on the 2-core Zen 4 (the worker then starts that much after
-the caller), so a region of a few tens of microseconds is slower on two threads than on one: MobileNetV2's
-depthwise 3 x 3 nodes of 10-30 us took 18-43 us on two (``docs/cpu_speed.md``, "Two threads on a quiet
-host").  Its depthwise regions have 30-130 K stores, its 1 x 1 convs 150 K-1.4 M; 2^18 measured better
-than 2^17 there.  A store count under-weights a region whose time is memory traffic or a register-tiled
-reduction (a dense layer's 1000 x 80 vector stores read 5 MB of weights): such a region below the
-threshold loses its two-thread gain."""
+is known at compile time and below this runs serially, with no pool region.  When every region woke a
+sleeping libgomp worker (~15-20 us on the 2-core Zen 4, the worker starting that much after the caller)
+the threshold was 2^18: MobileNetV2's depthwise 3 x 3 nodes of 10-30 us took 18-43 us on two threads
+(``docs/cpu_speed.md``, "Two threads on a quiet host").  With the pool's worker awake between the regions
+of a run (``pool.py``) smaller regions gain: MobileNetV2 on two threads 3.44-3.57 ms at 2^16 against
+3.72-3.85 at 2^18 (2^15 and 2^14 within the noise of 2^16), ResNet-18 tied, ResNet-50 1% faster
+(``docs/cpu_speed.md``, "Two threads: the worker kept awake through a run").  A store count under-weights
+a region whose time is memory traffic or a register-tiled reduction (a dense layer's 1000 x 80 vector
+stores read 5 MB of weights): such a region below the threshold loses its two-thread gain."""
 
 
 def region_work(stmt: Stmt) -> int | None:
