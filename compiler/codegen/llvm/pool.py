@@ -155,8 +155,7 @@ def emit_pool(module: ir.Module, arch: str, hidden: bool) -> ir.Function:
 
     # worker(arg): wait for a region, enter it if still open, run fn, leave; forever.
     worker, b = internal("worker", PTR, [PTR])
-    fn_ = worker
-    bb = {k: fn_.append_basic_block(k) for k in ("spin", "poll", "clock", "time", "sleep", "got", "try", "enter")}
+    bb = {k: worker.append_basic_block(k) for k in ("spin", "poll", "clock", "time", "sleep", "got", "try", "enter")}
     seen0 = b.load_atomic(gen, "acquire", 4, typ=I32)
     limit = b.load(spin_ns, typ=I64)  # set by the first vdla_parallel, before any worker starts
     b.branch(bb["spin"])
@@ -200,7 +199,7 @@ def emit_pool(module: ir.Module, arch: str, hidden: bool) -> ir.Function:
     b.position_at_end(bb["try"])
     e = b.load_atomic(entry, "acquire", 4, typ=I32)
     closed = b.icmp_unsigned("!=", b.and_(e, ir.Constant(I32, CLOSED)), ir.Constant(I32, 0))
-    enter_try = fn_.append_basic_block("cas")
+    enter_try = worker.append_basic_block("cas")
     b.cbranch(closed, bb["spin"], enter_try)
     seen.add_incoming(g, bb["try"])
     b.position_at_end(enter_try)
