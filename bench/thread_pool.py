@@ -1,22 +1,26 @@
-"""Benchmark: a model on several threads under each OpenMP wait policy, ours against onnxruntime.
+"""Benchmark: a model on several threads under each thread-pool setting, ours against onnxruntime.
 
-libgomp reads its wait policy once, when a process loads it, so every setting runs in a process of its
-own (``--child``); the settings take turns, ``--repeats`` times, so load drifting over the run hits all
-of them.  In each child (``OMP_WAIT_POLICY`` / ``GOMP_SPINCOUNT`` set as the row says, nothing set for
-``runtime``: the policy ``vdla.runtime.openmp`` gives libgomp, passive), interleaved ``--rounds``:
+Our parallel loops run on our own pool (``compiler/codegen/llvm/pool.py``: an idle worker spins
+``VDLA_SPIN_US`` then sleeps); a model compiled before it (``--peer REV`` of an older commit) runs on
+libgomp, whose wait policy libgomp reads once, when a process loads it.  So every setting runs in a
+process of its own (``--child``); the settings take turns, ``--repeats`` times, so load drifting over the
+run hits all of them.  In each child (``OMP_WAIT_POLICY`` / ``GOMP_SPINCOUNT`` / ``VDLA_SPIN_US`` set as the
+row says, nothing set for ``runtime``: the pool's default spin and the policy ``vdla.runtime.openmp``
+gives libgomp), ``--rounds`` per ``--order``:
 
 * ``ours``: the model compiled by this tree (``vdla compile --target llvm``), ``set_num_threads(--threads)``;
 * ``peer``: with ``--peer REV``, the model compiled by commit ``REV``'s tree (``bench/peer_tree.py``), loaded
-  by this tree's runtime: the same pool, its parallel loops as that commit generates them;
+  by this tree's runtime: the pool (or libgomp) and the parallel loops as that commit generates them;
 * ``ort``: onnxruntime, ``intra_op_num_threads = --threads`` (its own pool: not affected by the setting).
 
 Per setting: median wall clock and process CPU time (every thread of the process) over all its rounds.
 Random weights (``tests/models/zoo.py``), TorchScript export, batch 1; the children run with
-``bench/peer_env.py``'s malloc thresholds.  On a quiet host the settings
-should tie; on a loaded one (a laptop, a shared machine) spinning threads take the cores the working
-ones need (``docs/cpu_speed.md``, "Two threads on a loaded host").
+``bench/peer_env.py``'s malloc thresholds.  On a loaded host (a laptop, a shared machine) spinning
+threads take the cores the working ones need (``docs/cpu_speed.md``, "Two threads on a loaded host",
+"Two threads: the worker kept awake through a run").
 
-Run: ``python bench/thread_pool.py [--model resnet50] [--threads 2] [--rounds 5] [--repeats 2] [--peer REV]``;
+Run: ``python bench/thread_pool.py [--model resnet50] [--threads 2] [--rounds 5] [--repeats 2] [--peer REV]
+[--settings runtime,spin=0,passive,1000,10000,300000]``;
 writes ``bench/results/thread_pool.json``.
 """
 from __future__ import annotations
@@ -35,17 +39,32 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "models")]
 
-#: (label, environment) per setting; ``runtime`` sets nothing and leaves the choice to vdla.runtime.openmp.
-SETTINGS: tuple[tuple[str, dict[str, str]], ...] = (
-    ("runtime (passive)", {}),
-    ("GOMP_SPINCOUNT=1000", {"GOMP_SPINCOUNT": "1000"}),
-    ("GOMP_SPINCOUNT=10000", {"GOMP_SPINCOUNT": "10000"}),
-    ("libgomp default (spin 300000)", {"GOMP_SPINCOUNT": "300000"}),
-)
+from vdla.compiler.codegen.llvm.pool import DEFAULT_SPIN_US, SPIN_ENV  # noqa: E402
+from vdla.runtime.openmp import DEFAULT_WAIT_POLICY  # noqa: E402
+
+DEFAULT_SETTINGS = "runtime,passive,1000,10000,300000"
+"""``--settings``: the runtime's own choice, libgomp passive and three spin counts (300000 is libgomp's
+default): the libgomp settings matter for a ``--peer`` compiled before the pool."""
 
 
-def child(files: dict[str, str], onnx_path: str, threads: int, rounds: int) -> dict[str, Any]:
-    """Time every contender in this process (its libgomp setting came with the environment)."""
+def setting(word: str) -> tuple[str, dict[str, str]]:
+    """(label, environment) of one ``--settings`` word: ``runtime`` (nothing set: the pool's default spin,
+    the policy ``vdla.runtime.openmp`` gives libgomp), ``spin=US`` (``VDLA_SPIN_US``: our pool's spin),
+    ``passive`` / ``active`` (``OMP_WAIT_POLICY``) or a number (``GOMP_SPINCOUNT``)."""
+    if word == "runtime":
+        return f"runtime (spin {DEFAULT_SPIN_US} us, libgomp {DEFAULT_WAIT_POLICY})", {}
+    if word.startswith("spin=") and word[5:].isdigit():
+        return f"VDLA_SPIN_US={word[5:]}", {SPIN_ENV: word[5:]}
+    if word in ("passive", "active"):
+        return f"OMP_WAIT_POLICY={word}", {"OMP_WAIT_POLICY": word}
+    if word.isdigit():
+        return f"GOMP_SPINCOUNT={word}", {"GOMP_SPINCOUNT": word}
+    raise ValueError(f"unknown setting {word!r}: use runtime, spin=US, passive, active or a spin count such as 10000")
+
+
+def child(files: dict[str, str], onnx_path: str, threads: int, rounds: int, order: str = "interleaved") -> dict[str, Any]:
+    """Time every contender in this process (its libgomp setting came with the environment): one call
+    each per round (``interleaved``), or each contender's rounds back to back (``blocks``)."""
     import numpy as np
     import onnxruntime as ort
 
@@ -66,12 +85,13 @@ def child(files: dict[str, str], onnx_path: str, threads: int, rounds: int) -> d
     for fn in runs.values():
         fn()
     times: dict[str, dict[str, list[float]]] = {k: {"wall": [], "cpu": []} for k in runs}
-    for _ in range(rounds):
-        for name, fn in runs.items():
-            c0, t0 = time.process_time(), time.perf_counter()
-            fn()
-            times[name]["wall"].append(time.perf_counter() - t0)
-            times[name]["cpu"].append(time.process_time() - c0)
+    schedule = ([name for _ in range(rounds) for name in runs] if order == "interleaved"
+                else [name for name in runs for _ in range(rounds)])
+    for name in schedule:
+        c0, t0 = time.process_time(), time.perf_counter()
+        runs[name]()
+        times[name]["wall"].append(time.perf_counter() - t0)
+        times[name]["cpu"].append(time.process_time() - c0)
     return {"times": times, "load": os.getloadavg()[0]}
 
 
@@ -88,18 +108,28 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="resnet50", help="a zoo model (default resnet50)")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds per child process (default 5)")
+    ap.add_argument("--rounds", type=int, default=5, help="rounds per child process (default 5)")
     ap.add_argument("--repeats", type=int, default=2, help="child processes per setting, in turn (default 2)")
     ap.add_argument("--peer", metavar="REV", help="also time the model as commit REV compiles it")
+    ap.add_argument("--order", choices=("blocks", "interleaved"), default="blocks",
+                    help="in each child, each contender's rounds back to back (blocks, default: the pools of "
+                         "onnxruntime and ours do not take turns) or one call each per round")
+    ap.add_argument("--settings", default=DEFAULT_SETTINGS,
+                    help="comma-separated: runtime, spin=US (VDLA_SPIN_US), passive, active or a GOMP_SPINCOUNT "
+                         "(default %(default)s)")
     ap.add_argument("--output", default=str(ROOT / "bench" / "results" / "thread_pool.json"))
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         spec = json.loads(args.child)
-        print(json.dumps(child(spec["files"], spec["onnx"], spec["threads"], spec["rounds"])))
+        print(json.dumps(child(spec["files"], spec["onnx"], spec["threads"], spec["rounds"], spec["order"])))
         return
     if min(args.threads, args.rounds, args.repeats) < 1:
         ap.error("--threads, --rounds and --repeats must be positive")
+    try:
+        settings = [setting(w.strip()) for w in args.settings.split(",") if w.strip()]
+    except ValueError as err:
+        ap.error(str(err))
 
     import onnx
     import torch
@@ -124,12 +154,13 @@ def main() -> None:
             with peer_tree(args.peer, prefix="thread_pool_peer_") as (peer_commit, tree):
                 files["peer"] = str(Path(tmp) / "peer.vdla")
                 compile_model(onnx_path, Path(files["peer"]), tree)
-        base = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+        base = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", SPIN_ENV)}
         base.update(MALLOC_ENV, PYTHONPATH=str(ROOT))
-        spec = json.dumps({"files": files, "onnx": str(onnx_path), "threads": args.threads, "rounds": args.rounds})
+        spec = json.dumps({"files": files, "onnx": str(onnx_path), "threads": args.threads, "rounds": args.rounds,
+                           "order": args.order})
         merged: dict[str, dict[str, dict[str, list[float]]]] = {}
         loads: dict[str, list[float]] = {}
-        jobs = [(label, env) for _ in range(args.repeats) for label, env in SETTINGS]
+        jobs = [(label, env) for _ in range(args.repeats) for label, env in settings]
         for label, env in tqdm(jobs, desc="settings", unit="process", disable=not sys.stderr.isatty()):
             proc = subprocess.run([sys.executable, __file__, "--child", spec], env={**base, **env},
                                   capture_output=True, text=True, timeout=1800)
@@ -144,10 +175,10 @@ def main() -> None:
 
     names = list(files) + ["ort"]
     print(f"\n{args.model}, fp32, batch 1, {args.threads} threads; median over {args.repeats} processes x "
-          f"{args.rounds} interleaved rounds per setting; wall ms / process CPU ms")
+          f"{args.rounds} rounds per setting ({args.order}); wall ms / process CPU ms")
     print(f"{'setting':32s} {'load':>9s} " + " ".join(f"{n:>15s}" for n in names) + "  ours/ort")
     rows = []
-    for label, _ in SETTINGS:
+    for label, _ in settings:
         med = {n: {k: 1e3 * statistics.median(merged[label][n][k]) for k in ("wall", "cpu")} for n in names}
         lo, hi = min(loads[label]), max(loads[label])
         ratio = med["ours"]["wall"] / med["ort"]["wall"]
@@ -161,7 +192,7 @@ def main() -> None:
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"host": host_record(), "model": args.model, "threads": args.threads,
-                               "rounds": args.rounds, "repeats": args.repeats,
+                               "rounds": args.rounds, "order": args.order, "repeats": args.repeats, "default_wait_policy": DEFAULT_WAIT_POLICY, "default_spin_us": DEFAULT_SPIN_US,
                                "peer": {"rev": args.peer, "commit": peer_commit} if args.peer else None,
                                "load_average_before": load0, "load_average_after": load1, "settings": rows},
                               indent=1))

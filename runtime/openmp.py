@@ -1,7 +1,9 @@
-"""libgomp, the thread pool of parallel CPU kernels, loaded with a wait policy that suits a shared host.
+"""libgomp, loaded with a wait policy that suits a shared host.
 
-Generated parallel loops run on libgomp (``GOMP_parallel``).  By default libgomp's idle threads spin
-(``GOMP_SPINCOUNT`` 300,000 pauses, milliseconds on current CPUs) before they sleep, and the
+Parallel loops of modules compiled since the thread pool (``compiler/codegen/llvm/pool.py``) run on
+it, not on libgomp; modules compiled before call libgomp's ``GOMP_parallel``, and PyTorch runs its
+own parallel work on the same ``libgomp.so.1`` when this runtime loads it first.  By default
+libgomp's idle threads spin (``GOMP_SPINCOUNT`` 300,000 pauses, milliseconds on current CPUs) before they sleep, and the
 caller spins likewise at the barrier closing every parallel region.  On a host whose cores are
 shared with other processes (every laptop, CI runners, this project's 2-core machines) a spinning
 thread takes the core from the thread it waits for: measured here, ResNet-50 on two threads at

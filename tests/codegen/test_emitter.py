@@ -158,7 +158,7 @@ def test_local_allocation_stack_and_heap(size: int) -> None:
 
 
 def test_parallel_unrolled_and_nested_parallel_loops(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(parallel, "MIN_PARALLEL_WORK", 0)  # a libgomp region however small
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_WORK", 0)  # a pool region however small
     a = decl_buffer((32, 24), "float32", "a")
     out = decl_buffer((32, 24), "float32", "out")
     i, j, k = Var("i"), Var("j"), Var("k")
@@ -181,7 +181,7 @@ def test_parallel_unrolled_and_nested_parallel_loops(monkeypatch: pytest.MonkeyP
 def test_parallel_loop_runs_every_iteration_once(extent: int, monkeypatch: pytest.MonkeyPatch) -> None:
     # Threads claim chunks from a shared counter: each iteration must run exactly once for any
     # team size, including more threads than iterations and a loop not starting at zero.
-    monkeypatch.setattr(parallel, "MIN_PARALLEL_WORK", 0)  # a libgomp region however small
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_WORK", 0)  # a pool region however small
     size = extent + 3
     a = decl_buffer((size,), "float32", "a")
     out = decl_buffer((size,), "float32", "out")

@@ -1,4 +1,4 @@
-"""A parallel loop with little known work is emitted serially (no libgomp region to wake a thread for);
+"""A parallel loop with little known work is emitted serially (no pool region to wake a thread for);
 one with enough work, or work not known at compile time, stays a parallel region."""
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import pytest
 
 from vdla.compiler.codegen.llvm import codegen, host_target, jit
 from vdla.compiler.codegen.llvm.parallel import MIN_PARALLEL_WORK, region_work, runs_serially
+from vdla.compiler.codegen.llvm.pool import POOL_SYMBOL
 from vdla.compiler.tir.ir import (BufferStore, For, ForKind, IfThenElse, IntImm, PrimFunc, Var,
                                   decl_buffer, seq)
 
@@ -41,7 +42,7 @@ def test_small_regions_run_serially_with_the_same_result(rows: int, cols: int, s
     f = _rows_kernel(rows, cols)
     assert runs_serially(f.body) == serial
     module = codegen([f], host_target())
-    assert ('call void @"GOMP_parallel"(' in module.ir_text) != serial
+    assert (f'call void @"{POOL_SYMBOL}"(' in module.ir_text) != serial
     mod = jit(module)
     x = np.random.default_rng(1).standard_normal((rows, cols)).astype(np.float32)
     want = x * np.float32(2) + np.arange(rows, dtype=np.float32)[:, None]

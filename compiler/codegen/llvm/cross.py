@@ -4,14 +4,12 @@ Two products, both from the same object code :meth:`LLVMModule.object_code` emit
 
 * :func:`cross_link_library`: the module's ``kernels.so`` for the board, linked by the target's system
   cross linker when one is installed (``aarch64-linux-gnu-gcc``, ``arm-linux-gnueabihf-gcc``), else by
-  the ``ziglang`` wheel (``zig cc -target aarch64-linux-gnu``).  Parallel loops call the OpenMP runtime;
-  the library is linked against a stub ``libgomp.so.1`` built for the target (the real one, Debian's
-  ``libgomp1``, is loaded on the board), so it records ``NEEDED libgomp.so.1`` like a native build.
+  the ``ziglang`` wheel (``zig cc -target aarch64-linux-gnu``).  Parallel loops call the thread pool
+  (``pool.py``), compiled for the target and linked in, on the board's pthreads, like a native build.
 * :func:`emulator_executable`: a static executable (musl, zig) of the module plus a small C driver that
   reads every buffer argument from a file, calls one function and writes the buffers back, which
-  ``qemu-aarch64`` / ``qemu-arm`` runs on this machine (:func:`run_emulated`).  The driver carries a small
-  pthreads implementation of the three OpenMP entry points the code calls, so parallel loops really run
-  on several threads.  Executables are cached per content hash in the build cache (``<cache>/cross/``).
+  ``qemu-aarch64`` / ``qemu-arm`` runs on this machine (:func:`run_emulated`).  The module's thread pool is
+  linked in (musl's pthreads), so parallel loops really run on several threads (``OMP_NUM_THREADS``).  Executables are cached per content hash in the build cache (``<cache>/cross/``).
 """
 
 from __future__ import annotations
@@ -30,7 +28,7 @@ import numpy as np
 
 from vdla_hw.errors import ToolchainError
 
-from .module import LLVMModule
+from .module import LLVMModule, thread_pool_module
 from .target import Target
 
 INSTALL_QEMU = "apt-get install qemu-user (Debian/Ubuntu): it provides qemu-aarch64 and qemu-arm"
@@ -50,7 +48,7 @@ class CrossArch:
     """The system cross compiler driver's name."""
     qemu: str
     zig_cpu: tuple[str, ...]
-    """zig's ``-mcpu`` for the driver, the libgomp stub and the C library zig builds (once per CPU, minutes):
+    """zig's ``-mcpu`` for the driver and the C library zig builds (once per CPU, minutes):
     the oldest CPU of the architecture's boards, whatever the kernels' own ``-mcpu``."""
 
 
@@ -95,31 +93,18 @@ def _run(cmd: Sequence[str], what: str, cwd: str | None = None) -> None:
                              hint="the linker's message above names what is missing")
 
 
-_GOMP_STUB = """
-/* Link-time stand-in for the board's libgomp.so.1: only its soname and symbols matter. */
-void GOMP_parallel(void (*fn)(void *), void *data, unsigned n, unsigned flags) { fn(data); }
-int omp_get_thread_num(void) { return 0; }
-int omp_get_num_threads(void) { return 1; }
-"""
-
-
 def cross_link_library(mod: LLVMModule, path: str | os.PathLike[str], opt: int = 3) -> str:
     """Write ``mod`` (compiled for an ARM target) as a shared library for that target; returns the path."""
-    base, origin = linker_command(mod.target)
+    base, _ = linker_command(mod.target)
     path = os.fspath(path)
     with tempfile.TemporaryDirectory(prefix="vdla_cross_") as tmp:
         obj = os.path.join(tmp, "module.o")
         Path(obj).write_bytes(mod.object_code(opt))
         cmd = [*base, "-shared", "-o", os.path.abspath(path), obj, "-lm"]
-        if mod.uses_openmp:
-            if origin == "system":
-                cmd.append("-lgomp")
-            else:
-                stub_src, stub = os.path.join(tmp, "gomp.c"), os.path.join(tmp, "libgomp.so.1")
-                Path(stub_src).write_text(_GOMP_STUB)
-                _run([*base, "-shared", "-Wl,-soname,libgomp.so.1", "-o", stub, stub_src],
-                     f"building the link stub of libgomp for {mod.target.arch}")
-                cmd.append(stub)
+        if mod.uses_threads:
+            pool = os.path.join(tmp, "pool.o")
+            Path(pool).write_bytes(thread_pool_module(mod.target).object_code(opt))
+            cmd += [pool, "-lpthread"]
         _run(cmd, f"linking {path} for {mod.target}", cwd=tmp)
     return path
 
@@ -128,7 +113,6 @@ _DRIVER = r"""
 /* Runs one function of a VDLA CPU module: argv = the function's name, then its buffer files in parameter
    order.  Each file is read into an aligned buffer, the function runs, every buffer is written back. */
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,33 +121,6 @@ _DRIVER = r"""
 
 struct entry { const char *name; int (*fn)(void **); };
 #include "entries.h"
-
-/* OpenMP's entry points, on pthreads: GOMP_parallel runs fn on n threads (0: VDLA_THREADS or 2). */
-static __thread int thread_id;
-static __thread int thread_count = 1;
-struct job { void (*fn)(void *); void *data; int id, n; };
-static void *start(void *p) {
-  struct job *j = p;
-  thread_id = j->id; thread_count = j->n;
-  j->fn(j->data);
-  return 0;
-}
-void GOMP_parallel(void (*fn)(void *), void *data, unsigned n, unsigned flags) {
-  (void)flags;
-  if (n == 0) { const char *e = getenv("VDLA_THREADS"); n = e ? (unsigned)atoi(e) : 2; }
-  if (n < 1) n = 1;
-  if (n > 64) n = 64;
-  pthread_t tid[64]; struct job jobs[64];
-  for (unsigned i = 0; i < n; i++) {
-    jobs[i] = (struct job){fn, data, (int)i, (int)n};
-    if (i) pthread_create(&tid[i], 0, start, &jobs[i]);
-  }
-  start(&jobs[0]);
-  for (unsigned i = 1; i < n; i++) pthread_join(tid[i], 0);
-  thread_id = 0; thread_count = 1;
-}
-int omp_get_thread_num(void) { return thread_id; }
-int omp_get_num_threads(void) { return thread_count; }
 
 /* LLVM lowers round-half-even to a libm call where the ISA has no instruction for it (ARMv7); glibc has
    roundevenf (the board's library finds it there), musl does not: in the default rounding mode rint is it. */
@@ -223,8 +180,9 @@ def emulator_executable(mod: LLVMModule, opt: int = 3) -> Path:
     module doc); built with zig and cached per hash of the object code, the driver and the target."""
     arch = cross_arch(mod.target)
     obj = mod.object_code(opt)
+    pool = thread_pool_module(mod.target).object_code(opt) if mod.uses_threads else b""
     entries = _entries(mod)
-    key = hashlib.sha256(b"\0".join([obj, _DRIVER.encode(), entries.encode(), arch.zig_static.encode()])
+    key = hashlib.sha256(b"\0".join([obj, pool, _DRIVER.encode(), entries.encode(), arch.zig_static.encode()])
                          ).hexdigest()[:24]
     exe = _cache_root() / key / "run"
     if exe.is_file():
@@ -235,7 +193,11 @@ def emulator_executable(mod: LLVMModule, opt: int = 3) -> Path:
         Path(tmp, "module.o").write_bytes(obj)
         Path(tmp, "driver.c").write_text(_DRIVER)
         Path(tmp, "entries.h").write_text(entries)
-        _run([*_zig(), "-target", arch.zig_static, *arch.zig_cpu, "-static", "-O2", "driver.c", "module.o",
+        objects = ["module.o"]
+        if pool:
+            Path(tmp, "pool.o").write_bytes(pool)
+            objects.append("pool.o")
+        _run([*_zig(), "-target", arch.zig_static, *arch.zig_cpu, "-static", "-O2", "driver.c", *objects,
               "-lm", "-o", "run"], f"building the {arch.qemu} executable of {mod.functions[0].name}", cwd=tmp)
         os.replace(Path(tmp, "run"), exe)
     return exe
@@ -327,7 +289,7 @@ class EmulatedLibrary:
                 a.tofile(files[-1])
             try:
                 proc = subprocess.run([self.qemu, str(self.exe), name, *files], capture_output=True, text=True,
-                                      timeout=self.timeout_s, env={**os.environ, "VDLA_THREADS": str(self.threads)})
+                                      timeout=self.timeout_s, env={**os.environ, "OMP_NUM_THREADS": str(self.threads)})
             except subprocess.TimeoutExpired:
                 raise ToolchainError(f"{name} under {tool} did not finish in {self.timeout_s:.0f} s",
                                      hint="a smaller workload, or a longer timeout_s") from None

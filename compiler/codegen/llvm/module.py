@@ -8,7 +8,7 @@ Every PrimFunc ``f`` becomes
   pointers, which ctypes calls (and which releases the GIL while it runs).
 
 The module also exports ``int32_t vdla_num_threads`` (threads of parallel loops, 0 = the
-OpenMP default) and ``char vdla_module_meta[]``: JSON naming the target CPU and
+pool's default: ``OMP_NUM_THREADS`` or the number of cores) and ``char vdla_module_meta[]``: JSON naming the target CPU and
 features and each function's parameter shapes and dtypes. The runtime reads it to check
 arguments and to refuse to run on a CPU lacking a feature.
 """
@@ -26,6 +26,7 @@ from ...tir.ir import IntImm, PrimFunc
 from ..symbols import SymbolTable, c_identifier
 from .emitter import FunctionEmitter
 from .intrinsics import MathEmitter
+from .pool import POOL_SYMBOL, pool_ir
 from .target import Target, init_llvm
 from .types import I8, I32, I64, PTR, VOID, CodegenError
 
@@ -63,7 +64,7 @@ class ModuleContext:
         self.module.triple = target.triple
         self.target = target
         self.math = MathEmitter(self.module)
-        self.uses_openmp = False
+        self.uses_threads = False
         self._names: set[str] = set()
         threads = ir.GlobalVariable(self.module, I32, name=THREADS_SYMBOL)
         threads.initializer = ir.Constant(I32, 0)
@@ -84,12 +85,11 @@ class ModuleContext:
         types = {"aligned_alloc": ir.FunctionType(PTR, [I64, I64]), "free": ir.FunctionType(VOID, [PTR])}
         return self._declare(name, types[name])
 
-    def gomp(self, name: str) -> ir.Function:
-        self.uses_openmp = True
-        types = {"GOMP_parallel": ir.FunctionType(VOID, [PTR, PTR, I32, I32]),
-                 "omp_get_thread_num": ir.FunctionType(I32, []),
-                 "omp_get_num_threads": ir.FunctionType(I32, [])}
-        return self._declare(name, types[name])
+    def thread_pool(self) -> ir.Function:
+        """The pool's entry point ``vdla_parallel(fn, data, n)`` (``pool.py``; defined outside the module:
+        linked into an exported library, the process's one pool for the JIT)."""
+        self.uses_threads = True
+        return self._declare(POOL_SYMBOL, ir.FunctionType(VOID, [PTR, PTR, I32]))
 
     def num_threads_global(self) -> ir.GlobalVariable:
         return self._threads
@@ -135,11 +135,10 @@ def _emit_func(ctx: ModuleContext, func: PrimFunc) -> FuncInfo:
     return info
 
 
-def module_meta(target: Target, functions: Sequence[FuncInfo], uses_openmp: bool
-                ) -> dict[str, Any]:
+def module_meta(target: Target, functions: Sequence[FuncInfo]) -> dict[str, Any]:
+    # "needs" lists libraries to load first; the thread pool is in the module (libc's pthreads).
     return {"format": META_FORMAT, "target": target.to_json(),
-            "functions": [f.to_json() for f in functions],
-            "needs": ["libgomp"] if uses_openmp else []}
+            "functions": [f.to_json() for f in functions], "needs": []}
 
 
 @dataclass(frozen=True)
@@ -149,11 +148,12 @@ class LLVMModule:
     ir_text: str
     target: Target
     functions: tuple[FuncInfo, ...]
-    uses_openmp: bool
+    uses_threads: bool
+    """Whether it has parallel loops: it calls the thread pool ``vdla_parallel`` (``pool.py``)."""
 
     def meta(self) -> dict[str, Any]:
         """The JSON stored in the module's ``vdla_module_meta`` symbol."""
-        return module_meta(self.target, self.functions, self.uses_openmp)
+        return module_meta(self.target, self.functions)
 
     def optimized(self, opt: int = 3) -> llvm.ModuleRef:
         """Parse, verify and optimize (``O<opt>`` for this module's target machine)."""
@@ -189,9 +189,15 @@ def codegen(funcs: Sequence[PrimFunc], target: Target, name: str = "vdla") -> LL
         raise CodegenError("nothing to compile: pass at least one PrimFunc")
     ctx = ModuleContext(name, target)
     infos = tuple(_emit_func(ctx, f) for f in funcs)
-    meta = json.dumps(module_meta(target, infos, ctx.uses_openmp), sort_keys=True).encode() \
+    meta = json.dumps(module_meta(target, infos), sort_keys=True).encode() \
         + b"\0"
     g = ir.GlobalVariable(ctx.module, ir.ArrayType(I8, len(meta)), name=META_SYMBOL)
     g.global_constant = True
     g.initializer = ir.Constant(ir.ArrayType(I8, len(meta)), bytearray(meta))
-    return LLVMModule(str(ctx.module), target, infos, ctx.uses_openmp)
+    return LLVMModule(str(ctx.module), target, infos, ctx.uses_threads)
+
+
+def thread_pool_module(target: Target, hidden: bool = True) -> LLVMModule:
+    """The thread pool alone (``pool.py``) for ``target``: linked into every exported library with parallel
+    loops (``hidden``: each library calls its own), JIT-compiled once per process for JIT modules."""
+    return LLVMModule(pool_ir(target.triple, target.arch, hidden), target, (), False)

@@ -1,27 +1,27 @@
-"""Parallel loops on libgomp's thread pool.
+"""Parallel loops on the thread pool ``vdla_parallel`` (``pool.py``).
 
 A ``parallel`` loop is outlined into two functions:
 
 * a *body* function ``(captured values..., begin, end)`` running iterations
   ``[begin, end)`` serially; its pointer parameters are ``noalias`` (distinct buffers, as
   in the kernel itself), which keeps LLVM's alias analysis as precise as in serial code;
-* a *trampoline* ``(closure*)`` that libgomp runs on every thread of the team: it unpacks
-  the closure and claims chunks of the iteration space from a shared counter in the closure
-  (an atomic add; a chunk is ``ceil(extent / (CHUNKS_PER_THREAD x threads))`` iterations,
-  at least one; the whole range for a team of one) until none is left, calling the body on each.
+* a *trampoline* ``(closure*, threads)`` that the pool runs on the caller and on every worker that
+  joins the region: it unpacks the closure and claims chunks of the iteration space from a shared
+  counter in the closure (an atomic add; a chunk is ``ceil(extent / (CHUNKS_PER_THREAD x threads))``
+  iterations, at least one; the whole range for a team of one) until none is left, calling the body
+  on each.
 
 Why claimed chunks and not a static split: on a loaded host (a laptop, a shared machine) a
 team thread is often descheduled when the region starts.  With a static split the caller
-finishes its half and then waits at libgomp's end barrier for the other half, i.e. for the
-scheduler to run that thread (milliseconds); with claimed chunks the running threads take the
-work a descheduled one has not started, and it arrives at the barrier with nothing to do.
+finishes its half and then waits for the other half, i.e. for the scheduler to run that thread
+(milliseconds); with claimed chunks the running threads take the work a descheduled one has not
+started (and the pool does not wait for a worker that has not joined).
 On a quiet host the chunks are contiguous runs as before, so locality is unchanged.
 
 The parent stores the captured values into a stack closure and calls
-``GOMP_parallel(trampoline, closure, vdla_num_threads, 0)``; a thread count of 0 means
-libgomp's default (``OMP_NUM_THREADS`` or the number of cores). Parallel loops nested
-inside a parallel region run serially, and so does one with too little known work
-(:func:`runs_serially`).
+``vdla_parallel(trampoline, closure, vdla_num_threads)``; a thread count of 0 means the pool's
+default (``OMP_NUM_THREADS`` or the number of cores). Parallel loops nested inside a parallel
+region run serially, and so does one with too little known work (:func:`runs_serially`).
 """
 from __future__ import annotations
 
@@ -45,16 +45,17 @@ balancing) measured no better on ResNet-50 at two threads and used up to 18% mor
 the noise."""
 
 
-MIN_PARALLEL_WORK = 1 << 18
+MIN_PARALLEL_WORK = 1 << 16
 """A parallel loop whose work (:func:`region_work`: stores it executes, a vector store counting once)
-is known at compile time and below this runs serially, with no ``GOMP_parallel``.  Waking libgomp's
-passive worker costs ~15-20 us per region on the 2-core Zen 4 (the worker then starts that much after
-the caller), so a region of a few tens of microseconds is slower on two threads than on one: MobileNetV2's
-depthwise 3 x 3 nodes of 10-30 us took 18-43 us on two (``docs/cpu_speed.md``, "Two threads on a quiet
-host").  Its depthwise regions have 30-130 K stores, its 1 x 1 convs 150 K-1.4 M; 2^18 measured better
-than 2^17 there.  A store count under-weights a region whose time is memory traffic or a register-tiled
-reduction (a dense layer's 1000 x 80 vector stores read 5 MB of weights): such a region below the
-threshold loses its two-thread gain."""
+is known at compile time and below this runs serially, with no pool region.  When every region woke a
+sleeping libgomp worker (~15-20 us on the 2-core Zen 4, the worker starting that much after the caller)
+the threshold was 2^18: MobileNetV2's depthwise 3 x 3 nodes of 10-30 us took 18-43 us on two threads
+(``docs/cpu_speed.md``, "Two threads on a quiet host").  With the pool's worker awake between the regions
+of a run (``pool.py``) smaller regions gain: MobileNetV2 on two threads 3.44-3.57 ms at 2^16 against
+3.72-3.85 at 2^18 (2^15 and 2^14 within the noise of 2^16), ResNet-18 tied, ResNet-50 1% faster
+(``docs/cpu_speed.md``, "Two threads: the worker kept awake through a run").  A store count under-weights
+a region whose time is memory traffic or a register-tiled reduction (a dense layer's 1000 x 80 vector
+stores read 5 MB of weights): such a region below the threshold loses its two-thread gain."""
 
 
 def region_work(stmt: Stmt) -> int | None:
@@ -102,7 +103,7 @@ def used_vars(stmt: Stmt) -> set[Var]:
 
 
 def emit_parallel_for(em: FunctionEmitter, loop: For) -> None:
-    """Emit ``loop`` (kind parallel) as a libgomp parallel region."""
+    """Emit ``loop`` (kind parallel) as a region of the thread pool."""
     from .emitter import FunctionEmitter
 
     ctx = em.ctx
@@ -127,7 +128,7 @@ def emit_parallel_for(em: FunctionEmitter, loop: For) -> None:
 
     # Trampoline: unpack the closure, claim chunks from the shared counter, call the body.
     closure_ty = ir.LiteralStructType([v.type for v in values] + [I64, I64, I64])
-    tramp = ir.Function(ctx.module, ir.FunctionType(VOID, [PTR]), name=name)
+    tramp = ir.Function(ctx.module, ir.FunctionType(VOID, [PTR, I64]), name=name)
     tramp.linkage = "internal"
     b = ir.IRBuilder(tramp.append_basic_block("entry"))
     clo = tramp.args[0]
@@ -142,7 +143,7 @@ def emit_parallel_for(em: FunctionEmitter, loop: For) -> None:
     args = [field(i) for i in range(len(values))]
     lo, ext = field(len(values)), field(len(values) + 1)
     counter = field_ptr(len(values) + 2)
-    nt = b.sext(b.call(ctx.gomp("omp_get_num_threads"), []), I64)
+    nt = tramp.args[1]
     parts = b.mul(nt, ir.Constant(I64, CHUNKS_PER_THREAD))
     chunk = b.sdiv(b.add(ext, b.sub(parts, ir.Constant(I64, 1))), parts)  # ceil: no short tail chunk
     chunk = b.select(b.icmp_signed("<", chunk, ir.Constant(I64, 1)), ir.Constant(I64, 1), chunk)
@@ -174,4 +175,4 @@ def emit_parallel_for(em: FunctionEmitter, loop: For) -> None:
                      source_etype=closure_ty)
         em.b.store(v, p)
     nthreads = em.b.load(ctx.num_threads_global(), typ=I32)
-    em.b.call(ctx.gomp("GOMP_parallel"), [tramp, slot, nthreads, ir.Constant(I32, 0)])
+    em.b.call(ctx.thread_pool(), [tramp, slot, nthreads])
