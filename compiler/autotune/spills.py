@@ -1,0 +1,95 @@
+"""Register spills of a built CPU kernel, counted from its object code.
+
+A kernel whose register tile needs more vector registers than the target has is spilled by LLVM: some
+vectors go to fixed stack slots and are read back in the hot loop.  Such a kernel's time is not a property
+of its config: the slots' addresses move with the stack pointer at the call (a ctypes call in the tuner,
+the graph runtime's loop in the model, and Linux randomizes the stack's start per process), and where they
+fall against the kernel's data streams moved one kernel's time up to 1.5x between call sites
+(``bench/spill_stack.py``, ``docs/autotune.md`` "Spilling configs and the stem").  A kernel without spills
+moves 1-3%.  The tuner therefore counts each built candidate's spills (:func:`spills_of`) and, by default,
+does not time one that spills (:mod:`~vdla.compiler.autotune.measure`).
+
+The count: ``objdump -d`` of the shared object (AT&T syntax), every instruction with a ``ymm`` or ``zmm``
+operand (the AVX2 and AVX-512 vectors the register tiles hold) whose memory operand is a fixed offset from
+``%rsp`` or ``%rbp`` (no index register: a kernel's stack arrays read with an index do not match) is a
+spill store when that operand is the destination and a reload otherwise (a reload folded into an FMA
+counts).  ``xmm`` moves are left out: the entry function of every kernel packs two pointers of its OpenMP
+closure through one (a store and a reload at ``(%rsp)``, no spill).  LLVM's assembly printer, as llvmlite
+drives it, writes no ``Spill``/``Reload`` comments, so the object code is what can be read.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+
+from vdla_hw.errors import ToolchainError
+
+#: A fixed stack offset: ``0x40(%rsp)``, ``-0x80(%rbp)``, ``(%rsp)``; an indexed ``(%rsp,%rax,4)`` does not match.
+_STACK_SLOT = re.compile(r"(?:-?0x[0-9a-f]+)?\(%r[sb]p\)")
+_VECTOR = re.compile(r"%[yz]mm\d+")
+
+#: Spill counting reads x86 object code: the targets whose kernels it applies to.
+SPILL_ARCHES = ("x86_64",)
+
+
+@dataclass(frozen=True)
+class SpillCount:
+    """A kernel's ``ymm``/``zmm`` reloads and stores at fixed stack offsets (:func:`count_spills`)."""
+
+    reloads: int
+    stores: int
+
+    @property
+    def spills(self) -> bool:
+        """Whether the kernel reads vectors back from the stack (spills vector registers)."""
+        return self.reloads > 0
+
+    def describe(self) -> str:
+        """One line for a log record's detail: ``spills vector registers (17 reloads, 18 stores ...)``."""
+        what = "spills vector registers" if self.spills else "no vector spills"
+        return f"{what} ({self.reloads} reloads, {self.stores} stores of ymm/zmm at fixed stack offsets)"
+
+
+def count_spills(disassembly: str) -> SpillCount:
+    """The :class:`SpillCount` of ``objdump -d`` text (AT&T syntax): ``ymm``/``zmm`` instructions reading from
+    or writing to a fixed stack offset."""
+    reloads = stores = 0
+    for line in disassembly.splitlines():
+        instruction = line.split("\t")[-1].strip()
+        _, _, operands = instruction.partition(" ")
+        if not _VECTOR.search(operands) or not _STACK_SLOT.search(operands):
+            continue
+        if _STACK_SLOT.search(operands.rsplit(",", 1)[-1]):
+            stores += 1
+        else:
+            reloads += 1
+    return SpillCount(reloads, stores)
+
+
+def objdump() -> str:
+    """The ``objdump`` that disassembles the artifacts (binutils' or LLVM's); a clear error when neither is
+    installed."""
+    for name in ("objdump", "llvm-objdump"):
+        path = shutil.which(name)
+        if path is not None:
+            return path
+    raise ToolchainError("counting a kernel's register spills needs objdump, and neither objdump nor llvm-objdump "
+                         "is on PATH",
+                         hint="install binutils (apt-get install binutils), or tune with --spills keep")
+
+
+def spills_of(artifact: bytes) -> SpillCount:
+    """:func:`count_spills` of a built x86 shared object (the bytes :func:`~.measure.build_job` returns)."""
+    tool = objdump()
+    with tempfile.NamedTemporaryFile(suffix=".so") as f:
+        f.write(artifact)
+        f.flush()
+        done = subprocess.run([tool, "-d", "--no-show-raw-insn", f.name], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise ToolchainError(f"{tool} could not disassemble a built kernel: {done.stderr.strip()[:300]}",
+                             hint="the artifact is not an x86 shared object; spill counting applies to x86 targets")
+    return count_spills(done.stdout)
