@@ -75,6 +75,7 @@ from vdla.compiler.autotune.footprint import model_weight_bytes  # noqa: E402
 from vdla.compiler.autotune.measure import (FULL_FLUSH_BYTES, MeasureOptions, build_job, config_cost,  # noqa: E402
                                             model_flush_bytes, run_job)
 from vdla.compiler.autotune.session import tune_tasks  # noqa: E402
+from vdla.compiler.autotune.spills import spills_of  # noqa: E402
 from vdla.compiler.autotune.task import Task, extract_tasks, make_task  # noqa: E402
 from vdla.compiler.autotune.template import template_for  # noqa: E402
 from vdla.compiler.codegen.llvm import parse_target, using_target  # noqa: E402
@@ -163,6 +164,32 @@ def contenders(task: Task, records: list[Record]) -> dict[str, dict[str, Any]]:
                     "tuning_cost": standing[key].cost,
                     "tuning_speedup": (base.cost / standing[key].cost) if base is not None else math.nan}
             for label, key in picks.items()}
+
+
+def without_spilling(task: Task, records: list[Record], limit: int) -> tuple[list[Record], dict[str, int]]:
+    """``records`` of ``task`` without the configs the spill-aware tuner does not time (more than ``limit``
+    ymm/zmm reloads from the stack, the default excepted: ``measure.MeasureOptions.max_spill_reloads``), as
+    far as the picks go: the standing best and challenger are built and counted, a spilling one dropped and
+    the next taken, until both are clean.  Returns the kept records and the dropped configs' reloads (by
+    config key).  On a log written before spill counting this is the pick a spill-aware search would have
+    kept among what the log measured (its leaders' round ranked the survivors beside the default)."""
+    template = template_for(task)
+    default_key = template.default().key
+    dropped: dict[str, int] = {}
+    checked: set[str] = set()
+    while True:
+        kept = [r for r in records if template.space.from_dict(r.config).key not in dropped]
+        standing = {template.space.from_dict(r.config).key: r for r in ranked(kept).values()}
+        order = sorted(standing, key=lambda k: standing[k].cost)
+        picks = order[:1] + [next((k for k in order if k != default_key), order[0])] if order else []
+        todo = [k for k in picks if k != default_key and k not in checked]
+        if not todo:
+            return kept, dropped
+        for key in todo:
+            checked.add(key)
+            reloads = spills_of(build_job(task.to_json(), None, standing[key].config)).reloads
+            if reloads > limit:
+                dropped[key] = reloads
 
 
 def predict(task: Task, picks: Mapping[str, Mapping[str, Any]], rounds: int,
@@ -263,6 +290,13 @@ def bench_model(name: str, args: argparse.Namespace, log_dir: Path) -> dict[str,
     if missing:
         print(f"  not in the log (judged as the default): {', '.join(missing)}")
     tasks = [t for t in tasks if t.name not in missing]
+    dropped: dict[str, dict[str, int]] = {}
+    if args.max_spill_reloads is not None:
+        for t in tasks:
+            by_task[t.key], gone = without_spilling(t, by_task[t.key], args.max_spill_reloads)
+            if gone:
+                dropped[t.name] = gone
+                print(f"  {t.name}: dropped {len(gone)} spilling pick(s) ({', '.join(f'{v} reloads' for v in gone.values())})")
     picks = {t.key: contenders(t, by_task[t.key]) for t in tasks}
     predictions = {t.key: predict(t, picks[t.key], args.predict_rounds, retimings, flush_bytes)
                    for t in tqdm(tasks, desc="predicting", unit="task", disable=args.quiet)}
@@ -299,7 +333,8 @@ def bench_model(name: str, args: argparse.Namespace, log_dir: Path) -> dict[str,
     predicted_total = {src: totals["default"] - sum(
         r["model_default_s"] * (1 - 1 / predicted_speedups(r["comparisons"]["best"])[src]) for r in rows)
         for src in ("log", *retimings)}
-    return {"model": name, "retimings": list(retimings), "resolution": args.resolution, "trials": None if args.tuning_log else args.trials,
+    return {"model": name, "max_spill_reloads": args.max_spill_reloads, "spill_dropped": dropped,
+            "retimings": list(retimings), "resolution": args.resolution, "trials": None if args.tuning_log else args.trials,
             "tuner": args.tuner, "tune_seconds": tune_s, "tasks": rows, "not_in_log": missing, "builds": applied,
             "model_totals_s": totals, "predicted_tuned_s": predicted_total, "log": log, "flush_bytes": flush_bytes}
 
@@ -365,6 +400,9 @@ def main() -> None:
     ap.add_argument("--resume", action="store_true", help="keep and continue an existing tuning log")
     ap.add_argument("--tuning-log", default="",
                     help="judge this `vdla tune` log as it is (nothing tuned; tasks it lacks are listed)")
+    ap.add_argument("--max-spill-reloads", type=int, default=None,
+                    help="judge the picks a spill-aware tuner keeps: a pick whose kernel reloads more vectors than "
+                         "this from the stack is dropped for the next (default: the log's picks as they are)")
     ap.add_argument("--keep-openblas-coretype", action="store_true")
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--output", default=str(ROOT / "bench" / "results" / "tune_fidelity.json"))

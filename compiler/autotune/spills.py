@@ -9,13 +9,16 @@ fall against the kernel's data streams moved one kernel's time up to 1.5x betwee
 moves 1-3%.  The tuner therefore counts each built candidate's spills (:func:`spills_of`) and, by default,
 does not time one that spills (:mod:`~vdla.compiler.autotune.measure`).
 
-The count: ``objdump -d`` of the shared object (AT&T syntax), every instruction with a ``ymm`` or ``zmm``
-operand (the AVX2 and AVX-512 vectors the register tiles hold) whose memory operand is a fixed offset from
-``%rsp`` or ``%rbp`` (no index register: a kernel's stack arrays read with an index do not match) is a
-spill store when that operand is the destination and a reload otherwise (a reload folded into an FMA
-counts).  ``xmm`` moves are left out: the entry function of every kernel packs two pointers of its OpenMP
-closure through one (a store and a reload at ``(%rsp)``, no spill).  LLVM's assembly printer, as llvmlite
-drives it, writes no ``Spill``/``Reload`` comments, so the object code is what can be read.
+The count: ``objdump -d`` of the shared object (AT&T syntax), function by function.  A spill slot is a fixed
+offset from the stack pointer (``0x40(%rsp)``; from ``%rbp`` only in a function that sets it up as its frame
+pointer, ``mov %rsp,%rbp``: elsewhere LLVM uses ``%rbp`` as one more pointer into the data) that a vector
+instruction stores to and a later one reads back.  Counted: the reads of such slots by an instruction with a
+``ymm`` or ``zmm`` operand (the AVX2 and AVX-512 vectors the register tiles hold; a reload folded into an FMA
+or a broadcast counts), and the vector stores to the slots they read.  Not counted: indexed reads
+(``(%rsp,%rax,4)``), stack data no vector store wrote (a row buffer written through an index), and ``xmm``
+round trips (the entry function of every kernel passes two pointers of its OpenMP closure through one).
+LLVM's assembly printer, as llvmlite drives it, writes no ``Spill``/``Reload`` comments, so the object code is
+what can be read.
 """
 
 from __future__ import annotations
@@ -29,8 +32,10 @@ from dataclasses import dataclass
 from vdla_hw.errors import ToolchainError
 
 #: A fixed stack offset: ``0x40(%rsp)``, ``-0x80(%rbp)``, ``(%rsp)``; an indexed ``(%rsp,%rax,4)`` does not match.
-_STACK_SLOT = re.compile(r"(?:-?0x[0-9a-f]+)?\(%r[sb]p\)")
-_VECTOR = re.compile(r"%[yz]mm\d+")
+_STACK_SLOT = re.compile(r"(-?0x[0-9a-f]+)?\((%r[sb]p)\)")
+_WIDE = re.compile(r"%[yz]mm\d+")
+_ANY_VECTOR = re.compile(r"%[xyz]mm\d+")
+_FUNCTION = re.compile(r"^[0-9a-f]+ <(.+)>:$")
 
 #: Spill counting reads x86 object code: the targets whose kernels it applies to.
 SPILL_ARCHES = ("x86_64",)
@@ -38,7 +43,7 @@ SPILL_ARCHES = ("x86_64",)
 
 @dataclass(frozen=True)
 class SpillCount:
-    """A kernel's ``ymm``/``zmm`` reloads and stores at fixed stack offsets (:func:`count_spills`)."""
+    """A kernel's ``ymm``/``zmm`` reloads of spill slots and the stores to them (:func:`count_spills`)."""
 
     reloads: int
     stores: int
@@ -51,22 +56,45 @@ class SpillCount:
     def describe(self) -> str:
         """One line for a log record's detail: ``spills vector registers (17 reloads, 18 stores ...)``."""
         what = "spills vector registers" if self.spills else "no vector spills"
-        return f"{what} ({self.reloads} reloads, {self.stores} stores of ymm/zmm at fixed stack offsets)"
+        return f"{what} ({self.reloads} reloads, {self.stores} stores of stack slots)"
+
+
+def _functions(disassembly: str) -> list[list[str]]:
+    """The instructions (``mnemonic operands``) of each function of ``objdump -d`` text."""
+    functions: list[list[str]] = []
+    for line in disassembly.splitlines():
+        if _FUNCTION.match(line.strip()):
+            functions.append([])
+        elif "\t" in line and functions:
+            functions[-1].append(line.split("\t")[-1].strip())
+    return functions or [[line.split("\t")[-1].strip() for line in disassembly.splitlines() if "\t" in line]]
 
 
 def count_spills(disassembly: str) -> SpillCount:
-    """The :class:`SpillCount` of ``objdump -d`` text (AT&T syntax): ``ymm``/``zmm`` instructions reading from
-    or writing to a fixed stack offset."""
+    """The :class:`SpillCount` of ``objdump -d`` text (AT&T syntax): per function, the ``ymm``/``zmm`` reads of
+    fixed stack slots that a vector store of the same function wrote, and those stores."""
     reloads = stores = 0
-    for line in disassembly.splitlines():
-        instruction = line.split("\t")[-1].strip()
-        _, _, operands = instruction.partition(" ")
-        if not _VECTOR.search(operands) or not _STACK_SLOT.search(operands):
-            continue
-        if _STACK_SLOT.search(operands.rsplit(",", 1)[-1]):
-            stores += 1
-        else:
-            reloads += 1
+    for instructions in _functions(disassembly):
+        framed = any(i.split()[:2] == ["mov", "%rsp,%rbp"] for i in instructions if i.startswith("mov"))
+        bases = ("%rsp", "%rbp") if framed else ("%rsp",)
+        written: dict[tuple[str, str], int] = {}
+        reads: list[tuple[str, str]] = []
+        for instruction in instructions:
+            _, _, operands = instruction.partition(" ")
+            operands = operands.strip()
+            if not _ANY_VECTOR.search(operands):
+                continue
+            slot = _STACK_SLOT.search(operands)
+            if slot is None or slot.group(2) not in bases:
+                continue
+            key = (slot.group(2), slot.group(1) or "0x0")
+            if _STACK_SLOT.search(operands.rsplit(",", 1)[-1]):
+                written[key] = written.get(key, 0) + 1
+            elif _WIDE.search(operands):
+                reads.append(key)
+        reloaded = {k for k in reads if k in written}
+        reloads += sum(1 for k in reads if k in written)
+        stores += sum(written[k] for k in reloaded)
     return SpillCount(reloads, stores)
 
 
