@@ -221,14 +221,28 @@ def predict(task: Task, picks: Mapping[str, Mapping[str, Any]], rounds: int,
             for label, p in picks.items()}
 
 
-def profile_interleaved(modules: Mapping[str, Any], x: np.ndarray, rounds: int, quiet: bool) -> dict[str, dict[str, float]]:
-    """Per module, per node: the fastest of ``rounds`` whole profiled runs, the modules taking turns."""
+#: What a profiled run of a build follows (``--profile-after``): ``self``, an unprofiled run of the same build,
+#: as a deployed model runs back to back; ``other``, the previous build's profiled run (the builds only taking
+#: turns, the tenth and eleventh sessions' runs).  Two builds of the same schedules put MobileNetV2's
+#: 32 x 112 x 112 depthwise 12-17% and its stem 2-3% faster after their own build than after the other
+#: (``bench/build_aa.py``): another build's run leaves the node's arena in another cache state.
+PROFILE_AFTER = ("self", "other")
+
+
+def profile_interleaved(modules: Mapping[str, Any], x: np.ndarray, rounds: int, quiet: bool,
+                        after: str = "self") -> dict[str, dict[str, float]]:
+    """Per module, per node: the fastest of ``rounds`` whole profiled runs, the modules taking turns; with
+    ``after="self"`` each profiled run right after an unprofiled run of the same module (:data:`PROFILE_AFTER`)."""
+    if after not in PROFILE_AFTER:
+        raise ValueError(f"after={after!r} is not one of {PROFILE_AFTER}")
     best: dict[str, dict[str, float]] = {k: {} for k in modules}
     for m in modules.values():
         m.module.set_num_threads(1)
         m.run(x)
     for _ in tqdm(range(rounds), desc="profiling", unit="round", disable=quiet or not sys.stderr.isatty()):
         for name, m in modules.items():
+            if after == "self":
+                m.run(x)
             _, prof = m.module.profile(x, warmup=0, repeat=1, clock="thread")
             for row in prof.nodes:
                 best[name][row.name] = min(best[name].get(row.name, math.inf), row.seconds)
@@ -309,7 +323,7 @@ def bench_model(name: str, args: argparse.Namespace, log_dir: Path) -> dict[str,
         with dispatch.dispatching(apply):
             modules[label] = build_model(graph, target="llvm", name=name, cpu_target=args.cpu_target)
         applied[label] = {"applied": apply.applied, "fallbacks": apply.fallbacks}
-    times = profile_interleaved(modules, x, args.rounds, args.quiet)
+    times = profile_interleaved(modules, x, args.rounds, args.quiet, args.profile_after)
     rows = []
     for t in tasks:
         nodes = node_map.get(t.key, [])
@@ -333,7 +347,7 @@ def bench_model(name: str, args: argparse.Namespace, log_dir: Path) -> dict[str,
     predicted_total = {src: totals["default"] - sum(
         r["model_default_s"] * (1 - 1 / predicted_speedups(r["comparisons"]["best"])[src]) for r in rows)
         for src in ("log", *retimings)}
-    return {"model": name, "max_spill_reloads": args.max_spill_reloads, "spill_dropped": dropped,
+    return {"model": name, "profile_after": args.profile_after, "max_spill_reloads": args.max_spill_reloads, "spill_dropped": dropped,
             "retimings": list(retimings), "resolution": args.resolution, "trials": None if args.tuning_log else args.trials,
             "tuner": args.tuner, "tune_seconds": tune_s, "tasks": rows, "not_in_log": missing, "builds": applied,
             "model_totals_s": totals, "predicted_tuned_s": predicted_total, "log": log, "flush_bytes": flush_bytes}
@@ -390,6 +404,9 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--kinds", default=",".join(DEFAULT_KINDS), help="task kinds to tune (default: %(default)s)")
     ap.add_argument("--rounds", type=int, default=15, help="interleaved profiled runs of each build (default: 15)")
+    ap.add_argument("--profile-after", choices=PROFILE_AFTER, default="self",
+                    help="what each build's profiled run follows: an unprofiled run of itself (as a deployed model "
+                         "runs) or the other build's run (the builds only taking turns, before the twelfth session)")
     ap.add_argument("--predict", default="model,full",
                     help="re-timings of default and picks, of " + ",".join(RETIMINGS) + " (default: %(default)s)")
     ap.add_argument("--tasks", default="", help="judge only these tasks (names as printed; default: every task)")
