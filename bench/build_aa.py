@@ -9,8 +9,13 @@ and order, the fastest run of each build (thread CPU time, one thread, ``GraphMo
 faster in whichever build runs second has an order effect (what ran just before it: the other build's whole
 run); one faster in the same build in both orders has a build effect (its code or its buffers' placement).
 
-Run: ``python bench/build_aa.py [--models mobilenet_v2] [--rounds 15] [--nodes 6]``; writes
-``bench/results/build_aa.json``.
+``--b-config TASK=JSON`` builds ``B`` with one task's config changed (knobs over its default): every other
+node runs the same kernel in both builds, on the same producers' outputs, but the kernels compiled after that
+task's sit at other addresses in ``B``'s library.  A node that then differs between the builds in both orders,
+though its kernel and neighbours are the same, is sensitive to where its code is.
+
+Run: ``python bench/build_aa.py [--models mobilenet_v2] [--rounds 15] [--nodes 6] [--b-config TASK=JSON]``;
+writes ``bench/results/build_aa.json``.
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ if __name__ == "__main__":
     reexec_with_peer_env(_CHILD_FLAG)
 
 import argparse  # noqa: E402
+import json  # noqa: E402
 import math  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -37,6 +43,10 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "models")]
 from host import finish_run, host_line, host_record  # noqa: E402
 from zoo import export, make_model  # noqa: E402
 
+from vdla.compiler.autotune import dispatch  # noqa: E402
+from vdla.compiler.autotune.database import ApplyBest, Record  # noqa: E402
+from vdla.compiler.autotune.task import extract_tasks  # noqa: E402
+from vdla.compiler.autotune.template import template_for  # noqa: E402
 from vdla.compiler.frontend.onnx import from_onnx  # noqa: E402
 from vdla.compiler.graph.build import build_model  # noqa: E402
 
@@ -58,12 +68,36 @@ def profile_orders(modules: dict[str, Any], x: np.ndarray, rounds: int) -> dict[
     return best
 
 
+def build_b(graph: Any, name: str, b_config: str) -> tuple[Any, dict[str, Any]]:
+    """Build ``B``: the default schedules, or with ``b_config`` (``TASK=JSON`` knobs over the task's default)."""
+    if not b_config:
+        return build_model(graph, target="llvm", name=name), {}
+    task_name, _, knobs = b_config.partition("=")
+    tasks = {t.name: t for t in extract_tasks(graph, "llvm")}
+    if task_name not in tasks:
+        raise SystemExit(f"--b-config: no task {task_name!r}; the tasks are {sorted(tasks)}")
+    task = tasks[task_name]
+    template = template_for(task)
+    config = template.space.from_dict({**template.default().to_dict(), **json.loads(knobs)})
+    why = template.space.why_illegal(config)
+    if why:
+        raise SystemExit(f"--b-config {b_config}: not a legal config: {why}")
+    apply = ApplyBest([Record.make(task, config, "ok", [1.0], "s")], "llvm")
+    with dispatch.dispatching(apply):
+        module = build_model(graph, target="llvm", name=name)
+    if task_name not in apply.applied:
+        raise SystemExit(f"--b-config {b_config}: the lowering did not take the config ({apply.fallbacks})")
+    return module, {"task": task_name, "config": config.to_dict()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default="mobilenet_v2")
     ap.add_argument("--rounds", type=int, default=15, help="rounds per order (default: 15)")
     ap.add_argument("--nodes", type=int, default=6, help="print the first N nodes and the largest ratios (default: 6)")
     ap.add_argument("--resolution", type=int, default=224)
+    ap.add_argument("--b-config", default="", metavar="TASK=JSON",
+                    help="build B with this one task's knobs changed (e.g. conv_3x224x224_32_k3s2='{\"ow_block\": 7}')")
     ap.add_argument("--output", default=str(ROOT / "bench" / "results" / "build_aa.json"))
     args = ap.parse_args()
     if args.rounds < 1:
@@ -79,7 +113,8 @@ def main() -> None:
         net = make_model(name, image_size=args.resolution)
         x = np.random.default_rng(0).standard_normal((1, 3, args.resolution, args.resolution)).astype(np.float32)
         graph = from_onnx(export(net, torch.from_numpy(x), "torchscript"))
-        modules = {k: build_model(graph, target="llvm", name=name) for k in "AB"}
+        modules = {"A": build_model(graph, target="llvm", name=name)}
+        modules["B"], changed = build_b(graph, name, args.b_config)
         best = profile_orders(modules, x, args.rounds)
         nodes = list(best["AB"]["A"])
         rows = []
@@ -95,10 +130,17 @@ def main() -> None:
         for r in rows[:args.nodes] + big[:args.nodes]:
             print(f"{r['node'][:44]:<44} {r['A_first_ms']:9.4f} {r['B_second_ms']:9.4f} {r['A_over_B_order_AB']:7.3f} | "
                   f"{r['B_first_ms']:9.4f} {r['A_second_ms']:9.4f} {r['A_over_B_order_BA']:7.3f}")
+        both = [r for r in rows if min(r["A_over_B_order_AB"], r["A_over_B_order_BA"]) > 1.03
+                or max(r["A_over_B_order_AB"], r["A_over_B_order_BA"]) < 0.97]
+        print(f"nodes 3% or more apart between the builds in both orders (a build effect): {len(both)} of {len(rows)}")
+        for r in both:
+            print(f"  {r['node'][:60]:<60} A/B {r['A_over_B_order_AB']:.3f} {r['A_over_B_order_BA']:.3f}  "
+                  f"(A {r['A_first_ms']:.4f} ms)")
         tot = {o: {k: sum(best[o][k].values()) * 1e3 for k in "AB"} for o in best}
         print(f"whole (sum of nodes, ms): order AB: A {tot['AB']['A']:.3f} B {tot['AB']['B']:.3f}; "
               f"order BA: A {tot['BA']['A']:.3f} B {tot['BA']['B']:.3f}")
-        results.append({"model": name, "rounds_per_order": args.rounds, "nodes": rows, "totals_ms": tot})
+        results.append({"model": name, "rounds_per_order": args.rounds, "b_changed": changed, "nodes": rows,
+                        "totals_ms": tot})
     finish_run({"host": host_record(), "load_average_before": load_before, "load_average_after": os.getloadavg(), "clock": "thread CPU time",
                 "seconds": time.perf_counter() - t0, "results": results}, args.output)
 

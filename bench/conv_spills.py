@@ -1,18 +1,20 @@
-"""Benchmark (object code, not time): the vector spills of one conv layer's schedule configs, per target.
+"""Benchmark (object code, not time): the vector spills of conv configs, per target, or of every config a tuning log measured.
 
 Per layer (a ``conv2d_nchwc`` task, blocked as ``bench/conv_knobs.py`` blocks it) and per ``--target``, each
-config is built as the tuner builds it (``measure.build_job``) and its shared object disassembled
-(``objdump -d``): a vector instruction (an ``xmm``/``ymm``/``zmm`` operand) whose memory operand is a fixed
-offset from ``%rsp`` or ``%rbp`` (no index register: the stack's padded rows are read with one) is a spill
-store when that operand is its destination and a reload otherwise (reloads folded into FMAs count too).
-A kernel that does not spill still has a store or two and a reload in its prologue (1 and 2 here).
-Such a kernel's time moves with the stack position of its call (``bench/spill_stack.py``).
+config is built as the tuner builds it (``measure.build_job``) and its spills counted from its object code
+(``vdla.compiler.autotune.spills.spills_of``: ``ymm``/``zmm`` reloads of stack slots a vector store of the same
+function wrote, and those stores; a kernel without spills shows 0 and 0).  Such a kernel's time moves with the
+stack position of its call (``bench/spill_stack.py``), which is why the tuner does not time a config over
+``MeasureOptions.max_spill_reloads``.
 
 Configs are ``name:knob=value,...`` over each target's default (``default`` alone: the default as it is);
-``TARGET/name:...`` applies to one target only.
+``TARGET/name:...`` applies to one target only.  ``--log LOG`` instead counts, per task of a tuning log, its
+measured configs (the ``--limit`` fastest by search cost, the default and the standing leaders always),
+marking the default and the log's best: do the picks spill, and would not timing spilling configs lose one?
 
 Run: ``python bench/conv_spills.py --layer 3,32,224,224,3,2 --nchw-input --config default --config ow8:ow_block=8
-[--target "llvm -mcpu=znver4" --target "llvm -mcpu=haswell"]``; writes ``bench/results/conv_spills.json``.
+[--target "llvm -mcpu=znver4" --target "llvm -mcpu=haswell"]`` or ``python bench/conv_spills.py --log LOG``;
+writes ``bench/results/conv_spills.json``.
 """
 from __future__ import annotations
 
