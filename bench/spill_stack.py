@@ -9,8 +9,8 @@ ones), the tuner's own measurement (``measure.run_job``: the fused node, the ``m
 inside 0, 1, ... nested ctypes callbacks, each of which moves the C stack by one callback frame.  Rounds
 interleave every depth and config; each cell is the fastest of ``--rounds`` rounds.
 
-Printed per task: each config's time at every depth, its spread (slowest depth over fastest) and its speed-up
-over the default at each depth.  A config that does not spill moves by the noise only; the spread of one that
+Printed per task: each config's time at every depth, its spread (slowest depth over fastest), its speed-up
+over the default at each depth, and its spill count (``vdla.compiler.autotune.spills``: reloads).  A config that does not spill moves by the noise only; the spread of one that
 does is what the tuner can get wrong about it by calling it from one place.
 
 Run: ``python bench/spill_stack.py [--tuning-log LOG] [--tasks NAME,...] [--config TASK='{"ow_block": 28}']
