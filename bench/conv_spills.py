@@ -11,9 +11,11 @@ Configs are ``name:knob=value,...`` over each target's default (``default`` alon
 ``TARGET/name:...`` applies to one target only.  ``--log LOG`` instead counts, per task of a tuning log, its
 measured configs (the ``--limit`` fastest by search cost, the default and the standing leaders always),
 marking the default and the log's best: do the picks spill, and would not timing spilling configs lose one?
+``--models NAME,...`` counts every conv and dense task's default of those zoo models (``tests/models/zoo.py``)
+on each ``--target``: which defaults spill (the tuner times a default whatever it spills).
 
 Run: ``python bench/conv_spills.py --layer 3,32,224,224,3,2 --nchw-input --config default --config ow8:ow_block=8
-[--target "llvm -mcpu=znver4" --target "llvm -mcpu=haswell"]`` or ``python bench/conv_spills.py --log LOG``;
+[--target "llvm -mcpu=znver4" --target "llvm -mcpu=haswell"]`` or ``python bench/conv_spills.py --log LOG`` or ``python bench/conv_spills.py --models mobilenet_v2``;
 writes ``bench/results/conv_spills.json``.
 """
 from __future__ import annotations
@@ -78,11 +80,48 @@ def log_survey(log: str, limit: int) -> list[dict[str, Any]]:
     return rows
 
 
+def model_defaults(models: list[str], targets: list[str]) -> list[dict[str, Any]]:
+    """Per model, target and conv/dense task: the default config's spills."""
+    import sys
+
+    import numpy as np
+    import torch
+
+    sys.path.insert(0, str(ROOT / "tests" / "models"))
+    from zoo import export, make_model
+
+    from vdla.compiler.autotune.task import extract_tasks
+    from vdla.compiler.frontend.onnx import from_onnx
+
+    rows = []
+    for name in models:
+        x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
+        graph = from_onnx(export(make_model(name, image_size=224), torch.from_numpy(x), "torchscript"))
+        for target in targets:
+            for task in extract_tasks(graph, "llvm", cpu_target=target):
+                if task.kind not in MODEL_KINDS:
+                    continue
+                default = template_for(task).default()
+                count = spills_of(build_job(task.to_json(), None, default.to_dict()))
+                rows.append({"model": name, "target": target, "task": task.name, "weight": task.weight,
+                             "config_key": default.key, "reloads": count.reloads, "stores": count.stores,
+                             "spills": count.spills})
+                print(f"{name:<13} {target:<20} {task.name:<30} x{task.weight:<2} {count.reloads:>4} {count.stores:>4}"
+                      f"  {default.key}", flush=True)
+    return rows
+
+
+#: The task kinds ``--models`` counts: those with a register tile.
+MODEL_KINDS = ("conv2d_nchwc", "depthwise_conv2d_nchwc", "dense_pack")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--layer", action="append", metavar="C,K,H,W,KH,STRIDE")
     ap.add_argument("--config", action="append", metavar="[TARGET/]NAME:KNOB=VALUE,...")
     ap.add_argument("--log", help="instead of --layer/--config: every task of this tuning log, its measured configs")
+    ap.add_argument("--models", default="", help="instead of --layer/--config: every conv/dense task default of "
+                                                  "these zoo models (comma-separated), on each --target")
     ap.add_argument("--limit", type=int, default=1000,
                     help="with --log: at most this many configs per task (fastest by search cost; the default "
                          "and the leaders always)")
@@ -102,9 +141,15 @@ def main() -> None:
         out.write_text(json.dumps({"host": host_record(), "log": args.log, "results": rows}, indent=1))
         print(f"wrote {out}")
         return
-    if not args.layer or not args.config:
-        raise SystemExit("give --layer and --config (or --log)")
     targets = args.target or ["llvm -mcpu=znver4", "llvm -mcpu=haswell"]
+    if args.models:
+        print("model         target               task                           weight reloads stores  default")
+        rows = model_defaults(args.models.split(","), targets)
+        out.write_text(json.dumps({"host": host_record(), "models": args.models, "results": rows}, indent=1))
+        print(f"wrote {out}")
+        return
+    if not args.layer or not args.config:
+        raise SystemExit("give --layer and --config (or --log, or --models)")
     print(f"{'layer':<18} {'target':<20} {'config':<14} {'reloads':>7} {'stores':>6}  knobs")
     rows = []
     for spec in args.layer:
