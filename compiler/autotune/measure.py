@@ -8,9 +8,9 @@ reference and times it (CPU: as the kernel runs in the model, with the epilogue 
 cycle-model cycles).  Every failure is classified: ``build_error``,
 ``runtime_error``, ``timeout``, ``wrong_result``.
 
-An x86 CPU config whose kernel spills vector registers beyond :attr:`MeasureOptions.max_spill_reloads` is not
+An AVX-512 config whose kernel spills vector registers beyond :attr:`MeasureOptions.max_spill_reloads` is not
 timed (``spills``, the count in its detail): its time depends on the stack position of the call, not only on the
-config (:mod:`~vdla.compiler.autotune.spills`).  The task's default is timed whatever it spills: it is what
+config (:mod:`~vdla.compiler.autotune.spills`; AVX2 configs are timed, see ``REJECT_MIN_REGISTERS`` there).  The task's default is timed whatever it spills: it is what
 runs without a log, the baseline every pick is judged against.
 """
 
@@ -29,7 +29,7 @@ import numpy as np
 
 from .executor import JobExecutor, WorkerDied
 from .space import Config
-from .spills import SPILL_ARCHES, SpillCount, objdump, spills_of
+from .spills import REJECT_MIN_REGISTERS, SPILL_ARCHES, SpillCount, objdump, spills_of
 from .task import Task
 from .template import RunOutcome, Template, template_for
 
@@ -77,7 +77,7 @@ def model_flush_bytes(weight_bytes: int) -> int:
 class MeasureOptions:
     """How to measure: timing repeats, warm-up runs, the cache-flush size (:data:`FULL_FLUSH_BYTES`, or a
     model's :func:`model_flush_bytes`), the cache state a timed call starts from (:data:`CACHE_STATES`),
-    the job timeouts, and the most vector reloads from the stack a timed x86 config may have
+    the job timeouts, and the most vector reloads from the stack a timed AVX-512 config may have
     (``max_spill_reloads``, :data:`MAX_SPILL_RELOADS`; ``None`` times every config, spilling or not)."""
 
     repeats: int = 7
@@ -208,8 +208,11 @@ class Measurer:
         self.hw_config = hw_config
         self.template: Template = template_for(task, hw_config)
         arch = getattr(getattr(self.template, "target", None), "arch", None)
-        #: Whether built configs are checked for spills (x86 CPU tasks with a reload limit).
-        self.counts_spills = options.max_spill_reloads is not None and arch in SPILL_ARCHES
+        registers = getattr(self.template, "registers", 0)
+        #: Whether built configs are checked for spills (x86 CPU tasks of a target with at least
+        #: :data:`~.spills.REJECT_MIN_REGISTERS` vector registers, with a reload limit).
+        self.counts_spills = (options.max_spill_reloads is not None and arch in SPILL_ARCHES
+                              and registers >= REJECT_MIN_REGISTERS)
         if self.counts_spills:
             objdump()  # a missing disassembler is an error now, naming the fix, not one per config
         self._default_key = self.template.default().key if self.counts_spills else ""

@@ -7,7 +7,8 @@ the graph runtime's loop in the model, and Linux randomizes the stack's start pe
 fall against the kernel's data streams moved one kernel's time up to 1.5x between call sites
 (``bench/spill_stack.py``, ``docs/autotune.md`` "Spilling configs and the stem").  A kernel without spills
 moves 1-3%.  The tuner therefore counts each built candidate's spills (:func:`spills_of`) and, by default,
-does not time one that spills (:mod:`~vdla.compiler.autotune.measure`).
+does not time one that spills on an AVX-512 target (:data:`REJECT_MIN_REGISTERS`,
+:mod:`~vdla.compiler.autotune.measure`).
 
 The count: ``objdump -d`` of the shared object (AT&T syntax), function by function.  A spill slot is a fixed
 offset from the stack pointer (``0x40(%rsp)``; from ``%rbp`` only in a function that sets it up as its frame
@@ -39,6 +40,14 @@ _FUNCTION = re.compile(r"^[0-9a-f]+ <(.+)>:$")
 
 #: Spill counting reads x86 object code: the targets whose kernels it applies to.
 SPILL_ARCHES = ("x86_64",)
+
+#: The tuner rejects spilling configs on targets with at least this many vector registers (AVX-512's 32), where it
+#: was measured: there the spills are accumulators, a 7-reload kernel moved 12% and a 17-reload one 39% with the
+#: stack position of the call, and no pick of the MobileNetV2 or ResNet-18 logs that the model confirmed was lost.
+#: With AVX2's 16 ``ymm`` spilling is the rule (29 of MobileNetV2's 31 defaults), the spills measured are hoisted
+#: weights that moved a kernel 2-7% with 72-191 reloads, and rejecting would drop picks the tuner timed 1.03-1.35x
+#: faster than the next clean config (``docs/autotune.md``, "Spilling configs and the stem").
+REJECT_MIN_REGISTERS = 32
 
 
 @dataclass(frozen=True)

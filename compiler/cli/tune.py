@@ -72,10 +72,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "the measurement's, MeasureOptions.build_timeout_s; raise it on a loaded or lowered-priority "
                         "host, where a Winograd kernel's build can take minutes)")
     p.add_argument("--max-spill-reloads", default=None, metavar="N",
-                   help="an x86 config whose kernel reloads more than N vectors from the stack (spilled registers) is "
-                        "logged as 'spills' and not timed: its time moves with the stack position of the call; "
+                   help="an AVX-512 config whose kernel reloads more than N vectors from the stack (spilled registers) "
+                        "is logged as 'spills' and not timed: its time moves with the stack position of the call; "
                         "'keep' times every config (default: MeasureOptions' limit, 2; the default config is always "
-                        "timed)")
+                        "timed; AVX2 configs are always timed)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_pool_options(p)
     p.set_defaults(func=cmd_tune)
