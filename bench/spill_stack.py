@@ -9,8 +9,8 @@ ones), the tuner's own measurement (``measure.run_job``: the fused node, the ``m
 inside 0, 1, ... nested ctypes callbacks, each of which moves the C stack by one callback frame.  Rounds
 interleave every depth and config; each cell is the fastest of ``--rounds`` rounds.
 
-Printed per task: each config's time at every depth, its spread (slowest depth over fastest) and its speed-up
-over the default at each depth.  A config that does not spill moves by the noise only; the spread of one that
+Printed per task: each config's time at every depth, its spread (slowest depth over fastest), its speed-up
+over the default at each depth, and its spill count (``vdla.compiler.autotune.spills``: reloads).  A config that does not spill moves by the noise only; the spread of one that
 does is what the tuner can get wrong about it by calling it from one place.
 
 Run: ``python bench/spill_stack.py [--tuning-log LOG] [--tasks NAME,...] [--config TASK='{"ow_block": 28}']
@@ -30,6 +30,7 @@ from host import finish_run, host_line, host_record
 
 from vdla.compiler.autotune.database import ranked, read_log
 from vdla.compiler.autotune.measure import MeasureOptions, build_job, run_job
+from vdla.compiler.autotune.spills import spills_of
 from vdla.compiler.autotune.task import Task
 from vdla.compiler.autotune.template import template_for
 
@@ -89,7 +90,8 @@ def bench_task(task: Task, configs: dict[str, dict[str, Any]], depths: int, roun
                     return min(outcome.costs)
                 best[label][depth] = min(best[label][depth], at_depth(depth, once))
     return {"task": task.name, "configs": configs, "seconds": best,
-            "spread": {label: max(v) / min(v) for label, v in best.items()}}
+            "spread": {label: max(v) / min(v) for label, v in best.items()},
+            "reloads": {label: spills_of(a).reloads for label, a in artifacts.items()}}
 
 
 def print_task(r: dict[str, Any]) -> None:
@@ -102,6 +104,7 @@ def print_task(r: dict[str, Any]) -> None:
         ratios = [times[0] / t for t in times[1:]]
         print(f"{d:5d}  " + "  ".join(f"{t * 1e3:22.4f}" for t in times) + "  " + "  ".join(f"{x:22.3f}" for x in ratios))
     print("spread " + "  ".join(f"{r['spread'][k]:22.3f}" for k in labels) + "   (slowest depth / fastest)")
+    print("reload " + "  ".join(f"{r['reloads'][k]:22d}" for k in labels) + "   (ymm/zmm reloads from the stack)")
 
 
 def main() -> None:

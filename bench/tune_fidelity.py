@@ -75,6 +75,7 @@ from vdla.compiler.autotune.footprint import model_weight_bytes  # noqa: E402
 from vdla.compiler.autotune.measure import (FULL_FLUSH_BYTES, MeasureOptions, build_job, config_cost,  # noqa: E402
                                             model_flush_bytes, run_job)
 from vdla.compiler.autotune.session import tune_tasks  # noqa: E402
+from vdla.compiler.autotune.spills import spills_of  # noqa: E402
 from vdla.compiler.autotune.task import Task, extract_tasks, make_task  # noqa: E402
 from vdla.compiler.autotune.template import template_for  # noqa: E402
 from vdla.compiler.codegen.llvm import parse_target, using_target  # noqa: E402
@@ -165,6 +166,32 @@ def contenders(task: Task, records: list[Record]) -> dict[str, dict[str, Any]]:
             for label, key in picks.items()}
 
 
+def without_spilling(task: Task, records: list[Record], limit: int) -> tuple[list[Record], dict[str, int]]:
+    """``records`` of ``task`` without the configs the spill-aware tuner does not time (more than ``limit``
+    ymm/zmm reloads from the stack, the default excepted: ``measure.MeasureOptions.max_spill_reloads``), as
+    far as the picks go: the standing best and challenger are built and counted, a spilling one dropped and
+    the next taken, until both are clean.  Returns the kept records and the dropped configs' reloads (by
+    config key).  On a log written before spill counting this is the pick a spill-aware search would have
+    kept among what the log measured (its leaders' round ranked the survivors beside the default)."""
+    template = template_for(task)
+    default_key = template.default().key
+    dropped: dict[str, int] = {}
+    checked: set[str] = set()
+    while True:
+        kept = [r for r in records if template.space.from_dict(r.config).key not in dropped]
+        standing = {template.space.from_dict(r.config).key: r for r in ranked(kept).values()}
+        order = sorted(standing, key=lambda k: standing[k].cost)
+        picks = order[:1] + [next((k for k in order if k != default_key), order[0])] if order else []
+        todo = [k for k in picks if k != default_key and k not in checked]
+        if not todo:
+            return kept, dropped
+        for key in todo:
+            checked.add(key)
+            reloads = spills_of(build_job(task.to_json(), None, standing[key].config)).reloads
+            if reloads > limit:
+                dropped[key] = reloads
+
+
 def predict(task: Task, picks: Mapping[str, Mapping[str, Any]], rounds: int,
             retimings: tuple[str, ...] = ("model", "full"), flush_bytes: int = FULL_FLUSH_BYTES) -> dict[str, Any]:
     """The default and every pick of ``task``, each built once per kernel (fused node, bare kernel), re-timed by
@@ -194,14 +221,28 @@ def predict(task: Task, picks: Mapping[str, Mapping[str, Any]], rounds: int,
             for label, p in picks.items()}
 
 
-def profile_interleaved(modules: Mapping[str, Any], x: np.ndarray, rounds: int, quiet: bool) -> dict[str, dict[str, float]]:
-    """Per module, per node: the fastest of ``rounds`` whole profiled runs, the modules taking turns."""
+#: What a profiled run of a build follows (``--profile-after``): ``self``, an unprofiled run of the same build,
+#: as a deployed model runs back to back; ``other``, the previous build's profiled run (the builds only taking
+#: turns, the tenth and eleventh sessions' runs).  Two builds of the same schedules put MobileNetV2's
+#: 32 x 112 x 112 depthwise 12-17% and its stem 2-3% faster after their own build than after the other
+#: (``bench/build_aa.py``): another build's run leaves the node's arena in another cache state.
+PROFILE_AFTER = ("self", "other")
+
+
+def profile_interleaved(modules: Mapping[str, Any], x: np.ndarray, rounds: int, quiet: bool,
+                        after: str = "self") -> dict[str, dict[str, float]]:
+    """Per module, per node: the fastest of ``rounds`` whole profiled runs, the modules taking turns; with
+    ``after="self"`` each profiled run right after an unprofiled run of the same module (:data:`PROFILE_AFTER`)."""
+    if after not in PROFILE_AFTER:
+        raise ValueError(f"after={after!r} is not one of {PROFILE_AFTER}")
     best: dict[str, dict[str, float]] = {k: {} for k in modules}
     for m in modules.values():
         m.module.set_num_threads(1)
         m.run(x)
     for _ in tqdm(range(rounds), desc="profiling", unit="round", disable=quiet or not sys.stderr.isatty()):
         for name, m in modules.items():
+            if after == "self":
+                m.run(x)
             _, prof = m.module.profile(x, warmup=0, repeat=1, clock="thread")
             for row in prof.nodes:
                 best[name][row.name] = min(best[name].get(row.name, math.inf), row.seconds)
@@ -263,6 +304,13 @@ def bench_model(name: str, args: argparse.Namespace, log_dir: Path) -> dict[str,
     if missing:
         print(f"  not in the log (judged as the default): {', '.join(missing)}")
     tasks = [t for t in tasks if t.name not in missing]
+    dropped: dict[str, dict[str, int]] = {}
+    if args.max_spill_reloads is not None:
+        for t in tasks:
+            by_task[t.key], gone = without_spilling(t, by_task[t.key], args.max_spill_reloads)
+            if gone:
+                dropped[t.name] = gone
+                print(f"  {t.name}: dropped {len(gone)} spilling pick(s) ({', '.join(f'{v} reloads' for v in gone.values())})")
     picks = {t.key: contenders(t, by_task[t.key]) for t in tasks}
     predictions = {t.key: predict(t, picks[t.key], args.predict_rounds, retimings, flush_bytes)
                    for t in tqdm(tasks, desc="predicting", unit="task", disable=args.quiet)}
@@ -275,7 +323,7 @@ def bench_model(name: str, args: argparse.Namespace, log_dir: Path) -> dict[str,
         with dispatch.dispatching(apply):
             modules[label] = build_model(graph, target="llvm", name=name, cpu_target=args.cpu_target)
         applied[label] = {"applied": apply.applied, "fallbacks": apply.fallbacks}
-    times = profile_interleaved(modules, x, args.rounds, args.quiet)
+    times = profile_interleaved(modules, x, args.rounds, args.quiet, args.profile_after)
     rows = []
     for t in tasks:
         nodes = node_map.get(t.key, [])
@@ -299,7 +347,8 @@ def bench_model(name: str, args: argparse.Namespace, log_dir: Path) -> dict[str,
     predicted_total = {src: totals["default"] - sum(
         r["model_default_s"] * (1 - 1 / predicted_speedups(r["comparisons"]["best"])[src]) for r in rows)
         for src in ("log", *retimings)}
-    return {"model": name, "retimings": list(retimings), "resolution": args.resolution, "trials": None if args.tuning_log else args.trials,
+    return {"model": name, "profile_after": args.profile_after, "max_spill_reloads": args.max_spill_reloads, "spill_dropped": dropped,
+            "retimings": list(retimings), "resolution": args.resolution, "trials": None if args.tuning_log else args.trials,
             "tuner": args.tuner, "tune_seconds": tune_s, "tasks": rows, "not_in_log": missing, "builds": applied,
             "model_totals_s": totals, "predicted_tuned_s": predicted_total, "log": log, "flush_bytes": flush_bytes}
 
@@ -355,6 +404,9 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--kinds", default=",".join(DEFAULT_KINDS), help="task kinds to tune (default: %(default)s)")
     ap.add_argument("--rounds", type=int, default=15, help="interleaved profiled runs of each build (default: 15)")
+    ap.add_argument("--profile-after", choices=PROFILE_AFTER, default="self",
+                    help="what each build's profiled run follows: an unprofiled run of itself (as a deployed model "
+                         "runs) or the other build's run (the builds only taking turns, before the twelfth session)")
     ap.add_argument("--predict", default="model,full",
                     help="re-timings of default and picks, of " + ",".join(RETIMINGS) + " (default: %(default)s)")
     ap.add_argument("--tasks", default="", help="judge only these tasks (names as printed; default: every task)")
@@ -365,6 +417,9 @@ def main() -> None:
     ap.add_argument("--resume", action="store_true", help="keep and continue an existing tuning log")
     ap.add_argument("--tuning-log", default="",
                     help="judge this `vdla tune` log as it is (nothing tuned; tasks it lacks are listed)")
+    ap.add_argument("--max-spill-reloads", type=int, default=None,
+                    help="judge the picks a spill-aware tuner keeps: a pick whose kernel reloads more vectors than "
+                         "this from the stack is dropped for the next (default: the log's picks as they are)")
     ap.add_argument("--keep-openblas-coretype", action="store_true")
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--output", default=str(ROOT / "bench" / "results" / "tune_fidelity.json"))

@@ -7,6 +7,11 @@ reference and times it (CPU: as the kernel runs in the model, with the epilogue 
 ``Task.epilogue``, see :func:`time_cpu`, the fastest repeat as its cost, as an exclusive job; VDLA:
 cycle-model cycles).  Every failure is classified: ``build_error``,
 ``runtime_error``, ``timeout``, ``wrong_result``.
+
+An AVX-512 config whose kernel spills vector registers beyond :attr:`MeasureOptions.max_spill_reloads` is not
+timed (``spills``, the count in its detail): its time depends on the stack position of the call, not only on the
+config (:mod:`~vdla.compiler.autotune.spills`; AVX2 configs are timed, see ``REJECT_MIN_REGISTERS`` there).  The task's default is timed whatever it spills: it is what
+runs without a log, the baseline every pick is judged against.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import numpy as np
 
 from .executor import JobExecutor, WorkerDied
 from .space import Config
+from .spills import REJECT_MIN_REGISTERS, SPILL_ARCHES, SpillCount, objdump, spills_of
 from .task import Task
 from .template import RunOutcome, Template, template_for
 
@@ -35,11 +41,19 @@ class Status(str, Enum):
     RUNTIME_ERROR = "runtime_error"
     TIMEOUT = "timeout"
     WRONG_RESULT = "wrong_result"
+    SPILLS = "spills"
 
 
 #: The flush before a timed call when the model's weights do not fit the last-level cache (or the model is not
 #: known): 32 MiB, this Zen 4's whole L3, so every operand is evicted.
 FULL_FLUSH_BYTES = 32 << 20
+
+
+#: The most ``ymm``/``zmm`` reloads from fixed stack slots (:class:`~.spills.SpillCount`) a timed x86 config's
+#: kernel may have.  Over 24 call depths (``bench/spill_stack.py``, MobileNetV2's stem, AMD Zen 4): kernels with 0
+#: and 2 reloads moved 2-4% (the 1 x 1 convs' 2-reload defaults 2%), one with 7 reloads 12%, the old 2 x 14 stem
+#: tile's 17 reloads 39%.  Several 1 x 1 defaults of MobileNetV2 have 2 reloads.
+MAX_SPILL_RELOADS = 2
 
 
 def model_flush_bytes(weight_bytes: int) -> int:
@@ -62,8 +76,9 @@ def model_flush_bytes(weight_bytes: int) -> int:
 @dataclass(frozen=True)
 class MeasureOptions:
     """How to measure: timing repeats, warm-up runs, the cache-flush size (:data:`FULL_FLUSH_BYTES`, or a
-    model's :func:`model_flush_bytes`), the cache state a timed call starts from (:data:`CACHE_STATES`)
-    and the job timeouts."""
+    model's :func:`model_flush_bytes`), the cache state a timed call starts from (:data:`CACHE_STATES`),
+    the job timeouts, and the most vector reloads from the stack a timed AVX-512 config may have
+    (``max_spill_reloads``, :data:`MAX_SPILL_RELOADS`; ``None`` times every config, spilling or not)."""
 
     repeats: int = 7
     warmup: int = 2
@@ -71,12 +86,16 @@ class MeasureOptions:
     build_timeout_s: float = 120.0
     run_timeout_s: float = 60.0
     cache: str = "model"
+    max_spill_reloads: int | None = MAX_SPILL_RELOADS
 
     def __post_init__(self) -> None:
         if self.cache not in CACHE_STATES:
             raise ValueError(f"cache state {self.cache!r} is not one of {CACHE_STATES}")
         if self.flush_bytes < 0:
             raise ValueError(f"flush_bytes must be >= 0 (0: no flush), got {self.flush_bytes}")
+        if self.max_spill_reloads is not None and self.max_spill_reloads < 0:
+            raise ValueError(f"max_spill_reloads must be >= 0 (or None: time spilling configs), "
+                             f"got {self.max_spill_reloads}")
 
 
 #: The cache state a timed CPU call starts from (:func:`time_cpu`): ``model`` as in the model (weights
@@ -188,6 +207,24 @@ class Measurer:
         self.options = options
         self.hw_config = hw_config
         self.template: Template = template_for(task, hw_config)
+        arch = getattr(getattr(self.template, "target", None), "arch", None)
+        registers = getattr(self.template, "registers", 0)
+        #: Whether built configs are checked for spills (x86 CPU tasks of a target with at least
+        #: :data:`~.spills.REJECT_MIN_REGISTERS` vector registers, with a reload limit).
+        self.counts_spills = (options.max_spill_reloads is not None and arch in SPILL_ARCHES
+                              and registers >= REJECT_MIN_REGISTERS)
+        if self.counts_spills:
+            objdump()  # a missing disassembler is an error now, naming the fix, not one per config
+        self._default_key = self.template.default().key if self.counts_spills else ""
+
+    def spill_rejection(self, config: Config, artifact: bytes) -> SpillCount | None:
+        """The spill count of a built config that must not be timed (more reloads than the limit, not the
+        default), or None when it is timed."""
+        if not self.counts_spills or config.key == self._default_key:
+            return None
+        count = spills_of(artifact)
+        limit = self.options.max_spill_reloads
+        return count if limit is not None and count.reloads > limit else None
 
     def measure(self, configs: Sequence[Config]) -> list[MeasureResult]:
         """Measure ``configs`` (results in the same order)."""
@@ -212,6 +249,12 @@ class Measurer:
                 results[i] = MeasureResult(configs[i], Status.BUILD_ERROR, detail=_describe(exc))
                 continue
             build_s = time.perf_counter() - t0
+            spilled = self.spill_rejection(configs[i], artifact)
+            if spilled is not None:
+                results[i] = MeasureResult(configs[i], Status.SPILLS, build_s=build_s, detail=(
+                    f"not timed: {spilled.describe()}, over the limit of {self.options.max_spill_reloads} "
+                    f"reloads (a spilling kernel's time moves with the stack position of its call)"))
+                continue
             exclusive = self.template.unit == "s"
             runs[i] = (self.executor.submit(run_job, self.task.to_json(), self.hw_config, artifact, self.options,
                                             device_kind=self.task.device_kind, timeout_s=self.options.run_timeout_s,

@@ -71,9 +71,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="wall-clock seconds a config's build may take before it is logged as a timeout (default: "
                         "the measurement's, MeasureOptions.build_timeout_s; raise it on a loaded or lowered-priority "
                         "host, where a Winograd kernel's build can take minutes)")
+    p.add_argument("--max-spill-reloads", default=None, metavar="N",
+                   help="an AVX-512 config whose kernel reloads more than N vectors from the stack (spilled registers) "
+                        "is logged as 'spills' and not timed: its time moves with the stack position of the call; "
+                        "'keep' times every config (default: MeasureOptions' limit, 2; the default config is always "
+                        "timed; AVX2 configs are always timed)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_pool_options(p)
     p.set_defaults(func=cmd_tune)
+
+
+def _spill_limit(text: str) -> int | None:
+    """``--max-spill-reloads``: a number of reloads, or ``keep`` (None: spilling configs are timed)."""
+    if text == "keep":
+        return None
+    if not text.isdigit():
+        raise UsageError(f"--max-spill-reloads takes a number of reloads >= 0 or 'keep', got {text!r}")
+    return int(text)
 
 
 def _samples(graph: object, path: str | None) -> list[dict[str, np.ndarray]]:
@@ -121,6 +135,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         raise UsageError("--retime-again runs a re-timing round: it needs --retime K with K >= 1")
     if args.build_timeout is not None and not args.build_timeout > 0:
         raise UsageError(f"--build-timeout must be a number of seconds > 0, got {args.build_timeout}")
+    spill_limit = _spill_limit(args.max_spill_reloads) if args.max_spill_reloads is not None else None
     if not args.time_budget >= 0:
         raise UsageError(f"--time-budget must be a number of minutes >= 0 (0: no limit), got {args.time_budget}")
     log = Path(args.log)
@@ -153,6 +168,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     options = MeasureOptions(flush_bytes=flush_bytes)
     if args.build_timeout is not None:
         options = dataclasses.replace(options, build_timeout_s=args.build_timeout)
+    if args.max_spill_reloads is not None:
+        options = dataclasses.replace(options, max_spill_reloads=spill_limit)
     with _executor(args) as executor:
         outcomes = tune_tasks(tasks, db, executor, args.trials, args.tuner, args.batch,
                               cfg.to_dict() if args.target == "vdla" else None,

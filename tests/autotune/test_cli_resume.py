@@ -151,3 +151,16 @@ def test_llvm_tune_build_timeout_reaches_the_measurement(model: Path, tmp_path: 
     assert f"timing each call after a {flush / 2**20:.1f} MiB cache flush" in done.stdout
     bad = _vdla("tune", str(model), "--target", "llvm", "--build-timeout", "-1", "--log", str(tmp_path / "bad.jsonl"))
     assert bad.returncode == 2 and "--build-timeout must be a number of seconds > 0" in bad.stderr
+
+
+def test_llvm_tune_max_spill_reloads_is_checked_and_reaches_the_log(model: Path, tmp_path: Path) -> None:
+    """A bad ``--max-spill-reloads`` is a usage error naming the flag; ``keep`` tunes and times every config."""
+    bad = _vdla("tune", str(model), "--target", "llvm", "--trials", "2", "--log", str(tmp_path / "a.jsonl"),
+                "--max-spill-reloads", "some", "--quiet")
+    assert bad.returncode != 0 and "--max-spill-reloads" in bad.stderr and "keep" in bad.stderr
+    log = tmp_path / "b.jsonl"
+    ok = _vdla("tune", str(model), "--target", "llvm", "--trials", "2", "--batch", "2", "--tuner", "random",
+               "--retime", "0", "--log", str(log), "--max-spill-reloads", "keep", "--quiet")
+    assert ok.returncode == 0, ok.stderr
+    records = [json.loads(line) for line in _lines(log)]
+    assert records and all(r["status"] != "spills" for r in records)

@@ -7,6 +7,7 @@ the real ``conv2d_nchwc`` space and logs of made-up costs, the choice of what is
 
 from __future__ import annotations
 
+import shutil
 from types import ModuleType
 from typing import Callable
 
@@ -94,3 +95,22 @@ def test_the_fused_node_and_the_bare_kernel_are_both_re_timed(fb: ModuleType, ta
         c = got["best"][which]
         assert 0 < c["default"] < 1 and 0 < c["config"] < 1 and c["speedup"] == pytest.approx(c["default"] / c["config"])
     assert "cold" not in got["best"] and set(fb.predicted_speedups(got["best"])) == {"log", "model", "bare"}
+
+
+@pytest.mark.skipif(shutil.which("objdump") is None, reason="objdump (binutils) is not installed")
+def test_a_spilling_pick_is_dropped_for_the_next_clean_one(fb: ModuleType) -> None:
+    """``--max-spill-reloads``: the stem's 2 x 14 tile (AVX-512, 17 reloads) leads the log; the spill-aware
+    judge drops it and picks the fastest config that does not spill over the limit; the default stays."""
+    wl = {"n": 1, "ic_outer": 3, "h": 56, "w": 56, "ic_block": 1, "oc_outer": 2, "kh": 3, "kw": 3,
+          "oc_block": 16, "stride_h": 2, "stride_w": 2, "pad_h": 1, "pad_w": 1}
+    stem = make_task("conv2d_nchwc", wl, "llvm -mcpu=skylake-avx512")
+    space, default = template_for(stem).space, template_for(stem).default()
+    wide = space.from_dict(dict(default.to_dict(), ow_block=14))
+    narrow = space.from_dict(dict(default.to_dict(), ow_block=4))
+    log = [rec(stem, default, 1.0), rec(stem, wide, 0.7), rec(stem, narrow, 0.9)]
+    kept, dropped = fb.without_spilling(stem, log, 2)
+    assert list(dropped) == [wide.key] and dropped[wide.key] > 2
+    picks = fb.contenders(stem, kept)
+    assert picks["best"]["config"] == narrow.to_dict()
+    kept_all, none = fb.without_spilling(stem, log, 100)
+    assert none == {} and fb.contenders(stem, kept_all)["best"]["config"] == wide.to_dict()
