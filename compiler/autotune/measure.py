@@ -29,9 +29,10 @@ import numpy as np
 
 from .executor import JobExecutor, WorkerDied
 from .space import Config
-from .spills import REJECT_MIN_REGISTERS, SPILL_ARCHES, SpillCount, objdump, spills_of
+from .spills import REJECT_MIN_REGISTERS, SPILL_ARCHES, SpillCount, find_objdump, spills_of, warn_no_objdump
 from .task import Task
 from .template import RunOutcome, Template, template_for
+
 
 
 class Status(str, Enum):
@@ -213,8 +214,11 @@ class Measurer:
         #: :data:`~.spills.REJECT_MIN_REGISTERS` vector registers, with a reload limit).
         self.counts_spills = (options.max_spill_reloads is not None and arch in SPILL_ARCHES
                               and registers >= REJECT_MIN_REGISTERS)
-        if self.counts_spills:
-            objdump()  # a missing disassembler is an error now, naming the fix, not one per config
+        if self.counts_spills and find_objdump() is None:
+            # Spill counting sharpens the search; without a disassembler the tuner still works, timing every
+            # config as before it existed, and says once what it skips and how to get it back.
+            warn_no_objdump()
+            self.counts_spills = False
         self._default_key = self.template.default().key if self.counts_spills else ""
 
     def spill_rejection(self, config: Config, artifact: bytes) -> SpillCount | None:

@@ -24,10 +24,12 @@ what can be read.
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import subprocess
 import tempfile
+import warnings
 from dataclasses import dataclass
 
 from vdla_hw.errors import ToolchainError
@@ -107,16 +109,32 @@ def count_spills(disassembly: str) -> SpillCount:
     return SpillCount(reloads, stores)
 
 
-def objdump() -> str:
-    """The ``objdump`` that disassembles the artifacts (binutils' or LLVM's); a clear error when neither is
-    installed."""
+def find_objdump() -> str | None:
+    """The ``objdump`` that disassembles the artifacts (binutils' or LLVM's), or None when neither is installed."""
     for name in ("objdump", "llvm-objdump"):
         path = shutil.which(name)
         if path is not None:
             return path
-    raise ToolchainError("counting a kernel's register spills needs objdump, and neither objdump nor llvm-objdump "
-                         "is on PATH",
-                         hint="install binutils (apt-get install binutils), or tune with --spills keep")
+    return None
+
+
+@functools.cache
+def warn_no_objdump() -> None:
+    """Warn once per process that the tuner times spilling configs: there is no disassembler to count them."""
+    warnings.warn("objdump is not installed: the tuner times every config, spilling or not (a spilling "
+                  "kernel's time moves with its call's stack position); install binutils "
+                  "(apt-get install binutils) to skip them", RuntimeWarning, stacklevel=3)
+
+
+def objdump() -> str:
+    """:func:`find_objdump`, with a clear error when neither is installed."""
+    path = find_objdump()
+    if path is None:
+        raise ToolchainError("counting a kernel's register spills needs objdump, and neither objdump nor "
+                             "llvm-objdump is on PATH",
+                             hint="install binutils (apt-get install binutils), or tune with "
+                                  "--max-spill-reloads keep")
+    return path
 
 
 def spills_of(artifact: bytes) -> SpillCount:

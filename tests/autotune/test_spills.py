@@ -103,6 +103,19 @@ def test_avx2_configs_are_timed_whatever_they_spill() -> None:
             assert Measurer(_stem("llvm -mcpu=skylake-avx512"), ex, MeasureOptions()).counts_spills
 
 
+def test_without_objdump_the_tuner_times_every_config_and_says_so(monkeypatch) -> None:
+    """No disassembler: the measurer does not count (it times spilling configs too) and warns, naming binutils."""
+    from vdla.compiler.autotune import spills
+
+    monkeypatch.setattr(spills.shutil, "which", lambda name: None)
+    spills.warn_no_objdump.cache_clear()
+    with LocalExecutor(workers=1) as ex, pytest.warns(RuntimeWarning, match="binutils"):
+        m = Measurer(_stem("llvm -mcpu=skylake-avx512"), ex, MeasureOptions())
+    assert not m.counts_spills
+    with pytest.raises(spills.ToolchainError, match="objdump"):
+        spills.objdump()
+
+
 def test_a_negative_reload_limit_is_refused() -> None:
     with pytest.raises(ValueError, match="max_spill_reloads"):
         MeasureOptions(max_spill_reloads=-1)

@@ -120,7 +120,7 @@ def test_a_tuned_model_runs_its_conv_kernels_on_all_threads(tmp_path: Path, exec
         compiled = build_model(graph)
     assert apply.applied[c1.name] == db.best(c1).config_key
     assert apply.applied[c2.name] == template.space.from_dict(best_old).key
-    # Each conv's reduction (the loop reading its weights) runs inside a GOMP_parallel region.
+    # Each conv's reduction (the loop reading its weights) runs inside a parallel region (a `vdla_parallel` call).
     bodies = _parallel_bodies(compiled.llvm_module.ir_text)
     for conv in ("c1", "c2"):
         assert any(f'%"{conv}_w' in params for params in bodies), f"{conv} runs on one thread: {bodies}"
