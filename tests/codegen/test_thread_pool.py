@@ -104,3 +104,45 @@ def test_no_spin_sleeps_at_once(tmp_path: Path) -> None:
 @pytest.mark.parametrize("spin_us", [None, "0"])
 def test_many_regions_and_concurrent_callers_finish_exact(tmp_path: Path, spin_us: str | None) -> None:
     _run(tmp_path, "jit", regions=300, concurrent=300, spin_us=spin_us)
+
+
+# Calls the pool's entry point directly with a Python body that records which threads ran it and holds each one
+# 30 ms (so every awake worker joins): first teams of 3 (two workers started), then teams of 2 and 1.
+_TEAM_SCRIPT = r"""
+import ctypes, threading, time
+import llvmlite.binding as llvm
+from vdla.compiler.codegen.llvm.module import thread_pool_module
+from vdla.compiler.codegen.llvm.pool import POOL_SYMBOL
+from vdla.compiler.codegen.llvm.target import host_target
+target = host_target()
+engine = llvm.create_mcjit_compiler(thread_pool_module(target, hidden=False).optimized(3),
+                                    target.target_machine(3, jit=True))
+engine.finalize_object()
+BODY = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)
+parallel = ctypes.CFUNCTYPE(None, BODY, ctypes.c_void_p, ctypes.c_int32)(engine.get_function_address(POOL_SYMBOL))
+seen, lock = set(), threading.Lock()
+def body(data, n):
+    with lock:
+        seen.add(threading.get_native_id())
+    time.sleep(0.03)
+callback = BODY(body)
+for n in (3, 2, 1):
+    most = 0
+    for _ in range(8):
+        seen.clear()
+        parallel(callback, None, n)
+        most = max(most, len(seen))
+    print(f"team {n}: {most}", flush=True)
+"""
+
+
+def test_a_team_never_exceeds_the_thread_count_asked() -> None:
+    """Workers left from a larger team do not join a smaller one: the thread count is a limit."""
+    env = {k: v for k, v in os.environ.items() if k not in (SPIN_ENV, "OMP_NUM_THREADS")}
+    proc = subprocess.run([sys.executable, "-c", _TEAM_SCRIPT], capture_output=True, text=True,
+                          env={**env, "PYTHONPATH": str(ROOT)}, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    most = {int(k.split()[1].rstrip(":")): int(v) for k, v in
+            (line.rsplit(" ", 1) for line in proc.stdout.splitlines() if line.startswith("team"))}
+    assert most[3] == 3, f"the probe never saw a team of three: {proc.stdout}"
+    assert most[2] <= 2 and most[1] == 1, proc.stdout

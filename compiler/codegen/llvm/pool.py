@@ -201,8 +201,13 @@ def emit_pool(module: ir.Module, arch: str, hidden: bool) -> ir.Function:
     b.position_at_end(bb["try"])
     e = b.load_atomic(entry, "acquire", 4, typ=I32)
     closed = b.icmp_unsigned("!=", b.and_(e, ir.Constant(I32, CLOSED)), ir.Constant(I32, 0))
+    # A team of n holds n - 1 workers: more may exist (an earlier region asked for more threads), and the
+    # thread count the caller set is a limit, not a hint.  job_n is the open region's (written before it
+    # opened); of a closed one it is not used.
+    team = b.trunc(b.load(job_n, typ=I64), I32)
+    full = b.icmp_signed(">=", b.and_(e, ir.Constant(I32, CLOSED - 1)), b.sub(team, ir.Constant(I32, 1)))
     enter_try = worker.append_basic_block("cas")
-    b.cbranch(closed, bb["spin"], enter_try)
+    b.cbranch(b.or_(closed, full), bb["spin"], enter_try)
     seen.add_incoming(g, bb["try"])
     b.position_at_end(enter_try)
     res = b.cmpxchg(entry, e, b.add(e, ir.Constant(I32, 1)), "acq_rel", "acquire")
