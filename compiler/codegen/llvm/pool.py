@@ -18,7 +18,8 @@ time *between* regions and never waits for a thread that has not joined:
   microseconds (default :data:`DEFAULT_SPIN_US`; 0 = sleep at once), then sleeps in a futex; the caller
   wakes sleepers with one ``FUTEX_WAKE``.  Between the nodes of a model run (a ctypes call, a serial node)
   the worker is awake; a few hundred microseconds after a run it sleeps.
-* ``n`` <= 0 means ``OMP_NUM_THREADS``, else the number of online CPUs; 1 runs ``fn`` serially.  A call
+* ``n`` <= 0 means ``OMP_NUM_THREADS``, else the number of online CPUs; 1 runs ``fn`` serially; a region
+  takes at most ``n - 1`` workers (more may exist, started by an earlier, larger team).  A call
   made while the pool is in a region (from another thread, or from within a region) runs serially.
   Workers are started on first use (``pthread_create``) and live as long as the process.
 
