@@ -14,7 +14,8 @@ node runs the same kernel in both builds, on the same producers' outputs, but th
 task's sit at other addresses in ``B``'s library.  A node that then differs between the builds in both orders,
 though its kernel and neighbours are the same, is sensitive to where its code is.
 
-Run: ``python bench/build_aa.py [--models mobilenet_v2] [--rounds 15] [--nodes 6] [--b-config TASK=JSON]``;
+Run: ``python bench/build_aa.py [--models mobilenet_v2] [--rounds 15] [--nodes 6] [--b-config TASK=JSON]
+[--resolution 224] [--family]``;
 writes ``bench/results/build_aa.json``.
 """
 from __future__ import annotations
@@ -41,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "models")]
 
 from host import finish_run, host_line, host_record  # noqa: E402
-from zoo import export, make_model  # noqa: E402
+from zoo import FAMILIES, MODELS, export, make_model  # noqa: E402
 
 from vdla.compiler.autotune import dispatch  # noqa: E402
 from vdla.compiler.autotune.database import ApplyBest, Record  # noqa: E402
@@ -49,6 +50,7 @@ from vdla.compiler.autotune.task import extract_tasks  # noqa: E402
 from vdla.compiler.autotune.template import template_for  # noqa: E402
 from vdla.compiler.frontend.onnx import from_onnx  # noqa: E402
 from vdla.compiler.graph.build import build_model  # noqa: E402
+from vdla_hw.errors import BadConfigError  # noqa: E402
 
 
 def profile_orders(modules: dict[str, Any], x: np.ndarray, rounds: int) -> dict[str, dict[str, dict[str, float]]]:
@@ -72,13 +74,31 @@ def build_b(graph: Any, name: str, b_config: str) -> tuple[Any, dict[str, Any]]:
     """Build ``B``: the default schedules, or with ``b_config`` (``TASK=JSON`` knobs over the task's default)."""
     if not b_config:
         return build_model(graph, target="llvm", name=name), {}
-    task_name, _, knobs = b_config.partition("=")
+    task_name, eq, knobs = b_config.partition("=")
+    if not eq or not task_name:
+        raise SystemExit(f"--b-config {b_config!r}: expected TASK=JSON, e.g. TASK='{{\"ow_block\": 7}}'")
     tasks = {t.name: t for t in extract_tasks(graph, "llvm")}
     if task_name not in tasks:
         raise SystemExit(f"--b-config: no task {task_name!r}; the tasks are {sorted(tasks)}")
     task = tasks[task_name]
     template = template_for(task)
-    config = template.space.from_dict({**template.default().to_dict(), **json.loads(knobs)})
+    try:
+        changed = json.loads(knobs)
+    except json.JSONDecodeError as e:
+        raise SystemExit(f"--b-config {b_config}: the knobs are not JSON ({e}); give an object such as "
+                         f"'{{\"ow_block\": 7}}'") from None
+    if not isinstance(changed, dict):
+        raise SystemExit(f"--b-config {b_config}: the knobs must be a JSON object of knob: value")
+    # from_dict ignores names the space has no axis for (old logs); here a misspelt knob would build B
+    # identical to A unnoticed.
+    unknown = sorted(set(changed) - set(template.space.names))
+    if unknown:
+        raise SystemExit(f"--b-config {b_config}: {task_name} has no knobs {unknown}; its knobs are "
+                         f"{sorted(template.space.names)}")
+    try:
+        config = template.space.from_dict({**template.default().to_dict(), **changed})
+    except BadConfigError as e:
+        raise SystemExit(f"--b-config {b_config}: {e}") from None
     why = template.space.why_illegal(config)
     if why:
         raise SystemExit(f"--b-config {b_config}: not a legal config: {why}")
@@ -96,12 +116,18 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=15, help="rounds per order (default: 15)")
     ap.add_argument("--nodes", type=int, default=6, help="print the first N nodes and the largest ratios (default: 6)")
     ap.add_argument("--resolution", type=int, default=224)
+    ap.add_argument("--family", action="store_true",
+                    help="each model's family's small member (tests/models/zoo.py), for a quick run")
     ap.add_argument("--b-config", default="", metavar="TASK=JSON",
                     help="build B with this one task's knobs changed (e.g. conv_3x224x224_32_k3s2='{\"ow_block\": 7}')")
     ap.add_argument("--output", default=str(ROOT / "bench" / "results" / "build_aa.json"))
     args = ap.parse_args()
     if args.rounds < 1:
         ap.error("--rounds must be at least 1")
+    known = FAMILIES if args.family else MODELS
+    bad = [n for n in args.models.split(",") if n not in known]
+    if bad:
+        ap.error(f"--models: unknown {bad}; {'with --family ' if args.family else ''}use some of {', '.join(known)}")
     print(host_line())
     load_before = os.getloadavg()
     print(f"load {load_before[0]:.1f}; one thread; thread CPU time; two builds of the same schedules")
@@ -110,7 +136,7 @@ def main() -> None:
     import torch
 
     for name in args.models.split(","):
-        net = make_model(name, image_size=args.resolution)
+        net = make_model(name, image_size=args.resolution, family=args.family)
         x = np.random.default_rng(0).standard_normal((1, 3, args.resolution, args.resolution)).astype(np.float32)
         graph = from_onnx(export(net, torch.from_numpy(x), "torchscript"))
         modules = {"A": build_model(graph, target="llvm", name=name)}
@@ -139,8 +165,8 @@ def main() -> None:
         tot = {o: {k: sum(best[o][k].values()) * 1e3 for k in "AB"} for o in best}
         print(f"whole (sum of nodes, ms): order AB: A {tot['AB']['A']:.3f} B {tot['AB']['B']:.3f}; "
               f"order BA: A {tot['BA']['A']:.3f} B {tot['BA']['B']:.3f}")
-        results.append({"model": name, "rounds_per_order": args.rounds, "b_changed": changed, "nodes": rows,
-                        "totals_ms": tot})
+        results.append({"model": name, "family": args.family, "resolution": args.resolution,
+                        "rounds_per_order": args.rounds, "b_changed": changed, "nodes": rows, "totals_ms": tot})
     finish_run({"host": host_record(), "load_average_before": load_before, "load_average_after": os.getloadavg(), "clock": "thread CPU time",
                 "seconds": time.perf_counter() - t0, "results": results}, args.output)
 

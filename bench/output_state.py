@@ -113,10 +113,22 @@ def main() -> None:
     for r in read_log(args.tuning_log):
         by_name.setdefault(r.task.name, []).append(r)
     names = [n for n in args.tasks.split(",") if n]
-    producers = dict(item.partition("=")[::2] for item in args.producer)
-    missing = [n for n in names + list(producers) + list(producers.values()) if n not in by_name]
+    if not names:
+        ap.error("--tasks names no task")
+    producers: dict[str, str] = {}
+    for item in args.producer:
+        task, eq, producer = item.partition("=")
+        if not (eq and task and producer):
+            ap.error(f"--producer {item!r}: expected TASK=PRODUCER (two task names of the log)")
+        if task not in names:
+            ap.error(f"--producer {item}: {task} is not one of --tasks {names}")
+        producers[task] = producer
+    missing = [n for n in names + list(producers.values()) if n not in by_name]
     if missing:
         ap.error(f"tasks {missing} are not in {args.tuning_log}; it has {sorted(by_name)}")
+    unmeasured = [n for n in names if not any(r.ok for r in by_name[n])]
+    if unmeasured:
+        ap.error(f"tasks {unmeasured} have no successful measurement in {args.tuning_log}; tune them first")
     print(host_line())
     load_before = os.getloadavg()
     print(f"load {load_before[0]:.1f}; one thread; thread CPU time; {args.flush_mib} MiB flush")
