@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import re
 
-from vdla.compiler import te, topi
-from vdla.compiler.codegen.llvm import codegen, parse_target, using_target
-from vdla.compiler.tir.pipeline import lower
-from vdla.compiler.tir.stmt import PrimFunc
+from default_conv import default_conv
+
+from vdla.compiler.codegen.llvm import codegen, parse_target
 
 _SPILL = re.compile(r"(Spill|Reload)")
 
@@ -31,15 +30,7 @@ def blocks_with(asm: str, mnemonic: str) -> list[list[str]]:
 
 def conv_assembly(target: str, channels: int = 64, size: int = 14) -> tuple[str, object]:
     """The assembly of ResNet's 3x3 conv micro-kernel with the target's default schedule, and its knobs."""
-    tgt = parse_target(target)
-    with using_target(tgt):
-        lanes = tgt.vector_lanes()
-        data = te.placeholder((1, channels // lanes, size, size, lanes), name="data")
-        kernel = te.placeholder((channels // lanes, channels // lanes, 3, 3, lanes, lanes), name="kernel")
-        out = topi.conv2d_nchwc(data, kernel, 1, 1)
-        knobs = topi.default_conv2d_nchwc_knobs(out)
-        lowered = lower(topi.schedule_conv2d_nchwc(out), "llvm")
-    func = PrimFunc("conv", (data.buffer, kernel.buffer, out.buffer), lowered.body, lowered.attrs)
+    func, tgt, knobs = default_conv(target, channels, channels, 3, size)
     return codegen([func], tgt, name="conv").assembly(), knobs
 
 

@@ -12,12 +12,12 @@ import re
 import numpy as np
 import pytest
 
+from default_conv import default_conv
+
 from vdla.compiler import te, topi
 from vdla.compiler.codegen.llvm import codegen, parse_target, using_target
 from vdla.compiler.graph import GraphBuilder
 from vdla.compiler.graph.build import build_model
-from vdla.compiler.tir.pipeline import lower
-from vdla.compiler.tir.stmt import PrimFunc
 
 AVX2 = "llvm -mcpu=haswell"
 AVX512 = "llvm -mcpu=skylake-avx512"
@@ -27,14 +27,7 @@ _EVEX = re.compile(r"%zmm\d+|%k[1-7]\b|\{1to\d+\}|%[xy]mm(1[6-9]|2\d|3[01])\b")
 
 def _conv_assembly(target: str) -> str:
     """The machine code of ResNet's 64-channel 3x3 conv micro-kernel with the target's default schedule."""
-    tgt = parse_target(target)
-    with using_target(tgt):
-        lanes = tgt.vector_lanes()
-        data = te.placeholder((1, 64 // lanes, 16, 16, lanes), name="data")
-        kernel = te.placeholder((64 // lanes, 64 // lanes, 3, 3, lanes, lanes), name="kernel")
-        out = topi.conv2d_nchwc(data, kernel, 1, 1)
-        lowered = lower(topi.schedule_conv2d_nchwc(out), "llvm")
-    func = PrimFunc("conv", (data.buffer, kernel.buffer, out.buffer), lowered.body, lowered.attrs)
+    func, tgt, _ = default_conv(target, 64, 64, 3, 16)
     return codegen([func], tgt, name="conv").assembly()
 
 

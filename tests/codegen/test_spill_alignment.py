@@ -16,11 +16,10 @@ import re
 import numpy as np
 import pytest
 
-from vdla.compiler import te, topi
-from vdla.compiler.codegen.llvm import codegen, parse_target, using_target
-from vdla.compiler.codegen.llvm import frame
+from default_conv import default_conv
+
+from vdla.compiler.codegen.llvm import codegen, frame, parse_target
 from vdla.compiler.codegen.llvm.frame import spill_alignment
-from vdla.compiler.tir.pipeline import lower
 from vdla.compiler.tir.stmt import PrimFunc
 from vdla.runtime.cpu_module import host_cpu_features
 
@@ -33,14 +32,8 @@ _STACK_MOVE = re.compile(r"\b(vmov(aps|ups|apd|upd|dqa|dqu|dqa64|dqu64|dqa32|dqu
 def _pointwise(target: str, cin: int = 16, cout: int = 96, size: int = 112) -> tuple[PrimFunc, object]:
     """MobileNetV2's features.2 expand conv (1 x 1, 16 -> 96 channels on 112 x 112) with the target's
     default schedule: on AVX2 its tile spills."""
-    tgt = parse_target(target)
-    with using_target(tgt):
-        lanes = tgt.vector_lanes()
-        data = te.placeholder((1, cin // lanes, size, size, lanes), name="data")
-        kernel = te.placeholder((cout // lanes, cin // lanes, 1, 1, lanes, lanes), name="kernel")
-        out = topi.conv2d_nchwc(data, kernel, 1, 0)
-        lowered = lower(topi.schedule_conv2d_nchwc(out), "llvm")
-    return PrimFunc("pw", (data.buffer, kernel.buffer, out.buffer), lowered.body, lowered.attrs), tgt
+    func, tgt, _ = default_conv(target, cin, cout, 1, size, name="pw")
+    return func, tgt
 
 
 def _stack_vector_moves(asm: str, register: str) -> list[tuple[str, bool]]:
