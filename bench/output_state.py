@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from host import finish_run, host_line, host_record
 
-from vdla.compiler.autotune.database import ranked, read_log
+from vdla.compiler.autotune.database import ranked, read_log, records_by_task
 from vdla.compiler.autotune.measure import build_job
 from vdla.compiler.autotune.template import template_for
 from vdla.runtime.cpu_module import aligned_copy, aligned_zeros, load_module
@@ -109,9 +109,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.rounds < 1 or args.repeats < 1:
         ap.error("--rounds and --repeats must be at least 1")
-    by_name: dict[str, list[Any]] = {}
-    for r in read_log(args.tuning_log):
-        by_name.setdefault(r.task.name, []).append(r)
+    by_name = records_by_task(read_log(args.tuning_log))
     names = [n for n in args.tasks.split(",") if n]
     if not names:
         ap.error("--tasks names no task")

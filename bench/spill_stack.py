@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 from host import finish_run, host_line, host_record
 
-from vdla.compiler.autotune.database import ranked, read_log
+from vdla.compiler.autotune.database import ranked, read_log, records_by_task
 from vdla.compiler.autotune.measure import MeasureOptions, build_job, run_job
 from vdla.compiler.autotune.spills import spills_of
 from vdla.compiler.autotune.task import Task
@@ -129,10 +129,7 @@ def main() -> None:
             extra.setdefault(name, []).append(json.loads(knobs))
         except json.JSONDecodeError as exc:
             ap.error(f"--config {item!r}: the knobs are not JSON ({exc})")
-    records = read_log(args.tuning_log)
-    by_name: dict[str, list[Any]] = {}
-    for rec in records:
-        by_name.setdefault(rec.task.name, []).append(rec)
+    by_name = records_by_task(read_log(args.tuning_log))
     names = [n for n in args.tasks.split(",") if n]
     missing = [n for n in names + list(extra) if n not in by_name]
     if missing:

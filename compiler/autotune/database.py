@@ -109,6 +109,14 @@ def best_record(records: Iterable[Record]) -> Record | None:
     return min(standing.values(), key=lambda r: r.cost) if standing else None
 
 
+def records_by_task(records: Iterable[Record]) -> dict[str, list[Record]]:
+    """``records`` grouped by task name, each group in log order."""
+    out: dict[str, list[Record]] = {}
+    for r in records:
+        out.setdefault(r.task.name, []).append(r)
+    return out
+
+
 def read_log(path: str | os.PathLike[str]) -> list[Record]:
     """Every record of a log; a truncated last line (a killed writer) is skipped."""
     p = Path(path)
