@@ -242,7 +242,9 @@ class Measurer:
             future = self.executor.submit(build_job, self.task.to_json(), self.hw_config, config.to_dict(),
                                           device_kind=self.task.device_kind, timeout_s=self.options.build_timeout_s)
             builds[i] = (future, time.perf_counter())
-        runs: dict[int, tuple[Future[RunOutcome], float]] = {}
+        # Every build (and its spill count, objdump in this process) is done before the first timing run is
+        # submitted: nothing of this batch then competes with a timing for the cores.
+        built: dict[int, tuple[bytes, float]] = {}
         for i, (future, t0) in builds.items():
             try:
                 artifact = future.result()
@@ -259,7 +261,10 @@ class Measurer:
                     f"not timed: {spilled.describe()}, over the limit of {self.options.max_spill_reloads} "
                     f"reloads (a spilling kernel's time moves with the stack position of its call)"))
                 continue
-            exclusive = self.template.unit == "s"
+            built[i] = (artifact, build_s)
+        runs: dict[int, tuple[Future[RunOutcome], float]] = {}
+        exclusive = self.template.unit == "s"
+        for i, (artifact, build_s) in built.items():
             runs[i] = (self.executor.submit(run_job, self.task.to_json(), self.hw_config, artifact, self.options,
                                             device_kind=self.task.device_kind, timeout_s=self.options.run_timeout_s,
                                             exclusive=exclusive), build_s)
