@@ -39,7 +39,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "models")]
 
-from vdla.compiler.codegen.llvm.pool import DEFAULT_SPIN_US, SPIN_ENV  # noqa: E402
+from vdla.runtime.thread_spin import DEFAULT_SPIN_US, SPIN_ENV  # noqa: E402
 from vdla.runtime.openmp import DEFAULT_WAIT_POLICY  # noqa: E402
 
 DEFAULT_SETTINGS = "runtime,passive,1000,10000,300000"

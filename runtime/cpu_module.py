@@ -22,6 +22,7 @@ import numpy as np
 from vdla.runtime.file_checks import check_elf, elf_machine, read_bytes
 from vdla.runtime.huge_pages import HUGE_PAGE, huge_page_zeros
 from vdla.runtime.openmp import load_openmp_runtime
+from vdla.runtime.thread_spin import check_spin_env
 from vdla_hw.errors import BadFileError
 
 #: Alignment of the buffers the runtime allocates for kernels (a page: every plan offset is a
@@ -254,6 +255,8 @@ class CpuModule:
         self.target = meta["target"]
         self.functions = {f["name"]: Function(f["name"], f["params"], resolve(f["name"]), owner)
                           for f in meta["functions"]}
+        if threads_address:
+            check_spin_env()  # its parallel loops run on the pool, which reads VDLA_SPIN_US with atoi
         self._threads = (ctypes.c_int32.from_address(threads_address)
                          if threads_address else None)
         self._owner = owner

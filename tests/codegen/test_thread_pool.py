@@ -9,9 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from vdla.compiler.codegen.llvm.pool import SPIN_ENV
+from vdla.runtime.thread_spin import SPIN_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -146,3 +147,28 @@ def test_a_team_never_exceeds_the_thread_count_asked() -> None:
             (line.rsplit(" ", 1) for line in proc.stdout.splitlines() if line.startswith("team"))}
     assert most[3] == 3, f"the probe never saw a team of three: {proc.stdout}"
     assert most[2] <= 2 and most[1] == 1, proc.stdout
+
+
+@pytest.mark.parametrize("value", ["abc", "-5", "1.5", ""])
+def test_a_bad_spin_setting_is_named_when_a_parallel_module_loads(monkeypatch, value: str) -> None:
+    """The pool reads VDLA_SPIN_US with atoi, where a typo would mean 0: the runtime refuses it at load."""
+    from vdla.compiler.codegen.llvm import codegen, jit
+    from vdla.compiler.codegen.llvm.parallel import MIN_PARALLEL_WORK
+    from vdla.compiler.codegen.llvm.target import host_target
+    from vdla.compiler.tir.ir import BufferStore, For, ForKind, IntImm, PrimFunc, Var, decl_buffer
+    from vdla_hw.errors import UsageError
+
+    n = MIN_PARALLEL_WORK + 8
+    a, out = decl_buffer((n,), "float32", "a"), decl_buffer((n,), "float32", "out")
+    i = Var("i")
+    module = codegen([PrimFunc("par", (a, out), For(i, IntImm(0), IntImm(n), ForKind.PARALLEL,
+                                                    BufferStore(out, a[i] * 2.0, (i,))))], host_target())
+    monkeypatch.setenv(SPIN_ENV, value)
+    with pytest.raises(UsageError, match=f"{SPIN_ENV}=.*whole number of microseconds"):
+        jit(module)
+    monkeypatch.setenv(SPIN_ENV, "50")
+    mod = jit(module)
+    x = np.arange(n, dtype=np.float32)
+    res = np.zeros_like(x)
+    mod(x, res)
+    assert np.array_equal(res, x * 2)

@@ -36,18 +36,12 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
+from vdla.runtime.thread_spin import DEFAULT_SPIN_US, SPIN_ENV
+
 from .types import I32, I64, PTR, VOID
 
 POOL_SYMBOL = "vdla_parallel"
 """The entry point: ``void vdla_parallel(void (*fn)(void *, int64_t), void *data, int32_t n)``."""
-
-SPIN_ENV = "VDLA_SPIN_US"
-"""Environment variable: microseconds an idle worker spins before it sleeps (read at the first region)."""
-
-DEFAULT_SPIN_US = 200
-"""An idle worker's spin, when ``VDLA_SPIN_US`` is not set: longer than the gap between two regions of
-one model run (a ctypes call of a few microseconds plus the serial nodes in between, up to ~0.1 ms in
-MobileNetV2), short against the gap between runs of a server."""
 
 MAX_WORKERS = 63
 """Workers at most (a team of 64 threads)."""
